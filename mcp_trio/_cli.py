@@ -1,0 +1,60 @@
+"""The ``mcp-trio`` command."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+__all__ = ["main"]
+
+
+def _cmd_versions(args: argparse.Namespace) -> int:
+    from .types import _versions
+
+    print("Supported MCP protocol revisions (newest first):")
+    for version in _versions.SUPPORTED_VERSIONS:
+        module = _versions.module_for(version)
+        methods = module.METHODS.values()
+        requests = sum(1 for m in methods if m.kind == "request")
+        notifications = sum(1 for m in methods if m.kind == "notification")
+        era = "stateless" if _versions.is_stateless(version) else "initialize handshake"
+        extra = ", batching" if _versions.supports_batching(version) else ""
+        print(
+            f"  {version}  {era}{extra}; {requests} requests, {notifications} notifications "
+            f"({module.__name__})"
+        )
+    return 0
+
+
+def _cmd_codegen(args: argparse.Namespace) -> int:
+    try:
+        from codegen.__main__ import main as codegen_main
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        print(
+            f"mcp-trio codegen: the code generator is not available ({exc}); "
+            "install the 'codegen' extra: pip install 'mcp-trio[codegen]'",
+            file=sys.stderr,
+        )
+        return 2
+    return int(codegen_main(list(args.rest)) or 0)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="mcp-trio", description="Model Context Protocol on trio.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("versions", help="list the supported protocol revisions")
+    p.set_defaults(func=_cmd_versions)
+    p = sub.add_parser(
+        "codegen",
+        help="regenerate the message types from the MCP schemas (see 'mcp-trio codegen --help')",
+        add_help=False,
+    )
+    p.add_argument("rest", nargs=argparse.REMAINDER)
+    p.set_defaults(func=_cmd_codegen)
+    args = parser.parse_args(argv)
+    return int(args.func(args))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
