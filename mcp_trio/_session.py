@@ -1,0 +1,636 @@
+"""The trio engine: runs a :class:`SessionCore` over a transport channel.
+
+Task layout of one session (all inside the nursery ``open_session`` opens)::
+
+    run
+     ├─ writer        the only task that calls channel.send (outbox → channel)
+     ├─ reader        channel.receive → core.receive → dispatch (sync work and
+     │                non-blocking hand-offs only; it never runs user code)
+     ├─ notifications user notification handlers, in arrival order
+     ├─ keepalive     optional pings
+     └─ one task per incoming request, each in its own CancelScope
+
+Rules:
+
+* A request handler's return value is the result; raising :class:`McpError`
+  answers with that error; any other exception answers -32603 and is logged.
+  A handler cancelled by ``notifications/cancelled`` sends nothing.
+* At most ``max_in_flight`` incoming requests run at once; beyond that the
+  reader stops reading (backpressure) until one finishes.
+* ``request()`` waits in the caller's task.  Its timeout is an idle deadline
+  that each progress notification may push back, bounded by an optional
+  total.  On timeout or cancellation it sends ``notifications/cancelled``
+  (shielded, bounded) before raising.
+* When the peer goes away every pending request fails at once with
+  :class:`ConnectionClosed` and every handler is cancelled; nothing outlives
+  the ``async with`` block.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+import trio
+
+from . import _jsonrpc as rpc
+from ._context import RequestContext
+from ._core import (
+    CancelRequested,
+    NotificationReceived,
+    Outgoing,
+    PeerInitialized,
+    ProgressReceived,
+    ProtocolViolation,
+    RequestReceived,
+    ResponseReceived,
+    SessionCore,
+    State,
+)
+from ._exceptions import ConnectionClosed, LocalProtocolError, McpError
+from .transports._base import Frame, MessageChannel
+from .types import _versions
+
+__all__ = [
+    "NotificationHandler",
+    "ProgressCallback",
+    "RequestHandler",
+    "RequestTimeout",
+    "Session",
+    "open_session",
+]
+
+log = logging.getLogger("mcp_trio")
+
+RequestHandler = Callable[[RequestContext, Any], Awaitable[Any]]
+NotificationHandler = Callable[["Session", str, Any], Awaitable[None]]
+ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None]]
+
+_DEFAULT = object()
+
+
+class RequestTimeout(trio.TooSlowError):
+    """An outgoing request got no answer in time.
+
+    A subclass of :class:`trio.TooSlowError`.  The engine has already sent
+    ``notifications/cancelled`` for the request.
+    """
+
+_PROGRESS_BACKLOG = 256
+
+
+class _Waiter:
+    """Where the reader leaves the answer (and progress) for one outgoing request."""
+
+    __slots__ = ("done", "result", "error", "progress", "wakeup", "idle_scope", "idle_timeout")
+
+    def __init__(self) -> None:
+        self.done = False
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self.progress: deque[ProgressReceived] = deque(maxlen=_PROGRESS_BACKLOG)
+        self.wakeup = trio.Event()
+        self.idle_scope: trio.CancelScope | None = None
+        self.idle_timeout: float | None = None
+
+    def finish(self, result: Any = None, error: BaseException | None = None) -> None:
+        if self.done:
+            return
+        self.done = True
+        self.result = result
+        self.error = error
+        self.wakeup.set()
+
+    def add_progress(self, event: ProgressReceived) -> None:
+        self.progress.append(event)
+        if self.idle_scope is not None and self.idle_timeout is not None:
+            self.idle_scope.deadline = trio.current_time() + self.idle_timeout
+        self.wakeup.set()
+
+
+class Session:
+    """One MCP session over one transport channel (low-level API).
+
+    Create it with :func:`open_session`.  Register handlers for the peer's
+    requests and notifications, then call :meth:`request` and :meth:`notify`.
+
+    Concurrency: every method may be called from any task of the session's
+    trio run.  Incoming requests are handled concurrently, each in its own task.
+    """
+
+    def __init__(
+        self,
+        core: SessionCore,
+        channel: MessageChannel,
+        *,
+        request_handlers: Mapping[str, RequestHandler] | None = None,
+        notification_handlers: Mapping[str, NotificationHandler] | None = None,
+        default_timeout: float | None = 60.0,
+        max_in_flight: int = 64,
+        outbox_size: int = 64,
+        keepalive_interval: float | None = None,
+        keepalive_timeout: float = 10.0,
+        close_grace: float = 2.0,
+    ) -> None:
+        if max_in_flight < 1:
+            raise ValueError("max_in_flight must be at least 1")
+        self.core = core
+        self.channel = channel
+        self.request_handlers: dict[str, RequestHandler] = dict(request_handlers or {})
+        self.notification_handlers: dict[str, NotificationHandler] = dict(
+            notification_handlers or {}
+        )
+        self.default_timeout = default_timeout
+        self.max_in_flight = max_in_flight
+        self.keepalive_interval = keepalive_interval
+        self.keepalive_timeout = keepalive_timeout
+        self.close_grace = close_grace
+        #: Set once the handshake (or era detection) finished.
+        self.initialized = trio.Event()
+        #: Set once the session has ended.
+        self.closed = trio.Event()
+        self._outbox_send, self._outbox_recv = trio.open_memory_channel[Frame](outbox_size)
+        self._notify_send, self._notify_recv = trio.open_memory_channel[NotificationReceived](
+            outbox_size
+        )
+        self._slots = trio.Semaphore(max_in_flight)
+        self._waiters: dict[Any, _Waiter] = {}
+        self._scopes: dict[Any, trio.CancelScope] = {}
+        self._reader_scope = trio.CancelScope()
+        self._writer_scope = trio.CancelScope()
+        self._close_reason: str = "the session was closed"
+
+    # ------------------------------------------------------------- properties
+
+    @property
+    def role(self) -> str:
+        return self.core.role
+
+    @property
+    def protocol_version(self) -> str | None:
+        """The negotiated protocol revision (``None`` before negotiation)."""
+        return self.core.version
+
+    @property
+    def peer_info(self) -> dict[str, Any]:
+        return self.core.peer_info
+
+    @property
+    def peer_capabilities(self) -> dict[str, Any]:
+        return self.core.peer_capabilities
+
+    def statistics(self) -> dict[str, int]:
+        """Counts for monitoring: pending outgoing and in-flight incoming requests."""
+        return {
+            "pending_requests": len(self._waiters),
+            "requests_in_progress": len(self._scopes),
+            "queued_frames": self._outbox_send.statistics().current_buffer_used,
+        }
+
+    # ------------------------------------------------------------------ tasks
+
+    async def _run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        try:
+            async with trio.open_nursery() as outer:
+                outer.start_soon(self._writer)
+                async with trio.open_nursery() as tasks:
+                    self._tasks = tasks
+                    tasks.start_soon(self._notification_loop)
+                    if self.keepalive_interval is not None:
+                        tasks.start_soon(self._keepalive)
+                    task_status.started()
+                    with self._reader_scope:
+                        await self._reader()
+                    self._shutdown()
+                    tasks.cancel_scope.cancel()
+                self._writer_scope.deadline = trio.current_time() + self.close_grace
+                await self._outbox_send.aclose()
+        finally:
+            self._shutdown()
+            with trio.move_on_after(self.close_grace, shield=True):
+                await self.channel.aclose()
+            self.closed.set()
+
+    async def _reader(self) -> None:
+        channel = self.channel
+        core = self.core
+        while True:
+            try:
+                frame = await channel.receive()
+            except (trio.EndOfChannel, trio.ClosedResourceError, trio.BrokenResourceError):
+                self._close_reason = "the peer closed the connection"
+                return
+            if frame.error is not None:
+                log.warning("framing error from peer: %s", frame.error)
+                events = core.framing_error(frame.error)
+            else:
+                events = core.receive(frame.data)
+            for event in events:
+                await self._dispatch(event)
+
+    async def _dispatch(self, event: Any) -> None:
+        if isinstance(event, RequestReceived):
+            await self._slots.acquire()
+            self._tasks.start_soon(self._handle_request, event)
+        elif isinstance(event, ResponseReceived):
+            waiter = self._waiters.get(event.id)
+            if waiter is not None:
+                waiter.finish(event.result, event.error)
+        elif isinstance(event, Outgoing):
+            await self._put(Frame(event.data, event.related, event.final))
+        elif isinstance(event, NotificationReceived):
+            await self._notify_send.send(event)
+        elif isinstance(event, CancelRequested):
+            scope = self._scopes.get(event.id)
+            if scope is not None:
+                scope.cancel()
+        elif isinstance(event, ProgressReceived):
+            waiter = self._waiters.get(event.id)
+            if waiter is not None:
+                waiter.add_progress(event)
+        elif isinstance(event, PeerInitialized):
+            self.initialized.set()
+        elif isinstance(event, ProtocolViolation):
+            log.info("protocol violation by peer: %s", event.message)
+
+    async def _writer(self) -> None:
+        with self._writer_scope:
+            try:
+                async for frame in self._outbox_recv:
+                    await self.channel.send(frame)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                self._close_reason = "the connection to the peer broke"
+                self._reader_scope.cancel()
+
+    async def _notification_loop(self) -> None:
+        async for event in self._notify_recv:
+            handler = self.notification_handlers.get(event.method)
+            if handler is None:
+                continue
+            try:
+                await handler(self, event.method, event.params)
+            except Exception:
+                log.exception("notification handler for %s failed", event.method)
+
+    async def _keepalive(self) -> None:
+        interval = self.keepalive_interval
+        assert interval is not None
+        await self.initialized.wait()
+        if self.core.version is None or _versions.is_stateless(self.core.version):
+            return  # stateless revisions have no ping
+        while True:
+            await trio.sleep(interval)
+            try:
+                await self.request("ping", timeout=self.keepalive_timeout)
+            except (RequestTimeout, McpError, ConnectionClosed) as exc:
+                log.warning("keepalive failed (%s); closing the session", exc)
+                self._close_reason = f"keepalive failed: {exc}"
+                self._reader_scope.cancel()
+                return
+
+    def _shutdown(self) -> None:
+        if self.core.closed and not self._waiters:
+            return
+        self.core.close()
+        self._reader_scope.cancel()
+        error = ConnectionClosed(self._close_reason)
+        for waiter in list(self._waiters.values()):
+            waiter.finish(error=error)
+
+    async def _put(self, frame: Frame) -> None:
+        try:
+            await self._outbox_send.send(frame)
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            raise ConnectionClosed(self._close_reason) from None
+
+    # ------------------------------------------------------ incoming requests
+
+    async def _handle_request(self, event: RequestReceived) -> None:
+        core = self.core
+        id = event.id
+        data: bytes | None = None
+        try:
+            with trio.CancelScope() as scope:
+                self._scopes[id] = scope
+                if core.is_cancelled(id):
+                    scope.cancel()
+                handler = self.request_handlers.get(event.method)
+                try:
+                    if handler is None:
+                        data = core.error(
+                            id, rpc.METHOD_NOT_FOUND, f"Method not found: {event.method}"
+                        )
+                    else:
+                        ctx = RequestContext(self, event, scope)
+                        result = await handler(ctx, event.params)
+                        try:
+                            data = core.respond(id, result)
+                        except LocalProtocolError as exc:
+                            log.error("handler for %s returned an invalid result: %s", event.method, exc)
+                            data = core.error(id, rpc.INTERNAL_ERROR, f"Internal error: {exc}")
+                except McpError as exc:
+                    data = core.error(id, exc.code, exc.message, exc.data)
+                except Exception as exc:
+                    log.exception("handler for %s failed", event.method)
+                    data = core.error(
+                        id, rpc.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}"
+                    )
+            if data is not None:
+                await self._put(Frame(data, id, True))
+        except ConnectionClosed:
+            pass
+        finally:
+            self._scopes.pop(id, None)
+            leftover = core.drop(id)
+            self._slots.release()
+            if leftover is not None and data is None:
+                with trio.move_on_after(self.close_grace, shield=True):
+                    try:
+                        await self._put(Frame(leftover, id, True))
+                    except ConnectionClosed:
+                        pass
+
+    # ------------------------------------------------------------ public API
+
+    async def request(
+        self,
+        method: str,
+        params: Any = None,
+        *,
+        timeout: float | None | object = _DEFAULT,
+        on_progress: ProgressCallback | None = None,
+        reset_timeout_on_progress: bool = True,
+        max_total_timeout: float | None = None,
+        related: Any = None,
+    ) -> Any:
+        """Send a request and wait for its result.
+
+        Args:
+            method: The method name.
+            params: A params Struct, a dict (validated against the revision's
+                params type), or ``None``.
+            timeout: Seconds to wait for the answer (``None``: forever); by
+                default the session's ``default_timeout``.
+            on_progress: ``async (progress, total, message)`` called in this
+                task for each progress notification; asks the peer for progress.
+            reset_timeout_on_progress: Each progress notification restarts the
+                ``timeout`` clock.
+            max_total_timeout: An upper bound that progress cannot extend.
+            related: The id of the incoming request this one is made on behalf
+                of (Streamable HTTP sends it on that request's stream).
+
+        Returns:
+            The decoded result Struct (a ``dict`` for custom methods).
+
+        Raises:
+            McpError: the peer answered with an error.
+            RequestTimeout: no answer in time (``notifications/cancelled`` was sent).
+            ConnectionClosed: the session ended first.
+            LocalProtocolError: the request may not be sent now.
+            RemoteProtocolError: the peer's answer was invalid.
+
+        Cancellation: cancelling the calling task sends ``notifications/cancelled``
+        to the peer (except for ``initialize``) and drops any late answer.
+        """
+        if self.core.closed:
+            raise ConnectionClosed(self._close_reason)
+        if timeout is _DEFAULT:
+            timeout = self.default_timeout
+        assert timeout is None or isinstance(timeout, int | float)
+        id, data = self.core.start_request(method, params, progress=on_progress is not None)
+        waiter = _Waiter()
+        self._waiters[id] = waiter
+        timed_out: str | None = None
+        try:
+            await self._put(Frame(data, related))
+            idle = math.inf if timeout is None else float(timeout)
+            with trio.move_on_after(
+                math.inf if max_total_timeout is None else max_total_timeout
+            ) as total_scope:
+                with trio.move_on_after(idle) as idle_scope:
+                    if reset_timeout_on_progress and timeout is not None:
+                        waiter.idle_scope = idle_scope
+                        waiter.idle_timeout = float(timeout)
+                    while True:
+                        if waiter.progress and on_progress is not None:
+                            p = waiter.progress.popleft()
+                            await on_progress(p.progress, p.total, p.message)
+                            continue
+                        if waiter.done:
+                            break
+                        waiter.wakeup = trio.Event()
+                        if waiter.progress or waiter.done:
+                            continue
+                        await waiter.wakeup.wait()
+            if not waiter.done:
+                if total_scope.cancelled_caught:
+                    timed_out = f"{method} got no answer within {max_total_timeout} s in total"
+                else:
+                    timed_out = f"{method} got no answer within {timeout} s"
+        finally:
+            if not waiter.done:
+                cancel = self.core.cancel(id, timed_out or "cancelled by the caller")
+                if cancel is not None:
+                    with trio.move_on_after(self.close_grace, shield=True):
+                        try:
+                            await self._put(Frame(cancel, related))
+                        except ConnectionClosed:
+                            pass
+            self._waiters.pop(id, None)
+        if timed_out is not None:
+            raise RequestTimeout(timed_out)
+        if waiter.error is not None:
+            raise waiter.error
+        return waiter.result
+
+    async def notify(self, method: str, params: Any = None, *, related: Any = None) -> None:
+        """Send a notification.
+
+        Raises:
+            LocalProtocolError: it may not be sent now (lifecycle, capability).
+            ConnectionClosed: the session has ended.
+        """
+        if self.core.closed:
+            raise ConnectionClosed(self._close_reason)
+        await self._put(Frame(self.core.notify(method, params), related))
+
+    async def send_progress(
+        self,
+        request_id: Any,
+        progress: float,
+        total: float | None = None,
+        message: str | None = None,
+    ) -> None:
+        """Report progress on the peer's request ``request_id`` (no-op without a token)."""
+        data = self.core.progress(request_id, progress, total, message)
+        if data is not None:
+            await self._put(Frame(data, request_id))
+
+    async def ping(self, *, timeout: float | None | object = _DEFAULT) -> None:
+        await self.request("ping", timeout=timeout)
+
+    async def initialize(self, *, version: str | None = None, timeout: Any = _DEFAULT) -> Any:
+        """Client: the legacy ``initialize`` handshake, then ``notifications/initialized``.
+
+        Returns the ``InitializeResult``.
+
+        Raises:
+            RemoteProtocolError: the server answered a version this client does not accept.
+        """
+        core = self.core
+        version = version or (core.legacy_versions[0] if core.legacy_versions else None)
+        if version is None:
+            raise LocalProtocolError("this client accepts no protocol version with a handshake")
+        params = {
+            "protocolVersion": version,
+            "capabilities": core.capabilities,
+            "clientInfo": core.info,
+        }
+        result = await self.request("initialize", params, timeout=timeout)
+        await self.notify("notifications/initialized")
+        self.initialized.set()
+        return result
+
+    async def connect(self, *, probe_timeout: float = 5.0, timeout: Any = _DEFAULT) -> str:
+        """Client: settle the protocol era and version with the server.
+
+        With a stateless (2026-07-28+) version allowed, probes with
+        ``server/discover``; a server that answers it is modern, one that
+        names its supported versions in an ``UnsupportedProtocolVersionError``
+        is modern with another version, anything else (another error, or no
+        answer within ``probe_timeout``) is legacy and gets ``initialize``.
+
+        Returns:
+            The negotiated protocol version.
+        """
+        core = self.core
+        if core.modern_versions:
+            preferred = core.modern_versions[0]
+            core.use_modern(preferred)
+            try:
+                result = await self.request("server/discover", timeout=probe_timeout)
+            except McpError as exc:
+                supported = exc.data.get("supported") if isinstance(exc.data, dict) else None
+                if exc.code == rpc.UNSUPPORTED_PROTOCOL_VERSION and isinstance(supported, list):
+                    common = [v for v in core.modern_versions if v in supported]
+                    if common:
+                        return await self._use_discovered(common[0], timeout)
+                    core.reset_era()
+                    if not any(v in supported for v in core.legacy_versions):
+                        raise LocalProtocolError(
+                            f"no protocol version in common: server supports {supported}, "
+                            f"client {list(core.versions)}"
+                        ) from None
+                else:
+                    core.reset_era()
+            except RequestTimeout:
+                core.reset_era()
+            else:
+                supported = list(result.supportedVersions)
+                common = [v for v in core.modern_versions if v in supported]
+                if common:
+                    self._adopt_discover(common[0], result)
+                    self.initialized.set()
+                    return common[0]
+                core.reset_era()
+        if not core.legacy_versions:
+            raise LocalProtocolError("the server does not speak a protocol version this client accepts")
+        await self.initialize(timeout=timeout)
+        assert core.version is not None
+        return core.version
+
+    async def _use_discovered(self, version: str, timeout: Any) -> str:
+        self.core.use_modern(version)
+        result = await self.request("server/discover", timeout=timeout)
+        self._adopt_discover(version, result)
+        self.initialized.set()
+        return version
+
+    def _adopt_discover(self, version: str, result: Any) -> None:
+        meta = getattr(result, "meta", None)
+        info = meta.get("io.modelcontextprotocol/serverInfo") if isinstance(meta, dict) else None
+        instructions = getattr(result, "instructions", None)
+        self.core.use_modern(
+            version,
+            server_capabilities=result.capabilities,
+            server_info=info if isinstance(info, dict) else None,
+            instructions=instructions if isinstance(instructions, str) else None,
+        )
+
+    async def aclose(self) -> None:
+        """End the session: stop reading, cancel handlers, fail pending requests,
+        flush what is queued (bounded by ``close_grace``) and close the channel.
+        Waits until all of that is done."""
+        self._close_reason = "the session was closed"
+        self._reader_scope.cancel()
+        await self.closed.wait()
+
+    @property
+    def state(self) -> State:
+        return self.core.state
+
+
+@asynccontextmanager
+async def open_session(
+    channel: MessageChannel,
+    *,
+    role: str,
+    info: Any,
+    capabilities: Any = None,
+    versions: Any = None,
+    instructions: str | None = None,
+    extra_methods: Any = (),
+    **options: Any,
+) -> AsyncIterator[Session]:
+    """Run an MCP session over ``channel`` for the duration of the ``async with`` block.
+
+    Args:
+        channel: A transport channel (see :mod:`mcp_trio.transports`).
+        role: ``"client"`` or ``"server"``.
+        info: This side's implementation info, ``{"name": ..., "version": ...}``.
+        capabilities: The capabilities this side advertises (dict or Struct).
+        versions: Protocol revisions accepted, newest first (default: all).
+        instructions: Server only: instructions for ``initialize``/``server/discover``.
+        extra_methods: Non-spec methods this side handles (params arrive as JSON values).
+        **options: Passed to :class:`Session`: ``request_handlers``,
+            ``notification_handlers``, ``default_timeout``, ``max_in_flight``,
+            ``keepalive_interval``, ``keepalive_timeout``, ``close_grace``.
+
+    A client session must still settle the protocol: ``await session.connect()``
+    (or ``initialize()``).  A server session answers ``initialize``,
+    ``server/discover`` and ``ping`` by itself and dispatches the rest.
+
+    The session is closed when the block exits.  Exceptions raised in the block
+    propagate unchanged (not wrapped in an exception group).
+    """
+    core = SessionCore(
+        role,  # type: ignore[arg-type]
+        info=info,
+        capabilities=capabilities,
+        versions=versions,
+        instructions=instructions,
+        extra_methods=extra_methods,
+    )
+    session = Session(core, channel, **options)
+    try:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(session._run)
+            try:
+                yield session
+            finally:
+                session._close_reason = "the session was closed"
+                session._reader_scope.cancel()
+    except BaseExceptionGroup as group:
+        raise _unwrap(group) from None
+
+
+def _unwrap(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The single exception inside (nested) one-member groups, else the group."""
+    exc: BaseException = group
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc

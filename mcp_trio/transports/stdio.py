@@ -1,0 +1,299 @@
+"""stdio transport: newline-delimited JSON over byte streams.
+
+Framing rules:
+
+* One message per line, UTF-8, terminated by ``\\n``; a ``\\r`` before the
+  ``\\n`` is tolerated and removed; empty lines are skipped.
+* The byte stream may be split anywhere: a message is delivered only when its
+  newline has arrived.
+* A line longer than ``max_message_size`` bytes is discarded up to its
+  newline and delivered as a :class:`Frame` whose ``error`` says so, so the
+  session can answer it; reading goes on with the next line.
+* Invalid UTF-8 or JSON is the session's business (it answers -32700).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import IO, Any
+
+import trio
+
+from ._base import Frame
+
+__all__ = [
+    "DEFAULT_MAX_MESSAGE_SIZE",
+    "LineFramer",
+    "StreamChannel",
+    "open_stdio_client",
+    "open_stdio_server_channel",
+]
+
+log = logging.getLogger("mcp_trio.stdio")
+
+#: Default limit on one incoming message, in bytes.
+DEFAULT_MAX_MESSAGE_SIZE = 32 * 1024 * 1024
+_READ_SIZE = 65536
+_SMALL_WRITE = 65536
+
+
+class LineFramer:
+    """Sans-IO line splitter: feed bytes, get whole lines (as frames).
+
+    Args:
+        max_message_size: Longest line accepted, in bytes (without the newline).
+    """
+
+    def __init__(self, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> None:
+        if max_message_size < 1:
+            raise ValueError("max_message_size must be positive")
+        self.max_message_size = max_message_size
+        self._buf = bytearray()
+        self._scan_from = 0
+        self._discarding = False
+        self._discarded = 0
+
+    def feed(self, data: bytes) -> list[Frame]:
+        """Add bytes; return every frame they complete, in order."""
+        frames: list[Frame] = []
+        buf = self._buf
+        if self._discarding:
+            nl = data.find(b"\n")
+            if nl < 0:
+                self._discarded += len(data)
+                return frames
+            self._discarded += nl
+            frames.append(self._too_large())
+            data = data[nl + 1 :]
+        buf += data
+        start = 0
+        scan = self._scan_from
+        limit = self.max_message_size
+        while True:
+            nl = buf.find(b"\n", scan)
+            if nl < 0:
+                break
+            end = nl
+            if end > start and buf[end - 1] == 0x0D:
+                end -= 1
+            if end - start > limit:
+                self._discarded = end - start
+                frames.append(self._too_large())
+            elif end > start:
+                line = bytes(buf[start:end])
+                if line.strip():
+                    frames.append(Frame(line))
+            start = nl + 1
+            scan = start
+        if start:
+            del buf[:start]
+        self._scan_from = len(buf)
+        if len(buf) > limit + 1:
+            # No newline within the limit: drop what we have and skip to the next newline.
+            self._discarding = True
+            self._discarded = len(buf)
+            buf.clear()
+            self._scan_from = 0
+        return frames
+
+    def _too_large(self) -> Frame:
+        size = self._discarded
+        self._discarding = False
+        self._discarded = 0
+        return Frame(
+            b"",
+            error=f"message too large: {size} bytes or more exceeds the limit of "
+            f"{self.max_message_size} bytes",
+        )
+
+    @property
+    def pending(self) -> int:
+        """Bytes of an incomplete line held back."""
+        return len(self._buf)
+
+
+class StreamChannel(trio.abc.Channel[Frame]):
+    """A message channel over a receive stream and a send stream.
+
+    Args:
+        receive_stream: Where incoming bytes come from.
+        send_stream: Where outgoing messages go (one ``send_all`` per message).
+        max_message_size: Limit for one incoming message, in bytes.
+    """
+
+    def __init__(
+        self,
+        receive_stream: trio.abc.ReceiveStream,
+        send_stream: trio.abc.SendStream,
+        *,
+        max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+    ) -> None:
+        self._receive_stream = receive_stream
+        self._send_stream = send_stream
+        self._framer = LineFramer(max_message_size)
+        self._ready: list[Frame] = []
+        self._eof = False
+        self._closed = False
+
+    async def receive(self) -> Frame:
+        if self._closed:
+            raise trio.ClosedResourceError
+        while not self._ready:
+            if self._eof:
+                raise trio.EndOfChannel
+            data = await self._receive_stream.receive_some(_READ_SIZE)
+            if not data:
+                self._eof = True
+                if self._framer.pending:
+                    log.info("peer closed mid-message; %d bytes discarded", self._framer.pending)
+                continue
+            frames = self._framer.feed(data)
+            frames.reverse()
+            self._ready = frames
+        return self._ready.pop()
+
+    async def send(self, value: Frame) -> None:
+        if self._closed:
+            raise trio.ClosedResourceError
+        data = value.data
+        if len(data) < _SMALL_WRITE:
+            await self._send_stream.send_all(data + b"\n")
+        else:
+            await self._send_stream.send_all(data)
+            await self._send_stream.send_all(b"\n")
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            await self._send_stream.aclose()
+        finally:
+            await self._receive_stream.aclose()
+
+
+def _pipe_stream(fd: int) -> trio.lowlevel.FdStream:
+    # FdStream puts the fd in non-blocking mode (shared with any other process
+    # using the same pipe) and restores the previous mode when closed.
+    return trio.lowlevel.FdStream(os.dup(fd))
+
+
+@asynccontextmanager
+async def open_stdio_server_channel(
+    *,
+    max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+    protect_stdout: bool = True,
+) -> AsyncIterator[StreamChannel]:
+    """The server side of stdio: read stdin, write stdout.
+
+    Args:
+        max_message_size: Limit for one incoming message, in bytes.
+        protect_stdout: While the channel is open, point file descriptor 1 and
+            ``sys.stdout`` at stderr, so a stray ``print`` cannot corrupt the
+            protocol stream (messages still go to the real stdout).
+    """
+    if sys.platform == "win32":  # pragma: no cover - FdStream is POSIX only
+        raise RuntimeError("the stdio server transport needs a POSIX system")
+    sys.stdout.flush()
+    in_stream = _pipe_stream(0)
+    out_stream = _pipe_stream(1)
+    saved_fd: int | None = None
+    saved_stdout = sys.stdout
+    if protect_stdout:
+        saved_fd = os.dup(1)
+        os.dup2(2, 1)
+        sys.stdout = sys.stderr
+    channel = StreamChannel(in_stream, out_stream, max_message_size=max_message_size)
+    try:
+        yield channel
+    finally:
+        with trio.CancelScope(shield=True):
+            await channel.aclose()
+        if saved_fd is not None:
+            sys.stdout = saved_stdout
+            os.dup2(saved_fd, 1)
+            os.close(saved_fd)
+
+
+class StdioProcess:
+    """A server subprocess and the channel to it (see :func:`open_stdio_client`)."""
+
+    def __init__(self, process: trio.Process, channel: StreamChannel) -> None:
+        self.process = process
+        self.channel = channel
+
+    @property
+    def stderr(self) -> trio.abc.ReceiveStream | None:
+        """The server's stderr stream when it was captured (``stderr=subprocess.PIPE``)."""
+        return self.process.stderr
+
+
+@asynccontextmanager
+async def open_stdio_client(
+    command: str | Sequence[str],
+    args: Sequence[str] = (),
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    stderr: int | IO[Any] | None = None,
+    max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+    shutdown_grace: float = 2.0,
+) -> AsyncIterator[StdioProcess]:
+    """Launch an MCP server as a subprocess and talk to it over its stdin/stdout.
+
+    Args:
+        command: The program (a string) or a full argv list.
+        args: Extra arguments appended to ``command``.
+        env: The environment (default: inherit ours).
+        cwd: The working directory.
+        stderr: Where the server's stderr goes: ``None`` passes it through,
+            ``subprocess.PIPE`` captures it (read ``StdioProcess.stderr``),
+            ``subprocess.DEVNULL`` drops it, or a file.
+        max_message_size: Limit for one incoming message, in bytes.
+        shutdown_grace: Seconds to wait at each step of shutdown.
+
+    Shutdown (on leaving the block): close the server's stdin, wait up to
+    ``shutdown_grace`` for it to exit, then SIGTERM, wait again, then SIGKILL.
+    """
+    argv = [command] if isinstance(command, str) else list(command)
+    argv.extend(args)
+    process = await trio.lowlevel.open_process(
+        argv,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        env=dict(env) if env is not None else None,
+        cwd=cwd,
+    )
+    assert process.stdin is not None and process.stdout is not None
+    channel = StreamChannel(process.stdout, process.stdin, max_message_size=max_message_size)
+    try:
+        yield StdioProcess(process, channel)
+    finally:
+        with trio.CancelScope(shield=True):
+            await _shutdown(process, channel, shutdown_grace)
+
+
+async def _shutdown(process: trio.Process, channel: StreamChannel, grace: float) -> None:
+    try:
+        assert process.stdin is not None
+        await process.stdin.aclose()
+    except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+        pass
+    with trio.move_on_after(grace):
+        await process.wait()
+    if process.returncode is None:
+        process.terminate()
+        with trio.move_on_after(grace):
+            await process.wait()
+    if process.returncode is None:
+        process.kill()
+        await process.wait()
+    await channel.aclose()
+    if process.stderr is not None:
+        await process.stderr.aclose()
