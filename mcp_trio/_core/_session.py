@@ -352,7 +352,12 @@ class SessionCore:
         try:
             env = rpc.decode_envelope(data)
         except msgspec.ValidationError as exc:
-            obj = rpc.decode_any(data)
+            try:
+                obj = rpc.decode_any(data)
+            except msgspec.DecodeError as parse_exc:
+                # msgspec checks the shape before it reaches trailing garbage.
+                self._error_reply(events, batch, None, rpc.PARSE_ERROR, f"Parse error: {parse_exc}")
+                return
             if isinstance(obj, dict) and "method" not in obj and ("result" in obj or "error" in obj):
                 events.append(ProtocolViolation(f"dropped an invalid response: {exc}", bytes(data)))
                 return

@@ -1,0 +1,195 @@
+"""Property tests (hypothesis) of the core and the engine.
+
+* batching: any mix of requests and notifications in a batch gets exactly one
+  answer per request and none for notifications, whatever order the handlers
+  finish in and whichever of them are cancelled;
+* id uniqueness: the ids a session sends never repeat, under concurrency and
+  cancellation;
+* no input crashes the core: arbitrary bytes give events or errors, never an
+  exception.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import trio
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mcp_trio import Frame, open_memory_transport_pair, open_session
+from mcp_trio._core import Outgoing, RequestReceived, SessionCore
+from mcp_trio.types import _versions
+
+BATCH_VERSION = next(v for v in _versions.SUPPORTED_VERSIONS if _versions.supports_batching(v))
+CAPS = {"tools": {}, "prompts": {}, "resources": {}}
+
+
+def ready_server(version: str) -> SessionCore:
+    srv = SessionCore("server", info={"name": "s", "version": "1"}, capabilities=CAPS, versions=[version])
+    srv.receive(
+        json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}},
+            }
+        ).encode()
+    )
+    srv.receive(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+    return srv
+
+
+REQUESTS = [
+    ("tools/list", None),
+    ("prompts/list", {}),
+    ("ping", None),
+    ("resources/read", {"uri": "file:///x"}),
+    ("tools/call", {"name": 1}),  # invalid params: answered by the core
+    ("nope/nope", None),  # unknown: answered by the core
+]
+NOTIFICATIONS = [
+    ("notifications/roots/list_changed", None),
+    ("notifications/cancelled", {"requestId": 12345}),
+    ("notifications/unknown", None),
+]
+
+batch_items = st.lists(
+    st.one_of(
+        st.tuples(st.just("request"), st.sampled_from(REQUESTS)),
+        st.tuples(st.just("notification"), st.sampled_from(NOTIFICATIONS)),
+    ),
+    min_size=1,
+    max_size=12,
+)
+
+
+@given(batch_items, st.randoms(use_true_random=False), st.data())
+@settings(max_examples=300, deadline=None)
+def test_batch_gets_one_answer_per_request(items: list[Any], rnd: Any, data: st.DataObject) -> None:
+    srv = ready_server(BATCH_VERSION)
+    batch = []
+    request_ids = []
+    for i, (kind, (method, params)) in enumerate(items):
+        msg: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            msg["params"] = params
+        if kind == "request":
+            msg["id"] = i if i % 2 else f"s{i}"
+            request_ids.append(msg["id"])
+        batch.append(msg)
+    events = srv.receive(json.dumps(batch).encode())
+    received = [e for e in events if isinstance(e, RequestReceived)]
+    replies = [e.data for e in events if isinstance(e, Outgoing)]
+    rnd.shuffle(received)
+    cancelled = set()
+    for event in received:
+        if data.draw(st.booleans(), label="cancel?"):
+            cancelled.add(event.id)
+            srv.receive(
+                json.dumps(
+                    {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": event.id}}
+                ).encode()
+            )
+            out = srv.drop(event.id)
+        elif event.method == "resources/read":
+            out = srv.error(event.id, -32002, "Resource not found")
+        else:
+            out = srv.respond(event.id, {"tools": []} if event.method == "tools/list" else {"prompts": []})
+        if out is not None:
+            replies.append(out)
+    expected = [i for i in request_ids if i not in cancelled]
+    if not expected:
+        assert replies == []
+        return
+    assert len(replies) == 1, "a batch is answered by one array"
+    answers = json.loads(replies[0])
+    assert isinstance(answers, list)
+    assert sorted(map(str, (a["id"] for a in answers))) == sorted(map(str, expected))
+    assert len({json.dumps(a["id"]) for a in answers}) == len(answers)
+
+
+@given(st.binary(max_size=300))
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_no_bytes_crash_the_core(data: bytes) -> None:
+    for srv in (ready_server(BATCH_VERSION), ready_server(_versions.SUPPORTED_VERSIONS[1])):
+        events = srv.receive(data)
+        for event in events:
+            if isinstance(event, Outgoing):
+                json.loads(event.data)  # every reply is valid JSON
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=10),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=6), children, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(st.dictionaries(st.sampled_from(["jsonrpc", "id", "method", "params", "result", "error"]), json_values))
+@settings(max_examples=500, deadline=None)
+def test_any_json_object_gets_a_valid_reaction(message: dict[str, Any]) -> None:
+    srv = ready_server(_versions.SUPPORTED_VERSIONS[1])
+    events = srv.receive(json.dumps(message).encode())
+    outgoing = [json.loads(e.data) for e in events if isinstance(e, Outgoing)]
+    looks_like_notification = isinstance(message.get("method"), str) and "id" not in message
+    if looks_like_notification:
+        assert outgoing == [], "a notification is never answered"
+    for reply in outgoing:
+        assert reply["jsonrpc"] == "2.0" and ("result" in reply) != ("error" in reply)
+        if "error" in reply:
+            assert isinstance(reply["error"]["code"], int)
+
+
+@given(
+    st.lists(st.tuples(st.integers(0, 30), st.booleans()), min_size=1, max_size=25),
+)
+@settings(max_examples=40, deadline=None)
+def test_ids_never_repeat_under_concurrency_and_cancellation(plan: list[tuple[int, bool]]) -> None:
+    sent_ids: list[Any] = []
+
+    class Tap(trio.abc.Channel[Frame]):
+        def __init__(self, inner: trio.abc.Channel[Frame]) -> None:
+            self.inner = inner
+
+        async def send(self, value: Frame) -> None:
+            msg = json.loads(value.data)
+            if "method" in msg and "id" in msg:
+                sent_ids.append(msg["id"])
+            await self.inner.send(value)
+
+        async def receive(self) -> Frame:
+            return await self.inner.receive()
+
+        async def aclose(self) -> None:
+            await self.inner.aclose()
+
+    async def handler(ctx: Any, params: Any) -> Any:
+        await trio.sleep(0.001 * (len(params.name) % 3))
+        return {"content": []}
+
+    async def main() -> None:
+        a, b = open_memory_transport_pair()
+        async with open_session(
+            a, role="server", info={"name": "s", "version": "1"}, capabilities={"tools": {}},
+            request_handlers={"tools/call": handler},
+        ) as _srv, open_session(Tap(b), role="client", info={"name": "c", "version": "1"}) as cli:
+            await cli.connect()
+
+            async def one(delay_checkpoints: int, cancel: bool) -> None:
+                with trio.CancelScope() as scope:
+                    if cancel:
+                        scope.deadline = trio.current_time()  # cancelled at its first checkpoint
+                    for _ in range(delay_checkpoints):
+                        await trio.lowlevel.checkpoint()
+                    await cli.request("tools/call", {"name": "x" * delay_checkpoints})
+
+            async with trio.open_nursery() as n:
+                for delay, cancel in plan:
+                    n.start_soon(one, delay, cancel)
+            await cli.request("tools/call", {"name": "final"})
+
+    trio.run(main)
+    assert len(sent_ids) == len(set(sent_ids))
