@@ -252,7 +252,8 @@ async def open_stdio_client(
         env: The environment (default: inherit ours).
         cwd: The working directory.
         stderr: Where the server's stderr goes: ``None`` passes it through,
-            ``subprocess.PIPE`` captures it (read ``StdioProcess.stderr``),
+            ``subprocess.PIPE`` captures it (read ``StdioProcess.stderr``
+            inside the block: it is closed on exit),
             ``subprocess.DEVNULL`` drops it, or a file.
         max_message_size: Limit for one incoming message, in bytes.
         shutdown_grace: Seconds to wait at each step of shutdown.
