@@ -1,0 +1,163 @@
+"""``python -m codegen``: regenerate ``mcp_trio/types/v<revision>.py``.
+
+Usage::
+
+    python -m codegen                      # regenerate every pinned revision
+    python -m codegen --check              # exit 1 listing modules that differ
+    python -m codegen --schema-dir DIR     # read DIR/<revision>/schema.json
+    python -m codegen --revision 2025-11-25            # only one pinned revision
+    python -m codegen --revision R --schema FILE [--output PATH]
+                                           # a new/unpinned revision from any file
+
+Schemas come from ``--schema-dir``, else ``$MCP_TRIO_SCHEMA_DIR``, else
+``../shared/mcp-schema``, else the download cache (see ``codegen._sources``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from ._generate import (
+    DCG_VERSION,
+    GenerationError,
+    generate_all,
+    installed_dcg_version,
+    module_name,
+    module_path,
+)
+from ._sources import (
+    ENV_SCHEMA_DIR,
+    SchemaSourceError,
+    load_pins,
+    locate_schemas,
+    read_unpinned,
+    resolve_schema_dir,
+    urllib_download,
+)
+
+__all__ = ["main"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m codegen",
+        description="Generate the mcp_trio.types.v<revision> modules from the MCP JSON schemas.",
+    )
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="regenerate in memory; exit 1 if a committed module differs",
+    )
+    p.add_argument("--schema-dir", metavar="DIR", help="directory holding <revision>/schema.json")
+    p.add_argument(
+        "--revision", metavar="R", help="only this revision (with --schema: any revision name)"
+    )
+    p.add_argument(
+        "--schema",
+        metavar="FILE",
+        type=Path,
+        help="schema file for --revision (no sha256 pin needed)",
+    )
+    p.add_argument(
+        "--output", metavar="PATH", type=Path, help="output file (default mcp_trio/types/v<R>.py)"
+    )
+    p.add_argument(
+        "--jobs", type=int, default=None, help="parallel processes (default: one per CPU)"
+    )
+    p.add_argument("--no-download", action="store_true", help="never download schemas")
+    p.add_argument("-q", "--quiet", action="store_true", help="print errors only")
+    return p
+
+
+def _fail(message: str, code: int = 2) -> int:
+    print(f"codegen: error: {message}", file=sys.stderr)
+    return code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the code generator; returns the process exit code."""
+    args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    if args.schema is not None and args.revision is None:
+        return _fail("--schema needs --revision")
+    if args.output is not None and args.revision is None:
+        return _fail("--output needs --revision")
+    if args.check and args.output is not None:
+        return _fail("--check compares the committed modules; it takes no --output")
+    say = (lambda *_a: None) if args.quiet else (lambda *a: print(*a))
+
+    version = installed_dcg_version()
+    if version != DCG_VERSION:
+        print(
+            f"codegen: warning: datamodel-code-generator {version} is installed but the "
+            f"modules are pinned to {DCG_VERSION}; output may differ",
+            file=sys.stderr,
+        )
+
+    start = time.perf_counter()
+    try:
+        if args.schema is not None:
+            schema = read_unpinned(args.revision, args.schema)
+            jobs = [(schema.revision, schema.data, schema.sha256)]
+        else:
+            pins = load_pins()
+            if args.revision is not None:
+                if args.revision not in pins:
+                    return _fail(
+                        f"revision {args.revision} is not pinned in schema/revisions.toml "
+                        f"(pinned: {', '.join(pins)}); pass --schema FILE for a new revision"
+                    )
+                pins = {args.revision: pins[args.revision]}
+            if args.schema_dir is not None:
+                origin = "--schema-dir"
+            elif os.environ.get(ENV_SCHEMA_DIR):
+                origin = f"${ENV_SCHEMA_DIR}"
+            else:
+                origin = "the default ../shared/mcp-schema"
+            found = locate_schemas(
+                pins.values(),
+                schema_dir=resolve_schema_dir(args.schema_dir),
+                origin=origin,
+                download=None if args.no_download else urllib_download,
+            )
+            jobs = [(rev, found[rev].data, found[rev].sha256) for rev in pins]
+        generated = generate_all(jobs, workers=args.jobs)
+    except (SchemaSourceError, GenerationError) as exc:
+        return _fail(str(exc))
+    elapsed = time.perf_counter() - start
+
+    if args.check:
+        stale = []
+        for g in generated:
+            path = module_path(g.revision)
+            if not path.is_file() or path.read_text(encoding="utf-8") != g.source:
+                stale.append(path)
+        if stale:
+            print("codegen: these generated modules are out of date:", file=sys.stderr)
+            for path in stale:
+                print(f"  {path}", file=sys.stderr)
+            print("run `python -m codegen` to regenerate them", file=sys.stderr)
+            return 1
+        say(f"codegen: {len(generated)} module(s) up to date ({elapsed:.1f} s)")
+        return 0
+
+    for g in generated:
+        path = args.output if args.output is not None else module_path(g.revision)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        old = path.read_text(encoding="utf-8") if path.is_file() else None
+        if old != g.source:
+            path.write_text(g.source, encoding="utf-8")
+        state = "unchanged" if old == g.source else "written"
+        say(f"codegen: {g.revision} -> {path} ({state}, {g.seconds:.1f} s)")
+    say(f"codegen: {len(generated)} module(s) in {elapsed:.1f} s")
+    if args.schema is not None and args.output is None:
+        say(f"codegen: import it as mcp_trio.types.{module_name(args.revision)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
