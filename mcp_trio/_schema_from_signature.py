@@ -1,0 +1,641 @@
+"""Derive MCP tool schemas, argument binding and structured results from signatures.
+
+`ToolSignature.from_function(fn)` inspects a tool function once and builds every
+msgspec object it needs up front, so that `bind` and `structured` are cheap.
+
+Rules for the input (``inputSchema`` and `ToolSignature.bind`):
+
+* Every parameter becomes a property of one JSON object; the schema is always an
+  inline ``{"type": "object", ...}`` (never a top-level ``$ref``), nested named
+  types (Structs, dataclasses, TypedDicts, Enums) go to ``$defs``, and unknown
+  properties are forbidden (``"additionalProperties": false``).
+* Parameters without a default are ``required``.  A default is shown as
+  ``"default"`` when it survives a JSON round trip unchanged; when an argument is
+  omitted, `bind` leaves it out so the function applies its own default.
+* Parameters for which ``skip(annotation)`` is true are injected by the framework
+  (e.g. the request context): they are excluded from the schema and from `bind`,
+  and listed in `ToolSignature.injected`.  ``skip`` receives the resolved
+  annotation, ``Annotated`` wrapper included; parameters without an annotation
+  are typed `typing.Any`.
+* ``*args``, ``**kwargs`` and positional-only parameters are rejected with a
+  `TypeError`; `bind` produces keyword arguments only.
+* String annotations (``from __future__ import annotations``) are resolved with
+  `typing.get_type_hints` against the function's module globals, so the names
+  they use must be importable there.
+* ``Annotated[T, msgspec.Meta(...)]`` supplies description, title, examples and
+  constraints (bounds, lengths, pattern).  A parameter without a Meta description
+  takes its description from the ``Args:`` section of a Google-style docstring.
+* Types are strict, as in JSON Schema: ``"1"`` is not an integer, ``true`` is not
+  an integer or a number.  Like JSON Schema, an integral float (``1.0``) is
+  accepted for an integer and passed on as `int`.
+* Validation errors raise `ArgumentError`, whose message starts with the JSON path
+  of the offending value, e.g. ``"$.limit: Expected `int` >= 1"``.
+
+Rules for the output (``outputSchema`` and `ToolSignature.structured`):
+
+* A return annotation whose schema is a JSON object (a non-array-like Struct, a
+  dataclass, a TypedDict, ``dict[str, X]``) is used as is; any other type ``T``
+  is wrapped as ``{"result": T}`` and `ToolSignature.wraps_output` is true.
+* With ``structured_output=None`` (the default) there is no output schema when
+  the return annotation is missing, ``None``, ``Any``/``object``, a type msgspec
+  cannot describe, or a type for which ``is_content(annotation)`` is true (also
+  checked on union members and on the item type of lists/tuples/sequences): the
+  caller then produces MCP content itself.  ``structured_output=False`` never
+  gives an output schema; ``True`` always does (``None``/``Any`` are wrapped) and
+  raises `TypeError` when that is impossible.
+* `structured` converts a return value with `msgspec.to_builtins`, validates it
+  against the return type, and wraps it when `wraps_output`; a mismatch raises
+  `ResultError` naming the path inside the structured content.
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import functools
+import inspect
+import keyword
+import re
+import types
+import typing
+from typing import Any, Callable
+
+import msgspec
+import msgspec.inspect as mi
+
+__all__ = ["ArgumentError", "ResultError", "ToolSignature"]
+
+_REF_TEMPLATE = "#/$defs/{name}"
+_MISSING: Any = object()
+
+
+class ArgumentError(ValueError):
+    """Tool arguments that do not match the tool's input schema.
+
+    ``str(error)`` is ``"<path>: <reason>"``; ``path`` is the JSON path alone.
+    """
+
+    def __init__(self, message: str, path: str = "$") -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class ResultError(ValueError):
+    """A tool's return value that does not match its declared return type."""
+
+    def __init__(self, message: str, path: str = "$") -> None:
+        super().__init__(message)
+        self.path = path
+
+
+def _skip_nothing(annotation: Any) -> bool:
+    return False
+
+
+# --------------------------------------------------------------------------- #
+# Introspection helpers
+# --------------------------------------------------------------------------- #
+
+
+def _describe(fn: Any) -> str:
+    if isinstance(fn, functools.partial):
+        return f"functools.partial({_describe(fn.func)})"
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
+    if name is None:
+        name = type(fn).__qualname__
+    return f"`{name}`"
+
+
+def _annotation_source(fn: Any) -> Any:
+    """The object whose annotations and docstring describe ``fn``'s parameters."""
+    while True:
+        if isinstance(fn, functools.partial):
+            fn = fn.func
+        elif isinstance(fn, types.MethodType):
+            fn = fn.__func__
+        elif isinstance(fn, (staticmethod, classmethod)):
+            fn = fn.__func__
+        else:
+            break
+    if inspect.isclass(fn):
+        return fn.__init__
+    if not (inspect.isfunction(fn) or inspect.isbuiltin(fn)) and callable(fn):
+        call = getattr(type(fn), "__call__", None)
+        if call is not None:
+            return call
+    return fn
+
+
+_SECTION_RE = re.compile(
+    r"^(\s*)(?:Args|Arguments|Parameters|Params|Keyword Args|Keyword Arguments"
+    r"|Other Parameters):\s*$"
+)
+_ENTRY_RE = re.compile(r"^\*{0,2}([A-Za-z_]\w*)(?:\s*\(.*?\))?\s*:\s*(.*)$")
+
+
+def _docstring_params(doc: str | None) -> dict[str, str]:
+    """Parameter descriptions from the ``Args:`` sections of a Google docstring."""
+    if not doc:
+        return {}
+    lines = inspect.cleandoc(doc).splitlines()
+    found: dict[str, list[str]] = {}
+    i = 0
+    while i < len(lines):
+        section = _SECTION_RE.match(lines[i])
+        i += 1
+        if section is None:
+            continue
+        base = len(section.group(1))
+        entry_indent: int | None = None
+        current: list[str] | None = None
+        while i < len(lines):
+            line = lines[i]
+            stripped = line.strip()
+            if not stripped:
+                i += 1
+                continue
+            indent = len(line) - len(line.lstrip())
+            if indent <= base:
+                break
+            if entry_indent is None or indent <= entry_indent:
+                entry_indent = indent
+                entry = _ENTRY_RE.match(stripped)
+                if entry is None:
+                    current = None
+                else:
+                    current = found[entry.group(1)] = []
+                    if entry.group(2):
+                        current.append(entry.group(2))
+            elif current is not None:
+                current.append(stripped)
+            i += 1
+    return {name: " ".join(parts) for name, parts in found.items() if parts}
+
+
+def _strip_annotated(tp: Any) -> Any:
+    while typing.get_origin(tp) is typing.Annotated:
+        tp = tp.__origin__
+    return tp
+
+
+def _has_description(tp: Any) -> bool:
+    while typing.get_origin(tp) is typing.Annotated:
+        for meta in tp.__metadata__:
+            if isinstance(meta, msgspec.Meta) and meta.description is not None:
+                return True
+        tp = tp.__origin__
+    return False
+
+
+def _json_default(value: Any) -> Any:
+    """``value`` as JSON builtins, or `_MISSING` when JSON cannot carry it exactly."""
+    try:
+        plain = msgspec.to_builtins(value)
+        decoded = msgspec.json.decode(msgspec.json.encode(plain))
+    except (TypeError, ValueError, OverflowError, msgspec.MsgspecError):
+        return _MISSING
+    return decoded if _json_equal(plain, decoded) else _MISSING
+
+
+def _json_equal(plain: Any, decoded: Any) -> bool:
+    """Whether ``plain`` survived a JSON round trip (non-finite floats and
+    non-string keys do not)."""
+    if isinstance(plain, (list, tuple)):
+        return (
+            isinstance(decoded, list)
+            and len(plain) == len(decoded)
+            and all(_json_equal(a, b) for a, b in zip(plain, decoded))
+        )
+    if isinstance(plain, dict):
+        return (
+            isinstance(decoded, dict)
+            and all(isinstance(k, str) for k in plain)
+            and plain.keys() == decoded.keys()
+            and all(_json_equal(v, decoded[k]) for k, v in plain.items())
+        )
+    return type(plain) is type(decoded) and plain == decoded
+
+
+def _inline_top(schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    """Replace a top-level ``$ref`` by its definition, keeping ``$defs`` tidy."""
+    ref = schema.get("$ref")
+    if not isinstance(ref, str) or len(schema) != 1:
+        return schema
+    name = ref.rsplit("/", 1)[-1]
+    top = dict(defs[name])
+    rest = {k: v for k, v in defs.items() if k != name}
+    if ref in msgspec.json.encode([top, rest]).decode():
+        # Recursive type: other definitions still point at it.
+        rest[name] = defs[name]
+    defs.clear()
+    defs.update(rest)
+    return top
+
+
+def _schema_for(tp: Any) -> dict[str, Any]:
+    """A self-contained JSON Schema for ``tp``: the top level inline, ``$defs`` after."""
+    (schema,), defs = msgspec.json.schema_components([tp], ref_template=_REF_TEMPLATE)
+    schema = _inline_top(schema, defs)
+    if defs:
+        schema = {**schema, "$defs": defs}
+    return schema
+
+
+def _is_object_schema(schema: dict[str, Any]) -> bool:
+    return schema.get("type") == "object"
+
+
+_SEQUENCE_ORIGINS = (
+    list,
+    tuple,
+    set,
+    frozenset,
+    collections.abc.Sequence,
+    collections.abc.Iterable,
+    collections.abc.Collection,
+)
+
+
+def _mentions_content(tp: Any, is_content: Callable[[Any], bool]) -> bool:
+    if is_content(tp):
+        return True
+    bare = _strip_annotated(tp)
+    if bare is not tp and is_content(bare):
+        return True
+    origin = typing.get_origin(bare)
+    if origin in (typing.Union, types.UnionType):
+        return any(_mentions_content(arg, is_content) for arg in typing.get_args(bare))
+    if origin in _SEQUENCE_ORIGINS:
+        return any(
+            _mentions_content(arg, is_content)
+            for arg in typing.get_args(bare)
+            if arg is not Ellipsis
+        )
+    return False
+
+
+def _has_non_str_keys(info: mi.Type, seen: set[int] | None = None) -> bool:
+    """Whether values of this type can contain mappings with non-string keys."""
+    if seen is None:
+        seen = set()
+    if id(info) in seen:
+        return False
+    seen.add(id(info))
+    if isinstance(info, mi.Metadata):
+        return _has_non_str_keys(info.type, seen)
+    if isinstance(info, mi.DictType):
+        key = info.key_type
+        while isinstance(key, mi.Metadata):
+            key = key.type
+        if not isinstance(key, mi.StrType):
+            return True
+        return _has_non_str_keys(info.value_type, seen)
+    if isinstance(info, mi.UnionType):
+        return any(_has_non_str_keys(t, seen) for t in info.types)
+    if isinstance(info, (mi.ListType, mi.SetType, mi.FrozenSetType, mi.VarTupleType)):
+        return _has_non_str_keys(info.item_type, seen)
+    if isinstance(info, mi.TupleType):
+        return any(_has_non_str_keys(t, seen) for t in info.item_types)
+    if isinstance(info, (mi.StructType, mi.DataclassType, mi.TypedDictType, mi.NamedTupleType)):
+        return any(_has_non_str_keys(f.type, seen) for f in info.fields)
+    if isinstance(info, mi.AnyType):
+        return True
+    return False
+
+
+_AT_RE = re.compile(r"^(?P<reason>.*) - at `(?P<path>[^`]*)`$", re.S)
+_KEY_AT_RE = re.compile(r"^(?P<reason>.*) - at `key` in `(?P<path>[^`]*)`$", re.S)
+_MISSING_FIELD_RE = re.compile(r"^Object missing required field `(?P<name>.*)`$", re.S)
+_UNKNOWN_FIELD_RE = re.compile(r"^Object contains unknown field `(?P<name>.*)`$", re.S)
+
+
+def _split_error(message: str) -> tuple[str, str]:
+    """Split a msgspec validation message into ``(path, reason)``."""
+    match = _KEY_AT_RE.match(message)
+    if match is not None:
+        return match["path"], f"{match['reason']} (in a key)"
+    match = _AT_RE.match(message)
+    if match is not None:
+        return match["path"], match["reason"]
+    return "$", message
+
+
+def _join(path: str, name: str) -> str:
+    if name.isidentifier() and not keyword.iskeyword(name):
+        return f"{path}.{name}"
+    return f"{path}[{msgspec.json.encode(name).decode()}]"
+
+
+def _integral_floats_to_int(value: Any) -> Any:
+    """``value`` with every integral float replaced by an int (the same object if none)."""
+    if type(value) is float:
+        return int(value) if value.is_integer() else value
+    if type(value) is dict:
+        changed = False
+        out = {}
+        for key, item in value.items():
+            new = _integral_floats_to_int(item)
+            changed = changed or new is not item
+            out[key] = new
+        return out if changed else value
+    if type(value) in (list, tuple):
+        items = [_integral_floats_to_int(item) for item in value]
+        if any(new is not old for new, old in zip(items, value)):
+            return items
+        return value
+    return value
+
+
+# --------------------------------------------------------------------------- #
+# ToolSignature
+# --------------------------------------------------------------------------- #
+
+
+class ToolSignature:
+    """The MCP view of a tool function: schemas, argument binding, result shaping."""
+
+    __slots__ = (
+        "input_schema",
+        "output_schema",
+        "wraps_output",
+        "injected",
+        "_name",
+        "_args_type",
+        "_fields",
+        "_all_fields",
+        "_result_type",
+        "_result_str_keys",
+    )
+
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any] | None
+    wraps_output: bool
+    injected: tuple[str, ...]
+
+    def __init__(self) -> None:  # pragma: no cover - use from_function
+        raise TypeError("use ToolSignature.from_function(fn)")
+
+    def __repr__(self) -> str:
+        return f"<ToolSignature of {self._name}>"
+
+    @classmethod
+    def from_function(
+        cls,
+        fn: Callable[..., Any],
+        *,
+        skip: Callable[[Any], bool] = _skip_nothing,
+        structured_output: bool | None = None,
+        is_content: Callable[[Any], bool] = _skip_nothing,
+    ) -> ToolSignature:
+        """Inspect ``fn`` and build its schemas (see the module docstring for the rules).
+
+        ``skip(annotation)`` marks parameters injected by the framework.
+        ``structured_output`` forces (True) or suppresses (False) the output schema;
+        ``None`` decides from the return annotation, treating annotations for which
+        ``is_content(annotation)`` is true as producing MCP content directly.
+        """
+        name = _describe(fn)
+        if not callable(fn):
+            raise TypeError(f"tool {name} is not callable")
+        try:
+            sig = inspect.signature(fn)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"cannot read the signature of tool function {name}: {exc}") from exc
+        source = _annotation_source(fn)
+        try:
+            hints = typing.get_type_hints(source, include_extras=True)
+        except Exception as exc:
+            raise TypeError(
+                f"cannot resolve the annotations of tool function {name}: {exc}"
+            ) from exc
+        docs = _docstring_params(inspect.getdoc(source))
+
+        struct_fields: list[tuple[str, Any, Any]] = []
+        defaults: dict[str, Any] = {}
+        injected: list[str] = []
+        for param in sig.parameters.values():
+            if param.kind is param.VAR_POSITIONAL:
+                raise TypeError(
+                    f"tool function {name} takes *{param.name}; "
+                    "tool parameters must be named (no *args)"
+                )
+            if param.kind is param.VAR_KEYWORD:
+                raise TypeError(
+                    f"tool function {name} takes **{param.name}; "
+                    "tool parameters must be declared (no **kwargs)"
+                )
+            if param.kind is param.POSITIONAL_ONLY:
+                raise TypeError(
+                    f"tool function {name} has positional-only parameter {param.name!r}; "
+                    "tool arguments are passed by keyword"
+                )
+            if param.name in hints:
+                hint = hints[param.name]
+            elif param.annotation is param.empty:
+                hint = Any
+            else:
+                hint = param.annotation
+            if skip(hint):
+                injected.append(param.name)
+                continue
+            if not _has_description(hint) and param.name in docs:
+                hint = typing.Annotated[hint, msgspec.Meta(description=docs[param.name])]
+            if param.default is param.empty:
+                struct_fields.append((param.name, hint, msgspec.NODEFAULT))
+            else:
+                struct_fields.append(
+                    (param.name, typing.Union[hint, msgspec.UnsetType], msgspec.UNSET)
+                )
+                default = _json_default(param.default)
+                if default is not _MISSING:
+                    defaults[param.name] = default
+
+        self = object.__new__(cls)
+        self._name = name
+        self.injected = tuple(injected)
+        self._fields = tuple(f for f, _, d in struct_fields if d is not msgspec.NODEFAULT)
+        self._all_fields = tuple(f for f, _, _ in struct_fields)
+        try:
+            args_type = msgspec.defstruct(
+                "ToolArguments",
+                [(f, t) if d is msgspec.NODEFAULT else (f, t, d) for f, t, d in struct_fields],
+                kw_only=True,
+                forbid_unknown_fields=True,
+                module=__name__,
+            )
+            schema = _schema_for(args_type)
+            # Let msgspec check (and cache) the field types now, so that an
+            # unsupported type fails here rather than in the first bind.
+            try:
+                msgspec.convert({}, args_type)
+            except msgspec.ValidationError:
+                pass
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"unsupported parameter type in tool function {name}: {exc}") from exc
+        self._args_type = args_type
+
+        schema.pop("title", None)
+        schema.pop("description", None)
+        properties = schema.setdefault("properties", {})
+        for field, value in defaults.items():
+            properties[field]["default"] = value
+        if not schema.get("required", True):
+            del schema["required"]
+        input_schema: dict[str, Any] = {"type": "object", "properties": properties}
+        for key, value in schema.items():
+            if key not in ("type", "properties"):
+                input_schema[key] = value
+        self.input_schema = input_schema
+
+        self._build_output(fn, name, sig, hints, structured_output, is_content)
+        return self
+
+    def _build_output(
+        self,
+        fn: Any,
+        name: str,
+        sig: inspect.Signature,
+        hints: dict[str, Any],
+        structured_output: bool | None,
+        is_content: Callable[[Any], bool],
+    ) -> None:
+        self.output_schema = None
+        self.wraps_output = False
+        self._result_type = None
+        self._result_str_keys = False
+        if structured_output is False:
+            return
+        if "return" in hints:
+            ret = hints["return"]
+        elif sig.return_annotation is not sig.empty:
+            ret = sig.return_annotation
+        else:
+            if structured_output:
+                raise TypeError(
+                    f"tool function {name} needs a return annotation for structured output"
+                )
+            return
+        bare = _strip_annotated(ret)
+        if bare is None or bare is type(None):
+            if not structured_output:
+                return
+            ret = None
+        elif bare is Any or bare is object:
+            if not structured_output:
+                return
+            ret = Any
+        elif bare in (typing.NoReturn, typing.Never):
+            if structured_output:
+                raise TypeError(f"tool function {name} never returns; it has no output")
+            return
+        elif structured_output is None and _mentions_content(ret, is_content):
+            return
+        try:
+            schema = _schema_for(ret)
+            result_type = msgspec.defstruct("ToolResult", [("result", ret)], module=__name__)
+            try:
+                msgspec.convert({}, result_type)
+            except msgspec.ValidationError:
+                pass
+            str_keys = _has_non_str_keys(mi.type_info(ret))
+        except (TypeError, ValueError) as exc:
+            if structured_output:
+                raise TypeError(
+                    f"return type of tool function {name} cannot be structured: {exc}"
+                ) from exc
+            return
+        if _is_object_schema(schema):
+            self.output_schema = schema
+        else:
+            defs = schema.pop("$defs", None)
+            wrapped: dict[str, Any] = {
+                "type": "object",
+                "properties": {"result": schema},
+                "required": ["result"],
+            }
+            if defs:
+                wrapped["$defs"] = defs
+            self.output_schema = wrapped
+            self.wraps_output = True
+        self._result_type = result_type
+        self._result_str_keys = str_keys
+
+    # ------------------------------------------------------------------ #
+
+    def bind(self, arguments: dict[str, Any] | None) -> dict[str, Any]:
+        """Validate MCP ``arguments`` and convert them to keyword arguments.
+
+        Injected parameters are not included; omitted optional ones are left
+        out so the function's own defaults apply.  Raises `ArgumentError`.
+        """
+        if arguments is None:
+            arguments = {}
+        try:
+            obj = msgspec.convert(arguments, self._args_type)
+        except msgspec.ValidationError as exc:
+            obj = self._retry(arguments, exc)
+        kwargs = msgspec.structs.asdict(obj)
+        for field in self._fields:
+            if kwargs[field] is msgspec.UNSET:
+                del kwargs[field]
+        return kwargs
+
+    def _retry(self, arguments: Any, exc: msgspec.ValidationError) -> Any:
+        # JSON Schema counts 1.0 as an integer; msgspec does not.  Only on the
+        # error path, try again with integral floats turned into ints.
+        normalised = _integral_floats_to_int(arguments)
+        if normalised is not arguments:
+            try:
+                return msgspec.convert(normalised, self._args_type)
+            except msgspec.ValidationError as again:
+                exc = again
+        raise self._argument_error(str(exc)) from None
+
+    def _argument_error(self, message: str) -> ArgumentError:
+        path, reason = _split_error(message)
+        top = path == "$"
+        missing = _MISSING_FIELD_RE.match(reason)
+        unknown = _UNKNOWN_FIELD_RE.match(reason)
+        if missing is not None:
+            path = _join(path, missing["name"])
+            reason = "missing required argument" if top else "missing required field"
+        elif unknown is not None:
+            path = _join(path, unknown["name"])
+            if not top:
+                reason = "unknown field"
+            elif self._all_fields:
+                reason = "unknown argument; expected one of: " + ", ".join(self._all_fields)
+            else:
+                reason = "unknown argument; this tool takes no arguments"
+        return ArgumentError(f"{path}: {reason}", path)
+
+    def structured(self, value: Any) -> Any:
+        """The ``structuredContent`` for a return value of the tool function.
+
+        Raises `ResultError` when ``value`` does not match the return type, and
+        `TypeError` when the tool has no output schema.
+        """
+        if self._result_type is None:
+            raise TypeError(f"tool function {self._name} has no structured output")
+        try:
+            plain = msgspec.to_builtins(value)
+        except (TypeError, ValueError, OverflowError) as exc:
+            where = "$.result" if self.wraps_output else "$"
+            raise ResultError(f"{where}: cannot serialise the result: {exc}", where) from None
+        try:
+            msgspec.convert({"result": plain}, self._result_type)
+        except msgspec.ValidationError as exc:
+            path, reason = _split_error(str(exc))
+            missing = _MISSING_FIELD_RE.match(reason)
+            unknown = _UNKNOWN_FIELD_RE.match(reason)
+            if missing is not None:
+                path, reason = _join(path, missing["name"]), "missing required field"
+            elif unknown is not None:
+                path, reason = _join(path, unknown["name"]), "unknown field"
+            if not self.wraps_output:
+                path = "$" + path[len("$.result"):]
+            raise ResultError(f"{path}: {reason}", path) from None
+        if self._result_str_keys:
+            plain = msgspec.to_builtins(plain, str_keys=True)
+        if self.wraps_output:
+            return {"result": plain}
+        return plain
