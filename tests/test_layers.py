@@ -24,6 +24,7 @@ LAYERS: dict[str, int] = {
     "mcp_trio.types._wire": 0,
     "mcp_trio.types": 1,
     "mcp_trio._jsonrpc": 2,
+    "mcp_trio._uritemplate": 2,
     "mcp_trio._core": 3,
     "mcp_trio.transports": 3,
     "mcp_trio._session": 4,
@@ -43,6 +44,8 @@ THIRD_PARTY: dict[str, set[str]] = {
     "mcp_trio.types": {"msgspec"},
     "mcp_trio._jsonrpc": {"msgspec"},
     "mcp_trio._exceptions": set(),
+    "mcp_trio._uritemplate": set(),
+    "mcp_trio._schema_from_signature": {"msgspec"},
     "mcp_trio._core": {"msgspec"},  # sans-IO: never trio
     "mcp_trio.transports": {"msgspec", "trio", "h11", "wsproto", "hypercorn"},
     "mcp_trio._session": {"msgspec", "trio"},

@@ -1,0 +1,760 @@
+"""High-level MCP server: declare tools, resources and prompts; serve any transport.
+
+Example::
+
+    server = Server("demo", "1.0")
+
+    @server.tool
+    async def add(a: int, b: int = 2) -> int:
+        "Add two numbers."
+        return a + b
+
+    @server.resource("notes://{name}", mime_type="text/plain")
+    def note(name: str) -> str:
+        return f"note {name}"
+
+    trio.run(server.serve_stdio)
+
+Rules:
+
+* A handler may be sync or async.  It gets a :class:`Context` when one of its
+  parameters is annotated ``Context`` (never through a global).
+* Tool arguments are validated against the input schema before the handler
+  runs.  Invalid arguments are a protocol error (-32602) up to 2025-06-18 and a
+  tool execution error (``isError: true``) from 2025-11-25 on, as each revision
+  says.  An unknown tool is -32602.  An exception raised by a tool becomes a
+  result with ``isError: true`` and the exception's message; raise
+  :class:`McpError` for a JSON-RPC error instead.
+* Lists are paginated with opaque cursors (``page_size`` items per page); a
+  cursor the server did not issue gets -32602.
+* Adding or removing a tool, resource or prompt while sessions are open sends
+  the matching ``list_changed`` notification to every initialized session.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import inspect
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
+
+import msgspec
+import trio
+
+from . import _jsonrpc as rpc
+from ._context import RequestContext
+from ._exceptions import LocalProtocolError, McpError
+from ._schema_from_signature import ArgumentError, ToolSignature
+from ._session import Session, open_session
+from ._uritemplate import UriTemplate
+from .transports._base import MessageChannel
+from .transports.stdio import open_stdio_server_channel
+from .types import _versions
+
+__all__ = ["Audio", "Context", "Image", "Server"]
+
+log = logging.getLogger("mcp_trio.server")
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+_LEVEL_RANK = {name: i for i, name in enumerate(LOG_LEVELS)}
+_FIRST_ISERROR_ARGS = "2025-11-25"
+_FIRST_STRUCTURED = "2025-06-18"  # outputSchema and structuredContent exist from here on  # from here on, bad tool arguments are tool execution errors
+
+
+class Image:
+    """Binary image content for a tool or prompt result."""
+
+    def __init__(self, data: bytes, mime_type: str = "image/png") -> None:
+        self.data = data
+        self.mime_type = mime_type
+
+    def block(self) -> dict[str, Any]:
+        return {"type": "image", "data": base64.b64encode(self.data).decode(), "mimeType": self.mime_type}
+
+
+class Audio(Image):
+    """Binary audio content for a tool or prompt result."""
+
+    def __init__(self, data: bytes, mime_type: str = "audio/wav") -> None:
+        super().__init__(data, mime_type)
+
+    def block(self) -> dict[str, Any]:
+        return {"type": "audio", "data": base64.b64encode(self.data).decode(), "mimeType": self.mime_type}
+
+
+class Context:
+    """What a tool, resource or prompt handler can do while it runs.
+
+    Ask for it by annotating a parameter with ``Context``.
+    """
+
+    def __init__(self, server: Server, request: RequestContext) -> None:
+        self.server = server
+        self.request = request
+
+    @property
+    def session(self) -> Session:
+        return self.request.session
+
+    @property
+    def request_id(self) -> int | str:
+        return self.request.id
+
+    @property
+    def protocol_version(self) -> str:
+        return self.request.version
+
+    @property
+    def client_capabilities(self) -> dict[str, Any]:
+        return self.request.client_capabilities
+
+    async def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """Progress for this request (sent only if the client asked for it)."""
+        await self.request.report_progress(progress, total, message)
+
+    async def log(self, level: str, data: Any, logger: str | None = None) -> None:
+        """Send ``notifications/message`` if ``level`` passes the client's threshold."""
+        if level not in _LEVEL_RANK:
+            raise ValueError(f"unknown log level {level!r}; one of {', '.join(LOG_LEVELS)}")
+        threshold = self.server._log_threshold(self)
+        if threshold is None or _LEVEL_RANK[level] < _LEVEL_RANK[threshold]:
+            return
+        params: dict[str, Any] = {"level": level, "data": data}
+        if logger is not None:
+            params["logger"] = logger
+        await self.request.notify("notifications/message", params)
+
+    async def debug(self, data: Any) -> None:
+        await self.log("debug", data)
+
+    async def info(self, data: Any) -> None:
+        await self.log("info", data)
+
+    async def warning(self, data: Any) -> None:
+        await self.log("warning", data)
+
+    async def error(self, data: Any) -> None:
+        await self.log("error", data)
+
+    def _require(self, capability: str) -> None:
+        if capability not in self.client_capabilities:
+            raise LocalProtocolError(f"the client did not advertise the {capability!r} capability")
+
+    async def sample(
+        self,
+        messages: Sequence[dict[str, Any]] | str,
+        *,
+        max_tokens: int = 1000,
+        timeout: float | None = None,
+        **params: Any,
+    ) -> Any:
+        """Ask the client's LLM (``sampling/createMessage``); returns the result Struct."""
+        self._require("sampling")
+        if isinstance(messages, str):
+            messages = [{"role": "user", "content": {"type": "text", "text": messages}}]
+        return await self.request.request(
+            "sampling/createMessage", {"messages": list(messages), "maxTokens": max_tokens, **params},
+            timeout=timeout,
+        )
+
+    async def elicit(
+        self, message: str, requested_schema: dict[str, Any], *, timeout: float | None = None
+    ) -> Any:
+        """Ask the user for input (``elicitation/create``, form mode); returns the result Struct."""
+        self._require("elicitation")
+        return await self.request.request(
+            "elicitation/create",
+            {"message": message, "requestedSchema": requested_schema},
+            timeout=timeout,
+        )
+
+    async def list_roots(self, *, timeout: float | None = None) -> Any:
+        """The client's roots (``roots/list``)."""
+        self._require("roots")
+        return await self.request.request("roots/list", timeout=timeout)
+
+
+def _wants_context(annotation: Any) -> bool:
+    return annotation is Context or annotation == "Context"
+
+
+async def _call(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
+    result = fn(**kwargs)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
+
+
+def _context_param(fn: Callable[..., Any]) -> str | None:
+    try:
+        hints = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return None
+    for name, param in hints.items():
+        if _wants_context(param.annotation):
+            return name
+    return None
+
+
+class _Tool:
+    def __init__(self, fn: Callable[..., Any], definition: dict[str, Any], sig: ToolSignature | None,
+                 input_schema: dict[str, Any] | None, context_param: str | None) -> None:
+        self.fn = fn
+        self.definition = definition
+        self.sig = sig
+        self.input_schema = input_schema
+        self.context_param = context_param
+
+
+class _Resource:
+    def __init__(self, fn: Callable[..., Any], definition: dict[str, Any], template: UriTemplate | None,
+                 mime_type: str | None, context_param: str | None) -> None:
+        self.fn = fn
+        self.definition = definition
+        self.template = template
+        self.mime_type = mime_type
+        self.context_param = context_param
+
+
+class _Prompt:
+    def __init__(self, fn: Callable[..., Any], definition: dict[str, Any], context_param: str | None) -> None:
+        self.fn = fn
+        self.definition = definition
+        self.context_param = context_param
+
+
+class Server:
+    """A high-level MCP server.
+
+    Args:
+        name: ``serverInfo.name``.
+        version: ``serverInfo.version``.
+        title: Optional display name.
+        instructions: Returned by ``initialize`` and ``server/discover``.
+        versions: Protocol revisions to accept (default: all supported).
+        page_size: Items per page of every list.
+        cache_ttl_ms: ``ttlMs`` of cacheable results (2026-07-28).
+        cache_scope: ``cacheScope`` of cacheable results (2026-07-28).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        version: str = "0.0.0",
+        *,
+        title: str | None = None,
+        instructions: str | None = None,
+        versions: Sequence[str] | None = None,
+        page_size: int = 100,
+        cache_ttl_ms: int = 0,
+        cache_scope: str = "public",
+        **session_options: Any,
+    ) -> None:
+        if page_size < 1:
+            raise ValueError("page_size must be positive")
+        self.info: dict[str, Any] = {"name": name, "version": version}
+        if title is not None:
+            self.info["title"] = title
+        self.instructions = instructions
+        self.versions = versions
+        self.page_size = page_size
+        self.cache_ttl_ms = cache_ttl_ms
+        self.cache_scope = cache_scope
+        self.session_options = session_options
+        self._tools: dict[str, _Tool] = {}
+        self._resources: dict[str, _Resource] = {}
+        self._templates: dict[str, _Resource] = {}
+        self._prompts: dict[str, _Prompt] = {}
+        self._completions: dict[tuple[str, str], Callable[..., Any]] = {}
+        self._sessions: set[Session] = set()
+        self._log_levels: dict[Session, str] = {}
+        self._subscriptions: dict[Session, set[str]] = {}
+
+    # ----------------------------------------------------------- capabilities
+
+    @property
+    def capabilities(self) -> dict[str, Any]:
+        return {
+            "tools": {"listChanged": True},
+            "resources": {"subscribe": True, "listChanged": True},
+            "prompts": {"listChanged": True},
+            "completions": {},
+            "logging": {},
+        }
+
+    # ----------------------------------------------------------- registration
+
+    def tool(
+        self,
+        fn: F | None = None,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        input_schema: dict[str, Any] | None = None,
+        output_schema: dict[str, Any] | None = None,
+        annotations: dict[str, Any] | None = None,
+        icons: list[dict[str, Any]] | None = None,
+        meta: dict[str, Any] | None = None,
+        structured_output: bool | None = None,
+    ) -> Any:
+        """Register a tool (decorator, with or without arguments).
+
+        The input schema comes from the type hints unless ``input_schema`` is
+        given (then arguments are passed to the handler as one ``arguments``
+        dict parameter, or as keywords when the handler takes them).
+        """
+
+        def register(fn: F) -> F:
+            tool_name = name or fn.__name__
+            ctx_param = _context_param(fn)
+            sig = None
+            schema = input_schema
+            out_schema = output_schema
+            if schema is None:
+                sig = ToolSignature.from_function(fn, skip=_wants_context)
+                schema = sig.input_schema
+                if out_schema is None and structured_output is not False and sig.output_schema is not None:
+                    out_schema = sig.output_schema
+            definition: dict[str, Any] = {"name": tool_name, "inputSchema": schema}
+            doc = description if description is not None else inspect.getdoc(fn)
+            if doc:
+                definition["description"] = doc.strip()
+            if title is not None:
+                definition["title"] = title
+            if out_schema is not None:
+                definition["outputSchema"] = out_schema
+            if annotations is not None:
+                definition["annotations"] = annotations
+            if icons is not None:
+                definition["icons"] = icons
+            if meta is not None:
+                definition["_meta"] = meta
+            self._tools[tool_name] = _Tool(fn, definition, sig, None if sig else schema, ctx_param)
+            self._changed("notifications/tools/list_changed")
+            return fn
+
+        return register(fn) if fn is not None else register
+
+    def remove_tool(self, name: str) -> None:
+        del self._tools[name]
+        self._changed("notifications/tools/list_changed")
+
+    def resource(
+        self,
+        uri: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        annotations: dict[str, Any] | None = None,
+        size: int | None = None,
+        icons: list[dict[str, Any]] | None = None,
+    ) -> Callable[[F], F]:
+        """Register a resource; a URI with ``{...}`` is an RFC 6570 template whose
+        variables are passed to the handler as keyword arguments.  The handler
+        returns ``str`` (text), ``bytes`` (blob) or a list of contents dicts."""
+
+        def register(fn: F) -> F:
+            template = UriTemplate(uri) if "{" in uri else None
+            definition: dict[str, Any] = {"name": name or fn.__name__}
+            definition["uriTemplate" if template else "uri"] = uri
+            doc = description if description is not None else inspect.getdoc(fn)
+            if doc:
+                definition["description"] = doc.strip()
+            for key, value in (("title", title), ("mimeType", mime_type), ("annotations", annotations),
+                               ("size", size), ("icons", icons)):
+                if value is not None and not (template and key == "size"):
+                    definition[key] = value
+            entry = _Resource(fn, definition, template, mime_type, _context_param(fn))
+            if template:
+                self._templates[uri] = entry
+            else:
+                self._resources[uri] = entry
+            self._changed("notifications/resources/list_changed")
+            return fn
+
+        return register
+
+    def remove_resource(self, uri: str) -> None:
+        if uri in self._templates:
+            del self._templates[uri]
+        else:
+            del self._resources[uri]
+        self._changed("notifications/resources/list_changed")
+
+    def prompt(
+        self,
+        fn: F | None = None,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+    ) -> Any:
+        """Register a prompt; its parameters are the prompt's arguments (those
+        without a default are required).  It returns a string (one user text
+        message), a list of messages, or a full ``GetPromptResult`` dict."""
+
+        def register(fn: F) -> F:
+            prompt_name = name or fn.__name__
+            params = inspect.signature(fn).parameters
+            arguments = []
+            for pname, param in params.items():
+                if _wants_context(param.annotation):
+                    continue
+                arg: dict[str, Any] = {"name": pname}
+                if param.default is inspect.Parameter.empty:
+                    arg["required"] = True
+                arguments.append(arg)
+            definition: dict[str, Any] = {"name": prompt_name}
+            doc = description if description is not None else inspect.getdoc(fn)
+            if doc:
+                definition["description"] = doc.strip()
+            if title is not None:
+                definition["title"] = title
+            if arguments:
+                definition["arguments"] = arguments
+            self._prompts[prompt_name] = _Prompt(fn, definition, _context_param(fn))
+            self._changed("notifications/prompts/list_changed")
+            return fn
+
+        return register(fn) if fn is not None else register
+
+    def remove_prompt(self, name: str) -> None:
+        del self._prompts[name]
+        self._changed("notifications/prompts/list_changed")
+
+    def completion(self, ref: str, argument: str) -> Callable[[F], F]:
+        """Register completions for a prompt argument (``ref`` = prompt name) or a
+        template variable (``ref`` = the URI template).  The handler takes
+        ``(value, context_arguments)`` and returns a list of strings."""
+
+        def register(fn: F) -> F:
+            self._completions[(ref, argument)] = fn
+            return fn
+
+        return register
+
+    # --------------------------------------------------------- notifications
+
+    def _changed(self, method: str) -> None:
+        for session in list(self._sessions):
+            if session.initialized.is_set() and not _versions.is_stateless(session.protocol_version or ""):
+                self._spawn_notify(session, method, None)
+
+    def _spawn_notify(self, session: Session, method: str, params: Any) -> None:
+        nursery = getattr(session, "_tasks", None)
+        if nursery is None:
+            return
+
+        async def send() -> None:
+            try:
+                await session.notify(method, params)
+            except Exception as exc:  # the session may be closing
+                log.debug("could not send %s: %s", method, exc)
+
+        nursery.start_soon(send)
+
+    async def notify_resource_updated(self, uri: str) -> None:
+        """Tell the sessions subscribed to ``uri`` that it changed."""
+        for session, uris in list(self._subscriptions.items()):
+            if uri in uris:
+                try:
+                    await session.notify("notifications/resources/updated", {"uri": uri})
+                except Exception as exc:
+                    log.debug("could not notify %s: %s", uri, exc)
+
+    # ------------------------------------------------------------- handlers
+
+    def _log_threshold(self, ctx: Context) -> str | None:
+        if _versions.is_stateless(ctx.protocol_version):
+            level = ctx.request.meta.get("io.modelcontextprotocol/logLevel")
+            return level if level in _LEVEL_RANK else None
+        return self._log_levels.get(ctx.session)
+
+    def _cacheable(self, ctx: RequestContext, result: dict[str, Any]) -> dict[str, Any]:
+        if _versions.is_stateless(ctx.version):
+            result.setdefault("ttlMs", self.cache_ttl_ms)
+            result.setdefault("cacheScope", self.cache_scope)
+        return result
+
+    def _page(self, ctx: RequestContext, items: list[dict[str, Any]], key: str) -> dict[str, Any]:
+        cursor = getattr(ctx.params, "cursor", msgspec.UNSET) if ctx.params is not None else msgspec.UNSET
+        start = 0
+        if cursor is not msgspec.UNSET and cursor is not None:
+            start = _decode_cursor(cursor, len(items))
+        end = start + self.page_size
+        result: dict[str, Any] = {key: items[start:end]}
+        if end < len(items):
+            result["nextCursor"] = _encode_cursor(end)
+        return self._cacheable(ctx, result)
+
+    async def _list_tools(self, ctx: RequestContext, params: Any) -> Any:
+        tools = [t.definition for t in self._tools.values()]
+        if ctx.version < _FIRST_STRUCTURED:
+            tools = [{k: v for k, v in t.items() if k != "outputSchema"} for t in tools]
+        return self._page(ctx, tools, "tools")
+
+    async def _call_tool(self, ctx: RequestContext, params: Any) -> Any:
+        tool = self._tools.get(params.name)
+        if tool is None:
+            raise McpError(rpc.INVALID_PARAMS, f"Unknown tool: {params.name}")
+        arguments = params.arguments if isinstance(params.arguments, dict) else {}
+        try:
+            if tool.sig is not None:
+                kwargs = tool.sig.bind(arguments)
+            else:
+                kwargs = _bind_raw(tool.fn, arguments, tool.context_param)
+        except ArgumentError as exc:
+            message = f"Invalid arguments for tool {params.name}: {exc}"
+            if ctx.version >= _FIRST_ISERROR_ARGS:
+                return {"content": [{"type": "text", "text": message}], "isError": True}
+            raise McpError(rpc.INVALID_PARAMS, message) from None
+        if tool.context_param is not None:
+            kwargs[tool.context_param] = Context(self, ctx)
+        try:
+            value = await _call(tool.fn, kwargs)
+        except McpError:
+            raise
+        except Exception as exc:
+            log.info("tool %s raised %s", params.name, exc, exc_info=True)
+            return {"content": [{"type": "text", "text": f"{type(exc).__name__}: {exc}"}], "isError": True}
+        result = tool_result(value, tool.sig if "outputSchema" in tool.definition else None)
+        if ctx.version < _FIRST_STRUCTURED:
+            result.pop("structuredContent", None)
+        return result
+
+    async def _list_resources(self, ctx: RequestContext, params: Any) -> Any:
+        return self._page(ctx, [r.definition for r in self._resources.values()], "resources")
+
+    async def _list_templates(self, ctx: RequestContext, params: Any) -> Any:
+        return self._page(ctx, [r.definition for r in self._templates.values()], "resourceTemplates")
+
+    def _find_resource(self, uri: str) -> tuple[_Resource, dict[str, Any]] | None:
+        entry = self._resources.get(uri)
+        if entry is not None:
+            return entry, {}
+        for template in self._templates.values():
+            assert template.template is not None
+            values = template.template.match(uri)
+            if values is not None:
+                return template, values
+        return None
+
+    async def _read_resource(self, ctx: RequestContext, params: Any) -> Any:
+        uri = params.uri
+        found = self._find_resource(uri)
+        if found is None:
+            code = rpc.INVALID_PARAMS if _versions.is_stateless(ctx.version) else rpc.RESOURCE_NOT_FOUND
+            raise McpError(code, f"Resource not found: {uri}", {"uri": uri})
+        entry, values = found
+        kwargs = dict(values)
+        if entry.context_param is not None:
+            kwargs[entry.context_param] = Context(self, ctx)
+        value = await _call(entry.fn, kwargs)
+        return self._cacheable(ctx, {"contents": resource_contents(uri, value, entry.mime_type)})
+
+    async def _subscribe(self, ctx: RequestContext, params: Any) -> Any:
+        self._subscriptions.setdefault(ctx.session, set()).add(params.uri)
+        return {}
+
+    async def _unsubscribe(self, ctx: RequestContext, params: Any) -> Any:
+        self._subscriptions.get(ctx.session, set()).discard(params.uri)
+        return {}
+
+    async def _list_prompts(self, ctx: RequestContext, params: Any) -> Any:
+        return self._page(ctx, [p.definition for p in self._prompts.values()], "prompts")
+
+    async def _get_prompt(self, ctx: RequestContext, params: Any) -> Any:
+        prompt = self._prompts.get(params.name)
+        if prompt is None:
+            raise McpError(rpc.INVALID_PARAMS, f"Unknown prompt: {params.name}")
+        args = params.arguments if isinstance(params.arguments, dict) else {}
+        declared = {a["name"]: a for a in prompt.definition.get("arguments", [])}
+        missing = [n for n, a in declared.items() if a.get("required") and n not in args]
+        if missing:
+            raise McpError(rpc.INVALID_PARAMS, f"Missing required arguments for prompt {params.name}: {', '.join(missing)}")
+        unknown = [n for n in args if n not in declared]
+        if unknown:
+            raise McpError(rpc.INVALID_PARAMS, f"Unknown arguments for prompt {params.name}: {', '.join(unknown)}")
+        kwargs: dict[str, Any] = dict(args)
+        if prompt.context_param is not None:
+            kwargs[prompt.context_param] = Context(self, ctx)
+        value = await _call(prompt.fn, kwargs)
+        return prompt_result(value, prompt.definition.get("description"))
+
+    async def _complete(self, ctx: RequestContext, params: Any) -> Any:
+        ref = params.ref
+        ref_key = getattr(ref, "name", None) or getattr(ref, "uri", None)
+        handler = self._completions.get((ref_key, params.argument.name))
+        values: list[str] = []
+        if handler is not None:
+            context_args = {}
+            context = getattr(params, "context", msgspec.UNSET)
+            if context is not msgspec.UNSET and context is not None:
+                context_args = getattr(context, "arguments", None) or {}
+            values = list(await _call(handler, {"value": params.argument.value, "context_arguments": context_args}))
+        result = {"completion": {"values": values[:100], "total": len(values), "hasMore": len(values) > 100}}
+        return result
+
+    async def _set_level(self, ctx: RequestContext, params: Any) -> Any:
+        self._log_levels[ctx.session] = params.level
+        return {}
+
+    def request_handlers(self) -> dict[str, Any]:
+        return {
+            "tools/list": self._list_tools,
+            "tools/call": self._call_tool,
+            "resources/list": self._list_resources,
+            "resources/templates/list": self._list_templates,
+            "resources/read": self._read_resource,
+            "resources/subscribe": self._subscribe,
+            "resources/unsubscribe": self._unsubscribe,
+            "prompts/list": self._list_prompts,
+            "prompts/get": self._get_prompt,
+            "completion/complete": self._complete,
+            "logging/setLevel": self._set_level,
+        }
+
+    # -------------------------------------------------------------- serving
+
+    async def serve_session(self, channel: MessageChannel, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        """Serve one session over ``channel`` until the peer goes away."""
+        async with open_session(
+            channel,
+            role="server",
+            info=self.info,
+            capabilities=self.capabilities,
+            versions=self.versions,
+            instructions=self.instructions,
+            request_handlers=self.request_handlers(),
+            **self.session_options,
+        ) as session:
+            self._sessions.add(session)
+            try:
+                task_status.started(session)
+                await session.closed.wait()
+            finally:
+                self._sessions.discard(session)
+                self._log_levels.pop(session, None)
+                self._subscriptions.pop(session, None)
+
+    async def serve_stdio(self, **channel_options: Any) -> None:
+        """Serve over stdin/stdout until stdin closes."""
+        async with open_stdio_server_channel(**channel_options) as channel:
+            await self.serve_session(channel)
+
+
+# ------------------------------------------------------------ normalization
+
+
+def _bind_raw(fn: Callable[..., Any], arguments: dict[str, Any], ctx_param: str | None) -> dict[str, Any]:
+    params = [p for n, p in inspect.signature(fn).parameters.items() if n != ctx_param]
+    if len(params) == 1 and params[0].name == "arguments":
+        return {"arguments": arguments}
+    return dict(arguments)
+
+
+def _block(value: Any) -> dict[str, Any] | None:
+    if isinstance(value, Image):
+        return value.block()
+    if isinstance(value, msgspec.Struct):
+        value = msgspec.to_builtins(value)
+    if isinstance(value, dict) and isinstance(value.get("type"), str):
+        return value
+    return None
+
+
+def tool_result(value: Any, sig: ToolSignature | None = None) -> dict[str, Any]:
+    """Turn a tool's return value into a ``CallToolResult`` dict.
+
+    ``str`` → one text block; a content block (dict, Struct, :class:`Image`,
+    :class:`Audio`) or a list of them → those blocks; a dict with ``content``
+    → returned as is; anything else → its JSON as text.  With a structured
+    signature the value also becomes ``structuredContent``.
+    """
+    if sig is not None:
+        structured = sig.structured(value)
+        shown = structured["result"] if sig.wraps_output else structured
+        text = shown if isinstance(shown, str) else msgspec.json.encode(shown).decode()
+        return {"content": [{"type": "text", "text": text}], "structuredContent": structured}
+    if isinstance(value, msgspec.Struct):
+        value = msgspec.to_builtins(value)
+    if isinstance(value, dict) and "content" in value and "type" not in value:
+        return value
+    if isinstance(value, str):
+        return {"content": [{"type": "text", "text": value}]}
+    block = _block(value)
+    if block is not None:
+        return {"content": [block]}
+    if isinstance(value, list | tuple) and value and all(_block(v) is not None for v in value):
+        return {"content": [_block(v) for v in value]}
+    if value is None:
+        return {"content": []}
+    return {"content": [{"type": "text", "text": msgspec.json.encode(value).decode()}]}
+
+
+def resource_contents(uri: str, value: Any, mime_type: str | None) -> list[dict[str, Any]]:
+    """Turn a resource handler's return value into ``contents``."""
+    if isinstance(value, str):
+        item: dict[str, Any] = {"uri": uri, "text": value}
+    elif isinstance(value, bytes | bytearray):
+        item = {"uri": uri, "blob": base64.b64encode(bytes(value)).decode()}
+    elif isinstance(value, list):
+        return [msgspec.to_builtins(v) for v in value]
+    elif isinstance(value, dict):
+        item = {"uri": uri, **value}
+    else:
+        item = {"uri": uri, "text": msgspec.json.encode(value).decode()}
+    if mime_type is not None and "mimeType" not in item:
+        item["mimeType"] = mime_type
+    return [item]
+
+
+def prompt_result(value: Any, description: str | None) -> dict[str, Any]:
+    """Turn a prompt handler's return value into a ``GetPromptResult`` dict."""
+    if isinstance(value, dict) and "messages" in value:
+        return value
+    if isinstance(value, str):
+        messages = [{"role": "user", "content": {"type": "text", "text": value}}]
+    else:
+        messages = []
+        for m in value:
+            if isinstance(m, msgspec.Struct):
+                m = msgspec.to_builtins(m)
+            if isinstance(m, str):
+                m = {"role": "user", "content": {"type": "text", "text": m}}
+            elif "role" not in m:
+                m = {"role": "user", "content": _block(m) or m}
+            messages.append(m)
+    result: dict[str, Any] = {"messages": messages}
+    if description:
+        result["description"] = description
+    return result
+
+
+def _encode_cursor(offset: int) -> str:
+    return base64.urlsafe_b64encode(f"o:{offset}".encode()).decode()
+
+
+def _decode_cursor(cursor: Any, length: int) -> int:
+    try:
+        text = base64.urlsafe_b64decode(str(cursor).encode()).decode()
+        if not text.startswith("o:"):
+            raise ValueError
+        offset = int(text[2:])
+    except (ValueError, UnicodeDecodeError, binascii.Error):
+        raise McpError(rpc.INVALID_PARAMS, f"Invalid cursor: {cursor!r}") from None
+    if not 0 < offset <= length:
+        raise McpError(rpc.INVALID_PARAMS, f"Invalid cursor: {cursor!r}")
+    return offset
+
+
+_Awaitable = Awaitable[Any]

@@ -1,0 +1,242 @@
+"""The high-level Server over the in-memory transport, in every revision."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Annotated, Any
+
+import msgspec
+import pytest
+import trio
+
+from mcp_trio import McpError, Session, open_memory_transport_pair, open_session
+from mcp_trio.server import Context, Image, Server
+from mcp_trio.types import _versions
+
+ALL = list(_versions.SUPPORTED_VERSIONS)
+LEGACY = [v for v in ALL if not _versions.is_stateless(v)]
+
+
+class Point(msgspec.Struct):
+    x: int
+    y: int
+
+
+def make_server(page_size: int = 100) -> Server:
+    server = Server("test-server", "2.0", instructions="hello", page_size=page_size)
+
+    @server.tool
+    async def add(a: int, b: Annotated[int, msgspec.Meta(ge=0)] = 2) -> int:
+        """Add two numbers."""
+        return a + b
+
+    @server.tool
+    def shout(text: str) -> str:
+        return text.upper()
+
+    @server.tool
+    async def point(x: int) -> Point:
+        return Point(x, x * 2)
+
+    @server.tool
+    async def boom() -> str:
+        raise RuntimeError("it broke")
+
+    @server.tool(name="picture", structured_output=False)
+    async def picture() -> Any:
+        return [Image(b"\x89PNG", "image/png"), {"type": "text", "text": "a picture"}]
+
+    @server.tool
+    async def progress(steps: int, ctx: Context) -> str:
+        for i in range(steps):
+            await ctx.report_progress(i + 1, steps)
+        await ctx.info("finished")
+        return "done"
+
+    @server.resource("test://static", mime_type="text/plain")
+    def static() -> str:
+        return "static text"
+
+    @server.resource("test://blob", mime_type="application/octet-stream")
+    def blob() -> bytes:
+        return b"\x00\x01"
+
+    @server.resource("test://items/{id}/data", mime_type="application/json")
+    def item(id: str) -> str:
+        return f'{{"id": "{id}"}}'
+
+    @server.prompt
+    def greet(name: str, greeting: str = "Hello") -> str:
+        """A greeting."""
+        return f"{greeting}, {name}!"
+
+    @server.completion("greet", "name")
+    def names(value: str, context_arguments: dict[str, str]) -> list[str]:
+        return [n for n in ("alice", "albert", "bob") if n.startswith(value)]
+
+    return server
+
+
+@asynccontextmanager
+async def connected(server: Server, version: str) -> AsyncIterator[Session]:
+    a, b = open_memory_transport_pair()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(server.serve_session, a)
+        async with open_session(
+            b, role="client", info={"name": "c", "version": "1"}, versions=[version],
+            notification_handlers={},
+        ) as client:
+            await client.connect()
+            yield client
+        nursery.cancel_scope.cancel()
+
+
+def text_of(result: Any) -> str:
+    return result.content[0].text
+
+
+@pytest.mark.parametrize("version", ALL)
+async def test_tools(version: str) -> None:
+    async with connected(make_server(), version) as c:
+        tools = {t.name: t for t in (await c.request("tools/list")).tools}
+        assert set(tools) == {"add", "shout", "point", "boom", "picture", "progress"}
+        assert tools["add"].inputSchema["properties"]["b"]["minimum"] == 0
+        assert tools["add"].inputSchema["required"] == ["a"]
+        assert tools["add"].description == "Add two numbers."
+        r = await c.request("tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}})
+        assert text_of(r) == "5"
+        structured = version >= "2025-06-18"
+        if structured:
+            assert r.structuredContent == {"result": 5}
+        else:
+            assert "outputSchema" not in msgspec.to_builtins(tools["add"])
+        assert text_of(await c.request("tools/call", {"name": "shout", "arguments": {"text": "hi"}})) == "HI"
+        r = await c.request("tools/call", {"name": "point", "arguments": {"x": 2}})
+        if structured:
+            assert r.structuredContent == {"x": 2, "y": 4}
+        assert text_of(r) == '{"x":2,"y":4}'
+        r = await c.request("tools/call", {"name": "boom"})
+        assert r.isError is True and "it broke" in text_of(r)
+        r = await c.request("tools/call", {"name": "picture"})
+        assert r.content[0].data == base64.b64encode(b"\x89PNG").decode() and r.content[1].text == "a picture"
+        with pytest.raises(McpError) as info:
+            await c.request("tools/call", {"name": "nope"})
+        assert info.value.code == -32602
+        # invalid arguments: a protocol error before 2025-11-25, a tool error from then on
+        if version >= "2025-11-25":
+            r = await c.request("tools/call", {"name": "add", "arguments": {"a": "x"}})
+            assert r.isError is True and "Invalid arguments" in text_of(r)
+        else:
+            with pytest.raises(McpError) as info:
+                await c.request("tools/call", {"name": "add", "arguments": {"b": -1, "a": 1}})
+            assert info.value.code == -32602
+
+
+@pytest.mark.parametrize("version", ALL)
+async def test_resources(version: str) -> None:
+    async with connected(make_server(), version) as c:
+        listed = (await c.request("resources/list")).resources
+        assert [r.uri for r in listed] == ["test://static", "test://blob"]
+        templates = (await c.request("resources/templates/list")).resourceTemplates
+        assert templates[0].uriTemplate == "test://items/{id}/data"
+        r = await c.request("resources/read", {"uri": "test://static"})
+        assert r.contents[0].text == "static text" and r.contents[0].mimeType == "text/plain"
+        r = await c.request("resources/read", {"uri": "test://blob"})
+        assert base64.b64decode(r.contents[0].blob) == b"\x00\x01"
+        r = await c.request("resources/read", {"uri": "test://items/123/data"})
+        assert r.contents[0].text == '{"id": "123"}'
+        with pytest.raises(McpError) as info:
+            await c.request("resources/read", {"uri": "test://missing"})
+        assert info.value.code == (-32602 if _versions.is_stateless(version) else -32002)
+
+
+@pytest.mark.parametrize("version", ALL)
+async def test_prompts_and_completions(version: str) -> None:
+    async with connected(make_server(), version) as c:
+        prompts = (await c.request("prompts/list")).prompts
+        assert prompts[0].name == "greet" and prompts[0].arguments[0].required is True
+        r = await c.request("prompts/get", {"name": "greet", "arguments": {"name": "Ann"}})
+        assert r.messages[0].content.text == "Hello, Ann!"
+        with pytest.raises(McpError) as info:
+            await c.request("prompts/get", {"name": "greet", "arguments": {}})
+        assert info.value.code == -32602 and "name" in info.value.message
+        if "completion/complete" in _versions.module_for(version).METHODS:
+            r = await c.request(
+                "completion/complete",
+                {"ref": {"type": "ref/prompt", "name": "greet"}, "argument": {"name": "name", "value": "al"}},
+            )
+            assert r.completion.values == ["alice", "albert"] and r.completion.total == 2
+
+
+async def test_pagination_and_bad_cursor() -> None:
+    async with connected(make_server(page_size=2), LEGACY[0]) as c:
+        names = []
+        cursor = None
+        while True:
+            page = await c.request("tools/list", {"cursor": cursor} if cursor else None)
+            names += [t.name for t in page.tools]
+            cursor = page.nextCursor if page.nextCursor is not msgspec.UNSET else None
+            if not cursor:
+                break
+        assert len(names) == 6 and len(set(names)) == 6
+        with pytest.raises(McpError) as info:
+            await c.request("tools/list", {"cursor": "garbage!"})
+        assert info.value.code == -32602
+
+
+async def test_logging_level_filters_messages() -> None:
+    server = make_server()
+    a, b = open_memory_transport_pair()
+    seen: list[Any] = []
+
+    async def on_log(session: Any, method: str, params: Any) -> None:
+        seen.append(params)
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(server.serve_session, a)
+        async with open_session(
+            b, role="client", info={"name": "c", "version": "1"}, versions=[LEGACY[0]],
+            notification_handlers={"notifications/message": on_log},
+        ) as c:
+            await c.connect()
+            await c.request("tools/call", {"name": "progress", "arguments": {"steps": 1}})
+            await c.request("logging/setLevel", {"level": "info"})
+            await c.request("tools/call", {"name": "progress", "arguments": {"steps": 1}})
+            await c.request("logging/setLevel", {"level": "error"})
+            await c.request("tools/call", {"name": "progress", "arguments": {"steps": 1}})
+            with trio.fail_after(5):
+                while not seen:
+                    await trio.sleep(0.01)
+            await trio.sleep(0.05)
+        nursery.cancel_scope.cancel()
+    assert [p.data for p in seen] == ["finished"]
+
+
+async def test_list_changed_is_sent_to_open_sessions() -> None:
+    server = make_server()
+    a, b = open_memory_transport_pair()
+    changes: list[str] = []
+
+    async def on_change(session: Any, method: str, params: Any) -> None:
+        changes.append(method)
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(server.serve_session, a)
+        async with open_session(
+            b, role="client", info={"name": "c", "version": "1"}, versions=[LEGACY[0]],
+            notification_handlers={"notifications/tools/list_changed": on_change},
+        ) as c:
+            await c.connect()
+
+            @server.tool
+            def extra() -> str:
+                return "x"
+
+            with trio.fail_after(5):
+                while not changes:
+                    await trio.sleep(0.01)
+            assert "extra" in [t.name for t in (await c.request("tools/list")).tools]
+        nursery.cancel_scope.cancel()
+    assert changes == ["notifications/tools/list_changed"]
