@@ -30,33 +30,33 @@ expansion is not in general invertible) with these rules:
 * Literal parts of the template must match exactly (in their expanded form).
 * ``{var}`` matches one or more characters other than ``/ ? # & ,``;
   ``{.var}`` a label without ``.``; ``{/var}`` one path segment;
-  ``{;x,y}`` path-style parameters in order (``;x`` alone is the empty
-  string).  Expressions with an operator are optional: absent ones, and
-  trailing variables that are absent from a multi-variable expression, are
-  left out of the result.
+  ``{;x,y}`` path-style parameters in order (``;x`` alone is ``""``).
+  Expressions that start with a character (``# . / ; ? &``) are optional:
+  absent ones, and trailing variables missing from a multi-variable
+  expression, are left out of the result.
 * ``{+var}`` and ``{#var}`` (reserved) match any characters, ``/`` included
-  (but not ``#`` when a fragment follows in the template).  The first reserved
-  expression of the path is greedy: it takes everything between what the
-  template before it matches (from the start) and what the template after it
-  matches (from the end), so ``{+path}/{name}/edit`` works for a path with
-  slashes.  A second reserved expression takes as little as it can.
-* Any other variable stops at the first place where the literal text (or
-  the operator character of the expression) that follows it in the template
-  begins: ``{name}.json`` gives ``a.b`` for ``a.b.json``, ``{a}-{b}`` gives
-  ``x`` and ``y-z`` for ``x-y-z``.  After the greedy reserved expression
-  the same holds from the end of the URI backwards.  A run of characters is
-  never revisited, which keeps matching linear in the length of the URI
-  whatever the input (only whether each optional expression is present is
-  tried both ways, a cost that depends on the template alone).
-  Two expressions with nothing between them cannot both get a value when the
-  first one can absorb the second (``{a}{b}`` never matches).
-* ``{?x,y}`` and ``{&x}`` at the end of the template read the query string as
+  (not ``#`` when a fragment follows in the template, nor ``&`` in a query).
+  The first reserved expression of the path is greedy: it takes everything
+  between what the template before it matches, from the start of the URI, and
+  what the template after it matches, from the end.  So ``{+path}/{name}/edit``
+  gives ``a/b`` and ``c`` for ``a/b/c/edit``.
+* Every other variable stops where the text that follows it in the template
+  (a literal, or the operator character of the next expression) first
+  appears: ``{name}.json`` gives ``a.b`` for ``a.b.json``, ``{a}-{b}`` gives
+  ``x`` and ``y-z`` for ``x-y-z``.  After the greedy expression, the same
+  holds backwards from the end, with the text that precedes the variable.  Two
+  expressions with nothing between them cannot both get a value when the first
+  one can absorb the second (``{a}{b}`` never matches).
+* Such a run of characters is never revisited, which keeps matching linear in
+  the length of the URI whatever the input; only whether each optional
+  expression is present is tried both ways, a cost set by the template alone.
+* If the template has a query part, the URI is split at its first ``?``.
+  ``{?x,y}`` and ``{&x}`` at the end of the template read the query string as
   ``key=value`` pairs in any order: unknown parameters are ignored, missing
   ones are absent from the result, a repeated key gives its first value
   (``x=`` and a bare ``x`` give ``""``).  ``+`` is not read as a space.  A
   fragment after such a query does not match.  Query expressions elsewhere in
   the template match in order.
-* If the template has a query part, the URI is split at its first ``?``.
 * Exploded lists (``{/list*}``, ``{.list*}``, ``{list*}``, ``{;list*}``,
   ``{?list*}``) become lists; everything else is a string.  All values are
   percent-decoded (UTF-8, invalid sequences replaced).
@@ -64,11 +64,11 @@ expansion is not in general invertible) with these rules:
   character counting as one.
 * A variable that appears twice must match the same value both times.
 
-Not recoverable: associative arrays (an exploded mapping's keys are unknown,
-and a non-exploded list or mapping comes back as the comma-joined string, in
-the query only), a value containing the text next to it in the template,
-and reserved values containing ``%XX`` sequences (expansion keeps them as
-they are, matching decodes them).
+Not recoverable: associative arrays (the keys of an exploded mapping are
+unknown); non-exploded lists, which come back as one comma-joined string (and
+do not match ``{list}``, where ``,`` is excluded); a value containing the text
+next to it in the template; reserved values containing ``%XX`` sequences
+(expansion keeps them as they are, matching decodes them).
 """
 
 from __future__ import annotations
@@ -132,8 +132,7 @@ def _parse(template: str) -> list[_Part]:
         c = template[i]
         if c == "{":
             end = template.find("}", i + 1)
-            nested = template.find("{", i + 1)
-            if end < 0 or 0 <= nested < end:
+            if end < 0 or template.find("{", i + 1, end) >= 0:
                 raise fail("unclosed '{'", i)
             parts.append(_parse_expr(template[i + 1 : end], i + 1, fail))
             i = end + 1
@@ -166,7 +165,8 @@ def _parse_expr(body: str, pos: int, fail: Callable[[str, int], ValueError]) -> 
             name = _VARSPEC.match(spec)
             if name is not None and spec[name.end(1) : name.end(1) + 1] == ":":
                 modifier = spec[name.end(1) :]
-                raise fail(f"bad prefix modifier {modifier!r} (must be :1 to :9999)", pos + name.end(1))
+                what = f"bad prefix modifier {modifier!r} (must be :1 to :9999)"
+                raise fail(what, pos + name.end(1))
             raise fail(f"bad variable name {spec!r}", pos)
         specs.append((m[1], int(m[2] or 0), m[3] is not None))
         pos += len(spec) + 1
@@ -201,46 +201,47 @@ def _expand_expr(expr: _Expr, values: Mapping[str, Value]) -> str:
         value = values.get(name)
         if value is None:
             continue
-        if isinstance(value, Mapping):
-            pairs = [(_scalar(k, name), _scalar(v, name)) for k, v in value.items() if v is not None]
-            if not pairs:
-                continue
-            items = None
-        elif isinstance(value, Sequence) and not isinstance(value, str | bytes | bytearray):
-            items = [_scalar(v, name) for v in value if v is not None]
-            if not items:
-                continue
-            pairs = None
-        else:
+        if isinstance(value, str | int | float):
             s = _scalar(value, name)
             if prefix and len(s) > prefix:
-                if allow and "%" in s:
+                if allow and "%" in s:  # a %XX triplet counts as one character
                     s = "".join(m[0] for _, m in zip(range(prefix), _PCT_OR_CHAR.finditer(s)))
                 else:
                     s = s[:prefix]
-            if not named:
-                out.append(enc(s))
-            else:
-                out.append(f"{name}={enc(s)}" if s else name + ifemp)
+            out.append((f"{name}={enc(s)}" if s else name + ifemp) if named else enc(s))
             continue
-        if prefix:
-            raise ValueError(f"URI template variable {name!r}: prefix modifier on a list or mapping")
-        if not explode:
-            if items is not None:
-                body = ",".join(map(enc, items))
-            else:
-                body = ",".join(f"{enc(k)},{enc(v)}" for k, v in pairs)  # type: ignore[union-attr]
-            out.append((f"{name}={body}" if body else name + ifemp) if named else body)
-        elif items is not None:
-            if named:
-                out.append(sep.join(f"{name}={enc(v)}" if v else name + ifemp for v in items))
-            else:
-                out.append(sep.join(map(enc, items)))
-        elif named:
-            out.append(sep.join(f"{enc(k)}={enc(v)}" if v else enc(k) + ifemp for k, v in pairs))  # type: ignore[union-attr]
+        if isinstance(value, Mapping):
+            pairs = [(_scalar(k, name), _scalar(v, name))
+                     for k, v in value.items() if v is not None]
+            if not pairs:
+                continue
+            _no_prefix(name, prefix)
+            if explode:
+                kv = ((enc(k), "=" + enc(v) if v or not named else ifemp) for k, v in pairs)
+                out.append(sep.join(k + v for k, v in kv))
+                continue
+            body = ",".join(f"{enc(k)},{enc(v)}" for k, v in pairs)
+        elif isinstance(value, Sequence) and not isinstance(value, bytes | bytearray):
+            items = [_scalar(v, name) for v in value if v is not None]
+            if not items:
+                continue
+            _no_prefix(name, prefix)
+            if explode:
+                if named:
+                    out.append(sep.join(f"{name}={enc(v)}" if v else name + ifemp for v in items))
+                else:
+                    out.append(sep.join(map(enc, items)))
+                continue
+            body = ",".join(map(enc, items))
         else:
-            out.append(sep.join(f"{enc(k)}={enc(v)}" for k, v in pairs))  # type: ignore[union-attr]
+            raise TypeError(f"URI template variable {name!r}: unsupported value {value!r}")
+        out.append((f"{name}={body}" if body else name + ifemp) if named else body)
     return first + sep.join(out) if out else ""
+
+
+def _no_prefix(name: str, prefix: int) -> None:
+    if prefix:
+        raise ValueError(f"URI template variable {name!r}: prefix modifier on a list or mapping")
 
 
 # -- matching ----------------------------------------------------------------
@@ -378,16 +379,21 @@ class _Regex:
         return True
 
 
+_Annotated: TypeAlias = "tuple[_Part, tuple[str | None, str | None] | None, str]"
+
+
+def _is_op(part: _Part, ops: frozenset[str]) -> bool:
+    return isinstance(part, _Expr) and part.op in ops
+
+
 class _Matcher:
-    __slots__ = ("split_query", "forward", "pivot", "backward", "query", "tail")
+    __slots__ = ("split_query", "whole", "forward", "pivot", "backward", "query", "tail")
 
     def __init__(self, parts: list[_Part]) -> None:
         tail_start = len(parts)
-        while tail_start and isinstance(parts[tail_start - 1], _Expr):
-            if parts[tail_start - 1].op not in _QUERY_OPS:  # type: ignore[union-attr]
-                break
+        while tail_start and _is_op(parts[tail_start - 1], _QUERY_OPS):
             tail_start -= 1
-        self.tail = [spec for p in parts[tail_start:] for spec in p.specs]  # type: ignore[union-attr]
+        self.tail = [spec for p in parts[tail_start:] if isinstance(p, _Expr) for spec in p.specs]
         main = parts[:tail_start]
         # Split the template into its path and its query at the first '?'.
         path: list[_Part] = main
@@ -398,7 +404,7 @@ class _Matcher:
                 path = [*main[:i], p[:k]] if k else main[:i]
                 query = [p[k:], *main[i + 1 :]]
                 break
-            if isinstance(p, _Expr) and p.op in _QUERY_OPS:
+            if _is_op(p, _QUERY_OPS):
                 path, query = main[:i], main[i:]
                 break
         self.split_query = bool(query or self.tail)
@@ -415,8 +421,8 @@ class _Matcher:
                 seen.add("#")
         later.reverse()
 
-        def annotate(zone: list[_Part], offset: int, bounds: set[str]) -> list:
-            out = []
+        def annotate(zone: list[_Part], offset: int, bounds: set[str]) -> list[_Annotated]:
+            out: list[_Annotated] = []
             for i, p in enumerate(zone):
                 if isinstance(p, str):
                     out.append((p, None, ""))
@@ -428,21 +434,27 @@ class _Matcher:
                 else:
                     stop_fwd = nxt.op if nxt.op in _PREFIXED_OPS else None
                 stop_rev = prev[::-1] if isinstance(prev, str) else None
-                extra = "".join(sorted(later[offset + i] & bounds)) if p.op in _RESERVED_OPS else ""
+                extra = ""
+                if p.op in _RESERVED_OPS:
+                    extra = "".join(sorted(later[offset + i] & bounds))
                 out.append((p, (stop_fwd, stop_rev), extra))
             return out
 
         ann = annotate(path, 0, {"#"})
-        pivot = next((i for i, (p, _, _) in enumerate(ann) if isinstance(p, _Expr) and p.op in _RESERVED_OPS), None)
+        pivot = next((i for i, (p, _, _) in enumerate(ann) if _is_op(p, _RESERVED_OPS)), None)
 
-        def build(items: list, reverse: bool) -> _Regex | None:
+        def build(items: list[_Annotated], reverse: bool) -> _Regex | None:
             if not items:
                 return None
             idx = 1 if reverse else 0
             return _Regex([(p, s[idx] if s else None, e) for p, s, e in items], reverse)
 
+        self.whole: _Regex | None = None  # the path, when it has no pivot
+        self.forward: _Regex | None = None  # what comes before the pivot
+        self.pivot: _Regex | None = None
+        self.backward: _Regex | None = None  # what comes after it, reversed
         if pivot is None:
-            self.forward, self.pivot, self.backward = build(ann, False) or _Regex([], False), None, None
+            self.whole = build(ann, False) or _Regex([], False)
         else:
             p, _, extra = ann[pivot]
             self.forward = build(ann[:pivot], False)
@@ -457,11 +469,11 @@ class _Matcher:
             q = uri.find("?")
             if q >= 0:
                 uri, qs = uri[:q], uri[q:]
-        if self.pivot is None:
-            m = self.forward.pattern.fullmatch(uri)  # type: ignore[union-attr]
-            if m is None or not self.forward.collect(m, found):  # type: ignore[union-attr]
+        if self.whole is not None:
+            m = self.whole.pattern.fullmatch(uri)
+            if m is None or not self.whole.collect(m, found):
                 return None
-        else:
+        elif self.pivot is not None:
             start, end = 0, len(uri)
             if self.forward is not None:
                 m = self.forward.pattern.match(uri)
