@@ -52,6 +52,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     p.add_argument("rest", nargs=argparse.REMAINDER)
     p.set_defaults(func=_cmd_codegen)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["codegen"]:
+        # Everything after "codegen" belongs to the generator (options included).
+        return _cmd_codegen(argparse.Namespace(rest=argv[1:]))
     args = parser.parse_args(argv)
     return int(args.func(args))
 

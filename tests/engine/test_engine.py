@@ -427,3 +427,13 @@ async def test_keepalive_closes_a_silent_peer(autojump_clock: trio.testing.MockC
             with trio.fail_after(30):
                 await cli.closed.wait()
             n.cancel_scope.cancel()
+
+
+async def test_ping_both_ways() -> None:
+    async with connected(client_versions=LEGACY) as (srv, cli, _):
+        with trio.fail_after(5):
+            await srv.initialized.wait()
+            while srv.state.value != "ready":
+                await trio.sleep(0.01)
+            await srv.ping()
+            await cli.ping()
