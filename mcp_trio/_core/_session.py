@@ -905,6 +905,25 @@ class SessionCore:
             if method != "notifications/cancelled":
                 raise LocalProtocolError(f"cannot send {method!r} before initialization finished")
 
+    def _checked_spec(self, method: str, kind: str) -> MethodSpec | None:
+        """The registry entry of an outgoing message, after the lifecycle, direction
+        and capability checks (a request needs the peer's capability, a
+        notification our own)."""
+        self._check_send_state(method, kind)
+        spec, _version = self._outgoing_spec(method, kind)
+        if spec is None or spec.capability is None:
+            return spec
+        if kind == "request":
+            caps, who = self.peer_capabilities, f"the {self.peer_role}"
+        else:
+            caps, who = self.capabilities, f"this {self.role}"
+        if not has_capability(caps, spec.capability):
+            raise LocalProtocolError(
+                f"cannot send {method!r}: {who} did not advertise the "
+                f"{'.'.join(spec.capability)!r} capability"
+            )
+        return spec
+
     def _typed_params(self, spec: MethodSpec | None, params: Any, method: str) -> Any:
         if params is None:
             return UNSET
@@ -935,17 +954,7 @@ class SessionCore:
             LocalProtocolError: the request is not allowed now (lifecycle,
                 capability, direction) or the params are invalid.
         """
-        self._check_send_state(method, "request")
-        spec, _version = self._outgoing_spec(method, "request")
-        if (
-            spec is not None
-            and spec.capability is not None
-            and not has_capability(self.peer_capabilities, spec.capability)
-        ):
-            raise LocalProtocolError(
-                f"cannot send {method!r}: the {self.peer_role} did not advertise the "
-                f"{'.'.join(spec.capability)!r} capability"
-            )
+        spec = self._checked_spec(method, "request")
         id = self._next_id + 1
         extra_meta: dict[str, Any] = {}
         if progress:
@@ -988,17 +997,7 @@ class SessionCore:
 
     def notify(self, method: str, params: Any = None) -> bytes:
         """Prepare a notification (checked against direction and our capabilities)."""
-        self._check_send_state(method, "notification")
-        spec, _version = self._outgoing_spec(method, "notification")
-        if (
-            spec is not None
-            and spec.capability is not None
-            and not has_capability(self.capabilities, spec.capability)
-        ):
-            raise LocalProtocolError(
-                f"cannot send {method!r}: this {self.role} did not advertise the "
-                f"{'.'.join(spec.capability)!r} capability"
-            )
+        spec = self._checked_spec(method, "notification")
         typed = self._typed_params(spec, params, method)
         return rpc.encode_notification(method, typed)
 
