@@ -502,7 +502,10 @@ class Session:
         ``server/discover``; a server that answers it is modern, one that
         names its supported versions in an ``UnsupportedProtocolVersionError``
         is modern with another version, anything else (another error, or no
-        answer within ``probe_timeout``) is legacy and gets ``initialize``.
+        answer within ``probe_timeout``) is legacy and gets ``initialize``.  If
+        that ``initialize`` is refused with an ``UnsupportedProtocolVersionError``
+        naming a stateless version we accept (a server that was only slow to
+        answer the probe), the client goes modern after all.
 
         Returns:
             The negotiated protocol version.
@@ -516,7 +519,7 @@ class Session:
             except McpError as exc:
                 supported = exc.data.get("supported") if isinstance(exc.data, dict) else None
                 if exc.code == rpc.UNSUPPORTED_PROTOCOL_VERSION and isinstance(supported, list):
-                    common = [v for v in core.modern_versions if v in supported]
+                    common = self._modern_in(exc)
                     if common:
                         return await self._use_discovered(common[0], timeout)
                     core.reset_era()
@@ -539,9 +542,26 @@ class Session:
                 core.reset_era()
         if not core.legacy_versions:
             raise LocalProtocolError("the server does not speak a protocol version this client accepts")
-        await self.initialize(timeout=timeout)
+        try:
+            await self.initialize(timeout=timeout)
+        except McpError as exc:
+            # A server slow to start may answer the probe after it timed out and
+            # then refuse ``initialize`` as a modern server does: take its word.
+            common = self._modern_in(exc)
+            if not common:
+                raise
+            return await self._use_discovered(common[0], timeout)
         assert core.version is not None
         return core.version
+
+    def _modern_in(self, exc: McpError) -> list[str]:
+        """The stateless versions we accept that an UnsupportedProtocolVersion error lists."""
+        if exc.code != rpc.UNSUPPORTED_PROTOCOL_VERSION or not isinstance(exc.data, dict):
+            return []
+        supported = exc.data.get("supported")
+        if not isinstance(supported, list):
+            return []
+        return [v for v in self.core.modern_versions if v in supported]
 
     async def _use_discovered(self, version: str, timeout: Any) -> str:
         self.core.use_modern(version)

@@ -437,3 +437,54 @@ async def test_ping_both_ways() -> None:
                 await trio.sleep(0.01)
             await srv.ping()
             await cli.ping()
+
+
+@pytest.mark.skipif(not MODERN, reason="no stateless revision")
+async def test_probe_answered_late_then_initialize_refused_goes_modern(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A modern server slow to start: the probe times out, the fallback
+    ``initialize`` is refused with UnsupportedProtocolVersionError, and the
+    client adopts the modern version instead of failing."""
+    import msgspec
+
+    a, b = open_memory_transport_pair()
+    seen: list[str] = []
+
+    async def modern_server() -> None:
+        from mcp_trio.transports import Frame
+
+        async for frame in a:
+            msg = msgspec.json.decode(frame.data)
+            method = msg.get("method")
+            seen.append(method)
+            if "id" not in msg:
+                continue
+            if method == "server/discover" and seen.count("server/discover") == 1:
+                await trio.sleep(10)  # longer than the probe timeout
+                continue  # (its answer would arrive after the client gave up)
+            if method == "initialize":
+                error = {"code": -32022, "message": "modern", "data": {"supported": MODERN, "requested": "x"}}
+                reply = {"jsonrpc": "2.0", "id": msg["id"], "error": error}
+            else:
+                result = {
+                    "supportedVersions": MODERN,
+                    "capabilities": {"tools": {}},
+                    "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "slow", "version": "1"}},
+                    "resultType": "complete",
+                    "ttlMs": 0,
+                    "cacheScope": "public",
+                }
+                reply = {"jsonrpc": "2.0", "id": msg["id"], "result": result}
+            await a.send(Frame(msgspec.json.encode(reply)))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(modern_server)
+        async with open_session(b, role="client", info={"name": "cli", "version": "1"}) as cli:
+            version = await cli.connect(probe_timeout=5)
+            assert version == MODERN[0]
+            assert cli.protocol_version == MODERN[0]
+            assert cli.peer_info["name"] == "slow"
+            assert cli.peer_capabilities == {"tools": {}}
+        nursery.cancel_scope.cancel()
+    assert seen[0] == "server/discover" and "initialize" in seen and seen[-1] == "server/discover"
