@@ -29,6 +29,13 @@ Rules:
   cursor the server did not issue gets -32602.
 * Adding or removing a tool, resource or prompt while sessions are open sends
   the matching ``list_changed`` notification to every initialized session.
+* ``Context.sample``, ``elicit``, ``elicit_url`` and ``list_roots`` check the
+  client's capabilities first.  Up to 2025-11-25 they send a request to the
+  client; from 2026-07-28 on the tool, resource or prompt handler is replayed
+  across multi-round-trip requests (see :mod:`mcp_trio._mrtr`): the first
+  unanswered ask ends the round with an ``InputRequiredResult`` whose
+  ``requestState`` is signed with ``state_key``.  Code before an ask may run
+  more than once in that era.
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ import base64
 import binascii
 import inspect
 import logging
+import secrets
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
@@ -46,6 +54,7 @@ import trio
 from . import _jsonrpc as rpc
 from ._context import RequestContext
 from ._exceptions import LocalProtocolError, McpError
+from ._mrtr import MISSING, InputRequired, InputSession, StateCodec
 from ._schema_from_signature import ArgumentError, ToolSignature
 from ._session import Session, open_session
 from ._uritemplate import UriTemplate
@@ -142,9 +151,28 @@ class Context:
     async def error(self, data: Any) -> None:
         await self.log("error", data)
 
-    def _require(self, capability: str) -> None:
-        if capability not in self.client_capabilities:
+    def _require(self, capability: str, detail: str | None = None) -> dict[str, Any]:
+        caps = self.client_capabilities.get(capability)
+        if not isinstance(caps, dict):
             raise LocalProtocolError(f"the client did not advertise the {capability!r} capability")
+        if detail is not None and detail not in caps:
+            raise LocalProtocolError(f"the client did not advertise {capability}.{detail}")
+        return caps
+
+    async def _input(self, method: str, params: dict[str, Any], result_type: str, timeout: float | None) -> Any:
+        """Ask the client: a request (legacy) or an input of this round (2026-07-28+)."""
+        inputs = self.server._rounds.get(id(self.request))
+        if inputs is None:
+            return await self.request.request(method, params, timeout=timeout)
+        key = inputs.key_for(method, params)
+        answer = inputs.lookup(key)
+        if answer is MISSING:
+            raise inputs.ask(key, method, params)
+        target = getattr(_versions.module_for(self.protocol_version), result_type)
+        try:
+            return msgspec.convert(answer, target)
+        except msgspec.ValidationError as exc:
+            raise McpError(rpc.INVALID_PARAMS, f"inputResponses[{key!r}] is not a valid {result_type}: {exc}") from None
 
     async def sample(
         self,
@@ -154,30 +182,46 @@ class Context:
         timeout: float | None = None,
         **params: Any,
     ) -> Any:
-        """Ask the client's LLM (``sampling/createMessage``); returns the result Struct."""
-        self._require("sampling")
+        """Ask the client's LLM (``sampling/createMessage``); returns the result Struct.
+
+        Extra keyword arguments are request fields (``systemPrompt``,
+        ``tools``, ``toolChoice`` ...).  Tools need the client's
+        ``sampling.tools`` capability.
+        """
+        self._require("sampling", "tools" if "tools" in params or "toolChoice" in params else None)
         if isinstance(messages, str):
             messages = [{"role": "user", "content": {"type": "text", "text": messages}}]
-        return await self.request.request(
-            "sampling/createMessage", {"messages": list(messages), "maxTokens": max_tokens, **params},
-            timeout=timeout,
-        )
+        body = {"messages": list(messages), "maxTokens": max_tokens, **params}
+        return await self._input("sampling/createMessage", body, "CreateMessageResult", timeout)
 
     async def elicit(
         self, message: str, requested_schema: dict[str, Any], *, timeout: float | None = None
     ) -> Any:
         """Ask the user for input (``elicitation/create``, form mode); returns the result Struct."""
-        self._require("elicitation")
-        return await self.request.request(
-            "elicitation/create",
-            {"message": message, "requestedSchema": requested_schema},
-            timeout=timeout,
-        )
+        caps = self._require("elicitation")
+        if caps and "form" not in caps and "url" in caps:
+            raise LocalProtocolError("the client supports only URL mode elicitation")
+        body: dict[str, Any] = {"message": message, "requestedSchema": requested_schema}
+        if self.protocol_version >= _FIRST_ISERROR_ARGS:
+            body["mode"] = "form"
+        return await self._input("elicitation/create", body, "ElicitResult", timeout)
+
+    async def elicit_url(
+        self, message: str, url: str, *, elicitation_id: str | None = None, timeout: float | None = None
+    ) -> Any:
+        """Send the user to ``url`` (``elicitation/create``, URL mode, 2025-11-25+)."""
+        if self.protocol_version < _FIRST_ISERROR_ARGS:
+            raise LocalProtocolError(f"URL mode elicitation does not exist in {self.protocol_version}")
+        self._require("elicitation", "url")
+        body: dict[str, Any] = {"mode": "url", "message": message, "url": url}
+        if not _versions.is_stateless(self.protocol_version):
+            body["elicitationId"] = elicitation_id or secrets.token_urlsafe(16)
+        return await self._input("elicitation/create", body, "ElicitResult", timeout)
 
     async def list_roots(self, *, timeout: float | None = None) -> Any:
         """The client's roots (``roots/list``)."""
         self._require("roots")
-        return await self.request.request("roots/list", timeout=timeout)
+        return await self._input("roots/list", {}, "ListRootsResult", timeout)
 
 
 def _wants_context(annotation: Any) -> bool:
@@ -241,6 +285,10 @@ class Server:
         page_size: Items per page of every list.
         cache_ttl_ms: ``ttlMs`` of cacheable results (2026-07-28).
         cache_scope: ``cacheScope`` of cacheable results (2026-07-28).
+        state_key: HMAC key protecting multi-round-trip request state
+            (2026-07-28).  Processes serving one endpoint must share it; by
+            default each server draws a random one.
+        state_ttl: Seconds a multi-round-trip request state stays valid.
     """
 
     def __init__(
@@ -254,6 +302,8 @@ class Server:
         page_size: int = 100,
         cache_ttl_ms: int = 0,
         cache_scope: str = "public",
+        state_key: bytes | None = None,
+        state_ttl: float = 600.0,
         **session_options: Any,
     ) -> None:
         if page_size < 1:
@@ -275,6 +325,8 @@ class Server:
         self._sessions: set[Session] = set()
         self._log_levels: dict[Session, str] = {}
         self._subscriptions: dict[Session, set[str]] = {}
+        self._state = StateCodec(state_key, state_ttl)
+        self._rounds: dict[int, InputSession] = {}
 
     # ----------------------------------------------------------- capabilities
 
@@ -608,17 +660,38 @@ class Server:
         self._log_levels[ctx.session] = params.level
         return {}
 
+    def _multi_round(self, handler: Callable[[RequestContext, Any], Awaitable[Any]]) -> Any:
+        """Run ``handler`` so that, in the stateless era, its calls back to the
+        client become an ``InputRequiredResult`` (see :mod:`mcp_trio._mrtr`)."""
+
+        async def run(ctx: RequestContext, params: Any) -> Any:
+            if not _versions.is_stateless(ctx.version):
+                return await handler(ctx, params)
+            principal = getattr(ctx.session, "principal", None)
+            inputs = InputSession(self._state, method=ctx.method, params=params, principal=principal)
+            self._rounds[id(ctx)] = inputs
+            try:
+                return await handler(ctx, params)
+            except BaseException as exc:
+                if not _only_input_required(exc):
+                    raise
+                return inputs.result(inputs.asked)
+            finally:
+                del self._rounds[id(ctx)]
+
+        return run
+
     def request_handlers(self) -> dict[str, Any]:
         return {
             "tools/list": self._list_tools,
-            "tools/call": self._call_tool,
+            "tools/call": self._multi_round(self._call_tool),
             "resources/list": self._list_resources,
             "resources/templates/list": self._list_templates,
-            "resources/read": self._read_resource,
+            "resources/read": self._multi_round(self._read_resource),
             "resources/subscribe": self._subscribe,
             "resources/unsubscribe": self._unsubscribe,
             "prompts/list": self._list_prompts,
-            "prompts/get": self._get_prompt,
+            "prompts/get": self._multi_round(self._get_prompt),
             "completion/complete": self._complete,
             "logging/setLevel": self._set_level,
         }
@@ -653,6 +726,15 @@ class Server:
 
 
 # ------------------------------------------------------------ normalization
+
+
+def _only_input_required(exc: BaseException) -> bool:
+    """``exc`` is InputRequired, or a group of nothing else (concurrent asks)."""
+    if isinstance(exc, InputRequired):
+        return True
+    if isinstance(exc, BaseExceptionGroup):
+        return all(_only_input_required(e) for e in exc.exceptions)
+    return False
 
 
 def _bind_raw(fn: Callable[..., Any], arguments: dict[str, Any], ctx_param: str | None) -> dict[str, Any]:

@@ -26,6 +26,7 @@ LAYERS: dict[str, int] = {
     "mcp_trio._jsonrpc": 2,
     "mcp_trio._uritemplate": 2,
     "mcp_trio._core": 3,
+    "mcp_trio._mrtr": 3,
     "mcp_trio.transports": 3,
     "mcp_trio._session": 4,
     "mcp_trio._context": 4,
@@ -47,6 +48,7 @@ THIRD_PARTY: dict[str, set[str]] = {
     "mcp_trio._uritemplate": set(),
     "mcp_trio._schema_from_signature": {"msgspec"},
     "mcp_trio._core": {"msgspec"},  # sans-IO: never trio
+    "mcp_trio._mrtr": {"msgspec"},
     "mcp_trio.transports": {"msgspec", "trio", "h11", "wsproto", "hypercorn"},
     "mcp_trio._session": {"msgspec", "trio"},
     "mcp_trio._context": {"msgspec", "trio"},
