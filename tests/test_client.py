@@ -521,3 +521,52 @@ async def test_low_level_session_sees_the_capabilities_the_handlers_imply() -> N
             }
         nursery.cancel_scope.cancel()
     _ = open_session  # the low-level API stays importable next to the client
+
+
+URL_MODE = [v for v in ALL if v >= "2025-11-25"]
+
+
+@pytest.mark.parametrize("version", URL_MODE)
+async def test_url_mode_elicitation_needs_the_url_capability(version: str) -> None:
+    server = Server("url", "1")
+    asked: list[Any] = []
+
+    @server.tool
+    async def login(ctx: Context) -> str:
+        result = await ctx.elicit_url("Sign in", "https://example.test/login")
+        return result.action
+
+    async def elicitation(params: Any) -> dict[str, Any]:
+        asked.append(params)
+        return {"action": "accept"}
+
+    async with pair(version, server=server, elicitation=elicitation) as (client, _, _calls):
+        result = await client.call_tool("login")  # form mode only advertised
+        assert result.isError is True and "elicitation.url" in result.content[0].text
+    async with pair(version, server=server, elicitation=elicitation, elicitation_modes=("url",)) as (client, _, _c):
+        result = await client.call_tool("login")
+        assert result.content[0].text == "accept"
+    assert asked[0].mode == "url" and asked[0].url == "https://example.test/login"
+    if version in MODERN:
+        assert not hasattr(asked[0], "elicitationId")
+    else:
+        assert len(asked[0].elicitationId) >= 16
+
+
+@pytest.mark.parametrize("version", URL_MODE)
+async def test_sampling_with_tools_needs_the_tools_capability(version: str) -> None:
+    server = Server("tools-in-sampling", "1")
+    tool = {"name": "lookup", "inputSchema": {"type": "object"}}
+
+    @server.tool
+    async def agent(ctx: Context) -> str:
+        result = await ctx.sample("use a tool", tools=[tool], toolChoice={"mode": "auto"})
+        return result.model
+
+    async with pair(version, server=server) as (client, _, _calls):
+        result = await client.call_tool("agent")
+        assert result.isError is True and "sampling.tools" in result.content[0].text
+    async with pair(version, server=server, sampling_tools=True) as (client, _, calls):
+        result = await client.call_tool("agent")
+        assert result.content[0].text == "m"
+        assert calls.sampling[0].tools[0].name == "lookup"
