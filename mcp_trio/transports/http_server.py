@@ -1,0 +1,839 @@
+"""Streamable HTTP, server side: the protocol logic, independent of the web server.
+
+:class:`StreamableHTTP` answers one HTTP request at a time through two tiny
+interfaces, :class:`HttpRequest` and :class:`Responder`; front doors adapt a
+real server to them (:class:`ASGIApp` for hypercorn or any ASGI server).
+Every MCP session is a :class:`~mcp_trio.transports.MessageChannel` served by
+the ``serve_session`` callable given at construction, in a nursery this
+object owns (so nothing outlives :meth:`StreamableHTTP.run`).
+
+Rules:
+
+* ``POST`` carries one JSON-RPC message (or a batch in 2025-03-26).  Only
+  notifications and responses → 202.  Requests → one JSON body when the
+  first thing the server sends back is the response (``response_mode="auto"``,
+  the default) or always (``"json"``), else an SSE stream that ends once every
+  request of the POST is answered (``"sse"`` forces it).
+* Sessions: ``initialize`` creates one; its id (256 random bits, URL-safe
+  base64) comes back in ``Mcp-Session-Id``.  Later requests without it get
+  400, with an unknown or ended one 404.  ``DELETE`` ends it.  A session with
+  no open stream and no request for ``idle_timeout`` seconds ends; at most
+  ``max_sessions`` exist (503 beyond).  Nothing of an ended session is kept.
+* Stateless requests (2026-07-28: the protocol version in ``_meta``) need no
+  session: each POST is served by a session of its own.
+* ``GET`` opens the stream for messages unrelated to any request (one per
+  session, 409 for a second).  Messages sent while no GET stream is open are
+  kept (bounded) and delivered when one opens.
+* SSE events carry ids ``<stream>.<n>`` unique within the session; with an
+  :class:`EventStore` (an in-memory bounded one by default) a client that lost
+  a stream reconnects with ``GET`` and ``Last-Event-ID`` and gets the rest of
+  *that* stream.  From 2025-11-25 on each SSE stream starts with a priming
+  event (an id and empty data), with ``retry`` when ``retry_ms`` is set.
+* A client that disconnects does not cancel its request (the spec says so);
+  only ``notifications/cancelled`` does.
+* ``MCP-Protocol-Version`` must name a supported revision (400 otherwise);
+  without it 2025-03-26 is assumed.  Host and Origin are checked against
+  allow-lists (DNS rebinding; 421 / 403).  Bodies over ``max_body_size`` get
+  413.  A session holds at most ``max_streams`` open POST streams (429 beyond).
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import msgspec
+import trio
+
+from .. import _jsonrpc as rpc
+from ..types import _versions
+from ._base import Frame, RequestId
+from ._sse import encode_event
+
+__all__ = [
+    "ASGIApp",
+    "EventStore",
+    "HttpRequest",
+    "InMemoryEventStore",
+    "Responder",
+    "StreamableHTTP",
+]
+
+log = logging.getLogger("mcp_trio.http")
+
+ServeSession = Callable[..., Awaitable[Any]]
+
+DEFAULT_ALLOWED_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+_DEFAULT_VERSION = "2025-03-26"  # assumed when MCP-Protocol-Version is absent
+_FIRST_PRIMING = "2025-11-25"
+_META_VERSION = "io.modelcontextprotocol/protocolVersion"
+_HEADER_SESSION = "mcp-session-id"
+_HEADER_VERSION = "mcp-protocol-version"
+
+
+class _Message(msgspec.Struct):
+    """Just enough of a JSON-RPC message to route it."""
+
+    id: Any = msgspec.UNSET
+    method: Any = msgspec.UNSET
+    params: Any = msgspec.UNSET
+    result: Any = msgspec.UNSET
+    error: Any = msgspec.UNSET
+
+    @property
+    def kind(self) -> str:
+        has_id = self.id is not msgspec.UNSET
+        if isinstance(self.method, str):
+            if not has_id:
+                return "notification"
+            return "request" if isinstance(self.id, int | str) and not isinstance(self.id, bool) else "invalid"
+        if has_id and (self.result is not msgspec.UNSET) != (self.error is not msgspec.UNSET):
+            return "response"
+        return "invalid"
+
+
+_peek = msgspec.json.Decoder(_Message | list[_Message])
+
+
+# ------------------------------------------------------------- interfaces
+
+
+@dataclass
+class HttpRequest:
+    """One HTTP request, as a front door hands it over.
+
+    Attributes:
+        method: ``GET``, ``POST`` ...
+        headers: Lower-case names; repeated headers joined with ``", "``.
+        body: The whole body (front doors enforce ``max_body_size`` while reading).
+    """
+
+    method: str
+    headers: dict[str, str]
+    body: bytes = b""
+
+
+class Responder(Protocol):
+    """Where the answer goes.  ``send`` raises ``trio.BrokenResourceError``
+    once the client is gone."""
+
+    async def start(self, status: int, headers: Sequence[tuple[str, str]]) -> None: ...
+
+    async def send(self, data: bytes) -> None: ...
+
+    async def end(self) -> None: ...
+
+
+class EventStore(Protocol):
+    """Keeps SSE events so a client can resume a stream it lost."""
+
+    async def store(self, session_id: str, stream: str, event_id: str, data: bytes) -> None: ...
+
+    async def replay_after(self, session_id: str, event_id: str) -> tuple[str, list[tuple[str, bytes]]] | None:
+        """The stream of ``event_id`` and its events after it, or ``None`` if unknown."""
+        ...
+
+    async def forget(self, session_id: str) -> None: ...
+
+
+class InMemoryEventStore:
+    """The newest ``max_events`` events of each session."""
+
+    def __init__(self, max_events: int = 1024) -> None:
+        self.max_events = max_events
+        self._events: dict[str, deque[tuple[str, str, bytes]]] = {}
+
+    async def store(self, session_id: str, stream: str, event_id: str, data: bytes) -> None:
+        events = self._events.get(session_id)
+        if events is None:
+            events = self._events[session_id] = deque(maxlen=self.max_events)
+        events.append((stream, event_id, data))
+
+    async def replay_after(self, session_id: str, event_id: str) -> tuple[str, list[tuple[str, bytes]]] | None:
+        events = self._events.get(session_id, ())
+        for i, (stream, eid, _) in enumerate(events):
+            if eid == event_id:
+                later = [(e, d) for s, e, d in list(events)[i + 1 :] if s == stream]
+                return stream, later
+        return None
+
+    async def forget(self, session_id: str) -> None:
+        self._events.pop(session_id, None)
+
+    def __len__(self) -> int:
+        return sum(len(e) for e in self._events.values())
+
+
+# ---------------------------------------------------------------- streams
+
+
+_END = object()
+
+
+class _Stream:
+    """One logical SSE stream: a POST's (its request ids) or the GET stream."""
+
+    def __init__(self, key: str, pending: set[RequestId], buffer: int) -> None:
+        self.key = key
+        self.pending = pending
+        self.items: deque[Any] = deque()  # (event id, data) or _END, for the attached listener
+        self.buffer = buffer
+        self.wakeup = trio.Event()
+        self.attached = False
+        self.complete = False  # every request answered (POST) / session over
+        self.prime_id: str | None = None
+
+    def push(self, item: Any) -> None:
+        if self.attached:
+            if len(self.items) >= self.buffer and item is not _END:
+                # The reader is too slow: detach it (it may resume from the store).
+                self.items.clear()
+                self.items.append(_END)
+                self.attached = False
+            else:
+                self.items.append(item)
+        self.wakeup.set()
+
+    async def next(self) -> Any:
+        while not self.items:
+            self.wakeup = trio.Event()
+            await self.wakeup.wait()
+        return self.items.popleft()
+
+
+class _HttpSession(trio.abc.Channel[Frame]):
+    """The MessageChannel the engine sees for one MCP session over HTTP."""
+
+    def __init__(self, owner: StreamableHTTP, session_id: str | None) -> None:
+        self.owner = owner
+        self.id = session_id
+        self.version: str | None = None
+        self._in_send, self._in_recv = trio.open_memory_channel[Frame](owner.inbound_buffer)
+        self.streams: dict[str, _Stream] = {}
+        self.by_request: dict[RequestId, _Stream] = {}
+        self.get_stream: _Stream | None = None
+        self.backlog: deque[bytes] = deque(maxlen=owner.backlog)
+        self.scope = trio.CancelScope()
+        self.done = trio.Event()
+        self._seq = 0
+        self._stream_seq = 0
+        self.closed = False
+
+    # ---- engine side
+
+    async def receive(self) -> Frame:
+        return await self._in_recv.receive()
+
+    async def send(self, frame: Frame) -> None:
+        if not frame.data:
+            return
+        stream = self.by_request.get(frame.related) if frame.related is not None else None
+        if stream is None and frame.related is None and frame.final and len(self.streams) == 1:
+            # A reply with no id (a parse error of a POST): its POST's stream.
+            stream = next(iter(self.streams.values()))
+        if stream is None:
+            stream = self.get_stream
+            if stream is None or not stream.attached:
+                self.backlog.append(frame.data)
+                return
+        await self.deliver(stream, frame.data)
+        if frame.final and frame.related is not None:
+            if frame.data[:1] == b"[":
+                for request_id in list(stream.pending):  # a batch reply answers them all
+                    self.finish(request_id)
+            else:
+                self.finish(frame.related)
+
+    async def aclose(self) -> None:
+        await self._in_recv.aclose()
+
+    # ---- HTTP side
+
+    def new_stream(self, pending: set[RequestId]) -> _Stream:
+        self._stream_seq += 1
+        stream = _Stream(str(self._stream_seq), pending, self.owner.stream_buffer)
+        self.streams[stream.key] = stream
+        for rid in pending:
+            self.by_request[rid] = stream
+        return stream
+
+    def finish(self, request_id: RequestId) -> None:
+        stream = self.by_request.pop(request_id, None)
+        if stream is None:
+            return
+        stream.pending.discard(request_id)
+        if not stream.pending:
+            stream.complete = True
+            stream.push(_END)
+            if not stream.attached:
+                self.streams.pop(stream.key, None)
+
+    def next_event_id(self, stream: _Stream) -> str:
+        self._seq += 1
+        return f"{stream.key}.{self._seq}"
+
+    async def deliver(self, stream: _Stream, data: bytes) -> None:
+        event_id = self.next_event_id(stream)
+        store = self.owner.event_store
+        if store is not None and self.id is not None:
+            await store.store(self.id, stream.key, event_id, data)
+        stream.push((event_id, data))
+
+    async def put(self, frame: Frame) -> None:
+        await self._in_send.send(frame)
+
+    async def end_input(self) -> None:
+        await self._in_send.aclose()
+
+    def touch(self) -> None:
+        if any(s.attached for s in self.streams.values()) or (self.get_stream and self.get_stream.attached):
+            self.scope.deadline = float("inf")
+        else:
+            self.scope.deadline = trio.current_time() + self.owner.idle_timeout
+
+
+# ------------------------------------------------------------ the handler
+
+
+@dataclass
+class _Reply:
+    status: int
+    body: bytes = b""
+    headers: list[tuple[str, str]] = field(default_factory=list)
+
+
+def _error_reply(status: int, message: str, code: int = rpc.INVALID_REQUEST, id: Any = None) -> _Reply:
+    return _Reply(status, rpc.encode_error(id, code, message), [("content-type", "application/json")])
+
+
+class StreamableHTTP:
+    """The Streamable HTTP endpoint logic.
+
+    Args:
+        serve_session: ``async (channel, *, task_status)`` serving one MCP
+            session until the channel ends (``Server.serve_session``).
+        versions: Revisions accepted in ``MCP-Protocol-Version``.
+        response_mode: ``"auto"``, ``"json"`` or ``"sse"`` (see the module doc).
+        idle_timeout: Seconds an idle session lives.
+        max_sessions: Sessions at once.
+        max_body_size: Bytes in a POST body.
+        max_streams: Open POST streams per session.
+        allowed_hosts: ``Host`` values accepted (port ignored); ``None``
+            accepts any.  Default: loopback names.
+        allowed_origins: ``Origin`` values accepted when the header is
+            present; default: ``http(s)://`` + an allowed host.
+        event_store: Keeps events for resumption (``None``: no resumption).
+        retry_ms: The ``retry`` sent in priming events (``None``: not sent).
+    """
+
+    def __init__(
+        self,
+        serve_session: ServeSession,
+        *,
+        versions: Iterable[str] | None = None,
+        response_mode: str = "auto",
+        idle_timeout: float = 30 * 60,
+        max_sessions: int = 10_000,
+        max_body_size: int = 4 * 1024 * 1024,
+        max_streams: int = 64,
+        allowed_hosts: Iterable[str] | None = DEFAULT_ALLOWED_HOSTS,
+        allowed_origins: Iterable[str] | None = None,
+        event_store: EventStore | None = None,
+        retry_ms: int | None = None,
+        inbound_buffer: int = 16,
+        stream_buffer: int = 1024,
+        backlog: int = 1024,
+    ) -> None:
+        if response_mode not in ("auto", "json", "sse"):
+            raise ValueError("response_mode must be 'auto', 'json' or 'sse'")
+        self.serve_session = serve_session
+        self.versions = set(versions or _versions.SUPPORTED_VERSIONS)
+        self.response_mode = response_mode
+        self.idle_timeout = idle_timeout
+        self.max_sessions = max_sessions
+        self.max_body_size = max_body_size
+        self.max_streams = max_streams
+        self.allowed_hosts = None if allowed_hosts is None else {h.lower() for h in allowed_hosts}
+        if allowed_origins is None and self.allowed_hosts is not None:
+            allowed_origins = [f"{s}://{h}" for h in self.allowed_hosts for s in ("http", "https")]
+        self.allowed_origins = None if allowed_origins is None else {o.lower() for o in allowed_origins}
+        self.event_store = event_store if event_store is not None else InMemoryEventStore()
+        self.retry_ms = retry_ms
+        self.inbound_buffer = inbound_buffer
+        self.stream_buffer = stream_buffer
+        self.backlog = backlog
+        self.sessions: dict[str, _HttpSession] = {}
+        self._nursery: trio.Nursery | None = None
+
+    # -------------------------------------------------------------- running
+
+    async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        """Own the nursery sessions run in; cancel it to end every session."""
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            task_status.started(self)
+            await trio.sleep_forever()
+
+    def _start_session(self, session: _HttpSession) -> None:
+        if self._nursery is None:
+            raise RuntimeError("StreamableHTTP.run() is not running")
+        self._nursery.start_soon(self._run_session, session)
+
+    async def _run_session(self, session: _HttpSession) -> None:
+        try:
+            with session.scope:
+                session.touch()
+                await self.serve_session(session)
+        except Exception:
+            log.exception("HTTP session %s failed", session.id)
+        finally:
+            await self._forget(session)
+
+    async def _forget(self, session: _HttpSession) -> None:
+        session.closed = True
+        if session.id is not None:
+            self.sessions.pop(session.id, None)
+            if self.event_store is not None:
+                with trio.CancelScope(shield=True):
+                    await self.event_store.forget(session.id)
+        for stream in list(session.streams.values()):
+            stream.complete = True
+            stream.push(_END)
+        if session.get_stream is not None:
+            session.get_stream.push(_END)
+        session.streams.clear()
+        session.by_request.clear()
+        session.done.set()
+
+    # ------------------------------------------------------------- requests
+
+    async def handle(self, request: HttpRequest, responder: Responder) -> None:
+        """Answer one HTTP request on the MCP endpoint."""
+        problem = self._check_origin(request)
+        if problem is None:
+            if request.method == "POST":
+                problem = await self._post(request, responder)
+            elif request.method == "GET":
+                problem = await self._get(request, responder)
+            elif request.method == "DELETE":
+                problem = await self._delete(request)
+            else:
+                problem = _Reply(405, headers=[("allow", "GET, POST, DELETE")])
+        if problem is not None:
+            await _send_reply(responder, problem)
+
+    def _check_origin(self, request: HttpRequest) -> _Reply | None:
+        if self.allowed_hosts is not None:
+            host = request.headers.get("host", "").lower()
+            name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+            if name not in self.allowed_hosts and host not in self.allowed_hosts:
+                return _error_reply(421, f"Host not allowed: {host!r}")
+        origin = request.headers.get("origin")
+        if origin is not None and self.allowed_origins is not None:
+            base = origin.lower()
+            scheme, _, rest = base.partition("://")
+            bare = f"{scheme}://{rest.rsplit(':', 1)[0]}" if rest.count(":") == 1 else base
+            if base not in self.allowed_origins and bare not in self.allowed_origins:
+                return _error_reply(403, f"Origin not allowed: {origin!r}")
+        return None
+
+    def _check_version(self, request: HttpRequest) -> _Reply | None:
+        version = request.headers.get(_HEADER_VERSION)
+        if version is not None and version not in self.versions:
+            return _error_reply(400, f"Unsupported MCP-Protocol-Version: {version!r}")
+        return None
+
+    def _session_for(self, request: HttpRequest) -> _HttpSession | _Reply:
+        session_id = request.headers.get(_HEADER_SESSION)
+        if session_id is None:
+            return _error_reply(400, "Bad Request: Mcp-Session-Id header is required")
+        session = self.sessions.get(session_id)
+        if session is None or session.closed:
+            return _error_reply(404, "Session not found", code=rpc.INVALID_REQUEST)
+        return session
+
+    async def _post(self, request: HttpRequest, responder: Responder) -> _Reply | None:
+        accept = request.headers.get("accept", "")
+        if "application/json" not in accept and "*/*" not in accept or (
+            "text/event-stream" not in accept and "*/*" not in accept
+        ):
+            return _error_reply(406, "Not Acceptable: Accept must list application/json and text/event-stream")
+        content_type = request.headers.get("content-type", "")
+        if not content_type.split(";")[0].strip().lower() == "application/json":
+            return _error_reply(415, "Unsupported Media Type: Content-Type must be application/json")
+        if len(request.body) > self.max_body_size:
+            return _error_reply(413, f"Request body larger than {self.max_body_size} bytes")
+        try:
+            peeked = _peek.decode(request.body)
+        except msgspec.DecodeError as exc:
+            return _error_reply(400, f"Parse error: {exc}", code=rpc.PARSE_ERROR)
+        messages = peeked if isinstance(peeked, list) else [peeked]
+        if not messages:
+            return _error_reply(400, "Invalid Request: empty batch")
+        kinds = [m.kind for m in messages]
+        if "invalid" in kinds:
+            return _error_reply(400, "Invalid Request: not a JSON-RPC request, notification or response")
+        requests = [m for m, kind in zip(messages, kinds) if kind == "request"]
+        is_initialize = any(m.method == "initialize" for m in requests)
+        modern_version = _modern_version(requests[0]) if len(requests) == 1 and not is_initialize else None
+
+        reply_headers: list[tuple[str, str]] = []
+        if is_initialize:
+            if len(messages) > 1:
+                return _error_reply(400, "Invalid Request: initialize must not be part of a batch")
+            if len(self.sessions) >= self.max_sessions:
+                return _error_reply(503, "Too many sessions")
+            session = _HttpSession(self, secrets.token_urlsafe(32))
+            assert session.id is not None
+            self.sessions[session.id] = session
+            self._start_session(session)
+            reply_headers.append(("mcp-session-id", session.id))
+        elif modern_version is not None and _HEADER_SESSION not in request.headers:
+            session = _HttpSession(self, None)
+            session.version = modern_version
+            self._start_session(session)
+        else:
+            problem = self._check_version(request)
+            if problem is not None:
+                return problem
+            found = self._session_for(request)
+            if isinstance(found, _Reply):
+                return found
+            session = found
+
+        session.touch()
+        for m in messages:
+            if m.method == "notifications/cancelled" and isinstance(m.params, dict):
+                # The cancelled request gets no answer; its stream ends here.
+                request_id = m.params.get("requestId")
+                if request_id in session.by_request:
+                    session.finish(request_id)
+
+        if not requests:
+            await session.put(Frame(request.body))
+            if session.id is None:
+                await session.end_input()
+            return _Reply(202, headers=reply_headers)
+        ids = {m.id for m in requests}
+        if any(rid in session.by_request for rid in ids):
+            return _error_reply(400, "Invalid Request: a request with this id is already in progress")
+        if len([s for s in session.streams.values() if s.pending]) >= self.max_streams:
+            return _error_reply(429, "Too many requests in flight in this session")
+        stream = session.new_stream(ids)
+        stream.attached = True
+        version = (
+            modern_version
+            or (requests[0].params.get("protocolVersion") if is_initialize and isinstance(requests[0].params, dict) else None)
+            or request.headers.get(_HEADER_VERSION)
+            or session.version
+            or _DEFAULT_VERSION
+        )
+        if is_initialize and isinstance(version, str):
+            session.version = version
+        try:
+            await self._reserve_prime(session, stream, str(version))
+            await session.put(Frame(request.body))
+            await self._answer_post(session, stream, responder, reply_headers, str(version))
+        finally:
+            stream.attached = False
+            if stream.complete:
+                session.streams.pop(stream.key, None)
+            if session.id is None:
+                with trio.CancelScope(shield=True):
+                    await session.end_input()
+            session.touch()
+        return None
+
+    async def _answer_post(
+        self,
+        session: _HttpSession,
+        stream: _Stream,
+        responder: Responder,
+        headers: list[tuple[str, str]],
+        version: str,
+    ) -> None:
+        if self.response_mode == "json":
+            bodies = []
+            while (item := await stream.next()) is not _END:
+                if _is_response(item[1]):
+                    bodies.append(item[1])  # other messages have no place in a JSON reply
+            await _send_json(responder, bodies, headers)
+            return
+        first = await stream.next()
+        if first is _END:
+            await _send_json(responder, [], headers)  # cancelled: nothing to answer
+            return
+        if (
+            self.response_mode == "auto"
+            and stream.complete
+            and list(stream.items) == [_END]
+            and _is_response(first[1])
+        ):
+            await _send_json(responder, [first[1]], headers)  # nothing but the answer
+            return
+        await responder.start(200, [*headers, *_SSE_HEADERS])
+        await self._prime(session, stream, responder, version)
+        await _pump(stream, responder, first)
+
+    async def _reserve_prime(self, session: _HttpSession, stream: _Stream, version: str) -> None:
+        """Give ``stream`` its priming event id before anything else is sent on it."""
+        if version < _FIRST_PRIMING or session.id is None or self.event_store is None:
+            return
+        stream.prime_id = session.next_event_id(stream)
+        await self.event_store.store(session.id, stream.key, stream.prime_id, b"")
+
+    async def _prime(self, session: _HttpSession, stream: _Stream, responder: Responder, version: str) -> None:
+        if stream.prime_id is not None:
+            await responder.send(encode_event(b"", id=stream.prime_id, retry=self.retry_ms))
+
+    async def _get(self, request: HttpRequest, responder: Responder) -> _Reply | None:
+        if "text/event-stream" not in request.headers.get("accept", ""):
+            return _error_reply(406, "Not Acceptable: Accept must list text/event-stream")
+        problem = self._check_version(request)
+        if problem is not None:
+            return problem
+        found = self._session_for(request)
+        if isinstance(found, _Reply):
+            return found
+        session = found
+        last_event_id = request.headers.get("last-event-id")
+        key = last_event_id.partition(".")[0] if last_event_id else "0"
+        stream = session.get_stream if key == "0" else session.streams.get(key)
+        if stream is not None and stream.attached:
+            return _error_reply(409, "Conflict: that stream is already connected")
+        if stream is None and key == "0":
+            stream = session.get_stream = _Stream("0", set(), self.stream_buffer)
+        backlog: list[bytes] = []
+        if stream is not None:
+            # Attach before reading the store, so nothing sent meanwhile is lost.
+            stream.items.clear()
+            stream.attached = True
+            if key == "0":
+                backlog = list(session.backlog)
+                session.backlog.clear()
+        if stream is not None and not last_event_id:
+            await self._reserve_prime(session, stream, session.version or _DEFAULT_VERSION)
+        replayed: list[tuple[str, bytes]] = []
+        if last_event_id and self.event_store is not None and session.id is not None:
+            found_replay = await self.event_store.replay_after(session.id, last_event_id)
+            if found_replay is not None:
+                replayed = found_replay[1]
+        session.touch()
+        try:
+            await responder.start(200, _SSE_HEADERS)
+            if not last_event_id:
+                await self._prime(session, stream, responder, session.version or _DEFAULT_VERSION)
+            sent = set()
+            for event_id, data in replayed:
+                sent.add(event_id)
+                if data:
+                    await responder.send(encode_event(data, id=event_id))
+            if stream is None:
+                await responder.end()
+                return None
+            for data in backlog:
+                await session.deliver(stream, data)
+            await _pump(stream, responder, None, skip=sent)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            log.debug("client left stream %s of session %s", key, session.id)
+        finally:
+            if stream is not None:
+                stream.attached = False
+                if stream.complete:
+                    session.streams.pop(stream.key, None)
+            session.touch()
+        return None
+
+    async def _delete(self, request: HttpRequest) -> _Reply | None:
+        found = self._session_for(request)
+        if isinstance(found, _Reply):
+            return found
+        session = found
+        if session.id is not None:
+            self.sessions.pop(session.id, None)
+        session.closed = True
+        await session.end_input()
+        with trio.move_on_after(5):
+            await session.done.wait()
+        session.scope.cancel()
+        return _Reply(200)
+
+
+_SSE_HEADERS = [("content-type", "text/event-stream"), ("cache-control", "no-cache, no-transform")]
+
+
+async def _pump(stream: _Stream, responder: Responder, first: Any, skip: set[str] = frozenset()) -> None:  # type: ignore[assignment]
+    """Write the stream's events until it completes; end the response."""
+    item = first if first is not None else await stream.next()
+    try:
+        while item is not _END:
+            event_id, data = item
+            if event_id not in skip:
+                await responder.send(encode_event(data, id=event_id))
+            item = await stream.next()
+    except (trio.BrokenResourceError, trio.ClosedResourceError):
+        log.debug("client left SSE stream %s", stream.key)
+        return
+    await responder.end()
+
+
+def _modern_version(message: _Message) -> str | None:
+    params = message.params
+    if not isinstance(params, dict):
+        return None
+    meta = params.get("_meta")
+    if not isinstance(meta, dict):
+        return None
+    version = meta.get(_META_VERSION)
+    return version if isinstance(version, str) else None
+
+
+def _is_response(data: bytes) -> bool:
+    try:
+        message = _peek.decode(data)
+    except msgspec.DecodeError:
+        return False
+    if isinstance(message, list):
+        return True
+    return message.method is msgspec.UNSET
+
+
+async def _send_json(responder: Responder, bodies: list[bytes], headers: list[tuple[str, str]]) -> None:
+    if not bodies:
+        await _send_reply(responder, _Reply(202, headers=headers))
+        return
+    body = bodies[0] if len(bodies) == 1 else b"[" + b",".join(bodies) + b"]"
+    await _send_reply(responder, _Reply(200, body, [*headers, ("content-type", "application/json")]))
+
+
+async def _send_reply(responder: Responder, reply: _Reply) -> None:
+    headers = list(reply.headers)
+    headers.append(("content-length", str(len(reply.body))))
+    try:
+        await responder.start(reply.status, headers)
+        if reply.body:
+            await responder.send(reply.body)
+        await responder.end()
+    except (trio.BrokenResourceError, trio.ClosedResourceError):
+        pass
+
+
+# -------------------------------------------------------------- front door
+
+
+class _ASGIResponder:
+    def __init__(self, send: Any) -> None:
+        self._send = send
+        self.gone = False
+
+    async def start(self, status: int, headers: Sequence[tuple[str, str]]) -> None:
+        await self._call(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [(k.encode(), v.encode()) for k, v in headers],
+            }
+        )
+
+    async def send(self, data: bytes) -> None:
+        await self._call({"type": "http.response.body", "body": data, "more_body": True})
+
+    async def end(self) -> None:
+        await self._call({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def _call(self, message: dict[str, Any]) -> None:
+        if self.gone:
+            raise trio.BrokenResourceError("the client disconnected")
+        try:
+            await self._send(message)
+        except OSError as exc:  # hypercorn raises ClientDisconnected (an OSError)
+            self.gone = True
+            raise trio.BrokenResourceError("the client disconnected") from exc
+
+
+class ASGIApp:
+    """An ASGI 3 application serving ``endpoint`` at ``path`` (other paths: 404).
+
+    Serve it with hypercorn's trio worker (see :func:`serve_hypercorn`) or any
+    ASGI server running under trio.
+    """
+
+    def __init__(self, endpoint: StreamableHTTP, path: str = "/mcp") -> None:
+        self.endpoint = endpoint
+        self.path = path
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            while True:
+                message = await receive()
+                if message["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                elif message["type"] == "lifespan.shutdown":
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+        if scope["type"] != "http":
+            return
+        responder = _ASGIResponder(send)
+        if scope["path"].rstrip("/") != self.path.rstrip("/"):
+            await _send_reply(responder, _Reply(404, b"Not Found", [("content-type", "text/plain")]))
+            return
+        headers: dict[str, str] = {}
+        for raw_name, raw_value in scope["headers"]:
+            name = raw_name.decode("latin-1").lower()
+            value = raw_value.decode("latin-1")
+            headers[name] = f"{headers[name]}, {value}" if name in headers else value
+        body = bytearray()
+        limit = self.endpoint.max_body_size
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            body += message.get("body", b"")
+            if len(body) > limit:
+                await _send_reply(responder, _error_reply(413, f"Request body larger than {limit} bytes"))
+                return
+            if not message.get("more_body", False):
+                break
+        request = HttpRequest(scope["method"], headers, bytes(body))
+        async with trio.open_nursery() as nursery:
+
+            async def watch_disconnect() -> None:
+                while True:
+                    message = await receive()
+                    if message["type"] == "http.disconnect":
+                        responder.gone = True
+                        nursery.cancel_scope.cancel()
+                        return
+
+            nursery.start_soon(watch_disconnect)
+            await self.endpoint.handle(request, responder)
+            nursery.cancel_scope.cancel()
+
+
+async def serve_hypercorn(
+    app: ASGIApp,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    *,
+    shutdown_trigger: Callable[[], Awaitable[Any]] | None = None,
+    task_status: Any = trio.TASK_STATUS_IGNORED,
+    **config_options: Any,
+) -> None:
+    """Serve ``app`` with hypercorn (trio worker) until ``shutdown_trigger`` returns.
+
+    ``task_status.started`` gets the bound URLs (``["http://127.0.0.1:43121"]``).
+    """
+    from hypercorn.config import Config
+    from hypercorn.trio import serve
+
+    config = Config()
+    config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
+    config.accesslog = None
+    config.errorlog = log
+    for key, value in config_options.items():
+        setattr(config, key, value)
+    await serve(app, config, shutdown_trigger=shutdown_trigger or trio.sleep_forever, task_status=task_status)

@@ -1,0 +1,416 @@
+"""The Streamable HTTP server (hypercorn front door), checked with raw HTTP."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import AsyncIterator
+from contextlib import aclosing, asynccontextmanager
+from typing import Any
+
+import h11
+import httpx2 as httpx
+import msgspec
+import pytest
+import trio
+
+from mcp_trio.server import Context, Server
+from mcp_trio.transports._sse import SSEDecoder
+from mcp_trio.transports.http_server import (
+    ASGIApp,
+    HttpRequest,
+    InMemoryEventStore,
+    StreamableHTTP,
+    serve_hypercorn,
+)
+
+ACCEPT = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+MODERN_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+    "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+}
+
+
+def make_server() -> tuple[Server, dict[str, Any]]:
+    server = Server("http-test", "1")
+    state: dict[str, Any] = {"release": trio.Event(), "cancelled": trio.Event()}
+
+    @server.tool
+    async def add(a: int, b: int) -> int:
+        return a + b
+
+    @server.tool
+    async def steps(n: int, ctx: Context) -> str:
+        for i in range(n):
+            await ctx.report_progress(i + 1, n)
+        return f"{n} steps"
+
+    @server.tool
+    async def gated(ctx: Context) -> str:
+        await ctx.report_progress(1, 2)
+        await state["release"].wait()
+        await ctx.report_progress(2, 2)
+        return "released"
+
+    @server.tool
+    async def forever() -> str:
+        try:
+            await trio.sleep_forever()
+        finally:
+            state["cancelled"].set()
+        return "never"
+
+    @server.tool
+    async def ask(ctx: Context) -> str:
+        answer = await ctx.elicit("name?", {"type": "object", "properties": {"n": {"type": "string"}}})
+        return f"hi {answer.content['n']}"
+
+    return server, state
+
+
+@asynccontextmanager
+async def running(server: Server, **options: Any) -> AsyncIterator[tuple[str, StreamableHTTP]]:
+    endpoint = StreamableHTTP(server.serve_session, **options)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(endpoint.run)
+        urls = await nursery.start(serve_hypercorn, ASGIApp(endpoint), "127.0.0.1", 0)
+        yield urls[0] + "/mcp", endpoint
+        nursery.cancel_scope.cancel()
+
+
+def rpc(id: Any, method: str, params: Any = None) -> dict[str, Any]:
+    message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+    if id is not None:
+        message["id"] = id
+    if params is not None:
+        message["params"] = params
+    return message
+
+
+def init(version: str = "2025-11-25") -> dict[str, Any]:
+    return rpc(0, "initialize", {"protocolVersion": version, "capabilities": {"elicitation": {}}, "clientInfo": {"name": "raw", "version": "1"}})
+
+
+async def open_http_session(client: httpx.AsyncClient, url: str, version: str = "2025-11-25") -> dict[str, str]:
+    r = await client.post(url, headers=ACCEPT, json=init(version))
+    assert r.status_code == 200, r.text
+    assert r.headers["content-type"] == "application/json"
+    assert r.json()["result"]["protocolVersion"] == version
+    headers = {**ACCEPT, "mcp-session-id": r.headers["mcp-session-id"], "mcp-protocol-version": version}
+    r = await client.post(url, headers=headers, json=rpc(None, "notifications/initialized"))
+    assert r.status_code == 202 and r.content == b""
+    return headers
+
+
+class RawResponse:
+    """A streaming HTTP/1.1 response read with h11 (closing it drops the connection)."""
+
+    def __init__(self, stream: trio.SocketStream, conn: h11.Connection, response: h11.Response) -> None:
+        self.stream = stream
+        self.conn = conn
+        self.status_code = response.status_code
+        self.headers = {k.decode(): v.decode() for k, v in response.headers}
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        while True:
+            event = self.conn.next_event()
+            if event is h11.NEED_DATA:
+                self.conn.receive_data(await self.stream.receive_some(65536))
+            elif isinstance(event, h11.Data):
+                yield bytes(event.data)
+            else:
+                return
+
+
+@asynccontextmanager
+async def raw_stream(url: str, method: str, headers: dict[str, str], json: Any = None) -> AsyncIterator[RawResponse]:
+    hostport, _, path = url.removeprefix("http://").partition("/")
+    host, _, port = hostport.partition(":")
+    body = msgspec.json.encode(json) if json is not None else b""
+    stream = await trio.open_tcp_stream(host, int(port))
+    try:
+        conn = h11.Connection(h11.CLIENT)
+        fields = [("host", hostport), ("content-length", str(len(body))), *headers.items()]
+        await stream.send_all(conn.send(h11.Request(method=method, target="/" + path, headers=fields)))
+        await stream.send_all(conn.send(h11.Data(data=body)) + conn.send(h11.EndOfMessage()))
+        while True:
+            event = conn.next_event()
+            if event is h11.NEED_DATA:
+                conn.receive_data(await stream.receive_some(65536))
+            elif isinstance(event, h11.Response):
+                break
+        yield RawResponse(stream, conn, event)
+    finally:
+        await stream.aclose()
+
+
+async def read_some(response: RawResponse, decoder: SSEDecoder) -> list[Any]:
+    """The first message(s) of a streaming response (then stop reading)."""
+    got: list[Any] = []
+    with trio.fail_after(5):
+        async with aclosing(response.chunks()) as chunks:
+            async for chunk in chunks:
+                got += [msgspec.json.decode(e.data) for e in decoder.feed(chunk)]
+                if got:
+                    return got
+    return got
+
+
+def events(body: bytes) -> list[Any]:
+    decoder = SSEDecoder()
+    return [(e.id, msgspec.json.decode(e.data)) for e in decoder.feed(body)]
+
+
+async def test_session_lifecycle_and_json_replies() -> None:
+    server, _ = make_server()
+    async with running(server) as (url, endpoint), httpx.AsyncClient() as client:
+        headers = await open_http_session(client, url)
+        session_id = headers["mcp-session-id"]
+        assert len(session_id) >= 32 and all(0x21 <= ord(c) <= 0x7E for c in session_id)
+        r = await client.post(url, headers=headers, json=rpc(1, "tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}}))
+        assert r.status_code == 200 and r.headers["content-type"] == "application/json"
+        assert r.json()["result"]["content"][0]["text"] == "5"
+        # no session id / unknown session id
+        bare = {k: v for k, v in headers.items() if k != "mcp-session-id"}
+        r = await client.post(url, headers=bare, json=rpc(2, "tools/list"))
+        assert r.status_code == 400 and "Mcp-Session-Id" in r.json()["error"]["message"]
+        r = await client.post(url, headers={**headers, "mcp-session-id": "nope"}, json=rpc(3, "tools/list"))
+        assert r.status_code == 404
+        # a second session is independent
+        other = await open_http_session(client, url)
+        assert other["mcp-session-id"] != session_id and len(endpoint.sessions) == 2
+        # DELETE ends it; afterwards 404
+        r = await client.delete(url, headers=headers)
+        assert r.status_code == 200
+        r = await client.post(url, headers=headers, json=rpc(4, "tools/list"))
+        assert r.status_code == 404
+        assert list(endpoint.sessions) == [other["mcp-session-id"]]
+
+
+async def test_http_level_rejections() -> None:
+    server, _ = make_server()
+    async with running(server, max_body_size=1000, max_sessions=2) as (url, _), httpx.AsyncClient() as client:
+        headers = await open_http_session(client, url)
+        r = await client.post(url, headers={**headers, "accept": "application/json"}, json=rpc(1, "tools/list"))
+        assert r.status_code == 406
+        r = await client.post(url, headers={**headers, "content-type": "text/plain"}, json=rpc(1, "tools/list"))
+        assert r.status_code == 415
+        r = await client.post(url, headers=headers, content=b'{"jsonrpc": "2.0", ' + b" " * 2000 + b"}")
+        assert r.status_code == 413
+        r = await client.post(url, headers=headers, content=b"{not json")
+        assert r.status_code == 400 and r.json()["error"]["code"] == -32700
+        r = await client.post(url, headers=headers, json={"jsonrpc": "2.0", "id": 1})
+        assert r.status_code == 400 and r.json()["error"]["code"] == -32600
+        r = await client.post(url, headers={**headers, "mcp-protocol-version": "1999-01-01"}, json=rpc(1, "tools/list"))
+        assert r.status_code == 400 and "MCP-Protocol-Version" in r.json()["error"]["message"]
+        # an older supported revision in the header is accepted (and absence means 2025-03-26)
+        r = await client.post(url, headers={**headers, "mcp-protocol-version": "2025-03-26"}, json=rpc(2, "tools/list"))
+        assert r.status_code == 200
+        no_version = {k: v for k, v in headers.items() if k != "mcp-protocol-version"}
+        r = await client.post(url, headers=no_version, json=rpc(3, "tools/list"))
+        assert r.status_code == 200
+        r = await client.put(url, headers=headers, json={})
+        assert r.status_code == 405
+        await open_http_session(client, url)
+        r = await client.post(url, headers=ACCEPT, json=init())
+        assert r.status_code == 503
+        # the session still works after all that
+        r = await client.post(url, headers=headers, json=rpc(9, "ping"))
+        assert r.status_code == 200 and r.json() == {"jsonrpc": "2.0", "id": 9, "result": {}}
+
+
+async def test_dns_rebinding_protection() -> None:
+    server, _ = make_server()
+    async with running(server) as (url, _), httpx.AsyncClient() as client:
+        r = await client.post(url, headers={**ACCEPT, "host": "evil.example.com"}, json=init())
+        assert r.status_code == 421
+        r = await client.post(url, headers={**ACCEPT, "origin": "http://evil.example.com"}, json=init())
+        assert r.status_code == 403
+        r = await client.post(url, headers={**ACCEPT, "host": "localhost:1234", "origin": "http://localhost:1234"}, json=init())
+        assert r.status_code == 200
+
+
+@pytest.mark.parametrize("version", ["2025-06-18", "2025-11-25"])
+async def test_progress_makes_an_sse_reply(version: str) -> None:
+    server, _ = make_server()
+    async with running(server, retry_ms=500) as (url, _), httpx.AsyncClient() as client:
+        headers = await open_http_session(client, url, version)
+        params = {"name": "steps", "arguments": {"n": 3}, "_meta": {"progressToken": "p"}}
+        r = await client.post(url, headers=headers, json=rpc(7, "tools/call", params))
+        assert r.status_code == 200 and r.headers["content-type"] == "text/event-stream"
+        got = events(r.content)
+        assert [m.get("method") for _, m in got] == ["notifications/progress"] * 3 + [None]
+        assert got[-1][1]["result"]["content"][0]["text"] == "3 steps"
+        ids = [i for i, _ in got]
+        assert len(set(ids)) == len(ids)
+        priming = r.content.split(b"\n\n")[0].endswith(b"data: ")  # an id and empty data
+        assert priming == (version >= "2025-11-25")
+        if priming:
+            assert b"retry: 500" in r.content.split(b"\n\n")[0]
+
+
+async def test_json_mode_never_streams() -> None:
+    server, _ = make_server()
+    async with running(server, response_mode="json") as (url, _), httpx.AsyncClient() as client:
+        headers = await open_http_session(client, url)
+        params = {"name": "steps", "arguments": {"n": 2}, "_meta": {"progressToken": "p"}}
+        r = await client.post(url, headers=headers, json=rpc(7, "tools/call", params))
+        assert r.headers["content-type"] == "application/json"
+        assert r.json()["result"]["content"][0]["text"] == "2 steps"
+
+
+async def test_get_stream_carries_unrelated_messages() -> None:
+    server, _ = make_server()
+    async with running(server) as (url, _), httpx.AsyncClient() as client:
+        headers = await open_http_session(client, url)
+        # sent before any GET stream: kept and delivered when one opens
+        server.tool(lambda: "x", name="late", description="added later")
+        async with raw_stream(url, "GET", {**headers, "accept": "text/event-stream"}) as stream:
+            assert stream.status_code == 200
+            r = await client.get(url, headers={**headers, "accept": "text/event-stream"})
+            assert r.status_code == 409
+            got = await read_some(stream, SSEDecoder())
+            assert got[0]["method"] == "notifications/tools/list_changed"
+
+
+async def test_resume_a_dropped_stream_with_last_event_id() -> None:
+    server, state = make_server()
+    async with running(server) as (url, _), httpx.AsyncClient() as client:
+        headers = await open_http_session(client, url)
+        params = {"name": "gated", "_meta": {"progressToken": "g"}}
+        decoder = SSEDecoder()
+        async with raw_stream(url, "POST", headers, rpc(11, "tools/call", params)) as stream:
+            first = await read_some(stream, decoder)  # then drop the connection mid-call
+        assert first[0]["params"]["progress"] == 1
+        last_id = decoder.last_event_id
+        assert last_id is not None
+        state["release"].set()
+        await trio.sleep(0.1)  # the rest is produced while nobody listens
+        r = await client.get(url, headers={**headers, "accept": "text/event-stream", "last-event-id": last_id})
+        rest = [m for _, m in events(r.content)]
+        assert [m.get("method") for m in rest] == ["notifications/progress", None]
+        assert rest[1]["id"] == 11 and rest[1]["result"]["content"][0]["text"] == "released"
+
+
+async def test_cancelled_notification_ends_the_post() -> None:
+    server, state = make_server()
+    async with running(server) as (url, _), httpx.AsyncClient() as client:
+        headers = await open_http_session(client, url)
+        async with trio.open_nursery() as nursery:
+            result: dict[str, Any] = {}
+
+            async def call() -> None:
+                result["r"] = await client.post(url, headers=headers, json=rpc(21, "tools/call", {"name": "forever"}))
+
+            nursery.start_soon(call)
+            await trio.sleep(0.2)
+            r = await client.post(url, headers=headers, json=rpc(None, "notifications/cancelled", {"requestId": 21}))
+            assert r.status_code == 202
+            with trio.fail_after(5):
+                await state["cancelled"].wait()
+        assert result["r"].status_code in (200, 202)
+        assert b'"result"' not in result["r"].content
+
+
+async def test_stateless_requests_and_multi_round_trip_over_http() -> None:
+    server, _ = make_server()
+    async with running(server) as (url, endpoint), httpx.AsyncClient() as client:
+        headers = {**ACCEPT, "mcp-protocol-version": "2026-07-28"}
+        r = await client.post(url, headers=headers, json=rpc(1, "tools/call", {"name": "ask", "_meta": MODERN_META}))
+        assert r.status_code == 200 and "mcp-session-id" not in r.headers
+        result = r.json()["result"]
+        assert result["resultType"] == "input_required"
+        ((key, request),) = result["inputRequests"].items()
+        params = {
+            "name": "ask",
+            "_meta": MODERN_META,
+            "inputResponses": {key: {"action": "accept", "content": {"n": "ann"}}},
+            "requestState": result["requestState"],
+        }
+        r = await client.post(url, headers=headers, json=rpc(2, "tools/call", params))
+        assert r.json()["result"]["content"][0]["text"] == "hi ann"
+        assert endpoint.sessions == {}
+
+
+async def test_idle_sessions_expire() -> None:
+    server, _ = make_server()
+    async with running(server, idle_timeout=0.3) as (url, endpoint), httpx.AsyncClient() as client:
+        headers = await open_http_session(client, url)
+        await trio.sleep(0.15)
+        assert (await client.post(url, headers=headers, json=rpc(1, "ping"))).status_code == 200
+        await trio.sleep(0.2)  # activity pushed the deadline
+        assert (await client.post(url, headers=headers, json=rpc(2, "ping"))).status_code == 200
+        with trio.fail_after(5):
+            while endpoint.sessions:
+                await trio.sleep(0.05)
+        assert (await client.post(url, headers=headers, json=rpc(3, "ping"))).status_code == 404
+
+
+async def test_batch_in_2025_03_26() -> None:
+    server, _ = make_server()
+    async with running(server) as (url, _), httpx.AsyncClient() as client:
+        headers = await open_http_session(client, url, "2025-03-26")
+        batch = [rpc(1, "ping"), rpc(2, "tools/call", {"name": "add", "arguments": {"a": 1, "b": 1}})]
+        r = await client.post(url, headers=headers, json=batch)
+        assert r.status_code == 200
+        replies = sorted(r.json(), key=lambda m: m["id"])
+        assert replies[0] == {"jsonrpc": "2.0", "id": 1, "result": {}}
+        assert replies[1]["result"]["content"][0]["text"] == "2"
+
+
+class _Sink:
+    """A Responder that keeps what it is sent (for driving the endpoint directly)."""
+
+    def __init__(self) -> None:
+        self.status = 0
+        self.headers: dict[str, str] = {}
+        self.body = b""
+
+    async def start(self, status: int, headers: Any) -> None:
+        self.status = status
+        self.headers = dict(headers)
+
+    async def send(self, data: bytes) -> None:
+        self.body += data
+
+    async def end(self) -> None:
+        pass
+
+
+async def test_a_thousand_sessions_leave_nothing_behind() -> None:
+    server, _ = make_server()
+    store = InMemoryEventStore()
+    endpoint = StreamableHTTP(server.serve_session, event_store=store)
+    host = {"host": "127.0.0.1"}
+
+    async def one_session() -> None:
+        sink = _Sink()
+        await endpoint.handle(HttpRequest("POST", {**ACCEPT, **host}, msgspec.json.encode(init())), sink)
+        assert sink.status == 200
+        headers = {**ACCEPT, **host, "mcp-session-id": sink.headers["mcp-session-id"]}
+        await endpoint.handle(HttpRequest("POST", headers, msgspec.json.encode(rpc(None, "notifications/initialized"))), _Sink())
+        sink = _Sink()
+        params = {"name": "steps", "arguments": {"n": 1}, "_meta": {"progressToken": 1}}
+        await endpoint.handle(HttpRequest("POST", headers, msgspec.json.encode(rpc(1, "tools/call", params))), sink)
+        assert b"1 steps" in sink.body
+        sink = _Sink()
+        await endpoint.handle(HttpRequest("DELETE", headers), sink)
+        assert sink.status == 200
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(endpoint.run)
+        for _ in range(200):  # warm up caches and trio's deadline heap before measuring
+            await one_session()
+        gc.collect()
+        before = len(gc.get_objects())
+        for _ in range(1000):
+            await one_session()
+        await trio.sleep(0.05)
+        gc.collect()
+        after = len(gc.get_objects())
+        assert endpoint.sessions == {} and len(store) == 0
+        assert server._sessions == set() and server._log_levels == {} and server._subscriptions == {}
+        # One session's state is hundreds of objects; what may remain is a
+        # bounded amount of runtime bookkeeping, far below one object per session.
+        assert after - before < 1000, after - before
+        nursery.cancel_scope.cancel()
