@@ -61,6 +61,8 @@ __all__ = [
     "InMemoryEventStore",
     "Responder",
     "StreamableHTTP",
+    "serve_h11",
+    "serve_hypercorn",
 ]
 
 log = logging.getLogger("mcp_trio.http")
@@ -837,3 +839,187 @@ async def serve_hypercorn(
     for key, value in config_options.items():
         setattr(config, key, value)
     await serve(app, config, shutdown_trigger=shutdown_trigger or trio.sleep_forever, task_status=task_status)
+
+
+# ---------------------------------------------------- the lean front door
+
+
+class _H11Responder:
+    def __init__(self, stream: trio.abc.Stream, conn: Any, write_timeout: float) -> None:
+        self._stream = stream
+        self._conn = conn
+        self._write_timeout = write_timeout
+        self.gone = False
+
+    async def _write(self, data: bytes | None) -> None:
+        if self.gone:
+            raise trio.BrokenResourceError("the client disconnected")
+        if not data:
+            return
+        with trio.move_on_after(self._write_timeout) as scope:
+            try:
+                await self._stream.send_all(data)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                self.gone = True
+                raise trio.BrokenResourceError("the client disconnected") from None
+        if scope.cancelled_caught:  # a client that does not read must not hold us
+            self.gone = True
+            raise trio.BrokenResourceError("the client stopped reading")
+
+    async def start(self, status: int, headers: Sequence[tuple[str, str]]) -> None:
+        import h11
+
+        await self._write(self._conn.send(h11.Response(status_code=status, headers=list(headers))))
+
+    async def send(self, data: bytes) -> None:
+        import h11
+
+        if data:
+            await self._write(self._conn.send(h11.Data(data=data)))
+
+    async def end(self) -> None:
+        import h11
+
+        await self._write(self._conn.send(h11.EndOfMessage()))
+
+
+async def serve_h11(
+    endpoint: StreamableHTTP,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    *,
+    path: str = "/mcp",
+    max_header_size: int = 64 * 1024,
+    keepalive_timeout: float = 60.0,
+    request_timeout: float = 30.0,
+    write_timeout: float = 30.0,
+    max_connections: int = 1024,
+    task_status: Any = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve ``endpoint`` over HTTP/1.1 with h11 on trio sockets (no ASGI layer).
+
+    Limits: request heads up to ``max_header_size`` bytes (431 beyond),
+    bodies up to the endpoint's ``max_body_size`` (413), a whole request
+    within ``request_timeout`` seconds of its first byte (408), idle
+    keep-alive connections closed after ``keepalive_timeout``, writes to a
+    client that stops reading abandoned after ``write_timeout``, at most
+    ``max_connections`` at once (further ones wait in the listen backlog).
+
+    ``task_status.started`` gets the bound URLs.
+    """
+    import h11
+
+    limit = trio.CapacityLimiter(max_connections)
+    target = path.rstrip("/") or "/"
+
+    async def reject(stream: trio.abc.Stream, conn: Any, status: int, message: str) -> None:
+        body = rpc.encode_error(None, rpc.INVALID_REQUEST, message)
+        headers = [("content-type", "application/json"), ("content-length", str(len(body))), ("connection", "close")]
+        try:
+            with trio.move_on_after(write_timeout):
+                await stream.send_all(conn.send(h11.Response(status_code=status, headers=headers)))
+                await stream.send_all(conn.send(h11.Data(data=body)) + conn.send(h11.EndOfMessage()))
+        except (trio.BrokenResourceError, trio.ClosedResourceError, h11.LocalProtocolError):
+            pass
+
+    async def next_event(stream: trio.abc.Stream, conn: Any) -> Any:
+        while True:
+            event = conn.next_event()
+            if event is not h11.NEED_DATA:
+                return event
+            data = await stream.receive_some(65536)
+            conn.receive_data(data)
+
+    async def connection(stream: trio.SocketStream) -> None:
+        async with limit, stream:
+            conn = h11.Connection(h11.SERVER, max_incomplete_event_size=max_header_size)
+            while True:
+                try:
+                    with trio.move_on_after(keepalive_timeout) as idle:
+                        event = await next_event(stream, conn)
+                    if idle.cancelled_caught or not isinstance(event, h11.Request):
+                        return
+                    head_size = len(event.target) + sum(len(k) + len(v) + 4 for k, v in event.headers)
+                    if head_size > max_header_size:
+                        await reject(stream, conn, 431, "Request Header Fields Too Large")
+                        return
+                    with trio.move_on_after(request_timeout) as slow:
+                        body = bytearray()
+                        length = next((v for k, v in event.headers if k == b"content-length"), None)
+                        if length is not None and int(length) > endpoint.max_body_size:
+                            await reject(stream, conn, 413, f"Request body larger than {endpoint.max_body_size} bytes")
+                            return
+                        while True:
+                            part = await next_event(stream, conn)
+                            if isinstance(part, h11.Data):
+                                body += part.data
+                                if len(body) > endpoint.max_body_size:
+                                    await reject(stream, conn, 413, f"Request body larger than {endpoint.max_body_size} bytes")
+                                    return
+                            elif isinstance(part, h11.EndOfMessage):
+                                break
+                            else:
+                                return
+                    if slow.cancelled_caught:
+                        await reject(stream, conn, 408, "Request Timeout")
+                        return
+                except h11.RemoteProtocolError as exc:
+                    if conn.our_state in (h11.IDLE, h11.SEND_RESPONSE):
+                        await reject(stream, conn, exc.error_status_hint, f"Bad HTTP request: {exc}")
+                    return
+                except (trio.BrokenResourceError, trio.ClosedResourceError, ValueError):
+                    return
+                headers: dict[str, str] = {}
+                for raw_name, raw_value in event.headers:
+                    name = raw_name.decode("latin-1")
+                    value = raw_value.decode("latin-1")
+                    headers[name] = f"{headers[name]}, {value}" if name in headers else value
+                responder = _H11Responder(stream, conn, write_timeout)
+                request_path = event.target.decode("latin-1").split("?", 1)[0].rstrip("/") or "/"
+                try:
+                    if request_path != target:
+                        await _send_reply(responder, _Reply(404, b"Not Found", [("content-type", "text/plain")]))
+                    else:
+                        request = HttpRequest(event.method.decode("ascii"), headers, bytes(body))
+                        async with trio.open_nursery() as nursery:
+
+                            async def watch() -> None:
+                                # EOF while answering means the client left.
+                                while True:
+                                    data = await stream.receive_some(65536)
+                                    if not data:
+                                        responder.gone = True
+                                        nursery.cancel_scope.cancel()
+                                        return
+                                    conn.receive_data(data)  # pipelined: kept for later
+
+                            nursery.start_soon(watch)
+                            await endpoint.handle(request, responder)
+                            nursery.cancel_scope.cancel()
+                except (trio.BrokenResourceError, trio.ClosedResourceError, h11.LocalProtocolError):
+                    return
+                if responder.gone or conn.our_state is not h11.DONE or conn.their_state is not h11.DONE:
+                    return
+                try:
+                    conn.start_next_cycle()
+                except h11.LocalProtocolError:
+                    return
+
+    listeners = await trio.open_tcp_listeners(port, host=host)
+    urls = []
+    for listener in listeners:
+        address = listener.socket.getsockname()
+        shown = f"[{address[0]}]" if ":" in address[0] else address[0]
+        urls.append(f"http://{shown}:{address[1]}")
+    await trio.serve_listeners(connection, listeners, handler_nursery=None, task_status=_Relay(task_status, urls))
+
+
+class _Relay:
+    """Passes our URLs to ``task_status`` instead of trio's listener list."""
+
+    def __init__(self, task_status: Any, urls: list[str]) -> None:
+        self._task_status = task_status
+        self._urls = urls
+
+    def started(self, value: Any = None) -> None:
+        self._task_status.started(self._urls)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+from functools import partial
 from collections.abc import AsyncIterator
 from contextlib import aclosing, asynccontextmanager
 from typing import Any
@@ -20,6 +21,7 @@ from mcp_trio.transports.http_server import (
     HttpRequest,
     InMemoryEventStore,
     StreamableHTTP,
+    serve_h11,
     serve_hypercorn,
 )
 
@@ -68,12 +70,20 @@ def make_server() -> tuple[Server, dict[str, Any]]:
     return server, state
 
 
+@pytest.fixture(params=["hypercorn", "h11"])
+def front_door(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
 @asynccontextmanager
-async def running(server: Server, **options: Any) -> AsyncIterator[tuple[str, StreamableHTTP]]:
+async def running(front_door: str, server: Server, **options: Any) -> AsyncIterator[tuple[str, StreamableHTTP]]:
     endpoint = StreamableHTTP(server.serve_session, **options)
     async with trio.open_nursery() as nursery:
         await nursery.start(endpoint.run)
-        urls = await nursery.start(serve_hypercorn, ASGIApp(endpoint), "127.0.0.1", 0)
+        if front_door == "hypercorn":
+            urls = await nursery.start(serve_hypercorn, ASGIApp(endpoint), "127.0.0.1", 0)
+        else:
+            urls = await nursery.start(serve_h11, endpoint, "127.0.0.1", 0)
         yield urls[0] + "/mcp", endpoint
         nursery.cancel_scope.cancel()
 
@@ -161,9 +171,9 @@ def events(body: bytes) -> list[Any]:
     return [(e.id, msgspec.json.decode(e.data)) for e in decoder.feed(body)]
 
 
-async def test_session_lifecycle_and_json_replies() -> None:
+async def test_session_lifecycle_and_json_replies(front_door: str) -> None:
     server, _ = make_server()
-    async with running(server) as (url, endpoint), httpx.AsyncClient() as client:
+    async with running(front_door, server) as (url, endpoint), httpx.AsyncClient() as client:
         headers = await open_http_session(client, url)
         session_id = headers["mcp-session-id"]
         assert len(session_id) >= 32 and all(0x21 <= ord(c) <= 0x7E for c in session_id)
@@ -187,9 +197,9 @@ async def test_session_lifecycle_and_json_replies() -> None:
         assert list(endpoint.sessions) == [other["mcp-session-id"]]
 
 
-async def test_http_level_rejections() -> None:
+async def test_http_level_rejections(front_door: str) -> None:
     server, _ = make_server()
-    async with running(server, max_body_size=1000, max_sessions=2) as (url, _), httpx.AsyncClient() as client:
+    async with running(front_door, server, max_body_size=1000, max_sessions=2) as (url, _), httpx.AsyncClient() as client:
         headers = await open_http_session(client, url)
         r = await client.post(url, headers={**headers, "accept": "application/json"}, json=rpc(1, "tools/list"))
         assert r.status_code == 406
@@ -219,9 +229,9 @@ async def test_http_level_rejections() -> None:
         assert r.status_code == 200 and r.json() == {"jsonrpc": "2.0", "id": 9, "result": {}}
 
 
-async def test_dns_rebinding_protection() -> None:
+async def test_dns_rebinding_protection(front_door: str) -> None:
     server, _ = make_server()
-    async with running(server) as (url, _), httpx.AsyncClient() as client:
+    async with running(front_door, server) as (url, _), httpx.AsyncClient() as client:
         r = await client.post(url, headers={**ACCEPT, "host": "evil.example.com"}, json=init())
         assert r.status_code == 421
         r = await client.post(url, headers={**ACCEPT, "origin": "http://evil.example.com"}, json=init())
@@ -231,9 +241,9 @@ async def test_dns_rebinding_protection() -> None:
 
 
 @pytest.mark.parametrize("version", ["2025-06-18", "2025-11-25"])
-async def test_progress_makes_an_sse_reply(version: str) -> None:
+async def test_progress_makes_an_sse_reply(version: str, front_door: str) -> None:
     server, _ = make_server()
-    async with running(server, retry_ms=500) as (url, _), httpx.AsyncClient() as client:
+    async with running(front_door, server, retry_ms=500) as (url, _), httpx.AsyncClient() as client:
         headers = await open_http_session(client, url, version)
         params = {"name": "steps", "arguments": {"n": 3}, "_meta": {"progressToken": "p"}}
         r = await client.post(url, headers=headers, json=rpc(7, "tools/call", params))
@@ -249,9 +259,9 @@ async def test_progress_makes_an_sse_reply(version: str) -> None:
             assert b"retry: 500" in r.content.split(b"\n\n")[0]
 
 
-async def test_json_mode_never_streams() -> None:
+async def test_json_mode_never_streams(front_door: str) -> None:
     server, _ = make_server()
-    async with running(server, response_mode="json") as (url, _), httpx.AsyncClient() as client:
+    async with running(front_door, server, response_mode="json") as (url, _), httpx.AsyncClient() as client:
         headers = await open_http_session(client, url)
         params = {"name": "steps", "arguments": {"n": 2}, "_meta": {"progressToken": "p"}}
         r = await client.post(url, headers=headers, json=rpc(7, "tools/call", params))
@@ -259,9 +269,9 @@ async def test_json_mode_never_streams() -> None:
         assert r.json()["result"]["content"][0]["text"] == "2 steps"
 
 
-async def test_get_stream_carries_unrelated_messages() -> None:
+async def test_get_stream_carries_unrelated_messages(front_door: str) -> None:
     server, _ = make_server()
-    async with running(server) as (url, _), httpx.AsyncClient() as client:
+    async with running(front_door, server) as (url, _), httpx.AsyncClient() as client:
         headers = await open_http_session(client, url)
         # sent before any GET stream: kept and delivered when one opens
         server.tool(lambda: "x", name="late", description="added later")
@@ -273,9 +283,9 @@ async def test_get_stream_carries_unrelated_messages() -> None:
             assert got[0]["method"] == "notifications/tools/list_changed"
 
 
-async def test_resume_a_dropped_stream_with_last_event_id() -> None:
+async def test_resume_a_dropped_stream_with_last_event_id(front_door: str) -> None:
     server, state = make_server()
-    async with running(server) as (url, _), httpx.AsyncClient() as client:
+    async with running(front_door, server) as (url, _), httpx.AsyncClient() as client:
         headers = await open_http_session(client, url)
         params = {"name": "gated", "_meta": {"progressToken": "g"}}
         decoder = SSEDecoder()
@@ -292,9 +302,9 @@ async def test_resume_a_dropped_stream_with_last_event_id() -> None:
         assert rest[1]["id"] == 11 and rest[1]["result"]["content"][0]["text"] == "released"
 
 
-async def test_cancelled_notification_ends_the_post() -> None:
+async def test_cancelled_notification_ends_the_post(front_door: str) -> None:
     server, state = make_server()
-    async with running(server) as (url, _), httpx.AsyncClient() as client:
+    async with running(front_door, server) as (url, _), httpx.AsyncClient() as client:
         headers = await open_http_session(client, url)
         async with trio.open_nursery() as nursery:
             result: dict[str, Any] = {}
@@ -312,9 +322,9 @@ async def test_cancelled_notification_ends_the_post() -> None:
         assert b'"result"' not in result["r"].content
 
 
-async def test_stateless_requests_and_multi_round_trip_over_http() -> None:
+async def test_stateless_requests_and_multi_round_trip_over_http(front_door: str) -> None:
     server, _ = make_server()
-    async with running(server) as (url, endpoint), httpx.AsyncClient() as client:
+    async with running(front_door, server) as (url, endpoint), httpx.AsyncClient() as client:
         headers = {**ACCEPT, "mcp-protocol-version": "2026-07-28"}
         r = await client.post(url, headers=headers, json=rpc(1, "tools/call", {"name": "ask", "_meta": MODERN_META}))
         assert r.status_code == 200 and "mcp-session-id" not in r.headers
@@ -332,9 +342,9 @@ async def test_stateless_requests_and_multi_round_trip_over_http() -> None:
         assert endpoint.sessions == {}
 
 
-async def test_idle_sessions_expire() -> None:
+async def test_idle_sessions_expire(front_door: str) -> None:
     server, _ = make_server()
-    async with running(server, idle_timeout=0.3) as (url, endpoint), httpx.AsyncClient() as client:
+    async with running(front_door, server, idle_timeout=0.3) as (url, endpoint), httpx.AsyncClient() as client:
         headers = await open_http_session(client, url)
         await trio.sleep(0.15)
         assert (await client.post(url, headers=headers, json=rpc(1, "ping"))).status_code == 200
@@ -346,9 +356,9 @@ async def test_idle_sessions_expire() -> None:
         assert (await client.post(url, headers=headers, json=rpc(3, "ping"))).status_code == 404
 
 
-async def test_batch_in_2025_03_26() -> None:
+async def test_batch_in_2025_03_26(front_door: str) -> None:
     server, _ = make_server()
-    async with running(server) as (url, _), httpx.AsyncClient() as client:
+    async with running(front_door, server) as (url, _), httpx.AsyncClient() as client:
         headers = await open_http_session(client, url, "2025-03-26")
         batch = [rpc(1, "ping"), rpc(2, "tools/call", {"name": "add", "arguments": {"a": 1, "b": 1}})]
         r = await client.post(url, headers=headers, json=batch)
@@ -413,4 +423,46 @@ async def test_a_thousand_sessions_leave_nothing_behind() -> None:
         # One session's state is hundreds of objects; what may remain is a
         # bounded amount of runtime bookkeeping, far below one object per session.
         assert after - before < 1000, after - before
+        nursery.cancel_scope.cancel()
+
+
+async def _raw_exchange(url: str, data: bytes, *, read_timeout: float = 5) -> bytes:
+    hostport = url.removeprefix("http://").split("/")[0]
+    host, _, port = hostport.partition(":")
+    stream = await trio.open_tcp_stream(host, int(port))
+    async with stream:
+        await stream.send_all(data)
+        received = b""
+        with trio.move_on_after(read_timeout):
+            while chunk := await stream.receive_some(65536):
+                received += chunk
+        return received
+
+
+async def test_h11_front_door_limits_and_keep_alive() -> None:
+    server, _ = make_server()
+    endpoint = StreamableHTTP(server.serve_session, max_body_size=300)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(endpoint.run)
+        (url,) = await nursery.start(
+            partial(serve_h11, endpoint, "127.0.0.1", 0, max_header_size=1024, request_timeout=0.3, keepalive_timeout=0.5)
+        )
+        head = b"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\naccept: application/json, text/event-stream\r\ncontent-type: application/json\r\n"
+        # oversize head
+        answer = await _raw_exchange(url, head + b"x-big: " + b"a" * 2000 + b"\r\n\r\n")
+        assert answer.startswith(b"HTTP/1.1 431")
+        # declared body too large: refused before reading it
+        answer = await _raw_exchange(url, head + b"content-length: 5000\r\n\r\n")
+        assert answer.startswith(b"HTTP/1.1 413")
+        # a body that never completes
+        answer = await _raw_exchange(url, head + b"content-length: 50\r\n\r\n{")
+        assert answer.startswith(b"HTTP/1.1 408")
+        # two requests on one connection (keep-alive), then idle close
+        body = msgspec.json.encode(init())
+        one = head + b"content-length: %d\r\n\r\n" % len(body) + body
+        answer = await _raw_exchange(url, one + one.replace(b'"id":0', b'"id":1'), read_timeout=3)
+        assert answer.count(b"HTTP/1.1 200") == 2 and b'"id":1' in answer
+        # other paths
+        answer = await _raw_exchange(url, b"GET /other HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n", read_timeout=1)
+        assert answer.startswith(b"HTTP/1.1 404")
         nursery.cancel_scope.cancel()
