@@ -1,12 +1,36 @@
-"""The ``mcp-trio`` command."""
+"""The ``mcp-trio`` command.
+
+Subcommands:
+
+* ``versions``: list the supported protocol revisions.
+* ``codegen``: regenerate the message types from the MCP schemas.
+* ``serve FILE[:ATTRIBUTE]`` or ``serve package.module[:ATTRIBUTE]``: load a
+  :class:`~mcp_trio.server.Server` and serve it over stdio.  stdout carries the
+  protocol, so everything else (logging, warnings, stray ``print`` calls while
+  the module is imported) goes to stderr.
+"""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import importlib
+import importlib.util
+import logging
+import os
 import sys
+import traceback
 from collections.abc import Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .server import Server
 
 __all__ = ["main"]
+
+_LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 
 
 def _cmd_versions(args: argparse.Namespace) -> int:
@@ -40,6 +64,147 @@ def _cmd_codegen(args: argparse.Namespace) -> int:
     return int(codegen_main(list(args.rest)) or 0)
 
 
+class _ServeError(Exception):
+    """A target that cannot be served; the message is for the user."""
+
+
+def _split_target(target: str) -> tuple[str, str | None]:
+    """``"where:attr"`` -> ``("where", "attr")``; ``"where"`` -> ``("where", None)``."""
+    where, sep, attribute = target.rpartition(":")
+    if not sep:
+        return target, None
+    if not where or not attribute:
+        raise _ServeError(f"{target!r} is not FILE[:ATTRIBUTE] or MODULE[:ATTRIBUTE]")
+    return where, attribute
+
+
+def _is_file_reference(where: str) -> bool:
+    return where.endswith(".py") or "/" in where or os.sep in where or Path(where).is_file()
+
+
+def _import_file(path: Path) -> ModuleType:
+    if not path.is_file():
+        raise _ServeError(f"no such file: {path}")
+    path = path.resolve()
+    name = path.stem
+    if not name.isidentifier() or name in sys.modules:
+        name = "_mcp_trio_served"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise _ServeError(f"cannot load {path} as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    # Like ``python FILE``: the file's directory comes first on the import path,
+    # so the file can import its neighbours.
+    sys.path.insert(0, str(path.parent))
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
+
+
+def _import_module(name: str) -> ModuleType:
+    # Like ``python -m``: modules are looked up from the current directory first.
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and (name == exc.name or name.startswith(exc.name + ".")):
+            raise _ServeError(f"no such file or module: {name}") from None
+        raise
+
+
+def _find_server(module: ModuleType, where: str, attribute: str | None) -> Server:
+    from .server import Server
+
+    if attribute is not None:
+        value: Any = module
+        for part in attribute.split("."):
+            try:
+                value = getattr(value, part)
+            except AttributeError:
+                raise _ServeError(f"{where} has no attribute {attribute!r}") from None
+        if not isinstance(value, Server):
+            raise _ServeError(
+                f"{where}:{attribute} is a {type(value).__name__}, not a mcp_trio.server.Server"
+            )
+        return value
+    default = getattr(module, "server", None)
+    if isinstance(default, Server):
+        return default
+    found: dict[int, tuple[str, Server]] = {}
+    for name, value in vars(module).items():
+        if isinstance(value, Server) and id(value) not in found:
+            found[id(value)] = (name, value)
+    if len(found) == 1:
+        return next(iter(found.values()))[1]
+    if not found:
+        raise _ServeError(
+            f"no Server found in {where}: create one at module level "
+            f"(server = Server(...)) or name it with {where}:ATTRIBUTE"
+        )
+    names = sorted(name for name, _ in found.values())
+    raise _ServeError(
+        f"{where} defines several Servers ({', '.join(names)}); choose one with {where}:{names[0]}"
+    )
+
+
+def load_server(target: str) -> Server:
+    """The :class:`~mcp_trio.server.Server` that ``target`` names.
+
+    ``target`` is ``FILE[:ATTRIBUTE]`` or ``MODULE[:ATTRIBUTE]`` (dotted,
+    importable).  Without an attribute, the module-level ``server`` is used,
+    else the only Server instance among the module's globals.
+
+    Raises:
+        _ServeError: the target cannot be found or holds no single Server.
+        Exception: whatever importing the module raised.
+    """
+    where, attribute = _split_target(target)
+    # Output while the module is imported must not reach stdout (the protocol).
+    with contextlib.redirect_stdout(sys.stderr):
+        if _is_file_reference(where):
+            module = _import_file(Path(where))
+        else:
+            module = _import_module(where)
+    return _find_server(module, where, attribute)
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    import trio
+
+    # Log records go to stderr (stdout is the protocol), for as long as the command runs.
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    saved_level = root.level
+    root.addHandler(handler)
+    root.setLevel(args.log_level.upper())
+    try:
+        try:
+            server = load_server(args.target)
+        except _ServeError as exc:
+            print(f"mcp-trio serve: error: {exc}", file=sys.stderr)
+            return 2
+        except Exception:
+            print(f"mcp-trio serve: error: importing {args.target} failed:", file=sys.stderr)
+            traceback.print_exc(file=sys.stderr)
+            return 1
+        # The transport is chosen here.  Streamable HTTP (--http HOST:PORT) will be a
+        # second branch once that transport exists; stdio is the only one today.
+        try:
+            trio.run(server.serve_stdio)
+        except KeyboardInterrupt:
+            return 130
+        return 0
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(saved_level)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="mcp-trio", description="Model Context Protocol on trio.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -52,6 +217,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     p.add_argument("rest", nargs=argparse.REMAINDER)
     p.set_defaults(func=_cmd_codegen)
+    p = sub.add_parser(
+        "serve",
+        help="serve a mcp_trio Server over stdio",
+        description="Load a mcp_trio.server.Server and serve it over stdin/stdout. "
+        "Logging goes to stderr.",
+    )
+    p.add_argument(
+        "target",
+        metavar="FILE[:ATTRIBUTE]",
+        help="a Python file or an importable module (package.module), optionally followed by "
+        "the name of the Server in it; by default the module-level 'server', else the only "
+        "Server instance in the module",
+    )
+    p.add_argument(
+        "--log-level",
+        choices=_LOG_LEVELS,
+        default="warning",
+        help="threshold for log records written to stderr (default: warning)",
+    )
+    # Transport options: --http HOST:PORT joins here with the Streamable HTTP transport.
+    p.set_defaults(func=_cmd_serve)
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["codegen"]:
         # Everything after "codegen" belongs to the generator (options included).

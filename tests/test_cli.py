@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
-import pytest
+import sys
+import textwrap
+from pathlib import Path
 
-from mcp_trio._cli import main
+import pytest
+import trio
+
+from mcp_trio import open_session, open_stdio_client
+from mcp_trio._cli import load_server, main
 from mcp_trio.types import _versions
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_versions_lists_every_revision(capsys: pytest.CaptureFixture[str]) -> None:
@@ -16,5 +24,151 @@ def test_versions_lists_every_revision(capsys: pytest.CaptureFixture[str]) -> No
     assert "batching" in out and "stateless" in out
 
 
-def test_codegen_check_passes_options_through(mcp_schema_dir: object, capsys: pytest.CaptureFixture[str]) -> None:
+def test_codegen_check_passes_options_through(
+    mcp_schema_dir: object, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["codegen", "--check", "--schema-dir", str(mcp_schema_dir)]) == 0
+
+
+# ------------------------------------------------------------------- serve
+
+SERVER_MODULE = """
+from mcp_trio.server import Server
+
+{body}
+"""
+
+
+@pytest.fixture
+def isolated_imports(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """Undo the sys.path entries ``serve`` adds; work in ``tmp_path``."""
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def write_module(directory: Path, name: str, body: str) -> Path:
+    path = directory / f"{name}.py"
+    path.write_text(SERVER_MODULE.format(body=textwrap.dedent(body)))
+    return path
+
+
+def serve_error(capsys: pytest.CaptureFixture[str], target: str, code: int = 2) -> str:
+    assert main(["serve", target]) == code
+    captured = capsys.readouterr()
+    assert captured.out == ""  # stdout belongs to the protocol, even for errors
+    assert captured.err.startswith("mcp-trio serve: error: ")
+    return captured.err
+
+
+def test_serve_missing_file(isolated_imports: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    err = serve_error(capsys, "does_not_exist.py")
+    assert "no such file: does_not_exist.py" in err
+    err = serve_error(capsys, "sub/dir/app.py:server")
+    assert "no such file: sub/dir/app.py" in err
+
+
+def test_serve_missing_module(isolated_imports: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    err = serve_error(capsys, "no_such_package.app:server")
+    assert "no such file or module: no_such_package.app" in err
+
+
+def test_serve_module_without_a_server(
+    isolated_imports: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_module(isolated_imports, "cli_empty", 'print("printed while importing")\nserver = 42\n')
+    assert main(["serve", "cli_empty.py"]) == 2
+    captured = capsys.readouterr()
+    # Output while importing went to stderr, not to stdout.
+    assert captured.out == ""
+    assert "printed while importing" in captured.err
+    assert "no Server found in cli_empty.py" in captured.err
+    assert "cli_empty.py:ATTRIBUTE" in captured.err
+
+
+def test_serve_bad_attribute(isolated_imports: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_module(isolated_imports, "cli_attr", 'app = Server("a")\nNAME = "not a server"\n')
+    err = serve_error(capsys, "cli_attr.py:nope")
+    assert "cli_attr.py has no attribute 'nope'" in err
+    err = serve_error(capsys, "cli_attr.py:NAME")
+    assert "cli_attr.py:NAME is a str, not a mcp_trio.server.Server" in err
+    err = serve_error(capsys, "cli_attr.py:")
+    assert "is not FILE[:ATTRIBUTE] or MODULE[:ATTRIBUTE]" in err
+
+
+def test_serve_several_servers_need_a_name(
+    isolated_imports: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_module(isolated_imports, "cli_two", 'one = Server("one")\ntwo = Server("two")\n')
+    err = serve_error(capsys, "cli_two.py")
+    assert "cli_two.py defines several Servers (one, two); choose one with cli_two.py:one" in err
+
+
+def test_serve_import_failure(isolated_imports: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_module(isolated_imports, "cli_broken", 'raise RuntimeError("broken on purpose")\n')
+    err = serve_error(capsys, "cli_broken.py", code=1)
+    assert "importing cli_broken.py failed" in err
+    assert "RuntimeError: broken on purpose" in err and "Traceback" in err
+
+
+def test_load_server_finds_the_server(isolated_imports: Path) -> None:
+    write_module(
+        isolated_imports, "cli_pick", 'server = Server("default")\nother = Server("other")\n'
+    )
+    assert load_server("cli_pick.py").info["name"] == "default"
+    write_module(
+        isolated_imports, "cli_pick2", 'other = Server("other")\nserver = Server("default")\n'
+    )
+    assert load_server(str(isolated_imports / "cli_pick2.py:other")).info["name"] == "other"
+    # A single Server under any name is found without being named.
+    write_module(isolated_imports, "cli_single", 'mcp = Server("single")\nalias = mcp\n')
+    assert load_server("cli_single.py").info["name"] == "single"
+    # A dotted module name (found from the current directory, like python -m).
+    package = isolated_imports / "cli_pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    write_module(package, "app", 'app = Server("in a package")\n')
+    assert load_server("cli_pkg.app:app").info["name"] == "in a package"
+    assert load_server("cli_pkg.app").info["name"] == "in a package"
+
+
+async def test_serve_speaks_stdio_and_logs_to_stderr(tmp_path: Path) -> None:
+    """A real ``mcp-trio serve`` process: protocol on stdout, everything else on stderr."""
+    write_module(
+        tmp_path,
+        "cli_logging_app",
+        """
+        import logging
+
+        print("hello from import time")
+        app = Server("logging-app", "1.0")
+
+        @app.tool
+        def shout(text: str) -> str:
+            "Upper-case the text (and log about it)."
+            logging.getLogger("cli_logging_app").info("shouting %s", text)
+            print("a stray print")
+            return text.upper()
+        """,
+    )
+    argv = [sys.executable, "-m", "mcp_trio._cli", "serve", "--log-level", "info"]
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+    with (tmp_path / "stderr.txt").open("w+b") as stderr, trio.fail_after(20):
+        async with open_stdio_client(
+            [*argv, "cli_logging_app.py:app"], env=env, cwd=tmp_path, stderr=stderr
+        ) as proc:
+            info = {"name": "cli-test", "version": "1"}
+            async with open_session(proc.channel, role="client", info=info) as client:
+                await client.connect()
+                assert client.peer_info["name"] == "logging-app"
+                result = await client.request(
+                    "tools/call", {"name": "shout", "arguments": {"text": "hi"}}
+                )
+                assert result.content[0].text == "HI"
+            await proc.process.wait()
+        assert proc.process.returncode == 0
+        stderr.seek(0)
+        err = stderr.read().decode()
+    assert "hello from import time" in err
+    assert "a stray print" in err
+    assert "INFO cli_logging_app: shouting hi" in err

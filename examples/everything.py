@@ -1,0 +1,511 @@
+"""The "everything" server: every fixture the official MCP conformance suite looks for.
+
+The conformance suite (``@modelcontextprotocol/conformance``, server mode) acts as
+a client and checks a server that offers a fixed set of tools, resources and
+prompts with fixed names and contents.  This module is that server, written with
+:class:`mcp_trio.server.Server`:
+
+* tools: ``test_simple_text``, ``test_image_content``, ``test_audio_content``,
+  ``test_embedded_resource``, ``test_multiple_content_types``,
+  ``test_tool_with_logging``, ``test_tool_with_progress``,
+  ``test_error_handling``, ``test_sampling``, ``test_elicitation``,
+  ``test_elicitation_sep1034_defaults``, ``test_elicitation_sep1330_enums``,
+  ``json_schema_2020_12_tool`` and ``test_reconnection``;
+* resources: ``test://static-text``, ``test://static-binary``,
+  ``test://watched-resource`` (subscribable) and the template
+  ``test://template/{id}/data``;
+* prompts: ``test_simple_prompt``, ``test_prompt_with_arguments``,
+  ``test_prompt_with_embedded_resource`` and ``test_prompt_with_image``;
+* completions for the ``arg1`` argument of ``test_prompt_with_arguments`` and
+  for the ``id`` variable of the resource template.
+
+It speaks every protocol revision mcp_trio supports.  A fixture that needs a
+feature the negotiated revision lacks answers with a tool error saying so:
+audio content before 2025-03-26, elicitation before 2025-06-18, and the
+SEP-1034 defaults and SEP-1330 enum forms before 2025-11-25.
+
+Run it over stdio with either of::
+
+    python examples/everything.py
+    mcp-trio serve examples/everything.py
+
+The module-level ``server`` is also usable in-process, e.g. with
+``nursery.start(server.serve_session, channel)`` over a memory transport.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import struct
+import wave
+import zlib
+from typing import Annotated, Any
+
+import msgspec
+import trio
+
+from mcp_trio import LocalProtocolError, McpError, __version__
+from mcp_trio.server import Audio, Context, Image, Server
+
+# --------------------------------------------------------------- test data
+
+
+def _png_pixel(red: int, green: int, blue: int, alpha: int = 255) -> bytes:
+    """A 1x1 RGBA PNG of one colour."""
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        crc = zlib.crc32(kind + body) & 0xFFFFFFFF
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", crc)
+
+    header = struct.pack(">IIBBBBB", 1, 1, 8, 6, 0, 0, 0)  # 1x1, 8-bit RGBA
+    scanline = bytes([0, red, green, blue, alpha])  # filter type 0, then the pixel
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(scanline))
+        + chunk(b"IEND", b"")
+    )
+
+
+def _wav_silence(frames: int = 1, rate: int = 8000) -> bytes:
+    """A mono 16-bit PCM WAV file holding ``frames`` samples of silence."""
+    buffer = io.BytesIO()
+    with wave.open(buffer, "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(rate)
+        out.writeframes(b"\x00\x00" * frames)
+    return buffer.getvalue()
+
+
+#: A 1x1 red pixel (``image/png``).
+RED_PIXEL_PNG = _png_pixel(255, 0, 0)
+#: One sample of silence (``audio/wav``).
+SILENCE_WAV = _wav_silence()
+
+SIMPLE_TEXT = "This is a simple text response for testing."
+ERROR_TEXT = "This tool intentionally returns an error for testing"
+STATIC_TEXT = "This is the content of the static text resource."
+WATCHED_URI = "test://watched-resource"
+WATCHED_TEXT = "Watched resource content"
+TEMPLATE = "test://template/{id}/data"
+
+#: The raw JSON Schema of ``json_schema_2020_12_tool``.  It is published as
+#: written: the 2020-12 dialect, ``$defs`` with an ``$anchor``, a ``$ref``,
+#: composition (``allOf``/``anyOf``), a conditional (``if``/``then``/``else``)
+#: and ``additionalProperties: false`` must all reach the client unchanged.
+JSON_SCHEMA_2020_12: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "$defs": {
+        "address": {
+            "$anchor": "addressDef",
+            "type": "object",
+            "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
+        }
+    },
+    "properties": {
+        "name": {"type": "string"},
+        "address": {"$ref": "#/$defs/address"},
+        "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+        "phone": {"type": "string"},
+        "email": {"type": "string"},
+    },
+    "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+    "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+    "then": {"required": ["phone"]},
+    "else": {"required": ["email"]},
+    "additionalProperties": False,
+}
+
+#: ``test_elicitation`` asks for these two strings.
+CONTACT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "username": {"type": "string", "description": "User's response"},
+        "email": {"type": "string", "description": "User's email address"},
+    },
+    "required": ["username", "email"],
+}
+
+#: SEP-1034: a default for each primitive type (string, integer, number, enum, boolean).
+DEFAULTS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "description": "User name", "default": "John Doe"},
+        "age": {"type": "integer", "description": "User age", "default": 30},
+        "score": {"type": "number", "description": "User score", "default": 95.5},
+        "status": {
+            "type": "string",
+            "description": "User status",
+            "enum": ["active", "inactive", "pending"],
+            "default": "active",
+        },
+        "verified": {"type": "boolean", "description": "Verification status", "default": True},
+    },
+    "required": [],
+}
+
+
+def _titled(pairs: list[tuple[str, str]]) -> list[dict[str, str]]:
+    return [{"const": value, "title": title} for value, title in pairs]
+
+
+#: SEP-1330: the five ways to write an enum in an elicitation form.
+ENUMS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        # 1. single choice, no titles
+        "untitledSingle": {
+            "type": "string",
+            "description": "Select one option",
+            "enum": ["option1", "option2", "option3"],
+        },
+        # 2. single choice with titles: oneOf of const/title pairs
+        "titledSingle": {
+            "type": "string",
+            "description": "Select one option with titles",
+            "oneOf": _titled(
+                [
+                    ("value1", "First Option"),
+                    ("value2", "Second Option"),
+                    ("value3", "Third Option"),
+                ]
+            ),
+        },
+        # 3. single choice with titles, the deprecated way: enumNames next to enum
+        "legacyEnum": {
+            "type": "string",
+            "description": "Select one option (legacy)",
+            "enum": ["opt1", "opt2", "opt3"],
+            "enumNames": ["Option One", "Option Two", "Option Three"],
+        },
+        # 4. several choices, no titles: an array whose items are an enum
+        "untitledMulti": {
+            "type": "array",
+            "description": "Select multiple options",
+            "minItems": 1,
+            "maxItems": 3,
+            "items": {"type": "string", "enum": ["option1", "option2", "option3"]},
+        },
+        # 5. several choices with titles: an array whose items are anyOf const/title
+        "titledMulti": {
+            "type": "array",
+            "description": "Select multiple options with titles",
+            "minItems": 1,
+            "maxItems": 3,
+            "items": {
+                "anyOf": _titled(
+                    [
+                        ("value1", "First Choice"),
+                        ("value2", "Second Choice"),
+                        ("value3", "Third Choice"),
+                    ]
+                )
+            },
+        },
+    },
+    "required": [],
+}
+
+#: Candidates offered by completion/complete.
+ARG1_CANDIDATES = ("alpha", "alpine", "beta", "gamma", "delta")
+ID_CANDIDATES = ("1", "2", "3", "42", "123")
+
+_FIRST_AUDIO = "2025-03-26"  # audio content exists from this revision on
+_FIRST_ELICITATION = "2025-06-18"  # elicitation/create exists from this revision on
+_FIRST_RICH_FORMS = "2025-11-25"  # defaults for every type, multi-select and titled enums
+
+server = Server(
+    "mcp-trio-everything",
+    __version__,
+    title="mcp-trio everything server",
+    instructions="Fixture server for MCP conformance testing; every tool, resource and "
+    "prompt returns fixed test content.",
+)
+
+
+def tool(fn: Any) -> Any:
+    """Register a tool that builds its own MCP content (no structured output)."""
+    return server.tool(fn, structured_output=False)
+
+
+def _text(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+def _tool_error(text: str) -> dict[str, Any]:
+    return {"content": [_text(text)], "isError": True}
+
+
+def _compact_json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+# ------------------------------------------------------------------- tools
+
+
+@tool
+def test_simple_text() -> str:
+    """Tests simple text content response."""
+    return SIMPLE_TEXT
+
+
+@tool
+def test_image_content() -> Image:
+    """Tests image content response (a 1x1 PNG)."""
+    return Image(RED_PIXEL_PNG, "image/png")
+
+
+@tool
+def test_audio_content(ctx: Context) -> Any:
+    """Tests audio content response (a tiny WAV file)."""
+    if ctx.protocol_version < _FIRST_AUDIO:
+        return _tool_error(
+            f"Audio content does not exist in protocol revision {ctx.protocol_version}"
+        )
+    return Audio(SILENCE_WAV, "audio/wav")
+
+
+@tool
+def test_embedded_resource() -> dict[str, Any]:
+    """Tests embedded resource content response."""
+    return {
+        "type": "resource",
+        "resource": {
+            "uri": "test://embedded-resource",
+            "mimeType": "text/plain",
+            "text": "This is an embedded resource content.",
+        },
+    }
+
+
+@tool
+def test_multiple_content_types() -> list[Any]:
+    """Tests response with multiple content types (text, image, resource)."""
+    return [
+        _text("Multiple content types test:"),
+        Image(RED_PIXEL_PNG, "image/png"),
+        {
+            "type": "resource",
+            "resource": {
+                "uri": "test://mixed-content-resource",
+                "mimeType": "application/json",
+                "text": _compact_json({"test": "data", "value": 123}),
+            },
+        },
+    ]
+
+
+@tool
+async def test_tool_with_logging(ctx: Context) -> str:
+    """Tests tool that emits log messages during execution."""
+    await ctx.info("Tool execution started")
+    await trio.sleep(0.05)
+    await ctx.info("Tool processing data")
+    await trio.sleep(0.05)
+    await ctx.info("Tool execution completed")
+    return "Tool with logging executed successfully"
+
+
+@tool
+async def test_tool_with_progress(ctx: Context) -> str:
+    """Tests tool that reports progress notifications (0, 50 and 100 of 100)."""
+    for step in (0, 50, 100):
+        if step:
+            await trio.sleep(0.05)
+        await ctx.report_progress(step, 100, f"Completed step {step} of 100")
+    token = ctx.request.progress_token
+    return str(token) if token is not None else "no progress token was given"
+
+
+@tool
+def test_error_handling() -> dict[str, Any]:
+    """Tests error response handling (a tool result with isError, not a JSON-RPC error)."""
+    return _tool_error(ERROR_TEXT)
+
+
+@tool
+async def test_sampling(
+    prompt: Annotated[str, msgspec.Meta(description="The prompt to send to the LLM")],
+    ctx: Context,
+) -> Any:
+    """Tests server-initiated sampling (LLM completion request)."""
+    try:
+        result = await ctx.sample(prompt, max_tokens=100)
+    except (McpError, LocalProtocolError, trio.TooSlowError) as exc:
+        return _tool_error(f"Sampling not supported or error: {exc}")
+    content = result.content
+    blocks = content if isinstance(content, list) else [content]
+    texts = [block.text for block in blocks if isinstance(getattr(block, "text", None), str)]
+    return f"LLM response: {texts[0] if texts else 'No response'}"
+
+
+async def _elicit(
+    ctx: Context,
+    message: str,
+    schema: dict[str, Any],
+    label: str,
+    since: str = _FIRST_ELICITATION,
+) -> Any:
+    version = ctx.protocol_version
+    if version < since:
+        what = "elicitation" if version < _FIRST_ELICITATION else "this elicitation form"
+        return _tool_error(
+            f"Elicitation not supported or error: {what} does not exist in "
+            f"protocol revision {version}"
+        )
+    try:
+        result = await ctx.elicit(message, schema)
+    except (McpError, LocalProtocolError, trio.TooSlowError) as exc:
+        return _tool_error(f"Elicitation not supported or error: {exc}")
+    content = result.content if isinstance(result.content, dict) else {}
+    return f"{label}: action={result.action}, content={_compact_json(content)}"
+
+
+@tool
+async def test_elicitation(
+    message: Annotated[str, msgspec.Meta(description="The message to show the user")],
+    ctx: Context,
+) -> Any:
+    """Tests server-initiated elicitation (user input request)."""
+    return await _elicit(ctx, message, CONTACT_SCHEMA, "User response")
+
+
+@tool
+async def test_elicitation_sep1034_defaults(ctx: Context) -> Any:
+    """Tests elicitation with default values for all primitive types (SEP-1034)."""
+    return await _elicit(
+        ctx,
+        "Please review and update the form fields with defaults",
+        DEFAULTS_SCHEMA,
+        "Elicitation completed",
+        since=_FIRST_RICH_FORMS,
+    )
+
+
+@tool
+async def test_elicitation_sep1330_enums(ctx: Context) -> Any:
+    """Tests elicitation with the five enum schema forms of SEP-1330."""
+    return await _elicit(
+        ctx,
+        "Please select options from the enum fields",
+        ENUMS_SCHEMA,
+        "Elicitation completed",
+        since=_FIRST_RICH_FORMS,
+    )
+
+
+@server.tool(
+    name="json_schema_2020_12_tool",
+    description="Tool with JSON Schema 2020-12 features for conformance testing "
+    "(SEP-1613, SEP-2106).",
+    input_schema=JSON_SCHEMA_2020_12,
+)
+def json_schema_2020_12_tool(arguments: dict[str, Any]) -> str:
+    return f"JSON Schema 2020-12 tool called with: {_compact_json(arguments)}"
+
+
+@tool
+async def test_reconnection(ctx: Context) -> str:
+    """Tests SSE stream disconnection and client reconnection (SEP-1699)."""
+    # Over Streamable HTTP this tool is meant to close the request's SSE stream
+    # mid-call, so that the client reconnects (GET with Last-Event-ID) and gets
+    # the result on the resumed stream.  stdio and in-memory transports have no
+    # stream to close: the call simply finishes after the short pause the HTTP
+    # client would use to reconnect.
+    await ctx.info("Before disconnect")
+    await trio.sleep(0.1)
+    await ctx.info("After reconnect")
+    return "Reconnection test completed"
+
+
+# --------------------------------------------------------------- resources
+
+
+@server.resource("test://static-text", name="static-text", mime_type="text/plain")
+def static_text() -> str:
+    """A static text resource for testing."""
+    return STATIC_TEXT
+
+
+@server.resource("test://static-binary", name="static-binary", mime_type="image/png")
+def static_binary() -> bytes:
+    """A static binary resource (image) for testing."""
+    return RED_PIXEL_PNG
+
+
+@server.resource(TEMPLATE, name="template", mime_type="application/json")
+def template_data(id: str) -> str:
+    """A resource template with parameter substitution."""
+    return _compact_json({"id": id, "templateTest": True, "data": f"Data for ID: {id}"})
+
+
+@server.resource(WATCHED_URI, name="watched-resource", mime_type="text/plain")
+def watched_resource() -> str:
+    """A resource clients may subscribe to (resources/subscribe)."""
+    return WATCHED_TEXT
+
+
+# ----------------------------------------------------------------- prompts
+
+
+@server.prompt
+def test_simple_prompt() -> str:
+    """A simple prompt without arguments."""
+    return "This is a simple prompt for testing."
+
+
+@server.prompt
+def test_prompt_with_arguments(arg1: str, arg2: str) -> str:
+    """A prompt with required arguments (arg1 and arg2)."""
+    return f"Prompt with arguments: arg1='{arg1}', arg2='{arg2}'"
+
+
+@server.prompt
+def test_prompt_with_embedded_resource(resourceUri: str) -> list[Any]:
+    """A prompt that includes an embedded resource (resourceUri names it)."""
+    embedded = {
+        "type": "resource",
+        "resource": {
+            "uri": resourceUri,
+            "mimeType": "text/plain",
+            "text": "Embedded resource content for testing.",
+        },
+    }
+    return [
+        {"role": "user", "content": embedded},
+        "Please process the embedded resource above.",
+    ]
+
+
+@server.prompt
+def test_prompt_with_image() -> list[Any]:
+    """A prompt that includes image content."""
+    return [
+        {"role": "user", "content": Image(RED_PIXEL_PNG, "image/png").block()},
+        "Please analyze the image above.",
+    ]
+
+
+# ------------------------------------------------------------- completions
+
+
+def _starting_with(candidates: tuple[str, ...], prefix: str) -> list[str]:
+    prefix = prefix.casefold()
+    return [c for c in candidates if c.casefold().startswith(prefix)]
+
+
+@server.completion("test_prompt_with_arguments", "arg1")
+def complete_arg1(value: str, context_arguments: dict[str, str]) -> list[str]:
+    return _starting_with(ARG1_CANDIDATES, value)
+
+
+@server.completion(TEMPLATE, "id")
+def complete_template_id(value: str, context_arguments: dict[str, str]) -> list[str]:
+    return _starting_with(ID_CANDIDATES, value)
+
+
+if __name__ == "__main__":
+    trio.run(server.serve_stdio)

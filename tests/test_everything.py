@@ -1,0 +1,914 @@
+"""The everything example server (examples/everything.py) in every protocol revision.
+
+The fixtures are checked against what the official conformance suite expects of
+them (names, texts, content types, schemas), written out here independently of
+the example's own constants.  The server runs in-process over the memory
+transport and is driven with the low-level client session; tests that wait
+for the fixtures' pauses run on a virtual clock (``autojump_clock``).
+"""
+
+from __future__ import annotations
+
+import base64
+import importlib.util
+import io
+import json
+import struct
+import sys
+import wave
+import zlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import msgspec
+import pytest
+import trio
+from trio.testing import MockClock
+
+from mcp_trio import (
+    McpError,
+    RequestContext,
+    Session,
+    open_memory_transport_pair,
+    open_session,
+    open_stdio_client,
+)
+from mcp_trio.types import _versions
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "everything.py"
+
+ALL = list(_versions.SUPPORTED_VERSIONS)
+LEGACY = [v for v in ALL if not _versions.is_stateless(v)]
+# Server-to-client requests in the stateless era go through multi-round-trip
+# results; here they are exercised on the revisions with real requests.
+WITH_AUDIO = [v for v in ALL if v >= "2025-03-26"]
+WITHOUT_AUDIO = [v for v in ALL if v < "2025-03-26"]
+ELICITATION = [v for v in LEGACY if v >= "2025-06-18"]
+NO_ELICITATION = [v for v in LEGACY if v < "2025-06-18"]
+# SEP-1034 (defaults for every type) and SEP-1330 (titled and multi-select enums)
+RICH_FORMS = [v for v in LEGACY if v >= "2025-11-25"]
+NO_RICH_FORMS = [v for v in ELICITATION if v < "2025-11-25"]
+
+TOOLS = {
+    "test_simple_text",
+    "test_image_content",
+    "test_audio_content",
+    "test_embedded_resource",
+    "test_multiple_content_types",
+    "test_tool_with_logging",
+    "test_tool_with_progress",
+    "test_error_handling",
+    "test_sampling",
+    "test_elicitation",
+    "test_elicitation_sep1034_defaults",
+    "test_elicitation_sep1330_enums",
+    "json_schema_2020_12_tool",
+    "test_reconnection",
+}
+PROMPTS = {
+    "test_simple_prompt",
+    "test_prompt_with_arguments",
+    "test_prompt_with_embedded_resource",
+    "test_prompt_with_image",
+}
+TEMPLATE = "test://template/{id}/data"
+ELICITATION_TOOLS = [
+    "test_elicitation",
+    "test_elicitation_sep1034_defaults",
+    "test_elicitation_sep1330_enums",
+]
+
+
+def load_example() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("everything_example", EXAMPLE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("everything_example", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+everything = load_example()
+
+Handler = Callable[[RequestContext, Any], Awaitable[Any]]
+
+
+@asynccontextmanager
+async def connected(
+    version: str,
+    *,
+    capabilities: dict[str, Any] | None = None,
+    handlers: dict[str, Handler] | None = None,
+    notifications: dict[str, Any] | None = None,
+) -> AsyncIterator[Session]:
+    """A client session on ``version`` with the everything server at the other end."""
+    a, b = open_memory_transport_pair()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(everything.server.serve_session, a)
+        async with open_session(
+            b,
+            role="client",
+            info={"name": "everything-test", "version": "1"},
+            capabilities=capabilities or {},
+            versions=[version],
+            request_handlers=handlers or {},
+            notification_handlers=notifications or {},
+        ) as client:
+            with trio.fail_after(5):
+                assert await client.connect() == version
+            yield client
+        nursery.cancel_scope.cancel()
+
+
+async def call(
+    client: Session, name: str, arguments: dict[str, Any] | None = None, **kw: Any
+) -> Any:
+    with trio.fail_after(5):
+        return await client.request(
+            "tools/call", {"name": name, "arguments": arguments or {}}, **kw
+        )
+
+
+def only_text(result: Any) -> str:
+    assert len(result.content) == 1
+    assert type(result.content[0]).__name__ == "TextContent"
+    return str(result.content[0].text)
+
+
+def is_error(result: Any) -> bool:
+    return result.isError is True
+
+
+def check_png(data: str) -> None:
+    """``data`` is base64 of a valid 1x1 PNG (signature, IHDR, pixel data, CRCs)."""
+    raw = base64.b64decode(data, validate=True)
+    assert raw[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, chunks = 8, {}
+    while pos < len(raw):
+        (length,) = struct.unpack(">I", raw[pos : pos + 4])
+        kind, body = raw[pos + 4 : pos + 8], raw[pos + 8 : pos + 8 + length]
+        (crc,) = struct.unpack(">I", raw[pos + 8 + length : pos + 12 + length])
+        assert zlib.crc32(kind + body) & 0xFFFFFFFF == crc, kind
+        chunks[kind] = body
+        pos += 12 + length
+    assert list(chunks) == [b"IHDR", b"IDAT", b"IEND"]
+    width, height, depth, colour = struct.unpack(">IIBB", chunks[b"IHDR"][:10])
+    assert (width, height, depth) == (1, 1, 8)
+    pixel = zlib.decompress(chunks[b"IDAT"])
+    assert len(pixel) == 1 + {6: 4, 2: 3}[colour]  # filter byte + one RGB(A) pixel
+
+
+def check_wav(data: str) -> None:
+    """``data`` is base64 of a readable PCM WAV file."""
+    with wave.open(io.BytesIO(base64.b64decode(data, validate=True))) as audio:
+        assert audio.getnchannels() >= 1 and audio.getframerate() > 0
+        assert (
+            len(audio.readframes(audio.getnframes())) == audio.getnframes() * audio.getsampwidth()
+        )
+
+
+class Inbox:
+    """What a notification handler received, and a way to wait for it."""
+
+    def __init__(self) -> None:
+        self.items: list[Any] = []
+        self._changed = trio.Event()
+
+    def add(self, item: Any) -> None:
+        self.items.append(item)
+        self._changed.set()
+        self._changed = trio.Event()
+
+    async def wait_for(self, count: int) -> None:
+        with trio.fail_after(5):
+            while len(self.items) < count:
+                await self._changed.wait()
+
+
+# -------------------------------------------------------------------- tools
+
+
+@pytest.mark.parametrize("version", ALL)
+async def test_tools_list(version: str) -> None:
+    async with connected(version) as client:
+        with trio.fail_after(5):
+            tools = {t.name: t for t in (await client.request("tools/list")).tools}
+    assert set(tools) == TOOLS
+    for tool in tools.values():
+        assert isinstance(tool.description, str) and tool.description, tool.name
+        assert tool.inputSchema["type"] == "object", tool.name
+    for name, argument in (("test_sampling", "prompt"), ("test_elicitation", "message")):
+        schema = tools[name].inputSchema
+        assert schema["required"] == [argument]
+        assert schema["properties"][argument]["type"] == "string"
+        assert schema["properties"][argument]["description"]
+
+
+@pytest.mark.parametrize("version", ALL)
+async def test_json_schema_2020_12_tool_keeps_its_schema(version: str) -> None:
+    async with connected(version) as client:
+        with trio.fail_after(5):
+            tools = {t.name: t for t in (await client.request("tools/list")).tools}
+        schema = tools["json_schema_2020_12_tool"].inputSchema
+        # SEP-1613: the dialect, $defs and additionalProperties reach the client ...
+        assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+        assert schema["$defs"]["address"]["properties"] == {
+            "street": {"type": "string"},
+            "city": {"type": "string"},
+        }
+        assert schema["properties"]["address"] == {"$ref": "#/$defs/address"}
+        assert schema["additionalProperties"] is False
+        # ... and so do the SEP-2106 keywords: $anchor, composition, conditionals.
+        assert schema["$defs"]["address"]["$anchor"] == "addressDef"
+        assert schema["allOf"] == [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}]
+        assert schema["if"]["properties"]["contactMethod"] == {"const": "phone"}
+        assert schema["then"] == {"required": ["phone"]}
+        assert schema["else"] == {"required": ["email"]}
+        r = await call(
+            client, "json_schema_2020_12_tool", {"name": "Ann", "email": "a@example.com"}
+        )
+        assert not is_error(r)
+        assert only_text(r) == (
+            'JSON Schema 2020-12 tool called with: {"name":"Ann","email":"a@example.com"}'
+        )
+
+
+@pytest.mark.parametrize("version", ALL)
+async def test_content_tools(version: str, autojump_clock: MockClock) -> None:
+    async with connected(version) as client:
+        r = await call(client, "test_simple_text")
+        assert only_text(r) == "This is a simple text response for testing."
+        assert not is_error(r)
+
+        r = await call(client, "test_image_content")
+        (image,) = r.content
+        assert type(image).__name__ == "ImageContent" and image.mimeType == "image/png"
+        check_png(image.data)
+
+        r = await call(client, "test_embedded_resource")
+        (embedded,) = r.content
+        assert type(embedded).__name__ == "EmbeddedResource"
+        assert msgspec.to_builtins(embedded.resource) == {
+            "uri": "test://embedded-resource",
+            "mimeType": "text/plain",
+            "text": "This is an embedded resource content.",
+        }
+
+        r = await call(client, "test_multiple_content_types")
+        text, image, resource = r.content
+        assert [type(c).__name__ for c in r.content] == [
+            "TextContent",
+            "ImageContent",
+            "EmbeddedResource",
+        ]
+        assert text.text == "Multiple content types test:"
+        assert image.mimeType == "image/png"
+        check_png(image.data)
+        assert resource.resource.uri == "test://mixed-content-resource"
+        assert resource.resource.mimeType == "application/json"
+        assert json.loads(resource.resource.text) == {"test": "data", "value": 123}
+
+        r = await call(client, "test_error_handling")
+        assert is_error(r)  # a tool error, not a JSON-RPC error
+        assert only_text(r) == "This tool intentionally returns an error for testing"
+
+        r = await call(client, "test_reconnection")
+        assert not is_error(r)
+        assert only_text(r) == "Reconnection test completed"
+
+
+@pytest.mark.parametrize("version", WITH_AUDIO)
+async def test_audio_content(version: str) -> None:
+    async with connected(version) as client:
+        r = await call(client, "test_audio_content")
+    (audio,) = r.content
+    assert type(audio).__name__ == "AudioContent" and audio.mimeType == "audio/wav"
+    check_wav(audio.data)
+
+
+@pytest.mark.parametrize("version", WITHOUT_AUDIO)
+async def test_audio_content_before_audio_existed(version: str) -> None:
+    async with connected(version) as client:
+        r = await call(client, "test_audio_content")
+    assert is_error(r)
+    assert only_text(r) == f"Audio content does not exist in protocol revision {version}"
+
+
+@pytest.mark.parametrize("version", ALL)
+async def test_tool_with_logging(version: str, autojump_clock: MockClock) -> None:
+    logs = Inbox()
+
+    async def on_message(session: Session, method: str, params: Any) -> None:
+        logs.add(params)
+
+    async with connected(version, notifications={"notifications/message": on_message}) as client:
+        if _versions.is_stateless(version):
+            # No logging/setLevel any more: each request opts in through _meta.
+            params = {
+                "name": "test_tool_with_logging",
+                "arguments": {},
+                "_meta": {"io.modelcontextprotocol/logLevel": "debug"},
+            }
+            with trio.fail_after(5):
+                r = await client.request("tools/call", params)
+        else:
+            # No level set yet: the server sends no log messages at all.
+            r = await call(client, "test_tool_with_logging")
+            assert only_text(r) == "Tool with logging executed successfully"
+            with trio.fail_after(5):
+                assert (
+                    msgspec.to_builtins(
+                        await client.request("logging/setLevel", {"level": "debug"})
+                    )
+                    == {}
+                )
+            assert logs.items == []
+            r = await call(client, "test_tool_with_logging")
+        assert only_text(r) == "Tool with logging executed successfully"
+        await logs.wait_for(3)
+        await trio.sleep(0.02)
+    assert [(p.level, p.data) for p in logs.items] == [
+        ("info", "Tool execution started"),
+        ("info", "Tool processing data"),
+        ("info", "Tool execution completed"),
+    ]
+
+
+@pytest.mark.parametrize("version", LEGACY)
+async def test_log_level_above_info_silences_the_tool(
+    version: str, autojump_clock: MockClock
+) -> None:
+    logs = Inbox()
+
+    async def on_message(session: Session, method: str, params: Any) -> None:
+        logs.add(params)
+
+    async with connected(version, notifications={"notifications/message": on_message}) as client:
+        with trio.fail_after(5):
+            await client.request("logging/setLevel", {"level": "warning"})
+        r = await call(client, "test_tool_with_logging")
+        assert only_text(r) == "Tool with logging executed successfully"
+        await trio.sleep(0.05)
+    assert logs.items == []
+
+
+@pytest.mark.parametrize("version", ALL)
+async def test_tool_with_progress(version: str, autojump_clock: MockClock) -> None:
+    progress: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append((value, total, message))
+
+    async with connected(version) as client:
+        r = await call(client, "test_tool_with_progress", on_progress=on_progress)
+        token = only_text(r)  # the progress token the client sent (here the request id)
+        assert token.isdigit()
+        assert [(p, t) for p, t, _ in progress] == [(0, 100), (50, 100), (100, 100)]
+        if version >= "2025-03-26":  # the progress message exists from 2025-03-26 on
+            assert [m for _, _, m in progress] == [
+                f"Completed step {n} of 100" for n in (0, 50, 100)
+            ]
+        # Without a progress token the tool still runs, and says so.
+        r = await call(client, "test_tool_with_progress")
+        assert only_text(r) == "no progress token was given"
+
+
+# ----------------------------------------------------- sampling and elicitation
+
+
+def sampling_client(
+    seen: list[Any], reply: str = "This is a test response from the client"
+) -> Handler:
+    async def create_message(ctx: RequestContext, params: Any) -> Any:
+        seen.append(msgspec.to_builtins(params))
+        return {
+            "role": "assistant",
+            "content": {"type": "text", "text": reply},
+            "model": "test-model",
+            "stopReason": "endTurn",
+        }
+
+    return create_message
+
+
+@pytest.mark.parametrize("version", LEGACY)
+async def test_sampling(version: str) -> None:
+    seen: list[Any] = []
+    async with connected(
+        version,
+        capabilities={"sampling": {}},
+        handlers={"sampling/createMessage": sampling_client(seen)},
+    ) as client:
+        r = await call(client, "test_sampling", {"prompt": "Test prompt for sampling"})
+    assert not is_error(r)
+    assert only_text(r) == "LLM response: This is a test response from the client"
+    (request,) = seen
+    assert request["maxTokens"] == 100
+    assert request["messages"] == [
+        {"role": "user", "content": {"type": "text", "text": "Test prompt for sampling"}}
+    ]
+
+
+@pytest.mark.parametrize("version", LEGACY)
+async def test_sampling_without_the_capability(version: str) -> None:
+    async with connected(version) as client:
+        r = await call(client, "test_sampling", {"prompt": "hello"})
+    assert is_error(r)
+    assert only_text(r).startswith("Sampling not supported or error:")
+    assert "sampling" in only_text(r)
+
+
+@pytest.mark.parametrize("version", LEGACY)
+async def test_sampling_refused_by_the_client(version: str) -> None:
+    async def refuse(ctx: RequestContext, params: Any) -> Any:
+        raise McpError(-1, "User rejected sampling request")
+
+    async with connected(
+        version, capabilities={"sampling": {}}, handlers={"sampling/createMessage": refuse}
+    ) as client:
+        r = await call(client, "test_sampling", {"prompt": "hello"})
+    assert is_error(r)
+    assert "User rejected sampling request" in only_text(r)
+
+
+def elicitation_client(seen: list[Any], action: str, content: dict[str, Any] | None) -> Handler:
+    async def elicit(ctx: RequestContext, params: Any) -> Any:
+        seen.append(msgspec.to_builtins(params))
+        result: dict[str, Any] = {"action": action}
+        if content is not None:
+            result["content"] = content
+        return result
+
+    return elicit
+
+
+@pytest.mark.parametrize("version", ELICITATION)
+async def test_elicitation(version: str) -> None:
+    seen: list[Any] = []
+    answer = {"username": "testuser", "email": "test@example.com"}
+    async with connected(
+        version,
+        capabilities={"elicitation": {}},
+        handlers={"elicitation/create": elicitation_client(seen, "accept", answer)},
+    ) as client:
+        r = await call(client, "test_elicitation", {"message": "Please provide your information"})
+    assert not is_error(r)
+    assert only_text(r) == (
+        'User response: action=accept, content={"username":"testuser","email":"test@example.com"}'
+    )
+    (request,) = seen
+    assert request["message"] == "Please provide your information"
+    assert request["requestedSchema"] == {
+        "type": "object",
+        "properties": {
+            "username": {"type": "string", "description": "User's response"},
+            "email": {"type": "string", "description": "User's email address"},
+        },
+        "required": ["username", "email"],
+    }
+
+
+@pytest.mark.parametrize("version", ELICITATION)
+@pytest.mark.parametrize("action", ["decline", "cancel"])
+async def test_elicitation_declined(version: str, action: str) -> None:
+    seen: list[Any] = []
+    async with connected(
+        version,
+        capabilities={"elicitation": {}},
+        handlers={"elicitation/create": elicitation_client(seen, action, None)},
+    ) as client:
+        r = await call(client, "test_elicitation", {"message": "Who are you?"})
+    assert only_text(r) == f"User response: action={action}, content={{}}"
+    assert len(seen) == 1
+
+
+@pytest.mark.parametrize("version", RICH_FORMS)
+async def test_elicitation_sep1034_defaults(version: str) -> None:
+    seen: list[Any] = []
+    answer = {
+        "name": "Jane Smith",
+        "age": 25,
+        "score": 88.0,
+        "status": "inactive",
+        "verified": False,
+    }
+    async with connected(
+        version,
+        capabilities={"elicitation": {}},
+        handlers={"elicitation/create": elicitation_client(seen, "accept", answer)},
+    ) as client:
+        r = await call(client, "test_elicitation_sep1034_defaults")
+    assert not is_error(r)
+    text = only_text(r)
+    prefix = "Elicitation completed: action=accept, content="
+    assert text.startswith(prefix) and json.loads(text[len(prefix) :]) == answer
+    properties = seen[0]["requestedSchema"]["properties"]
+    expected = {
+        "name": ("string", "John Doe"),
+        "age": ("integer", 30),
+        "score": ("number", 95.5),
+        "status": ("string", "active"),
+        "verified": ("boolean", True),
+    }
+    assert {k: (v["type"], v["default"]) for k, v in properties.items()} == expected
+    # the types of the defaults are exact: 30 is an integer, True a boolean
+    assert type(properties["age"]["default"]) is int
+    assert type(properties["verified"]["default"]) is bool
+    assert properties["status"]["enum"] == ["active", "inactive", "pending"]
+    assert all(p["description"] for p in properties.values())
+
+
+@pytest.mark.parametrize("version", RICH_FORMS)
+async def test_elicitation_sep1330_enums(version: str) -> None:
+    seen: list[Any] = []
+    answer = {
+        "untitledSingle": "option1",
+        "titledSingle": "value1",
+        "legacyEnum": "opt1",
+        "untitledMulti": ["option1", "option2"],
+        "titledMulti": ["value1", "value2"],
+    }
+    async with connected(
+        version,
+        capabilities={"elicitation": {}},
+        handlers={"elicitation/create": elicitation_client(seen, "accept", answer)},
+    ) as client:
+        r = await call(client, "test_elicitation_sep1330_enums")
+    text = only_text(r)
+    prefix = "Elicitation completed: action=accept, content="
+    assert text.startswith(prefix) and json.loads(text[len(prefix) :]) == answer
+    p = seen[0]["requestedSchema"]["properties"]
+    # 1. untitled single-select: a plain enum
+    assert p["untitledSingle"]["type"] == "string"
+    assert p["untitledSingle"]["enum"] == ["option1", "option2", "option3"]
+    assert "oneOf" not in p["untitledSingle"] and "enumNames" not in p["untitledSingle"]
+    # 2. titled single-select: oneOf const/title, no enum
+    assert p["titledSingle"]["type"] == "string" and "enum" not in p["titledSingle"]
+    assert p["titledSingle"]["oneOf"] == [
+        {"const": "value1", "title": "First Option"},
+        {"const": "value2", "title": "Second Option"},
+        {"const": "value3", "title": "Third Option"},
+    ]
+    # 3. legacy titled: enum with enumNames of the same length
+    assert p["legacyEnum"]["enum"] == ["opt1", "opt2", "opt3"]
+    assert p["legacyEnum"]["enumNames"] == ["Option One", "Option Two", "Option Three"]
+    # 4. untitled multi-select: array of enum items
+    assert p["untitledMulti"]["type"] == "array"
+    assert p["untitledMulti"]["items"] == {
+        "type": "string",
+        "enum": ["option1", "option2", "option3"],
+    }
+    # 5. titled multi-select: array of anyOf const/title items
+    assert p["titledMulti"]["type"] == "array" and "enum" not in p["titledMulti"]["items"]
+    assert p["titledMulti"]["items"]["anyOf"] == [
+        {"const": "value1", "title": "First Choice"},
+        {"const": "value2", "title": "Second Choice"},
+        {"const": "value3", "title": "Third Choice"},
+    ]
+    for name in ("untitledMulti", "titledMulti"):
+        assert (p[name]["minItems"], p[name]["maxItems"]) == (1, 3)
+
+
+@pytest.mark.parametrize(
+    ("version", "tool"),
+    [(v, "test_elicitation") for v in ELICITATION]
+    + [(v, t) for v in RICH_FORMS for t in ELICITATION_TOOLS[1:]],
+)
+async def test_elicitation_without_the_capability(version: str, tool: str) -> None:
+    async with connected(version) as client:
+        r = await call(client, tool, {"message": "hi"} if tool == "test_elicitation" else {})
+    assert is_error(r)
+    text = only_text(r)
+    assert text.startswith("Elicitation not supported or error: ")
+    assert "elicitation" in text.removeprefix("Elicitation") and "capability" in text
+
+
+@pytest.mark.parametrize(
+    ("version", "tool"),
+    [(v, t) for v in NO_ELICITATION for t in ELICITATION_TOOLS]
+    + [(v, t) for v in NO_RICH_FORMS for t in ELICITATION_TOOLS[1:]],
+)
+async def test_elicitation_before_it_existed(version: str, tool: str) -> None:
+    seen: list[Any] = []
+    async with connected(
+        version,
+        capabilities={"elicitation": {}},
+        handlers={"elicitation/create": elicitation_client(seen, "accept", {})},
+    ) as client:
+        r = await call(client, tool, {"message": "hi"} if tool == "test_elicitation" else {})
+    assert is_error(r)
+    what = "elicitation" if version < "2025-06-18" else "this elicitation form"
+    assert only_text(r) == (
+        f"Elicitation not supported or error: {what} does not exist in protocol revision {version}"
+    )
+    assert seen == []
+
+
+# ---------------------------------------------------------------- resources
+
+
+@pytest.mark.parametrize("version", ALL)
+async def test_resources(version: str) -> None:
+    async with connected(version) as client:
+        with trio.fail_after(5):
+            listed = (await client.request("resources/list")).resources
+            templates = (await client.request("resources/templates/list")).resourceTemplates
+            text = await client.request("resources/read", {"uri": "test://static-text"})
+            binary = await client.request("resources/read", {"uri": "test://static-binary"})
+            data = await client.request("resources/read", {"uri": "test://template/123/data"})
+            watched = await client.request("resources/read", {"uri": "test://watched-resource"})
+    assert {r.uri: r.mimeType for r in listed} == {
+        "test://static-text": "text/plain",
+        "test://static-binary": "image/png",
+        "test://watched-resource": "text/plain",
+    }
+    for resource in listed:
+        assert resource.name and resource.description, resource.uri
+    (template,) = templates
+    assert template.uriTemplate == TEMPLATE and template.mimeType == "application/json"
+    assert template.name and template.description
+
+    assert msgspec.to_builtins(text.contents) == [
+        {
+            "uri": "test://static-text",
+            "mimeType": "text/plain",
+            "text": "This is the content of the static text resource.",
+        }
+    ]
+    (blob,) = binary.contents
+    assert (blob.uri, blob.mimeType) == ("test://static-binary", "image/png")
+    check_png(blob.blob)
+    (item,) = data.contents
+    assert (item.uri, item.mimeType) == ("test://template/123/data", "application/json")
+    assert json.loads(item.text) == {"id": "123", "templateTest": True, "data": "Data for ID: 123"}
+    (watched_item,) = watched.contents
+    assert (watched_item.uri, watched_item.text) == (
+        "test://watched-resource",
+        "Watched resource content",
+    )
+
+
+@pytest.mark.parametrize("version", LEGACY)
+async def test_subscribe_to_the_watched_resource(version: str, autojump_clock: MockClock) -> None:
+    updates = Inbox()
+
+    async def on_updated(session: Session, method: str, params: Any) -> None:
+        updates.add(params.uri)
+
+    uri = "test://watched-resource"
+    async with connected(
+        version, notifications={"notifications/resources/updated": on_updated}
+    ) as client:
+        with trio.fail_after(5):
+            assert client.peer_capabilities["resources"]["subscribe"] is True
+            assert (
+                msgspec.to_builtins(await client.request("resources/subscribe", {"uri": uri})) == {}
+            )
+            await everything.server.notify_resource_updated(uri)
+            await updates.wait_for(1)
+            assert updates.items == [uri]
+            result = await client.request("resources/unsubscribe", {"uri": uri})
+            assert msgspec.to_builtins(result) == {}
+            await everything.server.notify_resource_updated(uri)
+            await client.request("resources/list")  # a round trip: the update would be here by now
+            await trio.sleep(0.02)
+    assert updates.items == [uri]
+
+
+# ------------------------------------------------------------------ prompts
+
+
+@pytest.mark.parametrize("version", ALL)
+async def test_prompts(version: str) -> None:
+    async with connected(version) as client:
+        with trio.fail_after(5):
+            prompts = {p.name: p for p in (await client.request("prompts/list")).prompts}
+            simple = await client.request("prompts/get", {"name": "test_simple_prompt"})
+            with_args = await client.request(
+                "prompts/get",
+                {
+                    "name": "test_prompt_with_arguments",
+                    "arguments": {"arg1": "hello", "arg2": "world"},
+                },
+            )
+            embedded = await client.request(
+                "prompts/get",
+                {
+                    "name": "test_prompt_with_embedded_resource",
+                    "arguments": {"resourceUri": "test://example-resource"},
+                },
+            )
+            image = await client.request("prompts/get", {"name": "test_prompt_with_image"})
+    assert set(prompts) == PROMPTS
+    for prompt in prompts.values():
+        assert prompt.description, prompt.name
+    arguments = {
+        name: [(a.name, a.required) for a in (p.arguments or [])] for name, p in prompts.items()
+    }
+    assert arguments == {
+        "test_simple_prompt": [],
+        "test_prompt_with_arguments": [("arg1", True), ("arg2", True)],
+        "test_prompt_with_embedded_resource": [("resourceUri", True)],
+        "test_prompt_with_image": [],
+    }
+
+    def messages(result: Any) -> list[Any]:
+        return msgspec.to_builtins(result.messages)  # type: ignore[no-any-return]
+
+    assert messages(simple) == [
+        {
+            "role": "user",
+            "content": {"type": "text", "text": "This is a simple prompt for testing."},
+        }
+    ]
+    assert messages(with_args) == [
+        {
+            "role": "user",
+            "content": {
+                "type": "text",
+                "text": "Prompt with arguments: arg1='hello', arg2='world'",
+            },
+        }
+    ]
+    assert messages(embedded) == [
+        {
+            "role": "user",
+            "content": {
+                "type": "resource",
+                "resource": {
+                    "uri": "test://example-resource",
+                    "mimeType": "text/plain",
+                    "text": "Embedded resource content for testing.",
+                },
+            },
+        },
+        {
+            "role": "user",
+            "content": {"type": "text", "text": "Please process the embedded resource above."},
+        },
+    ]
+    first, second = messages(image)
+    assert first["role"] == "user" and first["content"]["type"] == "image"
+    assert first["content"]["mimeType"] == "image/png"
+    check_png(first["content"]["data"])
+    assert second == {
+        "role": "user",
+        "content": {"type": "text", "text": "Please analyze the image above."},
+    }
+
+
+# -------------------------------------------------------------- completions
+
+
+@pytest.mark.parametrize("version", ALL)
+async def test_completions(version: str) -> None:
+    prompt_ref = {"type": "ref/prompt", "name": "test_prompt_with_arguments"}
+    template_ref = {"type": "ref/resource", "uri": TEMPLATE}
+
+    async with connected(version) as client:
+
+        async def complete(ref: dict[str, str], name: str, value: str) -> list[str]:
+            with trio.fail_after(5):
+                r = await client.request(
+                    "completion/complete", {"ref": ref, "argument": {"name": name, "value": value}}
+                )
+            assert r.completion.total == len(r.completion.values)
+            assert r.completion.hasMore is False
+            return list(r.completion.values)
+
+        assert await complete(prompt_ref, "arg1", "al") == ["alpha", "alpine"]
+        assert await complete(prompt_ref, "arg1", "G") == ["gamma"]
+        assert await complete(prompt_ref, "arg1", "") == [
+            "alpha",
+            "alpine",
+            "beta",
+            "gamma",
+            "delta",
+        ]
+        assert await complete(prompt_ref, "arg1", "zzz") == []
+        assert await complete(prompt_ref, "arg2", "a") == []  # only arg1 completes
+        assert await complete(template_ref, "id", "1") == ["1", "123"]
+        assert await complete(template_ref, "id", "4") == ["42"]
+
+
+# ---------------------------------------------------------------- handshake
+
+
+@pytest.mark.parametrize("version", ALL)
+async def test_server_info_and_capabilities(version: str) -> None:
+    async with connected(version) as client:
+        info, caps = client.peer_info, client.peer_capabilities
+    assert info["name"] == "mcp-trio-everything" and info["version"]
+    assert caps["tools"] == {"listChanged": True}
+    assert caps["prompts"] == {"listChanged": True}
+    assert caps["resources"]["subscribe"] is True
+    assert caps["logging"] == {}
+    if version >= "2025-03-26":  # the completions capability exists from 2025-03-26 on
+        assert caps["completions"] == {}
+
+
+# ------------------------------------------- over stdio, via `mcp-trio serve`
+
+ROOT = EXAMPLE.parent.parent
+SERVE = [sys.executable, "-m", "mcp_trio._cli", "serve", str(EXAMPLE)]
+
+
+async def test_everything_over_stdio_through_mcp_trio_serve(tmp_path: Path) -> None:
+    """One real server process, started by ``mcp-trio serve``, exercised end to end."""
+    version = "2025-11-25"
+    logs = Inbox()
+    sampled: list[Any] = []
+    elicited: list[Any] = []
+    progress: list[tuple[float, float | None, str | None]] = []
+
+    async def on_message(session: Session, method: str, params: Any) -> None:
+        logs.add((params.level, params.data))
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append((value, total, message))
+
+    answer = {"username": "stdio-user", "email": "stdio@example.com"}
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+    with (tmp_path / "stderr.txt").open("w+b") as stderr, trio.fail_after(20):
+        async with open_stdio_client(SERVE, env=env, cwd=tmp_path, stderr=stderr) as proc:
+            async with open_session(
+                proc.channel,
+                role="client",
+                info={"name": "everything-stdio-test", "version": "1"},
+                capabilities={"sampling": {}, "elicitation": {}},
+                versions=[version],
+                request_handlers={
+                    "sampling/createMessage": sampling_client(sampled, "over stdio"),
+                    "elicitation/create": elicitation_client(elicited, "accept", answer),
+                },
+                notification_handlers={"notifications/message": on_message},
+            ) as client:
+                assert await client.connect() == version
+                assert client.peer_info["name"] == "mcp-trio-everything"
+
+                tools = (await client.request("tools/list")).tools
+                assert {t.name for t in tools} == TOOLS
+                assert only_text(await call(client, "test_simple_text")) == (
+                    "This is a simple text response for testing."
+                )
+                check_png((await call(client, "test_image_content")).content[0].data)
+                check_wav((await call(client, "test_audio_content")).content[0].data)
+                r = await call(client, "test_multiple_content_types")
+                assert [type(c).__name__ for c in r.content] == [
+                    "TextContent",
+                    "ImageContent",
+                    "EmbeddedResource",
+                ]
+                r = await call(client, "test_error_handling")
+                assert is_error(r) and "intentionally" in only_text(r)
+
+                await client.request("logging/setLevel", {"level": "debug"})
+                await call(client, "test_tool_with_logging")
+                r = await call(client, "test_tool_with_progress", on_progress=on_progress)
+                assert only_text(r).isdigit()
+
+                r = await call(client, "test_sampling", {"prompt": "Say hi"})
+                assert only_text(r) == "LLM response: over stdio"
+                assert sampled[0]["messages"][0]["content"]["text"] == "Say hi"
+                r = await call(client, "test_elicitation", {"message": "Who?"})
+                assert only_text(r) == (
+                    'User response: action=accept, content={"username":"stdio-user",'
+                    '"email":"stdio@example.com"}'
+                )
+                assert elicited[0]["requestedSchema"]["required"] == ["username", "email"]
+
+                r = await client.request("resources/read", {"uri": "test://template/7/data"})
+                assert json.loads(r.contents[0].text)["id"] == "7"
+                r = await client.request("resources/read", {"uri": "test://static-text"})
+                assert r.contents[0].text == "This is the content of the static text resource."
+                await client.request("resources/subscribe", {"uri": "test://watched-resource"})
+                await client.request("resources/unsubscribe", {"uri": "test://watched-resource"})
+
+                r = await client.request(
+                    "prompts/get",
+                    {"name": "test_prompt_with_arguments", "arguments": {"arg1": "a", "arg2": "b"}},
+                )
+                assert r.messages[0].content.text == "Prompt with arguments: arg1='a', arg2='b'"
+                r = await client.request(
+                    "completion/complete",
+                    {
+                        "ref": {"type": "ref/prompt", "name": "test_prompt_with_arguments"},
+                        "argument": {"name": "arg1", "value": "b"},
+                    },
+                )
+                assert list(r.completion.values) == ["beta"]
+                await logs.wait_for(3)
+            # Leaving the session closed the server's stdin: it exits by itself, cleanly.
+            await proc.process.wait()
+        assert proc.process.returncode == 0
+        stderr.seek(0)
+        assert b"Traceback" not in stderr.read()
+    assert logs.items == [
+        ("info", "Tool execution started"),
+        ("info", "Tool processing data"),
+        ("info", "Tool execution completed"),
+    ]
+    assert [p for p, _, _ in progress] == [0, 50, 100]
