@@ -8,6 +8,8 @@ Task layout of one session (all inside the nursery ``open_session`` opens)::
      │                non-blocking hand-offs only; it never runs user code)
      ├─ notifications user notification handlers, in arrival order
      ├─ keepalive     optional pings
+     ├─ background    work handed to spawn() (e.g. a server's tasks), cancelled
+     │                when the session ends
      └─ one task per incoming request, each in its own CancelScope
 
 Rules:
@@ -162,6 +164,7 @@ class Session:
         self._scopes: dict[Any, trio.CancelScope] = {}
         self._reader_scope = trio.CancelScope()
         self._writer_scope = trio.CancelScope()
+        self._tasks: trio.Nursery | None = None
         self._close_reason: str = "the session was closed"
 
     # ------------------------------------------------------------- properties
@@ -235,6 +238,7 @@ class Session:
     async def _dispatch(self, event: Any) -> None:
         if isinstance(event, RequestReceived):
             await self._slots.acquire()
+            assert self._tasks is not None
             self._tasks.start_soon(self._handle_request, event)
         elif isinstance(event, ResponseReceived):
             waiter = self._waiters.get(event.id)
@@ -469,6 +473,35 @@ class Session:
         data = self.core.progress(request_id, progress, total, message)
         if data is not None:
             await self._put(Frame(data, request_id))
+
+    def spawn(
+        self, async_fn: Callable[..., Awaitable[Any]], *args: Any, name: str | None = None
+    ) -> None:
+        """Run ``async_fn(*args)`` in the background, inside the session's nursery.
+
+        It runs until it returns or the session ends, whichever comes first
+        (then it is cancelled): nothing outlives the session.  An exception it
+        raises is logged and does not end the session.
+
+        Raises:
+            ConnectionClosed: the session has ended.
+        """
+        nursery = self._tasks
+        if nursery is None or self.core.closed or nursery.cancel_scope.cancel_called:
+            raise ConnectionClosed(self._close_reason)
+
+        async def guarded() -> None:
+            try:
+                await async_fn(*args)
+            except Exception:
+                log.exception(
+                    "background task %s failed", name or getattr(async_fn, "__name__", async_fn)
+                )
+
+        try:
+            nursery.start_soon(guarded, name=name or getattr(async_fn, "__qualname__", None))
+        except RuntimeError:  # the nursery is closing
+            raise ConnectionClosed(self._close_reason) from None
 
     async def ping(self, *, timeout: float | None | object = _DEFAULT) -> None:
         await self.request("ping", timeout=timeout)

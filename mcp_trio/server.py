@@ -29,6 +29,9 @@ Rules:
   cursor the server did not issue gets -32602.
 * Adding or removing a tool, resource or prompt while sessions are open sends
   the matching ``list_changed`` notification to every initialized session.
+* A tool registered with ``task_support`` may run as a task: 2025-11-25
+  ``tasks/*`` and the Tasks extension of 2026-07-28 (see :mod:`mcp_trio._tasks`
+  and ``docs/tasks.md``).
 * ``Context.sample``, ``elicit``, ``elicit_url`` and ``list_roots`` check the
   client's capabilities first.  Up to 2025-11-25 they send a request to the
   client; from 2026-07-28 on the tool, resource or prompt handler is replayed
@@ -43,6 +46,7 @@ from __future__ import annotations
 import base64
 import binascii
 import inspect
+from functools import partial
 import logging
 import secrets
 from collections.abc import Awaitable, Callable, Sequence
@@ -57,12 +61,13 @@ from ._exceptions import LocalProtocolError, McpError
 from ._mrtr import MISSING, InputRequired, InputSession, StateCodec
 from ._schema_from_signature import ArgumentError, ToolSignature
 from ._session import Session, open_session
+from ._tasks import LEGACY_TASKS_VERSION, TASK_SUPPORT, TaskManager
 from ._uritemplate import UriTemplate
 from .transports._base import MessageChannel
 from .transports.stdio import open_stdio_server_channel
 from .types import _versions
 
-__all__ = ["Audio", "Context", "Image", "Server"]
+__all__ = ["Audio", "Context", "Image", "Server", "TaskManager"]
 
 log = logging.getLogger("mcp_trio.server")
 
@@ -120,6 +125,11 @@ class Context:
     @property
     def client_capabilities(self) -> dict[str, Any]:
         return self.request.client_capabilities
+
+    @property
+    def progress_token(self) -> int | str | None:
+        """The client's progress token for this request, if it asked for progress."""
+        return self.request.progress_token
 
     async def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None
@@ -248,12 +258,14 @@ def _context_param(fn: Callable[..., Any]) -> str | None:
 
 class _Tool:
     def __init__(self, fn: Callable[..., Any], definition: dict[str, Any], sig: ToolSignature | None,
-                 input_schema: dict[str, Any] | None, context_param: str | None) -> None:
+                 input_schema: dict[str, Any] | None, context_param: str | None,
+                 task_support: str | None = None) -> None:
         self.fn = fn
         self.definition = definition
         self.sig = sig
         self.input_schema = input_schema
         self.context_param = context_param
+        self.task_support = task_support
 
 
 class _Resource:
@@ -289,6 +301,9 @@ class Server:
             (2026-07-28).  Processes serving one endpoint must share it; by
             default each server draws a random one.
         state_ttl: Seconds a multi-round-trip request state stays valid.
+        tasks: The :class:`~mcp_trio._tasks.TaskManager` that runs the tools
+            registered with ``task_support`` (ttl, limits, owner); by default
+            one with its defaults.  Available as ``server.tasks``.
     """
 
     def __init__(
@@ -304,6 +319,7 @@ class Server:
         cache_scope: str = "public",
         state_key: bytes | None = None,
         state_ttl: float = 600.0,
+        tasks: TaskManager | None = None,
         **session_options: Any,
     ) -> None:
         if page_size < 1:
@@ -327,18 +343,22 @@ class Server:
         self._subscriptions: dict[Session, set[str]] = {}
         self._state = StateCodec(state_key, state_ttl)
         self._rounds: dict[int, InputSession] = {}
+        self.tasks = tasks if tasks is not None else TaskManager(page_size=page_size)
 
     # ----------------------------------------------------------- capabilities
 
     @property
     def capabilities(self) -> dict[str, Any]:
-        return {
+        caps: dict[str, Any] = {
             "tools": {"listChanged": True},
             "resources": {"subscribe": True, "listChanged": True},
             "prompts": {"listChanged": True},
             "completions": {},
             "logging": {},
         }
+        if any(t.task_support in ("optional", "required") for t in self._tools.values()):
+            caps.update(self.tasks.capabilities())  # tasks (2025-11-25) and the Tasks extension
+        return caps
 
     # ----------------------------------------------------------- registration
 
@@ -355,13 +375,25 @@ class Server:
         icons: list[dict[str, Any]] | None = None,
         meta: dict[str, Any] | None = None,
         structured_output: bool | None = None,
+        task_support: str | None = None,
     ) -> Any:
         """Register a tool (decorator, with or without arguments).
 
         The input schema comes from the type hints unless ``input_schema`` is
         given (then arguments are passed to the handler as one ``arguments``
         dict parameter, or as keywords when the handler takes them).
+
+        ``task_support`` (``"forbidden"``, ``"optional"`` or ``"required"``)
+        lets the tool run as a task (see :mod:`mcp_trio._tasks`): it is the
+        tool's ``execution.taskSupport`` in 2025-11-25, and with the Tasks
+        extension (2026-07-28) an optional or required tool runs as a task for
+        every client that declares the extension.  Registering one makes the
+        server advertise tasks to the sessions opened afterwards.
         """
+        if task_support is not None and task_support not in TASK_SUPPORT:
+            raise ValueError(
+                f"task_support must be one of {', '.join(TASK_SUPPORT)}, not {task_support!r}"
+            )
 
         def register(fn: F) -> F:
             tool_name = name or fn.__name__
@@ -388,7 +420,11 @@ class Server:
                 definition["icons"] = icons
             if meta is not None:
                 definition["_meta"] = meta
-            self._tools[tool_name] = _Tool(fn, definition, sig, None if sig else schema, ctx_param)
+            if task_support is not None:
+                definition["execution"] = {"taskSupport": task_support}
+            self._tools[tool_name] = _Tool(
+                fn, definition, sig, None if sig else schema, ctx_param, task_support
+            )
             self._changed("notifications/tools/list_changed")
             return fn
 
@@ -552,12 +588,25 @@ class Server:
         tools = [t.definition for t in self._tools.values()]
         if ctx.version < _FIRST_STRUCTURED:
             tools = [{k: v for k, v in t.items() if k != "outputSchema"} for t in tools]
+        if ctx.version != LEGACY_TASKS_VERSION:  # execution.taskSupport exists only there
+            tools = [{k: v for k, v in t.items() if k != "execution"} for t in tools]
         return self._page(ctx, tools, "tools")
 
     async def _call_tool(self, ctx: RequestContext, params: Any) -> Any:
         tool = self._tools.get(params.name)
         if tool is None:
             raise McpError(rpc.INVALID_PARAMS, f"Unknown tool: {params.name}")
+        if self.tasks.wants_task(ctx, params, tool.task_support):
+            task = getattr(params, "task", None)
+            ttl = getattr(task, "ttl", None)
+            return await self.tasks.create(
+                ctx,
+                lambda task_ctx: self._run_tool(task_ctx, tool, params),
+                ttl_ms=ttl if isinstance(ttl, int) else None,
+            )
+        return await self._run_tool(ctx, tool, params)
+
+    async def _run_tool(self, ctx: RequestContext, tool: _Tool, params: Any) -> Any:
         arguments = params.arguments if isinstance(params.arguments, dict) else {}
         try:
             if tool.sig is not None:
@@ -694,6 +743,11 @@ class Server:
             "prompts/get": self._multi_round(self._get_prompt),
             "completion/complete": self._complete,
             "logging/setLevel": self._set_level,
+            "tasks/get": self.tasks.get_task,
+            "tasks/result": self.tasks.get_result,
+            "tasks/list": self.tasks.list_tasks,
+            "tasks/cancel": self.tasks.cancel_task,
+            "tasks/update": self.tasks.update_task,
         }
 
     # -------------------------------------------------------------- serving
@@ -718,6 +772,39 @@ class Server:
                 self._sessions.discard(session)
                 self._log_levels.pop(session, None)
                 self._subscriptions.pop(session, None)
+
+    async def serve_http(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 3001,
+        *,
+        path: str = "/mcp",
+        front_door: str = "h11",
+        task_status: Any = trio.TASK_STATUS_IGNORED,
+        **http_options: Any,
+    ) -> None:
+        """Serve Streamable HTTP at ``http://host:port/path`` (hypercorn) until cancelled.
+
+        ``front_door`` is ``"h11"`` (a lean HTTP/1.1 server, the fastest) or
+        ``"hypercorn"`` (ASGI: HTTP/2, TLS and hypercorn's other settings).
+        ``task_status.started`` gets the endpoint URLs.  ``http_options`` go to
+        :class:`~mcp_trio.transports.http_server.StreamableHTTP` (allowed
+        hosts, response mode, session limits, event store ...).
+        """
+        from .transports.http_server import ASGIApp, StreamableHTTP, serve_h11, serve_hypercorn
+
+        if front_door not in ("h11", "hypercorn"):
+            raise ValueError("front_door must be 'h11' or 'hypercorn'")
+        endpoint = StreamableHTTP(self.serve_session, versions=self.versions, **http_options)
+        async with trio.open_nursery() as nursery:
+            # Extension tasks outlive the (per-POST) sessions that create them.
+            await nursery.start(self.tasks.run)
+            await nursery.start(endpoint.run)
+            if front_door == "h11":
+                urls = await nursery.start(partial(serve_h11, endpoint, host, port, path=path))
+            else:
+                urls = await nursery.start(serve_hypercorn, ASGIApp(endpoint, path), host, port)
+            task_status.started([url + path for url in urls])
 
     async def serve_stdio(self, **channel_options: Any) -> None:
         """Serve over stdin/stdout until stdin closes."""
@@ -813,6 +900,8 @@ def prompt_result(value: Any, description: str | None) -> dict[str, Any]:
                 m = msgspec.to_builtins(m)
             if isinstance(m, str):
                 m = {"role": "user", "content": {"type": "text", "text": m}}
+            elif isinstance(m, Image):
+                m = {"role": "user", "content": m.block()}
             elif "role" not in m:
                 m = {"role": "user", "content": _block(m) or m}
             messages.append(m)

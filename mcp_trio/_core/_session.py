@@ -26,6 +26,16 @@ Rules it keeps (see also ``_lifecycle.py``):
 * Batches (JSON arrays) are accepted only in revisions that have them
   (2025-03-26); the answers to a batch go back as one array, and a batch of
   notifications gets no reply at all.
+* Extensions (``types.ext_tasks``) are active when this side lists them under
+  ``capabilities.extensions``: their methods join the registry of the
+  stateless revisions.  A request for an extension method from a client that
+  did not declare the extension in that request's capabilities gets -32021
+  naming it, and a result of an extension's type (``resultType: "task"``) is
+  never sent to such a client.
+* A progress token of a request answered with a 2025-11-25
+  ``CreateTaskResult`` stays valid for the task: its progress arrives as a
+  ``notifications/progress`` notification (until the task's terminal
+  ``notifications/tasks/status``).
 """
 
 from __future__ import annotations
@@ -66,6 +76,8 @@ META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 
 _WHITESPACE = b" \t\r\n"
 _NOT_CANCELLABLE = frozenset({"initialize"})
+_TERMINAL_TASK_STATUSES = frozenset({"completed", "failed", "cancelled"})
+_MAX_TASK_TOKENS = 1024
 
 
 class _MetaPeek(msgspec.Struct, gc=False):
@@ -80,7 +92,12 @@ class _ResultTypePeek(msgspec.Struct, gc=False):
     resultType: Any = "complete"
 
 
+class _TaskPeek(msgspec.Struct, gc=False):
+    task: Any = UNSET
+
+
 _meta_peek = msgspec.json.Decoder(_MetaPeek)
+_task_peek = msgspec.json.Decoder(_TaskPeek)
 _init_peek = msgspec.json.Decoder(_InitializePeek)
 _result_type_peek = msgspec.json.Decoder(_ResultTypePeek)
 
@@ -98,7 +115,9 @@ class _Batch:
 class _InFlight:
     """A request we received and have not answered yet."""
 
-    __slots__ = ("method", "token", "last_progress", "cancelled", "batch", "version", "modern")
+    __slots__ = (
+        "method", "token", "last_progress", "cancelled", "batch", "version", "modern", "client_caps"
+    )
 
     def __init__(
         self,
@@ -107,6 +126,7 @@ class _InFlight:
         batch: _Batch | None,
         version: str,
         modern: bool,
+        client_caps: dict[str, Any] | None = None,
     ) -> None:
         self.method = method
         self.token = token
@@ -115,6 +135,7 @@ class _InFlight:
         self.batch = batch
         self.version = version
         self.modern = modern
+        self.client_caps = client_caps
 
 
 class _Pending:
@@ -188,6 +209,9 @@ class SessionCore:
         self.instructions = instructions
         self.extra_methods = frozenset(extra_methods)
         self.discover_ttl_ms = discover_ttl_ms
+        declared = self.capabilities.get("extensions")
+        #: The known extensions this side declares (their methods are in the registry).
+        self.extensions = _versions.known_extensions(declared if isinstance(declared, dict) else ())
 
         self.state = State.NEW
         #: The negotiated revision (``None`` until the era is settled).
@@ -200,6 +224,8 @@ class SessionCore:
         self._pending: dict[RequestId, _Pending] = {}
         self._progress_tokens: dict[RequestId, RequestId] = {}
         self._in_flight: dict[RequestId, _InFlight] = {}
+        # progress token -> task id, for requests answered with a 2025-11-25 task
+        self._task_tokens: dict[RequestId, str] = {}
 
     # ------------------------------------------------------------------ state
 
@@ -224,6 +250,7 @@ class SessionCore:
         self._pending.clear()
         self._progress_tokens.clear()
         self._in_flight.clear()
+        self._task_tokens.clear()
         return lost
 
     def use_modern(
@@ -264,7 +291,7 @@ class SessionCore:
     def _methods(self, version: str | None) -> dict[str, MethodSpec]:
         if version is None:
             version = self.legacy_versions[0] if self.legacy_versions else self.versions[0]
-        return _versions.module_for(version).METHODS
+        return _versions.methods_for(version, self.extensions)
 
     # ---------------------------------------------------------------- receive
 
@@ -540,6 +567,16 @@ class SessionCore:
                 f"is not advertised)",
             )
             return
+        if spec.extension is not None and modern and not _declares(client_caps, spec.extension):
+            self._error_reply(
+                events,
+                batch,
+                id,
+                rpc.MISSING_REQUIRED_CLIENT_CAPABILITY,
+                f"Missing required client capability: extension {spec.extension!r}",
+                {"requiredCapabilities": {"extensions": {spec.extension: {}}}},
+            )
+            return
 
         if method == "ping":
             self._reply(events, batch, id, rpc.encode_response(id, {}))
@@ -593,7 +630,7 @@ class SessionCore:
     ) -> None:
         if batch is not None:
             batch.remaining += 1
-        self._in_flight[id] = _InFlight(method, token, batch, version, modern)
+        self._in_flight[id] = _InFlight(method, token, batch, version, modern, client_caps)
         events.append(RequestReceived(id, method, params, spec, version, token, client_caps))
 
     def _peek_meta(self, params_raw: Raw | Any) -> dict[str, Any] | None:
@@ -724,8 +761,13 @@ class SessionCore:
                 events.append(CancelRequested(request_id, reason if isinstance(reason, str) else None))
             return
         if method == "notifications/progress":
-            self._on_progress(params, events)
+            self._on_progress(params, events, spec, version)
             return
+        if method == "notifications/tasks/status" and self._task_tokens:
+            if getattr(params, "status", None) in _TERMINAL_TASK_STATUSES:
+                task_id = getattr(params, "taskId", None)
+                for token in [t for t, tid in self._task_tokens.items() if tid == task_id]:
+                    del self._task_tokens[token]
         if method == "notifications/initialized":
             if self.role == "server" and self.state is State.INITIALIZING:
                 self.state = transition(self.role, self.state, "initialized_received")
@@ -734,11 +776,17 @@ class SessionCore:
                 return
         events.append(NotificationReceived(method, params, spec, version))
 
-    def _on_progress(self, params: Any, events: list[Event]) -> None:
+    def _on_progress(
+        self, params: Any, events: list[Event], spec: MethodSpec, version: str
+    ) -> None:
         token = params.progressToken
         request_id = self._progress_tokens.get(token)
         pending = self._pending.get(request_id) if request_id is not None else None
         if pending is None:
+            if token in self._task_tokens:
+                # Progress of a task: its request was answered, so no waiter is left.
+                events.append(NotificationReceived("notifications/progress", params, spec, version))
+                return
             events.append(ProtocolViolation(f"dropped progress for unknown token {token!r}"))
             return
         progress = float(params.progress)
@@ -835,6 +883,14 @@ class SessionCore:
                 PeerInitialized(version, self.peer_info, self.peer_capabilities, self.peer_instructions)
             )
             return
+        is_task = type(result).__name__ == "CreateTaskResult"
+        if pending.task and pending.token is not None and is_task:
+            # The request now runs as a task: keep its progress token for the task's progress.
+            task_id = getattr(getattr(result, "task", None), "taskId", None)
+            if isinstance(task_id, str):
+                if len(self._task_tokens) >= _MAX_TASK_TOKENS:
+                    del self._task_tokens[next(iter(self._task_tokens))]
+                self._task_tokens[pending.token] = task_id
         events.append(ResponseReceived(id, method, result=result))
 
     def _result_type(self, pending: _Pending, spec: MethodSpec, raw: Any) -> type:
@@ -843,7 +899,15 @@ class SessionCore:
             return results[0]
         for alt in results[1:]:
             name = alt.__name__
-            if name == "InputRequiredResult":
+            tag = getattr(alt, "RESULT_TYPE", None)
+            if isinstance(tag, str):  # an extension's result, told apart by resultType
+                try:
+                    kind = _result_type_peek.decode(raw).resultType
+                except msgspec.ValidationError:
+                    continue
+                if kind == tag:
+                    return alt
+            elif name == "InputRequiredResult":
                 try:
                     kind = _result_type_peek.decode(raw).resultType
                 except msgspec.ValidationError:
@@ -851,7 +915,13 @@ class SessionCore:
                 if kind == "input_required":
                     return alt
             elif name == "CreateTaskResult" and pending.task:
-                return alt
+                # A receiver that does not support tasks answers normally.
+                try:
+                    has_task = _task_peek.decode(raw).task is not UNSET
+                except msgspec.ValidationError:
+                    continue
+                if has_task:
+                    return alt
         return results[0]
 
     # --------------------------------------------------------------- sending
@@ -1036,10 +1106,21 @@ class SessionCore:
                     raise LocalProtocolError(
                         f"invalid result for {entry.method}: {_path_message(errors[0], '$.result')}"
                     )
+                self._check_extension_result(entry, candidate)
+        elif isinstance(result, msgspec.Struct):
+            self._check_extension_result(entry, type(result))
         del self._in_flight[id]
         if entry.cancelled:
             return self._batch_done(entry, None)
         return self._batch_done(entry, rpc.encode_response(id, result))
+
+    def _check_extension_result(self, entry: _InFlight, result_type: type) -> None:
+        ext = getattr(result_type, "EXTENSION", None)
+        if isinstance(ext, str) and not _declares(entry.client_caps, ext):
+            raise LocalProtocolError(
+                f"cannot answer {entry.method} with {result_type.__name__}: the client did not "
+                f"declare the {ext!r} extension in this request"
+            )
 
     def error(self, id: RequestId, code: int, message: str, data: Any = None) -> bytes | None:
         """Answer the peer's request ``id`` with an error (``None``: nothing to send)."""
@@ -1107,6 +1188,14 @@ class SessionCore:
         if message is not None:
             params["message"] = message
         return rpc.encode_notification("notifications/progress", params)
+
+
+def _declares(client_caps: dict[str, Any] | None, extension: str) -> bool:
+    """Whether per-request client capabilities declare ``extension``."""
+    if not isinstance(client_caps, dict):
+        return False
+    declared = client_caps.get("extensions")
+    return isinstance(declared, dict) and isinstance(declared.get(extension), dict)
 
 
 def _with_meta(params: Any, extra: dict[str, Any]) -> Any:

@@ -2,7 +2,9 @@
 
 ``mcp_trio.types.v2024_11_05`` ... ``mcp_trio.types.v2026_07_28`` are generated
 from the official schemas (see ``docs/codegen.md``); each ends with
-``PROTOCOL_VERSION``, ``REPLACED`` and the method registry ``METHODS``.  The
+``PROTOCOL_VERSION``, ``REPLACED`` and the method registry ``METHODS``.
+``mcp_trio.types.ext_tasks`` (hand-written) holds the types of the Tasks
+extension, ``io.modelcontextprotocol/tasks``.  The
 revision modules are imported lazily, on first attribute access: a process
 that speaks one revision never builds the Structs of the other four.
 """
@@ -23,9 +25,10 @@ if TYPE_CHECKING:
     from . import v2025_06_18 as v2025_06_18
     from . import v2025_11_25 as v2025_11_25
     from . import v2026_07_28 as v2026_07_28
+    from . import ext_tasks as ext_tasks
 
 _REVISION_MODULES = frozenset(
-    {"v2024_11_05", "v2025_03_26", "v2025_06_18", "v2025_11_25", "v2026_07_28"}
+    {"v2024_11_05", "v2025_03_26", "v2025_06_18", "v2025_11_25", "v2026_07_28", "ext_tasks"}
 )
 
 __all__ = [
@@ -38,6 +41,7 @@ __all__ = [
     "v2025_06_18",
     "v2025_11_25",
     "v2026_07_28",
+    "ext_tasks",
 ]
 
 

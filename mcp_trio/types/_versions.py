@@ -9,18 +9,25 @@ from __future__ import annotations
 import functools
 import importlib
 import re
+from collections.abc import Iterable
 from types import ModuleType
 from typing import Any
 
 import msgspec
 
+from ._wire import ExtensionSpec, MethodSpec
+
 __all__ = [
     "LATEST_VERSION",
     "SUPPORTED_VERSIONS",
+    "TASKS_EXTENSION",
     "decoder_for",
     "encode",
     "encoder",
+    "extension",
     "is_stateless",
+    "known_extensions",
+    "methods_for",
     "module_for",
     "module_name",
     "supports_batching",
@@ -58,6 +65,53 @@ def module_for(version: str) -> ModuleType:
             f"unsupported protocol version {version!r}; supported: {', '.join(SUPPORTED_VERSIONS)}"
         )
     return importlib.import_module(f"{__package__}.{module_name(version)}")
+
+
+#: The identifier of the Tasks extension (types in ``types.ext_tasks``).
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+
+#: Extensions this package knows: identifier -> module holding its ``ExtensionSpec``.
+_EXTENSION_MODULES: dict[str, tuple[str, str]] = {
+    TASKS_EXTENSION: ("ext_tasks", "TASKS"),
+}
+
+
+def extension(identifier: str) -> ExtensionSpec | None:
+    """The registry additions of a known extension (``None`` for an unknown one)."""
+    found = _EXTENSION_MODULES.get(identifier)
+    if found is None:
+        return None
+    module = importlib.import_module(f"{__package__}.{found[0]}")
+    spec: ExtensionSpec = getattr(module, found[1])
+    return spec
+
+
+def known_extensions(identifiers: Iterable[str]) -> frozenset[str]:
+    """The identifiers among ``identifiers`` that this package implements."""
+    return frozenset(i for i in identifiers if i in _EXTENSION_MODULES)
+
+
+@functools.cache
+def methods_for(version: str, extensions: frozenset[str] = frozenset()) -> dict[str, MethodSpec]:
+    """The method registry of ``version`` with the given extensions merged in.
+
+    An extension adds its methods and its alternative results (appended after
+    the revision's own).  Extensions that build on the stateless revisions do
+    not apply to earlier ones; unknown identifiers are ignored.
+    """
+    base: dict[str, MethodSpec] = module_for(version).METHODS
+    specs = [extension(e) for e in sorted(extensions)]
+    active = [s for s in specs if s is not None and (is_stateless(version) or not s.stateless_only)]
+    if not active:
+        return base
+    merged = dict(base)
+    for ext in active:
+        for method, extra in ext.results.items():
+            spec = merged.get(method)
+            if spec is not None:
+                merged[method] = msgspec.structs.replace(spec, results=spec.results + extra)
+        merged.update(ext.methods)
+    return merged
 
 
 def is_stateless(version: str) -> bool:

@@ -14,6 +14,7 @@ import msgspec
 __all__ = [
     "UNSET",
     "Direction",
+    "ExtensionSpec",
     "JSONObject",
     "MethodKind",
     "MethodSpec",
@@ -60,6 +61,11 @@ class MethodSpec(msgspec.Struct, frozen=True, kw_only=True):
         input_request: True for the 2026-07-28 server-to-client requests that
             travel inside ``InputRequiredResult.inputRequests`` instead of as
             JSON-RPC requests of their own.
+        extension: The identifier of the MCP extension that defines the method
+            (``"io.modelcontextprotocol/tasks"``), ``None`` for the methods of
+            the specification itself.  A request of an extension method must
+            come from a client that declares the extension in that request's
+            capabilities.
     """
 
     method: str
@@ -71,8 +77,34 @@ class MethodSpec(msgspec.Struct, frozen=True, kw_only=True):
     results: tuple[type, ...] = ()
     capability: tuple[str, ...] | None = None
     input_request: bool = False
+    extension: str | None = None
 
     @property
     def result(self) -> type | None:
         """The ordinary result type (``None`` for notifications)."""
         return self.results[0] if self.results else None
+
+
+class ExtensionSpec(msgspec.Struct, frozen=True, kw_only=True):
+    """What an MCP extension adds to the method registry of the revisions it applies to.
+
+    An extension is active on a session when this side lists its identifier
+    under ``capabilities.extensions`` (see ``types._versions.methods_for``).
+
+    Attributes:
+        id: The extension identifier, e.g. ``"io.modelcontextprotocol/tasks"``.
+        methods: New methods (their specs carry ``extension=id``).
+        results: Alternative results the extension allows for methods of the
+            specification, e.g. ``{"tools/call": (CreateTaskResult,)}``.  Each
+            such type names the ``resultType`` it is told apart by in a
+            ``RESULT_TYPE`` class variable and the extension in ``EXTENSION``
+            (a server core sends it only to a client that declared that
+            extension in the request).
+        stateless_only: The extension builds on the per-request capabilities of
+            the stateless revisions (2026-07-28 on) and does not apply earlier.
+    """
+
+    id: str
+    methods: dict[str, MethodSpec]
+    results: dict[str, tuple[type, ...]] = {}
+    stateless_only: bool = True

@@ -1,0 +1,788 @@
+"""Server-side tasks: a long request answers at once and runs in the background.
+
+Two protocols share this module.
+
+**2025-11-25 tasks** (experimental, requestor-driven).  A tool declares
+``execution.taskSupport`` (``"forbidden"``, the default, ``"optional"`` or
+``"required"``) and the server advertises ``capabilities.tasks`` (``list``,
+``cancel``, ``requests.tools.call``).  A ``tools/call`` whose params carry
+``task`` (optionally ``{"ttl": ms}``) is answered at once with
+``CreateTaskResult``; the tool runs in the background.  Then:
+
+* ``tasks/get`` answers the task's state; ``tasks/list`` the caller's tasks,
+  oldest first, in pages with opaque cursors;
+* ``tasks/result`` blocks until the task is terminal and answers exactly what
+  ``tools/call`` would have (the ``CallToolResult`` or its JSON-RPC error),
+  with ``_meta["io.modelcontextprotocol/related-task"]``; a cancelled task has
+  no result (-32602);
+* ``tasks/cancel`` cancels the running tool and answers the task, now
+  ``cancelled``; a task already terminal gets -32602;
+* every status change after creation is pushed as
+  ``notifications/tasks/status``, in order;
+* a tool result with ``isError: true`` makes the task ``failed`` (as this
+  revision says), a JSON-RPC error (``McpError``) too;
+* a ``task`` on a tool that forbids it, or none on a tool that requires it,
+  is -32601; a server that does not advertise ``tasks.requests.tools.call``
+  ignores ``task`` and answers normally (so do revisions before 2025-11-25,
+  which have no tasks: a "required" tool runs inline there);
+* the tool may still log and report progress: its notifications carry
+  ``_meta["io.modelcontextprotocol/related-task"]`` and progress keeps using
+  the ``progressToken`` of the original request.  When it asks the client
+  something (elicitation, sampling, roots) the task is ``input_required``
+  until the answer arrives, and the request carries the related-task
+  ``_meta``; it travels on the stream of a waiting ``tasks/result``, if any.
+  It has no timeout unless the tool passes one (the task's ttl bounds it).
+
+**The Tasks extension** (``io.modelcontextprotocol/tasks``, on 2026-07-28,
+server-directed).  The server advertises the extension in
+``capabilities.extensions``.  For each ``tools/call`` whose per-request client
+capabilities declare it, the server decides: a ``"required"`` or
+``"optional"`` tool runs as a task and the answer is a ``CreateTaskResult``
+(``resultType: "task"``); a ``"forbidden"`` tool runs inline.  A client that
+did not declare the extension never gets a task: an optional tool runs inline
+and a required one is refused with -32021 naming the extension.  Then:
+
+* ``tasks/get`` answers the task with ``result`` (completed; a result with
+  ``isError: true`` counts as completed), ``error`` (failed, a JSON-RPC
+  error) or ``inputRequests`` (input_required);
+* when the tool asks the client something, the request appears under a fresh
+  key in ``inputRequests``; ``tasks/update`` delivers ``inputResponses``
+  (keys not outstanding are ignored; a response that does not fit the
+  request's result type is -32602 and the request stays outstanding);
+* ``tasks/cancel`` acknowledges and cancels the tool unless the task is
+  already terminal;
+* ``ctx.report_progress(..., message=...)`` sets the task's
+  ``statusMessage``; progress and log notifications are not sent, as the
+  extension does not support them on tasks.  ``notifications/tasks`` needs a
+  ``subscriptions/listen`` stream, which this server does not offer yet, so
+  clients poll.
+
+**Common rules.**
+
+* Task ids are 192-bit random strings (``secrets``), unguessable.
+* Scope.  A 2025-11-25 task belongs to the session that created it: another
+  session cannot see it (-32602 "Task not found", as for an unknown id) and
+  it is forgotten when its session ends.  Extension tasks cannot be tied to
+  a session (the stateless revisions have none); they are shared by every
+  request with the same *owner*: what the manager's ``owner(ctx)`` callback
+  returns, by default the ``principal`` attribute of the request's session
+  (the authenticated principal a transport sets; ``None`` without
+  authentication).  Without a principal every caller has the same owner and
+  a task id acts as a bearer token, as the extension allows.  The owner is
+  part of the 2025-11-25 scope too.
+* Lifetime.  A 2025-11-25 task runs inside the nursery of the session whose
+  request created it, so nothing outlives that session; when the session
+  ends, a task still running is cancelled.  An extension task runs in the
+  manager's own nursery while :meth:`TaskManager.run` is running (a transport
+  that serves each stateless request with a session of its own, such as
+  Streamable HTTP, needs this), else in its session's, like the others.  A
+  task is kept for its ``ttl`` from creation (requested ttls are capped at
+  ``max_ttl_ms``; the default is ``default_ttl_ms``): then it is forgotten,
+  and cancelled if it still runs; its id answers -32602 "Task has expired"
+  or "Task not found".
+* At most ``max_tasks`` tasks of one owner run at once; another one is
+  refused with -32600.
+* ``createdAt``/``lastUpdatedAt`` are UTC ISO 8601 times derived from the
+  trio clock, so they agree with the ttl even under a mock clock.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import logging
+import math
+import secrets
+import time
+from collections.abc import Awaitable, Callable, Hashable
+from datetime import UTC, datetime
+from typing import Any
+
+import msgspec
+import trio
+
+from . import _jsonrpc as rpc
+from ._context import RequestContext
+from ._core import RequestReceived
+from ._exceptions import ConnectionClosed, LocalProtocolError, McpError
+from ._session import RequestTimeout, Session
+from .types import _versions
+from .types._versions import TASKS_EXTENSION as EXTENSION_ID
+
+__all__ = [
+    "LEGACY_TASKS_VERSION",
+    "RELATED_TASK",
+    "TASK_SUPPORT",
+    "TaskManager",
+    "TaskRequestContext",
+]
+
+log = logging.getLogger("mcp_trio.tasks")
+
+#: The values of a tool's ``execution.taskSupport``.
+TASK_SUPPORT: tuple[str, ...] = ("forbidden", "optional", "required")
+#: The one revision with the requestor-driven tasks of ``capabilities.tasks``.
+LEGACY_TASKS_VERSION = "2025-11-25"
+#: The ``_meta`` key that ties a message to a 2025-11-25 task.
+RELATED_TASK = "io.modelcontextprotocol/related-task"
+
+_TERMINAL = frozenset({"completed", "failed", "cancelled"})
+_NOT_FOUND = "Failed to retrieve task: Task not found"
+_EXPIRED = "Failed to retrieve task: Task has expired"
+
+#: The background work of a task: given the task's request context, the result.
+Work = Callable[[RequestContext], Awaitable[Any]]
+#: Maps a request to its owner (e.g. an authenticated principal), or ``None``.
+OwnerFn = Callable[[RequestContext], Hashable | None]
+
+
+class _InputWait:
+    """One outstanding input request of an extension task."""
+
+    __slots__ = ("request", "result_type", "answered", "response")
+
+    def __init__(self, request: dict[str, Any], result_type: type) -> None:
+        self.request = request
+        self.result_type = result_type
+        self.answered = trio.Event()
+        self.response: Any = None
+
+
+class _Task:
+    """What the server knows about one task."""
+
+    __slots__ = (
+        "task_id",
+        "owner",
+        "session",
+        "stateless",
+        "seq",
+        "status",
+        "status_message",
+        "created",
+        "updated",
+        "ttl_ms",
+        "expires_at",
+        "result",
+        "error",
+        "done",
+        "scope",
+        "inputs",
+        "input_count",
+        "asking",
+        "waiting_streams",
+        "last_progress",
+    )
+
+    def __init__(
+        self,
+        task_id: str,
+        owner: Hashable,
+        session: Session,
+        stateless: bool,
+        seq: int,
+        now: float,
+        ttl_ms: int,
+    ) -> None:
+        self.task_id = task_id
+        self.owner = owner
+        self.session = session
+        self.stateless = stateless
+        self.seq = seq
+        self.status = "working"
+        self.status_message: str | None = None
+        self.created = now
+        self.updated = now
+        self.ttl_ms = ttl_ms
+        self.expires_at = now + ttl_ms / 1000
+        self.result: dict[str, Any] | None = None
+        self.error: McpError | None = None
+        self.done = trio.Event()
+        self.scope = trio.CancelScope(deadline=self.expires_at)
+        self.inputs: dict[str, _InputWait] = {}  # extension: outstanding input requests
+        self.input_count = 0  # extension: keys issued so far (keys never repeat)
+        self.asking = 0  # 2025-11-25: requests to the client in progress
+        self.waiting_streams: list[Any] = []  # 2025-11-25: ids of tasks/result calls waiting
+        self.last_progress: float | None = None
+
+    @property
+    def terminal(self) -> bool:
+        return self.status in _TERMINAL
+
+
+class TaskManager:
+    """The tasks of one server, across its sessions.
+
+    Args:
+        default_ttl_ms: ttl of a task whose request names none (extension
+            tasks always get it).
+        max_ttl_ms: Upper bound of a requested ttl.
+        poll_interval_ms: The ``pollInterval``/``pollIntervalMs`` suggested.
+        max_tasks: Tasks of one owner that may run at once.
+        page_size: Tasks per ``tasks/list`` page.
+        owner: ``owner(ctx)`` names the owner of a request (see the module
+            docs); by default ``ctx.session.principal`` when the transport
+            set one, else ``None``.
+    """
+
+    def __init__(
+        self,
+        *,
+        default_ttl_ms: int = 3_600_000,
+        max_ttl_ms: int = 86_400_000,
+        poll_interval_ms: int = 1000,
+        max_tasks: int = 64,
+        page_size: int = 100,
+        owner: OwnerFn | None = None,
+    ) -> None:
+        if (
+            default_ttl_ms < 1
+            or max_ttl_ms < 1
+            or poll_interval_ms < 0
+            or max_tasks < 1
+            or page_size < 1
+        ):
+            raise ValueError("task limits must be positive")
+        self.default_ttl_ms = min(default_ttl_ms, max_ttl_ms)
+        self.max_ttl_ms = max_ttl_ms
+        self.poll_interval_ms = poll_interval_ms
+        self.max_tasks = max_tasks
+        self.page_size = page_size
+        self.owner = owner
+        self._tasks: dict[str, _Task] = {}
+        self._seq = 0
+        self._notifiers: dict[Session, trio.MemorySendChannel[dict[str, Any]]] = {}
+        self._epoch: tuple[float, float] | None = None  # (trio time, wall time) at first use
+        self._host: trio.Nursery | None = None
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Host extension tasks here, independent of sessions, until cancelled
+        (then the tasks still running are cancelled)."""
+        if self._host is not None:
+            raise RuntimeError("the task manager is already running")
+        try:
+            async with trio.open_nursery() as nursery:
+                self._host = nursery
+                task_status.started()
+                await trio.sleep_forever()
+        finally:
+            self._host = None
+
+    # ----------------------------------------------------------- capabilities
+
+    @staticmethod
+    def capabilities() -> dict[str, Any]:
+        """What a server with task-capable tools advertises (both eras)."""
+        return {
+            "tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}},
+            "extensions": {EXTENSION_ID: {}},
+        }
+
+    # --------------------------------------------------------------- deciding
+
+    def wants_task(self, ctx: RequestContext, params: Any, support: str | None) -> bool:
+        """Whether this ``tools/call`` runs as a task; raises the error the spec
+        prescribes when the tool's ``support`` and the request disagree."""
+        name = getattr(params, "name", "?")
+        if _versions.is_stateless(ctx.version):
+            if support not in ("optional", "required"):
+                return False
+            declared = _declares(ctx.client_capabilities, EXTENSION_ID)
+            active = EXTENSION_ID in ctx.session.core.extensions
+            if support == "required" and not (declared and active):
+                raise McpError(
+                    rpc.MISSING_REQUIRED_CLIENT_CAPABILITY,
+                    f"Missing required client capability: tool {name!r} runs only as a task "
+                    f"(extension {EXTENSION_ID!r})",
+                    {"requiredCapabilities": {"extensions": {EXTENSION_ID: {}}}},
+                )
+            return declared and active
+        if ctx.version != LEGACY_TASKS_VERSION:
+            return False
+        if not _advertises_tool_tasks(ctx.session.core.capabilities):
+            return False  # not advertised: the task field is ignored
+        requested = getattr(params, "task", msgspec.UNSET) not in (msgspec.UNSET, None)
+        if requested and support not in ("optional", "required"):
+            raise McpError(
+                rpc.METHOD_NOT_FOUND, f"Tool {name!r} does not support task-augmented execution"
+            )
+        if not requested and support == "required":
+            raise McpError(
+                rpc.METHOD_NOT_FOUND,
+                f"Tool {name!r} must be called as a task (add 'task' to the params)",
+            )
+        return requested
+
+    # --------------------------------------------------------------- creating
+
+    async def create(
+        self, ctx: RequestContext, work: Work, *, ttl_ms: int | None = None
+    ) -> dict[str, Any]:
+        """Create a task for the request ``ctx`` and start ``work`` in the
+        background; returns the ``CreateTaskResult`` to answer with."""
+        now = trio.current_time()
+        self._purge(now)
+        owner = self._owner(ctx)
+        running = sum(1 for t in self._tasks.values() if t.owner == owner and not t.terminal)
+        if running >= self.max_tasks:
+            raise McpError(
+                rpc.INVALID_REQUEST, f"Too many tasks in progress (at most {self.max_tasks})"
+            )
+        ttl = self.default_ttl_ms if ttl_ms is None else max(1, min(int(ttl_ms), self.max_ttl_ms))
+        task_id = secrets.token_urlsafe(24)
+        self._seq += 1
+        task = _Task(
+            task_id, owner, ctx.session, _versions.is_stateless(ctx.version), self._seq, now, ttl
+        )
+        self._tasks[task_id] = task
+        task_ctx = TaskRequestContext(ctx.session, ctx.incoming, task.scope, task, self)
+        try:
+            if task.stateless and self._host is not None:
+                self._host.start_soon(self._run, task, task_ctx, work, name=f"task {task_id}")
+            else:
+                ctx.session.spawn(self._run, task, task_ctx, work, name=f"task {task_id}")
+        except ConnectionClosed:
+            del self._tasks[task_id]
+            raise
+        if task.stateless:
+            return {**self._fields(task), "resultType": "task"}
+        return {"task": self._fields(task)}
+
+    async def _run(self, task: _Task, ctx: TaskRequestContext, work: Work) -> None:
+        try:
+            with task.scope:
+                try:
+                    result = await work(ctx)
+                except McpError as exc:
+                    self._finish(task, error=exc)
+                except Exception as exc:
+                    log.exception("task %s failed", task.task_id)
+                    self._finish(
+                        task,
+                        error=McpError(
+                            rpc.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}"
+                        ),
+                    )
+                else:
+                    self._finish(task, result=_as_dict(result))
+            if task.scope.cancelled_caught and not task.terminal:
+                self._drop(task)  # the ttl ran out while it was running
+                return
+            await trio.sleep_until(task.expires_at)
+            self._drop(task)
+        finally:
+            if not task.terminal:  # its session (or the manager) is shutting down
+                self._set(task, "cancelled", "The server stopped running the task.", notify=False)
+            if not task.stateless:
+                self._tasks.pop(task.task_id, None)  # gone with its session
+
+    def _finish(
+        self, task: _Task, *, result: dict[str, Any] | None = None, error: McpError | None = None
+    ) -> None:
+        if task.terminal:
+            return  # cancelled meanwhile: it stays cancelled
+        if error is not None:
+            task.error = error
+            self._set(task, "failed", error.message)
+        else:
+            assert result is not None
+            task.result = result
+            if result.get("isError") is True and not task.stateless:
+                self._set(task, "failed", _first_text(result) or "The tool reported an error.")
+            else:
+                self._set(task, "completed", None)
+
+    def _drop(self, task: _Task) -> None:
+        self._tasks.pop(task.task_id, None)
+        task.scope.cancel()
+
+    def _purge(self, now: float) -> None:
+        for task in [t for t in self._tasks.values() if now >= t.expires_at]:
+            self._drop(task)
+
+    # ------------------------------------------------------------- handlers
+
+    async def get_task(self, ctx: RequestContext, params: Any) -> dict[str, Any]:
+        """``tasks/get`` in both eras."""
+        task = self._lookup(ctx, params.taskId)
+        if task.stateless:
+            return self._detailed(task)
+        return self._fields(task)
+
+    async def get_result(self, ctx: RequestContext, params: Any) -> dict[str, Any]:
+        """``tasks/result`` (2025-11-25): waits for a terminal status."""
+        task = self._lookup(ctx, params.taskId)
+        task.waiting_streams.append(ctx.id)
+        try:
+            await task.done.wait()
+        finally:
+            task.waiting_streams.remove(ctx.id)
+        if task.error is not None:
+            raise McpError(task.error.code, task.error.message, task.error.data)
+        if task.result is None:
+            raise McpError(
+                rpc.INVALID_PARAMS, f"Task {task.task_id} was cancelled; it has no result"
+            )
+        meta = task.result.get("_meta")
+        related = {RELATED_TASK: {"taskId": task.task_id}}
+        return {**task.result, "_meta": {**meta, **related} if isinstance(meta, dict) else related}
+
+    async def list_tasks(self, ctx: RequestContext, params: Any) -> dict[str, Any]:
+        """``tasks/list`` (2025-11-25): the caller's tasks, oldest first."""
+        self._purge(trio.current_time())
+        owner = self._owner(ctx)
+        mine = sorted((t for t in self._tasks.values() if t.owner == owner), key=lambda t: t.seq)
+        cursor = getattr(params, "cursor", msgspec.UNSET) if params is not None else msgspec.UNSET
+        if cursor is not msgspec.UNSET and cursor is not None:
+            after = _decode_cursor(cursor, self._seq)
+            mine = [t for t in mine if t.seq > after]
+        page = mine[: self.page_size]
+        result: dict[str, Any] = {"tasks": [self._fields(t) for t in page]}
+        if len(mine) > len(page):
+            result["nextCursor"] = _encode_cursor(page[-1].seq)
+        return result
+
+    async def cancel_task(self, ctx: RequestContext, params: Any) -> dict[str, Any]:
+        """``tasks/cancel`` in both eras."""
+        task = self._lookup(ctx, params.taskId)
+        if task.stateless:
+            if not task.terminal:
+                self._cancel(task)
+            return {}
+        if task.terminal:
+            raise McpError(
+                rpc.INVALID_PARAMS,
+                f"Cannot cancel task: already in terminal status {task.status!r}",
+            )
+        self._cancel(task)
+        return self._fields(task)
+
+    async def update_task(self, ctx: RequestContext, params: Any) -> dict[str, Any]:
+        """``tasks/update`` (extension): answers to outstanding input requests."""
+        task = self._lookup(ctx, params.taskId)
+        accepted: list[tuple[_InputWait, Any]] = []
+        for key, response in params.inputResponses.items():
+            wait = task.inputs.get(key)
+            if wait is None or wait.answered.is_set():
+                continue  # never issued, already answered or superseded: ignored
+            try:
+                value = msgspec.convert(response, wait.result_type)
+            except msgspec.ValidationError as exc:
+                raise McpError(
+                    rpc.INVALID_PARAMS,
+                    f"Invalid params: inputResponses[{key!r}] is not a {wait.request['method']} "
+                    f"result: {exc}",
+                ) from None
+            accepted.append((wait, value))
+        for wait, value in accepted:
+            wait.response = value
+            wait.answered.set()
+        if accepted and all(w.answered.is_set() for w in task.inputs.values()):
+            self._set(task, "working", None)  # nothing outstanding any more
+        return {}
+
+    def _cancel(self, task: _Task) -> None:
+        self._set(task, "cancelled", "The task was cancelled by request.")
+        task.scope.cancel()
+
+    # --------------------------------------------------------------- lookups
+
+    def _owner(self, ctx: RequestContext) -> Hashable:
+        if self.owner is not None:
+            principal = self.owner(ctx)
+        else:
+            principal = getattr(ctx.session, "principal", None)
+        if _versions.is_stateless(ctx.version):
+            return ("owner", principal)
+        return ("session", ctx.session, principal)
+
+    def _lookup(self, ctx: RequestContext, task_id: str) -> _Task:
+        task = self._tasks.get(task_id)
+        if task is None or task.owner != self._owner(ctx):
+            raise McpError(rpc.INVALID_PARAMS, _NOT_FOUND)
+        if trio.current_time() >= task.expires_at:
+            self._drop(task)
+            raise McpError(rpc.INVALID_PARAMS, _EXPIRED)
+        return task
+
+    # ---------------------------------------------------------------- status
+
+    def _set(self, task: _Task, status: str, message: str | None, *, notify: bool = True) -> None:
+        if task.terminal or (task.status == status and message is None):
+            return
+        task.status = status
+        if message is not None or status != "input_required":
+            task.status_message = message
+        task.updated = trio.current_time()
+        if task.terminal:
+            task.done.set()
+        if notify and not task.stateless:
+            self._notify(task)
+
+    def _set_message(self, task: _Task, message: str) -> None:
+        if not task.terminal:
+            task.status_message = message
+            task.updated = trio.current_time()
+
+    def _notify(self, task: _Task) -> None:
+        """Queue ``notifications/tasks/status``; one sender per session keeps the order."""
+        send = self._notifiers.get(task.session)
+        if send is None:
+            send, receive = trio.open_memory_channel[dict[str, Any]](math.inf)
+            try:
+                task.session.spawn(
+                    self._send_notifications, task.session, receive, name="task status"
+                )
+            except ConnectionClosed:
+                return
+            self._notifiers[task.session] = send
+        send.send_nowait(self._fields(task))
+
+    async def _send_notifications(
+        self, session: Session, receive: trio.MemoryReceiveChannel[dict[str, Any]]
+    ) -> None:
+        try:
+            async for params in receive:
+                try:
+                    await session.notify("notifications/tasks/status", params)
+                except ConnectionClosed:
+                    return
+        finally:
+            self._notifiers.pop(session, None)
+
+    # ---------------------------------------------------------------- shapes
+
+    def _iso(self, t: float) -> str:
+        if self._epoch is None:
+            self._epoch = (trio.current_time(), time.time())
+        wall = self._epoch[1] + (t - self._epoch[0])
+        return (
+            datetime.fromtimestamp(wall, UTC)
+            .isoformat(timespec="milliseconds")
+            .replace("+00:00", "Z")
+        )
+
+    def _fields(self, task: _Task) -> dict[str, Any]:
+        """The task's ``Task`` object in its era's spelling."""
+        if task.stateless:
+            fields: dict[str, Any] = {"ttlMs": task.ttl_ms, "pollIntervalMs": self.poll_interval_ms}
+        else:
+            fields = {"ttl": task.ttl_ms, "pollInterval": self.poll_interval_ms}
+        fields.update(
+            taskId=task.task_id,
+            status=task.status,
+            createdAt=self._iso(task.created),
+            lastUpdatedAt=self._iso(task.updated),
+        )
+        if task.status_message is not None:
+            fields["statusMessage"] = task.status_message
+        return fields
+
+    def _detailed(self, task: _Task) -> dict[str, Any]:
+        """An extension task with its status-specific fields."""
+        fields = self._fields(task)
+        if task.status == "input_required":
+            fields["inputRequests"] = {
+                key: wait.request for key, wait in task.inputs.items() if not wait.answered.is_set()
+            }
+        elif task.status == "completed" and task.result is not None:
+            fields["result"] = task.result
+        elif task.status == "failed" and task.error is not None:
+            error: dict[str, Any] = {"code": task.error.code, "message": task.error.message}
+            if task.error.data is not None:
+                error["data"] = task.error.data
+            fields["error"] = error
+        return fields
+
+    # ------------------------------------------------- asking the client (ext)
+
+    async def _ask(
+        self, task: _Task, version: str, method: str, params: Any, timeout: float | None
+    ) -> Any:
+        spec = _versions.module_for(version).METHODS.get(method)
+        if spec is None or not spec.input_request or spec.params is None or spec.result is None:
+            raise LocalProtocolError(f"{method!r} is not a request a task can make of the client")
+        try:
+            typed = (
+                params
+                if isinstance(params, msgspec.Struct)
+                else msgspec.convert(params or {}, spec.params)
+            )
+        except msgspec.ValidationError as exc:
+            raise LocalProtocolError(f"invalid params for {method}: {exc}") from None
+        task.input_count += 1
+        key = f"{method}#{task.input_count}"
+        wait = _InputWait({"method": method, "params": msgspec.to_builtins(typed)}, spec.result)
+        task.inputs[key] = wait
+        self._set(task, "input_required", None)
+        try:
+            with trio.move_on_after(math.inf if timeout is None else timeout) as scope:
+                await wait.answered.wait()
+            if scope.cancelled_caught:
+                raise RequestTimeout(f"{method} got no answer within {timeout} s")
+            return wait.response
+        finally:
+            del task.inputs[key]
+            if not task.inputs:
+                self._set(task, "working", None)
+
+
+class TaskRequestContext(RequestContext):
+    """The request context a task's work runs with.
+
+    Same request as the one that created the task, but its cancel scope is the
+    task's (``tasks/cancel``, the ttl and the end of the session cancel it),
+    and what the work sends to the client follows the task rules of its era
+    (see the module docs).
+    """
+
+    __slots__ = ("task", "_manager")
+
+    def __init__(
+        self,
+        session: Session,
+        request: RequestReceived,
+        cancel_scope: trio.CancelScope,
+        task: _Task,
+        manager: TaskManager,
+    ) -> None:
+        super().__init__(session, request, cancel_scope)
+        self.task = task
+        self._manager = manager
+
+    @property
+    def task_id(self) -> str:
+        return self.task.task_id
+
+    def _stream(self) -> Any:
+        """A waiting ``tasks/result`` call whose stream carries the task's messages."""
+        streams = self.task.waiting_streams
+        return streams[-1] if streams else None
+
+    async def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        task = self.task
+        if task.stateless:
+            if message is not None:
+                self._manager._set_message(task, message)
+            return
+        token = self.progress_token
+        if token is None or task.terminal:
+            return
+        value = float(progress)
+        if not math.isfinite(value):
+            raise LocalProtocolError(f"progress must be a finite number, not {value!r}")
+        if task.last_progress is not None and not value > task.last_progress:
+            raise LocalProtocolError(f"progress must increase: {value} after {task.last_progress}")
+        task.last_progress = value
+        params: dict[str, Any] = {"progressToken": token, "progress": value}
+        if total is not None:
+            params["total"] = float(total)
+        if message is not None:
+            params["message"] = message
+        params["_meta"] = {RELATED_TASK: {"taskId": task.task_id}}
+        await self.session.notify("notifications/progress", params, related=self._stream())
+
+    async def notify(self, method: str, params: Any = None) -> None:
+        if self.task.stateless:
+            return  # no stream to carry it: the extension has no notifications on tasks
+        await self.session.notify(
+            method, _with_related(params, self.task.task_id), related=self._stream()
+        )
+
+    async def request(
+        self,
+        method: str,
+        params: Any = None,
+        *,
+        timeout: float | None | object = None,
+        on_progress: Any = None,
+    ) -> Any:
+        task = self.task
+        limit = timeout if isinstance(timeout, int | float) else None
+        if task.stateless:
+            return await self._manager._ask(task, self.version, method, params, limit)
+        task.asking += 1
+        self._manager._set(task, "input_required", None)
+        try:
+            # No timeout unless the tool asks for one: the task's ttl bounds the wait.
+            return await self.session.request(
+                method,
+                _with_related(params, task.task_id),
+                timeout=limit,
+                related=self._stream(),
+                on_progress=on_progress,
+            )
+        finally:
+            task.asking -= 1
+            if task.asking == 0:
+                self._manager._set(task, "working", None)
+
+
+# ------------------------------------------------------------------ helpers
+
+
+def _declares(caps: dict[str, Any], extension: str) -> bool:
+    declared = caps.get("extensions") if isinstance(caps, dict) else None
+    return isinstance(declared, dict) and isinstance(declared.get(extension), dict)
+
+
+def _advertises_tool_tasks(caps: dict[str, Any]) -> bool:
+    node: Any = caps
+    for key in ("tasks", "requests", "tools", "call"):
+        node = node.get(key) if isinstance(node, dict) else None
+    return isinstance(node, dict)
+
+
+def _with_related(params: Any, task_id: str) -> Any:
+    related = {RELATED_TASK: {"taskId": task_id}}
+    if params is None:
+        return {"_meta": related}
+    if isinstance(params, dict):
+        meta = params.get("_meta")
+        return {**params, "_meta": {**meta, **related} if isinstance(meta, dict) else related}
+    if isinstance(params, msgspec.Struct) and hasattr(params, "meta"):
+        meta = params.meta
+        return msgspec.structs.replace(
+            params, meta={**meta, **related} if isinstance(meta, dict) else related
+        )
+    return params
+
+
+def _as_dict(result: Any) -> dict[str, Any]:
+    if isinstance(result, msgspec.Struct):
+        result = msgspec.to_builtins(result)
+    if result is None:
+        return {}
+    if not isinstance(result, dict):
+        raise TypeError(f"a task's work must return a result object, not {type(result).__name__}")
+    return result
+
+
+def _first_text(result: dict[str, Any]) -> str | None:
+    for block in result.get("content") or ():
+        if (
+            isinstance(block, dict)
+            and block.get("type") == "text"
+            and isinstance(block.get("text"), str)
+        ):
+            return str(block["text"])
+    return None
+
+
+def _encode_cursor(seq: int) -> str:
+    return base64.urlsafe_b64encode(f"t:{seq}".encode()).decode()
+
+
+def _decode_cursor(cursor: Any, last: int) -> int:
+    try:
+        text = base64.urlsafe_b64decode(str(cursor).encode()).decode()
+        if not text.startswith("t:"):
+            raise ValueError
+        seq = int(text[2:])
+    except (ValueError, UnicodeDecodeError, binascii.Error):
+        raise McpError(rpc.INVALID_PARAMS, f"Invalid cursor: {cursor!r}") from None
+    if not 0 < seq <= last:
+        raise McpError(rpc.INVALID_PARAMS, f"Invalid cursor: {cursor!r}")
+    return seq
