@@ -21,6 +21,7 @@ import os
 import sys
 import traceback
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -173,6 +174,22 @@ def load_server(target: str) -> Server:
     return _find_server(module, where, attribute)
 
 
+def _parse_host_port(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        raise SystemExit(f"mcp-trio serve: error: --http wants HOST:PORT, got {text!r}")
+    return host.strip("[]"), int(port)
+
+
+async def _serve_http(server: Any, host: str, port: int, path: str, front_door: str) -> None:
+    import trio
+
+    async with trio.open_nursery() as nursery:
+        urls = await nursery.start(partial(server.serve_http, host, port, path=path, front_door=front_door))
+        for url in urls:
+            print(f"mcp-trio serve: Streamable HTTP at {url} ({front_door})", file=sys.stderr, flush=True)
+
+
 def _cmd_serve(args: argparse.Namespace) -> int:
     import trio
 
@@ -193,10 +210,12 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             print(f"mcp-trio serve: error: importing {args.target} failed:", file=sys.stderr)
             traceback.print_exc(file=sys.stderr)
             return 1
-        # The transport is chosen here.  Streamable HTTP (--http HOST:PORT) will be a
-        # second branch once that transport exists; stdio is the only one today.
         try:
-            trio.run(server.serve_stdio)
+            if args.http is None:
+                trio.run(server.serve_stdio)
+            else:
+                host, port = _parse_host_port(args.http)
+                trio.run(_serve_http, server, host, port, args.path, args.front_door)
         except KeyboardInterrupt:
             return 130
         return 0
@@ -219,9 +238,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.set_defaults(func=_cmd_codegen)
     p = sub.add_parser(
         "serve",
-        help="serve a mcp_trio Server over stdio",
-        description="Load a mcp_trio.server.Server and serve it over stdin/stdout. "
-        "Logging goes to stderr.",
+        help="serve a mcp_trio Server over stdio or Streamable HTTP",
+        description="Load a mcp_trio.server.Server and serve it over stdin/stdout, or over "
+        "Streamable HTTP with --http. Logging goes to stderr.",
     )
     p.add_argument(
         "target",
@@ -236,7 +255,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="warning",
         help="threshold for log records written to stderr (default: warning)",
     )
-    # Transport options: --http HOST:PORT joins here with the Streamable HTTP transport.
+    p.add_argument(
+        "--http",
+        metavar="HOST:PORT",
+        help="serve Streamable HTTP on HOST:PORT instead of stdio (port 0 picks a free port; "
+        "the URL is printed to stderr)",
+    )
+    p.add_argument("--path", default="/mcp", help="the HTTP endpoint path (default: /mcp)")
+    p.add_argument(
+        "--front-door",
+        choices=("h11", "hypercorn"),
+        default="h11",
+        help="HTTP server: the lean HTTP/1.1 one on h11 (default) or hypercorn (ASGI: HTTP/2, TLS)",
+    )
     p.set_defaults(func=_cmd_serve)
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["codegen"]:

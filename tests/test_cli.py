@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -172,3 +173,34 @@ async def test_serve_speaks_stdio_and_logs_to_stderr(tmp_path: Path) -> None:
     assert "hello from import time" in err
     assert "a stray print" in err
     assert "INFO cli_logging_app: shouting hi" in err
+
+
+def test_serve_over_streamable_http() -> None:
+    import httpx2
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcp_trio._cli", "serve", "examples/everything.py", "--http", "127.0.0.1:0"],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        assert "Streamable HTTP at http://127.0.0.1:" in line, line
+        url = line.split(" at ")[1].split()[0]
+        headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+        init = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+        }
+        with httpx2.Client(timeout=10) as client:
+            r = client.post(url, headers=headers, json=init)
+            assert r.status_code == 200 and "mcp-session-id" in r.headers
+            assert r.json()["result"]["serverInfo"]["name"] == "mcp-trio-everything"
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=10)
