@@ -88,8 +88,6 @@ and a required one is refused with -32021 naming the extension.  Then:
 
 from __future__ import annotations
 
-import base64
-import binascii
 import logging
 import math
 import secrets
@@ -104,6 +102,7 @@ import trio
 from . import _jsonrpc as rpc
 from ._context import RequestContext
 from ._core import RequestReceived
+from ._cursor import decode_cursor, encode_cursor
 from ._exceptions import ConnectionClosed, LocalProtocolError, McpError
 from ._session import RequestTimeout, Session
 from .types import _versions
@@ -771,18 +770,9 @@ def _first_text(result: dict[str, Any]) -> str | None:
     return None
 
 
-def _encode_cursor(seq: int) -> str:
-    return base64.urlsafe_b64encode(f"t:{seq}".encode()).decode()
+def _encode_cursor(position: int) -> str:
+    return encode_cursor("t", position)
 
 
-def _decode_cursor(cursor: Any, last: int) -> int:
-    try:
-        text = base64.urlsafe_b64decode(str(cursor).encode()).decode()
-        if not text.startswith("t:"):
-            raise ValueError
-        seq = int(text[2:])
-    except (ValueError, UnicodeDecodeError, binascii.Error):
-        raise McpError(rpc.INVALID_PARAMS, f"Invalid cursor: {cursor!r}") from None
-    if not 0 < seq <= last:
-        raise McpError(rpc.INVALID_PARAMS, f"Invalid cursor: {cursor!r}")
-    return seq
+def _decode_cursor(cursor: Any, upper: int) -> int:
+    return decode_cursor(cursor, "t", upper)

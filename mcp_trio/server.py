@@ -44,7 +44,6 @@ Rules:
 from __future__ import annotations
 
 import base64
-import binascii
 import inspect
 from functools import partial
 import logging
@@ -57,6 +56,7 @@ import trio
 
 from . import _jsonrpc as rpc
 from ._context import RequestContext
+from ._cursor import decode_cursor, encode_cursor
 from ._exceptions import LocalProtocolError, McpError
 from ._mrtr import MISSING, InputRequired, InputSession, StateCodec
 from ._schema_from_signature import ArgumentError, ToolSignature
@@ -911,21 +911,12 @@ def prompt_result(value: Any, description: str | None) -> dict[str, Any]:
     return result
 
 
-def _encode_cursor(offset: int) -> str:
-    return base64.urlsafe_b64encode(f"o:{offset}".encode()).decode()
+def _encode_cursor(position: int) -> str:
+    return encode_cursor("o", position)
 
 
-def _decode_cursor(cursor: Any, length: int) -> int:
-    try:
-        text = base64.urlsafe_b64decode(str(cursor).encode()).decode()
-        if not text.startswith("o:"):
-            raise ValueError
-        offset = int(text[2:])
-    except (ValueError, UnicodeDecodeError, binascii.Error):
-        raise McpError(rpc.INVALID_PARAMS, f"Invalid cursor: {cursor!r}") from None
-    if not 0 < offset <= length:
-        raise McpError(rpc.INVALID_PARAMS, f"Invalid cursor: {cursor!r}")
-    return offset
+def _decode_cursor(cursor: Any, upper: int) -> int:
+    return decode_cursor(cursor, "o", upper)
 
 
 _Awaitable = Awaitable[Any]

@@ -25,6 +25,7 @@ LAYERS: dict[str, int] = {
     "mcp_trio.types": 1,
     "mcp_trio._jsonrpc": 2,
     "mcp_trio._uritemplate": 2,
+    "mcp_trio._cursor": 2,
     "mcp_trio._core": 3,
     "mcp_trio._mrtr": 3,
     "mcp_trio.transports": 3,
@@ -47,6 +48,7 @@ THIRD_PARTY: dict[str, set[str]] = {
     "mcp_trio._jsonrpc": {"msgspec"},
     "mcp_trio._exceptions": set(),
     "mcp_trio._uritemplate": set(),
+    "mcp_trio._cursor": set(),
     "mcp_trio._schema_from_signature": {"msgspec"},
     "mcp_trio._core": {"msgspec"},  # sans-IO: never trio
     "mcp_trio._mrtr": {"msgspec"},

@@ -450,6 +450,10 @@ class StreamableHTTP:
         return None
 
     def _session_for(self, request: HttpRequest) -> _HttpSession | _Reply:
+        """The session a request names, or the reply refusing it (bad version, no or unknown id)."""
+        problem = self._check_version(request)
+        if problem is not None:
+            return problem
         session_id = request.headers.get(_HEADER_SESSION)
         if session_id is None:
             return _error_reply(400, "Bad Request: Mcp-Session-Id header is required")
@@ -499,9 +503,6 @@ class StreamableHTTP:
             session.version = modern_version
             self._start_session(session)
         else:
-            problem = self._check_version(request)
-            if problem is not None:
-                return problem
             found = self._session_for(request)
             if isinstance(found, _Reply):
                 return found
@@ -595,9 +596,6 @@ class StreamableHTTP:
     async def _get(self, request: HttpRequest, responder: Responder) -> _Reply | None:
         if "text/event-stream" not in request.headers.get("accept", ""):
             return _error_reply(406, "Not Acceptable: Accept must list text/event-stream")
-        problem = self._check_version(request)
-        if problem is not None:
-            return problem
         found = self._session_for(request)
         if isinstance(found, _Reply):
             return found

@@ -344,13 +344,15 @@ async def test_stateless_requests_and_multi_round_trip_over_http(front_door: str
 
 async def test_idle_sessions_expire(front_door: str) -> None:
     server, _ = make_server()
-    async with running(front_door, server, idle_timeout=0.3) as (url, endpoint), httpx.AsyncClient() as client:
+    async with running(front_door, server, idle_timeout=1.0) as (url, endpoint), httpx.AsyncClient() as client:
         headers = await open_http_session(client, url)
-        await trio.sleep(0.15)
+        session = endpoint.sessions[headers["mcp-session-id"]]
+        first_deadline = session.scope.deadline
+        assert first_deadline <= trio.current_time() + 1.0
+        await trio.sleep(0.1)
         assert (await client.post(url, headers=headers, json=rpc(1, "ping"))).status_code == 200
-        await trio.sleep(0.2)  # activity pushed the deadline
-        assert (await client.post(url, headers=headers, json=rpc(2, "ping"))).status_code == 200
-        with trio.fail_after(5):
+        assert session.scope.deadline > first_deadline  # activity pushed the deadline
+        with trio.fail_after(10):
             while endpoint.sessions:
                 await trio.sleep(0.05)
         assert (await client.post(url, headers=headers, json=rpc(3, "ping"))).status_code == 404
