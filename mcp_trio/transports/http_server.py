@@ -416,17 +416,20 @@ class StreamableHTTP:
     async def handle(self, request: HttpRequest, responder: Responder) -> None:
         """Answer one HTTP request on the MCP endpoint."""
         problem = self._check_origin(request)
-        if problem is None:
-            if request.method == "POST":
-                problem = await self._post(request, responder)
-            elif request.method == "GET":
-                problem = await self._get(request, responder)
-            elif request.method == "DELETE":
-                problem = await self._delete(request)
-            else:
-                problem = _Reply(405, headers=[("allow", "GET, POST, DELETE")])
-        if problem is not None:
-            await _send_reply(responder, problem)
+        try:
+            if problem is None:
+                if request.method == "POST":
+                    problem = await self._post(request, responder)
+                elif request.method == "GET":
+                    problem = await self._get(request, responder)
+                elif request.method == "DELETE":
+                    problem = await self._delete(request)
+                else:
+                    problem = _Reply(405, headers=[("allow", "GET, POST, DELETE")])
+            if problem is not None:
+                await _send_reply(responder, problem)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            log.debug("the client left before its answer was complete")
 
     def _check_origin(self, request: HttpRequest) -> _Reply | None:
         if self.allowed_hosts is not None:
@@ -675,10 +678,9 @@ async def _pump(stream: _Stream, responder: Responder, first: Any, skip: set[str
             if event_id not in skip:
                 await responder.send(encode_event(data, id=event_id))
             item = await stream.next()
+        await responder.end()
     except (trio.BrokenResourceError, trio.ClosedResourceError):
         log.debug("client left SSE stream %s", stream.key)
-        return
-    await responder.end()
 
 
 def _modern_version(message: _Message) -> str | None:
@@ -929,6 +931,13 @@ async def serve_h11(
             conn.receive_data(data)
 
     async def connection(stream: trio.SocketStream) -> None:
+        # One connection's failure must never take the listener down.
+        try:
+            await serve_connection(stream)
+        except Exception:
+            log.exception("HTTP connection failed")
+
+    async def serve_connection(stream: trio.SocketStream) -> None:
         async with limit, stream:
             conn = h11.Connection(h11.SERVER, max_incomplete_event_size=max_header_size)
             while True:
@@ -992,7 +1001,10 @@ async def serve_h11(
                                     conn.receive_data(data)  # pipelined: kept for later
 
                             nursery.start_soon(watch)
-                            await endpoint.handle(request, responder)
+                            try:
+                                await endpoint.handle(request, responder)
+                            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                                responder.gone = True
                             nursery.cancel_scope.cancel()
                 except (trio.BrokenResourceError, trio.ClosedResourceError, h11.LocalProtocolError):
                     return

@@ -468,3 +468,18 @@ async def test_h11_front_door_limits_and_keep_alive() -> None:
         answer = await _raw_exchange(url, b"GET /other HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n", read_timeout=1)
         assert answer.startswith(b"HTTP/1.1 404")
         nursery.cancel_scope.cancel()
+
+
+async def test_a_client_leaving_mid_stream_does_not_hurt_the_server(front_door: str) -> None:
+    server, state = make_server()
+    async with running(front_door, server) as (url, _), httpx.AsyncClient() as client:
+        headers = await open_http_session(client, url)
+        for i in range(3):
+            state["release"] = trio.Event()
+            params = {"name": "gated", "_meta": {"progressToken": f"g{i}"}}
+            async with raw_stream(url, "POST", headers, rpc(30 + i, "tools/call", params)) as stream:
+                await read_some(stream, SSEDecoder())
+            state["release"].set()  # the answer now goes to a closed connection
+            await trio.sleep(0.05)
+        r = await client.post(url, headers=headers, json=rpc(40, "tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}}))
+        assert r.status_code == 200 and r.json()["result"]["content"][0]["text"] == "3"
