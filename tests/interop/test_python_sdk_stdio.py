@@ -140,14 +140,23 @@ def _check_server_side(seen: dict[str, Any]) -> None:
     stderr = seen["stderr"]
     inbound = _inbound(stderr)
     methods = [m["method"] for m in inbound]
+    probes = {m["id"] for m in inbound if m["method"] == "server/discover"}
+    # A server slow to start (a loaded machine) may miss the probe's deadline: the
+    # client cancels the probe, falls back to initialize, is told the server is
+    # modern and discovers again.  Either way the outcome below is the same.
+    late_probe = any(
+        m["method"] == "notifications/cancelled" and m["params"]["requestId"] in probes for m in inbound
+    )
     if seen["version"] in SDK_MODERN_VERSIONS:
-        assert methods[0] == "server/discover" and "initialize" not in methods
+        assert methods[0] == "server/discover" and ("initialize" not in methods or late_probe)
     else:
         assert methods[:2] == ["initialize", "notifications/initialized"]
         assert inbound[0]["params"]["protocolVersion"] == seen["version"]
     # The server got notifications/cancelled for exactly the sleep call, and its handler stopped.
     sleeps = [m for m in inbound if m["method"] == "tools/call" and m["params"]["name"] == "sleep"]
-    cancels = [m for m in inbound if m["method"] == "notifications/cancelled"]
+    cancels = [
+        m for m in inbound if m["method"] == "notifications/cancelled" and m["params"]["requestId"] not in probes
+    ]
     assert len(sleeps) == 1 and len(cancels) == 1, stderr
     assert cancels[0]["params"]["requestId"] == sleeps[0]["id"]
     assert "sdk_server: sleep cancelled" in stderr
