@@ -91,6 +91,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     say = (lambda *_a: None) if args.quiet else (lambda *a: print(*a))
 
     version = installed_dcg_version()
+    if version is None:
+        return _fail(
+            f"datamodel-code-generator is not installed; install the pinned version with "
+            f"pip install -e '.[codegen]' (datamodel-code-generator=={DCG_VERSION})"
+        )
     if version != DCG_VERSION:
         print(
             f"codegen: warning: datamodel-code-generator {version} is installed but the "

@@ -76,8 +76,12 @@ def module_path(revision: str) -> Path:
     return TYPES_DIR / f"{module_name(revision)}.py"
 
 
-def installed_dcg_version() -> str:
-    return metadata.version("datamodel-code-generator")
+def installed_dcg_version() -> str | None:
+    """The installed datamodel-code-generator's version, or ``None`` if it is missing."""
+    try:
+        return metadata.version("datamodel-code-generator")
+    except metadata.PackageNotFoundError:
+        return None
 
 
 def run_dcg(schema: Mapping[str, Any]) -> str:
@@ -137,7 +141,7 @@ def generate_module(revision: str, data: bytes, sha256: str) -> Generated:
         source = postprocess(
             run_dcg(normalized.schema),
             revision=revision,
-            header=header_line(revision, sha256, installed_dcg_version()),
+            header=header_line(revision, sha256, installed_dcg_version() or "unknown"),
             expected_names=_expected_names(normalized),
             field_docs=normalized.field_docs,
             replaced=normalized.replaced,

@@ -177,3 +177,14 @@ def test_generated_module_imports_only_wire_and_msgspec(rev: str) -> None:
     imports = {line for line in text.splitlines() if line.startswith(("import ", "from "))}
     for line in imports:
         assert line.split()[1] in {"__future__", "typing", "msgspec", "mcp_trio.types._wire"}, line
+
+
+def test_missing_generator_is_a_clear_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import codegen.__main__ as entry
+
+    monkeypatch.setattr(entry, "installed_dcg_version", lambda: None)
+    assert main(["--check"]) == 2
+    err = capsys.readouterr().err
+    assert "datamodel-code-generator is not installed" in err and ".[codegen]" in err
