@@ -48,7 +48,7 @@ from .transports._base import MessageChannel
 from .transports.stdio import open_stdio_client
 from .types import _versions
 
-__all__ = ["Client", "ResultCache", "connect_stdio", "open_client"]
+__all__ = ["Client", "ResultCache", "connect_http", "connect_stdio", "open_client"]
 
 Handler = Callable[[Any], Awaitable[Any]]
 NotificationHook = Callable[[Any], Awaitable[None]]
@@ -625,3 +625,23 @@ async def connect_stdio(
             yield client
 
 
+
+
+@asynccontextmanager
+async def connect_http(
+    url: str,
+    *,
+    http_options: Mapping[str, Any] | None = None,
+    **client_options: Any,
+) -> AsyncIterator[Client]:
+    """Connect to the Streamable HTTP endpoint ``url``.
+
+    ``http_options`` go to :func:`~mcp_trio.transports.http_client.open_http_client`
+    (headers, TLS context, timeouts, ``legacy_fallback`` ...), ``client_options``
+    to :func:`open_client`.  The session is ended with ``DELETE`` on exit.
+    """
+    from .transports.http_client import open_http_client
+
+    async with open_http_client(url, **(http_options or {})) as channel:
+        async with open_client(channel, **client_options) as client:
+            yield client

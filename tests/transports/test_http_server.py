@@ -483,3 +483,29 @@ async def test_a_client_leaving_mid_stream_does_not_hurt_the_server(front_door: 
             await trio.sleep(0.05)
         r = await client.post(url, headers=headers, json=rpc(40, "tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}}))
         assert r.status_code == 200 and r.json()["result"]["content"][0]["text"] == "3"
+
+
+@pytest.mark.parametrize("version", ["2025-11-25", "2026-07-28"])
+async def test_our_client_against_our_server_over_http(front_door: str, version: str) -> None:
+    from mcp_trio.client import connect_http
+
+    server, _ = make_server()
+    seen: list[Any] = []
+
+    async def elicitation(params: Any) -> dict[str, Any]:
+        return {"action": "accept", "content": {"n": "zoe"}}
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append(progress)
+
+    async with running(front_door, server) as (url, endpoint):
+        with trio.fail_after(10):
+            async with connect_http(url, versions=[version], elicitation=elicitation) as client:
+                assert client.protocol_version == version
+                assert (await client.call_tool("add", {"a": 4, "b": 5})).content[0].text == "9"
+                result = await client.call_tool("steps", {"n": 3}, on_progress=on_progress)
+                assert result.content[0].text == "3 steps" and seen == [1, 2, 3]
+                assert (await client.call_tool("ask")).content[0].text == "hi zoe"
+        with trio.fail_after(5):
+            while endpoint.sessions:  # DELETE on exit ended the session
+                await trio.sleep(0.01)
