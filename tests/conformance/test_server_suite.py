@@ -1,0 +1,39 @@
+"""The acceptance test of the Streamable HTTP server: the official conformance suite
+(0.1.16, ``--suite all``) against ``examples/everything.py`` through each front door."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conformance.runner import run_server
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+
+
+def _serve(front_door: str) -> Iterator[str]:
+    argv = [sys.executable, "-m", "mcp_trio._cli", "serve", "examples/everything.py"]
+    argv += ["--http", "127.0.0.1:0", "--front-door", front_door]
+    proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        assert " at http://127.0.0.1:" in line, line
+        yield line.split(" at ")[1].split()[0]
+    finally:
+        proc.terminate()
+        _, stderr = proc.communicate(timeout=10)
+        assert "Traceback" not in stderr, stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("front_door", ["h11", "hypercorn"])
+def test_server_suite_passes(front_door: str) -> None:
+    for url in _serve(front_door):
+        result = run_server(url, suite="all", timeout=600)
+        assert result.ok, result.report(verbose=True)
+        assert len(result.scenarios) >= 32 and not result.failed
