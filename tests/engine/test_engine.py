@@ -364,7 +364,7 @@ async def test_backpressure_bounds_requests_in_flight() -> None:
         async with trio.open_nursery() as n:
             for _ in range(10):
                 n.start_soon(cli.request, "tools/call", {"name": "x"})
-            await trio.sleep(0.2)
+            await trio.testing.wait_all_tasks_blocked()  # everything that can run has run
             assert peak == 3 and srv.statistics()["requests_in_progress"] == 3
             gate.set()
         assert peak == 3
