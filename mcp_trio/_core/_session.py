@@ -153,6 +153,30 @@ class _Pending:
         self.task = task
 
 
+class _BadParams(Exception):
+    def __init__(self, missing: bool, detail: str = "") -> None:
+        self.missing = missing
+        self.detail = detail
+
+
+def _decode_params(spec: MethodSpec, params_raw: Any) -> Any:
+    """The params Struct of a message (``None`` when absent and optional).
+
+    Raises:
+        _BadParams: required params are missing, or they fail the type.
+    """
+    if params_raw is UNSET:
+        if spec.params_required:
+            raise _BadParams(missing=True)
+        return None
+    if spec.params is None:
+        return None
+    try:
+        return _versions.decoder_for(spec.params).decode(params_raw)
+    except msgspec.ValidationError as exc:
+        raise _BadParams(missing=False, detail=_path_message(exc, "$.params")) from None
+
+
 def _path_message(exc: Exception, where: str) -> str:
     """msgspec's error text with its ``$`` paths rooted at ``where``."""
     text = str(exc)
@@ -582,25 +606,12 @@ class SessionCore:
             self._reply(events, batch, id, rpc.encode_response(id, {}))
             return
 
-        params: Any = None
-        if params_raw is UNSET:
-            if spec.params_required:
-                self._error_reply(
-                    events, batch, id, rpc.INVALID_PARAMS, f"Invalid params: {method} requires params"
-                )
-                return
-        elif spec.params is not None:
-            try:
-                params = _versions.decoder_for(spec.params).decode(params_raw)
-            except msgspec.ValidationError as exc:
-                self._error_reply(
-                    events,
-                    batch,
-                    id,
-                    rpc.INVALID_PARAMS,
-                    f"Invalid params: {_path_message(exc, '$.params')}",
-                )
-                return
+        try:
+            params = _decode_params(spec, params_raw)
+        except _BadParams as bad:
+            detail = f"{method} requires params" if bad.missing else bad.detail
+            self._error_reply(events, batch, id, rpc.INVALID_PARAMS, f"Invalid params: {detail}")
+            return
         token = None
         meta = getattr(params, "meta", None)
         if isinstance(meta, dict):
@@ -735,22 +746,15 @@ class SessionCore:
                 return
             events.append(ProtocolViolation(f"dropped unknown notification {method!r}"))
             return
-        params: Any = None
-        if params_raw is UNSET:
-            if spec.params_required:
+        try:
+            params = _decode_params(spec, params_raw)
+        except _BadParams as bad:
+            if bad.missing:
                 events.append(ProtocolViolation(f"dropped {method!r}: params are required"))
-                return
-        elif spec.params is not None:
-            try:
-                params = _versions.decoder_for(spec.params).decode(params_raw)
-            except msgspec.ValidationError as exc:
-                events.append(
-                    ProtocolViolation(
-                        f"dropped {method!r}: invalid params: {_path_message(exc, '$.params')}",
-                        bytes(params_raw),
-                    )
-                )
-                return
+            else:
+                message = f"dropped {method!r}: invalid params: {bad.detail}"
+                events.append(ProtocolViolation(message, bytes(params_raw)))
+            return
 
         if method == "notifications/cancelled":
             request_id = getattr(params, "requestId", UNSET)
