@@ -38,7 +38,7 @@ import msgspec
 from . import _jsonrpc as rpc
 from ._exceptions import McpError
 
-__all__ = ["InputRequired", "InputSession", "StateCodec", "input_key", "params_digest"]
+__all__ = ["MISSING", "InputRequired", "InputSession", "StateCodec", "input_key", "params_digest"]
 
 _STATE_VERSION = 1
 _IGNORED_PARAMS = frozenset({"_meta", "meta", "inputResponses", "requestState"})
@@ -182,30 +182,29 @@ class InputSession:
         return base if n == 0 else input_key(method, params, n)
 
     def lookup(self, key: str) -> Any:
-        return self.answers.get(key, _MISSING)
+        return self.answers.get(key, MISSING)
 
     def ask(self, key: str, method: str, params: dict[str, Any]) -> InputRequired:
         self.asked[key] = {"method": method, "params": params}
         return InputRequired(self.asked)
 
-    def result(self, requests: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
-        """The ``InputRequiredResult`` that ends this round."""
+    def result(self) -> dict[str, Any]:
+        """The ``InputRequiredResult`` that ends this round (every input asked in it)."""
         state = self.codec.new_state(
             method=self.method,
             digest=self.digest,
             principal=self.principal,
             answers=self.answers,
-            asked=list(requests),
+            asked=list(self.asked),
         )
         return {
             "resultType": "input_required",
-            "inputRequests": dict(requests),
+            "inputRequests": dict(self.asked),
             "requestState": self.codec.sign(state),
         }
 
 
-_MISSING: Any = object()
-MISSING = _MISSING
+MISSING: Any = object()  # what ``lookup`` returns for an unanswered input
 
 
 def _field(params: Any, name: str) -> Any:

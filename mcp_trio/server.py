@@ -724,7 +724,7 @@ class Server:
             except BaseException as exc:
                 if not _only_input_required(exc):
                     raise
-                return inputs.result(inputs.asked)
+                return inputs.result()
             finally:
                 del self._rounds[id(ctx)]
 
