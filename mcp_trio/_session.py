@@ -53,7 +53,7 @@ from ._core import (
     SessionCore,
     State,
 )
-from ._exceptions import ConnectionClosed, LocalProtocolError, McpError
+from ._exceptions import ConnectionClosed, LocalProtocolError, McpError, RemoteProtocolError
 from .transports._base import Frame, MessageChannel
 from .types import _versions
 
@@ -534,8 +534,9 @@ class Session:
         With a stateless (2026-07-28+) version allowed, probes with
         ``server/discover``; a server that answers it is modern, one that
         names its supported versions in an ``UnsupportedProtocolVersionError``
-        is modern with another version, anything else (another error, or no
-        answer within ``probe_timeout``) is legacy and gets ``initialize``.  If
+        is modern with another version, anything else (another error, an
+        answer that is not a valid ``DiscoverResult``, or no answer within
+        ``probe_timeout``) is legacy and gets ``initialize``.  If
         that ``initialize`` is refused with an ``UnsupportedProtocolVersionError``
         naming a stateless version we accept (a server that was only slow to
         answer the probe), the client goes modern after all.
@@ -563,7 +564,9 @@ class Session:
                         ) from None
                 else:
                     core.reset_era()
-            except RequestTimeout:
+            except (RequestTimeout, RemoteProtocolError):
+                # No answer in time, or an answer that is not a DiscoverResult
+                # (servers that answer every unknown method with ``{}``).
                 core.reset_era()
             else:
                 supported = list(result.supportedVersions)

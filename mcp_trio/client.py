@@ -48,7 +48,7 @@ from .transports._base import MessageChannel
 from .transports.stdio import open_stdio_client
 from .types import _versions
 
-__all__ = ["Client", "ResultCache", "connect_http", "connect_stdio", "open_client"]
+__all__ = ["Client", "ResultCache", "connect_http", "connect_stdio", "elicitation_defaults", "open_client"]
 
 Handler = Callable[[Any], Awaitable[Any]]
 NotificationHook = Callable[[Any], Awaitable[None]]
@@ -137,6 +137,27 @@ async def _maybe_await(value: Any) -> Any:
     if inspect.isawaitable(value):
         value = await value
     return value
+
+
+def elicitation_defaults(requested_schema: Any) -> dict[str, Any]:
+    """The ``default`` of every property of an elicitation's ``requestedSchema``.
+
+    A form-mode ``elicitation/create`` (2025-11-25 on) may give each primitive
+    property a ``default``; a client shows it pre-filled, and a handler that
+    accepts without asking anyone can answer ``{"action": "accept", "content":
+    elicitation_defaults(params.requestedSchema)}``.  Properties without a
+    default are left out.  Multi-select enums (``type: array``) keep their
+    list default.
+    """
+    schema = _builtins(requested_schema)
+    properties = schema.get("properties") if isinstance(schema, Mapping) else None
+    if not isinstance(properties, Mapping):
+        return {}
+    return {
+        name: prop["default"]
+        for name, prop in properties.items()
+        if isinstance(prop, Mapping) and "default" in prop
+    }
 
 
 class Client:

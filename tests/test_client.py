@@ -570,3 +570,29 @@ async def test_sampling_with_tools_needs_the_tools_capability(version: str) -> N
         result = await client.call_tool("agent")
         assert result.content[0].text == "m"
         assert calls.sampling[0].tools[0].name == "lookup"
+
+
+def test_elicitation_defaults_take_each_property_default() -> None:
+    from mcp_trio.client import elicitation_defaults
+    from mcp_trio.types import v2025_11_25 as t
+
+    schema = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "default": "John Doe"},
+            "age": {"type": "integer", "default": 30},
+            "score": {"type": "number", "default": 95.5},
+            "status": {"type": "string", "enum": ["active", "inactive"], "default": "active"},
+            "verified": {"type": "boolean", "default": True},
+            "tags": {"type": "array", "items": {"type": "string", "enum": ["a", "b"]}, "default": ["b"]},
+            "nickname": {"type": "string"},
+        },
+    }
+    expected = {"name": "John Doe", "age": 30, "score": 95.5, "status": "active", "verified": True, "tags": ["b"]}
+    assert elicitation_defaults(schema) == expected
+    # the same through the decoded request params (Structs, not dicts)
+    params = msgspec.convert({"message": "m", "requestedSchema": schema}, t.ElicitRequestFormParams)
+    got = elicitation_defaults(params.requestedSchema)
+    assert got == expected
+    assert type(got["age"]) is int and type(got["score"]) is float
+    assert elicitation_defaults({"type": "object"}) == {}

@@ -488,3 +488,40 @@ async def test_probe_answered_late_then_initialize_refused_goes_modern(
             assert cli.peer_capabilities == {"tools": {}}
         nursery.cancel_scope.cancel()
     assert seen[0] == "server/discover" and "initialize" in seen and seen[-1] == "server/discover"
+
+
+@pytest.mark.skipif(not MODERN, reason="no stateless revision")
+async def test_probe_answered_with_an_invalid_result_falls_back_to_initialize() -> None:
+    """Some legacy servers answer every method they do not know with ``{}``: that is
+    not a DiscoverResult, so the client treats the server as legacy and initializes."""
+    import msgspec
+
+    from mcp_trio.transports import Frame
+
+    a, b = open_memory_transport_pair()
+    seen: list[str] = []
+
+    async def lenient_legacy_server() -> None:
+        async for frame in a:
+            msg = msgspec.json.decode(frame.data)
+            seen.append(msg.get("method"))
+            if "id" not in msg:
+                continue
+            result: dict[str, object] = {}
+            if msg["method"] == "initialize":
+                result = {
+                    "protocolVersion": LEGACY[0],
+                    "capabilities": {},
+                    "serverInfo": {"name": "lenient", "version": "1"},
+                }
+            await a.send(Frame(msgspec.json.encode({"jsonrpc": "2.0", "id": msg["id"], "result": result})))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(lenient_legacy_server)
+        async with open_session(b, role="client", info={"name": "cli", "version": "1"}) as cli:
+            with trio.fail_after(5):
+                version = await cli.connect()
+            assert version == LEGACY[0]
+            assert cli.peer_info["name"] == "lenient"
+        nursery.cancel_scope.cancel()
+    assert seen[:3] == ["server/discover", "initialize", "notifications/initialized"]
