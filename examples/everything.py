@@ -410,12 +410,13 @@ def json_schema_2020_12_tool(arguments: dict[str, Any]) -> str:
 @tool
 async def test_reconnection(ctx: Context) -> str:
     """Tests SSE stream disconnection and client reconnection (SEP-1699)."""
-    # Over Streamable HTTP this tool is meant to close the request's SSE stream
-    # mid-call, so that the client reconnects (GET with Last-Event-ID) and gets
-    # the result on the resumed stream.  stdio and in-memory transports have no
-    # stream to close: the call simply finishes after the short pause the HTTP
-    # client would use to reconnect.
+    # Over Streamable HTTP (2025-11-25 on) the request's SSE stream ends here,
+    # mid-call; the client reconnects (GET with Last-Event-ID) after the retry
+    # delay and receives the rest of the stream, result included.  Transports
+    # without response streams (stdio, in-memory) keep going as if nothing
+    # happened.
     await ctx.info("Before disconnect")
+    await ctx.close_stream()
     await trio.sleep(0.1)
     await ctx.info("After reconnect")
     return "Reconnection test completed"

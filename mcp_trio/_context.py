@@ -90,6 +90,15 @@ class RequestContext:
         """
         await self.session.send_progress(self.id, progress, total, message)
 
+    async def close_stream(self) -> bool:
+        """End this request's response stream now; the request goes on and
+        its later messages reach the client when it resumes the stream (GET
+        with ``Last-Event-ID`` after the ``retry`` delay).  Streamable HTTP
+        only, and only where the stream is resumable; see
+        :meth:`Session.close_stream`.  Returns False on transports without
+        response streams."""
+        return await self.session.close_stream(self.id)
+
     async def notify(self, method: str, params: Any = None) -> None:
         """Send a notification related to this request (same HTTP stream)."""
         await self.session.notify(method, params, related=self.id)

@@ -54,7 +54,7 @@ from ._core import (
     State,
 )
 from ._exceptions import ConnectionClosed, LocalProtocolError, McpError, RemoteProtocolError
-from .transports._base import Frame, MessageChannel
+from .transports._base import CLOSE_STREAM, Frame, MessageChannel
 from .types import _versions
 
 __all__ = [
@@ -461,6 +461,23 @@ class Session:
         if self.core.closed:
             raise ConnectionClosed(self._close_reason)
         await self._put(Frame(self.core.notify(method, params), related))
+
+    async def close_stream(self, request_id: Any) -> bool:
+        """Ask the transport to end the response stream of the peer's request
+        ``request_id`` while the request goes on (SSE polling).
+
+        What was sent before reaches the stream first.  Returns False when the
+        transport has no such streams (stdio, in-memory); Streamable HTTP
+        closes the stream only when the client can resume it (an event store,
+        a session, 2025-11-25 or later: the stream began with a priming event)
+        and otherwise keeps it open.
+        """
+        if not getattr(self.channel, "stream_controls", False):
+            return False
+        if self.core.closed:
+            raise ConnectionClosed(self._close_reason)
+        await self._put(Frame(b"", request_id, control=CLOSE_STREAM))
+        return True
 
     async def send_progress(
         self,

@@ -137,6 +137,12 @@ class Context:
         """Progress for this request (sent only if the client asked for it)."""
         await self.request.report_progress(progress, total, message)
 
+    async def close_stream(self) -> bool:
+        """End this request's Streamable HTTP response stream now (SSE polling,
+        2025-11-25 on); the handler goes on and the client gets the rest when it
+        resumes the stream.  False on transports without response streams."""
+        return await self.request.close_stream()
+
     async def log(self, level: str, data: Any, logger: str | None = None) -> None:
         """Send ``notifications/message`` if ``level`` passes the client's threshold."""
         if level not in _LEVEL_RANK:

@@ -20,7 +20,9 @@ from typing import TypeAlias
 import msgspec
 import trio
 
-__all__ = ["Frame", "MessageChannel", "RequestId"]
+__all__ = ["CLOSE_STREAM", "Frame", "MessageChannel", "RequestId"]
+
+CLOSE_STREAM = "close-stream"
 
 RequestId: TypeAlias = int | str
 
@@ -38,12 +40,19 @@ class Frame(msgspec.Struct, frozen=True):
         error: Set by a transport on an incoming frame it could not deliver
             whole (for example a message over the size limit); ``data`` then
             holds whatever prefix is useful for diagnostics, possibly empty.
+        control: An instruction to the transport instead of a message (``data``
+            is empty).  ``"close-stream"``: end the response stream of the
+            request ``related`` without ending the request, so the peer
+            resumes it (Streamable HTTP polling, 2025-11-25).  The engine only
+            sends controls to a channel whose ``stream_controls`` attribute
+            is true.
     """
 
     data: bytes
     related: RequestId | None = None
     final: bool = False
     error: str | None = None
+    control: str | None = None
 
 
 MessageChannel: TypeAlias = trio.abc.Channel[Frame]

@@ -39,6 +39,13 @@ class SSEEvent:
     retry: int | None = None
 
 
+def encode_retry(retry: int) -> bytes:
+    """An event that only sets the reconnection delay (no data: not dispatched)."""
+    if retry < 0:
+        raise ValueError("retry must not be negative")
+    return b"retry: %d\n\n" % retry
+
+
 def encode_event(
     data: bytes | str,
     *,

@@ -28,7 +28,10 @@ Rules:
   :class:`EventStore` (an in-memory bounded one by default) a client that lost
   a stream reconnects with ``GET`` and ``Last-Event-ID`` and gets the rest of
   *that* stream.  From 2025-11-25 on each SSE stream starts with a priming
-  event (an id and empty data), with ``retry`` when ``retry_ms`` is set.
+  event (an id and empty data) with ``retry``.  A handler may end its POST's
+  stream early (``ctx.close_stream()``): the response ends after a ``retry``
+  event, the request goes on, and the client resumes the stream with ``GET``
+  + ``Last-Event-ID`` to receive the rest (SSE polling).
 * A client that disconnects does not cancel its request (the spec says so);
   only ``notifications/cancelled`` does.
 * ``MCP-Protocol-Version`` must name a supported revision (400 otherwise);
@@ -51,8 +54,8 @@ import trio
 
 from .. import _jsonrpc as rpc
 from ..types import _versions
-from ._base import Frame, RequestId
-from ._sse import encode_event
+from ._base import CLOSE_STREAM, Frame, RequestId
+from ._sse import encode_event, encode_retry
 
 __all__ = [
     "ASGIApp",
@@ -174,6 +177,7 @@ class InMemoryEventStore:
 
 
 _END = object()
+_CLOSE = object()  # end the response now; the stream goes on for a resuming client
 
 
 class _Stream:
@@ -191,7 +195,7 @@ class _Stream:
 
     def push(self, item: Any) -> None:
         if self.attached:
-            if len(self.items) >= self.buffer and item is not _END:
+            if len(self.items) >= self.buffer and item is not _END and item is not _CLOSE:
                 # The reader is too slow: detach it (it may resume from the store).
                 self.items.clear()
                 self.items.append(_END)
@@ -209,6 +213,8 @@ class _Stream:
 
 class _HttpSession(trio.abc.Channel[Frame]):
     """The MessageChannel the engine sees for one MCP session over HTTP."""
+
+    stream_controls = True  # the engine may send CLOSE_STREAM controls
 
     def __init__(self, owner: StreamableHTTP, session_id: str | None) -> None:
         self.owner = owner
@@ -231,6 +237,9 @@ class _HttpSession(trio.abc.Channel[Frame]):
         return await self._in_recv.receive()
 
     async def send(self, frame: Frame) -> None:
+        if frame.control == CLOSE_STREAM:
+            self.close_stream(frame.related)
+            return
         if not frame.data:
             return
         stream = self.by_request.get(frame.related) if frame.related is not None else None
@@ -252,6 +261,17 @@ class _HttpSession(trio.abc.Channel[Frame]):
 
     async def aclose(self) -> None:
         await self._in_recv.aclose()
+
+    def close_stream(self, request_id: RequestId | None) -> None:
+        """End the response carrying ``request_id`` early, if the client can
+        resume it: the stream began with a priming event (so it has an event id
+        to resume from) and is an SSE response now."""
+        stream = self.by_request.get(request_id) if request_id is not None else None
+        if stream is None or not stream.attached or stream.prime_id is None:
+            return
+        if self.owner.response_mode == "json":
+            return
+        stream.push(_CLOSE)
 
     # ---- HTTP side
 
@@ -328,8 +348,11 @@ class StreamableHTTP:
             accepts any.  Default: loopback names.
         allowed_origins: ``Origin`` values accepted when the header is
             present; default: ``http(s)://`` + an allowed host.
-        event_store: Keeps events for resumption (``None``: no resumption).
-        retry_ms: The ``retry`` sent in priming events (``None``: not sent).
+        event_store: Keeps events for resumption (default: a bounded
+            :class:`InMemoryEventStore`).
+        retry_ms: The ``retry`` (milliseconds a client waits before it
+            reconnects) sent in priming events and when a handler closes its
+            stream early (``Context.close_stream``); ``None``: not sent.
     """
 
     def __init__(
@@ -345,7 +368,7 @@ class StreamableHTTP:
         allowed_hosts: Iterable[str] | None = DEFAULT_ALLOWED_HOSTS,
         allowed_origins: Iterable[str] | None = None,
         event_store: EventStore | None = None,
-        retry_ms: int | None = None,
+        retry_ms: int | None = 1000,
         inbound_buffer: int = 16,
         stream_buffer: int = 1024,
         backlog: int = 1024,
@@ -534,8 +557,8 @@ class StreamableHTTP:
         version = (
             modern_version
             or (requests[0].params.get("protocolVersion") if is_initialize and isinstance(requests[0].params, dict) else None)
+            or session.version  # negotiated: it decides, whatever the header says
             or request.headers.get(_HEADER_VERSION)
-            or session.version
             or _DEFAULT_VERSION
         )
         if is_initialize and isinstance(version, str):
@@ -565,7 +588,7 @@ class StreamableHTTP:
         if self.response_mode == "json":
             bodies = []
             while (item := await stream.next()) is not _END:
-                if _is_response(item[1]):
+                if item is not _CLOSE and _is_response(item[1]):
                     bodies.append(item[1])  # other messages have no place in a JSON reply
             await _send_json(responder, bodies, headers)
             return
@@ -575,6 +598,7 @@ class StreamableHTTP:
             return
         if (
             self.response_mode == "auto"
+            and first is not _CLOSE
             and stream.complete
             and list(stream.items) == [_END]
             and _is_response(first[1])
@@ -583,7 +607,7 @@ class StreamableHTTP:
             return
         await responder.start(200, [*headers, *_SSE_HEADERS])
         await self._prime(session, stream, responder, version)
-        await _pump(stream, responder, first)
+        await _pump(stream, responder, first, retry_ms=self.retry_ms)
 
     async def _reserve_prime(self, session: _HttpSession, stream: _Stream, version: str) -> None:
         """Give ``stream`` its priming event id before anything else is sent on it."""
@@ -640,7 +664,7 @@ class StreamableHTTP:
                 return None
             for data in backlog:
                 await session.deliver(stream, data)
-            await _pump(stream, responder, None, skip=sent)
+            await _pump(stream, responder, None, skip=sent, retry_ms=self.retry_ms)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             log.debug("client left stream %s of session %s", key, session.id)
         finally:
@@ -669,11 +693,22 @@ class StreamableHTTP:
 _SSE_HEADERS = [("content-type", "text/event-stream"), ("cache-control", "no-cache, no-transform")]
 
 
-async def _pump(stream: _Stream, responder: Responder, first: Any, skip: set[str] = frozenset()) -> None:  # type: ignore[assignment]
-    """Write the stream's events until it completes; end the response."""
+async def _pump(
+    stream: _Stream,
+    responder: Responder,
+    first: Any,
+    skip: set[str] = frozenset(),  # type: ignore[assignment]
+    retry_ms: int | None = None,
+) -> None:
+    """Write the stream's events until it completes (or is closed early for the
+    client to resume it); end the response."""
     item = first if first is not None else await stream.next()
     try:
         while item is not _END:
+            if item is _CLOSE:
+                if retry_ms is not None:
+                    await responder.send(encode_retry(retry_ms))
+                break
             event_id, data = item
             if event_id not in skip:
                 await responder.send(encode_event(data, id=event_id))

@@ -37,3 +37,7 @@ def test_server_suite_passes(front_door: str) -> None:
         result = run_server(url, suite="all", timeout=600)
         assert result.ok, result.report(verbose=True)
         assert len(result.scenarios) >= 32 and not result.failed
+        # test_reconnection really closes its stream mid-call, and the rest arrives on resume
+        polling = {c.id: c.status for c in result.scenario("server-sse-polling").checks}
+        for check in ("server-sse-priming-event", "server-sse-retry-field", "server-sse-disconnect-resume"):
+            assert polling.get(check) == "SUCCESS", result.report(verbose=True)

@@ -63,6 +63,15 @@ def make_server() -> tuple[Server, dict[str, Any]]:
         return "never"
 
     @server.tool
+    async def poll(ctx: Context) -> str:
+        """Closes its response stream mid-call (SSE polling)."""
+        await ctx.report_progress(1, 2)
+        state["closed"] = await ctx.close_stream()
+        await state["release"].wait()
+        await ctx.report_progress(2, 2)
+        return "polled"
+
+    @server.tool
     async def ask(ctx: Context) -> str:
         answer = await ctx.elicit("name?", {"type": "object", "properties": {"n": {"type": "string"}}})
         return f"hi {answer.content['n']}"
@@ -300,6 +309,64 @@ async def test_resume_a_dropped_stream_with_last_event_id(front_door: str) -> No
         rest = [m for _, m in events(r.content)]
         assert [m.get("method") for m in rest] == ["notifications/progress", None]
         assert rest[1]["id"] == 11 and rest[1]["result"]["content"][0]["text"] == "released"
+
+
+async def test_a_handler_closes_its_stream_and_the_client_resumes_it(front_door: str) -> None:
+    """SSE polling (2025-11-25): the response ends after the priming event, what
+    was sent so far and a ``retry`` event; the request goes on; GET with
+    Last-Event-ID brings the rest, the result included."""
+    server, state = make_server()
+    async with running(front_door, server, retry_ms=250) as (url, _), httpx.AsyncClient() as client:
+        headers = await open_http_session(client, url)
+        params = {"name": "poll", "arguments": {}, "_meta": {"progressToken": "p"}}
+        with trio.fail_after(5):
+            r = await client.post(url, headers=headers, json=rpc(12, "tools/call", params))
+        assert r.status_code == 200 and r.headers["content-type"] == "text/event-stream"
+        assert state["closed"] is True
+        decoder = SSEDecoder()
+        got = decoder.feed(r.content)
+        assert r.content.startswith(b"id: ") and b"\nretry: 250\ndata: \n\n" in r.content.split(b"\n\n")[0] + b"\n\n"
+        assert [msgspec.json.decode(e.data)["params"]["progress"] for e in got] == [1]
+        assert decoder.retry == 250 and r.content.endswith(b"retry: 250\n\n")
+        state["release"].set()
+        get_headers = {**headers, "accept": "text/event-stream", "last-event-id": decoder.last_event_id}
+        with trio.fail_after(5):
+            r = await client.get(url, headers=get_headers)
+        rest = [m for _, m in events(r.content)]
+        assert [m.get("method") for m in rest] == ["notifications/progress", None]
+        assert rest[1]["id"] == 12 and rest[1]["result"]["content"][0]["text"] == "polled"
+
+
+async def test_closing_a_stream_that_cannot_be_resumed_does_nothing(front_door: str) -> None:
+    """Before 2025-11-25 there is no priming event, so the client would have no event
+    id to resume from: the stream stays open and carries the result."""
+    server, state = make_server()
+    state["release"].set()
+    async with running(front_door, server) as (url, _), httpx.AsyncClient() as client:
+        headers = await open_http_session(client, url, version="2025-06-18")
+        with trio.fail_after(5):
+            r = await client.post(url, headers=headers, json=rpc(13, "tools/call", {"name": "poll", "arguments": {}}))
+        assert r.status_code == 200
+        replies = [r.json()] if r.headers["content-type"] == "application/json" else [m for _, m in events(r.content)]
+        assert replies[-1]["id"] == 13 and replies[-1]["result"]["content"][0]["text"] == "polled"
+
+
+async def test_our_client_rides_out_a_closed_stream(front_door: str) -> None:
+    from mcp_trio.client import connect_http
+
+    server, state = make_server()
+    state["release"].set()
+    progress: list[float] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append(value)
+
+    async with running(front_door, server, retry_ms=50) as (url, _):
+        with trio.fail_after(10):
+            async with connect_http(url, versions=["2025-11-25"]) as client:
+                result = await client.call_tool("poll", {}, on_progress=on_progress)
+                assert result.content[0].text == "polled" and progress == [1, 2]
+                assert state["closed"] is True
 
 
 async def test_cancelled_notification_ends_the_post(front_door: str) -> None:
