@@ -17,8 +17,10 @@ Rules:
 * A request handler's return value is the result; raising :class:`McpError`
   answers with that error; any other exception answers -32603 and is logged.
   A handler cancelled by ``notifications/cancelled`` sends nothing.
-* At most ``max_in_flight`` incoming requests run at once; beyond that the
-  reader stops reading (backpressure) until one finishes.
+* At most ``max_in_flight`` incoming requests run at once; up to
+  ``max_queued`` more wait their turn in arrival order while the reader goes
+  on (so answers to the handlers' own calls to the peer still get through);
+  beyond that the reader stops reading (backpressure) until one finishes.
 * ``request()`` waits in the caller's task.  Its timeout is an idle deadline
   that each progress notification may push back, bounded by an optional
   total.  On timeout or cancellation it sends ``notifications/cancelled``
@@ -133,6 +135,7 @@ class Session:
         notification_handlers: Mapping[str, NotificationHandler] | None = None,
         default_timeout: float | None = 60.0,
         max_in_flight: int = 64,
+        max_queued: int | None = None,
         outbox_size: int = 64,
         keepalive_interval: float | None = None,
         keepalive_timeout: float = 10.0,
@@ -140,6 +143,8 @@ class Session:
     ) -> None:
         if max_in_flight < 1:
             raise ValueError("max_in_flight must be at least 1")
+        if max_queued is not None and max_queued < 0:
+            raise ValueError("max_queued must not be negative")
         self.core = core
         self.channel = channel
         self.request_handlers: dict[str, RequestHandler] = dict(request_handlers or {})
@@ -148,6 +153,8 @@ class Session:
         )
         self.default_timeout = default_timeout
         self.max_in_flight = max_in_flight
+        #: Requests that may wait for a free slot (default: ``max_in_flight``).
+        self.max_queued = max_in_flight if max_queued is None else max_queued
         self.keepalive_interval = keepalive_interval
         self.keepalive_timeout = keepalive_timeout
         self.close_grace = close_grace
@@ -159,7 +166,9 @@ class Session:
         self._notify_send, self._notify_recv = trio.open_memory_channel[NotificationReceived](
             outbox_size
         )
-        self._slots = trio.Semaphore(max_in_flight)
+        self._running = 0
+        self._queued: deque[RequestReceived] = deque()
+        self._room = trio.Event()
         self._waiters: dict[Any, _Waiter] = {}
         self._scopes: dict[Any, trio.CancelScope] = {}
         self._reader_scope = trio.CancelScope()
@@ -191,6 +200,7 @@ class Session:
         return {
             "pending_requests": len(self._waiters),
             "requests_in_progress": len(self._scopes),
+            "requests_queued": len(self._queued),
             "queued_frames": self._outbox_send.statistics().current_buffer_used,
         }
 
@@ -237,9 +247,11 @@ class Session:
 
     async def _dispatch(self, event: Any) -> None:
         if isinstance(event, RequestReceived):
-            await self._slots.acquire()
-            assert self._tasks is not None
-            self._tasks.start_soon(self._handle_request, event)
+            while len(self._queued) >= self.max_queued and self._running >= self.max_in_flight:
+                self._room = trio.Event()
+                await self._room.wait()  # backpressure: stop reading
+            self._queued.append(event)
+            self._start_queued()
         elif isinstance(event, ResponseReceived):
             waiter = self._waiters.get(event.id)
             if waiter is not None:
@@ -313,6 +325,14 @@ class Session:
 
     # ------------------------------------------------------ incoming requests
 
+    def _start_queued(self) -> None:
+        """Start queued requests while slots are free."""
+        assert self._tasks is not None
+        while self._queued and self._running < self.max_in_flight:
+            self._running += 1
+            self._tasks.start_soon(self._handle_request, self._queued.popleft())
+        self._room.set()
+
     async def _handle_request(self, event: RequestReceived) -> None:
         core = self.core
         id = event.id
@@ -350,7 +370,8 @@ class Session:
         finally:
             self._scopes.pop(id, None)
             leftover = core.drop(id)
-            self._slots.release()
+            self._running -= 1
+            self._start_queued()
             if leftover is not None and data is None:
                 with trio.move_on_after(self.close_grace, shield=True):
                     try:

@@ -365,9 +365,54 @@ async def test_backpressure_bounds_requests_in_flight() -> None:
             for _ in range(10):
                 n.start_soon(cli.request, "tools/call", {"name": "x"})
             await trio.testing.wait_all_tasks_blocked()  # everything that can run has run
-            assert peak == 3 and srv.statistics()["requests_in_progress"] == 3
+            stats = srv.statistics()
+            assert peak == 3 and stats["requests_in_progress"] == 3
+            # 3 more wait in the queue; the reader stopped at the 7th (backpressure)
+            assert stats["requests_queued"] == 3
             gate.set()
         assert peak == 3
+
+
+async def test_handlers_waiting_on_the_peer_do_not_deadlock_a_full_session() -> None:
+    """Every slot is held by a handler that calls back to the client; the reader
+    must still read the client's answers (queued requests do not block it)."""
+
+    async def ask_back(ctx: RequestContext, params: Any) -> Any:
+        answer = await ctx.request("roots/list", timeout=5)
+        return tool_result(str(len(answer.roots)))
+
+    async def roots(ctx: RequestContext, params: Any) -> Any:
+        return {"roots": [{"uri": "file:///a"}]}
+
+    a, b = open_memory_transport_pair()
+    async with open_session(
+        a,
+        role="server",
+        info={"name": "s", "version": "1"},
+        capabilities=SERVER_CAPS,
+        request_handlers={"tools/call": ask_back},
+        max_in_flight=1,
+    ) as srv, open_session(
+        b,
+        role="client",
+        info={"name": "c", "version": "1"},
+        capabilities={"roots": {}},
+        versions=LEGACY,
+        request_handlers={"roots/list": roots},
+    ) as cli:
+        await cli.connect()
+        results: list[str] = []
+
+        async def call() -> None:
+            result = await cli.request("tools/call", {"name": "x"}, timeout=10)
+            results.append(result.content[0].text)
+
+        with trio.fail_after(2):
+            async with trio.open_nursery() as n:
+                for _ in range(2):
+                    n.start_soon(call)
+        assert results == ["1", "1"]
+        assert srv.statistics()["requests_queued"] == 0
 
 
 async def test_exceptions_in_the_block_are_not_wrapped() -> None:
