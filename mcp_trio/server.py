@@ -786,18 +786,22 @@ class Server:
         *,
         path: str = "/mcp",
         front_door: str = "h11",
+        legacy_sse: bool = False,
         task_status: Any = trio.TASK_STATUS_IGNORED,
         **http_options: Any,
     ) -> None:
-        """Serve Streamable HTTP at ``http://host:port/path`` (hypercorn) until cancelled.
+        """Serve Streamable HTTP at ``http://host:port/path`` until cancelled.
 
         ``front_door`` is ``"h11"`` (a lean HTTP/1.1 server, the fastest) or
         ``"hypercorn"`` (ASGI: HTTP/2, TLS and hypercorn's other settings).
+        ``legacy_sse`` also serves the 2024-11-05 HTTP+SSE transport for old
+        clients (stream at ``/sse``, messages to ``/messages``).
         ``task_status.started`` gets the endpoint URLs.  ``http_options`` go to
         :class:`~mcp_trio.transports.http_server.StreamableHTTP` (allowed
         hosts, response mode, session limits, event store ...).
         """
         from .transports.http_server import ASGIApp, StreamableHTTP, serve_h11, serve_hypercorn
+        from .transports.legacy_sse_server import LegacySSE
 
         if front_door not in ("h11", "hypercorn"):
             raise ValueError("front_door must be 'h11' or 'hypercorn'")
@@ -806,10 +810,20 @@ class Server:
             # Extension tasks outlive the (per-POST) sessions that create them.
             await nursery.start(self.tasks.run)
             await nursery.start(endpoint.run)
+            routes = {}
+            if legacy_sse:
+                legacy = LegacySSE(
+                    self.serve_session,
+                    max_body_size=endpoint.max_body_size,
+                    allowed_hosts=endpoint.guard.allowed_hosts,
+                    allowed_origins=endpoint.guard.allowed_origins,
+                )
+                await nursery.start(legacy.run)
+                routes = {"/sse": legacy, legacy.messages_path: legacy}
             if front_door == "h11":
-                urls = await nursery.start(partial(serve_h11, endpoint, host, port, path=path))
+                urls = await nursery.start(partial(serve_h11, endpoint, host, port, path=path, routes=routes))
             else:
-                urls = await nursery.start(serve_hypercorn, ASGIApp(endpoint, path), host, port)
+                urls = await nursery.start(serve_hypercorn, ASGIApp(endpoint, path, routes), host, port)
             task_status.started([url + path for url in urls])
 
     async def serve_stdio(self, **channel_options: Any) -> None:

@@ -57,8 +57,8 @@ starts a new session: open a new channel and client, which initialize afresh.
 
 Legacy HTTP+SSE (2024-11-05): :func:`open_legacy_sse_client` opens the SSE
 stream, waits for the ``endpoint`` event and posts every message there; the
-channel ends with the stream.  ``open_http_client(..., legacy_fallback=True)``
-switches to that transport by itself when the ``initialize`` POST is refused
+channel ends with the stream.  ``open_http_client`` switches to that
+transport by itself (unless ``legacy_fallback=False``) when the ``initialize`` POST is refused
 with 400, 404 or 405 and no JSON-RPC error, as the specification's backwards
 compatibility section describes.
 """
@@ -386,7 +386,7 @@ class HTTPClientChannel(trio.abc.Channel[Frame]):
         reconnect_attempts: int = 3,
         listen: bool = True,
         terminate_on_close: bool = True,
-        legacy_fallback: bool = False,
+        legacy_fallback: bool = True,
         close_timeout: float = 2.0,
     ) -> None:
         if max_connections < 1:
@@ -1192,7 +1192,7 @@ async def open_http_client(
     reconnect_attempts: int = 3,
     listen: bool = True,
     terminate_on_close: bool = True,
-    legacy_fallback: bool = False,
+    legacy_fallback: bool = True,
     close_timeout: float = 2.0,
 ) -> AsyncIterator[HTTPClientChannel]:
     """A Streamable HTTP channel to the MCP endpoint ``url``, open for the ``async with`` block.
@@ -1224,7 +1224,9 @@ async def open_http_client(
             2025-11-25).
         terminate_on_close: Send DELETE for the session on close.
         legacy_fallback: Switch to the 2024-11-05 HTTP+SSE transport when the
-            ``initialize`` POST is refused (400/404/405 without a JSON-RPC error).
+            ``initialize`` POST is refused (400/404/405 without a JSON-RPC
+            error) and a GET of the same URL opens an SSE stream with an
+            ``endpoint`` event (default); False: report the refusal.
         close_timeout: Seconds allowed for the DELETE on close.
     """
     channel = HTTPClientChannel(

@@ -13,7 +13,8 @@ Rules:
   notifications and responses → 202.  Requests → one JSON body when the
   first thing the server sends back is the response (``response_mode="auto"``,
   the default) or always (``"json"``), else an SSE stream that ends once every
-  request of the POST is answered (``"sse"`` forces it).
+  request of the POST is answered (``"sse"`` forces it).  A POST whose
+  requests were all cancelled gets an SSE stream with nothing in it.
 * Sessions: ``initialize`` creates one; its id (256 random bits, URL-safe
   base64) comes back in ``Mcp-Session-Id``.  Later requests without it get
   400, with an unknown or ended one 404.  ``DELETE`` ends it.  A session with
@@ -45,7 +46,7 @@ from __future__ import annotations
 import logging
 import secrets
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -60,6 +61,8 @@ from ._sse import encode_event, encode_retry
 __all__ = [
     "ASGIApp",
     "EventStore",
+    "Handler",
+    "HostGuard",
     "HttpRequest",
     "InMemoryEventStore",
     "Responder",
@@ -115,11 +118,59 @@ class HttpRequest:
         method: ``GET``, ``POST`` ...
         headers: Lower-case names; repeated headers joined with ``", "``.
         body: The whole body (front doors enforce ``max_body_size`` while reading).
+        path: The request target's path (without the query).
+        query: The query string (after ``?``), undecoded.
     """
 
     method: str
     headers: dict[str, str]
     body: bytes = b""
+    path: str = ""
+    query: str = ""
+
+
+class Handler(Protocol):
+    """What a front door serves at a path: :class:`StreamableHTTP` or another
+    endpoint (the legacy HTTP+SSE one)."""
+
+    max_body_size: int
+
+    async def handle(self, request: HttpRequest, responder: Responder) -> None: ...
+
+
+class HostGuard:
+    """``Host`` and ``Origin`` allow-lists (DNS rebinding protection).
+
+    ``allowed_hosts`` (port ignored; ``None``: any); ``allowed_origins``
+    applies when an ``Origin`` header is present (default: ``http(s)://`` +
+    an allowed host; ``None`` with ``allowed_hosts=None``: any).
+    """
+
+    def __init__(
+        self,
+        allowed_hosts: Iterable[str] | None = DEFAULT_ALLOWED_HOSTS,
+        allowed_origins: Iterable[str] | None = None,
+    ) -> None:
+        self.allowed_hosts = None if allowed_hosts is None else {h.lower() for h in allowed_hosts}
+        if allowed_origins is None and self.allowed_hosts is not None:
+            allowed_origins = [f"{s}://{h}" for h in self.allowed_hosts for s in ("http", "https")]
+        self.allowed_origins = None if allowed_origins is None else {o.lower() for o in allowed_origins}
+
+    def check(self, request: HttpRequest) -> _Reply | None:
+        """The rejection for ``request`` (421 / 403), or None."""
+        if self.allowed_hosts is not None:
+            host = request.headers.get("host", "").lower()
+            name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+            if name not in self.allowed_hosts and host not in self.allowed_hosts:
+                return _error_reply(421, f"Host not allowed: {host!r}")
+        origin = request.headers.get("origin")
+        if origin is not None and self.allowed_origins is not None:
+            base = origin.lower()
+            scheme, _, rest = base.partition("://")
+            bare = f"{scheme}://{rest.rsplit(':', 1)[0]}" if rest.count(":") == 1 else base
+            if base not in self.allowed_origins and bare not in self.allowed_origins:
+                return _error_reply(403, f"Origin not allowed: {origin!r}")
+        return None
 
 
 class Responder(Protocol):
@@ -382,10 +433,7 @@ class StreamableHTTP:
         self.max_sessions = max_sessions
         self.max_body_size = max_body_size
         self.max_streams = max_streams
-        self.allowed_hosts = None if allowed_hosts is None else {h.lower() for h in allowed_hosts}
-        if allowed_origins is None and self.allowed_hosts is not None:
-            allowed_origins = [f"{s}://{h}" for h in self.allowed_hosts for s in ("http", "https")]
-        self.allowed_origins = None if allowed_origins is None else {o.lower() for o in allowed_origins}
+        self.guard = HostGuard(allowed_hosts, allowed_origins)
         self.event_store = event_store if event_store is not None else InMemoryEventStore()
         self.retry_ms = retry_ms
         self.inbound_buffer = inbound_buffer
@@ -438,7 +486,7 @@ class StreamableHTTP:
 
     async def handle(self, request: HttpRequest, responder: Responder) -> None:
         """Answer one HTTP request on the MCP endpoint."""
-        problem = self._check_origin(request)
+        problem = self.guard.check(request)
         try:
             if problem is None:
                 if request.method == "POST":
@@ -453,21 +501,6 @@ class StreamableHTTP:
                 await _send_reply(responder, problem)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             log.debug("the client left before its answer was complete")
-
-    def _check_origin(self, request: HttpRequest) -> _Reply | None:
-        if self.allowed_hosts is not None:
-            host = request.headers.get("host", "").lower()
-            name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
-            if name not in self.allowed_hosts and host not in self.allowed_hosts:
-                return _error_reply(421, f"Host not allowed: {host!r}")
-        origin = request.headers.get("origin")
-        if origin is not None and self.allowed_origins is not None:
-            base = origin.lower()
-            scheme, _, rest = base.partition("://")
-            bare = f"{scheme}://{rest.rsplit(':', 1)[0]}" if rest.count(":") == 1 else base
-            if base not in self.allowed_origins and bare not in self.allowed_origins:
-                return _error_reply(403, f"Origin not allowed: {origin!r}")
-        return None
 
     def _check_version(self, request: HttpRequest) -> _Reply | None:
         version = request.headers.get(_HEADER_VERSION)
@@ -590,11 +623,14 @@ class StreamableHTTP:
             while (item := await stream.next()) is not _END:
                 if item is not _CLOSE and _is_response(item[1]):
                     bodies.append(item[1])  # other messages have no place in a JSON reply
-            await _send_json(responder, bodies, headers)
+            if bodies:
+                await _send_json(responder, bodies, headers)
+            else:
+                await _send_empty_stream(responder, headers)
             return
         first = await stream.next()
         if first is _END:
-            await _send_json(responder, [], headers)  # cancelled: nothing to answer
+            await _send_empty_stream(responder, headers)
             return
         if (
             self.response_mode == "auto"
@@ -747,6 +783,13 @@ async def _send_json(responder: Responder, bodies: list[bytes], headers: list[tu
     await _send_reply(responder, _Reply(200, body, [*headers, ("content-type", "application/json")]))
 
 
+async def _send_empty_stream(responder: Responder, headers: list[tuple[str, str]]) -> None:
+    """The answer to a POST whose requests were all cancelled: nothing to send,
+    but a request's POST must be answered with SSE or JSON (not 202)."""
+    await responder.start(200, [*headers, *_SSE_HEADERS])
+    await responder.end()
+
+
 async def _send_reply(responder: Responder, reply: _Reply) -> None:
     headers = list(reply.headers)
     headers.append(("content-length", str(len(reply.body))))
@@ -792,16 +835,24 @@ class _ASGIResponder:
             raise trio.BrokenResourceError("the client disconnected") from exc
 
 
+def _routes(endpoint: Handler, path: str, routes: Mapping[str, Handler] | None) -> dict[str, Handler]:
+    table = {(p.rstrip("/") or "/"): h for p, h in (routes or {}).items()}
+    table[path.rstrip("/") or "/"] = endpoint
+    return table
+
+
 class ASGIApp:
-    """An ASGI 3 application serving ``endpoint`` at ``path`` (other paths: 404).
+    """An ASGI 3 application serving ``endpoint`` at ``path``, and each of
+    ``routes`` (path -> :class:`Handler`) at its path; other paths get 404.
 
     Serve it with hypercorn's trio worker (see :func:`serve_hypercorn`) or any
     ASGI server running under trio.
     """
 
-    def __init__(self, endpoint: StreamableHTTP, path: str = "/mcp") -> None:
+    def __init__(self, endpoint: Handler, path: str = "/mcp", routes: Mapping[str, Handler] | None = None) -> None:
         self.endpoint = endpoint
         self.path = path
+        self.routes = _routes(endpoint, path, routes)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
@@ -815,7 +866,8 @@ class ASGIApp:
         if scope["type"] != "http":
             return
         responder = _ASGIResponder(send)
-        if scope["path"].rstrip("/") != self.path.rstrip("/"):
+        handler = self.routes.get(scope["path"].rstrip("/") or "/")
+        if handler is None:
             await _send_reply(responder, _Reply(404, b"Not Found", [("content-type", "text/plain")]))
             return
         headers: dict[str, str] = {}
@@ -824,7 +876,7 @@ class ASGIApp:
             value = raw_value.decode("latin-1")
             headers[name] = f"{headers[name]}, {value}" if name in headers else value
         body = bytearray()
-        limit = self.endpoint.max_body_size
+        limit = handler.max_body_size
         while True:
             message = await receive()
             if message["type"] == "http.disconnect":
@@ -835,7 +887,8 @@ class ASGIApp:
                 return
             if not message.get("more_body", False):
                 break
-        request = HttpRequest(scope["method"], headers, bytes(body))
+        query = scope.get("query_string", b"").decode("latin-1")
+        request = HttpRequest(scope["method"], headers, bytes(body), scope["path"], query)
         async with trio.open_nursery() as nursery:
 
             async def watch_disconnect() -> None:
@@ -847,7 +900,7 @@ class ASGIApp:
                         return
 
             nursery.start_soon(watch_disconnect)
-            await self.endpoint.handle(request, responder)
+            await handler.handle(request, responder)
             nursery.cancel_scope.cancel()
 
 
@@ -919,11 +972,12 @@ class _H11Responder:
 
 
 async def serve_h11(
-    endpoint: StreamableHTTP,
+    endpoint: Handler,
     host: str = "127.0.0.1",
     port: int = 0,
     *,
     path: str = "/mcp",
+    routes: Mapping[str, Handler] | None = None,
     max_header_size: int = 64 * 1024,
     keepalive_timeout: float = 60.0,
     request_timeout: float = 30.0,
@@ -940,12 +994,13 @@ async def serve_h11(
     client that stops reading abandoned after ``write_timeout``, at most
     ``max_connections`` at once (further ones wait in the listen backlog).
 
-    ``task_status.started`` gets the bound URLs.
+    ``routes`` (path -> :class:`Handler`) serves more endpoints next to
+    ``endpoint`` at ``path``.  ``task_status.started`` gets the bound URLs.
     """
     import h11
 
     limit = trio.CapacityLimiter(max_connections)
-    target = path.rstrip("/") or "/"
+    table = _routes(endpoint, path, routes)
 
     async def reject(stream: trio.abc.Stream, conn: Any, status: int, message: str) -> None:
         body = rpc.encode_error(None, rpc.INVALID_REQUEST, message)
@@ -985,18 +1040,21 @@ async def serve_h11(
                     if head_size > max_header_size:
                         await reject(stream, conn, 431, "Request Header Fields Too Large")
                         return
+                    target, _, query = event.target.decode("latin-1").partition("?")
+                    handler = table.get(target.rstrip("/") or "/")
+                    max_body = handler.max_body_size if handler is not None else endpoint.max_body_size
                     with trio.move_on_after(request_timeout) as slow:
                         body = bytearray()
                         length = next((v for k, v in event.headers if k == b"content-length"), None)
-                        if length is not None and int(length) > endpoint.max_body_size:
-                            await reject(stream, conn, 413, f"Request body larger than {endpoint.max_body_size} bytes")
+                        if length is not None and int(length) > max_body:
+                            await reject(stream, conn, 413, f"Request body larger than {max_body} bytes")
                             return
                         while True:
                             part = await next_event(stream, conn)
                             if isinstance(part, h11.Data):
                                 body += part.data
-                                if len(body) > endpoint.max_body_size:
-                                    await reject(stream, conn, 413, f"Request body larger than {endpoint.max_body_size} bytes")
+                                if len(body) > max_body:
+                                    await reject(stream, conn, 413, f"Request body larger than {max_body} bytes")
                                     return
                             elif isinstance(part, h11.EndOfMessage):
                                 break
@@ -1017,12 +1075,11 @@ async def serve_h11(
                     value = raw_value.decode("latin-1")
                     headers[name] = f"{headers[name]}, {value}" if name in headers else value
                 responder = _H11Responder(stream, conn, write_timeout)
-                request_path = event.target.decode("latin-1").split("?", 1)[0].rstrip("/") or "/"
                 try:
-                    if request_path != target:
+                    if handler is None:
                         await _send_reply(responder, _Reply(404, b"Not Found", [("content-type", "text/plain")]))
                     else:
-                        request = HttpRequest(event.method.decode("ascii"), headers, bytes(body))
+                        request = HttpRequest(event.method.decode("ascii"), headers, bytes(body), target, query)
                         async with trio.open_nursery() as nursery:
 
                             async def watch() -> None:
@@ -1037,7 +1094,7 @@ async def serve_h11(
 
                             nursery.start_soon(watch)
                             try:
-                                await endpoint.handle(request, responder)
+                                await handler.handle(request, responder)
                             except (trio.BrokenResourceError, trio.ClosedResourceError):
                                 responder.gone = True
                             nursery.cancel_scope.cancel()

@@ -1,8 +1,10 @@
 """Drive a stdio MCP server with the official Python SDK's client; used by the interop tests.
 
 Usage: sdk_client.py [--mode legacy|auto] [--sleep SECONDS] [--cancel-after SECONDS] -- CMD [ARG...]
+       sdk_client.py [options] --url URL [--transport streamable|sse]
 
-Launches CMD with the SDK's stdio client, then: connects (``legacy``: the initialize handshake;
+Launches CMD with the SDK's stdio client (or connects to URL with its Streamable HTTP or
+legacy HTTP+SSE client), then: connects (``legacy``: the initialize handshake;
 ``auto``: the SDK's server/discover probe with its initialize fallback), pings, lists the tools,
 calls ``echo``, calls ``progress`` with a progress callback, starts ``sleep`` and cancels the
 calling scope after ``--cancel-after`` seconds (the SDK then sends ``notifications/cancelled``),
@@ -26,7 +28,9 @@ from typing import Any
 
 import anyio
 from mcp.client.client import Client
+from mcp.client.sse import sse_client
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
 from mcp_types import Implementation
 
 
@@ -50,9 +54,6 @@ def _text(result: Any) -> str | None:
 
 
 async def run(args: argparse.Namespace, errlog: Any) -> dict[str, Any]:
-    command, *argv = args.command
-    env = {k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ}
-    params = StdioServerParameters(command=command, args=argv, env=env)
     out: dict[str, Any] = {"mode": args.mode}
 
     late = _LateResponses()
@@ -68,7 +69,15 @@ async def run(args: argparse.Namespace, errlog: Any) -> dict[str, Any]:
     def mark(name: str) -> None:
         timings[name] = round(time.monotonic() - t0, 3)
 
-    transport = stdio_client(params, errlog=errlog)
+    if args.url is None:
+        command, *argv = args.command
+        env = {k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ}
+        params = StdioServerParameters(command=command, args=argv, env=env)
+        transport: Any = stdio_client(params, errlog=errlog)
+    elif args.transport == "sse":
+        transport = sse_client(args.url)
+    else:
+        transport = streamable_http_client(args.url)
     info = Implementation(name="sdk-interop-client", version="1.0")
     async with Client(transport, mode=args.mode, client_info=info, cache=None) as client:
         mark("connected")
@@ -133,8 +142,12 @@ def main() -> int:
         "--sleep", type=float, default=1.0, help="seconds the cancelled sleep asks for"
     )
     parser.add_argument("--cancel-after", type=float, default=0.3)
-    parser.add_argument("command", nargs="+", help="the server command line (after --)")
+    parser.add_argument("--url", help="an HTTP server to connect to instead of CMD")
+    parser.add_argument("--transport", choices=("streamable", "sse"), default="streamable")
+    parser.add_argument("command", nargs="*", help="the server command line (after --)")
     args = parser.parse_args()
+    if (args.url is None) == (not args.command):
+        parser.error("give either --url or a server command")
     with tempfile.TemporaryFile("w+", encoding="utf-8") as errlog:
         try:
             out = anyio.run(run, args, errlog)

@@ -1097,11 +1097,11 @@ async def test_legacy_fallback_after_a_refused_initialize(nursery: trio.Nursery)
     assert (first.method, first.target, first.rpc_method) == ("POST", "/sse", "initialize")
 
 
-async def test_no_fallback_without_the_option_and_for_jsonrpc_errors(nursery: trio.Nursery) -> None:
+async def test_no_fallback_when_turned_off(nursery: trio.Nursery) -> None:
     handler, _ = legacy_handler()
     server = await start(nursery, handler)
     url = f"http://127.0.0.1:{server.port}/sse"
-    async with open_http_client(url) as channel:
+    async with open_http_client(url, legacy_fallback=False) as channel:
         async with open_session(channel, role="client", info=INFO, versions=[VERSION]) as session:
             with trio.fail_after(5), pytest.raises(McpError) as info:
                 await session.connect()

@@ -1,0 +1,215 @@
+"""The HTTP+SSE transport of protocol revision 2024-11-05, server side.
+
+Later revisions replaced it with Streamable HTTP; it is kept for clients that
+only speak the old transport.  How it works:
+
+* ``GET`` on the SSE path opens a session: the response is an SSE stream whose
+  first event, ``endpoint``, names the URL the client posts its messages to
+  (the messages path with ``?session_id=...``).  Every message of the server
+  (responses included) is then an SSE ``message`` event on that stream.
+* ``POST`` to that URL delivers one JSON-RPC message (or batch) and is
+  answered ``202 Accepted`` at once; the answer comes on the stream.
+* The session lives as long as the stream: when the client disconnects, the
+  session ends and its handlers are cancelled.  There is no resumption.
+
+Serve it next to the Streamable HTTP endpoint with the ``routes`` of
+:class:`~mcp_trio.transports.http_server.ASGIApp` or
+:func:`~mcp_trio.transports.http_server.serve_h11` (``Server.serve_http(...,
+legacy_sse=True)`` does that), at ``/sse`` and ``/messages``.
+
+Errors: a POST without ``session_id`` gets 400, an unknown or ended session
+404, a body that is not JSON 400 (and nothing reaches the session), a body
+over ``max_body_size`` 413, a non-JSON ``Content-Type`` 415.  ``Host`` and
+``Origin`` are checked as for Streamable HTTP.  Comments (``: ping``) keep an
+idle stream alive through proxies every ``ping_interval`` seconds.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import Iterable
+from typing import Any
+from urllib.parse import parse_qs
+
+import msgspec
+import trio
+
+from .. import _jsonrpc as rpc
+from ._base import Frame
+from ._sse import encode_comment, encode_event
+from .http_server import (
+    DEFAULT_ALLOWED_HOSTS,
+    HostGuard,
+    HttpRequest,
+    Responder,
+    ServeSession,
+    _error_reply,
+    _Reply,
+    _send_reply,
+    _SSE_HEADERS,
+)
+
+__all__ = ["LegacySSE"]
+
+log = logging.getLogger("mcp_trio.http.legacy")
+
+
+class _LegacySession(trio.abc.Channel[Frame]):
+    """The MessageChannel the engine sees for one HTTP+SSE session."""
+
+    def __init__(self, session_id: str, inbound: int, outbound: int) -> None:
+        self.id = session_id
+        self._in_send, self._in_recv = trio.open_memory_channel[Frame](inbound)
+        self.out_send, self.out_recv = trio.open_memory_channel[bytes](outbound)
+        self.scope = trio.CancelScope()
+
+    async def receive(self) -> Frame:
+        return await self._in_recv.receive()
+
+    async def send(self, frame: Frame) -> None:
+        if frame.data:
+            await self.out_send.send(frame.data)
+
+    async def aclose(self) -> None:
+        await self._in_recv.aclose()
+        await self.out_send.aclose()
+
+    async def put(self, frame: Frame) -> None:
+        await self._in_send.send(frame)
+
+    async def end_input(self) -> None:
+        await self._in_send.aclose()
+
+
+class LegacySSE:
+    """The 2024-11-05 HTTP+SSE endpoint pair (a :class:`Handler` for both paths).
+
+    Args:
+        serve_session: ``async (channel, *, task_status)`` serving one MCP
+            session until the channel ends (``Server.serve_session``).
+        messages_path: Where clients post (named in the ``endpoint`` event).
+        max_sessions: Streams open at once (503 beyond).
+        max_body_size: Bytes in a POST body.
+        allowed_hosts, allowed_origins: As for Streamable HTTP.
+        ping_interval: Seconds of silence after which the stream gets a
+            comment (``None``: never).
+        inbound_buffer: Messages posted but not yet read by the session
+            (a POST waits beyond that).
+        outbound_buffer: Messages queued for a slow stream before the
+            session's writer waits.
+    """
+
+    def __init__(
+        self,
+        serve_session: ServeSession,
+        *,
+        messages_path: str = "/messages",
+        max_sessions: int = 1000,
+        max_body_size: int = 4 * 1024 * 1024,
+        allowed_hosts: Iterable[str] | None = DEFAULT_ALLOWED_HOSTS,
+        allowed_origins: Iterable[str] | None = None,
+        ping_interval: float | None = 15.0,
+        inbound_buffer: int = 16,
+        outbound_buffer: int = 256,
+    ) -> None:
+        self.serve_session = serve_session
+        self.messages_path = messages_path
+        self.max_sessions = max_sessions
+        self.max_body_size = max_body_size
+        self.guard = HostGuard(allowed_hosts, allowed_origins)
+        self.ping_interval = ping_interval
+        self.inbound_buffer = inbound_buffer
+        self.outbound_buffer = outbound_buffer
+        self.sessions: dict[str, _LegacySession] = {}
+        self._nursery: trio.Nursery | None = None
+
+    async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        """Own the nursery sessions run in; cancel it to end every session."""
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            task_status.started()
+            await trio.sleep_forever()
+
+    async def handle(self, request: HttpRequest, responder: Responder) -> None:
+        """Answer one HTTP request on the SSE path (GET) or the messages path (POST)."""
+        problem = self.guard.check(request)
+        posting = (request.path.rstrip("/") or "/") == (self.messages_path.rstrip("/") or "/")
+        try:
+            if problem is None:
+                if posting and request.method == "POST":
+                    problem = await self._message(request)
+                elif not posting and request.method == "GET":
+                    problem = await self._stream(request, responder)
+                else:
+                    problem = _Reply(405, headers=[("allow", "POST" if posting else "GET")])
+            if problem is not None:
+                await _send_reply(responder, problem)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            log.debug("the client left before its answer was complete")
+
+    async def _stream(self, request: HttpRequest, responder: Responder) -> _Reply | None:
+        accept = request.headers.get("accept", "*/*")
+        if "text/event-stream" not in accept and "*/*" not in accept:
+            return _error_reply(406, "Not Acceptable: Accept must list text/event-stream")
+        if self._nursery is None:
+            raise RuntimeError("LegacySSE.run() is not running")
+        if len(self.sessions) >= self.max_sessions:
+            return _error_reply(503, "Too many sessions")
+        session = _LegacySession(secrets.token_hex(16), self.inbound_buffer, self.outbound_buffer)
+        self.sessions[session.id] = session
+        self._nursery.start_soon(self._run_session, session)
+        try:
+            await responder.start(200, _SSE_HEADERS)
+            await responder.send(encode_event(f"{self.messages_path}?session_id={session.id}", event="endpoint"))
+            interval = self.ping_interval if self.ping_interval is not None else float("inf")
+            while True:
+                with trio.move_on_after(interval) as idle:
+                    data = await session.out_recv.receive()
+                if idle.cancelled_caught:
+                    await responder.send(encode_comment("ping"))
+                    continue
+                await responder.send(encode_event(data, event="message"))
+        except trio.EndOfChannel:  # the session ended
+            await responder.end()
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            log.debug("client left legacy SSE session %s", session.id)
+        finally:
+            # The stream is the session: without it nothing can reach the client.
+            self.sessions.pop(session.id, None)
+            with trio.CancelScope(shield=True):
+                await session.end_input()
+            session.scope.cancel()
+        return None
+
+    async def _run_session(self, session: _LegacySession) -> None:
+        try:
+            with session.scope:
+                await self.serve_session(session)
+        except Exception:
+            log.exception("legacy SSE session %s failed", session.id)
+        finally:
+            self.sessions.pop(session.id, None)
+            await session.out_send.aclose()
+
+    async def _message(self, request: HttpRequest) -> _Reply | None:
+        ids = parse_qs(request.query).get("session_id")
+        if not ids:
+            return _error_reply(400, "Bad Request: session_id is missing")
+        session = self.sessions.get(ids[0])
+        if session is None:
+            return _error_reply(404, "Not Found: no such session")
+        content_type = request.headers.get("content-type", "")
+        if content_type.split(";")[0].strip().lower() != "application/json":
+            return _error_reply(415, "Unsupported Media Type: Content-Type must be application/json")
+        if len(request.body) > self.max_body_size:
+            return _error_reply(413, f"Request body larger than {self.max_body_size} bytes")
+        try:
+            msgspec.json.decode(request.body)
+        except msgspec.DecodeError as exc:
+            return _error_reply(400, f"Parse error: {exc}", code=rpc.PARSE_ERROR)
+        try:
+            await session.put(Frame(request.body))
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            return _error_reply(404, "Not Found: the session has ended")
+        return _Reply(202, b"Accepted", [("content-type", "text/plain")])
