@@ -709,7 +709,13 @@ async def open_session(
         instructions=instructions,
         extra_methods=extra_methods,
     )
+    assumed = getattr(channel, "assumed_version", None)
+    if assumed is not None and core.role == "server":
+        # A transport without sessions (stateless Streamable HTTP): no handshake.
+        core.assume_initialized(assumed)
     session = Session(core, channel, **options)
+    if assumed is not None and core.role == "server":
+        session.initialized.set()
     try:
         async with trio.open_nursery() as nursery:
             await nursery.start(session._run)

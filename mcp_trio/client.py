@@ -41,6 +41,7 @@ from typing import Any
 import msgspec
 import trio
 
+from . import _jsonrpc as rpc
 from ._exceptions import LocalProtocolError, McpError, RemoteProtocolError
 from ._context import RequestContext
 from ._session import ProgressCallback, Session, open_session
@@ -301,7 +302,9 @@ class Client:
 
         return handle
 
-    async def _all_pages(self, method: str, key: str, params: dict[str, Any], timeout: Any) -> list[Any]:
+    async def _all_pages(
+        self, method: str, key: str, params: dict[str, Any], timeout: Any, fresh: bool = False
+    ) -> list[Any]:
         items: list[Any] = []
         cursor: str | None = None
         seen: set[str] = set()
@@ -309,7 +312,7 @@ class Client:
             page_params = dict(params)
             if cursor is not None:
                 page_params["cursor"] = cursor
-            page = await self._request(method, page_params, timeout=timeout)
+            page = await self._request(method, page_params, timeout=timeout, fresh=fresh)
             items.extend(getattr(page, key))
             next_cursor = page.nextCursor
             if next_cursor is msgspec.UNSET or next_cursor is None:
@@ -348,10 +351,23 @@ class Client:
         A tool that fails reports it in the result (``isError``); protocol
         faults (unknown tool, ...) raise :class:`McpError`.  ``options`` go to
         :meth:`Session.request` (``max_total_timeout`` ...).
+
+        Over Streamable HTTP (2026-07-28) a ``HeaderMismatch`` refusal means
+        the tool's ``x-mcp-header`` annotations are unknown or changed: the
+        client lists the tools afresh (which teaches the transport the
+        annotations) and retries once, as the specification advises.
         """
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = dict(arguments)
+        try:
+            return await self._request(
+                "tools/call", params, timeout=timeout, on_progress=on_progress, meta=meta, **options
+            )
+        except McpError as exc:
+            if exc.code != rpc.HEADER_MISMATCH or not self.modern:
+                raise
+        await self._all_pages("tools/list", "tools", {}, timeout, fresh=True)
         return await self._request(
             "tools/call", params, timeout=timeout, on_progress=on_progress, meta=meta, **options
         )

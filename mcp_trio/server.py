@@ -64,6 +64,7 @@ from ._session import Session, open_session
 from ._tasks import LEGACY_TASKS_VERSION, TASK_SUPPORT, TaskManager
 from ._uritemplate import UriTemplate
 from .transports._base import MessageChannel
+from .transports._mcp_headers import header_annotations
 from .transports.stdio import open_stdio_server_channel
 from .types import _versions
 
@@ -272,6 +273,11 @@ class _Tool:
         self.input_schema = input_schema
         self.context_param = context_param
         self.task_support = task_support
+        found = header_annotations(definition.get("inputSchema"))
+        if isinstance(found, str):
+            raise ValueError(f"tool {definition.get('name')!r}: {found}")
+        #: The ``x-mcp-header`` annotations of its input schema (2026-07-28 HTTP).
+        self.header_annotations = found
 
 
 class _Resource:
@@ -435,6 +441,12 @@ class Server:
             return fn
 
         return register(fn) if fn is not None else register
+
+    def tool_header_annotations(self, name: str) -> list[tuple[tuple[str, ...], str]] | None:
+        """The ``x-mcp-header`` annotations of tool ``name`` (None: no such tool);
+        Streamable HTTP checks ``Mcp-Param-*`` headers against them."""
+        tool = self._tools.get(name)
+        return None if tool is None else tool.header_annotations
 
     def remove_tool(self, name: str) -> None:
         del self._tools[name]

@@ -20,7 +20,11 @@ Rules (both roles; "legacy" = revisions 2024-11-05 ... 2025-11-25 with the
 5. Modern, client side: the driver calls ``use_modern(version)`` (after a
    ``server/discover`` probe, or directly), which moves NEW to MODERN.  A probe
    that shows a legacy server is undone with ``reset_era()``.
-6. CLOSED is final: nothing is sent or accepted.
+6. Legacy without a handshake, server side: a transport that keeps no
+   sessions (stateless Streamable HTTP) serves each request on a fresh session
+   that ``assume_initialized(version)`` moves from NEW to READY; the client's
+   capabilities are unknown there, so the server sends it no requests.
+7. CLOSED is final: nothing is sent or accepted.
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ TRANSITIONS: Final[dict[tuple[str, State, str], State]] = {
     ("server", State.NEW, "initialize_answered"): State.INITIALIZING,
     ("server", State.INITIALIZING, "initialized_received"): State.READY,
     ("server", State.NEW, "modern_request"): State.MODERN,
+    ("server", State.NEW, "assume_initialized"): State.READY,
     ("server", State.MODERN, "modern_request"): State.MODERN,
     # A dual-era client may probe with a modern request and then fall back.
     ("server", State.MODERN, "initialize_answered"): State.INITIALIZING,

@@ -300,6 +300,19 @@ class SessionCore:
         self.peer_instructions = instructions
         return PeerInitialized(version, self.peer_info, self.peer_capabilities, instructions)
 
+    def assume_initialized(self, version: str) -> None:
+        """Server: serve ``version`` without an ``initialize`` handshake (a
+        transport with no sessions, where each request arrives on a fresh one).
+        The client's capabilities and info are unknown (empty)."""
+        self._require_role("server")
+        if version not in self.legacy_versions:
+            raise LocalProtocolError(
+                f"{version!r} is not a handshake-era protocol version this server accepts "
+                f"({', '.join(self.legacy_versions) or 'none'})"
+            )
+        self.state = transition(self.role, self.state, "assume_initialized")
+        self.version = version
+
     def reset_era(self) -> None:
         """Client: forget a modern probe (the server turned out to be legacy)."""
         self._require_role("client")

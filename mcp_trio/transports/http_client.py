@@ -65,7 +65,6 @@ compatibility section describes.
 
 from __future__ import annotations
 
-import base64
 import logging
 import math
 import re
@@ -91,6 +90,9 @@ from ._http11 import (
     Target,
     excerpt,
 )
+from ._mcp_headers import encode_value as _encode_header_value
+from ._mcp_headers import header_annotations as _header_annotations
+from ._mcp_headers import param_headers as _param_headers
 from ._sse import SSEDecoder, SSEError
 from .stdio import DEFAULT_MAX_MESSAGE_SIZE
 
@@ -130,8 +132,6 @@ _NAME_PARAM = {"tools/call": "name", "prompts/get": "name", "resources/read": "u
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _FIRST_STATELESS = "2026-07-28"
 _SESSION_ID = re.compile(r"[\x21-\x7e]+")
-_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
-_HEADER_SAFE = re.compile(r"[\x20-\x7e\t]*")  # all used with fullmatch
 
 
 def _is_modern(version: Any) -> bool:
@@ -219,112 +219,6 @@ def _peek(data: bytes) -> _Message:
     for raw in items:
         batch.methods.update(_peek_one(raw).methods)
     return batch
-
-
-# --------------------------------------------------- x-mcp-header (2026-07-28)
-
-_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
-_SCHEMA_ONE = (
-    "additionalProperties",
-    "items",
-    "additionalItems",
-    "contains",
-    "not",
-    "if",
-    "then",
-    "else",
-    "propertyNames",
-    "unevaluatedItems",
-    "unevaluatedProperties",
-)
-_SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems", "items")
-_MAX_SCHEMA_DEPTH = 64
-
-
-def _header_annotations(schema: Any) -> list[tuple[tuple[str, ...], str]] | str:
-    """The ``(property path, header token)`` pairs a tool's ``inputSchema``
-    asks to mirror, or why the annotations make the tool invalid."""
-    found: list[tuple[tuple[str, ...] | None, dict[str, Any]]] = []
-
-    def walk(node: Any, path: tuple[str, ...] | None, depth: int) -> None:
-        if not isinstance(node, dict) or depth > _MAX_SCHEMA_DEPTH:
-            return
-        if "x-mcp-header" in node:
-            found.append((path, node))
-        for key in _SCHEMA_MAPS:
-            children = node.get(key)
-            if isinstance(children, dict):
-                for name, child in children.items():
-                    on_chain = path is not None and key == "properties"
-                    walk(child, (*path, name) if on_chain and path is not None else None, depth + 1)
-        for key in _SCHEMA_ONE:
-            walk(node.get(key), None, depth + 1)
-        for key in _SCHEMA_LISTS:
-            children = node.get(key)
-            if isinstance(children, list):
-                for child in children:
-                    walk(child, None, depth + 1)
-
-    walk(schema, (), 0)
-    result: list[tuple[tuple[str, ...], str]] = []
-    seen: set[str] = set()
-    for path, node in found:
-        token = node["x-mcp-header"]
-        if not path:
-            return "x-mcp-header outside a chain of 'properties' from the schema root"
-        where = ".".join(path)
-        if not isinstance(token, str) or not _TOKEN.fullmatch(token):
-            return f"property {where!r}: x-mcp-header must be an HTTP token"
-        if node.get("type") not in ("string", "integer", "boolean"):
-            return (
-                f"property {where!r}: x-mcp-header is only allowed on "
-                "string, integer and boolean properties"
-            )
-        if token.lower() in seen:
-            return f"property {where!r}: x-mcp-header {token!r} is used twice"
-        seen.add(token.lower())
-        result.append((path, token))
-    return result
-
-
-def _render_header_scalar(value: Any) -> str | None:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
-        return str(int(value))
-    if isinstance(value, str):
-        return value
-    return None
-
-
-def _encode_header_value(value: str) -> str:
-    """A header-safe rendering: as is, or the ``=?base64?...?=`` sentinel form."""
-    plain = (
-        _HEADER_SAFE.fullmatch(value) is not None
-        and value == value.strip(" \t")
-        and not (value.startswith("=?base64?") and value.endswith("?="))
-    )
-    if plain:
-        return value
-    return "=?base64?" + base64.b64encode(value.encode("utf-8")).decode("ascii") + "?="
-
-
-def _param_headers(annotations: list[tuple[tuple[str, ...], str]], arguments: Raw) -> Headers:
-    try:
-        args = msgspec.json.decode(arguments)
-    except msgspec.DecodeError:
-        return []
-    headers: Headers = []
-    for path, token in annotations:
-        node: Any = args
-        for key in path:
-            node = node.get(key) if isinstance(node, dict) else None
-        rendered = _render_header_scalar(node) if node is not None else None
-        if rendered is not None:
-            headers.append((f"Mcp-Param-{token}", _encode_header_value(rendered)))
-    return headers
 
 
 class _Exchange:

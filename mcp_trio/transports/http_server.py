@@ -36,7 +36,11 @@ Rules:
 * A client that disconnects does not cancel its request (the spec says so);
   only ``notifications/cancelled`` does.
 * ``MCP-Protocol-Version`` must name a supported revision (400 otherwise);
-  without it 2025-03-26 is assumed.  Host and Origin are checked against
+  without it 2025-03-26 is assumed.  A 2026-07-28 request must carry
+  ``MCP-Protocol-Version``, ``Mcp-Method``, ``Mcp-Name`` (``tools/call``,
+  ``resources/read``, ``prompts/get``) and the ``Mcp-Param-*`` headers its
+  tool's ``x-mcp-header`` annotations ask for, all matching the body (400 with
+  ``HeaderMismatch`` -32020 otherwise).  Host and Origin are checked against
   allow-lists (DNS rebinding; 421 / 403).  Bodies over ``max_body_size`` get
   413.  A session holds at most ``max_streams`` open POST streams (429 beyond).
 """
@@ -56,6 +60,7 @@ import trio
 from .. import _jsonrpc as rpc
 from ..types import _versions
 from ._base import CLOSE_STREAM, Frame, RequestId
+from ._mcp_headers import Annotations, check_request_headers
 from ._sse import encode_event, encode_retry
 
 __all__ = [
@@ -281,6 +286,8 @@ class _HttpSession(trio.abc.Channel[Frame]):
         self._seq = 0
         self._stream_seq = 0
         self.closed = False
+        #: Stateless mode: the version to serve without a handshake (see open_session).
+        self.assumed_version: str | None = None
 
     # ---- engine side
 
@@ -401,6 +408,16 @@ class StreamableHTTP:
             present; default: ``http(s)://`` + an allowed host.
         event_store: Keeps events for resumption (default: a bounded
             :class:`InMemoryEventStore`).
+        stateless: Keep no sessions in any revision: ``initialize`` is
+            answered without ``Mcp-Session-Id``, every later request is served
+            on a fresh session at the version its ``MCP-Protocol-Version``
+            header names, as if initialized (the client's capabilities are
+            unknown, so handlers cannot call back to it); notifications and
+            responses are accepted and dropped; ``GET`` and ``DELETE`` get 405.
+        tool_headers: ``name -> x-mcp-header annotations`` of the served
+            tools, to check the ``Mcp-Param-*`` headers of 2026-07-28
+            ``tools/call`` requests (default: ``Server.tool_header_annotations``
+            when ``serve_session`` is a Server's).
         retry_ms: The ``retry`` (milliseconds a client waits before it
             reconnects) sent in priming events and when a handler closes its
             stream early (``Context.close_stream``); ``None``: not sent.
@@ -420,6 +437,8 @@ class StreamableHTTP:
         allowed_origins: Iterable[str] | None = None,
         event_store: EventStore | None = None,
         retry_ms: int | None = 1000,
+        stateless: bool = False,
+        tool_headers: Callable[[str], Annotations | None] | None = None,
         inbound_buffer: int = 16,
         stream_buffer: int = 1024,
         backlog: int = 1024,
@@ -436,6 +455,11 @@ class StreamableHTTP:
         self.guard = HostGuard(allowed_hosts, allowed_origins)
         self.event_store = event_store if event_store is not None else InMemoryEventStore()
         self.retry_ms = retry_ms
+        self.stateless = stateless
+        if tool_headers is None:
+            # Server.serve_session: its server knows its tools' annotations.
+            tool_headers = getattr(getattr(serve_session, "__self__", None), "tool_header_annotations", None)
+        self.tool_headers = tool_headers
         self.inbound_buffer = inbound_buffer
         self.stream_buffer = stream_buffer
         self.backlog = backlog
@@ -491,6 +515,8 @@ class StreamableHTTP:
             if problem is None:
                 if request.method == "POST":
                     problem = await self._post(request, responder)
+                elif self.stateless and request.method in ("GET", "DELETE"):
+                    problem = _Reply(405, headers=[("allow", "POST")])
                 elif request.method == "GET":
                     problem = await self._get(request, responder)
                 elif request.method == "DELETE":
@@ -546,8 +572,27 @@ class StreamableHTTP:
         is_initialize = any(m.method == "initialize" for m in requests)
         modern_version = _modern_version(requests[0]) if len(requests) == 1 and not is_initialize else None
 
+        if modern_version is not None:
+            request_msg = requests[0]
+            mismatch = check_request_headers(
+                request.headers, request_msg.method, request_msg.params, modern_version, self.tool_headers
+            )
+            if mismatch is not None:
+                return _error_reply(400, f"Header mismatch: {mismatch}", code=rpc.HEADER_MISMATCH, id=request_msg.id)
         reply_headers: list[tuple[str, str]] = []
-        if is_initialize:
+        if self.stateless and modern_version is None:
+            problem = self._check_version(request)
+            if problem is not None:
+                return problem
+            if not requests:
+                return _Reply(202)  # no session: nothing can be waiting for them
+            if is_initialize and len(messages) > 1:
+                return _error_reply(400, "Invalid Request: initialize must not be part of a batch")
+            session = _HttpSession(self, None)
+            if not is_initialize:
+                session.assumed_version = request.headers.get(_HEADER_VERSION) or _DEFAULT_VERSION
+            self._start_session(session)
+        elif is_initialize:
             if len(messages) > 1:
                 return _error_reply(400, "Invalid Request: initialize must not be part of a batch")
             if len(self.sessions) >= self.max_sessions:

@@ -71,6 +71,20 @@ def make_server() -> tuple[Server, dict[str, Any]]:
         await ctx.report_progress(2, 2)
         return "polled"
 
+    region_schema = {
+        "type": "object",
+        "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "limit": {"type": "integer", "x-mcp-header": "Limit"},
+            "query": {"type": "string"},
+        },
+        "required": ["query"],
+    }
+
+    @server.tool(input_schema=region_schema)
+    async def where(arguments: dict[str, Any]) -> str:
+        return f"{arguments.get('region')}:{arguments.get('limit')}:{arguments['query']}"
+
     @server.tool
     async def ask(ctx: Context) -> str:
         answer = await ctx.elicit("name?", {"type": "object", "properties": {"n": {"type": "string"}}})
@@ -393,7 +407,7 @@ async def test_cancelled_notification_ends_the_post(front_door: str) -> None:
 async def test_stateless_requests_and_multi_round_trip_over_http(front_door: str) -> None:
     server, _ = make_server()
     async with running(front_door, server) as (url, endpoint), httpx.AsyncClient() as client:
-        headers = {**ACCEPT, "mcp-protocol-version": "2026-07-28"}
+        headers = {**ACCEPT, "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": "ask"}
         r = await client.post(url, headers=headers, json=rpc(1, "tools/call", {"name": "ask", "_meta": MODERN_META}))
         assert r.status_code == 200 and "mcp-session-id" not in r.headers
         result = r.json()["result"]
@@ -577,3 +591,112 @@ async def test_our_client_against_our_server_over_http(front_door: str, version:
         with trio.fail_after(5):
             while endpoint.sessions:  # DELETE on exit ended the session
                 await trio.sleep(0.01)
+
+
+async def test_stateless_mode_keeps_no_sessions(front_door: str) -> None:
+    server, _ = make_server()
+    async with running(front_door, server, stateless=True) as (url, endpoint), httpx.AsyncClient() as client:
+        r = await client.post(url, headers=ACCEPT, json=init("2025-06-18"))
+        assert r.status_code == 200 and r.json()["result"]["protocolVersion"] == "2025-06-18"
+        assert "mcp-session-id" not in r.headers
+        headers = {**ACCEPT, "mcp-protocol-version": "2025-06-18"}
+        r = await client.post(url, headers=headers, json=rpc(None, "notifications/initialized"))
+        assert r.status_code == 202
+        # every request stands alone, served as if initialized at the header's version
+        r = await client.post(url, headers=headers, json=rpc(1, "tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}}))
+        assert r.status_code == 200 and r.json()["result"]["content"][0]["text"] == "5"
+        r = await client.post(url, headers=ACCEPT, json=rpc(2, "tools/list"))  # no header: 2025-03-26
+        assert [t["name"] for t in r.json()["result"]["tools"]][:2] == ["add", "steps"]
+        assert "outputSchema" not in r.json()["result"]["tools"][0]  # a 2025-06-18 field
+        params = {"name": "steps", "arguments": {"n": 2}, "_meta": {"progressToken": "s"}}
+        r = await client.post(url, headers=headers, json=rpc(3, "tools/call", params))
+        assert r.headers["content-type"] == "text/event-stream"
+        got = [m for _, m in events(r.content)]
+        assert [m.get("method") for m in got] == ["notifications/progress", "notifications/progress", None]
+        # the client's capabilities are unknown: no call back to it
+        r = await client.post(url, headers=headers, json=rpc(4, "tools/call", {"name": "ask", "arguments": {}}))
+        body = r.json() if r.headers["content-type"] == "application/json" else events(r.content)[-1][1]
+        assert body.get("error") or body["result"]["isError"], body
+        r = await client.post(url, headers={**ACCEPT, "mcp-protocol-version": "1999-01-01"}, json=rpc(5, "ping"))
+        assert r.status_code == 400
+        assert (await client.get(url, headers={"accept": "text/event-stream"})).status_code == 405
+        assert (await client.delete(url)).status_code == 405
+        assert endpoint.sessions == {}
+
+
+async def test_our_client_against_a_stateless_server(front_door: str) -> None:
+    from mcp_trio.client import connect_http
+
+    server, _ = make_server()
+    async with running(front_door, server, stateless=True) as (url, endpoint):
+        with trio.fail_after(10):
+            async with connect_http(url, versions=["2025-11-25"]) as client:
+                assert client.protocol_version == "2025-11-25"
+                assert (await client.call_tool("add", {"a": 1, "b": 1})).content[0].text == "2"
+                assert endpoint.sessions == {}
+
+
+def modern(method: str, name: str | None = None, **extra: str) -> dict[str, str]:
+    headers = {**ACCEPT, "mcp-protocol-version": "2026-07-28", "mcp-method": method, **extra}
+    if name is not None:
+        headers["mcp-name"] = name
+    return headers
+
+
+async def test_modern_request_headers_must_match_the_body(front_door: str) -> None:
+    server, _ = make_server()
+    async with running(front_door, server) as (url, _), httpx.AsyncClient() as client:
+
+        async def call(headers: dict[str, str], name: str, arguments: dict[str, Any]) -> httpx.Response:
+            params = {"name": name, "arguments": arguments, "_meta": MODERN_META}
+            return await client.post(url, headers=headers, json=rpc(9, "tools/call", params))
+
+        def refused(r: httpx.Response, words: str) -> None:
+            assert r.status_code == 400, r.text
+            error = r.json()["error"]
+            assert r.json()["id"] == 9 and error["code"] == -32020 and words in error["message"], error
+
+        ok = await call(modern("tools/call", "add"), "add", {"a": 1, "b": 2})
+        assert ok.status_code == 200 and ok.json()["result"]["content"][0]["text"] == "3"
+        no_version = modern("tools/call", "add")
+        del no_version["mcp-protocol-version"]
+        refused(await call(no_version, "add", {"a": 1, "b": 2}), "MCP-Protocol-Version")
+        refused(await call({**ACCEPT, "mcp-protocol-version": "2026-07-28"}, "add", {"a": 1, "b": 2}), "Mcp-Method")
+        refused(await call(modern("tools/list", "add"), "add", {"a": 1, "b": 2}), "Mcp-Method")
+        refused(await call(modern("tools/call"), "add", {"a": 1, "b": 2}), "Mcp-Name header is missing")
+        refused(await call(modern("tools/call", "steps"), "add", {"a": 1, "b": 2}), "'steps' does not match")
+        # a Base64-encoded name is decoded before the comparison; a broken one is refused
+        assert (await call(modern("tools/call", "=?base64?YWRk?="), "add", {"a": 1, "b": 2})).status_code == 200
+        refused(await call(modern("tools/call", "=?base64?%%%?="), "add", {"a": 1, "b": 2}), "malformed")
+        # x-mcp-header arguments: required when present in the body, compared after decoding
+        args = {"region": "us-west1", "limit": 42, "query": "q"}
+        good = modern("tools/call", "where", **{"mcp-param-region": "us-west1", "mcp-param-limit": "42.0"})
+        r = await call(good, "where", args)
+        assert r.status_code == 200 and r.json()["result"]["content"][0]["text"] == "us-west1:42:q"
+        refused(await call(modern("tools/call", "where", **{"mcp-param-limit": "42"}), "where", args), "Mcp-Param-Region")
+        wrong = modern("tools/call", "where", **{"mcp-param-region": "eu", "mcp-param-limit": "42"})
+        refused(await call(wrong, "where", args), "'eu' does not match")
+        unicode = modern("tools/call", "where", **{"mcp-param-region": "=?base64?SGVsbG8sIOS4lueVjA==?="})
+        assert (await call(unicode, "where", {"region": "Hello, 世界", "query": "q"})).status_code == 200
+        # absent argument: no header expected, and one sent anyway does not match
+        assert (await call(modern("tools/call", "where"), "where", {"query": "q"})).status_code == 200
+        stray = modern("tools/call", "where", **{"mcp-param-region": "x"})
+        refused(await call(stray, "where", {"query": "q"}), "absent")
+        # resources/read names its URI
+        read = {"uri": "test://nothing", "_meta": MODERN_META}
+        r = await client.post(url, headers=modern("resources/read"), json=rpc(9, "resources/read", read))
+        refused(r, "Mcp-Name")
+
+
+async def test_our_client_learns_header_annotations_after_a_mismatch(front_door: str) -> None:
+    """A client that calls a tool before listing it cannot know its x-mcp-header
+    annotations; the server refuses with HeaderMismatch, the client lists the
+    tools and retries once."""
+    from mcp_trio.client import connect_http
+
+    server, _ = make_server()
+    async with running(front_door, server) as (url, _):
+        with trio.fail_after(10):
+            async with connect_http(url, versions=["2026-07-28"]) as client:
+                result = await client.call_tool("where", {"region": "ap", "limit": 3, "query": "x"})
+                assert result.content[0].text == "ap:3:x"
