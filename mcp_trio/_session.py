@@ -713,6 +713,9 @@ async def open_session(
     if assumed is not None and core.role == "server":
         # A transport without sessions (stateless Streamable HTTP): no handshake.
         core.assume_initialized(assumed)
+    if getattr(channel, "expect_modern", False) and core.role == "server":
+        # The transport saw a stateless version in the request's headers.
+        core.expect_modern()
     session = Session(core, channel, **options)
     if assumed is not None and core.role == "server":
         session.initialized.set()

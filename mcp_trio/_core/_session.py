@@ -238,6 +238,7 @@ class SessionCore:
         self.extensions = _versions.known_extensions(declared if isinstance(declared, dict) else ())
 
         self.state = State.NEW
+        self._modern_only = False
         #: The negotiated revision (``None`` until the era is settled).
         self.version: str | None = None
         self.peer_info: dict[str, Any] = {}
@@ -299,6 +300,17 @@ class SessionCore:
         self.peer_info = as_dict(server_info)
         self.peer_instructions = instructions
         return PeerInitialized(version, self.peer_info, self.peer_capabilities, instructions)
+
+    def expect_modern(self) -> None:
+        """Server: every request on this session must be a stateless one (a
+        transport that saw a stateless version in the request's headers): a
+        request without ``_meta`` naming its version gets -32602, and
+        ``initialize`` -32601."""
+        self._require_role("server")
+        if not self.modern_versions:
+            raise LocalProtocolError("this server accepts no stateless protocol version")
+        self.state = transition(self.role, self.state, "modern_request")
+        self._modern_only = True
 
     def assume_initialized(self, version: str) -> None:
         """Server: serve ``version`` without an ``initialize`` handshake (a
@@ -495,6 +507,18 @@ class SessionCore:
             return
 
         if method == "initialize" and self.role == "server":
+            meta = self._peek_meta(params_raw)
+            named = meta.get(META_PROTOCOL_VERSION) if meta is not None else None
+            if self._modern_only or (isinstance(named, str) and named in self.modern_versions):
+                # A stateless request: that revision has no initialize.
+                self._error_reply(
+                    events,
+                    batch,
+                    id,
+                    rpc.METHOD_NOT_FOUND,
+                    "Method not found: initialize (stateless protocol versions have no handshake)",
+                )
+                return
             self._on_initialize(id, params_raw, events, batch)
             return
 

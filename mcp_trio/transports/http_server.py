@@ -288,6 +288,8 @@ class _HttpSession(trio.abc.Channel[Frame]):
         self.closed = False
         #: Stateless mode: the version to serve without a handshake (see open_session).
         self.assumed_version: str | None = None
+        #: A stateless (2026-07-28+) request's own session (see open_session).
+        self.expect_modern = False
 
     # ---- engine side
 
@@ -570,7 +572,14 @@ class StreamableHTTP:
             return _error_reply(400, "Invalid Request: not a JSON-RPC request, notification or response")
         requests = [m for m, kind in zip(messages, kinds) if kind == "request"]
         is_initialize = any(m.method == "initialize" for m in requests)
-        modern_version = _modern_version(requests[0]) if len(requests) == 1 and not is_initialize else None
+        single = len(messages) == 1 and len(requests) == 1
+        modern_version = _modern_version(requests[0]) if single else None
+        header_version = request.headers.get(_HEADER_VERSION)
+        # A stateless request names its version in _meta; one that names a
+        # stateless version only in the header is a stateless request with bad _meta.
+        modern = modern_version is not None or (
+            single and header_version is not None and _versions.is_stateless(header_version)
+        )
 
         if modern_version is not None:
             request_msg = requests[0]
@@ -580,7 +589,12 @@ class StreamableHTTP:
             if mismatch is not None:
                 return _error_reply(400, f"Header mismatch: {mismatch}", code=rpc.HEADER_MISMATCH, id=request_msg.id)
         reply_headers: list[tuple[str, str]] = []
-        if self.stateless and modern_version is None:
+        if modern and _HEADER_SESSION not in request.headers:
+            session = _HttpSession(self, None)
+            session.version = modern_version or header_version
+            session.expect_modern = True
+            self._start_session(session)
+        elif self.stateless:
             problem = self._check_version(request)
             if problem is not None:
                 return problem
@@ -602,10 +616,6 @@ class StreamableHTTP:
             self.sessions[session.id] = session
             self._start_session(session)
             reply_headers.append(("mcp-session-id", session.id))
-        elif modern_version is not None and _HEADER_SESSION not in request.headers:
-            session = _HttpSession(self, None)
-            session.version = modern_version
-            self._start_session(session)
         else:
             found = self._session_for(request)
             if isinstance(found, _Reply):
@@ -669,7 +679,7 @@ class StreamableHTTP:
                 if item is not _CLOSE and _is_response(item[1]):
                     bodies.append(item[1])  # other messages have no place in a JSON reply
             if bodies:
-                await _send_json(responder, bodies, headers)
+                await _send_json(responder, bodies, headers, _status(session, bodies))
             else:
                 await _send_empty_stream(responder, headers)
             return
@@ -684,7 +694,7 @@ class StreamableHTTP:
             and list(stream.items) == [_END]
             and _is_response(first[1])
         ):
-            await _send_json(responder, [first[1]], headers)  # nothing but the answer
+            await _send_json(responder, [first[1]], headers, _status(session, [first[1]]))  # nothing but the answer
             return
         await responder.start(200, [*headers, *_SSE_HEADERS])
         await self._prime(session, stream, responder, version)
@@ -820,12 +830,49 @@ def _is_response(data: bytes) -> bool:
     return message.method is msgspec.UNSET
 
 
-async def _send_json(responder: Responder, bodies: list[bytes], headers: list[tuple[str, str]]) -> None:
+#: HTTP statuses of a stateless request's JSON-RPC errors (2026-07-28); others: 200.
+_ERROR_STATUS = {
+    rpc.PARSE_ERROR: 400,
+    rpc.INVALID_REQUEST: 400,
+    rpc.INVALID_PARAMS: 400,
+    rpc.METHOD_NOT_FOUND: 404,
+    rpc.HEADER_MISMATCH: 400,
+    rpc.MISSING_REQUIRED_CLIENT_CAPABILITY: 400,
+    rpc.UNSUPPORTED_PROTOCOL_VERSION: 400,
+}
+
+
+class _ErrorPeek(msgspec.Struct):
+    code: Any = None
+
+
+class _ReplyPeek(msgspec.Struct):
+    error: _ErrorPeek | None = None
+
+
+_reply_peek = msgspec.json.Decoder(_ReplyPeek)
+
+
+def _status(session: _HttpSession, bodies: list[bytes]) -> int:
+    """200, or for the single error answering a stateless request the status the
+    revision gives its code (404 for an unknown method, 400 for a refused request)."""
+    if not session.expect_modern or len(bodies) != 1:
+        return 200
+    try:
+        error = _reply_peek.decode(bodies[0]).error
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return 200
+    return _ERROR_STATUS.get(error.code, 200) if error is not None else 200
+
+
+async def _send_json(
+    responder: Responder, bodies: list[bytes], headers: list[tuple[str, str]], status: int = 200
+) -> None:
     if not bodies:
         await _send_reply(responder, _Reply(202, headers=headers))
         return
     body = bodies[0] if len(bodies) == 1 else b"[" + b",".join(bodies) + b"]"
-    await _send_reply(responder, _Reply(200, body, [*headers, ("content-type", "application/json")]))
+    await _send_reply(responder, _Reply(status, body, [*headers, ("content-type", "application/json")]))
 
 
 async def _send_empty_stream(responder: Responder, headers: list[tuple[str, str]]) -> None:

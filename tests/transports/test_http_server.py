@@ -700,3 +700,35 @@ async def test_our_client_learns_header_annotations_after_a_mismatch(front_door:
             async with connect_http(url, versions=["2026-07-28"]) as client:
                 result = await client.call_tool("where", {"region": "ap", "limit": 3, "query": "x"})
                 assert result.content[0].text == "ap:3:x"
+
+
+async def test_stateless_request_errors_carry_their_http_status_and_id(front_door: str) -> None:
+    """2026-07-28: an unknown or removed method is 404 with -32601; a request whose
+    _meta is missing or wrong is 400 with -32602; an unsupported version is 400 with
+    -32022; every error names the request's id."""
+    server, _ = make_server()
+    async with running(front_door, server) as (url, endpoint), httpx.AsyncClient() as client:
+
+        async def post(method: str, params: dict[str, Any], headers: dict[str, str] | None = None) -> httpx.Response:
+            return await client.post(url, headers=headers or modern(method), json=rpc(41, method, params))
+
+        for removed in ("initialize", "ping", "logging/setLevel", "resources/subscribe", "no/such/method"):
+            r = await post(removed, {"_meta": MODERN_META})
+            assert r.status_code == 404, (removed, r.text)
+            assert r.json()["id"] == 41 and r.json()["error"]["code"] == -32601
+        # the header says 2026-07-28, the body has no _meta (or none naming a version)
+        for params in ({}, {"_meta": {"io.modelcontextprotocol/clientCapabilities": {}}}):
+            r = await post("tools/list", params)
+            assert r.status_code == 400 and r.json()["id"] == 41 and r.json()["error"]["code"] == -32602, r.text
+        bad_caps = {"_meta": {**MODERN_META, "io.modelcontextprotocol/clientCapabilities": 5}}
+        r = await post("tools/list", bad_caps)
+        assert r.status_code == 400 and r.json()["error"]["code"] == -32602
+        future = {"_meta": {**MODERN_META, "io.modelcontextprotocol/protocolVersion": "2099-01-01"}}
+        r = await post("server/discover", future, modern("server/discover", **{"mcp-protocol-version": "2099-01-01"}))
+        assert r.status_code == 400 and r.json()["id"] == 41
+        assert r.json()["error"]["code"] == -32022
+        assert "2026-07-28" in r.json()["error"]["data"]["supported"]
+        # a successful request is still 200, and nothing was left behind
+        r = await post("tools/list", {"_meta": MODERN_META})
+        assert r.status_code == 200 and r.json()["result"]["tools"]
+        assert endpoint.sessions == {}
