@@ -550,7 +550,9 @@ class Session:
         Returns the ``InitializeResult``.
 
         Raises:
-            RemoteProtocolError: the server answered a version this client does not accept.
+            RemoteProtocolError: the server answered a version this client does
+                not accept (or not an ``InitializeResult``).  The session is
+                closed first: the client disconnects, as the specification asks.
         """
         core = self.core
         version = version or (core.legacy_versions[0] if core.legacy_versions else None)
@@ -561,7 +563,14 @@ class Session:
             "capabilities": core.capabilities,
             "clientInfo": core.info,
         }
-        result = await self.request("initialize", params, timeout=timeout)
+        try:
+            result = await self.request("initialize", params, timeout=timeout)
+        except RemoteProtocolError as exc:
+            self._close_reason = f"the handshake failed: {exc}"
+            self._reader_scope.cancel()
+            with trio.move_on_after(2 * self.close_grace):
+                await self.closed.wait()
+            raise
         await self.notify("notifications/initialized")
         self.initialized.set()
         return result

@@ -143,53 +143,78 @@ def test_any_json_object_gets_a_valid_reaction(message: dict[str, Any]) -> None:
             assert isinstance(reply["error"]["code"], int)
 
 
-@given(
-    st.lists(st.tuples(st.integers(0, 30), st.booleans()), min_size=1, max_size=25),
-)
-@settings(max_examples=40, deadline=None)
-def test_ids_never_repeat_under_concurrency_and_cancellation(plan: list[tuple[int, bool]]) -> None:
-    sent_ids: list[Any] = []
+def test_ids_never_repeat_under_concurrency_and_cancellation() -> None:
+    """Requests start after a random number of checkpoints and some are cancelled
+    after another random number, mostly once they are on the wire."""
+    on_the_wire_then_cancelled = 0
 
-    class Tap(trio.abc.Channel[Frame]):
-        def __init__(self, inner: trio.abc.Channel[Frame]) -> None:
-            self.inner = inner
+    @given(
+        st.lists(
+            st.tuples(st.integers(0, 30), st.none() | st.integers(0, 30)), min_size=1, max_size=25
+        ),
+    )
+    @settings(max_examples=40, deadline=None)
+    def check(plan: list[tuple[int, int | None]]) -> None:
+        nonlocal on_the_wire_then_cancelled
+        sent_ids: list[Any] = []
+        cancelled_ids: list[Any] = []
 
-        async def send(self, value: Frame) -> None:
-            msg = json.loads(value.data)
-            if "method" in msg and "id" in msg:
-                sent_ids.append(msg["id"])
-            await self.inner.send(value)
+        class Tap(trio.abc.Channel[Frame]):
+            def __init__(self, inner: trio.abc.Channel[Frame]) -> None:
+                self.inner = inner
 
-        async def receive(self) -> Frame:
-            return await self.inner.receive()
+            async def send(self, value: Frame) -> None:
+                msg = json.loads(value.data)
+                if "method" in msg and "id" in msg:
+                    sent_ids.append(msg["id"])
+                elif msg.get("method") == "notifications/cancelled":
+                    cancelled_ids.append(msg["params"]["requestId"])
+                await self.inner.send(value)
 
-        async def aclose(self) -> None:
-            await self.inner.aclose()
+            async def receive(self) -> Frame:
+                return await self.inner.receive()
 
-    async def handler(ctx: Any, params: Any) -> Any:
-        await trio.sleep(0.001 * (len(params.name) % 3))
-        return {"content": []}
+            async def aclose(self) -> None:
+                await self.inner.aclose()
 
-    async def main() -> None:
-        a, b = open_memory_transport_pair()
-        async with open_session(
-            a, role="server", info={"name": "s", "version": "1"}, capabilities={"tools": {}},
-            request_handlers={"tools/call": handler},
-        ) as _srv, open_session(Tap(b), role="client", info={"name": "c", "version": "1"}) as cli:
-            await cli.connect()
+        async def handler(ctx: Any, params: Any) -> Any:
+            await trio.sleep(0.001 * (len(params.name) % 3))
+            return {"content": []}
 
-            async def one(delay_checkpoints: int, cancel: bool) -> None:
-                with trio.CancelScope() as scope:
-                    if cancel:
-                        scope.deadline = trio.current_time()  # cancelled at its first checkpoint
+        async def cancel_after(scope: trio.CancelScope, checkpoints: int) -> None:
+            for _ in range(checkpoints):
+                await trio.lowlevel.checkpoint()
+            scope.cancel()
+
+        async def main() -> None:
+            a, b = open_memory_transport_pair()
+            async with open_session(
+                a, role="server", info={"name": "s", "version": "1"}, capabilities={"tools": {}},
+                request_handlers={"tools/call": handler},
+            ) as _srv, open_session(Tap(b), role="client", info={"name": "c", "version": "1"}) as cli:
+                await cli.connect()
+
+                async def one(delay_checkpoints: int, cancel_at: int | None) -> None:
                     for _ in range(delay_checkpoints):
                         await trio.lowlevel.checkpoint()
-                    await cli.request("tools/call", {"name": "x" * delay_checkpoints})
+                    async with trio.open_nursery() as canceller:
+                        scope = trio.CancelScope()
+                        if cancel_at is not None:
+                            canceller.start_soon(cancel_after, scope, cancel_at)
+                        with scope:
+                            await cli.request("tools/call", {"name": "x" * delay_checkpoints})
+                        canceller.cancel_scope.cancel()  # answered first
 
-            async with trio.open_nursery() as n:
-                for delay, cancel in plan:
-                    n.start_soon(one, delay, cancel)
-            await cli.request("tools/call", {"name": "final"})
+                async with trio.open_nursery() as n:
+                    for delay, cancel_at in plan:
+                        n.start_soon(one, delay, cancel_at)
+                await cli.request("tools/call", {"name": "final"})
 
-    trio.run(main)
-    assert len(sent_ids) == len(set(sent_ids))
+        trio.run(main)
+        assert len(sent_ids) == len(set(sent_ids))
+        # a request is cancelled on the wire only after it was sent there
+        assert set(cancelled_ids) <= set(sent_ids)
+        on_the_wire_then_cancelled += len(set(cancelled_ids))
+
+    check()
+    assert on_the_wire_then_cancelled > 0

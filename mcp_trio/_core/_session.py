@@ -177,10 +177,9 @@ def _decode_params(spec: MethodSpec, params_raw: Any) -> Any:
         raise _BadParams(missing=False, detail=_path_message(exc, "$.params")) from None
 
 
-def _path_message(exc: Exception, where: str) -> str:
-    """msgspec's error text with its ``$`` paths rooted at ``where``."""
-    text = str(exc)
-    return text.replace("`$", f"`{where}")
+def _path_message(exc: msgspec.ValidationError, where: str) -> str:
+    """msgspec's error text with its path rooted at ``where`` (named even at the top level)."""
+    return _versions.error_message(exc, where)
 
 
 def _valid_token(value: Any) -> bool:
@@ -435,10 +434,15 @@ class SessionCore:
                 self._error_reply(events, batch, None, rpc.PARSE_ERROR, f"Parse error: {parse_exc}")
                 return
             if isinstance(obj, dict) and "method" not in obj and ("result" in obj or "error" in obj):
-                events.append(ProtocolViolation(f"dropped an invalid response: {exc}", bytes(data)))
+                reason = f"dropped an invalid response: {_path_message(exc, '$')}"
+                events.append(ProtocolViolation(reason, bytes(data)))
                 return
             self._error_reply(
-                events, batch, rpc.salvage_id(data), rpc.INVALID_REQUEST, f"Invalid request: {exc}"
+                events,
+                batch,
+                rpc.salvage_id(data),
+                rpc.INVALID_REQUEST,
+                f"Invalid request: {_path_message(exc, '$')}",
             )
             return
         except msgspec.DecodeError as exc:
@@ -871,7 +875,9 @@ class SessionCore:
             try:
                 err = rpc.decode_error(error_raw)
             except msgspec.ValidationError as exc:
-                error: Exception = RemoteProtocolError(f"invalid error object in response to {method}: {exc}")
+                error: Exception = RemoteProtocolError(
+                    f"invalid error object in response to {method}: {_path_message(exc, '$.error')}"
+                )
             else:
                 error = McpError(err.code, err.message, None if err.data is UNSET else err.data)
             if method == "initialize":

@@ -132,6 +132,25 @@ def decoder_for(type_: Any) -> msgspec.json.Decoder[Any]:
     return msgspec.json.Decoder(type_)
 
 
+_ERROR_PATH = re.compile(r" - at `(key` in `)?\$([^`]*)`\Z")
+
+
+def error_message(exc: msgspec.ValidationError, root: str = "$") -> str:
+    """The text of a decode error, naming where it happened with the path rooted at ``root``.
+
+    msgspec names the path of a nested error (`` - at `$.params.name` ``) but
+    says nothing for one at the top level (``Object missing required field
+    `id` ``); that one gets `` - at `$` `` too, so every rejection names its
+    path.  With ``root="$.params"`` the paths are those of the enclosing
+    message.
+    """
+    text = str(exc)
+    found = _ERROR_PATH.search(text)
+    if found is None:
+        return f"{text} - at `{root}`"
+    return f"{text[: found.start()]} - at `{found.group(1) or ''}{root}{found.group(2)}`"
+
+
 #: The one JSON encoder (no per-type state is needed to encode).
 encoder = msgspec.json.Encoder()
 

@@ -248,7 +248,25 @@ def test_invalid_params_get_32602_naming_the_path() -> None:
     [reply] = outgoing(srv.receive(request_bytes(2, "tools/call")))
     assert reply["error"]["code"] == rpc.INVALID_PARAMS
     [reply] = outgoing(srv.receive(request_bytes(3, "resources/read", {})))
-    assert reply["error"]["code"] == rpc.INVALID_PARAMS and "uri" in reply["error"]["message"]
+    assert reply["error"] == {
+        "code": rpc.INVALID_PARAMS,
+        "message": "Invalid params: Object missing required field `uri` - at `$.params`",
+    }
+    [reply] = outgoing(srv.receive(request_bytes(4, "tools/call", [1])))
+    assert reply["error"]["message"] == "Invalid params: Expected `object`, got `array` - at `$.params`"
+
+
+def test_errors_at_the_top_level_name_the_root_path() -> None:
+    srv, cli = ready_pair()
+    [reply] = outgoing(srv.receive(b"42"))
+    assert reply["error"] == {
+        "code": rpc.INVALID_REQUEST,
+        "message": "Invalid request: Expected `object`, got `int` - at `$`",
+    }
+    id, _ = cli.start_request("tools/list")
+    resp = only(cli.receive(json.dumps({"jsonrpc": "2.0", "id": id, "error": 5}).encode()), ResponseReceived)
+    assert isinstance(resp.error, RemoteProtocolError)
+    assert str(resp.error).endswith("Expected `object`, got `int` - at `$.error`")
 
 
 def test_valid_request_is_delivered_typed() -> None:
@@ -445,16 +463,77 @@ def test_progress_keeps_the_callers_meta() -> None:
     assert meta["trace"] == "abc" and "progressToken" in meta
 
 
+def test_server_requests_are_checked_against_the_negotiated_revision() -> None:
+    """elicitation/create exists from 2025-06-18 on: a 2024-11-05 session may not send it,
+    whatever the client advertises."""
+    elicit = {"message": "x", "requestedSchema": {"type": "object", "properties": {}}}
+    srv = server(capabilities={"tools": {}})
+    cli = client(capabilities={"elicitation": {}}, versions=["2024-11-05"])
+    handshake(srv, cli)
+    with pytest.raises(LocalProtocolError, match="elicitation/create.*2024-11-05"):
+        srv.start_request("elicitation/create", elicit)
+    # and a client of that revision refuses it when it arrives anyway
+    [reply] = outgoing(cli.receive(request_bytes("e1", "elicitation/create", elicit)))
+    assert reply["id"] == "e1" and reply["error"]["code"] == rpc.METHOD_NOT_FOUND
+    # the same request in a 2025-06-18 session is fine
+    srv = server(capabilities={"tools": {}})
+    cli = client(capabilities={"elicitation": {}}, versions=["2025-06-18"])
+    handshake(srv, cli)
+    _id, data = srv.start_request("elicitation/create", elicit)
+    assert only(cli.receive(data), RequestReceived).method == "elicitation/create"
+
+
+def test_results_are_checked_against_the_negotiated_revision() -> None:
+    """resource_link content blocks exist from 2025-06-18 on."""
+    link = {"content": [{"type": "resource_link", "uri": "file:///a", "name": "a"}]}
+    srv, cli = ready_pair("2025-03-26")
+    id, data = cli.start_request("tools/call", {"name": "x"})
+    only(srv.receive(data), RequestReceived)
+    # our own handler's result is refused before it is sent ...
+    with pytest.raises(LocalProtocolError, match=r"invalid result for tools/call.*\$\.result\.content\[0\]"):
+        srv.respond(id, link)
+    # ... and the peer's is refused when it arrives
+    reply = {"jsonrpc": "2.0", "id": id, "result": link}
+    resp = only(cli.receive(json.dumps(reply).encode()), ResponseReceived)
+    assert isinstance(resp.error, RemoteProtocolError)
+    assert "Invalid value 'resource_link' - at `$.result.content[0].type`" in str(resp.error)
+    # the same result in a 2025-06-18 session arrives whole
+    srv, cli = ready_pair("2025-06-18")
+    id, data = cli.start_request("tools/call", {"name": "x"})
+    only(srv.receive(data), RequestReceived)
+    resp = only(cli.receive(srv.respond(id, link)), ResponseReceived)
+    assert resp.error is None and resp.result.content[0].uri == "file:///a"
+
+
 # ------------------------------------------------------------------- batches
 
 
 def test_batches_are_rejected_without_batching() -> None:
+    checked = []
     for version in LEGACY:
         if _versions.supports_batching(version):
             continue
         srv, _ = ready_pair(version)
         [reply] = outgoing(srv.receive(b'[{"jsonrpc":"2.0","id":1,"method":"ping"}]'))
         assert reply["id"] is None and reply["error"]["code"] == rpc.INVALID_REQUEST
+        checked.append(version)
+    for version in MODERN:
+        meta = {
+            "io.modelcontextprotocol/protocolVersion": version,
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }
+        srv = server()
+        member = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"_meta": meta}}
+        # as the first message, and once the server has answered a stateless request
+        [reply] = outgoing(srv.receive(json.dumps([member]).encode()))
+        assert reply["id"] is None and reply["error"]["code"] == rpc.INVALID_REQUEST
+        only(srv.receive(request_bytes(1, "tools/list", {"_meta": meta})), RequestReceived)
+        assert srv.version == version
+        [reply] = outgoing(srv.receive(json.dumps([member, {**member, "id": 3}]).encode()))
+        assert reply["id"] is None and reply["error"]["code"] == rpc.INVALID_REQUEST
+        assert version in reply["error"]["message"]
+        checked.append(version)
+    assert set(checked) == {v for v in _versions.SUPPORTED_VERSIONS if not _versions.supports_batching(v)}
 
 
 BATCH_VERSION = next(v for v in LEGACY if _versions.supports_batching(v))

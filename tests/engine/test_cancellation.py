@@ -2,24 +2,30 @@
 
 Invariants checked after each cancellation:
 
-* nothing leaks: no pending request on the caller's side, no in-flight entry
-  or handler task on the handler's side;
+* nothing leaks: no pending request on either side (the caller's, and the
+  handler's own calls to the peer), no in-flight entry or handler task on the
+  handler's side;
 * a handler cancelled by ``notifications/cancelled`` sends no response;
-* the session keeps working.
+* the session keeps working;
+* over the sweep, the cancellation landed on every await point of the handler.
 """
 
 from __future__ import annotations
 
+import collections
 import json
+from collections import deque
 from typing import Any
 
 import pytest
 import trio
+import trio.testing
 
 from mcp_trio import Frame, RequestContext, open_memory_transport_pair, open_session
 from mcp_trio.types import _versions
 
 LEGACY = [v for v in _versions.SUPPORTED_VERSIONS if not _versions.is_stateless(v)]
+MODERN = [v for v in _versions.SUPPORTED_VERSIONS if _versions.is_stateless(v)]
 
 
 class Recorder(trio.abc.Channel[Frame]):
@@ -42,6 +48,58 @@ class Recorder(trio.abc.Channel[Frame]):
         await self.inner.aclose()
 
 
+class Pipe(trio.abc.Channel[Frame]):
+    """One end of an in-memory transport that logs every frame, with two knobs
+    that shift where a cancellation lands in a handler:
+
+    * ``send_delay``: checkpoints before each frame goes out (a slow pipe: the
+      session's writer stays busy, so a handler's next send waits for room);
+    * ``read_delay``: checkpoints between the arrival of a frame and its
+      delivery, together with every frame that arrived meanwhile and with no
+      checkpoint in between (as one read from a stdio pipe yields many lines).
+    """
+
+    def __init__(
+        self, send: trio.MemorySendChannel[Frame], receive: trio.MemoryReceiveChannel[Frame]
+    ) -> None:
+        self._send = send
+        self._receive = receive
+        self._ahead: deque[Frame] = deque()
+        self.log: list[tuple[str, Any]] = []
+        self.send_delay = 0
+        self.read_delay = 0
+
+    async def send(self, value: Frame) -> None:
+        self.log.append(("out", json.loads(value.data)))
+        for _ in range(self.send_delay):
+            await trio.lowlevel.checkpoint()
+        await self._send.send(value)
+
+    async def receive(self) -> Frame:
+        if not self._ahead:
+            self._ahead.append(await self._receive.receive())
+            for _ in range(self.read_delay):
+                await trio.lowlevel.checkpoint()
+            while True:
+                try:
+                    self._ahead.append(self._receive.receive_nowait())
+                except (trio.WouldBlock, trio.EndOfChannel):
+                    break
+        frame = self._ahead.popleft()
+        self.log.append(("in", json.loads(frame.data)))
+        return frame
+
+    async def aclose(self) -> None:
+        await self._send.aclose()
+        await self._receive.aclose()
+
+
+def pipe_pair() -> tuple[Pipe, Pipe]:
+    a_send, b_receive = trio.open_memory_channel[Frame](64)
+    b_send, a_receive = trio.open_memory_channel[Frame](64)
+    return Pipe(a_send, a_receive), Pipe(b_send, b_receive)
+
+
 def responses_to(log: list[tuple[str, Any]], ids: set[Any]) -> list[Any]:
     return [m for d, m in log if d == "out" and "method" not in m and m.get("id") in ids]
 
@@ -50,20 +108,67 @@ def text(value: str) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": value}]}
 
 
-async def busy_handler(ctx: RequestContext, params: Any) -> Any:
-    """A handler with many await points of different kinds, that never finishes by itself."""
-    if params.name == "quick":
-        return text("quick")
-    await trio.lowlevel.checkpoint()
-    await ctx.report_progress(1)
-    await trio.sleep(0)
-    result = await ctx.request("roots/list", timeout=5)
-    await ctx.report_progress(2, message=str(len(result.roots)))
-    await ctx.notify("notifications/message", {"level": "info", "data": "working"})
-    for _ in range(5):
-        await trio.lowlevel.checkpoint()
-    await trio.sleep_forever()
-    raise AssertionError("unreachable")
+#: The await points of the busy handler, in order ("request" only where the
+#: server may call the client, i.e. not in the stateless revisions).
+BUSY_STEPS = (
+    "notify",
+    "progress-1",
+    "notify-2",
+    "progress-2",
+    "checkpoint",
+    "sleep",
+    "request",
+    "checkpoints",
+    "forever",
+)
+
+
+def busy_handler_recording(hits: collections.Counter[str]) -> Any:
+    """A handler with many await points of different kinds, that never finishes
+    by itself; ``hits[step]`` counts the cancellations raised at each step.
+
+    Each send but the first follows another send, so with a busy writer it
+    waits for room (a send with room raises only a cancellation already pending
+    on entry, which is how the first one is hit: the cancellation arrived with
+    the request).
+    """
+
+    async def busy_handler(ctx: RequestContext, params: Any) -> Any:
+        if params.name == "quick":
+            return text("quick")
+        step = ""
+        try:
+            step = "notify"
+            await ctx.notify("notifications/message", {"level": "info", "data": "starting"})
+            step = "progress-1"
+            await ctx.report_progress(1)
+            step = "notify-2"
+            await ctx.notify("notifications/message", {"level": "info", "data": "working"})
+            step = "progress-2"
+            await ctx.report_progress(2, message="halfway")
+            step = "checkpoint"
+            await trio.lowlevel.checkpoint()
+            step = "sleep"
+            for _ in range(3):
+                await trio.sleep(0)
+            if not _versions.is_stateless(ctx.version):
+                step = "request"
+                result = await ctx.request("roots/list", timeout=5)
+                assert len(result.roots) == 1
+            step = "checkpoints"
+            for _ in range(5):
+                await trio.lowlevel.checkpoint()
+            step = "forever"
+            await trio.sleep_forever()
+        except trio.Cancelled:
+            hits[step] += 1
+            raise
+        raise AssertionError("unreachable")
+
+    return busy_handler
+
+
+busy_handler = busy_handler_recording(collections.Counter())
 
 
 async def list_roots(ctx: RequestContext, params: Any) -> Any:
@@ -80,66 +185,94 @@ async def cancel_after(scope: trio.CancelScope, checkpoints: int) -> None:
 async def settle(*sessions: Any) -> None:
     with trio.fail_after(5):
         while any(s.statistics()["requests_in_progress"] or s.core.in_flight_ids for s in sessions):
-            await trio.sleep(0.001)
+            await trio.testing.wait_all_tasks_blocked()
 
 
-@pytest.mark.parametrize("version", [LEGACY[0]])
+@pytest.mark.parametrize("version", [LEGACY[0], *MODERN[:1]])
 async def test_cancel_at_every_await_point(version: str) -> None:
-    a, b = open_memory_transport_pair()
-    server_channel = Recorder(a)
+    hits: collections.Counter[str] = collections.Counter()
+    server_channel, client_channel = pipe_pair()
+    roots_hang = False
+
+    async def list_roots_or_hang(ctx: RequestContext, params: Any) -> Any:
+        # When it hangs, only the server's notifications/cancelled ends it.
+        if roots_hang:
+            await trio.sleep_forever()
+        return await list_roots(ctx, params)
+
     async with open_session(
         server_channel,
         role="server",
         info={"name": "s", "version": "1"},
         capabilities={"tools": {}, "logging": {}},
-        request_handlers={"tools/call": busy_handler},
+        request_handlers={"tools/call": busy_handler_recording(hits)},
+        outbox_size=0,  # a send waits while the writer is still sending
     ) as srv, open_session(
-        b,
+        client_channel,
         role="client",
         info={"name": "c", "version": "1"},
         capabilities={"roots": {}},
         versions=[version],
-        request_handlers={"roots/list": list_roots},
+        request_handlers={"roots/list": list_roots_or_hang},
     ) as cli:
-        await cli.connect()
+        assert await cli.connect() == version
 
         async def on_progress(*_: Any) -> None:
             await trio.lowlevel.checkpoint()
 
-        cancelled_ids: set[Any] = set()
-        for checkpoints in range(0, 60):
-            before = {m.get("id") for d, m in server_channel.log if d == "in" and "method" in m}
-            async with trio.open_nursery() as n:
-                scope = trio.CancelScope()
-                n.start_soon(cancel_after, scope, checkpoints)
-                with scope:
-                    await cli.request("tools/call", {"name": "busy"}, on_progress=on_progress)
-                assert scope.cancelled_caught, "the busy handler never finishes by itself"
-            await settle(srv, cli)
-            after = {m.get("id") for d, m in server_channel.log if d == "in" and "method" in m}
-            cancelled_ids |= {i for i in after - before if isinstance(i, int)}
-            # caller side: nothing pending
-            assert cli.statistics()["pending_requests"] == 0
-            assert cli.core.pending_ids == []
-            # handler side: nothing in flight, the handler task is gone
-            assert srv.core.in_flight_ids == [] and srv.statistics()["requests_in_progress"] == 0
-            # still usable
-            result = await cli.request("tools/call", {"name": "quick"})
-            assert result.content[0].text == "quick"
-        # every busy call was cancelled: none of them may have been answered
-        busy_ids = {
-            m["id"]
-            for d, m in server_channel.log
-            if d == "in" and m.get("method") == "tools/call" and m["params"]["name"] == "busy"
-        }
-        assert busy_ids and responses_to(server_channel.log, busy_ids) == []
-        # each busy call that reached the server was followed by notifications/cancelled
-        cancels = {
-            m["params"]["requestId"]
-            for d, m in server_channel.log
-            if d == "in" and m.get("method") == "notifications/cancelled"
-        }
-        assert busy_ids <= cancels
+        for send_delay, read_delay in [(0, 0), (2, 0), (0, 3), (2, 3)]:
+            server_channel.send_delay = send_delay
+            server_channel.read_delay = read_delay
+            for checkpoints in range(0, 40):
+                roots_hang = checkpoints % 4 == 3
+                async with trio.open_nursery() as n:
+                    scope = trio.CancelScope()
+                    n.start_soon(cancel_after, scope, checkpoints)
+                    with scope:
+                        await cli.request("tools/call", {"name": "busy"}, on_progress=on_progress)
+                    assert scope.cancelled_caught, "the busy handler never finishes by itself"
+                await settle(srv, cli)
+                # caller side: nothing pending
+                assert cli.statistics()["pending_requests"] == 0
+                assert cli.core.pending_ids == []
+                # handler side: nothing in flight, the handler task is gone, and
+                # nothing of its own call to the client is left pending
+                assert srv.core.in_flight_ids == [] and srv.statistics()["requests_in_progress"] == 0
+                assert srv.core.pending_ids == [] and srv.statistics()["pending_requests"] == 0
+                # still usable
+                result = await cli.request("tools/call", {"name": "quick"})
+                assert result.content[0].text == "quick"
+    # every await point of the handler was hit by some cancellation
+    expected = [s for s in BUSY_STEPS if s != "request" or not _versions.is_stateless(version)]
+    assert sorted(hits) == sorted(expected), hits
+    # every busy call was cancelled: none of them may have been answered
+    busy_ids = {
+        m["id"]
+        for d, m in server_channel.log
+        if d == "in" and m.get("method") == "tools/call" and m["params"]["name"] == "busy"
+    }
+    assert busy_ids and responses_to(server_channel.log, busy_ids) == []
+    # each busy call that reached the server was followed by notifications/cancelled
+    cancels = {
+        m["params"]["requestId"]
+        for d, m in server_channel.log
+        if d == "in" and m.get("method") == "notifications/cancelled"
+    }
+    assert busy_ids <= cancels
+    # each of the handlers' own calls to the client was answered, or cancelled
+    # when its handler was
+    roots_ids = {
+        m["id"] for d, m in server_channel.log if d == "out" and m.get("method") == "roots/list"
+    }
+    answered = {m["id"] for d, m in server_channel.log if d == "in" and "method" not in m}
+    given_up = {
+        m["params"]["requestId"]
+        for d, m in server_channel.log
+        if d == "out" and m.get("method") == "notifications/cancelled"
+    }
+    assert roots_ids <= answered | given_up
+    if not _versions.is_stateless(version):
+        assert roots_ids & given_up and roots_ids & answered
 
 
 async def test_cancel_quick_requests_at_every_point() -> None:

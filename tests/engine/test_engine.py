@@ -177,6 +177,13 @@ async def test_client_rejects_unsupported_server_version() -> None:
     ) as (srv, cli, _):
         with pytest.raises(RemoteProtocolError, match="does not support"):
             await cli.connect()
+        # The client disconnected before raising: its session is over, and the
+        # server saw the connection end.
+        assert cli.closed.is_set()
+        with pytest.raises(ConnectionClosed, match="handshake failed"):
+            await cli.request("ping")
+        with trio.fail_after(5):
+            await srv.closed.wait()
 
 
 async def test_errors_from_handlers() -> None:
@@ -236,6 +243,25 @@ async def test_caller_cancellation_cancels_the_handler() -> None:
         with trio.fail_after(5):
             while srv.core.in_flight_ids:
                 await trio.sleep(0.01)
+
+
+async def test_session_default_timeout_applies_without_a_per_call_timeout(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with connected(client_options={"default_timeout": 1}) as (srv, cli, probe):
+        assert cli.default_timeout == 1
+        start = trio.current_time()
+        with pytest.raises(RequestTimeout, match="within 1 s"):
+            await cli.request("tools/call", {"name": "sleep"})
+        assert trio.current_time() - start == pytest.approx(1)
+        # it was cancelled like any other timeout
+        with trio.fail_after(5):
+            await probe.cancelled.wait()
+        # a per-call timeout still wins over the session's
+        start = trio.current_time()
+        with pytest.raises(RequestTimeout, match="within 3 s"):
+            await cli.request("tools/call", {"name": "sleep"}, timeout=3)
+        assert trio.current_time() - start == pytest.approx(3)
 
 
 async def test_progress_callback_runs_in_callers_task() -> None:
@@ -335,6 +361,44 @@ async def test_peer_going_away_fails_pending_requests_at_once() -> None:
             assert probe.cancelled.is_set()
         with pytest.raises(ConnectionClosed):
             await cli.request("tools/list")
+
+
+async def test_handlers_are_cancelled_when_the_peer_goes_away() -> None:
+    """The client side closes while a server handler sleeps: the server sees
+    the end of the connection and cancels the handler; nothing is left."""
+    probe = Probe()
+    a, b = open_memory_transport_pair()
+    async with open_session(
+        a,
+        role="server",
+        info={"name": "s", "version": "1"},
+        capabilities=SERVER_CAPS,
+        request_handlers=server_handlers(probe),
+    ) as srv:
+        async with open_session(b, role="client", info={"name": "c", "version": "1"}) as cli:
+            await cli.connect()
+            outcome: list[str] = []
+
+            async def call() -> None:
+                try:
+                    await cli.request("tools/call", {"name": "sleep"}, timeout=None)
+                except ConnectionClosed:
+                    outcome.append("connection closed")
+
+            async with trio.open_nursery() as n:
+                n.start_soon(call)
+                with trio.fail_after(5):
+                    await probe.started.wait()
+                assert srv.statistics()["requests_in_progress"] == 1
+                # The client's end of the connection goes away with its call
+                # still running on the server (nothing more can be sent).
+                await b.aclose()
+            assert outcome == ["connection closed"]
+            with trio.fail_after(5):
+                await probe.cancelled.wait()
+                await srv.closed.wait()
+        assert probe.finished == []
+        assert srv.statistics()["requests_in_progress"] == 0 and srv.core.in_flight_ids == []
 
 
 async def test_backpressure_bounds_requests_in_flight() -> None:

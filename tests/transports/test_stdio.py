@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import inspect
 import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -80,6 +82,25 @@ async def test_stream_channel_over_memory_streams() -> None:
     await a.aclose()
     with pytest.raises(trio.EndOfChannel):
         await b.receive()
+
+
+async def test_default_max_message_size_is_at_least_32_mib() -> None:
+    from trio.testing import memory_stream_pair
+
+    from mcp_trio import Frame, open_stdio_server_channel
+
+    mib32 = 32 * 1024 * 1024
+    for api in (LineFramer, StreamChannel, open_stdio_client, open_stdio_server_channel):
+        assert inspect.signature(api).parameters["max_message_size"].default >= mib32, api
+    # A 32 MiB message gets through a channel built with the defaults, whole.
+    message = b'"' + b"x" * (mib32 - 2) + b'"'
+    left, right = memory_stream_pair()
+    sender, receiver = StreamChannel(left, left), StreamChannel(right, right)
+    async with trio.open_nursery() as n:
+        n.start_soon(sender.send, Frame(message))
+        with trio.fail_after(30):
+            frame = await receiver.receive()
+    assert frame.error is None and frame.data == message
 
 
 # -------------------------------------------------------- real subprocesses
@@ -176,6 +197,26 @@ async def test_shutdown_escalates_to_kill() -> None:
             assert proc.stderr is not None
             await proc.stderr.receive_some(100)
     assert proc.process.returncode == -9
+
+
+async def test_shutdown_terminates_after_closing_stdin(capfd: pytest.CaptureFixture[str]) -> None:
+    """A server that outlives the end of its stdin gets SIGTERM after the grace
+    period (and not SIGKILL: it dies of SIGTERM).  Its stderr is passed through
+    (``stderr=None``): it lands on our own stderr."""
+    grace = 0.5
+    with trio.fail_after(15):
+        async with open_stdio_client(
+            [sys.executable, str(PROGRAMS / "outlives_stdin.py")], stderr=None, shutdown_grace=grace
+        ) as proc:
+            ready = json.loads((await proc.channel.receive()).data)
+            assert ready["params"]["data"] == "ready"
+            assert proc.stderr is None
+            closed_at = trio.current_time()
+        elapsed = trio.current_time() - closed_at
+    assert proc.process.returncode == -signal.SIGTERM
+    assert elapsed >= grace  # it waited for the server to exit by itself first
+    # The server saw its stdin end, and lived on until SIGTERM.
+    assert "outlives_stdin: stdin closed, still running" in capfd.readouterr().err
 
 
 async def test_server_exits_cleanly_on_eof() -> None:

@@ -97,7 +97,9 @@ def test_fixtures_cover_every_method(rev: str) -> None:
             messages.setdefault(msg["method"], []).append(msg)
     assert set(messages) == set(mod.METHODS), "fixtures missing for some methods"
     for method, spec in mod.METHODS.items():
-        if spec.kind == "request" and spec.params is not None:
+        # Every request with params, and every notification whose params are
+        # required, has a fixture that carries them.
+        if spec.params is not None and (spec.kind == "request" or spec.params_required):
             assert any("params" in m for m in messages[method]), f"{method}: no fixture with params"
         for result in spec.results:
             # Compare objects, not names: EmptyResult is Result and

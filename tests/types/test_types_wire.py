@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import json
+import typing
+from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from types_support import LATEST, REVISIONS, module
+from types_support import LATEST, OLDER, REVISIONS, example_files, fixture_files, module
 
 from mcp_trio.types import UNSET
+from mcp_trio.types._versions import error_message
 
 PRE_2026 = [r for r in REVISIONS if r != LATEST]
 WITH_ELICITATION = ["2025-06-18", "2025-11-25", LATEST]
@@ -29,9 +32,10 @@ def _call_tool(rev: str, **params: Any) -> dict[str, Any]:
 
 
 def _error(type_: Any, message: Any) -> str:
+    """The rejection as the library reports it (path rooted at ``$``)."""
     with pytest.raises(msgspec.ValidationError) as info:
         msgspec.json.decode(json.dumps(message).encode(), type=type_)
-    return str(info.value)
+    return error_message(info.value)
 
 
 def _create_message(rev: str, max_tokens: Any) -> dict[str, Any]:
@@ -64,7 +68,8 @@ def test_missing_required_field(rev: str) -> None:
     )
     msg = _call_tool(rev)
     del msg["id"]
-    assert _error(module(rev).CallToolRequest, msg) == "Object missing required field `id`"
+    assert _error(module(rev).CallToolRequest, msg) == "Object missing required field `id` - at `$`"
+    assert _error(module(rev).CallToolRequest, [msg]) == "Expected `object`, got `array` - at `$`"
 
 
 @pytest.mark.parametrize("rev", REVISIONS)
@@ -212,10 +217,61 @@ def test_content_blocks_are_a_tagged_union(rev: str) -> None:
     assert result.content[2].resource.text is UNSET
 
 
-@pytest.mark.parametrize("rev", REVISIONS)
-def test_request_union_dispatches_on_method(rev: str) -> None:
-    decoded = msgspec.json.decode(json.dumps(_call_tool(rev)), type=module(rev).ClientRequest)
-    assert type(decoded) is module(rev).CallToolRequest
+MESSAGE_UNIONS = ("ClientRequest", "ClientNotification", "ServerRequest", "ServerNotification")
+UNION_CASES = [(rev, u) for rev in REVISIONS for u in MESSAGE_UNIONS if hasattr(module(rev), u)]
+
+
+def _members(union: Any) -> tuple[type, ...]:
+    # A union of one message is the message type itself.
+    return typing.get_args(union) or (union,)
+
+
+def _messages_by_definition(rev: str) -> dict[str, list[Path]]:
+    """Fixture (older revisions) or upstream example (latest) files, by definition name."""
+    found: dict[str, list[Path]] = {}
+    for path in fixture_files(rev) if rev in OLDER else example_files():
+        found.setdefault(path.parent.name, []).append(path)
+    return found
+
+
+@pytest.mark.parametrize(("rev", "union"), UNION_CASES)
+def test_request_union_dispatches_on_method(rev: str, union: str) -> None:
+    mod = module(rev)
+    union_type = getattr(mod, union)
+    members = _members(union_type)
+    # The union holds exactly the registry's messages of its kind and sender.
+    kind = "request" if union.endswith("Request") else "notification"
+    sender = "client" if union.startswith("Client") else "server"
+    expected = {
+        spec.message
+        for spec in mod.METHODS.values()
+        if spec.kind == kind and spec.direction in (sender, "both") and not spec.input_request
+    }
+    assert set(members) == expected
+    if union == "ClientRequest":  # needs no fixture files
+        decoded = msgspec.json.decode(json.dumps(_call_tool(rev)), type=union_type)
+        assert type(decoded) is mod.CallToolRequest
+    messages = _messages_by_definition(rev)
+    if not messages:
+        pytest.skip("upstream examples not available (no MCP schema directory)")
+    # Every member is reached through the union, by its method.
+    for member in members:
+        paths = messages.get(member.__name__)
+        assert paths, f"no fixture for {member.__name__}"
+        for path in paths:
+            decoded = msgspec.json.decode(path.read_bytes(), type=union_type)
+            assert type(decoded) is member, path
+    # A message of another union (the other direction or kind) is refused by its method.
+    others = {
+        other
+        for name in MESSAGE_UNIONS
+        if name != union and hasattr(mod, name)
+        for other in _members(getattr(mod, name))
+    } - set(members)
+    assert others
+    for other in others:
+        message = json.loads(messages[other.__name__][0].read_bytes())
+        assert _error(union_type, message) == f"Invalid value '{message['method']}' - at `$.method`"
 
 
 @pytest.mark.parametrize("rev", REVISIONS)
