@@ -15,7 +15,15 @@ What it does per scenario:
   defaults its schema gives (:func:`mcp_trio.client.elicitation_defaults`);
 * ``sse-retry``: call ``test_reconnection``, whose response stream the server
   closes before answering; the client waits the ``retry`` delay the server
-  set, resumes with ``GET`` + ``Last-Event-ID`` and gets the answer there.
+  set, resumes with ``GET`` + ``Last-Event-ID`` and gets the answer there;
+* scenarios whose context (``MCP_CONFORMANCE_CONTEXT``, JSON) lists
+  ``toolCalls``: make those calls (e.g. ``http-custom-headers``);
+* ``json-schema-2020-12-preservation``: send the ``inputSchema`` of
+  ``json_schema_2020_12_tool`` back, verbatim, to ``json_schema_echo``;
+* ``sep-2322-client-request-state``, ``http-invalid-tool-headers``: call
+  every tool the list offers, with placeholder arguments for the required
+  properties (the client leaves out tools whose ``x-mcp-header``
+  annotations are invalid).
 
 Any other scenario connects and lists the tools if the server has any.  The exit status is 0 when
 the scenario's calls succeeded, 1 otherwise (with the reason on stderr).
@@ -23,15 +31,19 @@ the scenario's calls succeeded, 1 otherwise (with the reason on stderr).
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from typing import Any
 
+import msgspec
 import trio
 
 from mcp_trio.client import Client, connect_http, elicitation_defaults
 
 SCENARIO_ENV = "MCP_CONFORMANCE_SCENARIO"
+CONTEXT_ENV = "MCP_CONFORMANCE_CONTEXT"
+_PLACEHOLDERS = {"string": "x", "integer": 1, "number": 1.5, "boolean": True, "object": {}, "array": []}
 
 
 async def accept_defaults(params: Any) -> dict[str, Any]:
@@ -53,7 +65,16 @@ async def _call(client: Client, tool: str, arguments: dict[str, Any]) -> None:
         raise RuntimeError(f"{tool} failed: {_text(result)}")
 
 
-async def run(url: str, scenario: str) -> None:
+def placeholder_arguments(input_schema: Any) -> dict[str, Any]:
+    """A value of the declared type for every required property."""
+    schema = msgspec.to_builtins(input_schema) if isinstance(input_schema, msgspec.Struct) else input_schema
+    properties = schema.get("properties") or {}
+    return {
+        name: _PLACEHOLDERS.get(properties.get(name, {}).get("type"), "x") for name in schema.get("required") or []
+    }
+
+
+async def run(url: str, scenario: str, context: dict[str, Any]) -> None:
     async with connect_http(
         url,
         name="mcp-trio-conformance-client",
@@ -61,7 +82,20 @@ async def run(url: str, scenario: str) -> None:
         elicitation=accept_defaults,
     ) as client:
         print(f"connected: {client.session.protocol_version} {client.session.peer_info}", file=sys.stderr)
-        if scenario == "tools_call":
+        if context.get("toolCalls"):
+            await client.list_all_tools()  # teaches the transport the x-mcp-header annotations
+            for call in context["toolCalls"]:
+                result = await client.call_tool(call["name"], call.get("arguments") or {})
+                print(f"{call['name']}: {_text(result)}", file=sys.stderr)
+        elif scenario == "json-schema-2020-12-preservation":
+            tools = {t.name: t for t in await client.list_all_tools()}
+            schema = msgspec.to_builtins(tools["json_schema_2020_12_tool"])["inputSchema"]
+            await _call(client, "json_schema_echo", {"schema": schema})
+        elif scenario in ("sep-2322-client-request-state", "http-invalid-tool-headers"):
+            for tool in await client.list_all_tools():
+                result = await client.call_tool(tool.name, placeholder_arguments(tool.inputSchema))
+                print(f"{tool.name}: {_text(result)}", file=sys.stderr)
+        elif scenario == "tools_call":
             await _call(client, "add_numbers", {"a": 5, "b": 3})
         elif scenario == "elicitation-sep1034-client-defaults":
             await _call(client, "test_client_elicitation_defaults", {})
@@ -77,8 +111,9 @@ def main(argv: list[str] | None = None) -> int:
         print("usage: conformance_client.py [...] SERVER_URL", file=sys.stderr)
         return 2
     scenario = os.environ.get(SCENARIO_ENV, "initialize")
+    context = json.loads(os.environ.get(CONTEXT_ENV) or "{}")
     try:
-        trio.run(run, args[-1], scenario)
+        trio.run(run, args[-1], scenario, context if isinstance(context, dict) else {})
     except Exception as exc:  # the harness reads the exit status; say why on stderr
         print(f"{scenario}: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1

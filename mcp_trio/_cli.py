@@ -174,20 +174,48 @@ def load_server(target: str) -> Server:
     return _find_server(module, where, attribute)
 
 
-def _parse_host_port(text: str) -> tuple[str, int]:
+def _parse_host_port(text: str, option: str = "--http") -> tuple[str, int]:
     host, sep, port = text.rpartition(":")
     if not sep or not port.isdigit() or not host:
-        raise SystemExit(f"mcp-trio serve: error: --http wants HOST:PORT, got {text!r}")
+        raise SystemExit(f"mcp-trio serve: error: {option} wants HOST:PORT, got {text!r}")
     return host.strip("[]"), int(port)
 
 
-async def _serve_http(server: Any, host: str, port: int, path: str, front_door: str) -> None:
+async def _serve_http(
+    server: Any,
+    host: str,
+    port: int,
+    path: str,
+    front_door: str,
+    legacy_sse: bool = False,
+    stateless: bool = False,
+) -> None:
     import trio
 
+    serve = partial(
+        server.serve_http, host, port, path=path, front_door=front_door, legacy_sse=legacy_sse, stateless=stateless
+    )
     async with trio.open_nursery() as nursery:
-        urls = await nursery.start(partial(server.serve_http, host, port, path=path, front_door=front_door))
+        urls = await nursery.start(serve)
         for url in urls:
             print(f"mcp-trio serve: Streamable HTTP at {url} ({front_door})", file=sys.stderr, flush=True)
+            if legacy_sse:
+                base = url[: len(url) - len(path)] if path and url.endswith(path) else url
+                print(f"mcp-trio serve: HTTP+SSE (2024-11-05) at {base}/sse", file=sys.stderr, flush=True)
+
+
+async def _serve_websocket(server: Any, host: str, port: int, path: str) -> None:
+    import trio
+
+    try:
+        async with trio.open_nursery() as nursery:
+            urls = await nursery.start(partial(server.serve_websocket, host, port, path=path))
+            for url in urls:
+                print(f"mcp-trio serve: WebSocket at {url}", file=sys.stderr, flush=True)
+    except BaseExceptionGroup as group:
+        if group.split(KeyboardInterrupt)[1] is None:  # Ctrl+C, wherever it landed
+            raise KeyboardInterrupt from None
+        raise
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
@@ -211,11 +239,18 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             traceback.print_exc(file=sys.stderr)
             return 1
         try:
-            if args.http is None:
+            if args.ws is not None:
+                if args.http is not None:
+                    print("mcp-trio serve: error: use --http or --ws, not both", file=sys.stderr)
+                    return 2
+                host, port = _parse_host_port(args.ws, "--ws")
+                trio.run(_serve_websocket, server, host, port, args.path)
+            elif args.http is None:
                 trio.run(server.serve_stdio)
             else:
                 host, port = _parse_host_port(args.http)
-                trio.run(_serve_http, server, host, port, args.path, args.front_door)
+                serve = partial(_serve_http, server, host, port, args.path, args.front_door)
+                trio.run(serve, args.legacy_sse, args.stateless)
         except KeyboardInterrupt:
             return 130
         return 0
@@ -261,12 +296,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="serve Streamable HTTP on HOST:PORT instead of stdio (port 0 picks a free port; "
         "the URL is printed to stderr)",
     )
+    p.add_argument(
+        "--ws",
+        metavar="HOST:PORT",
+        help="serve MCP over WebSocket (a custom transport, subprotocol 'mcp') on HOST:PORT "
+        "instead of stdio; the URL is printed to stderr",
+    )
     p.add_argument("--path", default="/mcp", help="the HTTP endpoint path (default: /mcp)")
     p.add_argument(
         "--front-door",
         choices=("h11", "hypercorn"),
         default="h11",
         help="HTTP server: the lean HTTP/1.1 one on h11 (default) or hypercorn (ASGI: HTTP/2, TLS)",
+    )
+    p.add_argument(
+        "--stateless",
+        action="store_true",
+        help="with --http, keep no sessions: every request stands alone (no Mcp-Session-Id, "
+        "no GET stream, no server-to-client requests)",
+    )
+    p.add_argument(
+        "--legacy-sse",
+        action="store_true",
+        help="with --http, also serve the 2024-11-05 HTTP+SSE transport for old clients "
+        "(GET /sse, POST /messages)",
     )
     p.set_defaults(func=_cmd_serve)
     argv = list(sys.argv[1:] if argv is None else argv)

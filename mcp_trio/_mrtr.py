@@ -8,7 +8,8 @@ given.  This module lets one handler body serve both eras by *replaying* it:
 
 * Each input a handler asks for gets a key derived from what is asked (the
   method and a digest of its params, plus a counter for repeats), so the key
-  does not depend on task scheduling.
+  does not depend on task scheduling.  A handler may name the key itself
+  (``input_key=``); a name used again in the same run gets a counter suffix.
 * If the answer is known (from this retry's ``inputResponses``, or carried
   over in the request state from earlier rounds), the call returns it at once.
   Otherwise it raises :class:`InputRequired`, which unwinds the handler; the
@@ -21,6 +22,12 @@ given.  This module lets one handler body serve both eras by *replaying* it:
 Consequence for handler authors: in the stateless era the code before an
 input call runs again on each round, so it should not have side effects that
 must happen once (or must guard them itself).
+
+A tool that gathers input this way and then becomes a task (Tasks extension)
+is replayed once more inside the task, by an :class:`InputSession` made with
+:meth:`InputSession.replaying`: the answers of the rounds before the task are
+returned again, and an input asked for the first time inside the task is not
+the session's business (it becomes one of the task's ``inputRequests``).
 """
 
 from __future__ import annotations
@@ -162,7 +169,10 @@ class InputSession:
         self.digest = params_digest(method, params)
         self.answers: dict[str, Any] = {}
         self.asked: dict[str, dict[str, Any]] = {}
+        #: Only replays known answers (inside a task); never ends a round.
+        self.replay = False
         self._seen: dict[str, int] = {}
+        self._issued: set[str] = set()  # keys handed out in this run (never twice)
         token = _field(params, "requestState")
         responses = _field(params, "inputResponses")
         if token is not None:
@@ -175,11 +185,36 @@ class InputSession:
         # Without a state there is nothing the server asked for, so any
         # inputResponses are unsolicited and ignored.
 
-    def key_for(self, method: str, params: dict[str, Any]) -> str:
-        base = input_key(method, params, 0)
+    @classmethod
+    def replaying(cls, codec: StateCodec, answers: Mapping[str, Any]) -> InputSession:
+        """A session that answers from ``answers`` (collected by earlier
+        rounds of the same request) and asks for nothing."""
+        inputs = cls(codec, method="", params=None)
+        inputs.answers.update(answers)
+        inputs.replay = True
+        return inputs
+
+    def key_for(self, method: str, params: dict[str, Any], explicit: str | None = None) -> str:
+        """The key of the next input: ``explicit`` (the handler's name for
+        it) or one derived from the request, with a counter for repeats."""
+        if explicit is not None:
+            if not isinstance(explicit, str) or not explicit:
+                raise ValueError("an input key must be a non-empty string")
+            base = explicit
+        else:
+            base = input_key(method, params, 0)
         n = self._seen.get(base, 0)
-        self._seen[base] = n + 1
-        return base if n == 0 else input_key(method, params, n)
+        while True:
+            if n == 0:
+                key = base
+            else:
+                key = f"{explicit}-{n}" if explicit is not None else input_key(method, params, n)
+            n += 1
+            if key not in self._issued:
+                break
+        self._seen[base] = n
+        self._issued.add(key)
+        return key
 
     def lookup(self, key: str) -> Any:
         return self.answers.get(key, MISSING)

@@ -391,6 +391,7 @@ class Session:
         reset_timeout_on_progress: bool = True,
         max_total_timeout: float | None = None,
         related: Any = None,
+        on_sent: Callable[[Any], None] | None = None,
     ) -> Any:
         """Send a request and wait for its result.
 
@@ -407,6 +408,8 @@ class Session:
             max_total_timeout: An upper bound that progress cannot extend.
             related: The id of the incoming request this one is made on behalf
                 of (Streamable HTTP sends it on that request's stream).
+            on_sent: Called with the request's id before it is written (to
+                correlate what the peer sends about it, e.g. a subscription).
 
         Returns:
             The decoded result Struct (a ``dict`` for custom methods).
@@ -427,6 +430,8 @@ class Session:
             timeout = self.default_timeout
         assert timeout is None or isinstance(timeout, int | float)
         id, data = self.core.start_request(method, params, progress=on_progress is not None)
+        if on_sent is not None:
+            on_sent(id)
         waiter = _Waiter()
         self._waiters[id] = waiter
         timed_out: str | None = None

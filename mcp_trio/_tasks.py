@@ -46,7 +46,8 @@ and a required one is refused with -32021 naming the extension.  Then:
   ``isError: true`` counts as completed), ``error`` (failed, a JSON-RPC
   error) or ``inputRequests`` (input_required);
 * when the tool asks the client something, the request appears under a fresh
-  key in ``inputRequests``; ``tasks/update`` delivers ``inputResponses``
+  key in ``inputRequests`` (the tool's own ``input_key`` when it was never
+  used in this task); ``tasks/update`` delivers ``inputResponses``
   (keys not outstanding are ignored; a response that does not fit the
   request's result type is -32602 and the request stays outstanding);
 * ``tasks/cancel`` acknowledges and cancels the tool unless the task is
@@ -168,6 +169,7 @@ class _Task:
         "scope",
         "inputs",
         "input_count",
+        "issued_keys",
         "asking",
         "waiting_streams",
         "last_progress",
@@ -200,6 +202,7 @@ class _Task:
         self.scope = trio.CancelScope(deadline=self.expires_at)
         self.inputs: dict[str, _InputWait] = {}  # extension: outstanding input requests
         self.input_count = 0  # extension: keys issued so far (keys never repeat)
+        self.issued_keys: set[str] = set()  # extension: every key issued, ever
         self.asking = 0  # 2025-11-25: requests to the client in progress
         self.waiting_streams: list[Any] = []  # 2025-11-25: ids of tasks/result calls waiting
         self.last_progress: float | None = None
@@ -271,7 +274,8 @@ class TaskManager:
 
     @staticmethod
     def capabilities() -> dict[str, Any]:
-        """What a server with task-capable tools advertises (both eras)."""
+        """What a server with task-capable tools advertises (both eras; the
+        core leaves ``tasks``, which 2026-07-28 removed, out of ``server/discover``)."""
         return {
             "tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}},
             "extensions": {EXTENSION_ID: {}},
@@ -596,7 +600,13 @@ class TaskManager:
     # ------------------------------------------------- asking the client (ext)
 
     async def _ask(
-        self, task: _Task, version: str, method: str, params: Any, timeout: float | None
+        self,
+        task: _Task,
+        version: str,
+        method: str,
+        params: Any,
+        timeout: float | None,
+        key: str | None = None,
     ) -> Any:
         spec = _versions.module_for(version).METHODS.get(method)
         if spec is None or not spec.input_request or spec.params is None or spec.result is None:
@@ -610,7 +620,13 @@ class TaskManager:
         except msgspec.ValidationError as exc:
             raise LocalProtocolError(f"invalid params for {method}: {exc}") from None
         task.input_count += 1
-        key = f"{method}#{task.input_count}"
+        if key is None or key in task.issued_keys:
+            base = key or method
+            key = f"{base}#{task.input_count}"
+            while key in task.issued_keys:  # a tool's own key may look like ours
+                task.input_count += 1
+                key = f"{base}#{task.input_count}"
+        task.issued_keys.add(key)
         wait = _InputWait({"method": method, "params": msgspec.to_builtins(typed)}, spec.result)
         task.inputs[key] = wait
         self._set(task, "input_required", None)
@@ -697,11 +713,17 @@ class TaskRequestContext(RequestContext):
         *,
         timeout: float | None | object = None,
         on_progress: Any = None,
+        input_key: str | None = None,
     ) -> Any:
+        """Ask the client.  With the extension the request becomes one of the
+        task's ``inputRequests``, under ``input_key`` when that was never
+        used in this task (else a fresh key)."""
         task = self.task
         limit = timeout if isinstance(timeout, int | float) else None
         if task.stateless:
-            return await self._manager._ask(task, self.version, method, params, limit)
+            return await self._manager._ask(
+                task, self.version, method, params, limit, input_key
+            )
         task.asking += 1
         self._manager._set(task, "input_required", None)
         try:

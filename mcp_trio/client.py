@@ -34,6 +34,7 @@ Rules:
 from __future__ import annotations
 
 import inspect
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -45,11 +46,23 @@ from . import _jsonrpc as rpc
 from ._exceptions import LocalProtocolError, McpError, RemoteProtocolError
 from ._context import RequestContext
 from ._session import ProgressCallback, Session, open_session
+from ._subscriptions import SUBSCRIPTION_ID
 from .transports._base import MessageChannel
 from .transports.stdio import open_stdio_client
 from .types import _versions
 
-__all__ = ["Client", "ResultCache", "connect_http", "connect_stdio", "elicitation_defaults", "open_client"]
+__all__ = [
+    "Client",
+    "ResultCache",
+    "Subscription",
+    "connect_http",
+    "connect_stdio",
+    "connect_websocket",
+    "elicitation_defaults",
+    "open_client",
+]
+
+log = logging.getLogger("mcp_trio.client")
 
 Handler = Callable[[Any], Awaitable[Any]]
 NotificationHook = Callable[[Any], Awaitable[None]]
@@ -161,6 +174,64 @@ def elicitation_defaults(requested_schema: Any) -> dict[str, Any]:
     }
 
 
+class Subscription:
+    """An open ``subscriptions/listen`` stream (see :meth:`Client.listen`).
+
+    Attributes:
+        id: The subscription id (the listen request's id).
+        acknowledged: The filter the server agreed to honour
+            (``toolsListChanged`` ..., ``resourceSubscriptions``).
+    """
+
+    def __init__(self, buffer: int) -> None:
+        self.id: Any = None
+        self.acknowledged: dict[str, Any] | None = None
+        self._send, self._receive = trio.open_memory_channel[tuple[str, Any]](buffer)
+        self._acknowledged = trio.Event()
+        self._error: BaseException | None = None
+        self._done = False
+        #: Notifications dropped because the reader fell ``buffer`` behind.
+        self.dropped = 0
+
+    def _deliver(self, method: str, params: Any) -> None:
+        if method == "notifications/subscriptions/acknowledged":
+            self.acknowledged = _builtins(params.notifications)
+            self._acknowledged.set()
+            return
+        try:
+            self._send.send_nowait((method, params))
+        except trio.WouldBlock:
+            # A reader this far behind re-reads the lists anyway; never block the session.
+            self.dropped += 1
+            log.warning("subscription %r: dropped %s (the reader is %d behind)", self.id, method, self._send.statistics().current_buffer_used)
+        except trio.ClosedResourceError:
+            pass
+
+    def _finish(self, error: BaseException | None) -> None:
+        self._done = True
+        self._error = error
+        self._acknowledged.set()
+        self._send.close()
+
+    @property
+    def ended_gracefully(self) -> bool:
+        """The server answered the listen request (it ended the subscription)."""
+        return self._done and self._error is None
+
+    def __aiter__(self) -> Subscription:
+        return self
+
+    async def __anext__(self) -> tuple[str, Any]:
+        """The next ``(method, params)``; stops when the server ends the
+        subscription, raises what ended it otherwise (``ConnectionClosed`` ...)."""
+        try:
+            return await self._receive.receive()
+        except trio.EndOfChannel:
+            if self._error is not None:
+                raise self._error from None
+            raise StopAsyncIteration from None
+
+
 class Client:
     """A connected MCP client.  Get one from :func:`open_client` or :func:`connect_stdio`.
 
@@ -191,6 +262,7 @@ class Client:
         self.max_input_rounds = max_input_rounds
         self.max_pages = max_pages
         self._log_level: str | None = None
+        self._listening: dict[Any, Subscription] = {}
 
     # ------------------------------------------------------------ properties
 
@@ -492,7 +564,74 @@ class Client:
         if self._cache is not None:
             self._cache.invalidate(self._namespace)
 
+    # --------------------------------------------------------- subscriptions
+
+    @asynccontextmanager
+    async def listen(
+        self,
+        *,
+        tools: bool = False,
+        prompts: bool = False,
+        resources: bool = False,
+        resource_uris: Sequence[str] = (),
+        buffer: int = 256,
+    ) -> AsyncIterator[Subscription]:
+        """Open a ``subscriptions/listen`` stream (2026-07-28) for the list
+        changes asked for (``tools``, ``prompts``, ``resources``) and the
+        updates of ``resource_uris``.
+
+        Yields a :class:`Subscription` once the server acknowledged it; iterate
+        it for ``(method, params)`` pairs.  Leaving the block cancels the
+        subscription.  The result cache follows the notifications either way.
+        In older revisions use ``subscribe_resource`` and ``on_list_changed``.
+
+        Raises:
+            LocalProtocolError: the session speaks an older revision.
+        """
+        if not self.modern:
+            raise LocalProtocolError(
+                f"subscriptions/listen needs a stateless protocol version (this session speaks "
+                f"{self.protocol_version}); use subscribe_resource and on_list_changed instead"
+            )
+        wanted: dict[str, Any] = {}
+        for field, on in (("toolsListChanged", tools), ("promptsListChanged", prompts), ("resourcesListChanged", resources)):
+            if on:
+                wanted[field] = True
+        if resource_uris:
+            wanted["resourceSubscriptions"] = list(resource_uris)
+        subscription = Subscription(buffer)
+
+        def register(id: Any) -> None:
+            subscription.id = id
+            self._listening[id] = subscription
+
+        async def run() -> None:
+            try:
+                await self.session.request(
+                    "subscriptions/listen", {"notifications": wanted}, timeout=None, on_sent=register
+                )
+                subscription._finish(None)  # the server ended it gracefully
+            except Exception as exc:
+                subscription._finish(exc)
+            finally:
+                self._listening.pop(subscription.id, None)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(run)
+            await subscription._acknowledged.wait()
+            if subscription._error is not None and subscription.acknowledged is None:
+                raise subscription._error
+            try:
+                yield subscription
+            finally:
+                nursery.cancel_scope.cancel()
+
     def _on_notification(self, method: str, params: Any) -> None:
+        meta = getattr(params, "meta", None)
+        if isinstance(meta, dict) and SUBSCRIPTION_ID in meta:
+            subscription = self._listening.get(meta[SUBSCRIPTION_ID])
+            if subscription is not None:
+                subscription._deliver(method, params)
         if self._cache is None:
             return
         methods = _INVALIDATES.get(method)
@@ -601,13 +740,14 @@ async def open_client(
 
         return handle
 
-    watched = ["notifications/message", "notifications/resources/updated", *_INVALIDATES]
+    watched = [
+        "notifications/message",
+        "notifications/resources/updated",
+        "notifications/subscriptions/acknowledged",
+        *_INVALIDATES,
+    ]
     if on_notification is not None:
-        watched += [
-            "notifications/elicitation/complete",
-            "notifications/tasks/status",
-            "notifications/subscriptions/acknowledged",
-        ]
+        watched += ["notifications/elicitation/complete", "notifications/tasks/status"]
     async with open_session(
         channel,
         role="client",
@@ -680,5 +820,28 @@ async def connect_http(
     from .transports.http_client import open_http_client
 
     async with open_http_client(url, **(http_options or {})) as channel:
+        async with open_client(channel, **client_options) as client:
+            yield client
+
+
+@asynccontextmanager
+async def connect_websocket(
+    url: str,
+    *,
+    websocket_options: Mapping[str, Any] | None = None,
+    **client_options: Any,
+) -> AsyncIterator[Client]:
+    """Connect to the MCP WebSocket endpoint ``url`` (``ws://`` or ``wss://``).
+
+    ``websocket_options`` go to
+    :func:`~mcp_trio.transports.websocket.open_websocket_client` (headers,
+    origin, TLS context, keepalive, size limit ...), ``client_options`` to
+    :func:`open_client`.  The connection is closed (code 1000) on exit.  If it
+    drops, pending and later calls raise :class:`~mcp_trio.ConnectionClosed`;
+    reconnecting means calling this again.
+    """
+    from .transports.websocket import open_websocket_client
+
+    async with open_websocket_client(url, **(websocket_options or {})) as channel:
         async with open_client(channel, **client_options) as client:
             yield client

@@ -33,12 +33,22 @@ Rules:
   ``tasks/*`` and the Tasks extension of 2026-07-28 (see :mod:`mcp_trio._tasks`
   and ``docs/tasks.md``).
 * ``Context.sample``, ``elicit``, ``elicit_url`` and ``list_roots`` check the
-  client's capabilities first.  Up to 2025-11-25 they send a request to the
-  client; from 2026-07-28 on the tool, resource or prompt handler is replayed
-  across multi-round-trip requests (see :mod:`mcp_trio._mrtr`): the first
-  unanswered ask ends the round with an ``InputRequiredResult`` whose
+  client's capabilities first: a missing one is a :class:`LocalProtocolError`
+  up to 2025-11-25, and from 2026-07-28 on a :class:`MissingClientCapability`
+  (also a ``LocalProtocolError``) that, left uncaught, answers the request
+  with -32021 naming the capability.  Up to 2025-11-25 they send a request to
+  the client; from 2026-07-28 on the tool, resource or prompt handler is
+  replayed across multi-round-trip requests (see :mod:`mcp_trio._mrtr`): the
+  first unanswered ask ends the round with an ``InputRequiredResult`` whose
   ``requestState`` is signed with ``state_key``.  Code before an ask may run
-  more than once in that era.
+  more than once in that era.  ``input_key=`` names the ask's key in
+  ``inputRequests`` (by default one is derived from what is asked).
+* A task-capable tool registered with ``defer_task=True`` starts in the
+  request and becomes a task when it calls ``await ctx.start_task()``: with
+  the Tasks extension, what it asks before that goes through multi-round-trip
+  results, and the request is answered with the ``CreateTaskResult`` only
+  then.  The task replays the tool from the start with the answers already
+  given, so the code before ``start_task`` runs once more.
 """
 
 from __future__ import annotations
@@ -49,7 +59,7 @@ from functools import partial
 import logging
 import secrets
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import msgspec
 import trio
@@ -61,14 +71,15 @@ from ._exceptions import LocalProtocolError, McpError
 from ._mrtr import MISSING, InputRequired, InputSession, StateCodec
 from ._schema_from_signature import ArgumentError, ToolSignature
 from ._session import Session, open_session
-from ._tasks import LEGACY_TASKS_VERSION, TASK_SUPPORT, TaskManager
+from ._subscriptions import SubscriptionHub
+from ._tasks import LEGACY_TASKS_VERSION, TASK_SUPPORT, TaskManager, TaskRequestContext
 from ._uritemplate import UriTemplate
 from .transports._base import MessageChannel
 from .transports._mcp_headers import header_annotations
 from .transports.stdio import open_stdio_server_channel
 from .types import _versions
 
-__all__ = ["Audio", "Context", "Image", "Server", "TaskManager"]
+__all__ = ["Audio", "Context", "Image", "MissingClientCapability", "Server", "TaskManager"]
 
 log = logging.getLogger("mcp_trio.server")
 
@@ -99,6 +110,32 @@ class Audio(Image):
 
     def block(self) -> dict[str, Any]:
         return {"type": "audio", "data": base64.b64encode(self.data).decode(), "mimeType": self.mime_type}
+
+
+class MissingClientCapability(LocalProtocolError, McpError):
+    """A handler needs a client capability the request did not declare
+    (2026-07-28 on).
+
+    Uncaught, it answers the request with
+    ``MissingRequiredClientCapabilityError`` (-32021), whose
+    ``data.requiredCapabilities`` names what is missing.  It is also a
+    :class:`LocalProtocolError`, what earlier revisions raise for the same
+    mistake, so a handler that copes with a missing capability catches both.
+    """
+
+    def __init__(self, message: str, required: dict[str, Any]) -> None:
+        McpError.__init__(
+            self,
+            rpc.MISSING_REQUIRED_CLIENT_CAPABILITY,
+            message,
+            {"requiredCapabilities": required},
+        )
+
+
+class _StartTask(BaseException):
+    """Unwinds a deferred tool at ``ctx.start_task()``: the request now
+    answers with a task that replays the tool (a ``BaseException``, like
+    ``InputRequired``, so that ``except Exception`` does not swallow it)."""
 
 
 class Context:
@@ -171,25 +208,65 @@ class Context:
     def _require(self, capability: str, detail: str | None = None) -> dict[str, Any]:
         caps = self.client_capabilities.get(capability)
         if not isinstance(caps, dict):
-            raise LocalProtocolError(f"the client did not advertise the {capability!r} capability")
+            self._missing(
+                f"the client did not advertise the {capability!r} capability", {capability: {}}
+            )
         if detail is not None and detail not in caps:
-            raise LocalProtocolError(f"the client did not advertise {capability}.{detail}")
+            self._missing(
+                f"the client did not advertise {capability}.{detail}", {capability: {detail: {}}}
+            )
         return caps
 
-    async def _input(self, method: str, params: dict[str, Any], result_type: str, timeout: float | None) -> Any:
-        """Ask the client: a request (legacy) or an input of this round (2026-07-28+)."""
+    def _missing(self, message: str, required: dict[str, Any]) -> NoReturn:
+        if _versions.is_stateless(self.protocol_version):
+            raise MissingClientCapability(f"Missing required client capability: {message}", required)
+        raise LocalProtocolError(message)
+
+    async def _input(
+        self,
+        method: str,
+        params: dict[str, Any],
+        result_type: str,
+        timeout: float | None,
+        input_key: str | None,
+    ) -> Any:
+        """Ask the client: a request (legacy), an input of this round (2026-07-28+)
+        or an input request of the task the handler runs as (extension)."""
         inputs = self.server._rounds.get(id(self.request))
-        if inputs is None:
-            return await self.request.request(method, params, timeout=timeout)
-        key = inputs.key_for(method, params)
-        answer = inputs.lookup(key)
-        if answer is MISSING:
-            raise inputs.ask(key, method, params)
-        target = getattr(_versions.module_for(self.protocol_version), result_type)
-        try:
-            return msgspec.convert(answer, target)
-        except msgspec.ValidationError as exc:
-            raise McpError(rpc.INVALID_PARAMS, f"inputResponses[{key!r}] is not a valid {result_type}: {exc}") from None
+        if inputs is not None:
+            key = inputs.key_for(method, params, input_key)
+            answer = inputs.lookup(key)
+            if answer is not MISSING:
+                target = getattr(_versions.module_for(self.protocol_version), result_type)
+                try:
+                    return msgspec.convert(answer, target)
+                except msgspec.ValidationError as exc:
+                    raise McpError(
+                        rpc.INVALID_PARAMS,
+                        f"inputResponses[{key!r}] is not a valid {result_type}: {exc}",
+                    ) from None
+            if not inputs.replay:
+                raise inputs.ask(key, method, params)
+        if isinstance(self.request, TaskRequestContext):
+            return await self.request.request(method, params, timeout=timeout, input_key=input_key)
+        return await self.request.request(method, params, timeout=timeout)
+
+    async def start_task(self) -> bool:
+        """Go on as a task, if this call of a task-capable tool gets one.
+
+        In a tool registered with ``defer_task=True``, called by a client
+        that declared the Tasks extension (2026-07-28), this ends the
+        request: its answer is the ``CreateTaskResult``, and the task runs
+        the tool again from the start, with the inputs gathered so far
+        answered at once, past this call.  Elsewhere it returns at once:
+        ``True`` when the tool already runs as a task, ``False`` when it runs
+        inline.
+        """
+        if isinstance(self.request, TaskRequestContext):
+            return True
+        if id(self.request) in self.server._deferred:
+            raise _StartTask()
+        return False
 
     async def sample(
         self,
@@ -197,34 +274,49 @@ class Context:
         *,
         max_tokens: int = 1000,
         timeout: float | None = None,
+        input_key: str | None = None,
         **params: Any,
     ) -> Any:
         """Ask the client's LLM (``sampling/createMessage``); returns the result Struct.
 
         Extra keyword arguments are request fields (``systemPrompt``,
         ``tools``, ``toolChoice`` ...).  Tools need the client's
-        ``sampling.tools`` capability.
+        ``sampling.tools`` capability.  ``input_key`` names the ask in
+        ``inputRequests`` (2026-07-28).
         """
         self._require("sampling", "tools" if "tools" in params or "toolChoice" in params else None)
         if isinstance(messages, str):
             messages = [{"role": "user", "content": {"type": "text", "text": messages}}]
         body = {"messages": list(messages), "maxTokens": max_tokens, **params}
-        return await self._input("sampling/createMessage", body, "CreateMessageResult", timeout)
+        return await self._input(
+            "sampling/createMessage", body, "CreateMessageResult", timeout, input_key
+        )
 
     async def elicit(
-        self, message: str, requested_schema: dict[str, Any], *, timeout: float | None = None
+        self,
+        message: str,
+        requested_schema: dict[str, Any],
+        *,
+        timeout: float | None = None,
+        input_key: str | None = None,
     ) -> Any:
         """Ask the user for input (``elicitation/create``, form mode); returns the result Struct."""
         caps = self._require("elicitation")
         if caps and "form" not in caps and "url" in caps:
-            raise LocalProtocolError("the client supports only URL mode elicitation")
+            self._missing("the client supports only URL mode elicitation", {"elicitation": {"form": {}}})
         body: dict[str, Any] = {"message": message, "requestedSchema": requested_schema}
         if self.protocol_version >= _FIRST_ISERROR_ARGS:
             body["mode"] = "form"
-        return await self._input("elicitation/create", body, "ElicitResult", timeout)
+        return await self._input("elicitation/create", body, "ElicitResult", timeout, input_key)
 
     async def elicit_url(
-        self, message: str, url: str, *, elicitation_id: str | None = None, timeout: float | None = None
+        self,
+        message: str,
+        url: str,
+        *,
+        elicitation_id: str | None = None,
+        timeout: float | None = None,
+        input_key: str | None = None,
     ) -> Any:
         """Send the user to ``url`` (``elicitation/create``, URL mode, 2025-11-25+)."""
         if self.protocol_version < _FIRST_ISERROR_ARGS:
@@ -233,12 +325,12 @@ class Context:
         body: dict[str, Any] = {"mode": "url", "message": message, "url": url}
         if not _versions.is_stateless(self.protocol_version):
             body["elicitationId"] = elicitation_id or secrets.token_urlsafe(16)
-        return await self._input("elicitation/create", body, "ElicitResult", timeout)
+        return await self._input("elicitation/create", body, "ElicitResult", timeout, input_key)
 
-    async def list_roots(self, *, timeout: float | None = None) -> Any:
+    async def list_roots(self, *, timeout: float | None = None, input_key: str | None = None) -> Any:
         """The client's roots (``roots/list``)."""
         self._require("roots")
-        return await self._input("roots/list", {}, "ListRootsResult", timeout)
+        return await self._input("roots/list", {}, "ListRootsResult", timeout, input_key)
 
 
 def _wants_context(annotation: Any) -> bool:
@@ -266,13 +358,14 @@ def _context_param(fn: Callable[..., Any]) -> str | None:
 class _Tool:
     def __init__(self, fn: Callable[..., Any], definition: dict[str, Any], sig: ToolSignature | None,
                  input_schema: dict[str, Any] | None, context_param: str | None,
-                 task_support: str | None = None) -> None:
+                 task_support: str | None = None, defer_task: bool = False) -> None:
         self.fn = fn
         self.definition = definition
         self.sig = sig
         self.input_schema = input_schema
         self.context_param = context_param
         self.task_support = task_support
+        self.defer_task = defer_task
         found = header_annotations(definition.get("inputSchema"))
         if isinstance(found, str):
             raise ValueError(f"tool {definition.get('name')!r}: {found}")
@@ -353,8 +446,11 @@ class Server:
         self._sessions: set[Session] = set()
         self._log_levels: dict[Session, str] = {}
         self._subscriptions: dict[Session, set[str]] = {}
+        #: Open ``subscriptions/listen`` requests (2026-07-28).
+        self.subscriptions = SubscriptionHub(lambda: self.capabilities)
         self._state = StateCodec(state_key, state_ttl)
         self._rounds: dict[int, InputSession] = {}
+        self._deferred: set[int] = set()  # requests whose tool may still call start_task()
         self.tasks = tasks if tasks is not None else TaskManager(page_size=page_size)
 
     # ----------------------------------------------------------- capabilities
@@ -388,6 +484,7 @@ class Server:
         meta: dict[str, Any] | None = None,
         structured_output: bool | None = None,
         task_support: str | None = None,
+        defer_task: bool = False,
     ) -> Any:
         """Register a tool (decorator, with or without arguments).
 
@@ -401,11 +498,19 @@ class Server:
         extension (2026-07-28) an optional or required tool runs as a task for
         every client that declares the extension.  Registering one makes the
         server advertise tasks to the sessions opened afterwards.
+
+        ``defer_task=True`` (with ``task_support`` ``"optional"`` or
+        ``"required"``): with the extension the tool starts in the request,
+        where what it asks the client goes through multi-round-trip results,
+        and becomes a task only when it calls ``await ctx.start_task()`` (a
+        tool that returns before that answers inline).
         """
         if task_support is not None and task_support not in TASK_SUPPORT:
             raise ValueError(
                 f"task_support must be one of {', '.join(TASK_SUPPORT)}, not {task_support!r}"
             )
+        if defer_task and task_support not in ("optional", "required"):
+            raise ValueError("defer_task needs task_support 'optional' or 'required'")
 
         def register(fn: F) -> F:
             tool_name = name or fn.__name__
@@ -435,7 +540,7 @@ class Server:
             if task_support is not None:
                 definition["execution"] = {"taskSupport": task_support}
             self._tools[tool_name] = _Tool(
-                fn, definition, sig, None if sig else schema, ctx_param, task_support
+                fn, definition, sig, None if sig else schema, ctx_param, task_support, defer_task
             )
             self._changed("notifications/tools/list_changed")
             return fn
@@ -447,6 +552,14 @@ class Server:
         Streamable HTTP checks ``Mcp-Param-*`` headers against them."""
         tool = self._tools.get(name)
         return None if tool is None else tool.header_annotations
+
+    def tool_names(self) -> list[str]:
+        """The names of the registered tools, in registration order."""
+        return list(self._tools)
+
+    def prompt_names(self) -> list[str]:
+        """The names of the registered prompts, in registration order."""
+        return list(self._prompts)
 
     def remove_tool(self, name: str) -> None:
         del self._tools[name]
@@ -551,6 +664,7 @@ class Server:
     # --------------------------------------------------------- notifications
 
     def _changed(self, method: str) -> None:
+        self.subscriptions.changed(method)
         for session in list(self._sessions):
             if session.initialized.is_set() and not _versions.is_stateless(session.protocol_version or ""):
                 self._spawn_notify(session, method, None)
@@ -569,7 +683,9 @@ class Server:
         nursery.start_soon(send)
 
     async def notify_resource_updated(self, uri: str) -> None:
-        """Tell the sessions subscribed to ``uri`` that it changed."""
+        """Tell the sessions subscribed to ``uri`` that it changed (and the
+        2026-07-28 ``subscriptions/listen`` streams watching it)."""
+        self.subscriptions.resource_updated(uri)
         for session, uris in list(self._subscriptions.items()):
             if uri in uris:
                 try:
@@ -617,12 +733,37 @@ class Server:
         if self.tasks.wants_task(ctx, params, tool.task_support):
             task = getattr(params, "task", None)
             ttl = getattr(task, "ttl", None)
+            work = partial(self._run_tool, tool=tool, params=params)
+            if tool.defer_task and _versions.is_stateless(ctx.version):
+                self._deferred.add(id(ctx))
+                try:
+                    return await self._run_tool(ctx, tool, params)
+                except BaseException as exc:
+                    if not _only(exc, _StartTask):
+                        raise
+                finally:
+                    self._deferred.discard(id(ctx))
+                inputs = self._rounds.get(id(ctx))
+                work = partial(
+                    self._replay_tool,
+                    tool=tool,
+                    params=params,
+                    answers=dict(inputs.answers) if inputs is not None else {},
+                )
             return await self.tasks.create(
-                ctx,
-                lambda task_ctx: self._run_tool(task_ctx, tool, params),
-                ttl_ms=ttl if isinstance(ttl, int) else None,
+                ctx, work, ttl_ms=ttl if isinstance(ttl, int) else None
             )
         return await self._run_tool(ctx, tool, params)
+
+    async def _replay_tool(
+        self, ctx: RequestContext, *, tool: _Tool, params: Any, answers: dict[str, Any]
+    ) -> Any:
+        """Run a deferred tool as its task, its earlier inputs answered at once."""
+        self._rounds[id(ctx)] = InputSession.replaying(self._state, answers)
+        try:
+            return await self._run_tool(ctx, tool, params)
+        finally:
+            del self._rounds[id(ctx)]
 
     async def _run_tool(self, ctx: RequestContext, tool: _Tool, params: Any) -> Any:
         arguments = params.arguments if isinstance(params.arguments, dict) else {}
@@ -757,6 +898,7 @@ class Server:
             "resources/read": self._multi_round(self._read_resource),
             "resources/subscribe": self._subscribe,
             "resources/unsubscribe": self._unsubscribe,
+            "subscriptions/listen": self.subscriptions.listen,
             "prompts/list": self._list_prompts,
             "prompts/get": self._multi_round(self._get_prompt),
             "completion/complete": self._complete,
@@ -843,16 +985,75 @@ class Server:
         async with open_stdio_server_channel(**channel_options) as channel:
             await self.serve_session(channel)
 
+    async def serve_websocket(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 3001,
+        *,
+        path: str = "/mcp",
+        front_door: str = "hypercorn",
+        http: bool = False,
+        http_options: dict[str, Any] | None = None,
+        task_status: Any = trio.TASK_STATUS_IGNORED,
+        **websocket_options: Any,
+    ) -> None:
+        """Serve MCP over WebSocket at ``ws://host:port/path`` until cancelled.
+
+        ``front_door`` is ``"hypercorn"`` (ASGI; with ``http=True`` the same
+        server also offers Streamable HTTP at ``http://host:port/path``,
+        ``http_options`` going to
+        :class:`~mcp_trio.transports.http_server.StreamableHTTP`) or
+        ``"wsproto"`` (a lean server with exact keepalive and close codes).
+        ``websocket_options`` go to
+        :class:`~mcp_trio.transports.websocket.WebSocketEndpoint` (allowed
+        hosts and origins, message size, keepalive ...).
+        ``task_status.started`` gets the WebSocket URLs, then (with ``http``)
+        the HTTP ones.  See docs/websocket.md.
+        """
+        from .transports import websocket as ws
+
+        if front_door not in ("hypercorn", "wsproto"):
+            raise ValueError("front_door must be 'hypercorn' or 'wsproto'")
+        if http and front_door != "hypercorn":
+            raise ValueError("http=True needs the hypercorn front door")
+        endpoint = ws.WebSocketEndpoint(self.serve_session, path=path, **websocket_options)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(self.tasks.run)
+            if front_door == "wsproto":
+                urls = await nursery.start(partial(ws.serve_wsproto, endpoint, host, port))
+                task_status.started([url + path for url in urls])
+                return
+            http_app = None
+            if http:
+                from .transports.http_server import ASGIApp, StreamableHTTP
+
+                http_endpoint = StreamableHTTP(
+                    self.serve_session, versions=self.versions, **(http_options or {})
+                )
+                await nursery.start(http_endpoint.run)
+                http_app = ASGIApp(http_endpoint, path)
+            app = ws.WebSocketASGI(endpoint, http_app)
+            urls = await nursery.start(partial(ws.serve_hypercorn_websocket, app, host, port))
+            urls = [url + path for url in urls]
+            if http:
+                urls += ["http" + url[2:] for url in urls]
+            task_status.started(urls)
+
 
 # ------------------------------------------------------------ normalization
 
 
 def _only_input_required(exc: BaseException) -> bool:
     """``exc`` is InputRequired, or a group of nothing else (concurrent asks)."""
-    if isinstance(exc, InputRequired):
+    return _only(exc, InputRequired)
+
+
+def _only(exc: BaseException, kind: type[BaseException]) -> bool:
+    """``exc`` is a ``kind``, or a group of nothing else."""
+    if isinstance(exc, kind):
         return True
     if isinstance(exc, BaseExceptionGroup):
-        return all(_only_input_required(e) for e in exc.exceptions)
+        return all(_only(e, kind) for e in exc.exceptions)
     return False
 
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -175,32 +177,46 @@ async def test_serve_speaks_stdio_and_logs_to_stderr(tmp_path: Path) -> None:
     assert "INFO cli_logging_app: shouting hi" in err
 
 
-def test_serve_over_streamable_http() -> None:
-    import httpx2
+HTTP_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+}
 
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mcp_trio._cli", "serve", "examples/everything.py", "--http", "127.0.0.1:0"],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+
+@contextlib.contextmanager
+def serving_everything_over_http(*options: str) -> Iterator[str]:
+    """``mcp-trio serve examples/everything.py --http 127.0.0.1:0 *options``; yields its URL."""
+    argv = [sys.executable, "-m", "mcp_trio._cli", "serve", "examples/everything.py", "--http", "127.0.0.1:0"]
+    proc = subprocess.Popen([*argv, *options], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stderr is not None
         line = proc.stderr.readline()
         assert "Streamable HTTP at http://127.0.0.1:" in line, line
-        url = line.split(" at ")[1].split()[0]
-        headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
-        init = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
-        }
-        with httpx2.Client(timeout=10) as client:
-            r = client.post(url, headers=headers, json=init)
-            assert r.status_code == 200 and "mcp-session-id" in r.headers
-            assert r.json()["result"]["serverInfo"]["name"] == "mcp-trio-everything"
+        yield line.split(" at ")[1].split()[0]
     finally:
         proc.terminate()
         proc.communicate(timeout=10)
+
+
+def test_serve_over_streamable_http() -> None:
+    import httpx2
+
+    with serving_everything_over_http() as url, httpx2.Client(timeout=10) as client:
+        r = client.post(url, headers=HTTP_HEADERS, json=INIT)
+        assert r.status_code == 200 and "mcp-session-id" in r.headers
+        assert r.json()["result"]["serverInfo"]["name"] == "mcp-trio-everything"
+
+
+def test_serve_stateless_http() -> None:
+    import httpx2
+
+    with serving_everything_over_http("--stateless") as url, httpx2.Client(timeout=10) as client:
+        r = client.post(url, headers=HTTP_HEADERS, json=INIT)
+        assert r.status_code == 200 and "mcp-session-id" not in r.headers
+        call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "test_simple_text"}}
+        r = client.post(url, headers={**HTTP_HEADERS, "mcp-protocol-version": "2025-11-25"}, json=call)
+        assert r.json()["result"]["content"][0]["text"]
+        assert client.get(url, headers={"accept": "text/event-stream"}).status_code == 405

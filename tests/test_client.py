@@ -211,11 +211,17 @@ async def test_inputs_in_resources_and_prompts(version: str) -> None:
 
 
 @pytest.mark.parametrize("version", ALL)
-async def test_missing_client_capability_is_a_clear_tool_error(version: str) -> None:
+async def test_missing_client_capability_is_a_clear_error(version: str) -> None:
     async with pair(version, sampling=None) as (client, _, calls):
-        result = await client.call_tool("ask_llm", {"question": "x"})
-        assert result.isError is True
-        assert "sampling" in result.content[0].text
+        if version in MODERN:  # MissingRequiredClientCapabilityError, as 2026-07-28 says
+            with pytest.raises(McpError) as info:
+                await client.call_tool("ask_llm", {"question": "x"})
+            assert info.value.code == -32021
+            assert info.value.data == {"requiredCapabilities": {"sampling": {}}}
+        else:  # a tool error, as before
+            result = await client.call_tool("ask_llm", {"question": "x"})
+            assert result.isError is True
+            assert "sampling" in result.content[0].text
         assert calls.sampling == []
 
 
@@ -541,8 +547,15 @@ async def test_url_mode_elicitation_needs_the_url_capability(version: str) -> No
         return {"action": "accept"}
 
     async with pair(version, server=server, elicitation=elicitation) as (client, _, _calls):
-        result = await client.call_tool("login")  # form mode only advertised
-        assert result.isError is True and "elicitation.url" in result.content[0].text
+        # form mode only advertised
+        if version in MODERN:
+            with pytest.raises(McpError) as info:
+                await client.call_tool("login")
+            assert info.value.code == -32021 and "elicitation.url" in info.value.message
+            assert info.value.data == {"requiredCapabilities": {"elicitation": {"url": {}}}}
+        else:
+            result = await client.call_tool("login")
+            assert result.isError is True and "elicitation.url" in result.content[0].text
     async with pair(version, server=server, elicitation=elicitation, elicitation_modes=("url",)) as (client, _, _c):
         result = await client.call_tool("login")
         assert result.content[0].text == "accept"
@@ -564,8 +577,14 @@ async def test_sampling_with_tools_needs_the_tools_capability(version: str) -> N
         return result.model
 
     async with pair(version, server=server) as (client, _, _calls):
-        result = await client.call_tool("agent")
-        assert result.isError is True and "sampling.tools" in result.content[0].text
+        if version in MODERN:
+            with pytest.raises(McpError) as info:
+                await client.call_tool("agent")
+            assert info.value.code == -32021 and "sampling.tools" in info.value.message
+            assert info.value.data == {"requiredCapabilities": {"sampling": {"tools": {}}}}
+        else:
+            result = await client.call_tool("agent")
+            assert result.isError is True and "sampling.tools" in result.content[0].text
     async with pair(version, server=server, sampling_tools=True) as (client, _, calls):
         result = await client.call_tool("agent")
         assert result.content[0].text == "m"

@@ -67,12 +67,48 @@ TOOLS = {
     "test_elicitation_sep1330_enums",
     "json_schema_2020_12_tool",
     "test_reconnection",
+    # multi-round-trip input (SEP-2322)
+    "test_input_required_result_elicitation",
+    "test_input_required_result_sampling",
+    "test_input_required_result_list_roots",
+    "test_input_required_result_request_state",
+    "test_input_required_result_multiple_inputs",
+    "test_input_required_result_multi_round",
+    "test_input_required_result_tampered_state",
+    "test_input_required_result_capabilities",
+    # tasks (SEP-2663)
+    "greet",
+    "slow_compute",
+    "failing_job",
+    "protocol_error_job",
+    "confirm_delete",
+    "multi_input",
+    "test_tool_with_task",
+    # HTTP request headers (SEP-2243)
+    "test_custom_headers",
+    # stateless diagnostics (SEP-2575)
+    "test_missing_capability",
+    "test_streaming_elicitation",
+    "test_logging_tool",
+    # list changes on demand (subscriptions/listen, SEP-2575)
+    "test_trigger_tool_change",
+    "test_trigger_prompt_change",
+}
+#: Task support of the tools that have it (2025-11-25 ``execution.taskSupport``).
+TASK_SUPPORT = {
+    "slow_compute": "optional",
+    "failing_job": "required",
+    "protocol_error_job": "optional",
+    "confirm_delete": "optional",
+    "multi_input": "optional",
+    "test_tool_with_task": "required",
 }
 PROMPTS = {
     "test_simple_prompt",
     "test_prompt_with_arguments",
     "test_prompt_with_embedded_resource",
     "test_prompt_with_image",
+    "test_input_required_result_prompt",
 }
 TEMPLATE = "test://template/{id}/data"
 ELICITATION_TOOLS = [
@@ -713,6 +749,7 @@ async def test_prompts(version: str) -> None:
         "test_prompt_with_arguments": [("arg1", True), ("arg2", True)],
         "test_prompt_with_embedded_resource": [("resourceUri", True)],
         "test_prompt_with_image": [],
+        "test_input_required_result_prompt": [],
     }
 
     def messages(result: Any) -> list[Any]:
@@ -794,6 +831,467 @@ async def test_completions(version: str) -> None:
         assert await complete(template_ref, "id", "4") == ["42"]
 
 
+# ------------------------------------- multi-round-trip input (SEP-2322)
+
+MODERN = [v for v in ALL if _versions.is_stateless(v)]
+INPUT_CAPS: dict[str, Any] = {"sampling": {}, "elicitation": {}, "roots": {}}
+NAME_SCHEMA = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}},
+    "required": ["name"],
+}
+ALICE = {"action": "accept", "content": {"name": "Alice"}}
+PARIS = {
+    "role": "assistant",
+    "content": {"type": "text", "text": "Paris"},
+    "model": "test-model",
+    "stopReason": "endTurn",
+}
+ROOTS = {"roots": [{"uri": "file:///test/root", "name": "Test Root"}]}
+OK = {"action": "accept", "content": {"ok": True}}
+
+
+async def first_round(client: Session, method: str, params: dict[str, Any]) -> Any:
+    with trio.fail_after(5):
+        result = await client.request(method, params)
+    assert result.resultType == "input_required", result
+    assert isinstance(result.requestState, str) and result.requestState
+    return result
+
+
+def asked(result: Any) -> dict[str, Any]:
+    """``inputRequests`` as plain data: key -> {"method", "params"}."""
+    return msgspec.to_builtins(result.inputRequests)  # type: ignore[no-any-return]
+
+
+async def retry(
+    client: Session, method: str, params: dict[str, Any], previous: Any, answers: dict[str, Any]
+) -> Any:
+    with trio.fail_after(5):
+        return await client.request(
+            method,
+            {**params, "inputResponses": answers, "requestState": previous.requestState},
+        )
+
+
+@pytest.mark.parametrize("version", MODERN)
+@pytest.mark.parametrize(
+    ("tool", "methods", "answers", "text"),
+    [
+        (
+            "test_input_required_result_elicitation",
+            {"user_name": "elicitation/create"},
+            {"user_name": ALICE},
+            "Hello, Alice!",
+        ),
+        (
+            "test_input_required_result_sampling",
+            {"capital_question": "sampling/createMessage"},
+            {"capital_question": PARIS},
+            "LLM response: Paris",
+        ),
+        (
+            "test_input_required_result_list_roots",
+            {"client_roots": "roots/list"},
+            {"client_roots": ROOTS},
+            "Client roots: file:///test/root",
+        ),
+        (
+            "test_input_required_result_request_state",
+            {"confirm": "elicitation/create"},
+            {"confirm": OK},
+            "state-ok: the request state verified; ok=True",
+        ),
+        (
+            "test_input_required_result_multiple_inputs",
+            {
+                "user_name": "elicitation/create",
+                "greeting": "sampling/createMessage",
+                "client_roots": "roots/list",
+            },
+            {"user_name": ALICE, "greeting": PARIS, "client_roots": ROOTS},
+            "name=Alice; greeting=Paris; roots=1",
+        ),
+        (
+            "test_input_required_result_tampered_state",
+            {"confirm": "elicitation/create"},
+            {"confirm": OK},
+            "Confirmed: ok=True",
+        ),
+    ],
+)
+async def test_input_required_tools(
+    version: str, tool: str, methods: dict[str, str], answers: dict[str, Any], text: str
+) -> None:
+    params = {"name": tool, "arguments": {}}
+    async with connected(version, capabilities=INPUT_CAPS) as client:
+        first = await first_round(client, "tools/call", params)
+        assert {key: r["method"] for key, r in asked(first).items()} == methods
+        result = await retry(client, "tools/call", params, first, answers)
+    assert result.resultType == "complete" and not is_error(result)
+    assert only_text(result) == text
+
+
+@pytest.mark.parametrize("version", MODERN)
+async def test_input_requests_carry_what_the_suite_specifies(version: str) -> None:
+    async with connected(version, capabilities=INPUT_CAPS) as client:
+        first = await first_round(
+            client,
+            "tools/call",
+            {"name": "test_input_required_result_multiple_inputs", "arguments": {}},
+        )
+    requests = asked(first)
+    assert requests["user_name"]["params"] == {
+        "mode": "form",
+        "message": "What is your name?",
+        "requestedSchema": NAME_SCHEMA,
+    }
+    assert requests["greeting"]["params"] == {
+        "messages": [{"role": "user", "content": {"type": "text", "text": "Generate a greeting"}}],
+        "maxTokens": 50,
+    }
+    assert requests["client_roots"]["params"] == {}
+
+
+@pytest.mark.parametrize("version", MODERN)
+async def test_input_required_multi_round(version: str) -> None:
+    params = {"name": "test_input_required_result_multi_round", "arguments": {}}
+    async with connected(version, capabilities=INPUT_CAPS) as client:
+        first = await first_round(client, "tools/call", params)
+        assert list(asked(first)) == ["step1"]
+        second = await retry(client, "tools/call", params, first, {"step1": ALICE})
+        assert second.resultType == "input_required"
+        assert list(asked(second)) == ["step2"]
+        assert asked(second)["step2"]["params"]["message"] == "Step 2: What is your favorite color?"
+        assert second.requestState != first.requestState
+        color = {"action": "accept", "content": {"color": "blue"}}
+        third = await retry(client, "tools/call", params, second, {"step2": color})
+    assert only_text(third) == "Alice likes blue"
+
+
+@pytest.mark.parametrize("version", MODERN)
+async def test_input_required_rejects_a_tampered_state(version: str) -> None:
+    params = {"name": "test_input_required_result_tampered_state", "arguments": {}}
+    async with connected(version, capabilities=INPUT_CAPS) as client:
+        first = await first_round(client, "tools/call", params)
+        with pytest.raises(McpError) as info, trio.fail_after(5):
+            await client.request(
+                "tools/call",
+                {
+                    **params,
+                    "inputResponses": {"confirm": OK},
+                    "requestState": first.requestState + "-TAMPERED",
+                },
+            )
+    assert info.value.code == -32602 and "requestState" in info.value.message
+
+
+@pytest.mark.parametrize("version", MODERN)
+@pytest.mark.parametrize(
+    ("capabilities", "keys"),
+    [
+        ({"sampling": {}}, {"sampling"}),
+        ({"elicitation": {}, "roots": {}}, {"elicitation", "roots"}),
+        (INPUT_CAPS, {"sampling", "elicitation", "roots"}),
+    ],
+)
+async def test_input_required_respects_client_capabilities(
+    version: str, capabilities: dict[str, Any], keys: set[str]
+) -> None:
+    params = {"name": "test_input_required_result_capabilities", "arguments": {}}
+    async with connected(version, capabilities=capabilities) as client:
+        first = await first_round(client, "tools/call", params)
+        assert set(asked(first)) == keys
+        answers = {"sampling": PARIS, "elicitation": ALICE, "roots": ROOTS}
+        result = await retry(
+            client, "tools/call", params, first, {k: answers[k] for k in keys}
+        )
+    assert only_text(result).startswith("Answered: ")
+    assert set(only_text(result).removeprefix("Answered: ").split(", ")) == keys
+
+
+@pytest.mark.parametrize("version", MODERN)
+async def test_input_required_without_any_input_capability(version: str) -> None:
+    async with connected(version) as client:
+        r = await call(client, "test_input_required_result_capabilities")
+    assert only_text(r).startswith("The client declared none of sampling, elicitation and roots")
+
+
+@pytest.mark.parametrize("version", MODERN)
+async def test_input_required_prompt(version: str) -> None:
+    params = {"name": "test_input_required_result_prompt"}
+    async with connected(version, capabilities=INPUT_CAPS) as client:
+        first = await first_round(client, "prompts/get", params)
+        requests = asked(first)
+        assert list(requests) == ["user_context"]
+        assert requests["user_context"]["params"]["message"] == (
+            "What context should the prompt use?"
+        )
+        answer = {"action": "accept", "content": {"context": "test context"}}
+        result = await retry(client, "prompts/get", params, first, {"user_context": answer})
+    assert msgspec.to_builtins(result.messages) == [
+        {"role": "user", "content": {"type": "text", "text": "Use this context: test context"}}
+    ]
+
+
+@pytest.mark.parametrize("version", ELICITATION)
+async def test_input_tools_ask_with_requests_in_older_revisions(version: str) -> None:
+    seen: list[str] = []
+
+    async def elicit(ctx: RequestContext, params: Any) -> Any:
+        seen.append("elicitation/create")
+        return ALICE
+
+    async def sample(ctx: RequestContext, params: Any) -> Any:
+        seen.append("sampling/createMessage")
+        return PARIS
+
+    async def roots(ctx: RequestContext, params: Any) -> Any:
+        seen.append("roots/list")
+        return ROOTS
+
+    handlers = {"elicitation/create": elicit, "sampling/createMessage": sample, "roots/list": roots}
+    async with connected(version, capabilities=INPUT_CAPS, handlers=handlers) as client:
+        r = await call(client, "test_input_required_result_multiple_inputs")
+        assert only_text(r) == "name=Alice; greeting=Paris; roots=1"
+        assert sorted(seen) == ["elicitation/create", "roots/list", "sampling/createMessage"]
+        with trio.fail_after(5):
+            prompt = await client.request(
+                "prompts/get", {"name": "test_input_required_result_prompt"}
+            )
+    assert prompt.messages[0].content.text == "Use this context: (no answer)"
+
+
+# ------------------------------------- stateless diagnostics (SEP-2575)
+
+
+@pytest.mark.parametrize("version", ALL)
+async def test_missing_capability(version: str) -> None:
+    async with connected(version) as client:
+        if _versions.is_stateless(version):
+            with pytest.raises(McpError) as info:
+                await call(client, "test_missing_capability")
+            assert info.value.code == -32021
+            assert info.value.data == {"requiredCapabilities": {"sampling": {}}}
+        else:
+            r = await call(client, "test_missing_capability")
+            assert is_error(r) and "sampling" in only_text(r)
+
+
+@pytest.mark.parametrize("version", MODERN)
+async def test_streaming_elicitation_answers_with_input_required(version: str) -> None:
+    logs = Inbox()
+
+    async def on_message(session: Session, method: str, params: Any) -> None:
+        logs.add(params)
+
+    params = {"name": "test_streaming_elicitation", "arguments": {}}
+    async with connected(
+        version,
+        capabilities={"elicitation": {}},
+        notifications={"notifications/message": on_message},
+    ) as client:
+        first = await first_round(client, "tools/call", params)
+        assert {k: r["method"] for k, r in asked(first).items()} == {
+            "confirm": "elicitation/create"
+        }
+        yes = {"action": "accept", "content": {"confirm": True}}
+        r = await retry(client, "tools/call", params, first, {"confirm": yes})
+        await trio.sleep(0.05)
+    assert only_text(r) == "Streaming elicitation answered: confirm=True"
+    assert logs.items == []  # no log level in _meta: no log messages
+
+
+@pytest.mark.parametrize("version", ALL)
+async def test_logging_tool(version: str) -> None:
+    logs = Inbox()
+
+    async def on_message(session: Session, method: str, params: Any) -> None:
+        logs.add(params)
+
+    async with connected(version, notifications={"notifications/message": on_message}) as client:
+        r = await call(client, "test_logging_tool")
+        assert only_text(r) == "Logged three messages"
+        await trio.sleep(0.05)
+        assert logs.items == []  # nobody asked for a level
+        with trio.fail_after(5):
+            if _versions.is_stateless(version):
+                meta = {"io.modelcontextprotocol/logLevel": "warning"}
+                params = {"name": "test_logging_tool", "arguments": {}, "_meta": meta}
+                await client.request("tools/call", params)
+            else:
+                await client.request("logging/setLevel", {"level": "warning"})
+                await call(client, "test_logging_tool")
+        await logs.wait_for(2)
+        await trio.sleep(0.05)
+    assert [(p.level, p.data) for p in logs.items] == [
+        ("warning", "test_logging_tool: warning"),
+        ("error", "test_logging_tool: error"),
+    ]
+
+
+# --------------------------------------- HTTP request headers (SEP-2243)
+
+
+@pytest.mark.parametrize("version", ALL)
+async def test_custom_headers_tool(version: str) -> None:
+    async with connected(version) as client:
+        with trio.fail_after(5):
+            tools = {t.name: t for t in (await client.request("tools/list")).tools}
+        schema = tools["test_custom_headers"].inputSchema
+        assert schema["properties"]["region"]["x-mcp-header"] == "Region"
+        assert schema["properties"]["region"]["type"] == "string"
+        assert schema["properties"]["priority"]["x-mcp-header"] == "Priority"
+        assert "x-mcp-header" not in schema["properties"]["query"]
+        assert schema["required"] == ["region"]
+        r = await call(
+            client, "test_custom_headers", {"region": "eu-west1", "priority": 3, "query": "q"}
+        )
+    assert only_text(r) == "region=eu-west1, priority=3, query=q"
+    assert everything.server.tool_header_annotations("test_custom_headers") == [
+        (("region",), "Region"),
+        (("priority",), "Priority"),
+    ]
+
+
+# ------------------------------------------- Tasks extension (SEP-2663)
+
+EXT = _versions.TASKS_EXTENSION
+TASK_CAPS: dict[str, Any] = {"elicitation": {}, "extensions": {EXT: {}}}
+
+
+async def until_terminal(client: Session, task_id: str, *statuses: str) -> Any:
+    wanted = statuses or ("completed", "failed", "cancelled")
+    with trio.fail_after(30):
+        while True:
+            got = await client.request("tasks/get", {"taskId": task_id})
+            if got.status in wanted:
+                return got
+            await trio.sleep(0.05)
+
+
+@pytest.mark.parametrize("version", MODERN)
+async def test_task_tools_with_the_extension(version: str, autojump_clock: MockClock) -> None:
+    async with connected(version, capabilities=TASK_CAPS) as client:
+        r = await call(client, "greet", {"name": "World"})
+        assert r.resultType == "complete" and only_text(r) == "Hello, World!"
+        # legacy hint ignored, never promotes a sync tool
+        with trio.fail_after(5):
+            r = await client.request(
+                "tools/call",
+                {"name": "greet", "arguments": {"name": "x"}, "task": {"ttl": 60000}},
+            )
+        assert only_text(r) == "Hello, x!"
+
+        created = await call(client, "slow_compute", {"seconds": 2, "label": "lifecycle"})
+        assert created.resultType == "task" and created.status == "working"
+        done = await until_terminal(client, created.taskId)
+        assert done.status == "completed"
+        assert done.result["content"] == [{"type": "text", "text": "Computed lifecycle in 2 s"}]
+
+        failing = await call(client, "failing_job")
+        done = await until_terminal(client, failing.taskId)
+        assert done.status == "completed" and done.result["isError"] is True
+
+        broken = await call(client, "protocol_error_job")
+        done = await until_terminal(client, broken.taskId)
+        assert done.status == "failed" and done.result is msgspec.UNSET
+        assert done.error.code == -32603
+
+        long = await call(client, "slow_compute", {"seconds": 60})
+        with trio.fail_after(5):
+            assert msgspec.to_builtins(
+                await client.request("tasks/cancel", {"taskId": long.taskId})
+            ) == {"resultType": "complete"}
+        assert (await until_terminal(client, long.taskId)).status == "cancelled"
+
+
+@pytest.mark.parametrize("version", MODERN)
+async def test_task_tools_ask_through_task_input_requests(
+    version: str, autojump_clock: MockClock
+) -> None:
+    async with connected(version, capabilities=TASK_CAPS) as client:
+        created = await call(client, "confirm_delete", {"filename": "notes.txt"})
+        waiting = await until_terminal(client, created.taskId, "input_required")
+        requests = msgspec.to_builtins(waiting.inputRequests)
+        assert list(requests) == ["confirm"]
+        assert requests["confirm"]["method"] == "elicitation/create"
+        assert requests["confirm"]["params"]["message"] == "Delete notes.txt?"
+        yes = {"action": "accept", "content": {"confirm": True}}
+        with trio.fail_after(5):
+            await client.request(
+                "tasks/update", {"taskId": created.taskId, "inputResponses": {"confirm": yes}}
+            )
+        done = await until_terminal(client, created.taskId)
+        assert done.status == "completed"
+        assert done.result["content"][0]["text"].startswith("Deleted notes.txt")
+
+        # two requests outstanding at once, answered one at a time
+        created = await call(client, "multi_input")
+        with trio.fail_after(5):
+            while True:
+                waiting = await client.request("tasks/get", {"taskId": created.taskId})
+                if waiting.status == "input_required" and len(waiting.inputRequests) == 2:
+                    break
+                await trio.sleep(0.05)
+        assert set(waiting.inputRequests) == {"name", "confirm"}
+        named = {"action": "accept", "content": {"name": "partial-1", "confirm": True}}
+        with trio.fail_after(5):
+            await client.request(
+                "tasks/update", {"taskId": created.taskId, "inputResponses": {"name": named}}
+            )
+            partial = await client.request("tasks/get", {"taskId": created.taskId})
+        assert partial.status == "input_required" and list(partial.inputRequests) == ["confirm"]
+        with trio.fail_after(5):
+            await client.request(
+                "tasks/update", {"taskId": created.taskId, "inputResponses": {"confirm": yes}}
+            )
+        done = await until_terminal(client, created.taskId)
+        assert done.result["content"][0]["text"] == "name=partial-1, confirm=True"
+
+
+@pytest.mark.parametrize("version", MODERN)
+async def test_tool_with_task_asks_first_then_becomes_a_task(
+    version: str, autojump_clock: MockClock
+) -> None:
+    params = {"name": "test_tool_with_task", "arguments": {}}
+    async with connected(version, capabilities=TASK_CAPS) as client:
+        first = await first_round(client, "tools/call", params)
+        assert list(asked(first)) == ["user_name"]
+        created = await retry(client, "tools/call", params, first, {"user_name": ALICE})
+        assert created.resultType == "task" and created.taskId
+        done = await until_terminal(client, created.taskId)
+    assert done.status == "completed"
+    assert done.result["content"] == [
+        {"type": "text", "text": "Hello, Alice! (finished as a task)"}
+    ]
+
+
+@pytest.mark.parametrize("version", MODERN)
+async def test_task_tools_without_the_extension(version: str, autojump_clock: MockClock) -> None:
+    async with connected(version, capabilities={"elicitation": {}}) as client:
+        r = await call(client, "slow_compute", {"seconds": 0, "label": "inline"})
+        assert r.resultType == "complete" and only_text(r) == "Computed inline in 0 s"
+        for required in ("failing_job", "test_tool_with_task"):
+            with pytest.raises(McpError) as info:
+                await call(client, required)
+            assert info.value.code == -32021
+            assert info.value.data == {"requiredCapabilities": {"extensions": {EXT: {}}}}
+
+
+async def test_task_support_in_2025_11_25() -> None:
+    async with connected("2025-11-25") as client:
+        with trio.fail_after(5):
+            tools = (await client.request("tools/list")).tools
+        support = {
+            t.name: t.execution.taskSupport for t in tools if t.execution is not msgspec.UNSET
+        }
+        assert support == TASK_SUPPORT
+        with pytest.raises(McpError) as info:
+            await call(client, "failing_job")  # required, called without a task
+        assert info.value.code == -32601
+
+
 # ---------------------------------------------------------------- handshake
 
 
@@ -808,6 +1306,13 @@ async def test_server_info_and_capabilities(version: str) -> None:
     assert caps["logging"] == {}
     if version >= "2025-03-26":  # the completions capability exists from 2025-03-26 on
         assert caps["completions"] == {}
+    # Tasks: the Tasks extension from 2026-07-28 on, where the 2025-11-25
+    # ``tasks`` capability no longer exists and is not advertised.
+    if _versions.is_stateless(version):
+        assert caps["extensions"] == {"io.modelcontextprotocol/tasks": {}}
+        assert "tasks" not in caps
+    elif version == "2025-11-25":
+        assert caps["tasks"] == {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
 
 
 # ------------------------------------------- over stdio, via `mcp-trio serve`
@@ -912,3 +1417,27 @@ async def test_everything_over_stdio_through_mcp_trio_serve(tmp_path: Path) -> N
         ("info", "Tool execution completed"),
     ]
     assert [p for p, _, _ in progress] == [0, 50, 100]
+
+
+async def test_triggers_change_the_lists_and_reach_a_listen_stream() -> None:
+    """test_trigger_tool_change / _prompt_change change the lists for a moment;
+    a 2026-07-28 subscription that asked for those lists hears of each change
+    (coalesced: one notification per call), and the lists end as they were."""
+    from mcp_trio.client import open_client
+
+    a, b = open_memory_transport_pair()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(everything.server.serve_session, a)
+        with trio.fail_after(10):
+            async with open_client(b, versions=["2026-07-28"]) as client:
+                before = {t.name for t in await client.list_all_tools()}
+                async with client.listen(tools=True, prompts=True) as sub:
+                    await client.call_tool("test_trigger_tool_change")
+                    assert (await sub.__anext__())[0] == "notifications/tools/list_changed"
+                    await client.call_tool("test_trigger_prompt_change")
+                    assert (await sub.__anext__())[0] == "notifications/prompts/list_changed"
+                    await client.call_tool("test_trigger_tool_change")
+                    assert (await sub.__anext__())[0] == "notifications/tools/list_changed"
+                assert {t.name for t in await client.list_all_tools()} == before == TOOLS
+                assert {p.name for p in await client.list_all_prompts()} == PROMPTS
+        nursery.cancel_scope.cancel()

@@ -34,6 +34,7 @@ LAYERS: dict[str, int] = {
     "mcp_trio._schema_from_signature": 4,
     "mcp_trio.server": 5,
     "mcp_trio._tasks": 5,
+    "mcp_trio._subscriptions": 5,
     "mcp_trio.client": 5,
     "mcp_trio.testing": 5,
     "mcp_trio._cli": 6,

@@ -11,8 +11,8 @@ import msgspec
 import pytest
 import trio
 
-from mcp_trio import McpError, Session, open_memory_transport_pair, open_session
-from mcp_trio.server import Context, Image, Server
+from mcp_trio import LocalProtocolError, McpError, Session, open_memory_transport_pair, open_session
+from mcp_trio.server import Context, Image, MissingClientCapability, Server
 from mcp_trio.types import _versions
 
 ALL = list(_versions.SUPPORTED_VERSIONS)
@@ -80,13 +80,15 @@ def make_server(page_size: int = 100) -> Server:
 
 
 @asynccontextmanager
-async def connected(server: Server, version: str) -> AsyncIterator[Session]:
+async def connected(
+    server: Server, version: str, capabilities: dict[str, Any] | None = None
+) -> AsyncIterator[Session]:
     a, b = open_memory_transport_pair()
     async with trio.open_nursery() as nursery:
         await nursery.start(server.serve_session, a)
         async with open_session(
             b, role="client", info={"name": "c", "version": "1"}, versions=[version],
-            notification_handlers={},
+            notification_handlers={}, capabilities=capabilities,
         ) as client:
             await client.connect()
             yield client
@@ -240,3 +242,123 @@ async def test_list_changed_is_sent_to_open_sessions() -> None:
             assert "extra" in [t.name for t in (await c.request("tools/list")).tools]
         nursery.cancel_scope.cancel()
     assert changes == ["notifications/tools/list_changed"]
+
+
+# ------------------------------------------- asking the client, 2026-07-28
+
+MODERN = [v for v in ALL if _versions.is_stateless(v)]
+FORM = {"type": "object", "properties": {"name": {"type": "string"}}}
+
+
+def asking_server() -> Server:
+    server = Server("asking", "1")
+
+    @server.tool
+    async def needs_sampling(ctx: Context) -> str:
+        await ctx.sample("q")
+        return "sampled"
+
+    @server.tool
+    async def needs_sampling_tools(ctx: Context) -> str:
+        tool = {"name": "t", "inputSchema": {"type": "object"}}
+        await ctx.sample("q", tools=[tool])
+        return "sampled"
+
+    @server.tool
+    async def needs_form(ctx: Context) -> str:
+        await ctx.elicit("name?", FORM)
+        return "elicited"
+
+    @server.tool
+    async def needs_url(ctx: Context) -> str:
+        await ctx.elicit_url("go there", "https://example.com/consent")
+        return "sent"
+
+    @server.tool
+    async def needs_roots(ctx: Context) -> str:
+        await ctx.list_roots()
+        return "listed"
+
+    @server.tool
+    async def tolerant(ctx: Context) -> str:
+        try:
+            await ctx.sample("q")
+        except LocalProtocolError as exc:
+            return f"no sampling ({type(exc).__name__})"
+        return "sampled"
+
+    @server.tool
+    async def keyed(ctx: Context) -> str:
+        first = await ctx.elicit("first?", FORM, input_key="answer")
+        again = await ctx.elicit("again?", FORM, input_key="answer")
+        derived = await ctx.elicit("derived?", FORM)
+        return " ".join(r.content["name"] for r in (first, again, derived))
+
+    @server.tool
+    async def bad_key(ctx: Context) -> str:
+        await ctx.elicit("?", FORM, input_key="")
+        return "unreachable"
+
+    return server
+
+
+@pytest.mark.parametrize("version", MODERN)
+@pytest.mark.parametrize(
+    ("tool", "capabilities", "required"),
+    [
+        ("needs_sampling", {}, {"sampling": {}}),
+        ("needs_sampling_tools", {"sampling": {}}, {"sampling": {"tools": {}}}),
+        ("needs_form", {}, {"elicitation": {}}),
+        ("needs_form", {"elicitation": {"url": {}}}, {"elicitation": {"form": {}}}),
+        ("needs_url", {"elicitation": {"form": {}}}, {"elicitation": {"url": {}}}),
+        ("needs_roots", {"sampling": {}}, {"roots": {}}),
+    ],
+)
+async def test_a_missing_client_capability_is_32021(
+    version: str, tool: str, capabilities: dict[str, Any], required: dict[str, Any]
+) -> None:
+    async with connected(asking_server(), version, capabilities) as c:
+        with pytest.raises(McpError) as info:
+            await c.request("tools/call", {"name": tool})
+    assert info.value.code == -32021
+    assert info.value.data == {"requiredCapabilities": required}
+    assert "Missing required client capability" in info.value.message
+
+
+@pytest.mark.parametrize("version", ALL)
+async def test_a_missing_capability_is_a_local_protocol_error_to_the_handler(version: str) -> None:
+    async with connected(asking_server(), version) as c:
+        r = await c.request("tools/call", {"name": "tolerant"})
+        expected = "MissingClientCapability" if version in MODERN else "LocalProtocolError"
+        assert text_of(r) == f"no sampling ({expected})"
+        if version not in MODERN:  # uncaught: a tool error, as before
+            r = await c.request("tools/call", {"name": "needs_sampling"})
+            assert r.isError is True and "'sampling' capability" in text_of(r)
+    assert issubclass(MissingClientCapability, LocalProtocolError)
+    assert issubclass(MissingClientCapability, McpError)
+
+
+@pytest.mark.parametrize("version", MODERN)
+async def test_input_keys_named_by_the_handler(version: str) -> None:
+    params: dict[str, Any] = {"name": "keyed"}
+    async with connected(asking_server(), version, {"elicitation": {}}) as c:
+        first = await c.request("tools/call", params)
+        assert first.resultType == "input_required"
+        keys = list(first.inputRequests)
+        assert keys[:1] == ["answer"]  # the first ask ends the round
+        answers: dict[str, Any] = {}
+        state = first.requestState
+        names = iter(["ann", "bob", "cy"])
+        result = first
+        while result.resultType == "input_required":
+            for key in result.inputRequests:
+                answers[key] = {"action": "accept", "content": {"name": next(names)}}
+            state = result.requestState
+            result = await c.request(
+                "tools/call", {**params, "inputResponses": answers, "requestState": state}
+            )
+        assert text_of(result) == "ann bob cy"
+        assert list(answers)[:2] == ["answer", "answer-1"]  # a name used again gets a suffix
+        assert list(answers)[2].startswith("elicitation.create-")  # derived from the request
+        r = await c.request("tools/call", {"name": "bad_key"})
+        assert r.isError is True and "input key" in text_of(r)

@@ -765,6 +765,158 @@ async def test_core_decodes_a_task_for_a_client_with_the_extension() -> None:
         nursery.cancel_scope.cancel()
 
 
+# ------------------------------------ asking first, then a task (deferred)
+
+NAME_FORM = {"type": "object", "properties": {"name": {"type": "string"}}}
+SEAT_FORM = {"type": "object", "properties": {"seat": {"type": "string"}}}
+
+
+def deferring_server(runs: list[Any]) -> Server:
+    server = Server("deferring", "1.0")
+
+    @server.tool(task_support="required", defer_task=True)
+    async def book(city: str, ctx: Context) -> str:
+        runs.append("start")
+        who = await ctx.elicit("Who travels?", NAME_FORM, input_key="who")
+        as_task = await ctx.start_task()
+        runs.append(("task", as_task))
+        seat = await ctx.elicit("Which seat?", SEAT_FORM, input_key="seat")
+        return f"{who.content['name']} to {city}, seat {seat.content['seat']}"
+
+    @server.tool(task_support="optional", defer_task=True)
+    async def maybe(ctx: Context) -> str:
+        who = await ctx.elicit("Who?", NAME_FORM, input_key="who")
+        as_task = await ctx.start_task()
+        return f"{who.content['name']}: {'task' if as_task else 'inline'}"
+
+    @server.tool(task_support="optional", defer_task=True)
+    async def quick_answer(ctx: Context) -> str:
+        return "answered before any task"
+
+    @server.tool(task_support="optional")
+    async def not_deferred(ctx: Context) -> str:
+        return f"in a task: {await ctx.start_task()}"
+
+    return server
+
+
+def accept(**content: Any) -> dict[str, Any]:
+    return {"action": "accept", "content": content}
+
+
+async def test_extension_deferred_tool_asks_first_then_runs_as_a_task() -> None:
+    runs: list[Any] = []
+    async with connected(deferring_server(runs), MODERN) as c:
+        params: dict[str, Any] = {"name": "book", "arguments": {"city": "Oslo"}}
+        first = await c.request("tools/call", params)
+        assert first.resultType == "input_required" and list(first.inputRequests) == ["who"]
+        assert runs == ["start"]
+        created = await c.request(
+            "tools/call",
+            {**params, "inputResponses": {"who": accept(name="Ada")}, "requestState": first.requestState},
+        )
+        assert isinstance(created, ext_tasks.CreateTaskResult) and created.resultType == "task"
+        assert "requestState" not in msgspec.to_builtins(created)
+        # in the task the tool starts over: "who" is answered at once, "seat" is new
+        got = await until_status(c, created.taskId, "input_required")
+        assert list(got.inputRequests) == ["seat"]
+        assert runs == ["start", "start", "start", ("task", True)]
+        await c.request(
+            "tasks/update",
+            {"taskId": created.taskId, "inputResponses": {"seat": accept(seat="12A")}},
+        )
+        done = await until_status(c, created.taskId, "completed")
+        assert done.result["content"][0]["text"] == "Ada to Oslo, seat 12A"
+
+
+async def test_deferred_tool_without_a_task() -> None:
+    runs: list[Any] = []
+    server = deferring_server(runs)
+    # the client does not declare the extension: an optional tool stays inline
+    async with connected(server, MODERN, capabilities={"elicitation": {}}) as c:
+        first = await c.request("tools/call", {"name": "maybe"})
+        assert list(first.inputRequests) == ["who"]
+        r = await c.request(
+            "tools/call",
+            {"name": "maybe", "inputResponses": {"who": accept(name="Bo")}, "requestState": first.requestState},
+        )
+        assert r.content[0].text == "Bo: inline"
+        err = await error_of(c, "tools/call", {"name": "book", "arguments": {"city": "x"}})
+        assert err.code == -32021
+    async with connected(server, MODERN) as c:
+        # a deferred tool that never calls start_task answers inline
+        r = await c.request("tools/call", {"name": "quick_answer"})
+        assert r.content[0].text == "answered before any task"
+        # start_task in a tool that is not deferred: it already runs as a task
+        tid = task_id(await c.request("tools/call", {"name": "not_deferred"}))
+        done = await until_status(c, tid, "completed")
+        assert done.result["content"][0]["text"] == "in a task: True"
+    with pytest.raises(ValueError, match="defer_task"):
+        server.tool(lambda: "x", name="bad", defer_task=True)
+
+
+async def test_deferred_tool_in_2025_11_25_runs_wholly_as_the_requested_task() -> None:
+    runs: list[Any] = []
+
+    async def answer(ctx: Any, params: Any) -> Any:
+        return accept(name="Cy")
+
+    async with connected(
+        deferring_server(runs), LEGACY, request_handlers={"elicitation/create": answer}
+    ) as c:
+        tid = await call_task(c, "maybe")
+        result = await c.request("tasks/result", {"taskId": tid})
+        assert result["content"][0]["text"] == "Cy: task"
+        r = await c.request("tools/call", {"name": "maybe"})  # no task asked for: inline
+        assert r.content[0].text == "Cy: inline"
+
+
+async def test_extension_task_input_keys_named_by_the_tool() -> None:
+    server = Server("keys", "1.0")
+
+    @server.tool(task_support="optional")
+    async def twice(ctx: Context) -> str:
+        a = await ctx.elicit("one?", NAME_FORM, input_key="name")
+        b = await ctx.elicit("two?", NAME_FORM, input_key="name")
+        return f"{a.content['name']} {b.content['name']}"
+
+    async with connected(server, MODERN) as c:
+        tid = task_id(await c.request("tools/call", {"name": "twice"}))
+        got = await until_status(c, tid, "input_required")
+        assert list(got.inputRequests) == ["name"]
+        await c.request("tasks/update", {"taskId": tid, "inputResponses": {"name": accept(name="a")}})
+        got = await until_status(c, tid, "input_required")
+        while "name" in got.inputRequests:
+            got = await until_status(c, tid, "input_required")
+        (second,) = got.inputRequests
+        assert second == "name#2"  # keys never repeat within a task
+        await c.request("tasks/update", {"taskId": tid, "inputResponses": {second: accept(name="b")}})
+        done = await until_status(c, tid, "completed")
+        assert done.result["content"][0]["text"] == "a b"
+
+
+# ------------------------------------------------------- routing headers
+
+
+def test_mcp_name_of_task_requests_is_checked() -> None:
+    from mcp_trio.transports._mcp_headers import check_request_headers
+
+    base = {"mcp-protocol-version": MODERN}
+    for method in ("tasks/get", "tasks/update", "tasks/cancel"):
+        params = {"taskId": "abc"}
+        headers = {**base, "mcp-method": method}
+        assert check_request_headers({**headers, "mcp-name": "abc"}, method, params, MODERN) is None
+        problem = check_request_headers({**headers, "mcp-name": "xyz"}, method, params, MODERN)
+        assert problem is not None and "Mcp-Name" in problem
+        # the routing header is checked when it is sent, not yet required
+        assert check_request_headers(headers, method, params, MODERN) is None
+    # still required where the core specification asks for it
+    problem = check_request_headers(
+        {**base, "mcp-method": "tools/call"}, "tools/call", {"name": "t"}, MODERN
+    )
+    assert problem == "the Mcp-Name header is missing"
+
+
 # -------------------------------------------------------------------- stdio
 
 
@@ -817,9 +969,13 @@ async def test_extension_tasks_over_http_outlive_each_request() -> None:
         "mcp-protocol-version": MODERN,
     }
 
+    def routing(method: str, params: dict[str, Any]) -> dict[str, str]:
+        name = params.get("name", params.get("taskId"))
+        return {"mcp-method": method, **({"mcp-name": name} if name else {})}
+
     async def post(client: Any, url: str, id: int, method: str, params: dict[str, Any]) -> Any:
         body = {"jsonrpc": "2.0", "id": id, "method": method, "params": {**params, "_meta": meta}}
-        r = await client.post(url, headers=headers, json=body)
+        r = await client.post(url, headers={**headers, **routing(method, params)}, json=body)
         assert r.status_code == 200, r.text
         return r.json()["result"]
 
@@ -837,6 +993,16 @@ async def test_extension_tasks_over_http_outlive_each_request() -> None:
                 assert created["resultType"] == "task"
                 got = await post(client, url, 2, "tasks/get", {"taskId": created["taskId"]})
                 assert got["status"] == "working"
+                # Mcp-Name must name the task the body names
+                body = {
+                    "jsonrpc": "2.0",
+                    "id": 9,
+                    "method": "tasks/get",
+                    "params": {"taskId": created["taskId"], "_meta": meta},
+                }
+                wrong = {**headers, "mcp-method": "tasks/get", "mcp-name": "another-task"}
+                r = await client.post(url, headers=wrong, json=body)
+                assert r.status_code == 400 and r.json()["error"]["code"] == -32020
                 probe.release.set()
                 while got["status"] == "working":
                     await trio.sleep(0.01)

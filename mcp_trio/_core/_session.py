@@ -32,6 +32,10 @@ Rules it keeps (see also ``_lifecycle.py``):
   did not declare the extension in that request's capabilities gets -32021
   naming it, and a result of an extension's type (``resultType: "task"``) is
   never sent to such a client.
+* A standard capability the protocol removed is not advertised in the
+  revisions after its removal (``types._versions.capabilities_for``): the
+  2025-11-25 ``tasks`` capability stays out of ``server/discover`` and of a
+  2026-07-28 client's per-request capabilities.
 * A progress token of a request answered with a 2025-11-25
   ``CreateTaskResult`` stays valid for the task: its progress arrives as a
   ``notifications/progress`` notification (until the task's terminal
@@ -661,7 +665,7 @@ class SessionCore:
                 token = candidate
 
         if method == "server/discover" and self.role == "server":
-            self._reply(events, batch, id, rpc.encode_response(id, self._discover_result()))
+            self._reply(events, batch, id, rpc.encode_response(id, self._discover_result(version)))
             return
         self._accept_request(
             id, method, params, spec, version, modern, client_caps, token, events, batch
@@ -693,11 +697,11 @@ class SessionCore:
         except msgspec.ValidationError:
             return None
 
-    def _discover_result(self) -> dict[str, Any]:
+    def _discover_result(self, version: str) -> dict[str, Any]:
         result: dict[str, Any] = {
             "resultType": "complete",
             "supportedVersions": list(self.versions),
-            "capabilities": self.capabilities,
+            "capabilities": _versions.capabilities_for(version, self.capabilities, "server"),
             "ttlMs": self.discover_ttl_ms,
             "cacheScope": "public",
             "_meta": {META_SERVER_INFO: self.info},
@@ -758,7 +762,7 @@ class SessionCore:
         self.peer_capabilities = as_dict(params.capabilities)
         result: dict[str, Any] = {
             "protocolVersion": version,
-            "capabilities": self.capabilities,
+            "capabilities": _versions.capabilities_for(version, self.capabilities, "server"),
             "serverInfo": self.info,
         }
         if self.instructions is not None:
@@ -1078,7 +1082,9 @@ class SessionCore:
             extra_meta["progressToken"] = id
         if self.state is State.MODERN and self.role == "client":
             extra_meta[META_PROTOCOL_VERSION] = self.version
-            extra_meta[META_CLIENT_CAPABILITIES] = self.capabilities
+            extra_meta[META_CLIENT_CAPABILITIES] = _versions.capabilities_for(
+                self.version or "", self.capabilities, "client"
+            )
             extra_meta[META_CLIENT_INFO] = self.info
         if extra_meta:
             params = _with_meta(params, extra_meta)

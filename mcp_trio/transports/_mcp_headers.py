@@ -5,7 +5,9 @@ A client mirrors parts of each request into headers (``Mcp-Method``,
 ``Mcp-Param-{token}`` for tool arguments whose ``inputSchema`` property carries
 ``x-mcp-header``), so that intermediaries can route without reading bodies.
 The server checks that the headers match the body (``HeaderMismatch``,
--32020, with HTTP 400).
+-32020, with HTTP 400).  The Tasks extension adds ``Mcp-Name: <taskId>`` on
+``tasks/get``, ``tasks/update`` and ``tasks/cancel``; the server checks it
+when it is sent.
 
 Values that are not plain header-safe ASCII travel as ``=?base64?...?=``
 (the UTF-8 bytes, Base64); so does a plain value that looks like that form.
@@ -39,6 +41,10 @@ _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _HEADER_SAFE = re.compile(r"[\x20-\x7e\t]*")  # all used with fullmatch
 _SENTINEL = re.compile(r"=\?base64\?([A-Za-z0-9+/]*={0,2})\?=")
 _NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+#: The Tasks extension's routing header: ``Mcp-Name`` carries ``params.taskId``.
+#: Checked when present; not yet required (clients that predate the extension's
+#: routing-header rule leave it out).
+_TASK_NAMED = {"tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId"}
 
 _SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
 _SCHEMA_ONE = (
@@ -197,12 +203,14 @@ def check_request_headers(
         return "the Mcp-Method header is missing"
     if sent_method != method:
         return f"Mcp-Method header value {sent_method!r} does not match body value {method!r}"
-    field = _NAMED.get(method)
+    field = _NAMED.get(method) or _TASK_NAMED.get(method)
     if field is None:
         return None
     body_name = params.get(field) if isinstance(params, dict) else None
     raw_name = headers.get("mcp-name")
     if raw_name is None:
+        if method in _TASK_NAMED:
+            return None
         return "the Mcp-Name header is missing"
     sent_name = decode_value(raw_name)
     if sent_name is None:

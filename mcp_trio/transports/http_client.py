@@ -128,7 +128,15 @@ _RESERVED_HEADERS = frozenset(
         "last-event-id",
     }
 )
-_NAME_PARAM = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+#: Where ``Mcp-Name`` comes from (the Tasks extension routes its requests by task id).
+_NAME_PARAM = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+    "tasks/get": "taskId",
+    "tasks/update": "taskId",
+    "tasks/cancel": "taskId",
+}
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _FIRST_STATELESS = "2026-07-28"
 _SESSION_ID = re.compile(r"[\x21-\x7e]+")
@@ -149,6 +157,7 @@ class _ParamsPeek(msgspec.Struct, gc=False):
     uri: Any = UNSET
     arguments: Raw | UnsetType = UNSET
     requestId: Any = UNSET  # noqa: N815 - the wire name
+    taskId: Any = UNSET  # noqa: N815 - the wire name
     meta: Any = msgspec.field(default=UNSET, name="_meta")
 
 

@@ -172,7 +172,10 @@ class HostGuard:
         if origin is not None and self.allowed_origins is not None:
             base = origin.lower()
             scheme, _, rest = base.partition("://")
-            bare = f"{scheme}://{rest.rsplit(':', 1)[0]}" if rest.count(":") == 1 else base
+            if rest.startswith("["):  # an IPv6 literal, maybe with a port after "]"
+                bare = f"{scheme}://{rest[: rest.find(']') + 1]}" if "]" in rest else base
+            else:
+                bare = f"{scheme}://{rest.rsplit(':', 1)[0]}" if rest.count(":") == 1 else base
             if base not in self.allowed_origins and bare not in self.allowed_origins:
                 return _error_reply(403, f"Origin not allowed: {origin!r}")
         return None
@@ -1116,6 +1119,8 @@ async def serve_h11(
         # One connection's failure must never take the listener down.
         try:
             await serve_connection(stream)
+        except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            log.debug("HTTP connection ended abruptly: %s", exc)  # a reset by the client
         except Exception:
             log.exception("HTTP connection failed")
 
@@ -1175,9 +1180,12 @@ async def serve_h11(
                         async with trio.open_nursery() as nursery:
 
                             async def watch() -> None:
-                                # EOF while answering means the client left.
+                                # EOF (or a reset) while answering means the client left.
                                 while True:
-                                    data = await stream.receive_some(65536)
+                                    try:
+                                        data = await stream.receive_some(65536)
+                                    except (trio.BrokenResourceError, trio.ClosedResourceError):
+                                        data = b""
                                     if not data:
                                         responder.gone = True
                                         nursery.cancel_scope.cancel()

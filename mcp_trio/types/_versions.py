@@ -21,9 +21,11 @@ __all__ = [
     "LATEST_VERSION",
     "SUPPORTED_VERSIONS",
     "TASKS_EXTENSION",
+    "capabilities_for",
     "decoder_for",
     "encode",
     "encoder",
+    "error_message",
     "extension",
     "is_stateless",
     "known_extensions",
@@ -119,6 +121,34 @@ def is_stateless(version: str) -> bool:
     if version == "draft":
         return True
     return bool(_DATE.match(version)) and version >= _FIRST_STATELESS
+
+
+@functools.cache
+def _removed_capabilities(version: str, kind: str) -> frozenset[str]:
+    """The standard ``kind`` (``ServerCapabilities`` / ``ClientCapabilities``)
+    keys that an earlier supported revision defines and ``version`` does not."""
+    own = set(getattr(module_for(version), kind).__struct_fields__)
+    earlier: set[str] = set()
+    for other in SUPPORTED_VERSIONS:
+        if other < version:
+            earlier.update(getattr(module_for(other), kind).__struct_fields__)
+    return frozenset(earlier - own)
+
+
+def capabilities_for(version: str, capabilities: dict[str, Any], role: str) -> dict[str, Any]:
+    """The capabilities a ``role`` (``"server"`` or ``"client"``) advertises in ``version``.
+
+    A standard capability that the protocol removed (the 2025-11-25 ``tasks``,
+    replaced by the Tasks extension in 2026-07-28) is left out of the
+    revisions after its removal, where it would mean nothing or something
+    else.  Capabilities newer than ``version`` and non-standard ones are kept:
+    a peer ignores what it does not know.
+    """
+    kind = "ServerCapabilities" if role == "server" else "ClientCapabilities"
+    removed = _removed_capabilities(version, kind) if version in SUPPORTED_VERSIONS else frozenset()
+    if not removed.intersection(capabilities):
+        return capabilities
+    return {key: value for key, value in capabilities.items() if key not in removed}
 
 
 def supports_batching(version: str) -> bool:

@@ -41,3 +41,23 @@ def test_server_suite_passes(front_door: str) -> None:
         polling = {c.id: c.status for c in result.scenario("server-sse-polling").checks}
         for check in ("server-sse-priming-event", "server-sse-retry-field", "server-sse-disconnect-resume"):
             assert polling.get(check) == "SUCCESS", result.report(verbose=True)
+
+
+ALPHA = "0.2.0-alpha.12"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("front_door", ["h11", "hypercorn"])
+def test_2026_harness_passes(front_door: str) -> None:
+    """0.2.0-alpha.12: every scenario of the default run (65, the tasks extension and the
+    skills scenarios included), then the 2025-11-25 and 2026-07-28 legs."""
+    for url in _serve(front_door):
+        result = run_server(url, suite="all", harness=ALPHA, timeout=600)
+        assert result.ok, result.report(verbose=True)
+        assert len(result.scenarios) >= 65 and not result.failed
+        stateless = {c.id: c.status for c in result.scenario("server-stateless").checks}
+        for check in ("sep-2575-server-sends-subscription-ack", "sep-2575-server-tags-subscription-id"):
+            assert stateless.get(check) == "SUCCESS", result.report(verbose=True)
+        for version in ("2025-11-25", "2026-07-28"):
+            leg = run_server(url, suite="all", harness=ALPHA, spec_version=version, timeout=600)
+            assert leg.ok and not leg.failed, leg.report(verbose=True)

@@ -93,11 +93,20 @@ def test_tools_listed(out: dict[str, Any]) -> None:
     assert {"allOf", "if", "then", "else"} <= set(schema)
 
 
+#: The tools that answer the SDK (which declares no tasks) with a JSON-RPC error.
+ERRORS = {
+    "2025-11-25": {"failing_job": -32601, "test_tool_with_task": -32601},  # need a task
+    "2026-07-28": {"failing_job": -32021, "test_tool_with_task": -32021},  # need the extension
+}
+
+
 def test_content_tools(out: dict[str, Any]) -> None:
     calls = out["calls"]
     assert set(calls) == TOOLS
     failed = {name for name, result in calls.items() if result.get("isError")}
     assert failed == {"test_error_handling"}
+    errors = {name: result["error"]["code"] for name, result in calls.items() if "error" in result}
+    assert errors == {**ERRORS[out["protocol_version"]], "protocol_error_job": -32603}
     assert text_of(calls["test_simple_text"]) == "This is a simple text response for testing."
     assert (
         text_of(calls["test_error_handling"])
@@ -150,7 +159,7 @@ def test_sampling(out: dict[str, Any]) -> None:
     assert text_of(out["calls"]["test_sampling"]) == (
         "LLM response: This is a test response from the client"
     )
-    (request,) = out["sampling_requests"]
+    request = out["sampling_requests"][0]  # test_sampling is the first tool that samples
     assert request["maxTokens"] == 100
     assert request["messages"] == [
         {"role": "user", "content": {"type": "text", "text": "Test prompt for sampling"}}
@@ -170,7 +179,7 @@ def test_elicitation(out: dict[str, Any]) -> None:
     assert enums.startswith(prefix)
     assert json.loads(enums[len(prefix) :])["titledMulti"] == ["value1", "value3"]
 
-    contact, with_defaults, with_enums = out["elicitation_requests"]
+    contact, with_defaults, with_enums = out["elicitation_requests"][:3]
     assert contact["message"] == "Please provide your information"
     assert contact["requestedSchema"]["required"] == ["username", "email"]
     properties = with_defaults["requestedSchema"]["properties"]
@@ -239,3 +248,32 @@ def test_prompts_and_completions(out: dict[str, Any]) -> None:
     assert note["content"]["text"] == "Please analyze the image above."
     assert out["complete_arg1"]["completion"]["values"] == ["alpha", "alpine"]
     assert out["complete_id"]["completion"]["values"] == ["42"]
+
+
+def test_input_and_task_fixtures(out: dict[str, Any]) -> None:
+    """The SDK answers the new fixtures' asks: requests in 2025-11-25, multi-round-trip
+    input requests in 2026-07-28 (several at once, and over several rounds)."""
+    texts = {
+        name: text_of(result)
+        for name, result in out["calls"].items()
+        if [c["type"] for c in result.get("content", ())] == ["text"]
+    }
+    reply = "This is a test response from the client"
+    assert texts["test_input_required_result_elicitation"] == "Hello, SDK user!"
+    assert texts["test_input_required_result_sampling"] == f"LLM response: {reply}"
+    assert texts["test_input_required_result_list_roots"] == "Client roots: file:///sdk/root"
+    assert texts["test_input_required_result_multiple_inputs"] == (
+        f"name=SDK user; greeting={reply}; roots=1"
+    )
+    assert texts["test_input_required_result_multi_round"] == "SDK user likes green"
+    assert texts["test_input_required_result_capabilities"] == (
+        "Answered: sampling, elicitation, roots"
+    )
+    assert texts["multi_input"] == "name=SDK user, confirm=True"
+    assert texts["confirm_delete"].startswith("Deleted sdk.txt")
+    assert texts["greet"] == "Hello, SDK!"
+    assert texts["slow_compute"] == "Computed sdk in 0 s"  # inline: the SDK declares no tasks
+    assert texts["test_custom_headers"] == "region=eu-west1, priority=2, query="
+    assert texts["test_missing_capability"] == f"LLM response: {reply}"
+    prompt = out["prompt_results"]["test_input_required_result_prompt"]["messages"]
+    assert prompt[0]["content"]["text"] == "Use this context: sdk context"

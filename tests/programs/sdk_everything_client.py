@@ -4,7 +4,8 @@ Usage: sdk_everything_client.py [--mode legacy|auto] -- CMD [ARG...]
 
 Launches CMD with the SDK's stdio client (``legacy``: the initialize handshake;
 ``auto``: the SDK's server/discover probe), with sampling, elicitation and logging
-callbacks, then lists and calls every tool, reads every resource and template,
+callbacks (and a roots list), then lists and calls every tool (a tool answering with a
+JSON-RPC error is recorded as ``{"error": {...}}``), reads every resource and template,
 gets every prompt, asks for completions and (on handshake-era revisions)
 subscribes to the watched resource.  It prints ONE JSON line with everything it
 observed, in wire shape (camelCase), and exits 0; on any failure it prints the
@@ -25,12 +26,15 @@ from typing import Any
 import anyio
 from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.shared.exceptions import MCPError
 from mcp.types import (
     CreateMessageResult,
     ElicitResult,
     Implementation,
+    ListRootsResult,
     PromptReference,
     ResourceTemplateReference,
+    Root,
     TextContent,
 )
 
@@ -53,12 +57,23 @@ ANSWERS: list[tuple[str, dict[str, Any]]] = [
             "titledMulti": ["value1", "value3"],
         },
     ),
+    # the multi-round-trip and task fixtures
+    ("name", {"name": "SDK user"}),
+    ("ok", {"ok": True}),
+    ("confirm", {"confirm": True}),
+    ("color", {"color": "green"}),
+    ("context", {"context": "sdk context"}),
 ]
+ROOT_URI = "file:///sdk/root"
 
 TOOL_ARGUMENTS: dict[str, dict[str, Any]] = {
     "test_sampling": {"prompt": "Test prompt for sampling"},
     "test_elicitation": {"message": "Please provide your information"},
     "json_schema_2020_12_tool": {"name": "Ann", "email": "ann@example.com"},
+    "greet": {"name": "SDK"},
+    "slow_compute": {"seconds": 0, "label": "sdk"},
+    "confirm_delete": {"filename": "sdk.txt"},
+    "test_custom_headers": {"region": "eu-west1", "priority": 2},
 }
 
 PROMPT_ARGUMENTS: dict[str, dict[str, str]] = {
@@ -100,6 +115,9 @@ async def run(args: argparse.Namespace, errlog: Any) -> dict[str, Any]:
     async def on_log(notification: Any) -> None:
         logs.append([notification.level, notification.data])
 
+    async def on_roots(context: Any) -> Any:
+        return ListRootsResult(roots=[Root(uri=ROOT_URI, name="SDK root")])
+
     client = Client(
         stdio_client(params, errlog=errlog),
         mode=args.mode,
@@ -107,6 +125,7 @@ async def run(args: argparse.Namespace, errlog: Any) -> dict[str, Any]:
         cache=None,
         sampling_callback=on_sampling,
         elicitation_callback=on_elicitation,
+        list_roots_callback=on_roots,
         logging_callback=on_log,
         log_level="debug",  # the 2026-07-28 opt-in to log messages; ignored by the handshake era
     )
@@ -132,12 +151,16 @@ async def run(args: argparse.Namespace, errlog: Any) -> dict[str, Any]:
             progress.append([value, total, message])
 
         for tool in tools:
-            result = await client.call_tool(
-                tool.name,
-                TOOL_ARGUMENTS.get(tool.name, {}),
-                progress_callback=on_progress if tool.name == "test_tool_with_progress" else None,
-            )
-            calls[tool.name] = wire(result)
+            try:
+                result = await client.call_tool(
+                    tool.name,
+                    TOOL_ARGUMENTS.get(tool.name, {}),
+                    progress_callback=on_progress if tool.name == "test_tool_with_progress" else None,
+                )
+            except MCPError as exc:
+                calls[tool.name] = {"error": {"code": exc.code, "message": exc.message}}
+            else:
+                calls[tool.name] = wire(result)
         out["calls"] = calls
         out["progress"] = progress
         out["sampling_requests"] = sampling

@@ -942,8 +942,11 @@ async def test_modern_requests_carry_method_name_and_param_headers(nursery: trio
         await receive_json(channel)
         await channel.send(request(3, "resources/read", {"uri": "file:///a b", "_meta": meta}))
         await receive_json(channel)
+        await channel.send(request(4, "tasks/get", {"taskId": "t-1", "_meta": meta}))
+        await receive_json(channel)
         assert channel.protocol_version == MODERN and channel.session_id is None
-    listing, call, read = server.of("POST")
+    listing, call, read, task = server.of("POST")
+    assert task.headers["mcp-method"] == "tasks/get" and task.headers["mcp-name"] == "t-1"
     assert listing.headers["mcp-method"] == "tools/list" and "mcp-name" not in listing.headers
     assert call.headers["mcp-name"] == "weather"
     assert call.headers["mcp-param-region"] == "=?base64?WsO8cmljaA==?="

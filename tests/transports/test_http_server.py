@@ -261,6 +261,12 @@ async def test_dns_rebinding_protection(front_door: str) -> None:
         assert r.status_code == 403
         r = await client.post(url, headers={**ACCEPT, "host": "localhost:1234", "origin": "http://localhost:1234"}, json=init())
         assert r.status_code == 200
+        # IPv6 literals, with and without a port
+        for origin in ("http://[::1]:3000", "http://[::1]"):
+            r = await client.post(url, headers={**ACCEPT, "host": "[::1]:3000", "origin": origin}, json=init())
+            assert r.status_code == 200, (origin, r.text)
+        r = await client.post(url, headers={**ACCEPT, "origin": "http://[::2]:3000"}, json=init())
+        assert r.status_code == 403
 
 
 @pytest.mark.parametrize("version", ["2025-06-18", "2025-11-25"])

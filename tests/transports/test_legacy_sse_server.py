@@ -252,3 +252,22 @@ async def test_sdk_http_clients_against_our_server(
     assert out["late_responses"] == ended_streams
     if version != "2026-07-28":
         assert out["ping"] == "ok"
+
+
+def test_the_cli_serves_the_legacy_transport_too() -> None:
+    root = Path(__file__).resolve().parent.parent.parent
+    argv = [sys.executable, "-m", "mcp_trio._cli", "serve", "examples/everything.py", "--http", "127.0.0.1:0", "--legacy-sse"]
+    proc = subprocess.Popen(argv, cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr is not None
+        first, second = proc.stderr.readline(), proc.stderr.readline()
+        assert "Streamable HTTP at http://127.0.0.1:" in first, first
+        assert "HTTP+SSE (2024-11-05) at http://127.0.0.1:" in second and second.rstrip().endswith("/sse"), second
+        url = second.split(" at ")[1].split()[0]
+        with httpx.Client() as http, http.stream("GET", url, headers={"accept": "text/event-stream"}) as r:
+            assert r.status_code == 200
+            first_event = next(r.iter_lines())
+            assert first_event == "event: endpoint"
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=10)
