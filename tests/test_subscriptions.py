@@ -158,3 +158,27 @@ async def test_listen_over_streamable_http(front_door: str) -> None:
                 while len(server.subscriptions):
                     await trio.sleep(0.01)
         nursery.cancel_scope.cancel()
+
+
+async def test_listen_over_stdio_against_the_everything_example() -> None:
+    """Over stdio every subscription shares the one channel: notifications are told apart by
+    their subscription id, and leaving the block sends notifications/cancelled."""
+    import sys
+    from pathlib import Path
+
+    from mcp_trio.client import connect_stdio
+
+    example = Path(__file__).resolve().parent.parent / "examples" / "everything.py"
+    with trio.fail_after(30):
+        async with connect_stdio(sys.executable, str(example), versions=[MODERN]) as client:
+            async with client.listen(tools=True) as tools, client.listen(prompts=True) as prompts:
+                assert tools.acknowledged == {"toolsListChanged": True}
+                assert prompts.acknowledged == {"promptsListChanged": True}
+                await client.call_tool("test_trigger_prompt_change")
+                method, params = await next_note(prompts)
+                assert method == "notifications/prompts/list_changed" and params.meta[SUBSCRIPTION_ID] == prompts.id
+                await client.call_tool("test_trigger_tool_change")
+                method, params = await next_note(tools)
+                assert method == "notifications/tools/list_changed" and params.meta[SUBSCRIPTION_ID] == tools.id
+            # both subscriptions are over; the session goes on
+            assert (await client.call_tool("test_simple_text")).content[0].text
