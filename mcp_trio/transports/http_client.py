@@ -49,11 +49,19 @@ response and no way to resume) and ``session_expired``.
 A JSON-RPC error the server put in an HTTP error body is delivered as is.
 
 Session expiry: when the server answers 404 to a message that carried the
-session id, the session is gone for good.  Every pending request fails with
-reason ``session_expired``, :attr:`HTTPClientChannel.session_expired` becomes
-true and the channel ends (``receive`` raises ``EndOfChannel``), so the engine
-closes the session and later calls raise ``ConnectionClosed``.  The caller
-starts a new session: open a new channel and client, which initialize afresh.
+session id, the server has forgotten the session, and the specification says
+the client starts a new one.  The channel does so by itself: it sends the
+session's ``initialize`` again (and ``notifications/initialized``), takes the
+new ``Mcp-Session-Id`` and sends the refused message again.  The engine's
+session goes on; what the server kept for the old session (resource
+subscriptions, the log level, anything a handler stored) is gone.  If the
+server answers the new ``initialize`` with another protocol version or not at
+all, or the new session is refused too (at most ``max_renewals`` times per
+channel; ``renew_sessions=False`` turns renewal off), the session is gone for
+good: every pending request fails with reason ``session_expired``,
+:attr:`HTTPClientChannel.session_expired` becomes true and the channel ends
+(``receive`` raises ``EndOfChannel``), so the engine closes the session and
+later calls raise ``ConnectionClosed``.
 
 Legacy HTTP+SSE (2024-11-05): :func:`open_legacy_sse_client` opens the SSE
 stream, waits for the ``endpoint`` event and posts every message there; the
@@ -230,6 +238,18 @@ def _peek(data: bytes) -> _Message:
     return batch
 
 
+class _Renewed(Exception):
+    """The session was renewed after a 404: send the message again."""
+
+
+def _is_response(data: bytes) -> bool:
+    try:
+        message = msgspec.json.decode(data)
+    except msgspec.DecodeError:
+        return False
+    return isinstance(message, dict) and "method" not in message and "id" in message
+
+
 class _Exchange:
     """One POST of a request (or batch) and the streams that carry its answer."""
 
@@ -270,7 +290,8 @@ class HTTPClientChannel(trio.abc.Channel[Frame]):
         protocol_version: The negotiated revision as seen on the wire
             (``None`` before it is known).
         session_expired: True once the server answered 404 for the session
-            (see the module docs: start a new session).
+            and it could not be renewed (see the module docs).
+        renewals: How many times the session was renewed after a 404.
         transport: ``"streamable-http"`` or ``"sse"`` (legacy, possibly after
             fallback).
     """
@@ -291,6 +312,8 @@ class HTTPClientChannel(trio.abc.Channel[Frame]):
         terminate_on_close: bool = True,
         legacy_fallback: bool = True,
         close_timeout: float = 2.0,
+        renew_sessions: bool = True,
+        max_renewals: int = 3,
     ) -> None:
         if max_connections < 1:
             raise ValueError("max_connections must be at least 1")
@@ -313,6 +336,12 @@ class HTTPClientChannel(trio.abc.Channel[Frame]):
         self.terminate_on_close = terminate_on_close
         self.legacy_fallback = legacy_fallback
         self.close_timeout = close_timeout
+        self.renew_sessions = renew_sessions
+        self.max_renewals = max_renewals
+        self.renewals = 0
+        self._renewing = trio.Lock()
+        self._init_data: bytes | None = None  # the session's initialize, to start a new one
+        self._initialized_data: bytes | None = None
         self._pool = Pool(
             self._target,
             ssl_context=ssl_context,
@@ -520,6 +549,9 @@ class HTTPClientChannel(trio.abc.Channel[Frame]):
         msg = _peek(data)
         if msg.method == "initialize":
             self.protocol_version = None  # a probe's version must not leak onto the handshake
+            self._init_data = data
+        elif msg.method == "notifications/initialized":
+            self._initialized_data = data
         elif msg.version is not None and _is_modern(msg.version):
             self.protocol_version = msg.version
         if self._legacy_target is not None:
@@ -571,7 +603,8 @@ class HTTPClientChannel(trio.abc.Channel[Frame]):
     async def _post_message(self, data: bytes, msg: _Message) -> None:
         """POST a notification or response and wait for its 202 (bounded by ``timeout``)."""
         headers = self._message_headers(data, msg)
-        sent_session = self.session_id is not None and not (msg.version and _is_modern(msg.version))
+        modern = bool(msg.version and _is_modern(msg.version))
+        sent_session = self.session_id if not modern else None
         with trio.move_on_after(self.timeout) as scope:
             try:
                 resp = await self._pool.request("POST", self._target.path, headers, data)
@@ -579,8 +612,12 @@ class HTTPClientChannel(trio.abc.Channel[Frame]):
                 log.warning("could not post %s: %s", msg.method or "a response", exc)
                 return
             try:
-                if resp.status == 404 and sent_session:
-                    await self._expire()
+                if resp.status == 404 and sent_session is not None:
+                    resp.finish()
+                    if msg.method != "notifications/initialized" and await self._renew(sent_session):
+                        await self._post_message(data, msg)  # on the new session
+                    else:
+                        await self._expire()
                     return
                 body = await resp.read_prefix(_ERROR_BODY_LIMIT)
                 if not 200 <= resp.status < 300:
@@ -609,7 +646,12 @@ class HTTPClientChannel(trio.abc.Channel[Frame]):
             try:
                 async with self._limiter:
                     exchange.sending = True
-                    await self._exchange(exchange)
+                    try:
+                        await self._exchange(exchange)
+                    except _Renewed:
+                        await self._exchange(exchange)  # once, on the new session
+            except _Renewed:
+                failure = Failure("session_expired", "the renewed session was refused too", status=404)
             except Failure as exc:
                 failure = exc
         if exchange.abandoned or self._closed:
@@ -629,7 +671,7 @@ class HTTPClientChannel(trio.abc.Channel[Frame]):
     async def _exchange(self, exchange: _Exchange) -> None:
         msg = exchange.msg
         headers = self._message_headers(exchange.data, msg)
-        sent_session = self.session_id is not None and not exchange.modern
+        sent_session = self.session_id if not exchange.modern else None
         resp = await self._pool.request("POST", self._target.path, headers, exchange.data)
         try:
             status = resp.status
@@ -668,9 +710,12 @@ class HTTPClientChannel(trio.abc.Channel[Frame]):
         if exchange.remaining:
             await self._resume(exchange)
 
-    async def _http_error(self, exchange: _Exchange, resp: Response, sent_session: bool) -> None:
+    async def _http_error(self, exchange: _Exchange, resp: Response, sent_session: str | None) -> None:
         status = resp.status
-        if status == 404 and sent_session:
+        if status == 404 and sent_session is not None:
+            resp.finish()
+            if await self._renew(sent_session):
+                raise _Renewed
             await self._expire()
             return
         if 300 <= status < 400:
@@ -690,6 +735,7 @@ class HTTPClientChannel(trio.abc.Channel[Frame]):
             and self.legacy_fallback
             and status in (400, 404, 405)
             and self.session_id is None
+            and sent_session is None
             and "initialize" in exchange.msg.methods.values()
         ):
             resp.finish()
@@ -831,6 +877,70 @@ class HTTPClientChannel(trio.abc.Channel[Frame]):
             finally:
                 resp.finish()
 
+    async def _renew(self, refused: str) -> bool:
+        """The server answered 404 for session ``refused``: start a new session
+        (``initialize`` again, then ``notifications/initialized``).  True when
+        there is a new session to use (made here or by a concurrent caller)."""
+        async with self._renewing:
+            if self.session_id != refused:
+                return self.session_id is not None and not self.session_expired
+            if (
+                not self.renew_sessions
+                or self._init_data is None
+                or self.renewals >= self.max_renewals
+                or self.session_expired
+            ):
+                return False
+            self.renewals += 1
+            version = self.protocol_version
+            self.session_id = None
+            try:
+                with trio.fail_after(self.timeout):
+                    session_id, result = await self._initialize_again(self._init_data)
+                answered = result.get("protocolVersion") if isinstance(result, dict) else None
+                if answered != version:
+                    raise Failure("bad_response", f"the new session speaks {answered!r}, not {version!r}")
+                self.session_id = session_id
+                if self._initialized_data is not None:
+                    headers = self._headers(accept=_ACCEPT_BOTH, body=self._initialized_data, version=version)
+                    with trio.fail_after(self.timeout):
+                        resp = await self._pool.request("POST", self._target.path, headers, self._initialized_data)
+                        resp.finish()
+                    if not 200 <= resp.status < 300:
+                        raise Failure("http_status", f"notifications/initialized: {resp.describe()}")
+            except (Failure, trio.TooSlowError) as exc:
+                log.warning("could not start a new session after HTTP 404: %s", exc)
+                self.session_id = refused
+                return False
+            log.info("session %s expired on the server; continuing in new session %s", refused, session_id)
+            return True
+
+    async def _initialize_again(self, data: bytes) -> tuple[str | None, Any]:
+        """POST ``initialize`` without a session; the new session id and the result."""
+        resp = await self._pool.request("POST", self._target.path, self._headers(accept=_ACCEPT_BOTH, body=data), data)
+        try:
+            if not 200 <= resp.status < 300:
+                raise Failure("http_status", f"initialize: {resp.describe()}")
+            session_id = resp.headers.get("mcp-session-id")
+            if session_id is not None and not _SESSION_ID.fullmatch(session_id):
+                raise Failure("bad_response", f"the server sent an invalid Mcp-Session-Id: {session_id!r}")
+            bodies: list[bytes] = []
+            if resp.content_type == "text/event-stream":
+                decoder = SSEDecoder(self.max_message_size)
+                while not bodies and (chunk := await resp.next_chunk()) is not None:
+                    bodies = [e.data for e in decoder.feed(chunk) if e.event == "message" and _is_response(e.data)]
+            else:
+                bodies = [await resp.read(self.max_message_size)]
+        finally:
+            resp.finish()
+        try:
+            answer = msgspec.json.decode(bodies[0]) if bodies else None
+        except msgspec.DecodeError:
+            answer = None
+        if not isinstance(answer, dict) or "result" not in answer:
+            raise Failure("bad_response", f"initialize was not answered with a result: {answer!r}")
+        return session_id, answer["result"]
+
     async def _expire(self) -> None:
         """The server forgot the session: fail everything and end the channel."""
         if self.session_expired:
@@ -883,7 +993,7 @@ class HTTPClientChannel(trio.abc.Channel[Frame]):
                 headers = self._headers(
                     accept="text/event-stream", version=self.protocol_version, extra=extra
                 )
-                sent_session = self.session_id is not None
+                sent_session = self.session_id
                 try:
                     resp = await self._pool.request("GET", self._target.path, headers)
                 except Failure as exc:
@@ -894,7 +1004,11 @@ class HTTPClientChannel(trio.abc.Channel[Frame]):
                         if resp.status == 405:
                             log.debug("the server offers no GET stream (405)")
                             return
-                        if resp.status == 404 and sent_session:
+                        if resp.status == 404 and sent_session is not None:
+                            resp.finish()
+                            if await self._renew(sent_session):
+                                last_event_id = None  # a new session: a new stream
+                                continue
                             await self._expire()
                             return
                         if resp.status == 200 and resp.content_type == "text/event-stream":
@@ -1097,6 +1211,8 @@ async def open_http_client(
     terminate_on_close: bool = True,
     legacy_fallback: bool = True,
     close_timeout: float = 2.0,
+    renew_sessions: bool = True,
+    max_renewals: int = 3,
 ) -> AsyncIterator[HTTPClientChannel]:
     """A Streamable HTTP channel to the MCP endpoint ``url``, open for the ``async with`` block.
 
@@ -1131,6 +1247,9 @@ async def open_http_client(
             error) and a GET of the same URL opens an SSE stream with an
             ``endpoint`` event (default); False: report the refusal.
         close_timeout: Seconds allowed for the DELETE on close.
+        renew_sessions: After a 404 for the session, start a new one and send
+            the refused message again (see the module docs); False: end.
+        max_renewals: Sessions renewed at most, over the channel's life.
     """
     channel = HTTPClientChannel(
         url,
@@ -1146,6 +1265,8 @@ async def open_http_client(
         terminate_on_close=terminate_on_close,
         legacy_fallback=legacy_fallback,
         close_timeout=close_timeout,
+        renew_sessions=renew_sessions,
+        max_renewals=max_renewals,
     )
     async with _serve(channel, legacy=False) as opened:
         yield opened

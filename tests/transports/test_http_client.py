@@ -512,7 +512,7 @@ async def test_a_jsonrpc_error_in_an_http_error_body_is_delivered_as_is(
     }
 
 
-async def test_404_with_a_session_id_expires_the_session(nursery: trio.Nursery) -> None:
+async def test_404_with_a_session_id_expires_the_session_when_renewal_is_off(nursery: trio.Nursery) -> None:
     gone = False
 
     async def on_request(req: Request, conn: Conn) -> None:
@@ -522,7 +522,7 @@ async def test_404_with_a_session_id_expires_the_session(nursery: trio.Nursery) 
             await conn.json(200, tool_result(req, "ok"))
 
     server = await start(nursery, mcp_handler(on_request))
-    async with open_http_client(server.url) as channel:
+    async with open_http_client(server.url, renew_sessions=False) as channel:
         async with open_session(channel, role="client", info=INFO, versions=[VERSION]) as session:
             with trio.fail_after(5):
                 await session.connect()
@@ -536,8 +536,76 @@ async def test_404_with_a_session_id_expires_the_session(nursery: trio.Nursery) 
         assert channel.session_expired
     err = info.value
     assert err.code == TRANSPORT_ERROR and err.data["reason"] == "session_expired"
-    assert err.data["session_id"] == SESSION and "start a new session" in err.message
+    assert err.data["session_id"] == SESSION
     assert server.of("DELETE") == []  # nothing to end: the server already forgot it
+
+
+def forgetful_server() -> tuple[Handler, dict[str, Any]]:
+    """Sessions s1, s2, ...; ``state["forget"]()`` drops every live one (404 from then on);
+    ``state["refuse_new"]`` makes new sessions forgotten at once."""
+    state: dict[str, Any] = {"live": set(), "count": 0, "refuse_new": False, "inits": 0}
+
+    def forget() -> None:
+        state["live"].clear()
+
+    state["forget"] = forget
+
+    async def handler(req: Request, conn: Conn) -> None:
+        if req.method == "DELETE":
+            await conn.respond(200)
+            return
+        sid = req.headers.get("mcp-session-id")
+        body = req.json if req.method == "POST" else None
+        if body is not None and body.get("method") == "initialize":
+            state["count"] += 1
+            state["inits"] += 1
+            new = f"s{state['count']}"
+            if not state["refuse_new"]:
+                state["live"].add(new)
+            result = {
+                "protocolVersion": body["params"]["protocolVersion"],
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "forgetful", "version": "0"},
+            }
+            await conn.json(200, {"jsonrpc": "2.0", "id": body["id"], "result": result}, [("Mcp-Session-Id", new)])
+        elif sid not in state["live"]:
+            await conn.respond(404, b"Not Found: no such session", ctype="text/plain")
+        elif req.method == "GET":
+            await conn.respond(405)
+        elif "id" not in body:
+            await conn.respond(202)
+        else:
+            await conn.json(200, tool_result(req, f"ok in {sid}"))
+
+    return handler, state
+
+
+async def test_404_renews_the_session_and_resends(nursery: trio.Nursery) -> None:
+    """The server forgot the session: the client initializes again (same version), sends
+    notifications/initialized, and the refused request goes through on the new session."""
+    handler, state = forgetful_server()
+    server = await start(nursery, handler)
+    async with open_http_client(server.url) as channel:
+        async with open_session(channel, role="client", info=INFO, versions=[VERSION]) as session:
+            with trio.fail_after(5):
+                await session.connect()
+                first = await session.request("tools/call", {"name": "x"})
+                assert first.content[0].text == "ok in s1"
+                state["forget"]()
+                again = await session.request("tools/call", {"name": "x"})
+                assert again.content[0].text == "ok in s2"
+                assert channel.session_id == "s2" and channel.renewals == 1
+                assert not channel.session_expired and session.protocol_version == VERSION
+                # a renewed session that is refused again ends for good (bounded)
+                state["refuse_new"] = True
+                state["forget"]()
+                with pytest.raises(McpError) as info:
+                    await session.request("tools/call", {"name": "x"})
+                assert info.value.data["reason"] == "session_expired"
+    rpcs = [r.rpc_method for r in server.of("POST")]
+    assert rpcs.count("initialize") == state["inits"] == 3
+    assert rpcs[:4] == ["initialize", "notifications/initialized", "tools/call", "tools/call"]
+    assert rpcs[4:6] == ["initialize", "notifications/initialized"]
 
 
 async def test_404_without_a_session_is_an_ordinary_http_error(nursery: trio.Nursery) -> None:

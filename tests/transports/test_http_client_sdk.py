@@ -249,12 +249,23 @@ async def test_a_stream_closed_by_the_server_is_resumed(sdk: SdkServer) -> None:
     assert len(resumed) >= 1 and resumed[0]["method"] == "GET" and resumed[0]["status"] == 200
 
 
-async def test_a_session_ended_at_the_server_expires(sdk: SdkServer) -> None:
+async def test_a_session_ended_at_the_server_is_renewed(sdk: SdkServer) -> None:
+    """The SDK server forgets the session (404): the client starts a new one, as the
+    spec requires, and the call goes through; with renewal off the session ends."""
     with trio.fail_after(10):
         async with open_http_client(sdk.url("sse")) as channel:
             async with open_client(channel, versions=["2025-11-25"]) as client:
                 await client.call_tool("echo", {"text": "x"})
+                first = channel.session_id
                 # someone else ends the session (here: a DELETE of our own, on the side)
+                await channel._delete_session()
+                assert text_of(await client.call_tool("echo", {"text": "again"})) == "again"
+                assert channel.renewals == 1 and channel.session_id not in (None, first)
+                assert not channel.session_expired
+        # (no GET stream here: its own 404 could end the session before the call is sent)
+        async with open_http_client(sdk.url("sse"), renew_sessions=False, listen=False) as channel:
+            async with open_client(channel, versions=["2025-11-25"]) as client:
+                await client.call_tool("echo", {"text": "x"})  # notifications/initialized went first
                 await channel._delete_session()
                 with pytest.raises(McpError) as info:
                     await client.call_tool("echo", {"text": "x"})
