@@ -85,6 +85,7 @@ class RequestTimeout(trio.TooSlowError):
     """
 
 _PROGRESS_BACKLOG = 256
+_WRITE_BATCH = 64  # frames the writer hands to a transport's send_many() at once
 
 
 class _Waiter:
@@ -274,10 +275,34 @@ class Session:
             log.info("protocol violation by peer: %s", event.message)
 
     async def _writer(self) -> None:
+        outbox = self._outbox_recv
+        channel = self.channel
+        # A transport that can write several messages at once (stdio) gets
+        # every frame already queued in one call: one system call per burst.
+        send_many = getattr(channel, "send_many", None)
         with self._writer_scope:
             try:
-                async for frame in self._outbox_recv:
-                    await self.channel.send(frame)
+                while True:
+                    try:
+                        frame = outbox.receive_nowait()
+                    except trio.WouldBlock:
+                        try:
+                            frame = await outbox.receive()
+                        except trio.EndOfChannel:
+                            return
+                    except trio.EndOfChannel:
+                        return
+                    batch = [frame]
+                    if send_many is not None:
+                        while len(batch) < _WRITE_BATCH:
+                            try:
+                                batch.append(outbox.receive_nowait())
+                            except (trio.WouldBlock, trio.EndOfChannel):
+                                break
+                    if len(batch) == 1:
+                        await channel.send(frame)
+                    else:
+                        await send_many(batch)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 self._close_reason = "the connection to the peer broke"
                 self._reader_scope.cancel()
@@ -364,7 +389,15 @@ class Session:
                         id, rpc.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}"
                     )
             if data is not None:
-                await self._put(Frame(data, id, True))
+                frame = Frame(data, id, True)
+                try:
+                    # The answer is this task's last act: queue it without a
+                    # second trip through the scheduler when there is room.
+                    self._outbox_send.send_nowait(frame)
+                except trio.WouldBlock:
+                    await self._put(frame)
+                except (trio.ClosedResourceError, trio.BrokenResourceError):
+                    raise ConnectionClosed(self._close_reason) from None
         except ConnectionClosed:
             pass
         finally:

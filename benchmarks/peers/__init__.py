@@ -1,0 +1,20 @@
+"""The servers mcp-trio is measured against, each a program of its own.
+
+Every MCP peer offers the tools of ``benchmarks/echo_server.py``: ``echo(text)``
+(one text block holding the text) and ``sleep(ms)``.  Each is run as::
+
+    python benchmarks/peers/NAME.py stdio
+    python benchmarks/peers/NAME.py http PORT [--json]
+
+* ``sdk_lowlevel``: the official SDK's low-level ``Server`` (``mcp.server.lowlevel``);
+  HTTP on uvicorn, SSE answers by default, JSON bodies with ``--json``.
+* ``sdk_highlevel``: the official SDK's high-level ``MCPServer``.
+* ``fastmcp_server``: FastMCP.
+* ``raw_trio_echo``: the stdio ceiling: a trio loop that writes every line back.
+* ``trivial_hypercorn`` / ``trivial_h11``: the HTTP ceilings: an ASGI app on
+  hypercorn (trio worker) and a bare h11-over-trio loop, both answering every
+  JSON-RPC request with a fixed-shape JSON result (``_trivial.py``).
+
+The asyncio peers must never be imported by trio code (and vice versa): they
+run in their own processes.
+"""
