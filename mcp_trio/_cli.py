@@ -8,6 +8,9 @@ Subcommands:
   :class:`~mcp_trio.server.Server` and serve it over stdio.  stdout carries the
   protocol, so everything else (logging, warnings, stray ``print`` calls while
   the module is imported) goes to stderr.
+* ``fuzz --stdio CMD | --http URL``: hypothesis-driven campaigns against any
+  MCP server (needs the ``fuzz`` extra); ``fuzz replay FILE`` runs a saved
+  finding again.
 """
 
 from __future__ import annotations
@@ -259,6 +262,123 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         root.setLevel(saved_level)
 
 
+def _fuzz_progress(line: str) -> None:
+    print(f"mcp-trio fuzz: {line}", file=sys.stderr, flush=True)
+
+
+def _import_fuzzing() -> Any:
+    try:
+        from . import fuzzing
+    except ImportError as exc:
+        print(f"mcp-trio fuzz: error: {exc}", file=sys.stderr)
+        return None
+    return fuzzing
+
+
+def _cmd_fuzz_replay(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(prog="mcp-trio fuzz replay",
+                                     description="Send a saved finding's case again, on a fresh session.")
+    parser.add_argument("file", help="a transcript written by 'mcp-trio fuzz'")
+    parser.add_argument("--stdio", metavar="CMD", help="replay against this command instead")
+    parser.add_argument("--http", metavar="URL", help="replay against this endpoint instead")
+    parser.add_argument("--timeout", type=float, default=None, help="seconds to wait for answers")
+    parser.add_argument("--out", metavar="FILE", help="write the new transcript here")
+    args = parser.parse_args(argv)
+    fuzzing = _import_fuzzing()
+    if fuzzing is None:
+        return 2
+    import json
+
+    target = (fuzzing.StdioTarget(args.stdio) if args.stdio else
+              fuzzing.HttpTarget(args.http) if args.http else None)
+    try:
+        saved = fuzzing.load_transcript(args.file)
+        transcript, violations = fuzzing.replay(args.file, target=target, timeout=args.timeout)
+    except (OSError, ValueError, KeyError) as exc:
+        print(f"mcp-trio fuzz replay: error: {exc}", file=sys.stderr)
+        return 2
+    except fuzzing.runner.TargetError as exc:
+        print(f"mcp-trio fuzz replay: error: {exc}", file=sys.stderr)
+        return 2
+    if args.out:
+        Path(args.out).write_text(json.dumps(transcript, indent=1, ensure_ascii=False) + "\n")
+    wanted = (saved.get("finding") or {}).get("key")
+    for v in violations:
+        print(f"{v.key}: {v.message}")
+    if not violations:
+        print("no violation")
+    if wanted is not None:
+        reproduced = any(v.key == wanted for v in violations)
+        print(f"{'reproduced' if reproduced else 'did not reproduce'}: {wanted}", file=sys.stderr)
+        return 1 if reproduced else 0
+    return 1 if violations else 0
+
+
+def _cmd_fuzz(argv: Sequence[str]) -> int:
+    if argv[:1] == ["replay"]:
+        return _cmd_fuzz_replay(argv[1:])
+    from .types import _versions
+
+    parser = argparse.ArgumentParser(
+        prog="mcp-trio fuzz",
+        description="Fuzz an MCP server with hypothesis-driven campaigns; each violation is "
+        "shrunk, replayed on a fresh session and saved as a transcript "
+        "('mcp-trio fuzz replay FILE' runs it again).",
+    )
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--stdio", metavar="CMD", help='launch this server command ("CMD ARGS")')
+    where.add_argument("--http", metavar="URL", help="a running Streamable HTTP endpoint")
+    where.add_argument("--client", metavar="CMD", help=argparse.SUPPRESS)
+    parser.add_argument("--revision", action="append", choices=_versions.SUPPORTED_VERSIONS,
+                        help="revision to speak (repeatable; default 2025-11-25)")
+    parser.add_argument("--campaign", action="append", choices=("valid", "invalid", "lifecycle", "http"),
+                        help="campaign to run (repeatable; default: valid, invalid, lifecycle, and http "
+                        "with --http)")
+    parser.add_argument("--seed", type=int, default=0, help="hypothesis seed (default 0)")
+    budget = parser.add_mutually_exclusive_group()
+    budget.add_argument("--max-examples", type=int, default=None,
+                        help="examples per campaign and revision (default 100)")
+    budget.add_argument("--time", type=float, default=None, metavar="SECONDS",
+                        help="time per campaign and revision instead of an example count")
+    parser.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for answers (default 5)")
+    parser.add_argument("--skip", action="append", default=[], metavar="PROBE",
+                        help="leave out a probe kind, e.g. deep_nesting (repeatable)")
+    parser.add_argument("--out", metavar="DIR", default="fuzz-results",
+                        help="where the report, summary and transcripts go (default ./fuzz-results)")
+    args = parser.parse_args(argv)
+    if args.client:
+        print("mcp-trio fuzz: error: --client is not implemented yet", file=sys.stderr)
+        return 2
+    fuzzing = _import_fuzzing()
+    if fuzzing is None:
+        return 2
+    try:
+        target = fuzzing.StdioTarget(args.stdio) if args.stdio else fuzzing.HttpTarget(args.http)
+    except ValueError as exc:
+        print(f"mcp-trio fuzz: error: {exc}", file=sys.stderr)
+        return 2
+    campaigns = args.campaign or ["valid", "invalid", "lifecycle", *(["http"] if args.http else [])]
+    cfg = fuzzing.FuzzConfig(
+        target=target,
+        revisions=args.revision or ["2025-11-25"],
+        campaigns=campaigns,
+        seed=args.seed,
+        max_examples=None if args.time is not None else (args.max_examples or 100),
+        time_budget=args.time,
+        timeout=args.timeout,
+        skip_probes=frozenset(args.skip),
+        out_dir=Path(args.out),
+        progress=_fuzz_progress,
+    )
+    try:
+        stats = fuzzing.run(cfg)
+    except KeyboardInterrupt:
+        return 130
+    print(fuzzing.runner.summary(cfg, stats), end="")
+    print(f"mcp-trio fuzz: report in {Path(args.out) / 'report.json'}", file=sys.stderr)
+    return 1 if any(s.findings for s in stats) else 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="mcp-trio", description="Model Context Protocol on trio.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -322,7 +442,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "(GET /sse, POST /messages)",
     )
     p.set_defaults(func=_cmd_serve)
+    sub.add_parser("fuzz", help="fuzz an MCP server (see 'mcp-trio fuzz --help'); "
+                   "'mcp-trio fuzz replay FILE' replays a finding", add_help=False)
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["fuzz"]:
+        return _cmd_fuzz(argv[1:])
     if argv[:1] == ["codegen"]:
         # Everything after "codegen" belongs to the generator (options included).
         return _cmd_codegen(argparse.Namespace(rest=argv[1:]))

@@ -37,6 +37,7 @@ LAYERS: dict[str, int] = {
     "mcp_trio._subscriptions": 5,
     "mcp_trio.client": 5,
     "mcp_trio.testing": 5,
+    "mcp_trio.fuzzing": 5,
     "mcp_trio._cli": 6,
     "mcp_trio": 6,
 }
@@ -56,6 +57,7 @@ THIRD_PARTY: dict[str, set[str]] = {
     "mcp_trio.transports": {"msgspec", "trio", "h11", "wsproto", "hypercorn"},
     "mcp_trio._session": {"msgspec", "trio"},
     "mcp_trio._context": {"msgspec", "trio"},
+    "mcp_trio.fuzzing": {"msgspec", "h11", "hypothesis"},
     "mcp_trio": {"msgspec", "trio", "h11", "wsproto", "hypercorn"},
 }
 

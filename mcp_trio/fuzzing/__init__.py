@@ -1,0 +1,49 @@
+"""Fuzzing any MCP implementation: strategies, raw drivers, oracles and the campaign runner.
+
+Needs hypothesis (``pip install 'mcp-trio[fuzz]'``); the rest of mcp-trio
+never imports this package.  The command is ``mcp-trio fuzz`` (see
+``fuzz/README.md``).
+
+* :mod:`.strategies`: hypothesis strategies for valid messages of every
+  revision (derived from the generated types) and for invalid traffic.
+* :mod:`.driver`: raw stdio and Streamable HTTP drivers that send bytes.
+* :mod:`.oracles`: what a peer must never do, with the spec text of each rule.
+* :mod:`.runner`: campaigns, shrinking, replay, transcripts and reports.
+"""
+
+from __future__ import annotations
+
+try:
+    import hypothesis as _hypothesis  # noqa: F401
+except ImportError as exc:  # pragma: no cover - depends on the install
+    raise ImportError(
+        "mcp_trio.fuzzing needs hypothesis: pip install 'mcp-trio[fuzz]'"
+    ) from exc
+
+from .driver import HttpTarget, StdioTarget
+from .oracles import ORACLES, Violation, check, classify
+from . import runner
+from .runner import CAMPAIGNS, Finding, FuzzConfig, Session, load_transcript, replay, run
+from .strategies import cases, from_type, invalid_items, valid_items, valid_message
+
+__all__ = [
+    "CAMPAIGNS",
+    "ORACLES",
+    "Finding",
+    "FuzzConfig",
+    "HttpTarget",
+    "Session",
+    "StdioTarget",
+    "Violation",
+    "cases",
+    "check",
+    "classify",
+    "from_type",
+    "invalid_items",
+    "load_transcript",
+    "replay",
+    "run",
+    "runner",
+    "valid_items",
+    "valid_message",
+]

@@ -1,0 +1,501 @@
+"""Oracles: what a peer must never do, each with the specification text it enforces.
+
+:func:`classify` reads one frame the way the specification does and says what
+must come back (:class:`Expect`); :func:`check` compares that with what did
+come back over a :class:`~mcp_trio.fuzzing.driver.Connection` and returns the
+:class:`Violation` list.  The expectations come from the bytes alone, never
+from how the target behaved, so the same case means the same thing on replay.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from ..types import _versions
+
+__all__ = ["ORACLES", "CaseView", "Expect", "Oracle", "Violation", "check", "classify", "classify_payload"]
+
+PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
+HEADER_MISMATCH = -32020
+SAFE_INT = 2**53
+
+
+@dataclass(frozen=True)
+class Oracle:
+    name: str
+    rule: str
+    spec: str  # the text it enforces
+    source: str  # where that text is
+
+
+ORACLES: dict[str, Oracle] = {o.name: o for o in (
+    Oracle("alive", "the peer stays alive and answers a ping after every case",
+           "The receiver MUST respond promptly with an empty response.",
+           "MCP basic/utilities/ping; basic/lifecycle (a session ends only by shutdown)"),
+    Oracle("one-response", "every request gets exactly one response with its id, in time, unless cancelled",
+           "Responses MUST include the same ID as the request they correspond to. [...] When a rpc call is "
+           "made, the Server MUST reply with a Response, except for in the case of Notifications.",
+           "MCP basic (Responses); JSON-RPC 2.0 section 5"),
+    Oracle("no-response-to-notification", "nothing answers a notification, nothing comes unasked",
+           "Notifications [...] The receiver MUST NOT send a response.",
+           "MCP basic (Notifications); JSON-RPC 2.0 section 4.1"),
+    Oracle("error-codes", "the JSON-RPC error codes for parse errors, invalid requests, unknown methods "
+           "and invalid params",
+           "-32700 Parse error: Invalid JSON was received by the server. -32600 Invalid Request: The JSON "
+           "sent is not a valid Request object. -32601 Method not found. -32602 Invalid params. [...] If "
+           "there was an error in detecting the id in the Request object (e.g. Parse error/Invalid "
+           "Request), it MUST be Null.",
+           "JSON-RPC 2.0 section 5.1; MCP basic (Requests: the ID MUST NOT be null; string or integer)"),
+    Oracle("valid-response", "every response is valid for the negotiated revision",
+           "Responses [...] MUST include either a result or an error. A response MUST NOT set both. [...] "
+           "Error codes MUST be integers.",
+           "MCP basic (Responses) and the revision's schema.json (result types)"),
+    Oracle("stdout", "nothing but MCP messages on a stdio server's stdout",
+           "The server MUST NOT write anything to its stdout that is not a valid MCP message.",
+           "MCP basic/transports (stdio)"),
+    Oracle("http-status", "HTTP status codes as Streamable HTTP says",
+           "If the input is a JSON-RPC response or notification: If the server accepts the input, the "
+           "server MUST return HTTP status code 202 Accepted with no body. If the server cannot accept the "
+           "input, it MUST return an HTTP error status code (e.g., 400 Bad Request). [...] If the input is "
+           "a JSON-RPC request, the server MUST either return Content-Type: text/event-stream [...] or "
+           "Content-Type: application/json.",
+           "MCP basic/transports (Streamable HTTP, Sending Messages to the Server)"),
+    Oracle("http-session", "session and version headers are checked",
+           "Servers that require a session ID SHOULD respond to requests without an Mcp-Session-Id header "
+           "(other than initialization) with HTTP 400 Bad Request. [...] it MUST respond to requests "
+           "containing that session ID with HTTP 404 Not Found. [...] If the server receives a request "
+           "with an invalid or unsupported MCP-Protocol-Version, it MUST respond with 400 Bad Request. "
+           "[...] If the Origin header is present and invalid, servers MUST respond with HTTP 403 Forbidden.",
+           "MCP basic/transports (Session Management, Protocol Version Header, Security Warning)"),
+)}
+
+
+@dataclass
+class Violation:
+    oracle: str
+    message: str
+    detail: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.oracle}:{self.detail}" if self.detail else self.oracle
+
+    def to_json(self) -> dict[str, Any]:
+        o = ORACLES.get(self.oracle)
+        return {"oracle": self.oracle, "key": self.key, "message": self.message,
+                **({"spec": o.spec, "source": o.source} if o else {})}
+
+
+@dataclass
+class IdExpect:
+    count: int = 0
+    codes: set[int] | None = None  # an error with one of these codes is required
+    must_error: bool = False  # an error (any code) is required
+    method: str | None = None  # validate a result against this method's result types
+    null_ok: bool = False  # a null-id error may stand in for the response
+    lenient: bool = False  # zero answers are fine too
+
+
+@dataclass
+class Expect:
+    ids: dict[str, IdExpect] = field(default_factory=dict)
+    null_required: list[int] = field(default_factory=list)  # error codes that must come with id null
+    null_allowed: int = 0  # extra null-id errors tolerated
+    has_request: bool = False
+    valid_request: bool = False  # a request the types accept (or an unknown method): HTTP must not refuse it
+    lenient: bool = False  # oversized / too deep / ambiguous: only liveness counts
+
+    def merge(self, other: Expect) -> None:
+        for k, v in other.ids.items():
+            mine = self.ids.get(k)
+            if mine is None:
+                self.ids[k] = v
+            else:
+                mine.count += v.count
+                mine.method = None  # a duplicate id: the answers cannot be told apart
+                mine.lenient = mine.lenient or v.lenient
+                mine.null_ok = mine.null_ok or v.null_ok
+                mine.codes = None if mine.codes is None or v.codes is None else mine.codes | v.codes
+        self.null_required += other.null_required
+        self.null_allowed += other.null_allowed
+        self.has_request |= other.has_request
+        self.valid_request |= other.valid_request
+        self.lenient |= other.lenient
+
+
+def idkey(value: Any) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def classify_payload(payload: bytes, revision: str, transport: str, *, initialized: bool = True) -> Expect:
+    """What must come back for one payload: over stdio each line is a message of its own
+    ("Messages are delimited by newlines, and MUST NOT contain embedded newlines")."""
+    if transport != "stdio":
+        return classify(payload, revision, initialized=initialized)
+    total = Expect()
+    for line in payload.split(b"\n"):
+        line = line.rstrip(b"\r")
+        if line.strip():
+            total.merge(classify(line, revision, initialized=initialized))
+    return total
+
+
+def classify(frame: bytes, revision: str, *, initialized: bool = True) -> Expect:
+    """What must come back for one frame (a stdio line, an HTTP body)."""
+    e = Expect()
+    try:
+        text = frame.decode("utf-8")
+        value = json.loads(text, parse_constant=_reject_constant)
+    except RecursionError:
+        e.lenient = True
+        e.null_allowed += 1
+        return e
+    except (UnicodeDecodeError, ValueError):
+        e.null_required.append(PARSE_ERROR)
+        return e
+    if "\\ud8" in text.lower() or "\\udc" in text.lower() or "\\udf" in text.lower():
+        e.lenient = True  # lone surrogate escapes: RFC 8259 leaves the result unpredictable
+    if len(frame) > 1_000_000:
+        e.lenient = True  # a peer may refuse a message this size (and name no id)
+    if isinstance(value, list):
+        if not value:
+            e.null_required.append(INVALID_REQUEST)
+        elif _versions.supports_batching(revision) and not any(
+            isinstance(i, dict) and i.get("method") == "initialize" for i in value
+        ):  # ("The initialize request MUST NOT be part of a JSON-RPC batch": refusing all is fine)
+            for item in value:
+                e.merge(_classify_object(item, revision, initialized))
+        else:
+            # batches are not part of this revision: refusing the whole batch is fine
+            for item in value:
+                sub = _classify_object(item, revision, initialized)
+                for v in sub.ids.values():
+                    v.lenient = True
+                    v.codes = None
+                e.merge(sub)
+                e.null_required.clear()
+            e.null_allowed += len(value)
+            e.valid_request = False
+        return e
+    e.merge(_classify_object(value, revision, initialized))
+    if e.lenient:
+        for v in e.ids.values():
+            v.lenient = True
+            v.null_ok = True
+            v.codes = None
+        e.null_allowed += len(e.null_required) + 1
+        e.null_required.clear()
+    return e
+
+
+def _valid_id(value: Any) -> bool:
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, str) or (isinstance(value, int) and -SAFE_INT < value < SAFE_INT)
+
+
+def _classify_object(m: Any, revision: str, initialized: bool) -> Expect:
+    e = Expect()
+    if not isinstance(m, dict):
+        e.null_required.append(INVALID_REQUEST)
+        return e
+    has_id = "id" in m
+    rid = m.get("id")
+    if "method" not in m and ("result" in m or "error" in m):
+        # a response from us (to nothing): ignored, or refused with an error
+        e.null_allowed += 1
+        if _valid_id(rid):
+            e.ids[idkey(rid)] = IdExpect(0, lenient=True)
+        return e
+    envelope_ok = m.get("jsonrpc") == "2.0" and isinstance(m.get("method"), str)
+    if has_id and isinstance(rid, int) and not isinstance(rid, bool) and not _valid_id(rid):
+        # an integer id beyond 2**53: refused or answered, both are fine
+        e.ids[idkey(rid)] = IdExpect(1, lenient=True, null_ok=True)
+        e.null_allowed += 1
+        e.has_request = True
+        return e
+    if not envelope_ok:
+        if "method" not in m and has_id:
+            # neither request nor a well-formed response: may be taken for a broken response,
+            # which JSON-RPC gives no answer for
+            e.null_allowed += 1
+            if _valid_id(rid):
+                e.ids[idkey(rid)] = IdExpect(1, lenient=True)
+            return e
+        if has_id and _valid_id(rid):
+            e.ids[idkey(rid)] = IdExpect(1, codes={INVALID_REQUEST}, null_ok=True)
+            e.has_request = True
+        elif not has_id:
+            e.null_allowed += 1  # looks like a notification: an answer is allowed, not required
+        else:
+            e.null_required.append(INVALID_REQUEST)
+        return e
+    if not has_id:
+        return e  # a notification (whatever its method): no answer
+    if not _valid_id(rid):
+        e.null_required.append(INVALID_REQUEST)  # null, bool, float, object, array
+        return e
+    e.has_request = True
+    method = m["method"]
+    spec = _versions.methods_for(revision).get(method)
+    x = IdExpect(1)
+    meta = m.get("params", {}).get("_meta") if isinstance(m.get("params"), dict) else None
+    if _versions.is_stateless(revision) and not (
+        isinstance(meta, dict) and meta.get("io.modelcontextprotocol/protocolVersion") == revision
+    ):
+        # no protocol version in _meta: not a request of this revision at all, so the
+        # server may refuse it as it likes (invalid request, invalid params, not initialized)
+        x.must_error = True
+        e.ids[idkey(rid)] = x
+        return e
+    if spec is None or spec.kind != "request" or spec.direction == "server":
+        x.codes = {METHOD_NOT_FOUND} if spec is None or spec.kind == "request" else {METHOD_NOT_FOUND,
+                                                                                     INVALID_REQUEST}
+        e.valid_request = spec is None
+    else:
+        try:
+            msgspec.json.decode(json.dumps(m).encode(), type=spec.message)
+            x.method = method
+            e.valid_request = True
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            params = m.get("params")
+            if isinstance(params, list) and not spec.params_required:
+                # by-position params (JSON-RPC allows them) to a method that needs none:
+                # ignoring them is tolerated
+                e.ids[idkey(rid)] = x
+                return e
+            # -32601 too: a server that does not implement the method may say so before
+            # looking at the params
+            x.codes = {INVALID_PARAMS, METHOD_NOT_FOUND} if params is None or isinstance(params, dict | list) else {
+                INVALID_PARAMS, METHOD_NOT_FOUND, INVALID_REQUEST}
+    if method == "initialize" and initialized and spec is not None:
+        # a second initialize: refusing it for the lifecycle comes before looking at its params
+        x.codes, x.method = None, None  # (and whether it is refused at all is not specified)
+    if not initialized:
+        x.codes = None  # before the handshake any error (or an answer) is fine; one response is not optional
+    e.ids[idkey(rid)] = x
+    return e
+
+
+# ------------------------------------------------------------------ check
+
+
+@dataclass
+class CaseView:
+    """What the oracles look at for one case."""
+
+    revision: str
+    transport: str
+    payloads: Sequence[bytes]
+    received: Sequence[Any]  # driver.Received since the case started
+    http: Sequence[Any]  # driver.HttpExchange since the case started
+    junk: Sequence[bytes]
+    alive: bool
+    exit_code: int | None
+    probe_id: str | None
+    probe_answered: bool
+    cancelled: set[str]
+    previously_answered: set[str]
+    initialized: bool = True
+    timeout: float = 5.0
+
+
+def _responses(received: Sequence[Any]) -> list[Any]:
+    out = []
+    for rec in received:
+        for msg in rec.message if isinstance(rec.message, list) else [rec.message]:
+            if isinstance(msg, dict) and "method" not in msg:
+                out.append(msg)
+    return out
+
+
+def _envelope_problem(msg: dict[str, Any]) -> str | None:
+    if msg.get("jsonrpc") != "2.0":
+        return "jsonrpc is not \"2.0\""
+    if ("result" in msg) == ("error" in msg):
+        return "a response must carry exactly one of result and error"
+    if "id" not in msg:
+        return "a response without an id"
+    if "error" in msg:
+        err = msg["error"]
+        if not isinstance(err, dict) or not isinstance(err.get("code"), int) or isinstance(err.get("code"), bool):
+            return "the error has no integer code"
+        if not isinstance(err.get("message"), str):
+            return "the error has no string message"
+    elif not isinstance(msg["result"], dict):
+        return "the result is not an object"
+    return None
+
+
+def _result_problem(revision: str, method: str, result: Any) -> str | None:
+    spec = _versions.methods_for(revision).get(method)
+    if spec is None or not spec.results:
+        return None
+    data = json.dumps(result).encode()
+    errors = []
+    for tp in spec.results:
+        try:
+            msgspec.json.decode(data, type=tp)
+            return None
+        except msgspec.ValidationError as exc:
+            errors.append(f"{tp.__name__}: {exc}")
+    return "; ".join(errors)
+
+
+def _excerpt(data: Any, limit: int = 200) -> str:
+    text = data.decode("utf-8", "replace") if isinstance(data, bytes) else json.dumps(data, ensure_ascii=False)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def check(view: CaseView) -> list[Violation]:
+    """Every violation the case shows."""
+    out: list[Violation] = []
+    if not view.alive:
+        out.append(Violation("alive", f"the peer exited (status {view.exit_code})", "exited"))
+    elif view.probe_id is not None and not view.probe_answered:
+        out.append(Violation("alive", f"no answer to the ping sent after the case within {view.timeout} s",
+                             "no-ping-answer"))
+    if view.junk:
+        out.append(Violation("stdout", f"not a JSON-RPC message on stdout: {_excerpt(view.junk[0])!r}", "junk"))
+
+    # HTTP: a refused body needs no JSON-RPC answer; the status is checked instead
+    expects = [classify_payload(p, view.revision, view.transport, initialized=view.initialized)
+               for p in view.payloads]
+    waived: set[int] = set()
+    if view.transport == "http":
+        for ex in view.http:
+            if ex.payload is None or ex.payload >= len(expects):
+                continue
+            e = expects[ex.payload]
+            out.extend(_check_http(ex, e))
+            if ex.status is None or ex.status >= 300:
+                waived.add(ex.payload)
+    total = Expect()
+    for i, e in enumerate(expects):
+        if view.transport == "http":
+            e.null_allowed += len(e.null_required)  # over HTTP the status code carries it (checked above)
+            e.null_required = []
+            if i in waived:
+                # refused with an HTTP error: a JSON-RPC error in the body is allowed, not required
+                for x in e.ids.values():
+                    x.lenient = True
+                e.null_allowed += 1
+        total.merge(e)
+    waived_ids: set[str] = set()
+
+    responses = _responses(view.received)
+    by_id: dict[str, list[dict[str, Any]]] = {}
+    nulls: list[dict[str, Any]] = []
+    for msg in responses:
+        problem = _envelope_problem(msg)
+        if problem:
+            out.append(Violation("valid-response", f"{problem}: {_excerpt(msg)}", "envelope"))
+            continue
+        if msg["id"] is None:
+            nulls.append(msg)
+        else:
+            by_id.setdefault(idkey(msg["id"]), []).append(msg)
+    probe_key = idkey(view.probe_id) if view.probe_id is not None else None
+    null_pool = list(nulls)
+
+    # the errors that must come with id null are matched first, then ids that may be answered so
+    for code in total.null_required:
+        match = next((n for n in null_pool if n.get("error", {}).get("code") == code), None)
+        if match is None:
+            other = next((n for n in null_pool if "error" in n), None)
+            if other is not None:
+                null_pool.remove(other)
+                out.append(Violation("error-codes", f"expected error {code} with id null, got "
+                                     f"{other['error']['code']}", f"want-{code}"))
+            else:
+                out.append(Violation("error-codes", f"no error {code} (with id null) for a message that "
+                                     "calls for it", f"missing-{code}"))
+        else:
+            null_pool.remove(match)
+    if view.transport == "http" and _versions.is_stateless(view.revision):
+        # 2026-07-28 HTTP checks the Mcp-* headers against the body first: HeaderMismatch (-32020)
+        # is a fair answer to any request whose headers the fuzzer could not mirror
+        for x in total.ids.values():
+            if x.codes is not None:
+                x.codes = x.codes | {HEADER_MISMATCH}
+    for key, x in total.ids.items():
+        got = by_id.get(key, [])
+        if not got and x.null_ok and x.count:
+            match = next((n for n in null_pool if x.codes is None or n["error"].get("code") in x.codes), None)
+            if match is not None:
+                null_pool.remove(match)
+                continue
+        if len(got) < x.count and not x.lenient and key not in view.cancelled and key not in waived_ids:
+            if view.alive:
+                out.append(Violation("one-response", f"no response to request id {key} within {view.timeout} s",
+                                     "missing"))
+        if len(got) > max(x.count, 1) or (x.count == 0 and got and not x.lenient):
+            out.append(Violation("one-response", f"{len(got)} responses to request id {key}", "extra"))
+        for msg in got:
+            if x.codes is not None:
+                if "error" not in msg:
+                    out.append(Violation("error-codes", f"expected error {sorted(x.codes)} for id {key}, got a "
+                                         f"result: {_excerpt(msg)}", f"result-instead-of-{min(x.codes)}"))
+                elif msg["error"]["code"] not in x.codes:
+                    out.append(Violation("error-codes", f"expected error {sorted(x.codes)} for id {key}, got "
+                                         f"{msg['error']['code']}: {_excerpt(msg)}", f"want-{min(x.codes)}"))
+            elif x.must_error and "error" not in msg:
+                out.append(Violation("error-codes", f"expected an error for id {key}, got a result: "
+                                     f"{_excerpt(msg)}", "result-instead-of-error"))
+            elif x.method is not None and "result" in msg:
+                problem = _result_problem(view.revision, x.method, msg["result"])
+                if problem:
+                    out.append(Violation("valid-response", f"the {x.method} result does not decode as "
+                                         f"{view.revision}: {problem[:300]}", f"result:{x.method}"))
+    for key, got in by_id.items():
+        if key in total.ids or key == probe_key:
+            continue
+        if key in view.previously_answered:
+            out.append(Violation("one-response", f"a second response to id {key}: {_excerpt(got[0])}", "extra"))
+        else:
+            out.append(Violation("no-response-to-notification",
+                                 f"a response to an id no request of the case has: {_excerpt(got[0])}",
+                                 "unknown-id"))
+
+    if len(null_pool) > total.null_allowed:
+        out.append(Violation("no-response-to-notification",
+                             f"{len(null_pool) - total.null_allowed} unasked response(s) with id null: "
+                             f"{_excerpt(null_pool[0])}", "null-id"))
+    return out
+
+
+def _check_http(ex: Any, e: Expect) -> list[Violation]:
+    out: list[Violation] = []
+    if ex.status is None:
+        if not e.lenient:
+            out.append(Violation("http-status", f"no HTTP answer: {ex.error}", "no-answer"))
+        return out
+    if ex.status >= 500:
+        out.append(Violation("http-status", f"HTTP {ex.status} (a server error) for a POST", "5xx"))
+    elif e.has_request and e.valid_request and ex.status >= 300 and not e.lenient and (
+        ex.content_type != "application/json"
+    ):
+        # (an HTTP error status that carries the JSON-RPC error response is an answer)
+        out.append(Violation("http-status", f"HTTP {ex.status} without a JSON-RPC answer for a valid request",
+                             "refused-valid"))
+    elif e.has_request and ex.status == 200 and ex.content_type not in ("application/json", "text/event-stream"):
+        out.append(Violation("http-status", f"HTTP 200 with Content-Type {ex.content_type!r} for a request",
+                             "content-type"))
+    elif not e.has_request and 200 <= ex.status < 300 and e.null_required:
+        out.append(Violation("http-status", f"HTTP {ex.status} for input that cannot be accepted "
+                             "(MUST be an HTTP error status)", "accepted-invalid"))
+    elif not e.has_request and not e.null_required and ex.status == 200:
+        out.append(Violation("http-status", "HTTP 200 for notifications or responses only (MUST be 202)",
+                             "200-for-notification"))
+    elif ex.status == 202 and ex.body_excerpt:
+        out.append(Violation("http-status", "HTTP 202 with a body", "202-body"))
+    return out

@@ -1,0 +1,235 @@
+"""mcp_trio.fuzzing and ``mcp-trio fuzz``: strategies, oracles, findings that replay, and a
+bounded campaign against our own everything server (stdio and HTTP) that must find nothing."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mcp_trio._cli import main
+from mcp_trio.fuzzing import FuzzConfig, HttpTarget, StdioTarget, classify, replay, run
+from mcp_trio.fuzzing import strategies as S
+from mcp_trio.fuzzing.runner import Session
+from mcp_trio.types import _versions
+
+ROOT = Path(__file__).resolve().parents[2]
+TOY = str(ROOT / "tests" / "programs" / "fuzz_toy_server.py")
+EVERYTHING = str(ROOT / "examples" / "everything.py")
+FAST = settings(max_examples=60, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+
+
+# ------------------------------------------------------------- strategies
+
+
+@FAST
+@given(st.data())
+def test_valid_items_are_accepted_by_the_generated_types(data: st.DataObject) -> None:
+    revision = data.draw(st.sampled_from(_versions.SUPPORTED_VERSIONS))
+    item = data.draw(S.valid_items(revision))
+    assert S.accepts(revision, item.obj), item.obj
+    expect = classify(json.dumps(item.obj).encode(), revision)
+    assert not expect.null_required  # nothing about it calls for an error
+    assert all(x.codes is None for x in expect.ids.values())
+
+
+ALL_METHODS = [(r, m) for r in _versions.SUPPORTED_VERSIONS for m in S.client_methods(r)]
+
+
+def test_every_client_method_of_every_revision_has_a_strategy() -> None:
+    assert len(ALL_METHODS) > 60 and ("2026-07-28", "server/discover") in ALL_METHODS
+
+    @settings(max_examples=len(ALL_METHODS) * 3, deadline=None, database=None,
+              suppress_health_check=list(HealthCheck))
+    @given(st.sampled_from(ALL_METHODS).flatmap(lambda rm: st.tuples(st.just(rm), S.valid_message(*rm))))
+    def check(case: tuple[tuple[str, str], dict[str, object]]) -> None:
+        (revision, method), msg = case
+        assert msg["method"] == method and S.accepts(revision, msg), (revision, method, msg)
+
+    check()
+
+
+REJECTED = {"wrong_jsonrpc", "bad_id", "method_not_a_string", "no_method", "parse_error", "invalid_utf8",
+            "empty_batch", "not_an_object", "batch", "embedded_newline", "request_without_id",
+            "notification_with_id", "unknown_method"}
+
+
+@FAST
+@given(st.data())
+def test_invalid_items_are_rejected_by_the_generated_types(data: st.DataObject) -> None:
+    revision = data.draw(st.sampled_from(_versions.SUPPORTED_VERSIONS))
+    for item in data.draw(S.invalid_items(revision)):
+        kind = item.note.split(":")[0]
+        if item.raw is not None and kind in REJECTED:
+            # as stdio frames: no line of it is a message the types accept
+            for line in item.raw.split(b"\n"):
+                try:
+                    value = json.loads(line.decode("utf-8"))
+                except (UnicodeDecodeError, ValueError, RecursionError):
+                    continue  # not even JSON
+                assert not S.accepts(revision, value), item
+        elif kind == "bad_id" and isinstance(item.obj.get("id"), int) and not isinstance(item.obj["id"], bool):
+            continue  # an integer beyond 2**53: the types take it, the oracles are lenient about it
+        elif kind in REJECTED:
+            assert not S.accepts(revision, item.obj), item
+
+
+def test_classify_names_the_spec_error_codes() -> None:
+    r = "2025-11-25"
+    assert classify(b"{nope", r).null_required == [-32700]
+    assert classify(b'{"jsonrpc":"2.0","id":1,"method":"ping","x":"\xff"}', r).null_required == [-32700]
+    assert classify(b'{"jsonrpc":"2.0","id":null,"method":"ping"}', r).null_required == [-32600]
+    assert classify(b'{"jsonrpc":"2.0","id":true,"method":"ping"}', r).null_required == [-32600]
+    assert classify(b'{"jsonrpc":"2.0","id":1,"method":"no/such"}', r).ids['1'].codes == {-32601}
+    assert classify(b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":5}}', r).ids['1'].codes == {
+        -32602, -32601}  # (a server that does not implement the method may say so first)
+    assert classify(b'{"jsonrpc":"2.0","method":"tools/list"}', r).ids == {}  # a notification: no answer
+    ok = classify(b'{"jsonrpc":"2.0","id":"a","method":"tools/list"}', r).ids['"a"']
+    assert ok.count == 1 and ok.codes is None and ok.method == "tools/list"
+
+
+# ---------------------------------------------------------------- oracles
+
+
+def toy(mode: str) -> StdioTarget:
+    return StdioTarget([sys.executable, TOY, mode])
+
+
+def test_a_good_toy_server_passes_every_oracle() -> None:
+    session = Session(toy("good"), "2025-11-25", timeout=3)
+    try:
+        for payloads in ([b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}'],
+                         [b"{nope", b'{"jsonrpc":"2.0","method":"notifications/initialized"}'],
+                         [b'{"jsonrpc":"2.0","id":2,"method":"no/such"}']):
+            assert session.run_case(payloads).violations == []
+    finally:
+        session.close()
+
+
+@pytest.mark.parametrize(
+    ("mode", "campaign", "oracle"),
+    [
+        ("answers-notifications", "valid", "no-response-to-notification"),
+        ("crashes", "invalid", "alive"),
+        ("junk", "valid", "stdout"),
+    ],
+)
+def test_a_broken_toy_server_is_found_and_the_finding_replays(
+    mode: str, campaign: str, oracle: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cfg = FuzzConfig(toy(mode), revisions=["2025-11-25"], campaigns=[campaign], max_examples=60, timeout=2,
+                     shrink_time=5, max_findings=2, out_dir=tmp_path)
+    [stats] = run(cfg)
+    found = [f for f in stats.findings if f.violation.oracle == oracle]
+    assert found, f"{mode}: {oracle} not found in {stats.examples} examples: {stats.findings}"
+    finding = found[0]
+    assert finding.path is not None and finding.path.exists()
+    saved = json.loads(finding.path.read_text())
+    assert saved["format"] == "mcp-trio-fuzz-transcript/1"
+    assert saved["finding"]["spec"]  # the rule names its spec text
+    assert any(e["dir"] == "send" for e in saved["events"]) and saved["case"]
+    assert len(saved["case"]) <= 3  # shrunk
+    # the library replay and the command both reproduce it
+    _, violations = replay(finding.path)
+    assert finding.violation.key in {v.key for v in violations}
+    assert main(["fuzz", "replay", str(finding.path)]) == 1
+    assert "reproduced" in capsys.readouterr().err
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert finding.violation.key in [f["key"] for f in report["campaigns"][0]["findings"]]
+    assert f"{len(stats.findings)} finding(s)" in (tmp_path / "summary.txt").read_text()
+
+
+# ------------------------------------------------------ our own server
+
+# Probes that once found bugs in our own server are tested on their own below; the
+# self-campaigns run every probe kind.
+KNOWN_STDIO: list[str] = []
+KNOWN_HTTP: list[str] = []
+
+
+def test_campaign_against_everything_over_stdio_finds_nothing(tmp_path: Path) -> None:
+    argv = ["fuzz", "--stdio", f"{sys.executable} {EVERYTHING}", "--revision", "2025-11-25",
+            "--revision", "2025-03-26", "--revision", "2026-07-28", "--campaign", "valid", "--campaign",
+            "invalid", "--max-examples", "40", "--timeout", "3", "--seed", "1", "--out", str(tmp_path), *KNOWN_STDIO]
+    assert main(argv) == 0, (tmp_path / "summary.txt").read_text()
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert [c["examples"] for c in report["campaigns"]] == [40] * 6
+    assert all(not c["findings"] for c in report["campaigns"])
+
+
+def test_lifecycle_campaign_against_everything_over_stdio_finds_nothing(tmp_path: Path) -> None:
+    cfg = FuzzConfig(StdioTarget([sys.executable, EVERYTHING]), revisions=["2025-06-18"],
+                     campaigns=["lifecycle"], max_examples=6, timeout=3)
+    [stats] = run(cfg)
+    assert stats.examples == 6 and stats.sessions >= 6 and not stats.findings
+
+
+@pytest.fixture(scope="module")
+def everything_http(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    log = tmp_path_factory.mktemp("serve") / "stderr.txt"
+    with log.open("wb") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "mcp_trio._cli", "serve", EVERYTHING, "--http", "127.0.0.1:0"],
+            stdout=subprocess.DEVNULL, stderr=err, cwd=ROOT,
+        )
+    try:
+        deadline = time.monotonic() + 20
+        url = None
+        while url is None and time.monotonic() < deadline and proc.poll() is None:
+            found = re.search(r"(http://127\.0\.0\.1:\d+/mcp)", log.read_text())
+            url = found.group(1) if found else None
+            time.sleep(0.05)
+        assert url, "the server did not start: " + log.read_text()[-2000:]
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def test_campaign_against_everything_over_http_finds_nothing(everything_http: str, tmp_path: Path) -> None:
+    argv = ["fuzz", "--http", everything_http, "--revision", "2025-11-25", "--revision", "2026-07-28",
+            "--max-examples", "20", "--timeout", "3", "--seed", "2", "--out", str(tmp_path), *KNOWN_HTTP]
+    assert main(argv) == 0, (tmp_path / "summary.txt").read_text()
+    report = json.loads((tmp_path / "report.json").read_text())
+    ran = [c for c in report["campaigns"] if not c.get("skipped")]
+    assert {c["campaign"] for c in ran} == {"valid", "invalid", "lifecycle", "http"}
+    assert all(c["examples"] == 20 and not c["findings"] for c in ran)
+
+
+def test_deep_nesting_does_not_kill_the_stdio_server() -> None:
+    session = Session(StdioTarget([sys.executable, EVERYTHING]), "2025-11-25", timeout=3)
+    try:
+        result = session.run_case([S._deep(1000)])
+    finally:
+        session.close()
+    assert result.violations == []
+
+
+def test_invalid_utf8_in_meta_does_not_kill_the_stdio_server() -> None:
+    session = Session(StdioTarget([sys.executable, EVERYTHING]), "2026-07-28", timeout=3)
+    try:
+        result = session.run_case([b'{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"x":"\xff"}}}'])
+    finally:
+        session.close()
+    assert result.violations == []
+
+
+def test_invalid_utf8_gets_an_http_answer(everything_http: str) -> None:
+    session = Session(HttpTarget(everything_http), "2025-11-25", timeout=3)
+    try:
+        result = session.run_case([b'{"jsonrpc":"2.0","id":1,"method":"ping","x":"\xff"}'])
+    finally:
+        session.close()
+    assert result.violations == []

@@ -1,0 +1,76 @@
+"""A deliberately broken stdio MCP server for the fuzzing tests (no mcp_trio inside).
+
+``python fuzz_toy_server.py MODE``; it answers initialize, ping and tools/list,
+and -32601 to other requests.  Its one flaw depends on MODE:
+
+* ``answers-notifications``: it also answers every notification (id null).
+* ``crashes``: it exits on a line that is not valid JSON.
+* ``junk``: it prints a debug line to stdout before answering tools/list.
+* ``good``: none.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+MODE = sys.argv[1] if len(sys.argv) > 1 else "good"
+
+
+def send(obj: object) -> None:
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+def error(id_: object, code: int, message: str) -> None:
+    send({"jsonrpc": "2.0", "id": id_, "error": {"code": code, "message": message}})
+
+
+for raw in sys.stdin.buffer:
+    line = raw.strip()
+    if not line:
+        continue
+    try:
+        msg = json.loads(line.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        if MODE == "crashes":
+            sys.exit(3)
+        error(None, -32700, "Parse error")
+        continue
+    if not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0" or not isinstance(msg.get("method"), str):
+        if isinstance(msg, dict) and "method" not in msg and ("result" in msg or "error" in msg):
+            continue
+        rid = msg.get("id") if isinstance(msg, dict) else None
+        ok = isinstance(rid, str) or (isinstance(rid, int) and not isinstance(rid, bool))
+        error(rid if ok else None, -32600, "Invalid Request")
+        continue
+    method = msg["method"]
+    if "id" not in msg:
+        if MODE == "answers-notifications":
+            send({"jsonrpc": "2.0", "id": None, "result": {}})
+        continue
+    rid = msg["id"]
+    if not (isinstance(rid, str) or (isinstance(rid, int) and not isinstance(rid, bool))):
+        error(None, -32600, "Invalid Request")
+        continue
+    params = msg.get("params")
+    if params is not None and not isinstance(params, dict):
+        error(rid, -32602, "Invalid params")
+    elif method == "initialize":
+        version = params.get("protocolVersion") if isinstance(params, dict) else None
+        if not isinstance(version, str) or not isinstance(params.get("clientInfo"), dict) or not isinstance(
+            params.get("capabilities"), dict
+        ):
+            error(rid, -32602, "Invalid params")
+            continue
+        send({"jsonrpc": "2.0", "id": rid, "result": {
+            "protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+            "serverInfo": {"name": "toy", "version": "1"}}})
+    elif method == "ping":
+        send({"jsonrpc": "2.0", "id": rid, "result": {}})
+    elif method == "tools/list":
+        if MODE == "junk":
+            print("debug: listing tools")
+        send({"jsonrpc": "2.0", "id": rid, "result": {"tools": []}})
+    else:
+        error(rid, -32601, f"Method not found: {method}")
