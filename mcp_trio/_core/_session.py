@@ -359,10 +359,16 @@ class SessionCore:
         n = len(data)
         while i < n and data[i] in _WHITESPACE:
             i += 1
-        if i < n and data[i] == 0x5B:  # "["
-            self._receive_batch(data, events)
-        else:
-            self._receive_one(data, events, None)
+        try:
+            if i < n and data[i] == 0x5B:  # "["
+                self._receive_batch(data, events)
+            else:
+                self._receive_one(data, events, None)
+        except (RecursionError, UnicodeDecodeError) as exc:
+            # Nesting deeper than the decoder goes, or bytes that are not UTF-8
+            # inside a part decoded late (``_meta``, params): not valid JSON text.
+            what = "nested too deeply" if isinstance(exc, RecursionError) else "not valid UTF-8"
+            events = [Outgoing(rpc.encode_error(None, rpc.PARSE_ERROR, f"Parse error: the message is {what}"), final=True)]
         return events
 
     def framing_error(self, message: str) -> list[Event]:

@@ -195,7 +195,7 @@ class _Message:
 def _peek_one(data: bytes | Raw) -> _Message:
     try:
         env = rpc.decode_envelope(data)
-    except (msgspec.DecodeError, msgspec.ValidationError):
+    except _BAD_JSON:
         return _Message("invalid")
     if isinstance(env.method, str):
         msg = _Message("notification" if env.id is UNSET or env.id is None else "request")
@@ -206,7 +206,7 @@ def _peek_one(data: bytes | Raw) -> _Message:
         if env.params is not UNSET:
             try:
                 params = _params_decoder.decode(env.params)
-            except (msgspec.DecodeError, msgspec.ValidationError):
+            except _BAD_JSON:
                 return msg
             if isinstance(params.meta, dict):
                 version = params.meta.get("io.modelcontextprotocol/protocolVersion")
@@ -230,12 +230,17 @@ def _peek(data: bytes) -> _Message:
         return _peek_one(data)
     try:
         items = rpc.decode_batch(data)
-    except (msgspec.DecodeError, msgspec.ValidationError):
+    except _BAD_JSON:
         return _Message("invalid")
     batch = _Message("batch")
     for raw in items:
         batch.methods.update(_peek_one(raw).methods)
     return batch
+
+
+#: What decoding a peer's bytes may raise: not JSON, not the expected shape,
+#: nested deeper than the decoder goes, or not UTF-8 inside a part decoded late.
+_BAD_JSON = (msgspec.DecodeError, msgspec.ValidationError, RecursionError, UnicodeDecodeError)
 
 
 class _Renewed(Exception):
@@ -245,7 +250,7 @@ class _Renewed(Exception):
 def _is_response(data: bytes) -> bool:
     try:
         message = msgspec.json.decode(data)
-    except msgspec.DecodeError:
+    except _BAD_JSON:
         return False
     return isinstance(message, dict) and "method" not in message and "id" in message
 
@@ -427,7 +432,7 @@ class HTTPClientChannel(trio.abc.Channel[Frame]):
         if data.lstrip()[:1] == b"[":
             try:
                 items = rpc.decode_batch(data)
-            except (msgspec.DecodeError, msgspec.ValidationError):
+            except _BAD_JSON:
                 await self._put(Frame(data))  # the engine answers the parse error
                 return
             for raw in items:
@@ -438,7 +443,7 @@ class HTTPClientChannel(trio.abc.Channel[Frame]):
     async def _deliver_one(self, data: bytes) -> None:
         try:
             env = rpc.decode_envelope(data)
-        except (msgspec.DecodeError, msgspec.ValidationError):
+        except _BAD_JSON:
             await self._put(Frame(data))
             return
         if env.method is UNSET and isinstance(env.id, int | str):
@@ -456,7 +461,7 @@ class HTTPClientChannel(trio.abc.Channel[Frame]):
     def _learn_version(self, result: Any) -> None:
         try:
             peek = _initialize_decoder.decode(result)
-        except (msgspec.DecodeError, msgspec.ValidationError):
+        except _BAD_JSON:
             return
         if isinstance(peek.protocolVersion, str):
             self.protocol_version = peek.protocolVersion
@@ -465,7 +470,7 @@ class HTTPClientChannel(trio.abc.Channel[Frame]):
         """Record the tools' ``x-mcp-header`` annotations; drop tools with invalid ones."""
         try:
             result = msgspec.json.decode(result_raw)
-        except msgspec.DecodeError:
+        except _BAD_JSON:
             return data
         tools = result.get("tools") if isinstance(result, dict) else None
         if not isinstance(tools, list):
@@ -777,7 +782,7 @@ class HTTPClientChannel(trio.abc.Channel[Frame]):
                     (env.id, err.code, err.message, None if err.data is UNSET else err.data)
                 )
             return found
-        except (msgspec.DecodeError, msgspec.ValidationError):
+        except _BAD_JSON:
             return []
 
     async def _read_stream(self, exchange: _Exchange, resp: Response) -> None:
@@ -935,7 +940,7 @@ class HTTPClientChannel(trio.abc.Channel[Frame]):
             resp.finish()
         try:
             answer = msgspec.json.decode(bodies[0]) if bodies else None
-        except msgspec.DecodeError:
+        except _BAD_JSON:
             answer = None
         if not isinstance(answer, dict) or "result" not in answer:
             raise Failure("bad_response", f"initialize was not answered with a result: {answer!r}")

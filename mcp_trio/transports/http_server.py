@@ -565,8 +565,10 @@ class StreamableHTTP:
             return _error_reply(413, f"Request body larger than {self.max_body_size} bytes")
         try:
             peeked = _peek.decode(request.body)
-        except msgspec.DecodeError as exc:
-            return _error_reply(400, f"Parse error: {exc}", code=rpc.PARSE_ERROR)
+            request.body.decode("utf-8")  # JSON text is UTF-8 (msgspec checks only what it decodes)
+        except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as exc:
+            reason = "the body is nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+            return _error_reply(400, f"Parse error: {reason}", code=rpc.PARSE_ERROR)
         messages = peeked if isinstance(peeked, list) else [peeked]
         if not messages:
             return _error_reply(400, "Invalid Request: empty batch")

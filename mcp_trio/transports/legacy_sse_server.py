@@ -206,8 +206,10 @@ class LegacySSE:
             return _error_reply(413, f"Request body larger than {self.max_body_size} bytes")
         try:
             msgspec.json.decode(request.body)
-        except msgspec.DecodeError as exc:
-            return _error_reply(400, f"Parse error: {exc}", code=rpc.PARSE_ERROR)
+            request.body.decode("utf-8")
+        except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as exc:
+            reason = "the body is nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+            return _error_reply(400, f"Parse error: {reason}", code=rpc.PARSE_ERROR)
         try:
             await session.put(Frame(request.body))
         except (trio.ClosedResourceError, trio.BrokenResourceError):

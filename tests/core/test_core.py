@@ -686,3 +686,19 @@ def test_extra_methods_are_delivered_as_json() -> None:
 def test_envelope_rejects_bool_ids_at_the_type_level() -> None:
     with pytest.raises(msgspec.ValidationError):
         rpc.decode_envelope(b'{"jsonrpc":"2.0","id":false,"method":"ping"}')
+
+
+def test_too_deep_or_not_utf8_is_a_parse_error_not_a_crash() -> None:
+    """Nesting deeper than the decoder goes, and bytes that are not UTF-8 inside a part
+    decoded late (_meta), are answered -32700 like any other bad JSON text."""
+    for version in ("2025-11-25", "2026-07-28"):
+        core = SessionCore("server", info={"name": "s", "version": "1"}, capabilities={"tools": {}})
+        deep = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":' + b"[" * 5000 + b"]" * 5000 + b"}"
+        meta = b'{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta":{"x":"\xff"}}}'
+        if version == "2026-07-28":
+            meta = meta.replace(b'"x"', b'"io.modelcontextprotocol/protocolVersion":"2026-07-28","x"')
+        for data in (deep, meta):
+            events = core.receive(data)
+            (out,) = [e for e in events if isinstance(e, Outgoing)]
+            reply = msgspec.json.decode(out.data)
+            assert reply["error"]["code"] == -32700 and reply["id"] is None, reply

@@ -738,3 +738,13 @@ async def test_stateless_request_errors_carry_their_http_status_and_id(front_doo
         r = await post("tools/list", {"_meta": MODERN_META})
         assert r.status_code == 200 and r.json()["result"]["tools"]
         assert endpoint.sessions == {}
+
+
+async def test_bodies_that_are_not_json_text_get_a_parse_error(front_door: str) -> None:
+    server, _ = make_server()
+    async with running(front_door, server) as (url, _), httpx.AsyncClient() as client:
+        for body in (b'{"jsonrpc":"2.0","id":1,"method":"ping","x":"\xff"}', b"[" * 5000 + b"]" * 5000):
+            r = await client.post(url, headers=ACCEPT, content=body)
+            assert r.status_code == 400 and r.json()["error"]["code"] == -32700, r.text
+        r = await client.post(url, headers=ACCEPT, json=init())  # and the server goes on
+        assert r.status_code == 200
