@@ -305,7 +305,11 @@ class _HttpSession(trio.abc.Channel[Frame]):
             return
         if not frame.data:
             return
+        batch_reply = frame.final and frame.data[:1] == b"["
         stream = self.by_request.get(frame.related) if frame.related is not None else None
+        if stream is None and batch_reply:
+            # A batch the core answered by itself (e.g. pings only): find it by its ids.
+            stream = self._stream_of(frame.data)
         if stream is None and frame.related is None and frame.final and len(self.streams) == 1:
             # A reply with no id (a parse error of a POST): its POST's stream.
             stream = next(iter(self.streams.values()))
@@ -315,12 +319,22 @@ class _HttpSession(trio.abc.Channel[Frame]):
                 self.backlog.append(frame.data)
                 return
         await self.deliver(stream, frame.data)
-        if frame.final and frame.related is not None:
-            if frame.data[:1] == b"[":
-                for request_id in list(stream.pending):  # a batch reply answers them all
-                    self.finish(request_id)
-            else:
-                self.finish(frame.related)
+        if batch_reply and stream is not self.get_stream:
+            for request_id in list(stream.pending):  # a batch reply answers them all
+                self.finish(request_id)
+        elif frame.final and frame.related is not None:
+            self.finish(frame.related)
+
+    def _stream_of(self, batch_reply: bytes) -> _Stream | None:
+        try:
+            replies = _peek.decode(batch_reply)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return None
+        for reply in replies if isinstance(replies, list) else [replies]:
+            stream = self.by_request.get(reply.id)
+            if stream is not None:
+                return stream
+        return None
 
     async def aclose(self) -> None:
         await self._in_recv.aclose()
@@ -641,6 +655,8 @@ class StreamableHTTP:
                 await session.end_input()
             return _Reply(202, headers=reply_headers)
         ids = {m.id for m in requests}
+        if len(ids) != len(requests):
+            return _error_reply(400, "Invalid Request: two requests of the batch share an id")
         if any(rid in session.by_request for rid in ids):
             return _error_reply(400, "Invalid Request: a request with this id is already in progress")
         if len([s for s in session.streams.values() if s.pending]) >= self.max_streams:

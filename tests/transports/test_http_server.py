@@ -456,6 +456,12 @@ async def test_batch_in_2025_03_26(front_door: str) -> None:
         replies = sorted(r.json(), key=lambda m: m["id"])
         assert replies[0] == {"jsonrpc": "2.0", "id": 1, "result": {}}
         assert replies[1]["result"]["content"][0]["text"] == "2"
+        # two requests of one batch with one id: refused at once (the answers could not be told apart)
+        with trio.fail_after(5):
+            r = await client.post(url, headers=headers, json=[rpc(3, "ping"), rpc(3, "ping")])
+        assert r.status_code == 400 and r.json()["error"]["code"] == -32600
+        r = await client.post(url, headers=headers, json=[rpc(4, "ping")])  # the session goes on
+        assert r.json() == [{"jsonrpc": "2.0", "id": 4, "result": {}}]
 
 
 class _Sink:
