@@ -164,6 +164,7 @@ class Session:
         #: Set once the session has ended.
         self.closed = trio.Event()
         self._outbox_send, self._outbox_recv = trio.open_memory_channel[Frame](outbox_size)
+        self._notifying = False
         self._notify_send, self._notify_recv = trio.open_memory_channel[NotificationReceived](
             outbox_size
         )
@@ -213,7 +214,6 @@ class Session:
                 outer.start_soon(self._writer)
                 async with trio.open_nursery() as tasks:
                     self._tasks = tasks
-                    tasks.start_soon(self._notification_loop)
                     if self.keepalive_interval is not None:
                         tasks.start_soon(self._keepalive)
                     task_status.started()
@@ -260,6 +260,12 @@ class Session:
         elif isinstance(event, Outgoing):
             await self._put(Frame(event.data, event.related, event.final))
         elif isinstance(event, NotificationReceived):
+            if event.method not in self.notification_handlers:
+                return  # nobody listens: nothing to queue
+            if not self._notifying:  # started on the first one: idle sessions stay small
+                self._notifying = True
+                assert self._tasks is not None
+                self._tasks.start_soon(self._notification_loop)
             await self._notify_send.send(event)
         elif isinstance(event, CancelRequested):
             scope = self._scopes.get(event.id)
