@@ -77,6 +77,10 @@ class Finding:
 # ---------------------------------------------------------------- session
 
 
+#: Seconds a target gets to answer its first initialize (start-up included).
+STARTUP_TIMEOUT = 30.0
+
+
 class Session:
     """One session with the target, spoken raw: handshake, cases, pings."""
 
@@ -103,12 +107,14 @@ class Session:
         init = {"jsonrpc": "2.0", "id": "fuzz-init", "method": "initialize",
                 "params": {"protocolVersion": self.revision, "capabilities": {},
                            "clientInfo": {"name": "mcp-trio-fuzz", "version": "1"}}}
-        self.conn.send([_dump(init)], want={orc.idkey("fuzz-init")}, timeout=self.timeout)
+        # A process may take a while to start (interpreters, a loaded machine): the first
+        # answer gets STARTUP_TIMEOUT; every later one the campaign's timeout.
+        self.conn.send([_dump(init)], want={orc.idkey("fuzz-init")}, timeout=max(self.timeout, STARTUP_TIMEOUT))
         result = next((m.get("result") for r in self.conn.received for m in _msgs(r.message)
                        if isinstance(m, dict) and m.get("id") == "fuzz-init" and "result" in m), None)
         if not isinstance(result, dict):
             self.close()
-            raise TargetError(f"no valid answer to initialize within {self.timeout} s")
+            raise TargetError(f"no valid answer to initialize within {max(self.timeout, STARTUP_TIMEOUT)} s")
         version = result.get("protocolVersion")
         if isinstance(version, str) and version in _versions.SUPPORTED_VERSIONS:
             self.negotiated = version
