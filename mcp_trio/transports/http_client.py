@@ -247,14 +247,6 @@ class _Renewed(Exception):
     """The session was renewed after a 404: send the message again."""
 
 
-def _is_response(data: bytes) -> bool:
-    try:
-        message = msgspec.json.decode(data)
-    except _BAD_JSON:
-        return False
-    return isinstance(message, dict) and "method" not in message and "id" in message
-
-
 class _Exchange:
     """One POST of a request (or batch) and the streams that carry its answer."""
 
@@ -933,7 +925,9 @@ class HTTPClientChannel(trio.abc.Channel[Frame]):
             if resp.content_type == "text/event-stream":
                 decoder = SSEDecoder(self.max_message_size)
                 while not bodies and (chunk := await resp.next_chunk()) is not None:
-                    bodies = [e.data for e in decoder.feed(chunk) if e.event == "message" and _is_response(e.data)]
+                    bodies = [
+                        e.data for e in decoder.feed(chunk) if e.event == "message" and _peek(e.data).kind == "response"
+                    ]
             else:
                 bodies = [await resp.read(self.max_message_size)]
         finally:

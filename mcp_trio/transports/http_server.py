@@ -409,6 +409,18 @@ def _error_reply(status: int, message: str, code: int = rpc.INVALID_REQUEST, id:
     return _Reply(status, rpc.encode_error(id, code, message), [("content-type", "application/json")])
 
 
+def _peek_body(body: bytes) -> _Message | list[_Message] | _Reply:
+    """A POST body's message(s), or the 400 parse error for a body that is not
+    JSON text (not JSON, nested deeper than the decoder goes, or not UTF-8)."""
+    try:
+        peeked = _peek.decode(body)
+        body.decode("utf-8")  # JSON text is UTF-8 (msgspec checks only what it decodes)
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as exc:
+        reason = "the body is nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        return _error_reply(400, f"Parse error: {reason}", code=rpc.PARSE_ERROR)
+    return peeked
+
+
 class StreamableHTTP:
     """The Streamable HTTP endpoint logic.
 
@@ -577,12 +589,9 @@ class StreamableHTTP:
             return _error_reply(415, "Unsupported Media Type: Content-Type must be application/json")
         if len(request.body) > self.max_body_size:
             return _error_reply(413, f"Request body larger than {self.max_body_size} bytes")
-        try:
-            peeked = _peek.decode(request.body)
-            request.body.decode("utf-8")  # JSON text is UTF-8 (msgspec checks only what it decodes)
-        except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as exc:
-            reason = "the body is nested too deeply" if isinstance(exc, RecursionError) else str(exc)
-            return _error_reply(400, f"Parse error: {reason}", code=rpc.PARSE_ERROR)
+        peeked = _peek_body(request.body)
+        if isinstance(peeked, _Reply):
+            return peeked
         messages = peeked if isinstance(peeked, list) else [peeked]
         if not messages:
             return _error_reply(400, "Invalid Request: empty batch")

@@ -32,10 +32,8 @@ from collections.abc import Iterable
 from typing import Any
 from urllib.parse import parse_qs
 
-import msgspec
 import trio
 
-from .. import _jsonrpc as rpc
 from ._base import Frame
 from ._sse import encode_comment, encode_event
 from .http_server import (
@@ -45,6 +43,7 @@ from .http_server import (
     Responder,
     ServeSession,
     _error_reply,
+    _peek_body,
     _Reply,
     _send_reply,
     _SSE_HEADERS,
@@ -204,12 +203,9 @@ class LegacySSE:
             return _error_reply(415, "Unsupported Media Type: Content-Type must be application/json")
         if len(request.body) > self.max_body_size:
             return _error_reply(413, f"Request body larger than {self.max_body_size} bytes")
-        try:
-            msgspec.json.decode(request.body)
-            request.body.decode("utf-8")
-        except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as exc:
-            reason = "the body is nested too deeply" if isinstance(exc, RecursionError) else str(exc)
-            return _error_reply(400, f"Parse error: {reason}", code=rpc.PARSE_ERROR)
+        problem = _peek_body(request.body)
+        if isinstance(problem, _Reply):
+            return problem
         try:
             await session.put(Frame(request.body))
         except (trio.ClosedResourceError, trio.BrokenResourceError):
