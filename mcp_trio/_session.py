@@ -236,7 +236,7 @@ class Session:
             try:
                 frame = await channel.receive()
             except (trio.EndOfChannel, trio.ClosedResourceError, trio.BrokenResourceError):
-                self._close_reason = "the peer closed the connection"
+                self._close_reason = _ended("the peer closed the connection", channel)
                 return
             if frame.error is not None:
                 log.warning("framing error from peer: %s", frame.error)
@@ -310,7 +310,7 @@ class Session:
                     else:
                         await send_many(batch)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
-                self._close_reason = "the connection to the peer broke"
+                self._close_reason = _ended("the connection to the peer broke", channel)
                 self._reader_scope.cancel()
 
     async def _notification_loop(self) -> None:
@@ -719,6 +719,13 @@ class Session:
     @property
     def state(self) -> State:
         return self.core.state
+
+
+def _ended(what: str, channel: Any) -> str:
+    """``what`` happened, with the transport's own account (``end_reason``) when it has one,
+    such as a WebSocket close code."""
+    reason = getattr(channel, "end_reason", None)
+    return f"{what} ({reason})" if reason else what
 
 
 @asynccontextmanager

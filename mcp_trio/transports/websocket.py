@@ -203,6 +203,14 @@ class WebSocketChannel(trio.abc.Channel[Frame]):
         """Close with 1001 because the server stops (``cancelled``: by cancellation)."""
         await self.close(*_SERVER_GOING_AWAY)
 
+    @property
+    def end_reason(self) -> str | None:
+        """How the connection ended, for the errors of calls still waiting (``None`` while open)."""
+        if self.close_code is None:
+            return None
+        why = f": {self.close_reason}" if self.close_reason else ""
+        return f"WebSocket close code {self.close_code}{why}"
+
     def _set_close(self, code: int, reason: str) -> None:
         if self.close_code is None:
             self.close_code = int(code)

@@ -836,6 +836,8 @@ async def test_a_stopping_server_closes_with_1001(front_door: str, how: str) -> 
                         else:
                             endpoint.shutdown()
                 assert len(errors) == 1
+                # the waiting call says how the connection ended
+                assert "WebSocket close code 1001: server shutting down" in str(errors[0])
         assert (channel.close_code, channel.close_reason) == (1001, "server shutting down")
         assert state["cancelled"].is_set()
         await wait_until(lambda: endpoint.connections == 0)
