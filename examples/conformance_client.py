@@ -25,6 +25,15 @@ What it does per scenario:
   properties (the client leaves out tools whose ``x-mcp-header``
   annotations are invalid).
 
+* ``auth/...``: the server wants OAuth 2.1; the client authorizes with
+  :class:`mcp_trio.auth.client.OAuthClient` (built by :func:`auth_for` from
+  the scenario and its context: headless authorization code grant with
+  dynamic registration or a Client ID Metadata Document, a pre-registered
+  client, ``client_credentials``, JWT bearer or enterprise-managed grants),
+  then lists the tools and calls the first one.  Where the client must
+  refuse (a resource or issuer mismatch, a scope it can never get), it
+  exits 1 with the reason.
+
 Any other scenario connects and lists the tools if the server has any.  The exit status is 0 when
 the scenario's calls succeeded, 1 otherwise (with the reason on stderr).
 """
@@ -39,10 +48,22 @@ from typing import Any
 import msgspec
 import trio
 
+from mcp_trio.auth.client import (
+    AuthorizationCodeGrant,
+    ClientCredentialsGrant,
+    ClientInformation,
+    ClientMetadata,
+    EnterpriseGrant,
+    HeadlessRedirect,
+    JwtBearerGrant,
+    OAuthClient,
+)
 from mcp_trio.client import Client, connect_http, elicitation_defaults
 
 SCENARIO_ENV = "MCP_CONFORMANCE_SCENARIO"
 CONTEXT_ENV = "MCP_CONFORMANCE_CONTEXT"
+#: The Client ID Metadata Document URL the suite's authorization servers expect.
+CIMD_URL = "https://conformance-test.local/client-metadata.json"
 _PLACEHOLDERS = {"string": "x", "integer": 1, "number": 1.5, "boolean": True, "object": {}, "array": []}
 
 
@@ -74,12 +95,49 @@ def placeholder_arguments(input_schema: Any) -> dict[str, Any]:
     }
 
 
+def _preregistered(context: dict[str, Any], method: str | None = None) -> ClientInformation:
+    return ClientInformation(
+        client_id=context["client_id"],
+        client_secret=context.get("client_secret"),
+        token_endpoint_auth_method=method,
+    )
+
+
+def auth_for(scenario: str, context: dict[str, Any]) -> OAuthClient | None:
+    """The OAuth client an ``auth/...`` scenario calls for (``None`` for the others)."""
+    if not scenario.startswith("auth/"):
+        return None
+    metadata = ClientMetadata(client_name="mcp-trio-conformance-client")
+    if scenario in ("auth/client-credentials-basic", "auth/client-credentials-jwt"):
+        return OAuthClient(
+            grant=ClientCredentialsGrant(),
+            client=_preregistered(context),
+            private_key=context.get("private_key_pem"),
+            signing_algorithm=context.get("signing_algorithm", "ES256"),
+        )
+    if scenario in ("auth/enterprise-managed-authorization", "auth/cross-app-access-complete-flow"):
+        grant = EnterpriseGrant(
+            idp_token_endpoint=context["idp_token_endpoint"],
+            id_token=context["idp_id_token"],
+            idp_client_id=context.get("idp_client_id"),
+        )
+        return OAuthClient(grant=grant, client=_preregistered(context))
+    if scenario == "auth/wif-jwt-bearer":
+        return OAuthClient(grant=JwtBearerGrant(context["valid_jwt"]), client=_preregistered(context, "none"))
+    grant = AuthorizationCodeGrant(HeadlessRedirect("http://localhost:3000/callback"))
+    if "client_id" in context:  # pre-registration
+        return OAuthClient(grant=grant, client=_preregistered(context), client_issuer=context.get("issuer"))
+    return OAuthClient(grant=grant, client_metadata=metadata, client_metadata_url=CIMD_URL)
+
+
 async def run(url: str, scenario: str, context: dict[str, Any]) -> None:
+    auth = auth_for(scenario, context)
     async with connect_http(
         url,
         name="mcp-trio-conformance-client",
         version="1.0.0",
         elicitation=accept_defaults,
+        auth=auth,
     ) as client:
         print(f"connected: {client.session.protocol_version} {client.session.peer_info}", file=sys.stderr)
         if context.get("toolCalls"):
@@ -101,6 +159,11 @@ async def run(url: str, scenario: str, context: dict[str, Any]) -> None:
             await _call(client, "test_client_elicitation_defaults", {})
         elif scenario == "sse-retry":
             await _call(client, "test_reconnection", {})
+        elif auth is not None:
+            tools = await client.list_all_tools()
+            if tools:
+                result = await client.call_tool(tools[0].name, placeholder_arguments(tools[0].inputSchema))
+                print(f"{tools[0].name}: {_text(result)}", file=sys.stderr)
         elif "tools" in client.server_capabilities:
             await client.list_all_tools()
 

@@ -37,7 +37,7 @@ import inspect
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import trio
@@ -50,6 +50,9 @@ from ._subscriptions import SUBSCRIPTION_ID
 from .transports._base import MessageChannel
 from .transports.stdio import open_stdio_client
 from .types import _versions
+
+if TYPE_CHECKING:
+    from .transports.http_client import HTTPAuth
 
 __all__ = [
     "Client",
@@ -809,17 +812,24 @@ async def connect_http(
     url: str,
     *,
     http_options: Mapping[str, Any] | None = None,
+    auth: HTTPAuth | None = None,
     **client_options: Any,
 ) -> AsyncIterator[Client]:
     """Connect to the Streamable HTTP endpoint ``url``.
 
     ``http_options`` go to :func:`~mcp_trio.transports.http_client.open_http_client`
     (headers, TLS context, timeouts, ``legacy_fallback`` ...), ``client_options``
-    to :func:`open_client`.  The session is ended with ``DELETE`` on exit.
+    to :func:`open_client`.  ``auth`` supplies credentials for every request
+    (e.g. :class:`mcp_trio.auth.client.OAuthClient`; see
+    :class:`~mcp_trio.transports.http_client.HTTPAuth`).  The session is
+    ended with ``DELETE`` on exit.
     """
     from .transports.http_client import open_http_client
 
-    async with open_http_client(url, **(http_options or {})) as channel:
+    options = dict(http_options or {})
+    if auth is not None:
+        options["auth"] = auth
+    async with open_http_client(url, **options) as channel:
         async with open_client(channel, **client_options) as client:
             yield client
 

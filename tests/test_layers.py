@@ -36,6 +36,7 @@ LAYERS: dict[str, int] = {
     "mcp_trio._tasks": 5,
     "mcp_trio._subscriptions": 5,
     "mcp_trio.client": 5,
+    "mcp_trio.auth": 5,
     "mcp_trio.testing": 5,
     "mcp_trio.fuzzing": 5,
     "mcp_trio._cli": 6,
@@ -58,6 +59,8 @@ THIRD_PARTY: dict[str, set[str]] = {
     "mcp_trio._session": {"msgspec", "trio"},
     "mcp_trio._context": {"msgspec", "trio"},
     "mcp_trio.fuzzing": {"msgspec", "h11", "hypothesis"},
+    # OAuth: JOSE (the ``auth`` extra: PyJWT and cryptography) imported where JWTs are made
+    "mcp_trio.auth": {"msgspec", "trio", "h11", "hypercorn", "jwt", "cryptography"},
     "mcp_trio": {"msgspec", "trio", "h11", "wsproto", "hypercorn"},
 }
 

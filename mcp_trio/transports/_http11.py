@@ -233,7 +233,12 @@ class Response:
         self.reason: str = event.reason.decode("latin-1", "replace")
         self.headers: dict[str, str] = {}
         for name, value in event.headers:
-            self.headers.setdefault(name.decode("latin-1"), value.decode("latin-1"))
+            key, text = name.decode("latin-1"), value.decode("latin-1")
+            if key == "www-authenticate" and key in self.headers:
+                # several challenges (Bearer, DPoP ...) may come as separate headers
+                self.headers[key] += ", " + text
+            else:
+                self.headers.setdefault(key, text)
         self._done = False
         self._finished = False
 

@@ -32,6 +32,10 @@ How messages travel:
   request arrived is resumed with GET + ``Last-Event-ID`` after the server's
   ``retry`` delay (``reconnect_delay`` if it set none); consecutive failed
   attempts are bounded by ``reconnect_attempts``.  2026-07-28 has neither.
+* With ``auth`` (an :class:`HTTPAuth`, e.g. :class:`mcp_trio.auth.client.OAuthClient`)
+  every request carries its headers; a 401/403 it answers is sent again, at
+  most ``_AUTH_RETRIES`` times, and one it cannot answer fails the request
+  (reason ``"auth"``).
 * On close, the session is ended with DELETE (a 405 answer is fine).  At
   2026-07-28, cancelling a request closes its response stream instead of
   posting ``notifications/cancelled``, as that revision specifies.
@@ -80,7 +84,7 @@ import ssl
 import urllib.parse
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 import trio
@@ -107,6 +111,7 @@ from .stdio import DEFAULT_MAX_MESSAGE_SIZE
 __all__ = [
     "DEFAULT_MAX_MESSAGE_SIZE",
     "TRANSPORT_ERROR",
+    "HTTPAuth",
     "HTTPClientChannel",
     "open_http_client",
     "open_legacy_sse_client",
@@ -115,7 +120,26 @@ __all__ = [
 log = logging.getLogger("mcp_trio.http")
 
 
+class HTTPAuth(Protocol):
+    """What ``auth=`` plugs in: credentials for every request to the endpoint.
+
+    :meth:`headers` gives the headers to add (``Authorization``, ``DPoP``) for
+    one request.  When the server answers 401 or 403, :meth:`challenge` is
+    told (with what was sent) and may authorize, refresh or step up; it
+    returns True to have the request sent again, False to give up.  An
+    exception it raises becomes the request's failure (reason ``"auth"``).
+    The MCP session never sees any of it.
+    """
+
+    async def headers(self, method: str, url: str) -> list[tuple[str, str]]: ...
+
+    async def challenge(
+        self, status: int, headers: Mapping[str, str], sent: list[tuple[str, str]]
+    ) -> bool: ...
+
+
 _ERROR_BODY_LIMIT = 64 * 1024  # bytes of an HTTP error body read for the message
+_AUTH_RETRIES = 3  # times one request is sent again after a 401/403 its ``auth`` answered
 _LINGER = 1.0  # seconds to wait for a stream to end after its last response
 _MIN_POLL = 0.01  # floor on a reconnection delay
 _INCOMING_BUFFER = 64
@@ -311,6 +335,7 @@ class HTTPClientChannel(trio.abc.Channel[Frame]):
         close_timeout: float = 2.0,
         renew_sessions: bool = True,
         max_renewals: int = 3,
+        auth: HTTPAuth | None = None,
     ) -> None:
         if max_connections < 1:
             raise ValueError("max_connections must be at least 1")
@@ -325,6 +350,7 @@ class HTTPClientChannel(trio.abc.Channel[Frame]):
             if name.lower() in _RESERVED_HEADERS:
                 raise ValueError(f"the transport sets the {name!r} header itself")
         self._user_headers = extra
+        self._auth = auth
         self.timeout = timeout
         self.max_message_size = max_message_size
         self.reconnect_delay = reconnect_delay
@@ -395,7 +421,7 @@ class HTTPClientChannel(trio.abc.Channel[Frame]):
     async def _delete_session(self) -> None:
         try:
             headers = self._headers(accept=_ACCEPT_BOTH, version=self.protocol_version)
-            resp = await self._pool.request("DELETE", self._target.path, headers)
+            resp = await self._send("DELETE", self._target.path, headers)
         except Failure as exc:
             log.debug("DELETE of session %s failed: %s", self.session_id, exc)
             return
@@ -491,6 +517,41 @@ class HTTPClientChannel(trio.abc.Channel[Frame]):
         return rpc.encode_response(id, result)
 
     # ------------------------------------------------------------ sending
+
+    async def _send(
+        self, method: str, target: str, headers: Headers, body: bytes | None = None
+    ) -> Response:
+        """Every request to the server goes through here.
+
+        With ``auth``, its headers are added, and a 401/403 that it answers
+        (by authorizing, refreshing or stepping up) sends the request again,
+        at most ``_AUTH_RETRIES`` times; the last refusal is returned as is.
+        """
+        auth = self._auth
+        if auth is None:
+            return await self._pool.request(method, target, headers, body)
+        url = urllib.parse.urljoin(self.url, target)
+        for _ in range(_AUTH_RETRIES):
+            sent = await auth.headers(method, url)
+            resp = await self._pool.request(method, target, headers + list(sent), body)
+            if resp.status not in (401, 403):
+                return resp
+            text = excerpt(await resp.read_prefix(_ERROR_BODY_LIMIT))
+            resp.finish()
+            try:
+                retry = await auth.challenge(resp.status, resp.headers, sent)
+            except Exception as exc:  # the auth's own failure: the request's error
+                log.debug("authorization failed", exc_info=True)
+                raise Failure("auth", f"authorization failed: {exc}", status=resp.status) from None
+            if not retry:
+                raise Failure(
+                    "auth",
+                    f"{resp.describe()} from {self.url}" + (f": {text}" if text else ""),
+                    status=resp.status,
+                    body=text,
+                )
+        sent = await auth.headers(method, url)
+        return await self._pool.request(method, target, headers + list(sent), body)
 
     def _headers(
         self,
@@ -604,7 +665,7 @@ class HTTPClientChannel(trio.abc.Channel[Frame]):
         sent_session = self.session_id if not modern else None
         with trio.move_on_after(self.timeout) as scope:
             try:
-                resp = await self._pool.request("POST", self._target.path, headers, data)
+                resp = await self._send("POST", self._target.path, headers, data)
             except Failure as exc:
                 log.warning("could not post %s: %s", msg.method or "a response", exc)
                 return
@@ -669,7 +730,7 @@ class HTTPClientChannel(trio.abc.Channel[Frame]):
         msg = exchange.msg
         headers = self._message_headers(exchange.data, msg)
         sent_session = self.session_id if not exchange.modern else None
-        resp = await self._pool.request("POST", self._target.path, headers, exchange.data)
+        resp = await self._send("POST", self._target.path, headers, exchange.data)
         try:
             status = resp.status
             if "initialize" in msg.methods.values() and 200 <= status < 300:
@@ -855,7 +916,7 @@ class HTTPClientChannel(trio.abc.Channel[Frame]):
             )
             sent_session = self.session_id is not None
             try:
-                resp = await self._pool.request("GET", self._target.path, headers)
+                resp = await self._send("GET", self._target.path, headers)
             except Failure as exc:
                 failures += 1
                 last_error = exc.message
@@ -901,7 +962,7 @@ class HTTPClientChannel(trio.abc.Channel[Frame]):
                 if self._initialized_data is not None:
                     headers = self._headers(accept=_ACCEPT_BOTH, body=self._initialized_data, version=version)
                     with trio.fail_after(self.timeout):
-                        resp = await self._pool.request("POST", self._target.path, headers, self._initialized_data)
+                        resp = await self._send("POST", self._target.path, headers, self._initialized_data)
                         resp.finish()
                     if not 200 <= resp.status < 300:
                         raise Failure("http_status", f"notifications/initialized: {resp.describe()}")
@@ -914,7 +975,7 @@ class HTTPClientChannel(trio.abc.Channel[Frame]):
 
     async def _initialize_again(self, data: bytes) -> tuple[str | None, Any]:
         """POST ``initialize`` without a session; the new session id and the result."""
-        resp = await self._pool.request("POST", self._target.path, self._headers(accept=_ACCEPT_BOTH, body=data), data)
+        resp = await self._send("POST", self._target.path, self._headers(accept=_ACCEPT_BOTH, body=data), data)
         try:
             if not 200 <= resp.status < 300:
                 raise Failure("http_status", f"initialize: {resp.describe()}")
@@ -994,7 +1055,7 @@ class HTTPClientChannel(trio.abc.Channel[Frame]):
                 )
                 sent_session = self.session_id
                 try:
-                    resp = await self._pool.request("GET", self._target.path, headers)
+                    resp = await self._send("GET", self._target.path, headers)
                 except Failure as exc:
                     failures += 1
                     log.debug("GET stream: %s", exc)
@@ -1069,7 +1130,7 @@ class HTTPClientChannel(trio.abc.Channel[Frame]):
         headers = self._headers(accept="text/event-stream", session=False)
         started = False
         with trio.move_on_after(self.timeout) as opening:
-            resp = await self._pool.request("GET", self._target.path, headers)
+            resp = await self._send("GET", self._target.path, headers)
         if opening.cancelled_caught:
             raise Failure("connect", f"the SSE endpoint did not answer within {self.timeout} s")
         reason = "the server closed the SSE stream"
@@ -1136,7 +1197,7 @@ class HTTPClientChannel(trio.abc.Channel[Frame]):
         failure: Failure | None = None
         with trio.move_on_after(self.timeout) as scope:
             try:
-                resp = await self._pool.request("POST", self._legacy_target, headers, data)
+                resp = await self._send("POST", self._legacy_target, headers, data)
             except Failure as exc:
                 failure = exc
             else:
@@ -1212,6 +1273,7 @@ async def open_http_client(
     close_timeout: float = 2.0,
     renew_sessions: bool = True,
     max_renewals: int = 3,
+    auth: HTTPAuth | None = None,
 ) -> AsyncIterator[HTTPClientChannel]:
     """A Streamable HTTP channel to the MCP endpoint ``url``, open for the ``async with`` block.
 
@@ -1249,6 +1311,9 @@ async def open_http_client(
         renew_sessions: After a 404 for the session, start a new one and send
             the refused message again (see the module docs); False: end.
         max_renewals: Sessions renewed at most, over the channel's life.
+        auth: Credentials for every request (see :class:`HTTPAuth`;
+            :class:`mcp_trio.auth.client.OAuthClient` is the OAuth 2.1
+            implementation).
     """
     channel = HTTPClientChannel(
         url,
@@ -1266,6 +1331,7 @@ async def open_http_client(
         close_timeout=close_timeout,
         renew_sessions=renew_sessions,
         max_renewals=max_renewals,
+        auth=auth,
     )
     async with _serve(channel, legacy=False) as opened:
         yield opened
