@@ -192,12 +192,15 @@ async def _serve_http(
     front_door: str,
     legacy_sse: bool = False,
     stateless: bool = False,
+    auth: Any = None,
 ) -> None:
     import trio
 
     serve = partial(
         server.serve_http, host, port, path=path, front_door=front_door, legacy_sse=legacy_sse, stateless=stateless
     )
+    if auth is not None:
+        serve = partial(serve, auth=auth)
     async with trio.open_nursery() as nursery:
         urls = await nursery.start(serve)
         for url in urls:
@@ -219,6 +222,21 @@ async def _serve_websocket(server: Any, host: str, port: int, path: str) -> None
         if group.split(KeyboardInterrupt)[1] is None:  # Ctrl+C, wherever it landed
             raise KeyboardInterrupt from None
         raise
+
+
+def _resource_server(args: argparse.Namespace) -> Any:
+    """With --auth-issuer: the endpoint accepts only JWT access tokens of that issuer."""
+    if args.auth_issuer is None:
+        return None
+    from .auth.server import JWTVerifier, ResourceServer
+
+    verifier = JWTVerifier(args.auth_jwks, issuer=args.auth_issuer)
+    return ResourceServer(
+        args.auth_resource,
+        authorization_servers=[args.auth_issuer],
+        verifier=verifier,
+        required_scopes=args.auth_scope,
+    )
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
@@ -253,7 +271,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             else:
                 host, port = _parse_host_port(args.http)
                 serve = partial(_serve_http, server, host, port, args.path, args.front_door)
-                trio.run(serve, args.legacy_sse, args.stateless)
+                trio.run(serve, args.legacy_sse, args.stateless, _resource_server(args))
         except KeyboardInterrupt:
             return 130
         return 0
@@ -440,6 +458,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="with --http, also serve the 2024-11-05 HTTP+SSE transport for old clients "
         "(GET /sse, POST /messages)",
+    )
+    p.add_argument(
+        "--auth-issuer",
+        metavar="URL",
+        help="with --http, require OAuth access tokens (JWTs) from this authorization server; "
+        "serves the protected resource metadata (see docs/authorization.md)",
+    )
+    p.add_argument(
+        "--auth-jwks", metavar="URL", help="its signing keys (default: its metadata's jwks_uri)"
+    )
+    p.add_argument(
+        "--auth-scope", action="append", default=[], metavar="SCOPE",
+        help="a scope every request needs (repeatable)",
+    )
+    p.add_argument(
+        "--auth-resource", metavar="URL",
+        help="this server's resource identifier, the tokens' audience (default: the endpoint URL)",
     )
     p.set_defaults(func=_cmd_serve)
     sub.add_parser("fuzz", help="fuzz an MCP server (see 'mcp-trio fuzz --help'); "

@@ -74,6 +74,14 @@ class RequestContext:
         return self.session.peer_capabilities if self.session.role == "server" else {}
 
     @property
+    def auth(self) -> Any:
+        """What the transport's authorization layer verified for this request
+        (behind a protected HTTP endpoint: an ``mcp_trio.auth.server.AccessToken``),
+        or ``None``.  The transport keeps it, so the core never sees it."""
+        lookup = getattr(self.session.channel, "auth_for", None)
+        return lookup(self.id) if lookup is not None else None
+
+    @property
     def cancelled(self) -> bool:
         """True once the peer cancelled this request."""
         return self.cancel_scope.cancel_called

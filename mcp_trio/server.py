@@ -165,6 +165,14 @@ class Context:
         return self.request.client_capabilities
 
     @property
+    def auth(self) -> Any:
+        """The verified access token this request came with, behind a protected
+        HTTP endpoint (``serve_http(auth=...)``: an
+        :class:`mcp_trio.auth.server.AccessToken` with subject, client id,
+        scopes and claims); ``None`` elsewhere."""
+        return self.request.auth
+
+    @property
     def progress_token(self) -> int | str | None:
         """The client's progress token for this request, if it asked for progress."""
         return self.request.progress_token
@@ -941,6 +949,7 @@ class Server:
         path: str = "/mcp",
         front_door: str = "h11",
         legacy_sse: bool = False,
+        auth: Any = None,
         task_status: Any = trio.TASK_STATUS_IGNORED,
         **http_options: Any,
     ) -> None:
@@ -950,6 +959,9 @@ class Server:
         ``"hypercorn"`` (ASGI: HTTP/2, TLS and hypercorn's other settings).
         ``legacy_sse`` also serves the 2024-11-05 HTTP+SSE transport for old
         clients (stream at ``/sse``, messages to ``/messages``).
+        ``auth`` (an :class:`mcp_trio.auth.server.ResourceServer`) makes every
+        endpoint require a bearer token and serves the protected resource
+        metadata; see docs/authorization.md.
         ``task_status.started`` gets the endpoint URLs.  ``http_options`` go to
         :class:`~mcp_trio.transports.http_server.StreamableHTTP` (allowed
         hosts, response mode, session limits, event store ...).
@@ -974,10 +986,18 @@ class Server:
                 )
                 await nursery.start(legacy.run)
                 routes = {"/sse": legacy, legacy.messages_path: legacy}
+            front: Any = endpoint
+            if auth is not None:
+                # The transport, not the session, enforces authorization.
+                front = auth.protect(endpoint)
+                routes = {p: auth.protect(h) for p, h in routes.items()}
+                routes.update(auth.metadata_routes(path))
             if front_door == "h11":
-                urls = await nursery.start(partial(serve_h11, endpoint, host, port, path=path, routes=routes))
+                urls = await nursery.start(partial(serve_h11, front, host, port, path=path, routes=routes))
             else:
-                urls = await nursery.start(serve_hypercorn, ASGIApp(endpoint, path, routes), host, port)
+                urls = await nursery.start(serve_hypercorn, ASGIApp(front, path, routes), host, port)
+            if auth is not None:
+                auth.bind_resource(urls[0] + path)
             task_status.started([url + path for url in urls])
 
     async def serve_stdio(self, **channel_options: Any) -> None:

