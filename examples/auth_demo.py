@@ -18,9 +18,8 @@ from functools import partial
 
 import trio
 
-from mcp_trio.auth._metadata import ClientMetadata
 from mcp_trio.auth.authorization_server import AuthorizationServer
-from mcp_trio.auth.client import AuthorizationCodeGrant, HeadlessRedirect, OAuthClient
+from mcp_trio.auth.client import AuthorizationCodeGrant, ClientMetadata, HeadlessRedirect, OAuthClient
 from mcp_trio.auth.server import JWTVerifier, ResourceServer
 from mcp_trio.client import connect_http
 from mcp_trio.server import Context, Server
