@@ -210,12 +210,12 @@ async def _serve_http(
                 print(f"mcp-trio serve: HTTP+SSE (2024-11-05) at {base}/sse", file=sys.stderr, flush=True)
 
 
-async def _serve_websocket(server: Any, host: str, port: int, path: str) -> None:
+async def _serve_websocket(server: Any, host: str, port: int, path: str, auth: Any = None) -> None:
     import trio
 
     try:
         async with trio.open_nursery() as nursery:
-            urls = await nursery.start(partial(server.serve_websocket, host, port, path=path))
+            urls = await nursery.start(partial(server.serve_websocket, host, port, path=path, auth=auth))
             for url in urls:
                 print(f"mcp-trio serve: WebSocket at {url}", file=sys.stderr, flush=True)
     except BaseExceptionGroup as group:
@@ -265,7 +265,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
                     print("mcp-trio serve: error: use --http or --ws, not both", file=sys.stderr)
                     return 2
                 host, port = _parse_host_port(args.ws, "--ws")
-                trio.run(_serve_websocket, server, host, port, args.path)
+                trio.run(_serve_websocket, server, host, port, args.path, _resource_server(args))
             elif args.http is None:
                 trio.run(server.serve_stdio)
             else:
@@ -462,7 +462,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument(
         "--auth-issuer",
         metavar="URL",
-        help="with --http, require OAuth access tokens (JWTs) from this authorization server; "
+        help="with --http or --ws, require OAuth access tokens (JWTs) from this authorization server; "
         "serves the protected resource metadata (see docs/authorization.md)",
     )
     p.add_argument(

@@ -71,6 +71,10 @@ and a required one is refused with -32021 naming the extension.  Then:
   authentication).  Without a principal every caller has the same owner and
   a task id acts as a bearer token, as the extension allows.  The owner is
   part of the 2025-11-25 scope too.
+* Authorization.  The task keeps the ``ctx.auth`` of the ``tools/call``
+  that created it (the transport forgets it once that request is answered,
+  which is at once), so the work sees the same ``ctx.auth`` for its whole
+  life; it never appears in ``tasks/*`` answers.
 * Lifetime.  A 2025-11-25 task runs inside the nursery of the session whose
   request created it, so nothing outlives that session; when the session
   ends, a task still running is cancelled.  An extension task runs in the
@@ -173,6 +177,7 @@ class _Task:
         "asking",
         "waiting_streams",
         "last_progress",
+        "auth",
     )
 
     def __init__(
@@ -206,6 +211,9 @@ class _Task:
         self.asking = 0  # 2025-11-25: requests to the client in progress
         self.waiting_streams: list[Any] = []  # 2025-11-25: ids of tasks/result calls waiting
         self.last_progress: float | None = None
+        # The authorization of the creating request (``ctx.auth``), for the
+        # work's whole life; kept here only, never in what tasks/* answer.
+        self.auth: Any = None
 
     @property
     def terminal(self) -> bool:
@@ -337,6 +345,7 @@ class TaskManager:
         task = _Task(
             task_id, owner, ctx.session, _versions.is_stateless(ctx.version), self._seq, now, ttl
         )
+        task.auth = ctx.auth  # read now: the transport forgets it once the request is answered
         self._tasks[task_id] = task
         task_ctx = TaskRequestContext(ctx.session, ctx.incoming, task.scope, task, self)
         try:
@@ -668,6 +677,13 @@ class TaskRequestContext(RequestContext):
     @property
     def task_id(self) -> str:
         return self.task.task_id
+
+    @property
+    def auth(self) -> Any:
+        """The creating request's authorization, as it was verified then: the
+        transport forgets it once that request is answered (at once, with
+        ``CreateTaskResult``), the task keeps it for as long as it runs."""
+        return self.task.auth
 
     def _stream(self) -> Any:
         """A waiting ``tasks/result`` call whose stream carries the task's messages."""

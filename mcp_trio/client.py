@@ -839,6 +839,7 @@ async def connect_websocket(
     url: str,
     *,
     websocket_options: Mapping[str, Any] | None = None,
+    auth: HTTPAuth | None = None,
     **client_options: Any,
 ) -> AsyncIterator[Client]:
     """Connect to the MCP WebSocket endpoint ``url`` (``ws://`` or ``wss://``).
@@ -846,12 +847,18 @@ async def connect_websocket(
     ``websocket_options`` go to
     :func:`~mcp_trio.transports.websocket.open_websocket_client` (headers,
     origin, TLS context, keepalive, size limit ...), ``client_options`` to
-    :func:`open_client`.  The connection is closed (code 1000) on exit.  If it
-    drops, pending and later calls raise :class:`~mcp_trio.ConnectionClosed`;
-    reconnecting means calling this again.
+    :func:`open_client`.  ``auth`` supplies credentials for the handshake
+    and authorizes when it is refused (e.g.
+    :class:`mcp_trio.auth.client.OAuthClient`).  The connection is closed
+    (code 1000) on exit.  If it drops (or the server closes it with 1008
+    when the access token expires), pending and later calls raise
+    :class:`~mcp_trio.ConnectionClosed`; reconnecting means calling this again.
     """
     from .transports.websocket import open_websocket_client
 
-    async with open_websocket_client(url, **(websocket_options or {})) as channel:
+    options = dict(websocket_options or {})
+    if auth is not None:
+        options["auth"] = auth
+    async with open_websocket_client(url, **options) as channel:
         async with open_client(channel, **client_options) as client:
             yield client

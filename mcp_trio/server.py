@@ -1014,6 +1014,7 @@ class Server:
         front_door: str = "hypercorn",
         http: bool = False,
         http_options: dict[str, Any] | None = None,
+        auth: Any = None,
         task_status: Any = trio.TASK_STATUS_IGNORED,
         **websocket_options: Any,
     ) -> None:
@@ -1027,6 +1028,11 @@ class Server:
         ``websocket_options`` go to
         :class:`~mcp_trio.transports.websocket.WebSocketEndpoint` (allowed
         hosts and origins, message size, keepalive ...).
+        ``auth`` (an :class:`mcp_trio.auth.server.ResourceServer`) makes the
+        handshake (and, with ``http``, every Streamable HTTP request) require
+        a bearer token, and serves the protected resource metadata over plain
+        HTTP on the same port; the resource is ``http://host:port/path``
+        (see docs/authorization.md).
         ``task_status.started`` gets the WebSocket URLs, then (with ``http``)
         the HTTP ones.  See docs/websocket.md.
         """
@@ -1036,11 +1042,17 @@ class Server:
             raise ValueError("front_door must be 'hypercorn' or 'wsproto'")
         if http and front_door != "hypercorn":
             raise ValueError("http=True needs the hypercorn front door")
-        endpoint = ws.WebSocketEndpoint(self.serve_session, path=path, **websocket_options)
+        endpoint = ws.WebSocketEndpoint(
+            self.serve_session, path=path, auth=auth, **websocket_options
+        )
+        routes = auth.metadata_routes(path) if auth is not None else {}
         async with trio.open_nursery() as nursery:
             await nursery.start(self.tasks.run)
             if front_door == "wsproto":
-                urls = await nursery.start(partial(ws.serve_wsproto, endpoint, host, port))
+                serve = partial(ws.serve_wsproto, endpoint, host, port, routes=routes)
+                urls = await nursery.start(serve)
+                if auth is not None:
+                    auth.bind_resource("http" + urls[0][2:] + path)
                 task_status.started([url + path for url in urls])
                 return
             http_app = None
@@ -1051,9 +1063,13 @@ class Server:
                     self.serve_session, versions=self.versions, **(http_options or {})
                 )
                 await nursery.start(http_endpoint.run)
-                http_app = ASGIApp(http_endpoint, path)
-            app = ws.WebSocketASGI(endpoint, http_app)
+                front: Any = auth.protect(http_endpoint) if auth is not None else http_endpoint
+                http_app = ASGIApp(front, path, routes)
+                routes = {}
+            app = ws.WebSocketASGI(endpoint, http_app, routes)
             urls = await nursery.start(partial(ws.serve_hypercorn_websocket, app, host, port))
+            if auth is not None:
+                auth.bind_resource("http" + urls[0][2:] + path)
             urls = [url + path for url in urls]
             if http:
                 urls += ["http" + url[2:] for url in urls]

@@ -1,8 +1,9 @@
 """The MCP server as an OAuth 2.1 protected resource.
 
 :class:`ResourceServer` guards the HTTP endpoints of a server (Streamable
-HTTP, and the legacy HTTP+SSE one) and serves its RFC 9728 protected
-resource metadata; the MCP session core never sees any of it.
+HTTP, and the legacy HTTP+SSE one) and the WebSocket handshake
+(:meth:`ResourceServer.admit`), and serves its RFC 9728 protected resource
+metadata; the MCP session core never sees any of it.
 
 For every request on a guarded endpoint:
 
@@ -55,12 +56,15 @@ import urllib.parse
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any, Protocol
 
 import trio
 
+from .. import _jsonrpc as rpc
 from ..transports._http11 import Failure
 from ..transports.http_server import Handler, HttpRequest, Responder
+from ..transports.websocket import Admission
 from . import _metadata as md
 from ._client_http import OAuthHttp
 from ._server_http import FormError, challenge, parse_form, send_json
@@ -633,20 +637,72 @@ class ResourceServer:
 
     def _tool_scopes(self, request: HttpRequest) -> list[str]:
         """Scopes the ``tools/call`` requests of a POST body need."""
-        if not self.tool_scopes or request.method != "POST" or b"tools/call" not in request.body:
+        if request.method != "POST":
             return []
-        try:
-            body = json.loads(request.body)
-        except (ValueError, RecursionError):
-            return []  # the endpoint answers the parse error itself
+        return self._scopes_of_messages(_messages(request.body, self.tool_scopes))
+
+    def _scopes_of_messages(self, messages: list[dict[str, Any]]) -> list[str]:
+        """Scopes the ``tools/call`` requests among ``messages`` need."""
         needed: list[str] = []
-        for message in body if isinstance(body, list) else [body]:
-            if isinstance(message, dict) and message.get("method") == "tools/call":
+        for message in messages:
+            if message.get("method") == "tools/call":
                 params = message.get("params")
                 name = params.get("name") if isinstance(params, dict) else None
                 if isinstance(name, str):
                     needed += self.tool_scopes.get(name, [])
         return needed
+
+    # ----------------------------------------------------------- WebSocket
+
+    async def admit(self, request: HttpRequest, responder: Responder) -> Admission | None:
+        """Guard a WebSocket handshake (``WebSocketEndpoint(auth=...)``).
+
+        The upgrade request is checked exactly as an HTTP request (refusals
+        go out through ``responder``, answered as the handshake's refusal, and
+        ``None`` is returned).  An admitted connection keeps the token as
+        every request's ``ctx.auth``, is closed when the token expires, and has
+        its ``tools/call`` requests checked against ``tool_scopes`` message by
+        message (:meth:`screen`), since a WebSocket has no per-message status.
+        """
+        admitted = _Admitted()
+        await _Guarded(self, admitted).handle(request, responder)
+        if admitted.token is None:
+            return None
+        token = admitted.token
+        screen = partial(self.screen, token, self._resource_for(request))
+        return Admission(token, token.expires_at, screen if self.tool_scopes else None)
+
+    def screen(self, token: AccessToken, resource: str, data: bytes) -> bytes | None:
+        """The JSON-RPC error answering a message (or batch) with a
+        ``tools/call`` whose ``tool_scopes`` ``token`` lacks, else ``None``.
+
+        The whole message is refused, as HTTP refuses the whole POST: every
+        request in it gets error -32600 (Invalid Request; the MCP specification
+        defines no code for this and asks for none to be invented in the
+        reserved range) with ``data`` holding what a 403 challenge would say:
+        ``error: "insufficient_scope"``, ``error_description``, ``scope`` (the
+        token's scopes plus the missing ones) and ``resource_metadata``.  A
+        refused message with no request id to answer is dropped (``b""``).
+        """
+        messages = _messages(data, self.tool_scopes)
+        needed = self._scopes_of_messages(messages)
+        missing = [s for s in dict.fromkeys(needed) if s not in token.scopes]
+        if not missing:
+            return None
+        description = f"the request needs scope {' '.join(missing)}"
+        detail = {
+            "error": "insufficient_scope",
+            "error_description": description,
+            "scope": " ".join(dict.fromkeys([*sorted(token.scopes), *needed])),
+            "resource_metadata": self.metadata_url(resource),
+        }
+        ids = [m["id"] for m in messages if _is_request_id(m.get("id"))]
+        errors = [rpc.encode_error(i, rpc.INVALID_REQUEST, description, detail) for i in ids]
+        if not errors:
+            return b""  # no request to answer (a call without a usable id): just dropped
+        if data.lstrip()[:1] == b"[":
+            return b"[" + b",".join(errors) + b"]"
+        return errors[0]
 
     def challenge(self, refusal: Refusal, resource: str) -> str:
         """The ``WWW-Authenticate`` value for a refusal."""
@@ -659,6 +715,36 @@ class ResourceServer:
                 ("resource_metadata", self.metadata_url(resource)),
             ],
         )
+
+
+def _messages(body: bytes, tool_scopes: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The JSON-RPC messages of a body or WebSocket message that may call a
+    scoped tool (none when no tool is scoped or it cannot be one)."""
+    if not tool_scopes or b"tools/call" not in body:
+        return []
+    try:
+        decoded = json.loads(body)
+    except (ValueError, RecursionError):
+        return []  # the session answers the parse error itself
+    found = decoded if isinstance(decoded, list) else [decoded]
+    return [m for m in found if isinstance(m, dict)]
+
+
+def _is_request_id(value: Any) -> bool:
+    return isinstance(value, str | int) and not isinstance(value, bool)
+
+
+class _Admitted:
+    """The endpoint behind the guard of a WebSocket handshake: reaching it means
+    the token was accepted."""
+
+    max_body_size = 0
+
+    def __init__(self) -> None:
+        self.token: AccessToken | None = None
+
+    async def handle(self, request: HttpRequest, responder: Responder) -> None:
+        self.token = request.auth
 
 
 def _url_of(request: HttpRequest, path: str) -> str:

@@ -22,6 +22,10 @@ Errors: a POST without ``session_id`` gets 400, an unknown or ended session
 over ``max_body_size`` 413, a non-JSON ``Content-Type`` 415.  ``Host`` and
 ``Origin`` are checked as for Streamable HTTP.  Comments (``: ping``) keep an
 idle stream alive through proxies every ``ping_interval`` seconds.
+
+Behind an authorization layer (``HttpRequest.auth``), each POSTed request
+keeps the authorization of its POST until it is answered: its handler reads
+it as ``ctx.auth``, as over Streamable HTTP.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from urllib.parse import parse_qs
 
 import trio
 
-from ._base import Frame
+from ._base import Frame, RequestId
 from ._sse import encode_comment, encode_event
 from .http_server import (
     DEFAULT_ALLOWED_HOSTS,
@@ -43,6 +47,7 @@ from .http_server import (
     Responder,
     ServeSession,
     _error_reply,
+    _Message,
     _peek_body,
     _Reply,
     _send_reply,
@@ -62,11 +67,36 @@ class _LegacySession(trio.abc.Channel[Frame]):
         self._in_send, self._in_recv = trio.open_memory_channel[Frame](inbound)
         self.out_send, self.out_recv = trio.open_memory_channel[bytes](outbound)
         self.scope = trio.CancelScope()
+        #: request id -> the ``HttpRequest.auth`` of the POST that carried it, until answered.
+        self.auth: dict[RequestId, Any] = {}
+
+    def auth_for(self, request_id: RequestId) -> Any:
+        """The authorization the request ``request_id`` came with (``HttpRequest.auth``)."""
+        return self.auth.get(request_id)
+
+    def remember_auth(self, messages: _Message | list[_Message], auth: Any) -> None:
+        """Keep ``auth`` for the requests among the POSTed ``messages``."""
+        for message in messages if isinstance(messages, list) else [messages]:
+            if message.kind == "request":
+                self.auth[message.id] = auth
+
+    def _answered(self, frame: Frame) -> None:
+        """Forget the authorization of the requests ``frame`` finally answers."""
+        if not self.auth or not frame.final:
+            return
+        if frame.related is not None:
+            self.auth.pop(frame.related, None)
+        elif frame.data[:1] == b"[":  # a batch reply answers several
+            replies = _peek_body(frame.data)
+            if isinstance(replies, list):
+                for reply in replies:
+                    self.auth.pop(reply.id, None)
 
     async def receive(self) -> Frame:
         return await self._in_recv.receive()
 
     async def send(self, frame: Frame) -> None:
+        self._answered(frame)
         if frame.data:
             await self.out_send.send(frame.data)
 
@@ -203,9 +233,11 @@ class LegacySSE:
             return _error_reply(415, "Unsupported Media Type: Content-Type must be application/json")
         if len(request.body) > self.max_body_size:
             return _error_reply(413, f"Request body larger than {self.max_body_size} bytes")
-        problem = _peek_body(request.body)
-        if isinstance(problem, _Reply):
-            return problem
+        peeked = _peek_body(request.body)
+        if isinstance(peeked, _Reply):
+            return peeked
+        if request.auth is not None:
+            session.remember_auth(peeked, request.auth)
         try:
             await session.put(Frame(request.body))
         except (trio.ClosedResourceError, trio.BrokenResourceError):

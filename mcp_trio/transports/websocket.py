@@ -29,6 +29,16 @@ Framing rules:
 * Host and Origin are checked during the handshake, with the allow-lists of
   Streamable HTTP (421 / 403), so a refused browser page never gets a
   connection.
+* Authorization (``auth=``, e.g. :class:`mcp_trio.auth.server.ResourceServer`):
+  the upgrade request must carry a bearer token; a refusal is the same HTTP
+  answer (401 / 403 / 400 with ``WWW-Authenticate``) as Streamable HTTP
+  gives, before any upgrade.  What it admits is every request's ``ctx.auth``
+  on that connection; each incoming message may be screened (per-tool
+  scopes: answered with a JSON-RPC error instead of reaching the session);
+  when the grant expires the connection is closed with 1008 (policy
+  violation), since a WebSocket cannot be challenged again.  Both front
+  doors can also answer plain HTTP ``GET`` requests on extra ``routes``
+  (the protected resource metadata).
 
 Server side: a :class:`WebSocketEndpoint` holds the policy and the open
 connections; two front doors serve it:
@@ -74,10 +84,12 @@ import logging
 import math
 import ssl
 import struct
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, Protocol
 
 import h11
 import trio
@@ -100,13 +112,24 @@ from wsproto.utilities import LocalProtocolError, RemoteProtocolError
 from .. import _jsonrpc as rpc
 from ._base import Frame
 from ._http11 import Failure, Pool, Target, close_stream, excerpt
-from .http_server import DEFAULT_ALLOWED_HOSTS, HostGuard, HttpRequest, serve_hypercorn
+from .http_client import _AUTH_RETRIES, HTTPAuth
+from .http_server import (
+    DEFAULT_ALLOWED_HOSTS,
+    ASGIApp,
+    Handler,
+    HostGuard,
+    HttpRequest,
+    Responder,
+    serve_hypercorn,
+)
 from .stdio import DEFAULT_MAX_MESSAGE_SIZE
 
 __all__ = [
     "DEFAULT_SERVER_MAX_MESSAGE_SIZE",
     "SUBPROTOCOL",
+    "Admission",
     "CloseReason",
+    "HandshakeAuth",
     "WebSocketASGI",
     "WebSocketChannel",
     "WebSocketConnectError",
@@ -163,12 +186,22 @@ class WebSocketConnectError(Exception):
     Attributes:
         status: The HTTP status of a refused handshake (``None`` otherwise).
         body: The start of the refusal's body (at most 64 KiB).
+        headers: The refusal's headers (lower-case names, repeated ones
+            joined with ``", "``): ``WWW-Authenticate`` for a 401 / 403.
     """
 
-    def __init__(self, message: str, *, status: int | None = None, body: bytes = b"") -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        body: bytes = b"",
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.body = body
+        self.headers = dict(headers or {})
 
 
 # ------------------------------------------------------------------ channels
@@ -732,6 +765,124 @@ class _Refusal:
             body = rpc.encode_error(None, rpc.INVALID_REQUEST, message)
         self.body = body
 
+    def wire_headers(self, *extra: tuple[bytes, bytes]) -> list[tuple[bytes, bytes]]:
+        """The headers to send: ours, a JSON content type unless one is set,
+        the body's length, and ``extra``."""
+        headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in self.headers]
+        if not any(k.lower() == "content-type" for k, _ in self.headers):
+            headers.append((b"content-type", b"application/json"))
+        headers.append((b"content-length", str(len(self.body)).encode()))
+        return headers + list(extra)
+
+
+class _Captured:
+    """A :class:`Responder` that keeps a whole answer, so that what an HTTP
+    :class:`Handler` says can be sent as a handshake's refusal (or, on the
+    wsproto front door, as the answer to a plain HTTP request)."""
+
+    def __init__(self) -> None:
+        self.status: int | None = None
+        self.headers: list[tuple[str, str]] = []
+        self.body = bytearray()
+
+    async def start(self, status: int, headers: Sequence[tuple[str, str]]) -> None:
+        self.status = status
+        self.headers = [(k, v) for k, v in headers if k.lower() != "content-length"]
+
+    async def send(self, data: bytes) -> None:
+        if len(self.body) + len(data) > _REJECT_BODY_LIMIT:
+            raise trio.BrokenResourceError("answer too large for a handshake refusal")
+        self.body += data
+
+    async def end(self) -> None:
+        pass
+
+    def refusal(self) -> _Refusal:
+        return _Refusal(self.status or 500, headers=self.headers, body=bytes(self.body))
+
+
+async def _answer(handler: Handler, request: HttpRequest) -> _Refusal:
+    """What ``handler`` answers to ``request``, as a complete HTTP answer."""
+    captured = _Captured()
+    await handler.handle(request, captured)
+    return captured.refusal()
+
+
+@dataclass(frozen=True)
+class Admission:
+    """What an authorization layer decided about a handshake it let through.
+
+    Attributes:
+        auth: What the handlers of this connection read as ``ctx.auth``
+            (:class:`mcp_trio.auth.server.AccessToken`).
+        expires_at: When the grant ends (seconds since the epoch,
+            ``time.time()``); the connection is closed with 1008 (policy
+            violation) then.  ``None``: never.
+        screen: Checks each incoming message (the raw text, UTF-8) before the
+            session sees it: ``None`` lets it through; bytes mean the message
+            is dropped, and are sent back when not empty (a JSON-RPC error
+            answering it).
+    """
+
+    auth: Any
+    expires_at: float | None = None
+    screen: Callable[[bytes], bytes | None] | None = None
+
+
+class HandshakeAuth(Protocol):
+    """What guards a :class:`WebSocketEndpoint` (``auth=``):
+    :class:`mcp_trio.auth.server.ResourceServer` is one.
+
+    :meth:`admit` looks at the upgrade request (a ``GET`` with its headers,
+    path and query) and returns an :class:`Admission`, or answers the request
+    through ``responder`` (a 401 with ``WWW-Authenticate`` ...) and returns
+    ``None``: that answer is sent as the handshake's refusal.
+    """
+
+    async def admit(self, request: HttpRequest, responder: Responder) -> Admission | None: ...
+
+
+class _AuthorizedChannel(trio.abc.Channel[Frame]):
+    """A connection admitted by an authorization layer, as the session sees it:
+    ``auth_for`` gives every request the admission's ``auth``, and incoming
+    messages pass its ``screen``.
+
+    A refused message is answered from the session's reading task; a lock
+    keeps that write and the session writer's one at a time, so the
+    connection still has one writer at any moment.
+    """
+
+    def __init__(self, inner: WebSocketChannel, admission: Admission) -> None:
+        self.inner = inner
+        self.admission = admission
+        self._send_lock = trio.Lock()
+
+    def auth_for(self, request_id: Any) -> Any:
+        """The connection's authorization, for any of its requests."""
+        return self.admission.auth
+
+    @property
+    def end_reason(self) -> str | None:
+        return self.inner.end_reason
+
+    async def receive(self) -> Frame:
+        screen = self.admission.screen
+        while True:
+            frame = await self.inner.receive()
+            answer = screen(frame.data) if screen is not None else None
+            if answer is None:
+                return frame
+            if answer:
+                async with self._send_lock:
+                    await self.inner.send(Frame(answer))
+
+    async def send(self, value: Frame) -> None:
+        async with self._send_lock:
+            await self.inner.send(value)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
 
 class WebSocketEndpoint:
     """MCP over WebSocket, server side: the handshake policy and the open
@@ -754,6 +905,10 @@ class WebSocketEndpoint:
         close_timeout: Seconds to wait for the peer's close frame (and for
             each step of closing).
         inbound_buffer: Messages read ahead of the session.
+        auth: Guards the handshake (:class:`HandshakeAuth`, e.g. an
+            :class:`mcp_trio.auth.server.ResourceServer`); checked after
+            the path, Host / Origin and subprotocol, so those refusals cost
+            no token verification.
     """
 
     def __init__(
@@ -769,9 +924,11 @@ class WebSocketEndpoint:
         keepalive_timeout: float = 20.0,
         close_timeout: float = 5.0,
         inbound_buffer: int = 16,
+        auth: HandshakeAuth | None = None,
     ) -> None:
         _check_limits(max_message_size, keepalive_interval, keepalive_timeout, close_timeout)
         self.serve_session = serve_session
+        self.auth = auth
         self.path = path.rstrip("/") or "/"
         self.guard = HostGuard(allowed_hosts, allowed_origins)
         self.require_subprotocol = require_subprotocol
@@ -816,14 +973,42 @@ class WebSocketEndpoint:
             )
         return None
 
-    async def _serve_channel(self, channel: WebSocketChannel) -> None:
+    async def _handshake(
+        self, path: str, query: str, headers: Mapping[str, str], offered: list[str]
+    ) -> tuple[str | None, Admission | None] | _Refusal:
+        """The subprotocol to select and what ``auth`` admitted, or why the
+        handshake is refused."""
+        decision = self._decide(path, headers, offered)
+        if isinstance(decision, _Refusal) or self.auth is None:
+            return decision if isinstance(decision, _Refusal) else (decision, None)
+        request = HttpRequest("GET", dict(headers), b"", path, query)
+        captured = _Captured()
+        admission = await self.auth.admit(request, captured)
+        if admission is None:
+            return captured.refusal()
+        return decision, admission
+
+    async def _expire(self, channel: WebSocketChannel, expires_at: float) -> None:
+        """Close ``channel`` with 1008 once its authorization has expired."""
+        await trio.sleep(max(0.0, expires_at - time.time()))
+        log.info("closing the WebSocket: the access token has expired")
+        await channel.close(CloseReason.POLICY_VIOLATION, "the access token has expired")
+
+    async def _serve_channel(
+        self, channel: WebSocketChannel, admission: Admission | None = None
+    ) -> None:
         """Serve one accepted connection until it ends.
 
         The connection's work runs shielded from outside cancellation, so that
         when the server is cancelled (or :meth:`shutdown` is called) it can
         still close with 1001 and let the session end on its own (all of
-        that bounded by ``close_timeout``).
+        that bounded by ``close_timeout``).  With an ``admission``, the session
+        sees the connection through :class:`_AuthorizedChannel`, and the
+        connection is closed when the admission expires.
         """
+        session_channel: trio.abc.Channel[Frame] = (
+            channel if admission is None else _AuthorizedChannel(channel, admission)
+        )
         stop = trio.Event()
         over = trio.Event()
         self._connections[channel] = stop
@@ -836,9 +1021,11 @@ class WebSocketEndpoint:
                 with inner:
                     async with trio.open_nursery() as tasks:
                         tasks.start_soon(channel._run)
+                        if admission is not None and admission.expires_at is not None:
+                            tasks.start_soon(self._expire, channel, admission.expires_at)
                         code: tuple[int, str] = (CloseReason.NORMAL_CLOSURE, "")
                         try:
-                            await self.serve_session(channel)
+                            await self.serve_session(session_channel)
                         except Exception:
                             log.exception("WebSocket session failed")
                             code = (CloseReason.INTERNAL_ERROR, "internal error")
@@ -863,13 +1050,18 @@ class WebSocketEndpoint:
             self._connections.pop(channel, None)
 
 
-def _asgi_headers(scope: Mapping[str, Any]) -> dict[str, str]:
+def _joined_headers(pairs: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
+    """Raw header pairs as a dict: lower-case names, repeated ones joined with ``", "``."""
     headers: dict[str, str] = {}
-    for raw_name, raw_value in scope.get("headers", ()):
+    for raw_name, raw_value in pairs:
         name = raw_name.decode("latin-1").lower()
         value = raw_value.decode("latin-1")
         headers[name] = f"{headers[name]}, {value}" if name in headers else value
     return headers
+
+
+def _asgi_headers(scope: Mapping[str, Any]) -> dict[str, str]:
+    return _joined_headers(scope.get("headers", ()))
 
 
 class WebSocketASGI:
@@ -878,13 +1070,28 @@ class WebSocketASGI:
     ``http`` and ``lifespan`` scopes go to ``http_app`` when given (for
     example the Streamable HTTP :class:`~mcp_trio.transports.http_server.ASGIApp`
     at the same path, so ``ws://host/mcp`` and ``http://host/mcp`` are one
-    server); without it, a plain HTTP request to the endpoint gets 426 and
-    others 404.  Serve it with :func:`serve_hypercorn_websocket`.
+    server; give it the ``routes`` then); without it, ``routes`` (path ->
+    :class:`~mcp_trio.transports.http_server.Handler`, e.g. the protected
+    resource metadata) answer plain HTTP requests at their paths, a plain
+    HTTP request to the endpoint gets 426 and others 404.  Serve it with
+    :func:`serve_hypercorn_websocket`.
     """
 
-    def __init__(self, endpoint: WebSocketEndpoint, http_app: Any = None) -> None:
+    def __init__(
+        self,
+        endpoint: WebSocketEndpoint,
+        http_app: Any = None,
+        routes: Mapping[str, Handler] | None = None,
+    ) -> None:
+        if http_app is not None and routes:
+            raise ValueError("give the routes to http_app")
         self.endpoint = endpoint
         self.http_app = http_app
+        # Each route is served by the Streamable HTTP front door's ASGI code.
+        self._plain = {
+            (path.rstrip("/") or "/"): ASGIApp(handler, path)
+            for path, handler in (routes or {}).items()
+        }
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         kind = scope["type"]
@@ -901,6 +1108,8 @@ class WebSocketASGI:
                     self.endpoint.shutdown()
                     await send({"type": "lifespan.shutdown.complete"})
                     return
+        elif kind == "http" and (scope["path"].rstrip("/") or "/") in self._plain:
+            await self._plain[scope["path"].rstrip("/") or "/"](scope, receive, send)
         elif kind == "http":
             if (scope["path"].rstrip("/") or "/") == self.endpoint.path:
                 status, headers = 426, [(b"upgrade", b"websocket"), (b"connection", b"upgrade")]
@@ -921,33 +1130,30 @@ class WebSocketASGI:
             return
         endpoint = self.endpoint
         offered = list(scope.get("subprotocols") or ())
-        decision = endpoint._decide(scope["path"], _asgi_headers(scope), offered)
+        query = scope.get("query_string", b"").decode("latin-1")
+        decision = await endpoint._handshake(scope["path"], query, _asgi_headers(scope), offered)
         if isinstance(decision, _Refusal):
             await _asgi_refuse(scope, send, decision)
             return
-        await send({"type": "websocket.accept", "subprotocol": decision})
+        subprotocol, admission = decision
+        await send({"type": "websocket.accept", "subprotocol": subprotocol})
         channel = _ASGIChannel(
             receive,
             send,
-            subprotocol=decision,
+            subprotocol=subprotocol,
             max_message_size=endpoint.max_message_size,
             close_timeout=endpoint.close_timeout,
         )
-        await endpoint._serve_channel(channel)
+        await endpoint._serve_channel(channel, admission)
 
 
 async def _asgi_refuse(scope: Mapping[str, Any], send: Any, refusal: _Refusal) -> None:
     if "websocket.http.response" in (scope.get("extensions") or {}):
-        body = refusal.body
-        headers = [(k.encode(), v.encode()) for k, v in refusal.headers]
-        headers += [
-            (b"content-type", b"application/json"),
-            (b"content-length", str(len(body)).encode()),
-        ]
+        headers = refusal.wire_headers()
         await send(
             {"type": "websocket.http.response.start", "status": refusal.status, "headers": headers}
         )
-        await send({"type": "websocket.http.response.body", "body": body})
+        await send({"type": "websocket.http.response.body", "body": refusal.body})
     else:
         # Closing before accepting: the server answers 403.
         await send({"type": "websocket.close", "code": CloseReason.POLICY_VIOLATION})
@@ -998,22 +1204,27 @@ async def serve_wsproto(
     ssl_context: ssl.SSLContext | None = None,
     handshake_timeout: float = 10.0,
     max_connections: int = 1024,
+    routes: Mapping[str, Handler] | None = None,
     task_status: Any = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve ``endpoint`` with wsproto on trio sockets (no ASGI layer) until cancelled.
 
     Every connection must complete its opening handshake (TLS included)
     within ``handshake_timeout`` seconds; at most ``max_connections`` are
-    served at once (further ones wait).  ``task_status.started`` gets the
-    bound URLs (``ws://`` or, with ``ssl_context``, ``wss://``).
+    served at once (further ones wait).  ``routes`` (path ->
+    :class:`~mcp_trio.transports.http_server.Handler`, e.g. the protected
+    resource metadata) answer plain HTTP ``GET`` requests (no body) at their
+    paths, one per connection.  ``task_status.started`` gets the bound URLs
+    (``ws://`` or, with ``ssl_context``, ``wss://``).
     """
     limit = trio.CapacityLimiter(max_connections)
+    table = {(path.rstrip("/") or "/"): handler for path, handler in (routes or {}).items()}
 
     async def connection(stream: trio.abc.Stream) -> None:
         # One connection's failure must never take the listener down.
         async with limit:
             try:
-                await _wsproto_connection(endpoint, stream, handshake_timeout)
+                await _wsproto_connection(endpoint, stream, handshake_timeout, table)
             except Exception:
                 log.exception("WebSocket connection failed")
 
@@ -1031,13 +1242,16 @@ async def serve_wsproto(
 
 
 async def _wsproto_connection(
-    endpoint: WebSocketEndpoint, stream: trio.abc.Stream, handshake_timeout: float
+    endpoint: WebSocketEndpoint,
+    stream: trio.abc.Stream,
+    handshake_timeout: float,
+    routes: Mapping[str, Handler],
 ) -> None:
     ws = WSConnection(ConnectionType.SERVER)
     handed_over = False
     try:
         with trio.move_on_after(handshake_timeout):
-            request = await _read_request(ws, stream)
+            request = await _read_request(ws, stream, routes)
             if request is None:
                 return
             headers = {
@@ -1045,17 +1259,18 @@ async def _wsproto_connection(
                 for name, value in request.extra_headers
             }
             headers["host"] = request.host
-            path = request.target.split("?", 1)[0]
-            decision = endpoint._decide(path, headers, list(request.subprotocols))
+            path, _, query = request.target.partition("?")
+            decision = await endpoint._handshake(path, query, headers, list(request.subprotocols))
             if isinstance(decision, _Refusal):
                 await _wsproto_refuse(ws, stream, decision)
                 return
-            await stream.send_all(ws.send(AcceptConnection(subprotocol=decision)))
+            subprotocol, admission = decision
+            await stream.send_all(ws.send(AcceptConnection(subprotocol=subprotocol)))
             channel = _WsprotoChannel(
                 stream,
                 ws,
                 client=False,
-                subprotocol=decision,
+                subprotocol=subprotocol,
                 max_message_size=endpoint.max_message_size,
                 keepalive_interval=endpoint.keepalive_interval,
                 keepalive_timeout=endpoint.keepalive_timeout,
@@ -1064,7 +1279,7 @@ async def _wsproto_connection(
             )
             handed_over = True
         if handed_over:
-            await endpoint._serve_channel(channel)
+            await endpoint._serve_channel(channel, admission)
     except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
         pass
     finally:
@@ -1073,8 +1288,12 @@ async def _wsproto_connection(
                 await stream.aclose()
 
 
-async def _read_request(ws: WSConnection, stream: trio.abc.Stream) -> Request | None:
-    """The client's upgrade request; ``None`` after answering a bad one or on EOF."""
+async def _read_request(
+    ws: WSConnection, stream: trio.abc.Stream, routes: Mapping[str, Handler]
+) -> Request | None:
+    """The client's upgrade request; ``None`` after answering a bad one, a
+    plain HTTP request to one of ``routes``, or on EOF."""
+    head = bytearray()  # what came so far, to read a plain HTTP request again
     while True:
         for event in ws.events():
             if isinstance(event, Request):
@@ -1082,12 +1301,18 @@ async def _read_request(ws: WSConnection, stream: trio.abc.Stream) -> Request | 
         data = await stream.receive_some(_READ_SIZE)
         if not data:
             return None
+        if routes and len(head) < _REJECT_BODY_LIMIT:
+            head += data
         try:
             ws.receive_data(data)
         except UnicodeError as exc:  # a Host header that is not IDNA
             await _wsproto_refuse(ws, stream, _Refusal(400, f"Bad WebSocket handshake: {exc}"))
             return None
         except RemoteProtocolError as exc:
+            plain = _route_request(bytes(head), routes)
+            if plain is not None:
+                await _wsproto_refuse(ws, stream, await _answer(routes[plain.path], plain))
+                return None
             hint = exc.event_hint
             status = hint.status_code if isinstance(hint, RejectConnection) else 400
             hint_headers = getattr(hint, "headers", ())
@@ -1097,17 +1322,31 @@ async def _read_request(ws: WSConnection, stream: trio.abc.Stream) -> Request | 
             return None
 
 
+def _route_request(head: bytes, routes: Mapping[str, Handler]) -> HttpRequest | None:
+    """``head`` read as a plain HTTP ``GET`` to one of ``routes`` (wsproto
+    refuses anything that is not an upgrade), or ``None``."""
+    if not routes:
+        return None
+    parser = h11.Connection(h11.SERVER)
+    try:
+        parser.receive_data(head)
+        event = parser.next_event()
+    except h11.RemoteProtocolError:
+        return None
+    if not isinstance(event, h11.Request) or event.method != b"GET":
+        return None
+    path, _, query = event.target.decode("latin-1").partition("?")
+    path = path.rstrip("/") or "/"
+    if path not in routes:
+        return None
+    return HttpRequest("GET", _joined_headers(event.headers), b"", path, query)
+
+
 async def _wsproto_refuse(ws: WSConnection, stream: trio.abc.Stream, refusal: _Refusal) -> None:
-    body = refusal.body
-    headers = [(k.encode(), v.encode()) for k, v in refusal.headers]
-    headers += [
-        (b"content-type", b"application/json"),
-        (b"content-length", str(len(body)).encode()),
-        (b"connection", b"close"),
-    ]
+    headers = refusal.wire_headers((b"connection", b"close"))
     try:
         data = ws.send(RejectConnection(status_code=refusal.status, headers=headers, has_body=True))
-        data += ws.send(RejectData(data=body, body_finished=True))
+        data += ws.send(RejectData(data=refusal.body, body_finished=True))
     except (LocalProtocolError, h11.LocalProtocolError):  # h11 may refuse after a broken request
         return
     await stream.send_all(data)
@@ -1139,6 +1378,7 @@ async def _client_handshake(
         )
     )
     status: int | None = None
+    refusal_headers: dict[str, str] = {}
     body = bytearray()
     finished = False
     while not finished:
@@ -1154,6 +1394,7 @@ async def _client_handshake(
                 return ws, event.subprotocol
             if isinstance(event, RejectConnection):
                 status = event.status_code
+                refusal_headers = _joined_headers(event.headers)
                 finished = not event.has_body
             elif isinstance(event, RejectData):
                 if len(body) < _REJECT_BODY_LIMIT:
@@ -1170,61 +1411,19 @@ async def _client_handshake(
         f"{target.url} refused the WebSocket: HTTP {status}{': ' + shown if shown else ''}",
         status=status,
         body=bytes(body),
+        headers=refusal_headers,
     )
 
 
-@asynccontextmanager
-async def open_websocket_client(
+async def _connect(
+    pool: Pool,
     url: str,
-    *,
-    headers: Mapping[str, str] | None = None,
-    origin: str | None = None,
-    ssl_context: ssl.SSLContext | None = None,
-    connect_timeout: float = 30.0,
-    max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
-    keepalive_interval: float | None = 20.0,
-    keepalive_timeout: float = 20.0,
-    close_timeout: float = 5.0,
-    inbound_buffer: int = 16,
-) -> AsyncIterator[WebSocketChannel]:
-    """Connect to the MCP WebSocket endpoint ``url`` (``ws://`` or ``wss://``).
-
-    Args:
-        url: The endpoint.
-        headers: Extra handshake headers (``Authorization`` ...).
-        origin: An ``Origin`` header to send (browsers always send one;
-            programs usually none).
-        ssl_context: For ``wss://`` (default: the system's trust store).
-        connect_timeout: Seconds for the connection, TLS and the handshake.
-        max_message_size: Bytes in one incoming message (closed with 1009 beyond).
-        keepalive_interval: Seconds between pings (``None``: no pings).
-        keepalive_timeout: Seconds a pong may take before the connection is dropped.
-        close_timeout: Seconds to wait for the server's close frame on exit.
-        inbound_buffer: Messages read ahead of the session.
-
-    Raises:
-        WebSocketConnectError: the connection could not be opened (the message
-            says why; ``status`` is set when the server refused the handshake).
-        ValueError: ``url`` is not a ``ws(s)://`` URL, or a header is one the
-            handshake sets itself.
-    """
-    target = _target(url)
-    _check_limits(max_message_size, keepalive_interval, keepalive_timeout, close_timeout)
+    target: Target,
+    extra: list[tuple[bytes, bytes]],
+    connect_timeout: float,
+) -> tuple[trio.abc.Stream, WSConnection, str | None]:
+    """One connection and opening handshake, within ``connect_timeout``."""
     deadline = trio.current_time() + connect_timeout
-    extra: list[tuple[bytes, bytes]] = []
-    for name, value in (headers or {}).items():
-        if name.lower() in _RESERVED_HEADERS:
-            raise ValueError(f"the WebSocket handshake sets {name!r} itself")
-        extra.append((name.encode("latin-1"), value.encode("latin-1")))
-    if origin is not None:
-        extra.append((b"origin", origin.encode("latin-1")))
-    pool = Pool(
-        target,
-        ssl_context=ssl_context if target.scheme == "https" else None,  # wss:// only
-        connect_timeout=connect_timeout,
-        read_timeout=None,
-        max_idle=0,
-    )
     try:
         stream = (await pool._connect()).stream
     except Failure as exc:
@@ -1244,6 +1443,110 @@ async def open_websocket_client(
     except BaseException:
         close_stream(stream)
         raise
+    return stream, ws, subprotocol
+
+
+async def _connect_with_auth(
+    pool: Pool,
+    url: str,
+    target: Target,
+    extra: list[tuple[bytes, bytes]],
+    connect_timeout: float,
+    auth: HTTPAuth,
+) -> tuple[trio.abc.Stream, WSConnection, str | None]:
+    """:func:`_connect` with ``auth``'s headers; a 401 / 403 that ``auth``
+    answers (by authorizing, refreshing or stepping up) makes it try again on
+    a new connection, at most ``_AUTH_RETRIES`` times."""
+    for attempt in range(_AUTH_RETRIES + 1):
+        sent = list(await auth.headers("GET", target.url))
+        credentials = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in sent]
+        try:
+            return await _connect(pool, url, target, extra + credentials, connect_timeout)
+        except WebSocketConnectError as exc:
+            if exc.status not in (401, 403) or attempt == _AUTH_RETRIES:
+                raise
+            try:
+                retry = await auth.challenge(exc.status, exc.headers, sent)
+            except Exception as problem:  # the auth's own failure: the connection's error
+                log.debug("authorization failed", exc_info=True)
+                raise WebSocketConnectError(
+                    f"authorization failed: {problem}",
+                    status=exc.status,
+                    body=exc.body,
+                    headers=exc.headers,
+                ) from None
+            if not retry:
+                raise
+    raise AssertionError("unreachable")  # the last attempt returns or raises
+
+
+@asynccontextmanager
+async def open_websocket_client(
+    url: str,
+    *,
+    headers: Mapping[str, str] | None = None,
+    origin: str | None = None,
+    ssl_context: ssl.SSLContext | None = None,
+    connect_timeout: float = 30.0,
+    max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+    keepalive_interval: float | None = 20.0,
+    keepalive_timeout: float = 20.0,
+    close_timeout: float = 5.0,
+    inbound_buffer: int = 16,
+    auth: HTTPAuth | None = None,
+) -> AsyncIterator[WebSocketChannel]:
+    """Connect to the MCP WebSocket endpoint ``url`` (``ws://`` or ``wss://``).
+
+    Args:
+        url: The endpoint.
+        headers: Extra handshake headers.
+        origin: An ``Origin`` header to send (browsers always send one;
+            programs usually none).
+        ssl_context: For ``wss://`` (default: the system's trust store).
+        connect_timeout: Seconds for the connection, TLS and the handshake.
+        max_message_size: Bytes in one incoming message (closed with 1009 beyond).
+        keepalive_interval: Seconds between pings (``None``: no pings).
+        keepalive_timeout: Seconds a pong may take before the connection is dropped.
+        close_timeout: Seconds to wait for the server's close frame on exit.
+        inbound_buffer: Messages read ahead of the session.
+        auth: Credentials for the handshake (an
+            :class:`~mcp_trio.transports.http_client.HTTPAuth`, e.g.
+            :class:`mcp_trio.auth.client.OAuthClient`): its headers go on the
+            upgrade request (for the URL's ``http(s)://`` form, which is how
+            the server names itself as an OAuth resource); a 401 / 403 refusal
+            is handed to it, and when it has authorized, refreshed or stepped
+            up, the handshake is tried again on a new connection (at most 3
+            times).  Authorizing is not bounded by ``connect_timeout``, which
+            applies to each attempt.
+
+    Raises:
+        WebSocketConnectError: the connection could not be opened (the message
+            says why; ``status`` is set when the server refused the handshake).
+        ValueError: ``url`` is not a ``ws(s)://`` URL, or a header is one the
+            handshake sets itself.
+    """
+    target = _target(url)
+    _check_limits(max_message_size, keepalive_interval, keepalive_timeout, close_timeout)
+    extra: list[tuple[bytes, bytes]] = []
+    for name, value in (headers or {}).items():
+        if name.lower() in _RESERVED_HEADERS:
+            raise ValueError(f"the WebSocket handshake sets {name!r} itself")
+        extra.append((name.encode("latin-1"), value.encode("latin-1")))
+    if origin is not None:
+        extra.append((b"origin", origin.encode("latin-1")))
+    pool = Pool(
+        target,
+        ssl_context=ssl_context if target.scheme == "https" else None,  # wss:// only
+        connect_timeout=connect_timeout,
+        read_timeout=None,
+        max_idle=0,
+    )
+    if auth is None:
+        stream, ws, subprotocol = await _connect(pool, url, target, extra, connect_timeout)
+    else:
+        stream, ws, subprotocol = await _connect_with_auth(
+            pool, url, target, extra, connect_timeout, auth
+        )
     channel = _WsprotoChannel(
         stream,
         ws,
