@@ -1544,11 +1544,20 @@ class _HeadlessBrowser:
         if host not in ("127.0.0.1", "localhost", "::1"):
             self.errors.append(f"not opening a non-loopback authorization URL: {url}")
             return
-        try:
-            with urllib.request.urlopen(url, timeout=self.timeout) as reply:
-                reply.read(65536)
-        except (urllib.error.URLError, OSError, ValueError) as exc:
-            self.errors.append(f"opening {url}: {exc}")
+        # The harness may print the URL a moment before its callback listener is up (seen
+        # on a loaded machine): a refused connection is tried again for a few seconds.
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                with urllib.request.urlopen(url, timeout=self.timeout) as reply:
+                    reply.read(65536)
+                return
+            except (urllib.error.URLError, OSError, ValueError) as exc:
+                refused = isinstance(getattr(exc, "reason", exc), ConnectionRefusedError)
+                if not refused or time.monotonic() > deadline:
+                    self.errors.append(f"opening {url}: {exc}")
+                    return
+            time.sleep(0.25)
 
 
 def _free_port() -> int:
