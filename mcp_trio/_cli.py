@@ -8,8 +8,8 @@ Subcommands:
   :class:`~mcp_trio.server.Server` and serve it over stdio.  stdout carries the
   protocol, so everything else (logging, warnings, stray ``print`` calls while
   the module is imported) goes to stderr.
-* ``fuzz --stdio CMD | --http URL``: hypothesis-driven campaigns against any
-  MCP server (needs the ``fuzz`` extra); ``fuzz replay FILE`` runs a saved
+* ``fuzz --stdio CMD | --http URL | --client CMD``: hypothesis-driven campaigns
+  against any MCP server or client (needs the ``fuzz`` extra); ``fuzz replay FILE`` runs a saved
   finding again.
 """
 
@@ -299,6 +299,7 @@ def _cmd_fuzz_replay(argv: Sequence[str]) -> int:
     parser.add_argument("file", help="a transcript written by 'mcp-trio fuzz'")
     parser.add_argument("--stdio", metavar="CMD", help="replay against this command instead")
     parser.add_argument("--http", metavar="URL", help="replay against this endpoint instead")
+    parser.add_argument("--client", metavar="CMD", help="replay a client transcript against this client instead")
     parser.add_argument("--timeout", type=float, default=None, help="seconds to wait for answers")
     parser.add_argument("--out", metavar="FILE", help="write the new transcript here")
     args = parser.parse_args(argv)
@@ -307,9 +308,10 @@ def _cmd_fuzz_replay(argv: Sequence[str]) -> int:
         return 2
     import json
 
-    target = (fuzzing.StdioTarget(args.stdio) if args.stdio else
-              fuzzing.HttpTarget(args.http) if args.http else None)
     try:
+        target = (fuzzing.StdioTarget(args.stdio) if args.stdio else
+                  fuzzing.HttpTarget(args.http) if args.http else
+                  fuzzing.ClientTarget(args.client) if args.client else None)
         saved = fuzzing.load_transcript(args.file)
         transcript, violations = fuzzing.replay(args.file, target=target, timeout=args.timeout)
     except (OSError, ValueError, KeyError) as exc:
@@ -339,19 +341,21 @@ def _cmd_fuzz(argv: Sequence[str]) -> int:
 
     parser = argparse.ArgumentParser(
         prog="mcp-trio fuzz",
-        description="Fuzz an MCP server with hypothesis-driven campaigns; each violation is "
+        description="Fuzz an MCP server or client with hypothesis-driven campaigns; each violation is "
         "shrunk, replayed on a fresh session and saved as a transcript "
         "('mcp-trio fuzz replay FILE' runs it again).",
     )
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--stdio", metavar="CMD", help='launch this server command ("CMD ARGS")')
     where.add_argument("--http", metavar="URL", help="a running Streamable HTTP endpoint")
-    where.add_argument("--client", metavar="CMD", help=argparse.SUPPRESS)
+    where.add_argument("--client", metavar="CMD", help='launch this client ("CMD ARGS"; the URL of a fuzzing '
+                       "server on 127.0.0.1 is appended), once per example")
     parser.add_argument("--revision", action="append", choices=_versions.SUPPORTED_VERSIONS,
                         help="revision to speak (repeatable; default 2025-11-25)")
-    parser.add_argument("--campaign", action="append", choices=("valid", "invalid", "lifecycle", "http"),
+    parser.add_argument("--campaign", action="append",
+                        choices=("valid", "invalid", "lifecycle", "http", "stateful", "client"),
                         help="campaign to run (repeatable; default: valid, invalid, lifecycle, and http "
-                        "with --http)")
+                        "with --http; client with --client; stateful only when asked)")
     parser.add_argument("--seed", type=int, default=0, help="hypothesis seed (default 0)")
     budget = parser.add_mutually_exclusive_group()
     budget.add_argument("--max-examples", type=int, default=None,
@@ -359,23 +363,32 @@ def _cmd_fuzz(argv: Sequence[str]) -> int:
     budget.add_argument("--time", type=float, default=None, metavar="SECONDS",
                         help="time per campaign and revision instead of an example count")
     parser.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for answers (default 5)")
+    parser.add_argument("--max-findings", type=int, default=5, metavar="N",
+                        help="stop a campaign after N findings (default 5; the summary says when it did)")
+    parser.add_argument("--shrink-time", type=float, default=20.0, metavar="SECONDS",
+                        help="seconds of shrinking per finding (default 20)")
+    parser.add_argument("--run-time", type=float, default=30.0, metavar="SECONDS",
+                        help="--client: seconds one client run may take before it counts as hung (default 30)")
+    parser.add_argument("--all-revisions", action="store_true",
+                        help="fuzz every --revision even if the server's initialize answer names another")
     parser.add_argument("--skip", action="append", default=[], metavar="PROBE",
                         help="leave out a probe kind, e.g. deep_nesting (repeatable)")
     parser.add_argument("--out", metavar="DIR", default="fuzz-results",
                         help="where the report, summary and transcripts go (default ./fuzz-results)")
     args = parser.parse_args(argv)
-    if args.client:
-        print("mcp-trio fuzz: error: --client is not implemented yet", file=sys.stderr)
-        return 2
+    if args.max_findings < 1:
+        parser.error("--max-findings must be at least 1")
     fuzzing = _import_fuzzing()
     if fuzzing is None:
         return 2
     try:
-        target = fuzzing.StdioTarget(args.stdio) if args.stdio else fuzzing.HttpTarget(args.http)
+        target = (fuzzing.StdioTarget(args.stdio) if args.stdio else
+                  fuzzing.ClientTarget(args.client) if args.client else fuzzing.HttpTarget(args.http))
     except ValueError as exc:
         print(f"mcp-trio fuzz: error: {exc}", file=sys.stderr)
         return 2
-    campaigns = args.campaign or ["valid", "invalid", "lifecycle", *(["http"] if args.http else [])]
+    campaigns = args.campaign or (["client"] if args.client else
+                                  ["valid", "invalid", "lifecycle", *(["http"] if args.http else [])])
     cfg = fuzzing.FuzzConfig(
         target=target,
         revisions=args.revision or ["2025-11-25"],
@@ -385,6 +398,10 @@ def _cmd_fuzz(argv: Sequence[str]) -> int:
         time_budget=args.time,
         timeout=args.timeout,
         skip_probes=frozenset(args.skip),
+        max_findings=args.max_findings,
+        run_time=args.run_time,
+        shrink_time=args.shrink_time,
+        all_revisions=args.all_revisions,
         out_dir=Path(args.out),
         progress=_fuzz_progress,
     )
@@ -394,7 +411,7 @@ def _cmd_fuzz(argv: Sequence[str]) -> int:
         return 130
     print(fuzzing.runner.summary(cfg, stats), end="")
     print(f"mcp-trio fuzz: report in {Path(args.out) / 'report.json'}", file=sys.stderr)
-    return 1 if any(s.findings for s in stats) else 0
+    return 1 if fuzzing.runner.violations_found(stats) else 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,4 +1,4 @@
-"""A small stdio MCP server written with the official Python SDK's high-level API (``MCPServer``).
+"""A small MCP server written with the official Python SDK's high-level API (``MCPServer``).
 
 It is a fuzz target for ``mcp-trio fuzz`` (see ``docs/fuzz-findings.md``): two tools, a resource
 and a prompt, nothing else. Run it with the venv that has the ``test`` extra (``mcp`` is pinned
@@ -6,6 +6,12 @@ there)::
 
     .venv/bin/mcp-trio fuzz --stdio ".venv/bin/python fuzz/targets/python_sdk_server.py" \
         --revision 2025-11-25 --max-examples 60 --timeout 3 --seed 1 --out /tmp/fuzz-sdk
+
+With ``--http PORT`` it serves Streamable HTTP on ``http://127.0.0.1:PORT/mcp`` instead (the SDK's
+defaults: sessions, SSE answers, its DNS-rebinding protection for a localhost host)::
+
+    .venv/bin/python fuzz/targets/python_sdk_server.py --http 8765 &
+    .venv/bin/mcp-trio fuzz --http http://127.0.0.1:8765/mcp --campaign http --campaign stateful ...
 """
 
 from __future__ import annotations
@@ -42,4 +48,9 @@ def summarize(text: str) -> str:
 
 
 if __name__ == "__main__":
-    server.run("stdio")
+    import sys
+
+    if "--http" in sys.argv:
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[sys.argv.index("--http") + 1]))
+    else:
+        server.run("stdio")

@@ -8,6 +8,8 @@ never imports this package.  The command is ``mcp-trio fuzz`` (see
   revision (derived from the generated types) and for invalid traffic.
 * :mod:`.driver`: raw stdio and Streamable HTTP drivers that send bytes.
 * :mod:`.oracles`: what a peer must never do, with the spec text of each rule.
+* :mod:`.stateful`: a hypothesis state machine for long sessions (``stateful``).
+* :mod:`.client`: a fuzzing server and the client-side oracles (``--client``).
 * :mod:`.runner`: campaigns, shrinking, replay, transcripts and reports.
 """
 
@@ -20,6 +22,7 @@ except ImportError as exc:  # pragma: no cover - depends on the install
         "mcp_trio.fuzzing needs hypothesis: pip install 'mcp-trio[fuzz]'"
     ) from exc
 
+from .client import ClientTarget
 from .driver import HttpTarget, StdioTarget
 from .oracles import ORACLES, Violation, check, classify
 from . import runner
@@ -28,6 +31,7 @@ from .strategies import cases, from_type, invalid_items, valid_items, valid_mess
 
 __all__ = [
     "CAMPAIGNS",
+    "ClientTarget",
     "ORACLES",
     "Finding",
     "FuzzConfig",

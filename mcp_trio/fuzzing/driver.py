@@ -77,6 +77,7 @@ class HttpExchange:
     content_type: str = ""
     body_excerpt: bytes = b""
     error: str | None = None
+    event_id: str | None = None  # the SSE event id the stream was dropped at (see request())
     payload: int | None = None  # index of the payload in the case
     expects_response: bool = False
     t: float = 0.0
@@ -411,9 +412,12 @@ class HttpConnection(Connection):
         return
 
     def request(self, method: str, body: bytes, headers: dict[str, str], want: set[Any], timeout: float,
-                payload: int | None = None, raw: bytes | None = None) -> HttpExchange:
+                payload: int | None = None, raw: bytes | None = None,
+                disconnect_at_event_id: bool = False) -> HttpExchange:
         """One exchange on a new connection: read the answer until every id in ``want``
-        came back, the body ends, or ``timeout``."""
+        came back, the body ends, or ``timeout``.  With ``disconnect_at_event_id`` an SSE
+        answer is read only up to its first event that has an ``id`` (kept in
+        :attr:`HttpExchange.event_id`), and the connection is dropped there, mid-stream."""
         hlist = [(k, v) for k, v in headers.items()]
         ex = HttpExchange(method, hlist, body, payload=payload, expects_response=bool(want), t=self.now())
         index = len(self.http)
@@ -429,7 +433,7 @@ class HttpConnection(Connection):
             self.reachable = False
             return ex
         try:
-            self._exchange(sock, ex, hlist, body, raw, want, deadline, index)
+            self._exchange(sock, ex, hlist, body, raw, want, deadline, index, disconnect_at_event_id)
         except (OSError, h11.ProtocolError) as exc:
             ex.error = f"{type(exc).__name__}: {exc}"
         finally:
@@ -439,7 +443,8 @@ class HttpConnection(Connection):
         return ex
 
     def _exchange(self, sock: socket.socket, ex: HttpExchange, hlist: list[tuple[str, str]], body: bytes,
-                  raw: bytes | None, want: set[Any], deadline: float, index: int) -> None:
+                  raw: bytes | None, want: set[Any], deadline: float, index: int,
+                  disconnect_at_event_id: bool = False) -> None:
         conn = h11.Connection(h11.CLIENT)
         if raw is not None:
             # h11 only reads a response to a request it saw: tell it one went out
@@ -490,10 +495,15 @@ class HttpConnection(Connection):
                     sse = _SSE()
             elif isinstance(event, h11.Data):
                 if sse is not None:
-                    for data in sse.feed(bytes(event.data)):
+                    for event_id, data in sse.feed(bytes(event.data)):
                         if data.strip():
                             self._got(data, http=index)
                             self._answer_server_requests()
+                        if disconnect_at_event_id and event_id is not None:
+                            ex.event_id = event_id
+                            self.events.append({"t": self.now(), "dir": "note", "http": index,
+                                                "text": f"disconnected after SSE event id {event_id!r}"})
+                            return
                     if want and want <= self.answered():
                         break
                 else:
@@ -528,25 +538,30 @@ class HttpConnection(Connection):
 
 
 class _SSE:
-    """Just enough SSE: the data of each event."""
+    """Just enough SSE: the data of each event, and the id it set (if any)."""
 
     def __init__(self) -> None:
         self.buf = bytearray()
         self.data: list[bytes] = []
+        self.event_id: str | None = None
 
-    def feed(self, chunk: bytes) -> list[bytes]:
+    def feed(self, chunk: bytes) -> list[tuple[str | None, bytes]]:
         self.buf += chunk.replace(b"\r\n", b"\n")
         out = []
         while (nl := self.buf.find(b"\n")) >= 0:
             line = bytes(self.buf[:nl])
             del self.buf[: nl + 1]
             if not line:
-                if self.data:
-                    out.append(b"\n".join(self.data))
+                if self.data or self.event_id is not None:
+                    out.append((self.event_id, b"\n".join(self.data)))
                 self.data = []
+                self.event_id = None
             elif line.startswith(b"data:"):
                 value = line[5:]
                 self.data.append(value[1:] if value.startswith(b" ") else value)
+            elif line.startswith(b"id:"):
+                value = line[3:]
+                self.event_id = (value[1:] if value.startswith(b" ") else value).decode("utf-8", "replace")
         return out
 
 

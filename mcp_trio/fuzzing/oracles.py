@@ -63,8 +63,10 @@ ORACLES: dict[str, Oracle] = {o.name: o for o in (
            "server MUST return HTTP status code 202 Accepted with no body. If the server cannot accept the "
            "input, it MUST return an HTTP error status code (e.g., 400 Bad Request). [...] If the input is "
            "a JSON-RPC request, the server MUST either return Content-Type: text/event-stream [...] or "
-           "Content-Type: application/json.",
-           "MCP basic/transports (Streamable HTTP, Sending Messages to the Server)"),
+           "Content-Type: application/json. [...] The server MUST either return Content-Type: "
+           "text/event-stream in response to this HTTP GET, or else return HTTP 405 Method Not Allowed",
+           "MCP basic/transports (Streamable HTTP, Sending Messages to the Server, Listening for Messages "
+           "from the Server)"),
     Oracle("http-session", "session and version headers are checked",
            "Servers that require a session ID SHOULD respond to requests without an Mcp-Session-Id header "
            "(other than initialization) with HTTP 400 Bad Request. [...] it MUST respond to requests "
@@ -72,14 +74,39 @@ ORACLES: dict[str, Oracle] = {o.name: o for o in (
            "with an invalid or unsupported MCP-Protocol-Version, it MUST respond with 400 Bad Request. "
            "[...] If the Origin header is present and invalid, servers MUST respond with HTTP 403 Forbidden.",
            "MCP basic/transports (Session Management, Protocol Version Header, Security Warning)"),
+    Oracle("version-negotiation", "initialize is answered with the requested version when the server "
+           "speaks it, and never with a version that does not exist",
+           "If the server supports the requested protocol version, it MUST respond with the same version. "
+           "Otherwise, the server MUST respond with another protocol version it supports.",
+           "MCP basic/lifecycle (Version Negotiation)"),
+    Oracle("valid-message", "every request and notification a client sends is valid for the negotiated "
+           "revision",
+           "Requests MUST include a string or integer ID. [...] the client and server MUST only use "
+           "capabilities that were successfully negotiated",
+           "MCP basic (Requests), basic/lifecycle (Operation) and the revision's schema.json"),
+    Oracle("client-ids", "a client never reuses a request id in a session and never sends a null one",
+           "Unlike base JSON-RPC, the ID MUST NOT be null. The request ID MUST NOT have been previously used "
+           "by the requestor within the same session.",
+           "MCP basic (Requests)"),
+    Oracle("client-http", "the headers a Streamable HTTP client must send",
+           "The client MUST include an Accept header, listing both application/json and text/event-stream "
+           "as supported content types. [...] clients using the Streamable HTTP transport MUST include it "
+           "in the Mcp-Session-Id header on all of their subsequent HTTP requests. [...] the client MUST "
+           "include the MCP-Protocol-Version: <protocol-version> HTTP header on all subsequent requests",
+           "MCP basic/transports (Streamable HTTP: Sending Messages, Session Management, Protocol Version "
+           "Header)"),
 )}
 
 
 @dataclass
 class Violation:
+    """A rule broken by the peer.  ``severity`` is ``"violation"`` for a MUST that the text settles,
+    ``"note"`` for a judgement call worth recording that does not fail a campaign."""
+
     oracle: str
     message: str
     detail: str = ""
+    severity: str = "violation"
 
     @property
     def key(self) -> str:
@@ -87,7 +114,7 @@ class Violation:
 
     def to_json(self) -> dict[str, Any]:
         o = ORACLES.get(self.oracle)
-        return {"oracle": self.oracle, "key": self.key, "message": self.message,
+        return {"oracle": self.oracle, "key": self.key, "message": self.message, "severity": self.severity,
                 **({"spec": o.spec, "source": o.source} if o else {})}
 
 
@@ -109,8 +136,10 @@ class Expect:
     has_request: bool = False
     valid_request: bool = False  # a request the types accept (or an unknown method): HTTP must not refuse it
     lenient: bool = False  # oversized / too deep / ambiguous: only liveness counts
+    utf8_in_string: int = 0  # frames valid but for invalid UTF-8 inside a string (see classify)
 
     def merge(self, other: Expect) -> None:
+        self.utf8_in_string += other.utf8_in_string
         for k, v in other.ids.items():
             mine = self.ids.get(k)
             if mine is None:
@@ -159,7 +188,9 @@ def classify(frame: bytes, revision: str, *, initialized: bool = True) -> Expect
         e.lenient = True
         e.null_allowed += 1
         return e
-    except (UnicodeDecodeError, ValueError):
+    except UnicodeDecodeError:
+        return _classify_bad_utf8(frame, revision, initialized)
+    except ValueError:
         e.null_required.append(PARSE_ERROR)
         return e
     if "\\ud8" in text.lower() or "\\udc" in text.lower() or "\\udf" in text.lower():
@@ -195,6 +226,45 @@ def classify(frame: bytes, revision: str, *, initialized: bool = True) -> Expect
         e.null_allowed += len(e.null_required) + 1
         e.null_required.clear()
     return e
+
+
+def _classify_bad_utf8(frame: bytes, revision: str, initialized: bool) -> Expect:
+    """A frame that is not UTF-8.  If it is JSON once the bad bytes are replaced (they sit inside
+    strings), a peer may refuse it (-32700) or take it leniently and answer it: MCP says messages
+    "MUST be UTF-8 encoded" (a rule for the sender), and RFC 8259 section 9 lets a parser "accept
+    non-JSON forms or extensions".  Both are accepted; :func:`check` records a lenient answer as a
+    note.  Anything else is a parse error."""
+    try:
+        replaced = frame.decode("utf-8", "replace")
+        json.loads(replaced, parse_constant=_reject_constant)
+    except (ValueError, RecursionError):
+        e = Expect()
+        e.null_required.append(PARSE_ERROR)
+        return e
+    e = classify(replaced.encode("utf-8"), revision, initialized=initialized)
+    for v in e.ids.values():
+        v.lenient = True
+        v.null_ok = True
+        v.codes = None
+        v.method = None
+    e.null_allowed += len(e.null_required) + 1
+    e.null_required.clear()
+    e.valid_request = False
+    e.utf8_in_string = 1
+    return e
+
+
+def rejected_params_codes(spec: Any, params: Any) -> set[int] | None:
+    """The error codes for a request whose params the method's types reject (None: any answer).
+
+    By-position params (JSON-RPC allows them) to a method that needs none may be ignored.
+    -32601 is accepted too: a peer that does not implement the method may say so before
+    looking at the params; params that are not structured make the request invalid (-32600)."""
+    if isinstance(params, list) and not spec.params_required:
+        return None
+    if params is None or isinstance(params, dict | list):
+        return {INVALID_PARAMS, METHOD_NOT_FOUND}
+    return {INVALID_PARAMS, METHOD_NOT_FOUND, INVALID_REQUEST}
 
 
 def _valid_id(value: Any) -> bool:
@@ -267,16 +337,10 @@ def _classify_object(m: Any, revision: str, initialized: bool) -> Expect:
             x.method = method
             e.valid_request = True
         except (msgspec.ValidationError, msgspec.DecodeError):
-            params = m.get("params")
-            if isinstance(params, list) and not spec.params_required:
-                # by-position params (JSON-RPC allows them) to a method that needs none:
-                # ignoring them is tolerated
+            x.codes = rejected_params_codes(spec, m.get("params"))
+            if x.codes is None:
                 e.ids[idkey(rid)] = x
                 return e
-            # -32601 too: a server that does not implement the method may say so before
-            # looking at the params
-            x.codes = {INVALID_PARAMS, METHOD_NOT_FOUND} if params is None or isinstance(params, dict | list) else {
-                INVALID_PARAMS, METHOD_NOT_FOUND, INVALID_REQUEST}
     if method == "initialize" and initialized and spec is not None:
         # a second initialize: refusing it for the lifecycle comes before looking at its params
         x.codes, x.method = None, None  # (and whether it is refused at all is not specified)
@@ -466,11 +530,25 @@ def check(view: CaseView) -> list[Violation]:
                                  f"a response to an id no request of the case has: {_excerpt(got[0])}",
                                  "unknown-id"))
 
+    if total.utf8_in_string:
+        out += _utf8_note(view, total, nulls)
     if len(null_pool) > total.null_allowed:
         out.append(Violation("no-response-to-notification",
                              f"{len(null_pool) - total.null_allowed} unasked response(s) with id null: "
                              f"{_excerpt(null_pool[0])}", "null-id"))
     return out
+
+
+def _utf8_note(view: CaseView, total: Expect, nulls: list[dict[str, Any]]) -> list[Violation]:
+    """A note (not a violation) when a frame with invalid UTF-8 inside a string was not refused."""
+    refusals = sum(1 for n in nulls if isinstance(n.get("error"), dict) and n["error"].get("code") == PARSE_ERROR)
+    refusals -= total.null_required.count(PARSE_ERROR)
+    refusals += sum(1 for ex in view.http if ex.status is not None and 400 <= ex.status < 500)
+    if refusals >= total.utf8_in_string:
+        return []
+    return [Violation("error-codes", "a message with invalid UTF-8 inside a string was taken leniently, "
+                      "not refused with -32700 (RFC 8259 section 9 allows it; MCP wants UTF-8)",
+                      "utf8-accepted", severity="note")]
 
 
 def _check_http(ex: Any, e: Expect) -> list[Violation]:

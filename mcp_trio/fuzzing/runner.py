@@ -1,6 +1,7 @@
 """The campaign runner: hypothesis generates cases, the oracles judge them, findings replay.
 
-A campaign (``valid``, ``invalid``, ``lifecycle``, ``http``) runs in rounds.
+A campaign (``valid``, ``invalid``, ``lifecycle``, ``http``, and ``client`` for a
+client target; ``stateful`` runs in :mod:`.stateful`) runs in rounds.
 Each round is one hypothesis run (``database=None``, seeded) over a live
 session with the target; the first violation found sets the round's focus,
 hypothesis shrinks the case while that violation persists (within a time
@@ -8,7 +9,10 @@ budget), and the smallest failing case is then replayed on a fresh session
 (a new process, a new HTTP session).  Only a case that shows the violation
 again becomes a finding; it is saved as a JSON transcript that
 :func:`replay` (``mcp-trio fuzz replay FILE``) runs again.  The next round
-ignores the violations already found, so one campaign can report several.
+ignores the violations already found, so one campaign can report several
+(at most ``FuzzConfig.max_findings``).  A campaign the target cannot take (a
+revision it does not speak) is skipped; one stopped by an error of the fuzzer
+itself is marked aborted; the summary shows both.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from .strategies import Item, cases, stateless_meta
 
 __all__ = ["CAMPAIGNS", "Finding", "FuzzConfig", "Session", "load_transcript", "replay", "run"]
 
-CAMPAIGNS = ("valid", "invalid", "lifecycle", "http")
+CAMPAIGNS = ("valid", "invalid", "lifecycle", "http", "stateful", "client")
 TRANSCRIPT_FORMAT = "mcp-trio-fuzz-transcript/1"
 _NAME_PARAM = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 
@@ -42,7 +46,7 @@ class TargetError(Exception):
 
 @dataclass
 class FuzzConfig:
-    target: drv.StdioTarget | drv.HttpTarget
+    target: Any  # drv.StdioTarget | drv.HttpTarget | client.ClientTarget
     revisions: Sequence[str] = (_versions.SUPPORTED_VERSIONS[1],)
     campaigns: Sequence[str] = ("valid", "invalid", "lifecycle")
     seed: int = 0
@@ -50,7 +54,13 @@ class FuzzConfig:
     time_budget: float | None = None  # seconds per campaign and revision (instead of max_examples)
     timeout: float = 5.0  # seconds to wait for the answers of one case
     shrink_time: float = 20.0  # seconds of shrinking per finding
-    max_findings: int = 5  # per campaign and revision
+    #: Findings per campaign and revision; the campaign stops there (the summary says so),
+    #: since past a handful a target's findings are mostly the same bug again.
+    max_findings: int = 5
+    run_time: float = 30.0  # --client: seconds one client run may take before it counts as hung
+    #: Fuzz a revision even when the target's initialize answer names another one
+    #: (by default such a campaign is skipped: the target does not speak it).
+    all_revisions: bool = False
     skip_probes: frozenset[str] = frozenset()  # probe kinds (Item notes, e.g. "deep_nesting") left out
     out_dir: Path | None = None
     progress: Callable[[str], None] = lambda line: None
@@ -104,17 +114,29 @@ class Session:
             self.handshake_done = True
 
     def _handshake(self) -> None:
-        init = {"jsonrpc": "2.0", "id": "fuzz-init", "method": "initialize",
-                "params": {"protocolVersion": self.revision, "capabilities": {},
-                           "clientInfo": {"name": "mcp-trio-fuzz", "version": "1"}}}
-        # A process may take a while to start (interpreters, a loaded machine): the first
-        # answer gets STARTUP_TIMEOUT; every later one the campaign's timeout.
-        self.conn.send([_dump(init)], want={orc.idkey("fuzz-init")}, timeout=max(self.timeout, STARTUP_TIMEOUT))
-        result = next((m.get("result") for r in self.conn.received for m in _msgs(r.message)
-                       if isinstance(m, dict) and m.get("id") == "fuzz-init" and "result" in m), None)
-        if not isinstance(result, dict):
+        answer = self.initialize()
+        if answer is None or not isinstance(answer.get("result"), dict):
             self.close()
             raise TargetError(f"no valid answer to initialize within {max(self.timeout, STARTUP_TIMEOUT)} s")
+
+    def initialize(self, version: str | None = None, capabilities: dict[str, Any] | None = None,
+                   ) -> dict[str, Any] | None:
+        """Send ``initialize`` (``version`` defaults to the session's revision) and, when it is answered
+        with a result, ``notifications/initialized``; returns the answer (None when none came)."""
+        self.counter += 1
+        rid = f"fuzz-init-{self.counter}"
+        init = {"jsonrpc": "2.0", "id": rid, "method": "initialize",
+                "params": {"protocolVersion": version or self.revision, "capabilities": capabilities or {},
+                           "clientInfo": {"name": "mcp-trio-fuzz", "version": "1"}}}
+        start = len(self.conn.received)
+        # A process may take a while to start (interpreters, a loaded machine): the first
+        # answer gets STARTUP_TIMEOUT; every later one the campaign's timeout.
+        self.conn.send([_dump(init)], want={orc.idkey(rid)}, timeout=max(self.timeout, STARTUP_TIMEOUT))
+        answer = next((m for r in self.conn.received[start:] for m in _msgs(r.message)
+                       if isinstance(m, dict) and m.get("id") == rid and "method" not in m), None)
+        result = answer.get("result") if answer is not None else None
+        if not isinstance(result, dict):
+            return answer
         version = result.get("protocolVersion")
         if isinstance(version, str) and version in _versions.SUPPORTED_VERSIONS:
             self.negotiated = version
@@ -124,6 +146,7 @@ class Session:
         self.conn.send([b'{"jsonrpc":"2.0","method":"notifications/initialized"}'], want=set(),
                        timeout=self.timeout)
         self.handshake_done = True
+        return answer
 
     def close(self) -> None:
         self.conn.close()
@@ -173,12 +196,26 @@ class Session:
             return None
         if not isinstance(msg, dict) or not isinstance(msg.get("method"), str):
             return None
-        headers = {"Mcp-Method": encode_value(msg["method"])}
-        params = msg.get("params")
-        name = _NAME_PARAM.get(msg["method"])
-        if name and isinstance(params, dict) and isinstance(params.get(name), str):
-            headers["Mcp-Name"] = encode_value(params[name])
+        try:
+            headers = {"Mcp-Method": encode_value(msg["method"])}
+            params = msg.get("params")
+            name = _NAME_PARAM.get(msg["method"])
+            if name and isinstance(params, dict) and isinstance(params.get(name), str):
+                headers["Mcp-Name"] = encode_value(params[name])
+        except UnicodeEncodeError:  # a lone surrogate (from a \ud800 escape) has no header form
+            return None
         return headers
+
+    def discovers(self) -> bool:
+        """Stateless revisions: whether ``server/discover`` lists the session's revision."""
+        pid, body = self.probe_message()
+        start = len(self.conn.received)
+        self.conn.send([body], want={orc.idkey(pid)}, timeout=max(self.timeout, STARTUP_TIMEOUT),
+                       headers=[self.headers_for(body)])
+        result = next((m.get("result") for r in self.conn.received[start:] for m in _msgs(r.message)
+                       if isinstance(m, dict) and m.get("id") == pid), None)
+        versions = result.get("supportedVersions") if isinstance(result, dict) else None
+        return isinstance(versions, list) and self.revision in versions
 
     def probe_message(self) -> tuple[str, bytes]:
         self.counter += 1
@@ -261,7 +298,15 @@ HTTP_PROBES: dict[str, tuple[dict[str, str | None], set[int] | None]] = {
     "accept-html": ({"Accept": "text/html"}, None),
     "content-type-text": ({"Content-Type": "text/plain"}, None),
     "no-content-type": ({"Content-Type": None}, None),
+    # DNS rebinding: a page on evil.example resolving to 127.0.0.1 reaches the server with its own
+    # Host.  The spec asks servers to validate Origin (a MUST) and to bind to localhost; refusing a
+    # foreign Host is what the SDKs' DNS-rebinding protection does, so it is a note, not a violation.
+    "foreign-host": ({"Host": "evil.example"}, {400, 403, 421}),
 }
+#: Probes whose expectation is good practice, not a MUST: a miss is reported as a note.
+NOTE_PROBES = frozenset({"foreign-host"})
+#: Methods Streamable HTTP gives no meaning: any 4xx (ideally 405), never a 5xx or a 2xx.
+WRONG_METHODS = ("PUT", "PATCH")
 
 
 def _http_case(session: Session, probe: str) -> list[orc.Violation]:
@@ -284,6 +329,12 @@ def _http_case(session: Session, probe: str) -> list[orc.Violation]:
         conn.session_id = None  # the session is over either way: start another
         session._handshake()
         return out
+    if probe == "wrong-method":
+        return _wrong_methods(session, body)
+    if probe == "get-bad-last-event-id":
+        return _bad_last_event_id(session)
+    if probe == "sse-disconnect-resume":
+        return _sse_disconnect_resume(session, pid, body)
     if probe in ("truncated-body", "chunked-body"):
         host = conn.target.host_header
         base = conn.base_headers()
@@ -324,11 +375,80 @@ def _http_case(session: Session, probe: str) -> list[orc.Violation]:
         out.append(orc.Violation("http-status", f"{probe}: HTTP {ex.status}", "5xx"))
     elif expected is not None and ex.status not in expected:
         out.append(orc.Violation("http-session", f"{probe}: HTTP {ex.status}, expected {sorted(expected)}",
-                                 probe))
+                                 probe, severity="note" if probe in NOTE_PROBES else "violation"))
     return out
 
 
-HTTP_CASES = [*HTTP_PROBES, "delete-then-reuse", "truncated-body", "chunked-body"]
+def _wrong_methods(session: Session, body: bytes) -> list[orc.Violation]:
+    conn = session.conn
+    assert isinstance(conn, drv.HttpConnection)
+    out = []
+    for method in WRONG_METHODS:
+        ex = conn.request(method, body, conn.base_headers(), set(), session.timeout)
+        if ex.status is None or not 400 <= ex.status < 500:
+            out.append(orc.Violation("http-status", f"{method} answered {ex.status or ex.error} (want a 4xx, "
+                                     "ideally 405)", "wrong-method"))
+    return out
+
+
+def _bad_last_event_id(session: Session) -> list[orc.Violation]:
+    """GET with a Last-Event-ID the server never issued: a 4xx, a 405 (no GET stream), or a stream
+    that replays nothing of another stream; never a 5xx.  The stream is read for a moment only."""
+    conn = session.conn
+    assert isinstance(conn, drv.HttpConnection)
+    hdrs = {k: v for k, v in conn.base_headers().items() if k != "Content-Type"}
+    hdrs.update({"Accept": "text/event-stream", "Last-Event-ID": "fuzz-never-issued-0"})
+    before = len(conn.received)
+    ex = conn.request("GET", b"", hdrs, set(), min(session.timeout, 0.5))
+    out = []
+    if ex.status is None or ex.status >= 500:
+        out.append(orc.Violation("http-status", f"GET with an unknown Last-Event-ID: {ex.status or ex.error}",
+                                 "last-event-id"))
+    replayed = [r for r in conn.received[before:] if ex.status == 200 and isinstance(r.message, dict)
+                and r.message.get("id") is not None and "method" not in r.message]
+    if replayed:
+        out.append(orc.Violation("http-session", "a GET with a Last-Event-ID the server never issued got "
+                                 f"responses: {orc._excerpt(replayed[0].message)}", "last-event-id-replay"))
+    return out
+
+
+def _sse_disconnect_resume(session: Session, pid: str, body: bytes) -> list[orc.Violation]:
+    """Drop a request's SSE stream right after its first event with an id, then resume it with
+    ``GET`` + ``Last-Event-ID``.  A server that gives its events ids says it can resume; the
+    resumed stream must replay nothing of another stream (a MUST NOT), and the answer should come
+    on it (a MAY: a note when it does not).  A server without event ids is not probed."""
+    conn = session.conn
+    assert isinstance(conn, drv.HttpConnection)
+    headers = conn.base_headers()
+    if session.stateless:
+        headers["Mcp-Method"] = "server/discover"
+    before = conn.answered()
+    post = conn.request("POST", body, headers, {orc.idkey(pid)}, session.timeout, disconnect_at_event_id=True)
+    if post.status is not None and post.status >= 500:
+        return [orc.Violation("http-status", f"sse-disconnect-resume: POST answered {post.status}", "5xx")]
+    if post.event_id is None or orc.idkey(pid) in conn.answered():
+        return []  # no event id before the answer: nothing to resume
+    hdrs = {k: v for k, v in conn.base_headers().items() if k != "Content-Type"}
+    hdrs.update({"Accept": "text/event-stream", "Last-Event-ID": post.event_id})
+    start = len(conn.received)
+    ex = conn.request("GET", b"", hdrs, {orc.idkey(pid)}, session.timeout)
+    out = []
+    if ex.status is None or ex.status >= 500:
+        out.append(orc.Violation("http-status", f"GET resuming after event {post.event_id!r}: "
+                                 f"{ex.status or ex.error}", "resume"))
+    foreign = [r.message for r in conn.received[start:] if isinstance(r.message, dict) and "method" not in r.message
+               and r.message.get("id") is not None and orc.idkey(r.message["id"]) != orc.idkey(pid)]
+    if foreign:
+        out.append(orc.Violation("http-session", "a resumed stream replayed a response of another stream: "
+                                 f"{orc._excerpt(foreign[0])}", "resume-foreign"))
+    if ex.status == 200 and orc.idkey(pid) not in conn.answered() - before:
+        out.append(orc.Violation("http-session", f"the answer after event {post.event_id!r} was not replayed on "
+                                 "the resumed stream", "resume-lost", severity="note"))
+    return out
+
+
+HTTP_CASES = [*HTTP_PROBES, "delete-then-reuse", "truncated-body", "chunked-body", "wrong-method",
+              "get-bad-last-event-id", "sse-disconnect-resume"]
 
 
 # ------------------------------------------------------------------ runner
@@ -348,13 +468,17 @@ class CampaignStats:
     findings: list[Finding] = field(default_factory=list)
     not_reproduced: list[dict[str, Any]] = field(default_factory=list)
     skipped: str | None = None
+    aborted: str | None = None  # the campaign stopped early on an error of its own
+    capped: bool = False  # stopped at FuzzConfig.max_findings
 
     def to_json(self) -> dict[str, Any]:
         return {"revision": self.revision, "campaign": self.campaign, "examples": self.examples,
                 "sessions": self.sessions, "seconds": round(self.seconds, 2),
                 "findings": [{"key": f.violation.key, "message": f.violation.message,
+                              "severity": f.violation.severity,
                               "transcript": str(f.path) if f.path else None} for f in self.findings],
-                "not_reproduced": self.not_reproduced, **({"skipped": self.skipped} if self.skipped else {})}
+                "not_reproduced": self.not_reproduced, **({"skipped": self.skipped} if self.skipped else {}),
+                **({"aborted": self.aborted} if self.aborted else {}), **({"capped": True} if self.capped else {})}
 
 
 def run(cfg: FuzzConfig) -> list[CampaignStats]:
@@ -371,12 +495,73 @@ def run(cfg: FuzzConfig) -> list[CampaignStats]:
 def run_campaign(cfg: FuzzConfig, revision: str, campaign: str) -> CampaignStats:
     stats = CampaignStats(revision, campaign)
     started = time.monotonic()
-    if campaign == "http" and cfg.target.kind != "http":
-        stats.skipped = "the http campaign needs an --http target"
+    skipped = _skip_reason(cfg, revision, campaign)
+    if skipped:
+        stats.skipped = skipped
         return stats
-    if campaign == "lifecycle" and _versions.is_stateless(revision):
-        stats.skipped = f"{revision} has no initialize handshake"
-        return stats
+    try:
+        _run_rounds(cfg, revision, campaign, stats, started)
+    except TargetError as exc:
+        stats.skipped = str(exc)
+        cfg.progress(f"{revision} {campaign}: {exc}")
+    except Exception as exc:  # a fuzzer that cannot go on must say so, not vanish from the report
+        stats.aborted = f"{type(exc).__name__}: {exc}"
+        cfg.progress(f"{revision} {campaign}: ABORTED: {stats.aborted}")
+    finally:
+        stats.seconds = time.monotonic() - started
+    cfg.progress(f"{revision} {campaign}: done, {stats.examples} examples, {len(stats.findings)} findings "
+                 f"in {stats.seconds:.1f} s")
+    return stats
+
+
+def _run_rounds(cfg: FuzzConfig, revision: str, campaign: str, stats: CampaignStats, started: float) -> None:
+    if campaign == "stateful":
+        from .stateful import run_stateful
+
+        run_stateful(cfg, revision, stats)
+        return
+    if campaign == "client":
+        from . import client as cli
+
+        hunt = cli.client_hunt(cfg, revision, stats)
+    else:
+        hunt = _server_hunt(cfg, revision, campaign, stats)
+    try:
+        _search(cfg, revision, campaign, stats, hunt, started)
+    finally:
+        hunt.reset()
+
+
+def _skip_reason(cfg: FuzzConfig, revision: str, campaign: str) -> str | None:
+    kind = cfg.target.kind
+    if (campaign == "client") != (kind == "client"):
+        return "the client campaign is for --client targets only" if campaign == "client" else (
+            f"the {campaign} campaign is for servers")
+    if campaign == "client" and _versions.is_stateless(revision):
+        return f"{revision}: the fuzzing server speaks the handshake revisions only"
+    if campaign == "http" and kind != "http":
+        return "the http campaign needs an --http target"
+    if campaign in ("lifecycle", "stateful") and _versions.is_stateless(revision):
+        return f"{revision} has no initialize handshake"
+    return None
+
+
+@dataclass
+class Hunt:
+    """What a campaign plugs into :func:`_search`.
+
+    ``execute(case)`` runs one example and returns (payloads, notes, violations);
+    ``replay(payloads, notes)`` runs the smallest failing case again on a fresh
+    session and returns (transcript, violations); ``reset()`` drops any live state.
+    """
+
+    strategy: st.SearchStrategy[Any]
+    execute: Callable[[Any], tuple[list[bytes], list[str], list[orc.Violation]]]
+    replay: Callable[[list[bytes], list[str]], tuple[dict[str, Any], list[orc.Violation]]]
+    reset: Callable[[], None]
+
+
+def _server_hunt(cfg: FuzzConfig, revision: str, campaign: str, stats: CampaignStats) -> Hunt:
     handshake = campaign != "lifecycle"
     fresh_each = campaign in ("lifecycle", "http")
     strategy: st.SearchStrategy[Any] = (
@@ -389,22 +574,29 @@ def run_campaign(cfg: FuzzConfig, revision: str, campaign: str) -> CampaignStats
             strategy = strategy.filter(lambda case: not skip.intersection(case))
         else:
             strategy = strategy.filter(lambda case: not any(i.note.split(":")[0] in skip for i in case))
-    found: set[str] = set()
     live: list[Session] = []
 
     def session() -> Session:
         if live and (fresh_each or not live[0].conn.alive()):
             live.pop().close()
         if not live:
-            live.append(Session(cfg.target, revision, handshake=handshake, timeout=cfg.timeout))
+            sess = Session(cfg.target, revision, handshake=handshake, timeout=cfg.timeout)
+            live.append(sess)
             stats.sessions += 1
+            if handshake and sess.negotiated != revision and not cfg.all_revisions:
+                raise TargetError(f"the target does not speak {revision} (its initialize answer names "
+                                  f"{sess.negotiated}); --all-revisions fuzzes it anyway")
+            if sess.stateless and stats.sessions == 1 and not cfg.all_revisions and not sess.discovers():
+                raise TargetError(f"the target does not speak {revision} (server/discover does not list "
+                                  "it); --all-revisions fuzzes it anyway")
         return live[0]
 
     def drop() -> None:
         while live:
             live.pop().close()
 
-    def execute(sess: Session, case: Any) -> tuple[list[bytes], list[str], list[orc.Violation]]:
+    def execute(case: Any) -> tuple[list[bytes], list[str], list[orc.Violation]]:
+        sess = session()
         if campaign == "http":
             violations = [v for probe in case for v in _http_case(sess, probe)]
             result = sess.run_case([])  # liveness
@@ -413,6 +605,18 @@ def run_campaign(cfg: FuzzConfig, revision: str, campaign: str) -> CampaignStats
         result = sess.run_case(payloads, [i.note for i in case])
         return payloads, result.notes, result.violations
 
+    def replay_best(payloads: list[bytes], notes: list[str]) -> tuple[dict[str, Any], list[orc.Violation]]:
+        return _replay_payloads(cfg.target, revision, campaign, payloads, notes,  # type: ignore[arg-type]
+                                cfg.timeout, seed=cfg.seed)
+
+    return Hunt(strategy, execute, replay_best, drop)
+
+
+def _search(cfg: FuzzConfig, revision: str, campaign: str, stats: CampaignStats, hunt: Hunt,
+            started: float) -> None:
+    """Rounds of hypothesis runs: find a new violation, shrink it, keep it if it replays."""
+    found: set[str] = set()
+
     def budget_left() -> bool:
         elapsed = time.monotonic() - started
         if cfg.time_budget is not None:
@@ -420,74 +624,78 @@ def run_campaign(cfg: FuzzConfig, revision: str, campaign: str) -> CampaignStats
         return stats.examples < (cfg.max_examples or 0)
 
     round_no = 0
-    try:
-        while budget_left() and len(stats.findings) < cfg.max_findings and round_no < 50:
-            round_no += 1
-            focus: list[str] = []
-            best: list[Any] = []  # [case, payloads, notes]
-            shrink_started: list[float] = []
-            chunk = 25 if cfg.time_budget is not None else max(1, (cfg.max_examples or 0) - stats.examples)
+    while budget_left() and len(stats.findings) < cfg.max_findings and round_no < 50:
+        round_no += 1
+        focus: list[str] = []
+        best: list[Any] = []  # [case, payloads, notes]
+        shrink_started: list[float] = []
+        errors: list[BaseException] = []
+        chunk = 25 if cfg.time_budget is not None else max(1, (cfg.max_examples or 0) - stats.examples)
 
-            @settings(database=None, max_examples=chunk, deadline=None, derandomize=False,
-                      suppress_health_check=list(HealthCheck), verbosity=Verbosity.quiet,
-                      phases=[Phase.generate, Phase.shrink], report_multiple_bugs=False)
-            @seed(cfg.seed * 1000 + round_no)
-            @given(strategy)
-            def test(case: Any) -> None:
-                if best and shrink_started and time.monotonic() - shrink_started[0] > cfg.shrink_time:
-                    if case == best[0]:
-                        raise _Found
-                    return
-                if not focus and not budget_left():
-                    return
-                if not focus:
-                    stats.examples += 1
-                    if stats.examples % 25 == 0:
-                        cfg.progress(f"{revision} {campaign}: {stats.examples} examples, "
-                                     f"{len(stats.findings)} findings")
-                sess = session()
-                payloads, notes, violations = execute(sess, case)
-                keys = {v.key for v in violations} - found
-                if keys:
-                    drop()  # a failure may leave state behind: start the next example afresh
-                if not focus and keys:
-                    focus.append(sorted(keys)[0])
-                    shrink_started.append(time.monotonic())
-                    cfg.progress(f"{revision} {campaign}: violation {focus[0]}; shrinking")
-                if focus and focus[0] in keys:
-                    if not best or _size(payloads) <= _size(best[1]):
-                        best[:] = [case, payloads, notes]
+        @settings(database=None, max_examples=chunk, deadline=None, derandomize=False,
+                  suppress_health_check=list(HealthCheck), verbosity=Verbosity.quiet,
+                  phases=[Phase.generate, Phase.shrink], report_multiple_bugs=False)
+        @seed(cfg.seed * 1000 + round_no)
+        @given(hunt.strategy)
+        def test(case: Any) -> None:
+            if errors:  # the campaign is over: let hypothesis finish without running anything
+                raise _Found
+            if best and shrink_started and time.monotonic() - shrink_started[0] > cfg.shrink_time:
+                if case == best[0]:
                     raise _Found
-
-            try:
-                test()
-            except Exception:  # _Found (or hypothesis' flaky report): the case is in ``best``
-                pass
+                return
+            if not focus and not budget_left():
+                return
             if not focus:
-                continue
-            found.add(focus[0])
-            drop()
-            transcript, violations = _replay_payloads(cfg.target, revision, campaign, best[1], best[2],
-                                                      cfg.timeout, seed=cfg.seed)
-            hit = next((v for v in violations if v.key == focus[0]), None)
-            if hit is None:
-                stats.not_reproduced.append({"key": focus[0], "payloads": len(best[1])})
-                cfg.progress(f"{revision} {campaign}: {focus[0]} did not reproduce on replay; dropped")
-                continue
-            finding = Finding(revision, campaign, hit, transcript)
-            if cfg.out_dir is not None:
-                finding.path = save_transcript(cfg.out_dir, finding, len(stats.findings) + 1)
-            stats.findings.append(finding)
-            cfg.progress(f"{revision} {campaign}: FINDING {hit.key}: {hit.message}")
-    except TargetError as exc:
-        stats.skipped = str(exc)
-        cfg.progress(f"{revision} {campaign}: {exc}")
-    finally:
-        drop()
-        stats.seconds = time.monotonic() - started
-    cfg.progress(f"{revision} {campaign}: done, {stats.examples} examples, {len(stats.findings)} findings "
-                 f"in {stats.seconds:.1f} s")
-    return stats
+                stats.examples += 1
+                if stats.examples % 25 == 0:
+                    cfg.progress(f"{revision} {campaign}: {stats.examples} examples, "
+                                 f"{len(stats.findings)} findings")
+            try:
+                payloads, notes, violations = hunt.execute(case)
+            except Exception as exc:  # no session at all, or the fuzzer's own failure: stop, visibly
+                errors.append(exc)
+                raise _Found from exc
+            keys = {v.key for v in violations} - found
+            if keys:
+                hunt.reset()  # a failure may leave state behind: start the next example afresh
+            if not focus and keys:
+                focus.append(sorted(keys)[0])
+                shrink_started.append(time.monotonic())
+                cfg.progress(f"{revision} {campaign}: violation {focus[0]}; shrinking")
+            if focus and focus[0] in keys:
+                if not best or _size(payloads) <= _size(best[1]):
+                    best[:] = [case, payloads, notes]
+                raise _Found
+
+        try:
+            test()
+        except Exception:  # _Found (or hypothesis' flaky report): the case is in ``best``
+            pass
+        if errors:
+            raise errors[0]
+        if not focus:
+            continue
+        found.add(focus[0])
+        hunt.reset()
+        transcript, violations = hunt.replay(best[1], best[2])
+        hit = next((v for v in violations if v.key == focus[0]), None)
+        if hit is None:
+            stats.not_reproduced.append({"key": focus[0], "payloads": len(best[1])})
+            cfg.progress(f"{revision} {campaign}: {focus[0]} did not reproduce on replay; dropped")
+            continue
+        finding = Finding(revision, campaign, hit, transcript)
+        if cfg.out_dir is not None:
+            finding.path = save_transcript(cfg.out_dir, finding, len(stats.findings) + 1)
+        stats.findings.append(finding)
+        cfg.progress(f"{revision} {campaign}: FINDING {hit.key}: {hit.message}")
+    if len(stats.findings) >= cfg.max_findings:
+        stats.capped = True
+
+
+def violations_found(stats: Sequence[CampaignStats]) -> bool:
+    """Whether any finding is a violation (notes alone do not fail a run)."""
+    return any(f.violation.severity != "note" for s in stats for f in s.findings)
 
 
 def _size(payloads: Sequence[bytes]) -> tuple[int, int]:
@@ -529,6 +737,16 @@ def _replay_payloads(target: drv.StdioTarget | drv.HttpTarget, revision: str, ca
     return transcript, violations
 
 
+def stateful_transcript(cfg: FuzzConfig, revision: str, steps: list[dict[str, Any]],
+                        violations: list[orc.Violation], runner: Any) -> dict[str, Any]:
+    """The transcript of a replayed state-machine run: its steps instead of one case."""
+    return {
+        "format": TRANSCRIPT_FORMAT, "target": cfg.target.describe(), "revision": revision,
+        "campaign": "stateful", "timeout": cfg.timeout, "seed": cfg.seed, "steps": steps, "case": [],
+        "violations": [v.to_json() for v in violations], "events": runner.events,
+    }
+
+
 def save_transcript(out_dir: Path, finding: Finding, n: int) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     safe = "".join(c if c.isalnum() else "-" for c in finding.violation.key).strip("-")
@@ -550,6 +768,10 @@ def target_from(description: dict[str, Any]) -> drv.StdioTarget | drv.HttpTarget
         return drv.StdioTarget(description["command"], cwd=description.get("cwd"))
     if description.get("kind") == "http":
         return drv.HttpTarget(description["url"])
+    if description.get("kind") == "client":
+        from .client import ClientTarget
+
+        return ClientTarget(description["command"], cwd=description.get("cwd"))
     raise ValueError(f"unknown target {description!r}")
 
 
@@ -557,6 +779,16 @@ def replay(path: str | Path, *, target: drv.StdioTarget | drv.HttpTarget | None 
            timeout: float | None = None) -> tuple[dict[str, Any], list[orc.Violation]]:
     """Send a transcript's case again on a fresh session; (new transcript, violations)."""
     data = load_transcript(path)
+    if data.get("campaign") == "client":
+        from . import client as cli
+
+        return cli.replay_client(data, target=target, timeout=timeout)
+    if data.get("campaign") == "stateful":
+        from .stateful import run_steps
+
+        cfg = FuzzConfig(target or target_from(data["target"]), timeout=timeout or data.get("timeout", 5.0))
+        violations, runner = run_steps(cfg.target, data["revision"], data["steps"], cfg.timeout)
+        return stateful_transcript(cfg, data["revision"], data["steps"], violations, runner), violations
     payloads = [drv.decode_bytes(c) for c in data["case"]]
     notes = [c.get("note", "") for c in data["case"]]
     return _replay_payloads(target or target_from(data["target"]), data["revision"], data["campaign"],
@@ -583,14 +815,21 @@ def summary(cfg: FuzzConfig, stats: Sequence[CampaignStats]) -> str:
     lines = [f"mcp-trio fuzz: {json.dumps(cfg.target.describe())}, seed {cfg.seed}", ""]
     total = 0
     for s in stats:
-        status = f"skipped ({s.skipped})" if s.skipped and not s.examples else (
+        status = f"skipped ({s.skipped})" if s.skipped else (
             f"{s.examples} examples, {s.sessions} sessions, {s.seconds:.1f} s, {len(s.findings)} findings")
         lines.append(f"{s.revision}  {s.campaign:<10} {status}")
+        if s.aborted:
+            lines.append(f"    ! ABORTED after {s.examples} examples: {s.aborted}")
+        if s.capped:
+            lines.append(f"    ! stopped at {cfg.max_findings} findings (--max-findings); more may remain")
         for f in s.findings:
             total += 1
-            lines.append(f"    - {f.violation.key}: {f.violation.message}")
+            grade = " (note)" if f.violation.severity == "note" else ""
+            lines.append(f"    - {f.violation.key}{grade}: {f.violation.message}")
             lines.append(f"      replay: mcp-trio fuzz replay {f.path}" if f.path else "")
         for nr in s.not_reproduced:
             lines.append(f"    ~ {nr['key']}: seen, did not reproduce on replay (not reported)")
-    lines += ["", f"{total} finding(s)."]
+    notes = sum(1 for s in stats for f in s.findings if f.violation.severity == "note")
+    lines += ["", f"{total} finding(s)" + (f", {notes} of them notes (judgement calls, not violations)."
+                                           if notes else ".")]
     return "\n".join(line for line in lines if line is not None) + "\n"

@@ -85,7 +85,9 @@ def test_invalid_items_are_rejected_by_the_generated_types(data: st.DataObject) 
 def test_classify_names_the_spec_error_codes() -> None:
     r = "2025-11-25"
     assert classify(b"{nope", r).null_required == [-32700]
-    assert classify(b'{"jsonrpc":"2.0","id":1,"method":"ping","x":"\xff"}', r).null_required == [-32700]
+    assert classify(b'{"jsonrpc":"2.0","id":1,"method":"ping","x":"\xff"}', r).null_required == []
+    assert classify(b'{"jsonrpc":"2.0","id":1,"method":"ping","x":"\xff"}', r).utf8_in_string == 1
+    assert classify(b'{"jsonrpc":"2.0","id":1,"method":"ping"\xff}', r).null_required == [-32700]
     assert classify(b'{"jsonrpc":"2.0","id":null,"method":"ping"}', r).null_required == [-32600]
     assert classify(b'{"jsonrpc":"2.0","id":true,"method":"ping"}', r).null_required == [-32600]
     assert classify(b'{"jsonrpc":"2.0","id":1,"method":"no/such"}', r).ids['1'].codes == {-32601}
@@ -233,3 +235,137 @@ def test_invalid_utf8_gets_an_http_answer(everything_http: str) -> None:
     finally:
         session.close()
     assert result.violations == []
+
+
+def test_invalid_utf8_inside_a_string_answered_leniently_is_a_note_not_a_violation() -> None:
+    """RFC 8259 section 9 lets a parser accept it: answering it is recorded, not failed."""
+    from mcp_trio.fuzzing.oracles import CaseView, check
+    from mcp_trio.fuzzing.driver import Received
+
+    payload = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"_meta":{"x":"\xff"}}}'
+
+    def view(answer: dict[str, object]) -> CaseView:
+        rec = Received(0.0, json.dumps(answer).encode(), message=answer, parsed=True)
+        return CaseView(revision="2025-11-25", transport="stdio", payloads=[payload], received=[rec], http=[],
+                        junk=[], alive=True, exit_code=None, probe_id=None, probe_answered=True, cancelled=set(),
+                        previously_answered=set())
+
+    [note] = check(view({"jsonrpc": "2.0", "id": 1, "result": {}}))
+    assert note.severity == "note" and note.key == "error-codes:utf8-accepted"
+    assert check(view({"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "bad"}})) == []
+
+
+# ------------------------------------------------- HTTP probes, stateful
+
+
+@pytest.mark.parametrize("probe", ["foreign-host", "wrong-method", "get-bad-last-event-id", "delete-then-reuse"])
+def test_the_http_probes_pass_against_our_server(everything_http: str, probe: str) -> None:
+    from mcp_trio.fuzzing.runner import _http_case
+
+    session = Session(HttpTarget(everything_http), "2025-11-25", timeout=3)
+    try:
+        first = session.conn.session_id
+        assert _http_case(session, probe) == []
+        assert session.run_case([]).violations == []  # (a new session after DELETE)
+        if probe == "delete-then-reuse":
+            assert session.conn.session_id not in (None, first)
+            statuses = [ex.status for ex in session.conn.http if ex.method in ("DELETE", "POST")]
+            assert 404 in statuses
+    finally:
+        session.close()
+
+
+def test_stateful_campaign_against_everything_over_http_finds_nothing(everything_http: str, tmp_path: Path) -> None:
+    argv = ["fuzz", "--http", everything_http, "--revision", "2025-11-25", "--revision", "2025-03-26",
+            "--campaign", "stateful", "--max-examples", "10", "--timeout", "3", "--seed", "4", "--out", str(tmp_path)]
+    assert main(argv) == 0, (tmp_path / "summary.txt").read_text()
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert [c["campaign"] for c in report["campaigns"]] == ["stateful", "stateful"]
+    assert all(c["examples"] >= 10 and not c["findings"] and "aborted" not in c for c in report["campaigns"])
+
+
+@pytest.mark.slow
+def test_stateful_campaign_against_everything_over_stdio_finds_nothing() -> None:
+    cfg = FuzzConfig(StdioTarget([sys.executable, EVERYTHING]), revisions=["2025-11-25"], campaigns=["stateful"],
+                     max_examples=4, timeout=3, seed=5)
+    [stats] = run(cfg)
+    assert stats.examples >= 4 and stats.sessions >= 4 and not stats.findings and not stats.aborted
+
+
+@pytest.mark.slow
+def test_stateful_campaign_finds_a_broken_toy_and_the_steps_replay(tmp_path: Path) -> None:
+    cfg = FuzzConfig(toy("answers-notifications"), revisions=["2025-11-25"], campaigns=["stateful"],
+                     max_examples=10, timeout=2, shrink_time=3, max_findings=1, out_dir=tmp_path)
+    [stats] = run(cfg)
+    [finding] = stats.findings
+    assert finding.violation.oracle == "no-response-to-notification"
+    saved = json.loads(finding.path.read_text())  # type: ignore[union-attr]
+    assert saved["campaign"] == "stateful" and saved["steps"][0]["rule"] == "initialize"
+    assert main(["fuzz", "replay", str(finding.path)]) == 1
+
+
+def test_version_negotiation_oracle_against_a_toy_that_always_answers_2025_11_25() -> None:
+    from mcp_trio.fuzzing.stateful import run_steps
+
+    def keys(revision: str, version: str) -> set[str]:
+        violations, _ = run_steps(toy("good"), revision, [{"rule": "initialize", "version": version,
+                                                           "capabilities": {}}], 3)
+        return {v.key for v in violations}
+
+    assert keys("2025-11-25", "2025-11-25") == set()
+    assert keys("2025-11-25", "1999-01-01") == set()  # another version it supports: fine
+    assert keys("2025-06-18", "2025-06-18") == {"version-negotiation:not-same"}
+
+
+def test_a_revision_the_server_does_not_speak_is_skipped_unless_asked() -> None:
+    base = dict(revisions=["2025-06-18"], campaigns=["valid"], max_examples=2, timeout=3)
+    [skipped] = run(FuzzConfig(toy("good"), **base))  # type: ignore[arg-type]
+    assert skipped.skipped and "does not speak 2025-06-18" in skipped.skipped
+    [forced] = run(FuzzConfig(toy("good"), all_revisions=True, **base))  # type: ignore[arg-type]
+    assert not forced.skipped and forced.examples == 2
+
+
+def test_an_aborted_campaign_is_visible_in_the_summary_and_the_report(tmp_path: Path) -> None:
+    """A fuzzer error mid-campaign stops that campaign and says so; the next one still runs."""
+    from mcp_trio.fuzzing import runner
+
+    class Exploding(StdioTarget):
+        def open(self):  # type: ignore[no-untyped-def]
+            raise OSError("no such terminal")
+
+    cfg = FuzzConfig(Exploding([sys.executable, TOY]), revisions=["2025-11-25"], campaigns=["valid", "invalid"],
+                     max_examples=3, timeout=2, out_dir=tmp_path)
+    stats = run(cfg)
+    assert [s.aborted for s in stats] == ["OSError: no such terminal"] * 2
+    summary = (tmp_path / "summary.txt").read_text()
+    assert summary.count("ABORTED after 1 examples: OSError: no such terminal") == 2
+    assert json.loads((tmp_path / "report.json").read_text())["campaigns"][0]["aborted"]
+    assert not runner.violations_found(stats)
+
+
+def test_sse_disconnect_then_resume_against_a_resumable_server() -> None:
+    """The official SDK's resumable app (an event store) gives its events ids: the probe drops the
+    stream after the priming event and gets the answer on the GET that resumes it."""
+    from mcp_trio.fuzzing.runner import _http_case
+
+    proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "programs" / "sdk_http_server.py")],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        assert proc.stdout is not None
+        ports = json.loads(proc.stdout.readline())
+        session = Session(HttpTarget(f"http://127.0.0.1:{ports['sse']}/mcp"), "2025-11-25", timeout=5)
+        try:
+            assert _http_case(session, "sse-disconnect-resume") == []
+            notes = [e for e in session.conn.events if e["dir"] == "note"]
+            assert notes and "disconnected after SSE event id" in notes[0]["text"]
+            resumed = [ex for ex in session.conn.http if ex.method == "GET"]
+            assert resumed and resumed[0].status == 200
+            assert repr(dict(resumed[0].headers)["Last-Event-ID"]) in notes[0]["text"]
+            assert any(r.http == resumed[0].index and r.message.get("id", "").startswith("fuzz-probe")
+                       for r in session.conn.received if isinstance(r.message, dict))
+        finally:
+            session.close()
+    finally:
+        proc.terminate()
+        proc.wait(5)
+        proc.stdout.close()  # type: ignore[union-attr]

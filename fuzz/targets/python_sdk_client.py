@@ -1,0 +1,81 @@
+"""A client written with the official Python SDK (PyPI ``mcp``), for ``mcp-trio fuzz --client``.
+
+The fuzzer appends its server's URL.  The client connects over Streamable HTTP with the
+initialize handshake, answers sampling, elicitation and roots requests, then lists and calls
+what a typical client does: tools, resources, prompts, the log level and a ping.  An error a
+call gets back is printed and the next call goes on; the exit status is 0 when the session
+itself ended normally and 1 when it broke.  Run it from an isolated install of ``mcp`` (see
+``docs/fuzz-findings.md``), e.g.::
+
+    mcp-trio fuzz --client "/tmp/sdk-venv/bin/python fuzz/targets/python_sdk_client.py" \\
+        --max-examples 100 --timeout 3 --seed 1 --out /tmp/fuzz-sdk-client
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.client.client import Client
+
+CALL_TIMEOUT = 10.0
+
+
+async def sample(context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+    return types.CreateMessageResult(role="assistant", content=types.TextContent(type="text", text="fuzz"),
+                                     model="none")
+
+
+async def elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+    return types.ElicitResult(action="decline")
+
+
+async def roots(context: Any) -> types.ListRootsResult:
+    return types.ListRootsResult(roots=[types.Root(uri="file:///tmp", name="tmp")])
+
+
+def _calls(client: Client) -> list[tuple[str, Callable[[], Awaitable[Any]]]]:
+    return [
+        ("tools/list", lambda: client.list_tools()),
+        ("tools/call", lambda: client.call_tool("echo", {"text": "hi"})),
+        ("resources/list", lambda: client.list_resources()),
+        ("resources/read", lambda: client.read_resource("fuzz://greeting")),
+        ("prompts/list", lambda: client.list_prompts()),
+        ("prompts/get", lambda: client.get_prompt("summarize", {"text": "x"})),
+        ("logging/setLevel", lambda: client.set_logging_level("info")),
+        ("ping", lambda: client.send_ping()),
+    ]
+
+
+async def run(url: str) -> None:
+    async with Client(url, mode="legacy", client_info=types.Implementation(name="fuzz-target-python-sdk-client",
+                                                                           version="1"),
+                      sampling_callback=sample, elicitation_callback=elicit, list_roots_callback=roots,
+                      read_timeout_seconds=CALL_TIMEOUT, cache=None) as client:
+        for name, call in _calls(client):
+            try:
+                with anyio.fail_after(CALL_TIMEOUT):
+                    await call()
+            except Exception as exc:  # the server's answer was refused: that is the client working
+                print(f"{name}: {type(exc).__name__}: {exc}"[:300], file=sys.stderr)
+
+
+def main() -> int:
+    if len(sys.argv) < 2:
+        print("usage: python_sdk_client.py [...] SERVER_URL", file=sys.stderr)
+        return 2
+    warnings.simplefilter("ignore")  # (deprecation notes about 2026-07-28 on stderr say nothing here)
+    try:
+        anyio.run(run, sys.argv[-1])
+    except BaseException as exc:  # the session broke: say how, exit 1
+        print(f"session failed: {type(exc).__name__}: {exc!r}"[:2000], file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

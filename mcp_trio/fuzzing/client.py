@@ -1,0 +1,679 @@
+"""Fuzzing MCP clients: a fuzzing Streamable HTTP server and the client-side oracles.
+
+``mcp-trio fuzz --client "CMD ARGS"`` starts :class:`FuzzServer` on
+127.0.0.1 (port 0) for every example and launches ``CMD ARGS URL``.  The
+client does whatever it does (connect, list, call ...); the server follows a
+:data:`Plan` drawn by hypothesis:
+
+* ``answers``: per method, how its first, second ... call is answered: a
+  result generated from the revision's result types, a mutated result, a
+  JSON-RPC error with any code, the answer twice, a response to an unknown id
+  or a non-JSON SSE event before the answer.  Calls the plan does not cover get
+  the smallest valid result (:func:`minimal`).
+* ``steps``: server-to-client messages sent on the response stream of the
+  client's n-th request (after ``initialize``), before its answer: requests
+  (``ping``, ``sampling/createMessage``, ``elicitation/create``,
+  ``roots/list`` ...) and notifications with valid or mutated params, and
+  requests of methods no client has.  Every step with messages ends with a
+  ``ping`` (and the first step always has one): the client must answer it.
+
+The plan is plain JSON, so a transcript holds it and :func:`replay_client`
+runs it again against the same command.  Client-side oracles
+(:func:`check_client`) look at everything the server saw: answers to our
+requests (exactly one each, same id, the spec's error codes, results that
+decode), no answers to notifications, request ids never reused, every message
+valid for the negotiated revision, the Streamable HTTP headers a client MUST
+send, and a process that exits by itself with status 0 within the time allowed.
+
+Only the handshake revisions (up to 2025-11-25) are served: a stateless
+(2026-07-28) client does not open a session, and its campaign is not written yet.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import h11
+import msgspec
+import msgspec.inspect as mi
+from hypothesis import strategies as st
+
+from ..types import _versions
+from . import oracles as orc
+from .driver import encode_bytes
+from .strategies import EDGE_STRINGS, _mutate_params, client_methods, from_type, json_values, texts, valid_message
+
+__all__ = ["ClientRun", "ClientTarget", "FuzzServer", "check_client", "minimal", "plans", "run_plan"]
+
+Plan = dict[str, Any]
+MAX_BODY = 8 * 1024 * 1024
+ERROR_CODES = (-32700, -32600, -32601, -32602, -32603, -32000, -32002, -1, 0, 1, 2**31)
+ANSWER_KINDS = ("result", "mutated", "error", "duplicate", "unknown-id", "junk-event")
+
+
+class ClientTarget:
+    """A client launched as ``CMD ARGS URL`` against a fuzzing server, once per example."""
+
+    kind = "client"
+
+    def __init__(self, command: str | Sequence[str], *, cwd: str | None = None,
+                 env: dict[str, str] | None = None) -> None:
+        self.argv = shlex.split(command) if isinstance(command, str) else list(command)
+        if not self.argv:
+            raise ValueError("empty command")
+        self.cwd = cwd
+        self.env = env
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": "client", "command": self.argv, **({"cwd": self.cwd} if self.cwd else {})}
+
+
+# ------------------------------------------------------------------ values
+
+
+def minimal(tp: Any) -> Any:
+    """The smallest value that decodes as ``tp``: required fields only, empty containers.
+
+    It is what the fuzzing server answers when the plan says nothing, so a client
+    always gets a valid answer that does not depend on hypothesis."""
+    return _minimal(mi.type_info(tp))
+
+
+def _minimal(t: Any) -> Any:
+    if isinstance(t, mi.Metadata):
+        return _minimal(t.type)
+    if isinstance(t, mi.StructType):
+        out = {f.encode_name: _minimal(f.type) for f in t.fields if f.required}
+        if t.tag_field is not None:
+            out[t.tag_field] = t.tag
+        return out
+    if isinstance(t, mi.LiteralType):
+        return t.values[0]
+    if isinstance(t, mi.EnumType):
+        return next(iter(t.cls)).value
+    if isinstance(t, mi.UnionType):
+        simple = [o for o in t.types if not isinstance(o, mi.NoneType)]
+        return _minimal(simple[0] if simple else t.types[0])
+    if isinstance(t, mi.StrType):
+        return "x" * (t.min_length or 0)
+    if isinstance(t, mi.IntType | mi.FloatType):
+        return t.ge if t.ge is not None else (t.gt + 1 if t.gt is not None else 0)
+    if isinstance(t, mi.BoolType):
+        return False
+    if isinstance(t, mi.ListType | mi.VarTupleType | mi.SetType | mi.FrozenSetType):
+        return [_minimal(t.item_type) for _ in range(getattr(t, "min_length", None) or 0)]
+    if isinstance(t, mi.DictType):
+        return {}
+    if isinstance(t, mi.TupleType):
+        return [_minimal(x) for x in t.item_types]
+    return None
+
+
+def default_result(revision: str, method: str) -> Any:
+    spec = _versions.methods_for(revision).get(method)
+    return minimal(spec.results[0]) if spec is not None and spec.results else {}
+
+
+def server_methods(revision: str, kind: str) -> list[str]:
+    """Methods a server may send to a client in ``revision``."""
+    return sorted(m for m, s in _versions.methods_for(revision).items()
+                  if s.direction in ("server", "both") and s.kind == kind and not s.input_request)
+
+
+def initialize_result(revision: str) -> dict[str, Any]:
+    return {"protocolVersion": revision,
+            "capabilities": {"tools": {"listChanged": True}, "resources": {"subscribe": True, "listChanged": True},
+                             "prompts": {"listChanged": True}, "logging": {}, "completions": {}},
+            "serverInfo": {"name": "mcp-trio-fuzz-server", "version": "1"}}
+
+
+# -------------------------------------------------------------- strategies
+
+
+def _result_strategy(revision: str, method: str) -> st.SearchStrategy[Any]:
+    spec = _versions.methods_for(revision)[method]
+    return st.one_of([from_type(tp) for tp in spec.results]) if spec.results else st.just({})
+
+
+@st.composite
+def _answer(draw: Any, revision: str, method: str) -> dict[str, Any]:
+    kind = draw(st.sampled_from(ANSWER_KINDS))
+    if kind == "result":
+        return {"kind": "result", "result": draw(_result_strategy(revision, method))}
+    if kind == "mutated":
+        result = draw(_result_strategy(revision, method))
+        mutated, note = _mutate_params(draw, {"params": result})
+        return {"kind": "mutated", "result": mutated["params"], "note": note}
+    if kind == "error":
+        error: dict[str, Any] = {"code": draw(st.sampled_from(ERROR_CODES)), "message": draw(texts)}
+        if draw(st.booleans()):
+            error["data"] = draw(json_values)
+        return {"kind": "error", "error": error}
+    if kind == "junk-event":
+        return {"kind": kind, "text": draw(st.sampled_from(["{", "not json", "[]", "null", '{"jsonrpc":"2.0"}',
+                                                            *EDGE_STRINGS[:3]]))}
+    return {"kind": kind}
+
+
+@st.composite
+def _injection(draw: Any, revision: str) -> dict[str, Any]:
+    requests, notes = server_methods(revision, "request"), server_methods(revision, "notification")
+    kind = draw(st.sampled_from(["request", "notification", "mutated", "unknown-method"]))
+    if kind == "unknown-method":
+        method = draw(st.sampled_from(["nope", "tools/list", "fuzz/unknown", ""]))
+        return {"note": "unknown_method", "message": {"jsonrpc": "2.0", "id": 1, "method": method}}
+    method = draw(st.sampled_from(notes if kind == "notification" else requests if kind == "request"
+                                  else requests + notes))
+    msg = dict(draw(valid_message(revision, method, id_=1)))
+    if kind == "mutated":
+        msg, note = _mutate_params(draw, msg)
+        return {"note": f"params:{note}", "message": msg}
+    return {"note": "valid", "message": msg}
+
+
+def plans(revision: str) -> st.SearchStrategy[Plan]:
+    """What the fuzzing server does with one client (see the module docstring)."""
+    methods = [m for m in client_methods(revision, "request") if m != "initialize"]  # (always answered validly)
+    per_method = st.sampled_from(methods).flatmap(
+        lambda m: st.tuples(st.just(m), st.lists(_answer(revision, m), min_size=1, max_size=2)))
+    answers = st.lists(per_method, max_size=4, unique_by=lambda mt: mt[0]).map(dict)
+    steps = st.lists(st.lists(_injection(revision), max_size=3), max_size=4)
+    return st.fixed_dictionaries({"answers": answers, "steps": steps})
+
+
+# ------------------------------------------------------------------ server
+
+
+@dataclass
+class ServerLog:
+    """Everything the fuzzing server saw and sent, for the oracles and the transcript."""
+
+    started: float = field(default_factory=time.monotonic)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    posts: list[dict[str, Any]] = field(default_factory=list)  # every HTTP request: method, headers, after_init
+    client_messages: list[tuple[Any, bool]] = field(default_factory=list)  # (message, after initialize)
+    unparsed: list[bytes] = field(default_factory=list)
+    sent: dict[str, dict[str, Any]] = field(default_factory=dict)  # our request id key -> {method, note, message}
+    notifications_sent: list[dict[str, Any]] = field(default_factory=list)
+    answers: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # id key -> responses from the client
+    negotiated: str | None = None
+    session_id: str | None = None
+
+    def now(self) -> float:
+        return round(time.monotonic() - self.started, 6)
+
+    def log(self, direction: str, data: bytes, **extra: Any) -> None:
+        self.events.append({"t": self.now(), "dir": direction, **encode_bytes(data[:65536]), **extra})
+
+
+class FuzzServer:
+    """A Streamable HTTP endpoint on 127.0.0.1 that follows a :data:`Plan` (thread per connection)."""
+
+    def __init__(self, plan: Plan, revision: str, timeout: float) -> None:
+        self.plan = plan
+        self.revision = revision
+        self.timeout = timeout
+        self.log = ServerLog()
+        self.cond = threading.Condition()
+        self.stopped = threading.Event()
+        self.calls: dict[str, int] = {}
+        self.request_no = 0
+        self.counter = 0
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.listener.settimeout(0.1)
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}/mcp"
+        self.threads: list[threading.Thread] = []
+        self._spawn(self._accept)
+
+    def _spawn(self, fn: Any, *args: Any) -> None:
+        t = threading.Thread(target=fn, args=args, daemon=True)
+        self.threads.append(t)
+        t.start()
+
+    def close(self) -> None:
+        self.stopped.set()
+        with self.cond:
+            self.cond.notify_all()
+        for t in list(self.threads):
+            t.join(timeout=2.0)
+        self.listener.close()
+
+    # -- connections
+
+    def _accept(self) -> None:
+        while not self.stopped.is_set():
+            try:
+                sock, _ = self.listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            self._spawn(self._serve, sock)
+
+    def _serve(self, sock: socket.socket) -> None:
+        conn = h11.Connection(h11.SERVER, max_incomplete_event_size=64 * 1024)
+        sock.settimeout(0.2)
+        try:
+            while not self.stopped.is_set():
+                request = self._read_request(conn, sock)
+                if request is None:
+                    return
+                req, body = request
+                self._handle(conn, sock, req, body)
+                if conn.our_state is h11.MUST_CLOSE or conn.their_state is not h11.DONE:
+                    return
+                conn.start_next_cycle()
+        except (OSError, h11.ProtocolError):
+            return
+        finally:
+            sock.close()
+
+    def _read_request(self, conn: h11.Connection, sock: socket.socket) -> tuple[h11.Request, bytes] | None:
+        req: h11.Request | None = None
+        body = bytearray()
+        while not self.stopped.is_set():
+            event = conn.next_event()
+            if event is h11.NEED_DATA:
+                try:
+                    data = sock.recv(65536)
+                except TimeoutError:
+                    continue
+                conn.receive_data(data)
+                if not data:
+                    return None
+            elif isinstance(event, h11.Request):
+                req = event
+            elif isinstance(event, h11.Data):
+                body += event.data
+                if len(body) > MAX_BODY:
+                    return None
+            elif isinstance(event, h11.EndOfMessage):
+                return (req, bytes(body)) if req is not None else None
+            else:
+                return None
+        return None
+
+    def _send(self, conn: h11.Connection, sock: socket.socket, *events: Any) -> None:
+        sock.sendall(b"".join(conn.send(e) or b"" for e in events))
+
+    def _reply(self, conn: h11.Connection, sock: socket.socket, status: int, body: bytes = b"",
+               content_type: str = "application/json", extra: Sequence[tuple[str, str]] = ()) -> None:
+        headers = [("Content-Length", str(len(body))), *extra]
+        if body:
+            headers.append(("Content-Type", content_type))
+        self._send(conn, sock, h11.Response(status_code=status, headers=headers), h11.Data(data=body),
+                   h11.EndOfMessage())
+
+    # -- requests
+
+    def _handle(self, conn: h11.Connection, sock: socket.socket, req: h11.Request, body: bytes) -> None:
+        method = req.method.decode("latin-1")
+        headers = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in req.headers]
+        with self.cond:
+            index = len(self.log.posts)
+            self.log.posts.append({"method": method, "headers": headers, "after_init": self.log.session_id is not None})
+            self.log.events.append({"t": self.log.now(), "dir": "http", "method": method, "headers": headers,
+                                    "index": index})
+            if body:
+                self.log.log("recv", body, http=index)
+        if method == "DELETE":
+            self._reply(conn, sock, 200)
+        elif method != "POST":
+            self._reply(conn, sock, 405, extra=[("Allow", "POST, DELETE")])
+        else:
+            self._post(conn, sock, body, index)
+
+    def _post(self, conn: h11.Connection, sock: socket.socket, body: bytes, index: int) -> None:
+        try:
+            msg = json.loads(body.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            with self.cond:
+                self.log.unparsed.append(body)
+            self._reply(conn, sock, 400, _dump({"jsonrpc": "2.0", "id": None,
+                                                "error": {"code": -32700, "message": "parse error"}}))
+            return
+        with self.cond:
+            after = self.log.session_id is not None
+            for m in msg if isinstance(msg, list) else [msg]:
+                self.log.client_messages.append((m, after))
+                if isinstance(m, dict) and "method" not in m and orc._valid_id(m.get("id")):
+                    self.log.answers.setdefault(orc.idkey(m["id"]), []).append(m)
+            self.cond.notify_all()
+        if not isinstance(msg, dict) or not isinstance(msg.get("method"), str) or "id" not in msg:
+            self._reply(conn, sock, 202)  # responses, notifications (and batches, which no revision here needs)
+            return
+        if msg["method"] == "initialize":
+            self._initialize(conn, sock, msg)
+        elif self.log.session_id is None:
+            # a stateless client's server/discover probe, or anything before initialize
+            self._reply(conn, sock, 200, _dump({"jsonrpc": "2.0", "id": msg["id"], "error": {
+                "code": -32601, "message": f"{msg['method']} is not a method of {self.revision}"}}))
+        else:
+            self._answer_stream(conn, sock, msg)
+
+    def _initialize(self, conn: h11.Connection, sock: socket.socket, msg: dict[str, Any]) -> None:
+        with self.cond:
+            self.log.session_id = self.log.session_id or uuid.uuid4().hex
+            self.log.negotiated = self.revision
+        body = _dump({"jsonrpc": "2.0", "id": msg["id"], "result": initialize_result(self.revision)})
+        self.log.log("send", body)
+        self._reply(conn, sock, 200, body, extra=[("Mcp-Session-Id", self.log.session_id)])
+
+    def _answer_stream(self, conn: h11.Connection, sock: socket.socket, msg: dict[str, Any]) -> None:
+        """Answer one client request on an SSE stream: the step's messages first, then the answer."""
+        with self.cond:
+            step_no = self.request_no
+            self.request_no += 1
+            call_no = self.calls.get(msg["method"], 0)
+            self.calls[msg["method"]] = call_no + 1
+        steps = self.plan.get("steps") or []
+        injections = list(steps[step_no]) if step_no < len(steps) else []
+        if injections or step_no == 0:
+            injections.append({"note": "probe", "message": {"jsonrpc": "2.0", "id": "probe", "method": "ping"}})
+        self._send(conn, sock, h11.Response(status_code=200, headers=[("Content-Type", "text/event-stream"),
+                                                                      ("Cache-Control", "no-cache")]))
+        waiting = []
+        for inj in injections:
+            out = self._number(inj)
+            if "id" in out:
+                waiting.append(orc.idkey(out["id"]))
+            self._event(conn, sock, _dump(out))
+        self._await_answers(waiting)
+        answers = (self.plan.get("answers") or {}).get(msg["method"]) or []
+        spec = answers[call_no] if call_no < len(answers) else {"kind": "default"}
+        for data in self._answer(msg, spec):
+            self._event(conn, sock, data)
+        self._send(conn, sock, h11.EndOfMessage())
+
+    def _number(self, inj: dict[str, Any]) -> dict[str, Any]:
+        """A fresh id for an injected request (ints stay ints), recorded for the oracles."""
+        out = dict(inj["message"])
+        with self.cond:
+            if "id" in out:
+                self.counter += 1
+                out["id"] = 10_000 + self.counter if isinstance(out["id"], int) else f"fz-{self.counter}"
+                self.log.sent[orc.idkey(out["id"])] = {"method": out.get("method"), "note": inj["note"],
+                                                       "message": out}
+            else:
+                self.log.notifications_sent.append(out)
+        return out
+
+    def _await_answers(self, keys: list[str]) -> None:
+        deadline = time.monotonic() + self.timeout
+        with self.cond:
+            while not self.stopped.is_set() and not all(k in self.log.answers for k in keys):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return
+                self.cond.wait(min(left, 0.1))
+
+    def _answer(self, msg: dict[str, Any], spec: dict[str, Any]) -> list[bytes]:
+        rid, kind = msg["id"], spec["kind"]
+        valid = {"jsonrpc": "2.0", "id": rid, "result": default_result(self.revision, msg["method"])}
+        if kind in ("result", "mutated"):
+            return [_dump({"jsonrpc": "2.0", "id": rid, "result": spec["result"]})]
+        if kind == "error":
+            return [_dump({"jsonrpc": "2.0", "id": rid, "error": spec["error"]})]
+        if kind == "duplicate":
+            return [_dump(valid), _dump(valid)]
+        if kind == "unknown-id":
+            return [_dump({**valid, "id": f"fz-unknown-{rid}"}), _dump(valid)]
+        if kind == "junk-event":
+            return [spec["text"].encode("utf-8", "surrogatepass"), _dump(valid)]
+        return [_dump(valid)]
+
+    def _event(self, conn: h11.Connection, sock: socket.socket, data: bytes) -> None:
+        self.log.log("send", data)
+        lines = data.replace(b"\r\n", b"\n").split(b"\n")
+        self._send(conn, sock, h11.Data(data=b"event: message\n" + b"".join(b"data: " + ln + b"\n" for ln in lines)
+                                        + b"\n"))
+
+
+def _dump(obj: Any) -> bytes:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+# ------------------------------------------------------------------ a run
+
+
+@dataclass
+class ClientRun:
+    log: ServerLog
+    exit_code: int | None
+    hung: bool
+    output: str
+
+
+def run_plan(target: ClientTarget, revision: str, plan: Plan, *, timeout: float, run_time: float) -> ClientRun:
+    """Serve ``plan`` to one launch of the client; stop it if it is still running after ``run_time``."""
+    server = FuzzServer(plan, revision, timeout)
+    hung = False
+    with tempfile.TemporaryFile() as out:
+        try:
+            proc = subprocess.Popen([*target.argv, server.url], stdin=subprocess.DEVNULL, stdout=out,
+                                    stderr=subprocess.STDOUT, cwd=target.cwd, env=target.env,
+                                    start_new_session=True)
+            try:
+                proc.wait(timeout=run_time)
+            except subprocess.TimeoutExpired:
+                hung = True
+                _stop(proc)
+        finally:
+            server.close()
+        out.seek(0)
+        output = out.read()[-16384:].decode("utf-8", "replace")
+    return ClientRun(server.log, proc.returncode if not hung else None, hung, output)
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    for action in (proc.terminate, proc.kill):
+        action()
+        try:
+            proc.wait(timeout=2.0)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+# ----------------------------------------------------------------- oracles
+
+
+def check_client(run: ClientRun, run_time: float) -> list[orc.Violation]:
+    """Every client-side violation of one run."""
+    log = run.log
+    out: list[orc.Violation] = []
+    if run.hung:
+        out.append(orc.Violation("alive", f"the client was still running after {run_time} s", "hang"))
+    elif run.exit_code != 0:
+        out.append(orc.Violation("alive", f"the client exited with status {run.exit_code}", "exit-status"))
+    if log.session_id is None:
+        out.append(orc.Violation("alive", "the client never sent initialize", "no-initialize"))
+        return out
+    out += _check_answers(log, alive=not run.hung and run.exit_code == 0)
+    out += _check_messages(log)
+    out += _check_headers(log)
+    return out
+
+
+def _check_answers(log: ServerLog, alive: bool) -> list[orc.Violation]:
+    out = []
+    revision = log.negotiated or ""
+    for key, sent in log.sent.items():
+        got = log.answers.get(key, [])
+        if not got:
+            if sent["note"] == "probe" or alive:
+                oracle, detail = ("alive", "no-ping-answer") if sent["note"] == "probe" else ("one-response",
+                                                                                               "missing")
+                out.append(orc.Violation(oracle, f"no answer to our {sent['method']!r} request (id {key})", detail))
+            continue
+        if len(got) > 1:
+            out.append(orc.Violation("one-response", f"{len(got)} answers to our request id {key}", "extra"))
+        msg = got[0]
+        problem = orc._envelope_problem(msg)
+        if problem:
+            out.append(orc.Violation("valid-response", f"{problem}: {orc._excerpt(msg)}", "envelope"))
+            continue
+        codes = _expected_codes(revision, sent)
+        if codes is not None and ("error" not in msg or msg["error"]["code"] not in codes):
+            out.append(orc.Violation("error-codes", f"expected error {sorted(codes)} to our {sent['method']!r} "
+                                     f"({sent['note']}), got {orc._excerpt(msg)}", f"want-{min(codes)}"))
+        elif codes is None and "result" in msg:
+            problem = orc._result_problem(revision, sent["method"], msg["result"])
+            if problem:
+                out.append(orc.Violation("valid-response", f"the {sent['method']} result does not decode as "
+                                         f"{revision}: {problem[:300]}", f"result:{sent['method']}"))
+    for key, got in log.answers.items():
+        if key not in log.sent:
+            out.append(orc.Violation("no-response-to-notification",
+                                     f"a response to an id we never sent: {orc._excerpt(got[0])}", "unknown-id"))
+    return out
+
+
+def _expected_codes(revision: str, sent: dict[str, Any]) -> set[int] | None:
+    """The error codes an answer must carry (None: a result or any error will do)."""
+    spec = _versions.methods_for(revision).get(sent["method"])
+    if sent["note"] == "unknown_method" or spec is None or spec.direction == "client":
+        return {orc.METHOD_NOT_FOUND}
+    if sent["note"].startswith("params:"):
+        try:
+            msgspec.json.decode(_dump(sent["message"]), type=spec.message)
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            return orc.rejected_params_codes(spec, sent["message"].get("params"))
+    return None
+
+
+def _check_messages(log: ServerLog) -> list[orc.Violation]:
+    from .strategies import accepts
+
+    out = []
+    seen: set[str] = set()
+    revision = log.negotiated or ""
+    for msg, after_init in log.client_messages:
+        if not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0":
+            out.append(orc.Violation("valid-message", f"not a JSON-RPC 2.0 message: {orc._excerpt(msg)}",
+                                     "envelope"))
+            continue
+        if "method" not in msg:
+            continue  # responses: judged with the requests they answer
+        if "id" in msg:
+            if not orc._valid_id(msg["id"]):
+                out.append(orc.Violation("client-ids", f"a request id that is not a string or an integer: "
+                                         f"{orc._excerpt(msg)}", "bad-id"))
+            elif after_init and orc.idkey(msg["id"]) in seen:
+                out.append(orc.Violation("client-ids", f"request id {msg['id']!r} used twice in the session",
+                                         "reused"))
+            if after_init:
+                seen.add(orc.idkey(msg["id"]))
+        if after_init and not accepts(revision, msg):
+            out.append(orc.Violation("valid-message", f"not a valid {revision} client message: "
+                                     f"{orc._excerpt(msg)}", f"message:{msg.get('method')}"))
+    return out
+
+
+def _check_headers(log: ServerLog) -> list[orc.Violation]:
+    out: list[orc.Violation] = []
+    needs_version = log.negotiated is not None and log.negotiated >= "2025-06-18"
+    for post in log.posts:
+        headers = dict(post["headers"])
+        if post["method"] == "POST":
+            accept = headers.get("accept", "")
+            if "application/json" not in accept or "text/event-stream" not in accept:
+                out.append(orc.Violation("client-http", f"a POST with Accept {accept!r}", "accept"))
+        if not post["after_init"]:
+            continue
+        if headers.get("mcp-session-id") != log.session_id:
+            out.append(orc.Violation("client-http", f"a {post['method']} after initialize with Mcp-Session-Id "
+                                     f"{headers.get('mcp-session-id')!r}", "session-id"))
+        if needs_version and headers.get("mcp-protocol-version") != log.negotiated:
+            out.append(orc.Violation("client-http", f"a {post['method']} after initialize with "
+                                     f"MCP-Protocol-Version {headers.get('mcp-protocol-version')!r}",
+                                     "protocol-version"))
+    return out
+
+
+def transcript_of(target: ClientTarget, revision: str, plan: Plan, run: ClientRun, violations: list[orc.Violation],
+                  timeout: float, run_time: float, seed: int | None, fmt: str) -> dict[str, Any]:
+    return {
+        "format": fmt,
+        "target": target.describe(),
+        "revision": revision,
+        "negotiated": run.log.negotiated,
+        "campaign": "client",
+        "timeout": timeout,
+        "run_time": run_time,
+        **({"seed": seed} if seed is not None else {}),
+        "plan": plan,
+        "case": [],
+        "violations": [v.to_json() for v in violations],
+        "events": run.log.events,
+        "exit_code": run.exit_code,
+        "stderr": run.output[-4000:],
+    }
+
+
+# ------------------------------------------------------------------ runner
+
+
+def client_hunt(cfg: Any, revision: str, stats: Any) -> Any:
+    """The ``client`` campaign for :func:`mcp_trio.fuzzing.runner._search`: one client run per example."""
+    from .runner import Hunt
+
+    target: ClientTarget = cfg.target
+
+    def execute(plan: Plan) -> tuple[list[bytes], list[str], list[orc.Violation]]:
+        stats.sessions += 1
+        run = run_plan(target, revision, plan, timeout=cfg.timeout, run_time=cfg.run_time)
+        return [_dump(plan)], [], check_client(run, cfg.run_time)
+
+    def replay_best(payloads: list[bytes], notes: list[str]) -> tuple[dict[str, Any], list[orc.Violation]]:
+        return _replay_plan(target, revision, json.loads(payloads[0]), cfg.timeout, cfg.run_time, cfg.seed)
+
+    strategy = plans(revision)
+    if cfg.skip_probes:
+        skip = frozenset(cfg.skip_probes)
+        strategy = strategy.filter(lambda plan: not skip & plan_kinds(plan))
+    return Hunt(strategy, execute, replay_best, lambda: None)
+
+
+def plan_kinds(plan: Plan) -> set[str]:
+    """The probe kinds a plan uses, as ``--skip`` names them: injection notes with and without their
+    detail (``params``, ``params:params_not_object``, ``unknown_method`` ...), the same for one
+    method (``params@ping``), and answer kinds (``mutated``, ``junk-event`` ...)."""
+    kinds: set[str] = set()
+    for step in plan.get("steps") or []:
+        for inj in step:
+            note, method = inj["note"], inj["message"].get("method")
+            kinds |= {note, note.split(":")[0], f"{note.split(':')[0]}@{method}"}
+    return kinds | {a["kind"] for answers in (plan.get("answers") or {}).values() for a in answers}
+
+
+def _replay_plan(target: ClientTarget, revision: str, plan: Plan, timeout: float, run_time: float,
+                 seed: int | None) -> tuple[dict[str, Any], list[orc.Violation]]:
+    from .runner import TRANSCRIPT_FORMAT
+
+    run = run_plan(target, revision, plan, timeout=timeout, run_time=run_time)
+    violations = check_client(run, run_time)
+    return transcript_of(target, revision, plan, run, violations, timeout, run_time, seed,
+                         TRANSCRIPT_FORMAT), violations
+
+
+def replay_client(data: dict[str, Any], *, target: Any = None,
+                  timeout: float | None = None) -> tuple[dict[str, Any], list[orc.Violation]]:
+    """Serve a client transcript's plan again to a fresh launch of the client."""
+    if target is None:
+        desc = data["target"]
+        target = ClientTarget(desc["command"], cwd=desc.get("cwd"))
+    if not isinstance(target, ClientTarget):
+        raise ValueError("a client transcript replays against a client (--client CMD)")
+    return _replay_plan(target, data["revision"], data["plan"], timeout or data.get("timeout", 5.0),
+                        data.get("run_time", 30.0), None)
