@@ -14,22 +14,17 @@ import time
 import urllib.parse
 from typing import Any
 
-__all__ = ["DPoPKey", "client_assertion", "require_jwt"]
+from ._jose import require_jwt
+
+__all__ = ["DPoPKey", "client_assertion"]
 
 #: RFC 7523 section 2.2: the ``client_assertion_type`` of a JWT client assertion.
 JWT_BEARER_ASSERTION = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 ASSERTION_LIFETIME = 300  # seconds a client assertion is valid
 
 
-def require_jwt() -> Any:
-    """The ``jwt`` module, or an ImportError that names the extra to install."""
-    try:
-        import jwt
-    except ImportError:  # pragma: no cover - depends on the installation
-        raise ImportError(
-            "signed JWTs (private_key_jwt, DPoP) need PyJWT: pip install 'mcp-trio[auth]'"
-        ) from None
-    return jwt
+def _require_jwt() -> Any:
+    return require_jwt("signing JWTs (private_key_jwt, DPoP)")
 
 
 def b64url(data: bytes) -> str:
@@ -42,7 +37,7 @@ def client_assertion(
     """A signed JWT that authenticates ``client_id`` to the authorization server
     ``audience`` (its issuer identifier): ``iss`` and ``sub`` are the client,
     with a fresh ``jti`` and a short lifetime, so it cannot be replayed later."""
-    jwt = require_jwt()
+    jwt = _require_jwt()
     now = int(time.time())
     claims = {
         "iss": client_id,
@@ -72,7 +67,7 @@ class DPoPKey:
     algorithm = "ES256"
 
     def __init__(self) -> None:
-        require_jwt()
+        _require_jwt()
         from cryptography.hazmat.primitives.asymmetric import ec
 
         self._key = ec.generate_private_key(ec.SECP256R1())
@@ -89,7 +84,7 @@ class DPoPKey:
     ) -> str:
         """A fresh proof for one request (new ``jti`` each time); bound to the
         access token (``ath``) when one is presented with it."""
-        jwt = require_jwt()
+        jwt = _require_jwt()
         claims: dict[str, Any] = {
             "jti": secrets.token_urlsafe(16),
             "htm": method.upper(),
@@ -106,7 +101,7 @@ class DPoPKey:
 
 def load_private_key(pem: str | bytes) -> Any:
     """A PEM private key (PKCS#8 or traditional) as a signing key."""
-    require_jwt()
+    _require_jwt()
     from cryptography.hazmat.primitives import serialization
 
     data = pem.encode() if isinstance(pem, str) else pem

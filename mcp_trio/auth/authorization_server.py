@@ -82,6 +82,7 @@ from ..transports._http11 import Failure
 from ..transports.http_server import ASGIApp, HttpRequest, Responder, serve_h11, serve_hypercorn
 from . import _metadata as md
 from ._client_http import OAuthHttp
+from ._jose import require_jwt
 from ._server_http import NO_STORE, FormError, first, parse_form, send, send_json
 
 __all__ = ["AuthorizationServer", "OAuthError", "main"]
@@ -96,14 +97,7 @@ _MAX_BODY = 64 * 1024
 
 
 def _jose() -> Any:
-    """PyJWT, imported when first needed (the ``auth`` extra)."""
-    try:
-        import jwt
-    except ImportError:  # pragma: no cover - depends on the installation
-        raise ImportError(
-            "the example authorization server signs JWTs with PyJWT: pip install 'mcp-trio[auth]'"
-        ) from None
-    return jwt
+    return require_jwt("the example authorization server (it signs JWTs)")
 
 
 class OAuthError(Exception):

@@ -67,6 +67,7 @@ from ..transports.http_server import Handler, HttpRequest, Responder
 from ..transports.websocket import Admission
 from . import _metadata as md
 from ._client_http import OAuthHttp
+from ._jose import require_jwt
 from ._server_http import FormError, challenge, parse_form, send_json
 
 __all__ = [
@@ -192,14 +193,7 @@ class CallbackVerifier:
 
 
 def _jose() -> Any:
-    try:
-        import jwt
-    except ImportError:  # pragma: no cover - depends on the installation
-        raise ImportError(
-            "verifying JWT access tokens needs PyJWT with cryptography: "
-            "pip install 'mcp-trio[auth]'"
-        ) from None
-    return jwt
+    return require_jwt("verifying JWT access tokens")
 
 
 class JWTVerifier:

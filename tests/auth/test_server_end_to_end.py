@@ -20,41 +20,16 @@ from mcp_trio.auth.client import (
     HeadlessRedirect,
     OAuthClient,
 )
-from mcp_trio.auth.server import JWTVerifier, ResourceServer
 from mcp_trio.client import connect_http
-from mcp_trio.server import Context, Server
-
-
-def make_server() -> Server:
-    server = Server("protected", "1")
-
-    @server.tool
-    async def whoami(ctx: Context) -> str:
-        "Who the token speaks for."
-        return f"{ctx.auth.subject}:{' '.join(sorted(ctx.auth.scopes))}"
-
-    @server.tool
-    async def purge() -> str:
-        "Needs tools:admin."
-        return "purged"
-
-    return server
+from tests.auth.conftest import resource_server, whoami_server
 
 
 @asynccontextmanager
 async def protected(
     authorization_server: AuthorizationServer, front_door: str
 ) -> AsyncIterator[str]:
-    issuer = authorization_server.issuer
-    assert issuer is not None
-    auth = ResourceServer(
-        None,
-        authorization_servers=[issuer],
-        verifier=JWTVerifier(issuer=issuer),  # keys found through the issuer's metadata
-        required_scopes=["mcp"],
-        tool_scopes={"purge": ["tools:admin"]},
-    )
-    serve = partial(make_server().serve_http, "127.0.0.1", 0, front_door=front_door, auth=auth)
+    auth = resource_server(authorization_server.issuer)
+    serve = partial(whoami_server().serve_http, "127.0.0.1", 0, front_door=front_door, auth=auth)
     async with trio.open_nursery() as nursery:
         urls = await nursery.start(serve)
         yield urls[0]

@@ -31,28 +31,12 @@ from mcp_trio.auth.authorization_server import AuthorizationServer
 from mcp_trio.auth.client import AuthorizationCodeGrant, HeadlessRedirect, OAuthClient
 from mcp_trio.auth.server import AccessToken, JWTVerifier, ResourceServer
 from mcp_trio.client import connect_http, connect_websocket, open_client
-from mcp_trio.server import Context, Server
 from mcp_trio.transports._base import Frame
 from mcp_trio.transports.websocket import WebSocketConnectError, open_websocket_client
+from tests.auth.conftest import resource_server, whoami_server
 
 FRONT_DOORS = ["hypercorn", "wsproto"]
 ROOT = Path(__file__).resolve().parent.parent.parent
-
-
-def make_server() -> Server:
-    server = Server("protected-ws", "1")
-
-    @server.tool
-    async def whoami(ctx: Context) -> str:
-        "Who the token speaks for."
-        return f"{ctx.auth.subject}:{' '.join(sorted(ctx.auth.scopes))}"
-
-    @server.tool
-    async def purge() -> str:
-        "Needs tools:admin."
-        return "purged"
-
-    return server
 
 
 def http_form(ws_url: str) -> str:
@@ -64,17 +48,9 @@ async def protected(
     authorization_server: AuthorizationServer, front_door: str, **options: Any
 ) -> AsyncIterator[list[str]]:
     """A protected WebSocket server; its URLs (``ws://``, then ``http://`` with ``http=True``)."""
-    issuer = authorization_server.issuer
-    assert issuer is not None
-    auth = ResourceServer(
-        None,
-        authorization_servers=[issuer],
-        verifier=JWTVerifier(issuer=issuer),
-        required_scopes=["mcp"],
-        tool_scopes={"purge": ["tools:admin"]},
-    )
+    auth = resource_server(authorization_server.issuer)
     serve = partial(
-        make_server().serve_websocket, "127.0.0.1", 0, front_door=front_door, auth=auth, **options
+        whoami_server("protected-ws").serve_websocket, "127.0.0.1", 0, front_door=front_door, auth=auth, **options
     )
     async with trio.open_nursery() as nursery:
         urls = await nursery.start(serve)
