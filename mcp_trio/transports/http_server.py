@@ -48,12 +48,14 @@ Rules:
 from __future__ import annotations
 
 import logging
+import os
 import secrets
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import h11
 import msgspec
 import trio
 
@@ -255,6 +257,8 @@ class _Stream:
         self.attached = False
         self.complete = False  # every request answered (POST) / session over
         self.prime_id: str | None = None
+        self.prime_stored = False  # the priming event is in the event store
+        self.delivered = 0  # events pushed so far
 
     def push(self, item: Any) -> None:
         if self.attached:
@@ -328,12 +332,56 @@ class _HttpSession(trio.abc.Channel[Frame]):
             if stream is None or not stream.attached:
                 self.backlog.append(frame.data)
                 return
+        if frame.final and not batch_reply and self._plain_answer(stream, frame.related):
+            self._push_answer(stream, frame)
+            return
         await self.deliver(stream, frame.data)
         if batch_reply and stream is not self.get_stream:
             for request_id in list(stream.pending):  # a batch reply answers them all
                 self.finish(request_id)
         elif frame.final and frame.related is not None:
             self.finish(frame.related)
+
+    def send_nowait(self, frame: Frame) -> None:
+        """Deliver an answer at once, from the task that produced it, or nothing.
+
+        The engine calls this instead of handing a lone answer to its writer
+        task when nothing is queued before it (see ``Session._write_now``).
+        Only a plain answer (see :meth:`_plain_answer`) is delivered here: it
+        needs no event store, so no waiting.
+
+        Raises:
+            trio.WouldBlock: anything else; the writer sends it with :meth:`send`.
+        """
+        related = frame.related
+        if not frame.final or related is None or frame.control is not None:
+            raise trio.WouldBlock
+        if frame.data[:1] in (b"", b"["):  # nothing to send, or a batch's answers
+            raise trio.WouldBlock
+        stream = self.by_request.get(related)
+        if stream is None or not self._plain_answer(stream, related):
+            raise trio.WouldBlock
+        self._push_answer(stream, frame)
+
+    def _push_answer(self, stream: _Stream, frame: Frame) -> None:
+        stream.delivered += 1
+        stream.push((None, frame.data))  # no event id: it goes out as a JSON body
+        assert frame.related is not None
+        self.finish(frame.related)
+
+    def _plain_answer(self, stream: _Stream, request_id: RequestId | None) -> bool:
+        """True when the answer to ``request_id`` will be its POST's whole reply,
+        a JSON body: it answers the stream's only request and nothing came
+        before it.  Such an answer gets no event id and is not stored (nothing
+        could resume it), so a quick call costs no event store work."""
+        return (
+            stream.delivered == 0
+            and not stream.prime_stored  # an SSE response began (or was closed early for polling)
+            and stream is not self.get_stream
+            and self.owner.response_mode != "sse"
+            and len(stream.pending) == 1
+            and request_id in stream.pending
+        )
 
     def _stream_of(self, batch_reply: bytes) -> _Stream | None:
         try:
@@ -390,11 +438,27 @@ class _HttpSession(trio.abc.Channel[Frame]):
         event_id = self.next_event_id(stream)
         store = self.owner.event_store
         if store is not None and self.id is not None:
+            await self.store_prime(stream)
             await store.store(self.id, stream.key, event_id, data)
+        stream.delivered += 1
         stream.push((event_id, data))
 
+    async def store_prime(self, stream: _Stream) -> None:
+        """Put ``stream``'s priming event in the event store, once, before any
+        other event of the stream: when the first one is stored or the priming
+        event is sent, whichever comes first (a POST answered with plain JSON
+        never stores it)."""
+        store = self.owner.event_store
+        if stream.prime_id is None or stream.prime_stored or store is None or self.id is None:
+            return
+        stream.prime_stored = True
+        await store.store(self.id, stream.key, stream.prime_id, b"")
+
     async def put(self, frame: Frame) -> None:
-        await self._in_send.send(frame)
+        try:
+            self._in_send.send_nowait(frame)  # no trip through the scheduler when there is room
+        except trio.WouldBlock:
+            await self._in_send.send(frame)
 
     async def end_input(self) -> None:
         await self._in_send.aclose()
@@ -662,7 +726,6 @@ class StreamableHTTP:
                 return found
             session = found
 
-        session.touch()
         for m in messages:
             if m.method == "notifications/cancelled" and isinstance(m.params, dict):
                 # The cancelled request gets no answer; its stream ends here.
@@ -671,6 +734,7 @@ class StreamableHTTP:
                     session.finish(request_id)
 
         if not requests:
+            session.touch()
             await session.put(Frame(request.body))
             if session.id is None:
                 await session.end_input()
@@ -684,6 +748,7 @@ class StreamableHTTP:
             return _error_reply(429, "Too many requests in flight in this session")
         stream = session.new_stream(ids)
         stream.attached = True
+        session.touch()  # no idle expiry while the POST is open
         if request.auth is not None:
             session.auth.update(dict.fromkeys(ids, request.auth))
         version = (
@@ -696,7 +761,7 @@ class StreamableHTTP:
         if is_initialize and isinstance(version, str):
             session.version = version
         try:
-            await self._reserve_prime(session, stream, str(version))
+            self._reserve_prime(session, stream, str(version))
             await session.put(Frame(request.body))
             await self._answer_post(session, stream, responder, reply_headers, str(version))
         finally:
@@ -717,17 +782,23 @@ class StreamableHTTP:
         headers: list[tuple[str, str]],
         version: str,
     ) -> None:
+        first = await stream.next()
+        if first is not _END and first is not _CLOSE and first[0] is None:
+            # The answer came first and alone (see _HttpSession._plain_answer).
+            await _send_json(responder, [first[1]], headers, _status(session, [first[1]]))
+            return
         if self.response_mode == "json":
             bodies = []
-            while (item := await stream.next()) is not _END:
+            item = first
+            while item is not _END:
                 if item is not _CLOSE and _is_response(item[1]):
                     bodies.append(item[1])  # other messages have no place in a JSON reply
+                item = await stream.next()
             if bodies:
                 await _send_json(responder, bodies, headers, _status(session, bodies))
             else:
                 await _send_empty_stream(responder, headers)
             return
-        first = await stream.next()
         if first is _END:
             await _send_empty_stream(responder, headers)
             return
@@ -744,15 +815,16 @@ class StreamableHTTP:
         await self._prime(session, stream, responder, version)
         await _pump(stream, responder, first, retry_ms=self.retry_ms)
 
-    async def _reserve_prime(self, session: _HttpSession, stream: _Stream, version: str) -> None:
-        """Give ``stream`` its priming event id before anything else is sent on it."""
+    def _reserve_prime(self, session: _HttpSession, stream: _Stream, version: str) -> None:
+        """Give ``stream`` its priming event id before anything else is sent on
+        it (stored later, see :meth:`_HttpSession.store_prime`)."""
         if version < _FIRST_PRIMING or session.id is None or self.event_store is None:
             return
         stream.prime_id = session.next_event_id(stream)
-        await self.event_store.store(session.id, stream.key, stream.prime_id, b"")
 
     async def _prime(self, session: _HttpSession, stream: _Stream, responder: Responder, version: str) -> None:
         if stream.prime_id is not None:
+            await session.store_prime(stream)
             await responder.send(encode_event(b"", id=stream.prime_id, retry=self.retry_ms))
 
     async def _get(self, request: HttpRequest, responder: Responder) -> _Reply | None:
@@ -778,7 +850,7 @@ class StreamableHTTP:
                 backlog = list(session.backlog)
                 session.backlog.clear()
         if stream is not None and not last_event_id:
-            await self._reserve_prime(session, stream, session.version or _DEFAULT_VERSION)
+            self._reserve_prime(session, stream, session.version or _DEFAULT_VERSION)
         replayed: list[tuple[str, bytes]] = []
         if last_event_id and self.event_store is not None and session.id is not None:
             found_replay = await self.event_store.replay_after(session.id, last_event_id)
@@ -941,12 +1013,32 @@ async def _send_reply(responder: Responder, reply: _Reply) -> None:
 # -------------------------------------------------------------- front door
 
 
+def _declared_length(headers: Sequence[tuple[str, str]]) -> int | None:
+    """The ``content-length`` a response declares, if any."""
+    for name, value in headers:
+        if name.lower() == "content-length":
+            return int(value)
+    return None
+
+
 class _ASGIResponder:
+    """Sends one response through ASGI.
+
+    A response that declares its ``content-length`` ends with its body: the
+    last (usually only) body message says ``more_body: False``, which saves
+    the server a message and a write for the end of the response.
+    """
+
     def __init__(self, send: Any) -> None:
         self._send = send
         self.gone = False
+        self._left = -1  # body bytes still to come (-1: a streamed response)
+        self._ended = False
 
     async def start(self, status: int, headers: Sequence[tuple[str, str]]) -> None:
+        length = _declared_length(headers)
+        if length is not None:
+            self._left = length
         await self._call(
             {
                 "type": "http.response.start",
@@ -956,9 +1048,19 @@ class _ASGIResponder:
         )
 
     async def send(self, data: bytes) -> None:
-        await self._call({"type": "http.response.body", "body": data, "more_body": True})
+        if not data:
+            return
+        more = True
+        if self._left >= 0:
+            self._left -= len(data)
+            more = self._left > 0
+        self._ended = not more
+        await self._call({"type": "http.response.body", "body": data, "more_body": more})
 
     async def end(self) -> None:
+        if self._ended:
+            return
+        self._ended = True
         await self._call({"type": "http.response.body", "body": b"", "more_body": False})
 
     async def _call(self, message: dict[str, Any]) -> None:
@@ -1068,18 +1170,83 @@ async def serve_hypercorn(
 # ---------------------------------------------------- the lean front door
 
 
+#: Header sets already validated by h11 (see :func:`_h11_headers`).
+_H11_HEADERS: dict[tuple[tuple[str, str], ...], Any] = {}
+_H11_HEADERS_MAX = 256
+_READ_SIZE = 65536
+
+
+def _h11_headers(headers: Sequence[tuple[str, str]]) -> Any:
+    """``headers`` as h11's validated header list, checked once per distinct set.
+
+    h11 matches every header name and value against its grammar each time a
+    response is built from plain tuples, but takes a list it validated before
+    as it is.  The answers of a busy endpoint repeat a few header sets (content
+    type and length), so those are checked once and kept (a bounded cache);
+    a set naming a session is unique to it and is never kept.
+    """
+    key = tuple(headers)
+    found = _H11_HEADERS.get(key)
+    if found is None:
+        found = h11.Response(status_code=200, headers=list(headers)).headers
+        if not any(name == _HEADER_SESSION for name, _ in key):
+            if len(_H11_HEADERS) >= _H11_HEADERS_MAX:
+                _H11_HEADERS.clear()
+            _H11_HEADERS[key] = found
+    return found
+
+
 class _H11Responder:
-    def __init__(self, stream: trio.abc.Stream, conn: Any, write_timeout: float) -> None:
+    """Writes one response on an h11 connection.
+
+    A response that declares its ``content-length`` goes out whole: its head
+    waits for the body and leaves with it and the end of the message in one
+    write (one system call and one wake-up of the client instead of two or
+    three).  A streamed response (SSE) writes its head at once, so the client
+    sees the stream open before its first event.  The answer to a ``HEAD``
+    request is its head alone.
+    """
+
+    def __init__(
+        self, stream: trio.abc.Stream, conn: h11.Connection, write_timeout: float, head_only: bool = False
+    ) -> None:
         self._stream = stream
         self._conn = conn
         self._write_timeout = write_timeout
+        self._head_only = head_only
+        self._socket = stream.socket if isinstance(stream, trio.SocketStream) else None
         self.gone = False
+        self._held = b""  # a fixed-length response's head, waiting for its body
+        self._left = -1  # body bytes still to come (-1: a streamed response)
+        self._ended = False
 
-    async def _write(self, data: bytes | None) -> None:
+    def _write_now(self, data: bytes) -> int:
+        """Write what the socket takes at once, without waiting; the bytes written.
+
+        Most answers fit in the socket's buffer: they need no timeout and no
+        trip through the scheduler.  Whatever is left goes out through
+        ``send_all`` under the write timeout.
+        """
+        fd = -1 if self._socket is None else self._socket.fileno()  # -1 once closed
+        if fd < 0:
+            return 0
+        try:
+            return os.write(fd, data)
+        except (BlockingIOError, InterruptedError):
+            return 0
+        except OSError:
+            self.gone = True  # reset, or a broken pipe
+            raise trio.BrokenResourceError("the client disconnected") from None
+
+    async def _write(self, data: bytes) -> None:
         if self.gone:
             raise trio.BrokenResourceError("the client disconnected")
         if not data:
             return
+        written = self._write_now(data)
+        if written == len(data):
+            return
+        data = data[written:]
         with trio.move_on_after(self._write_timeout) as scope:
             try:
                 await self._stream.send_all(data)
@@ -1091,20 +1258,208 @@ class _H11Responder:
             raise trio.BrokenResourceError("the client stopped reading")
 
     async def start(self, status: int, headers: Sequence[tuple[str, str]]) -> None:
-        import h11
-
-        await self._write(self._conn.send(h11.Response(status_code=status, headers=list(headers))))
+        head = self._conn.send(h11.Response(status_code=status, headers=_h11_headers(headers)))
+        length = _declared_length(headers)
+        if length is None:
+            await self._write(head)
+        else:
+            self._held, self._left = head, length
 
     async def send(self, data: bytes) -> None:
-        import h11
-
-        if data:
-            await self._write(self._conn.send(h11.Data(data=data)))
+        if not data:
+            return
+        out = self._held + (b"" if self._head_only else self._conn.send(h11.Data(data=data)))
+        self._held = b""
+        if self._left >= 0:
+            self._left -= len(data)
+            if self._left <= 0:  # the whole body: the message ends with it
+                out += self._conn.send(h11.EndOfMessage())
+                self._ended = True
+        await self._write(out)
 
     async def end(self) -> None:
-        import h11
+        if self._ended:
+            return
+        self._ended = True
+        out = self._held + self._conn.send(h11.EndOfMessage())
+        self._held = b""
+        await self._write(out)
 
-        await self._write(self._conn.send(h11.EndOfMessage()))
+
+@dataclass(frozen=True)
+class _H11Limits:
+    max_header_size: int
+    keepalive_timeout: float
+    request_timeout: float
+    write_timeout: float
+
+
+class _H11Connection:
+    """One client connection of :func:`serve_h11`: requests answered one at a time.
+
+    The connection's own task parses requests and answers them; a second task
+    is the only one that reads the socket and feeds h11, at all times, so a
+    client that leaves mid-answer is noticed at once (its EOF cancels the
+    answer; the request itself goes on in its session).  It stays at most
+    ``_READ_SIZE`` bytes ahead of the parser (a pipelining client waits for
+    the answers), so memory stays bounded.  That costs one task per
+    connection instead of a task and a nursery per request, and no extra read
+    or cancellation when an answer is quick.
+    """
+
+    def __init__(
+        self, stream: trio.SocketStream, limits: _H11Limits, table: dict[str, Handler], default: Handler
+    ) -> None:
+        self.stream = stream
+        self.limits = limits
+        self.table = table
+        self.default = default
+        self.conn = h11.Connection(h11.SERVER, max_incomplete_event_size=limits.max_header_size)
+        self.want = False  # the parser waits for bytes
+        self.answering: _H11Responder | None = None
+        self.ahead = 0  # bytes read since the parser last asked for more
+        self.reader_lot = trio.lowlevel.ParkingLot()
+        self.data_lot = trio.lowlevel.ParkingLot()
+        self.cancel_scope = trio.CancelScope()
+
+    async def serve(self) -> None:
+        async with trio.open_nursery() as nursery:
+            self.cancel_scope = nursery.cancel_scope
+            nursery.start_soon(self._read_loop)
+            try:
+                while await self._exchange():
+                    pass
+            finally:
+                nursery.cancel_scope.cancel()
+
+    async def _read_loop(self) -> None:
+        while True:
+            while not self.want and self.ahead >= _READ_SIZE:
+                await self.reader_lot.park()
+            try:
+                data = await self.stream.receive_some(_READ_SIZE)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                data = b""
+            if not data and self.answering is not None:  # EOF or a reset mid-answer: the client left
+                self.answering.gone = True
+                self.cancel_scope.cancel()
+                return
+            self.ahead = 0 if self.want else self.ahead + len(data)
+            self.want = False
+            self.conn.receive_data(data)  # b"": the client closed its side
+            self.data_lot.unpark()
+            if not data:
+                return
+
+    async def _next_event(self) -> Any:
+        while True:
+            event = self.conn.next_event()
+            if event is not h11.NEED_DATA:
+                return event
+            self.want = True
+            self.ahead = 0
+            self.reader_lot.unpark()
+            await self.data_lot.park()
+
+    async def _exchange(self) -> bool:
+        """Read one request and answer it; False once the connection must end."""
+        read = await self._read_request()
+        if read is None:
+            return False
+        handler, request = read
+        head_only = request.method == "HEAD"
+        responder = _H11Responder(self.stream, self.conn, self.limits.write_timeout, head_only)
+        self.answering = responder
+        try:
+            if handler is None:
+                await _send_reply(responder, _Reply(404, b"Not Found", [("content-type", "text/plain")]))
+            else:
+                await handler.handle(request, responder)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, h11.LocalProtocolError):
+            return False
+        finally:
+            self.answering = None
+        conn = self.conn
+        if responder.gone or conn.our_state is not h11.DONE or conn.their_state is not h11.DONE:
+            return False
+        try:
+            conn.start_next_cycle()
+        except h11.LocalProtocolError:
+            return False
+        return True
+
+    async def _read_request(self) -> tuple[Handler | None, HttpRequest] | None:
+        """The next request, whole; None (after an error answer if one is due)
+        when the connection must end: closed, idle too long, or a bad request."""
+        limits = self.limits
+        in_request = False
+        try:
+            # One deadline: the keep-alive wait for a head, then the time allowed for the rest.
+            with trio.CancelScope(deadline=trio.current_time() + limits.keepalive_timeout) as scope:
+                event = await self._next_event()
+                if not isinstance(event, h11.Request):
+                    return None
+                in_request = True
+                scope.deadline = trio.current_time() + limits.request_timeout
+                return await self._read_body(event)
+            if in_request:
+                await self._reject(408, "Request Timeout")
+            return None
+        except h11.RemoteProtocolError as exc:
+            if self.conn.our_state in (h11.IDLE, h11.SEND_RESPONSE):
+                await self._reject(exc.error_status_hint, f"Bad HTTP request: {exc}")
+            return None
+        except (trio.BrokenResourceError, trio.ClosedResourceError, ValueError):
+            return None
+
+    async def _read_body(self, event: h11.Request) -> tuple[Handler | None, HttpRequest] | None:
+        """Check the head of ``event``, then read its body (within the request timeout)."""
+        headers: dict[str, str] = {}
+        head_size = len(event.target)
+        for raw_name, raw_value in event.headers:
+            head_size += len(raw_name) + len(raw_value) + 4
+            name = raw_name.decode("latin-1")
+            value = raw_value.decode("latin-1")
+            headers[name] = f"{headers[name]}, {value}" if name in headers else value
+        if head_size > self.limits.max_header_size:
+            await self._reject(431, "Request Header Fields Too Large")
+            return None
+        target, _, query = event.target.decode("latin-1").partition("?")
+        handler = self.table.get(target.rstrip("/") or "/")
+        max_body = (handler or self.default).max_body_size
+        length = headers.get("content-length")
+        if length is not None and int(length) > max_body:
+            await self._reject(413, f"Request body larger than {max_body} bytes")
+            return None
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            part = await self._next_event()
+            if isinstance(part, h11.Data):
+                chunks.append(part.data)
+                size += len(part.data)
+                if size > max_body:
+                    await self._reject(413, f"Request body larger than {max_body} bytes")
+                    return None
+            elif isinstance(part, h11.EndOfMessage):
+                break
+            else:
+                return None
+        body = bytes(chunks[0]) if len(chunks) == 1 else b"".join(chunks)
+        return handler, HttpRequest(event.method.decode("ascii"), headers, body, target, query)
+
+    async def _reject(self, status: int, message: str) -> None:
+        """Answer with an error and ``connection: close`` (the caller then ends the connection)."""
+        body = rpc.encode_error(None, rpc.INVALID_REQUEST, message)
+        headers = [("content-type", "application/json"), ("content-length", str(len(body)))]
+        conn = self.conn
+        try:
+            with trio.move_on_after(self.limits.write_timeout):
+                out = conn.send(h11.Response(status_code=status, headers=[*headers, ("connection", "close")]))
+                out += conn.send(h11.Data(data=body)) + conn.send(h11.EndOfMessage())
+                await self.stream.send_all(out)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, h11.LocalProtocolError):
+            pass
 
 
 async def serve_h11(
@@ -1125,7 +1480,7 @@ async def serve_h11(
 
     Limits: request heads up to ``max_header_size`` bytes (431 beyond),
     bodies up to the endpoint's ``max_body_size`` (413), a whole request
-    within ``request_timeout`` seconds of its first byte (408), idle
+    within ``request_timeout`` seconds of its head (408), idle
     keep-alive connections closed after ``keepalive_timeout``, writes to a
     client that stops reading abandoned after ``write_timeout``, at most
     ``max_connections`` at once (further ones wait in the listen backlog).
@@ -1133,120 +1488,19 @@ async def serve_h11(
     ``routes`` (path -> :class:`Handler`) serves more endpoints next to
     ``endpoint`` at ``path``.  ``task_status.started`` gets the bound URLs.
     """
-    import h11
-
     limit = trio.CapacityLimiter(max_connections)
     table = _routes(endpoint, path, routes)
-
-    async def reject(stream: trio.abc.Stream, conn: Any, status: int, message: str) -> None:
-        body = rpc.encode_error(None, rpc.INVALID_REQUEST, message)
-        headers = [("content-type", "application/json"), ("content-length", str(len(body))), ("connection", "close")]
-        try:
-            with trio.move_on_after(write_timeout):
-                await stream.send_all(conn.send(h11.Response(status_code=status, headers=headers)))
-                await stream.send_all(conn.send(h11.Data(data=body)) + conn.send(h11.EndOfMessage()))
-        except (trio.BrokenResourceError, trio.ClosedResourceError, h11.LocalProtocolError):
-            pass
-
-    async def next_event(stream: trio.abc.Stream, conn: Any) -> Any:
-        while True:
-            event = conn.next_event()
-            if event is not h11.NEED_DATA:
-                return event
-            data = await stream.receive_some(65536)
-            conn.receive_data(data)
+    limits = _H11Limits(max_header_size, keepalive_timeout, request_timeout, write_timeout)
 
     async def connection(stream: trio.SocketStream) -> None:
         # One connection's failure must never take the listener down.
         try:
-            await serve_connection(stream)
+            async with limit, stream:
+                await _H11Connection(stream, limits, table, endpoint).serve()
         except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
             log.debug("HTTP connection ended abruptly: %s", exc)  # a reset by the client
         except Exception:
             log.exception("HTTP connection failed")
-
-    async def serve_connection(stream: trio.SocketStream) -> None:
-        async with limit, stream:
-            conn = h11.Connection(h11.SERVER, max_incomplete_event_size=max_header_size)
-            while True:
-                try:
-                    with trio.move_on_after(keepalive_timeout) as idle:
-                        event = await next_event(stream, conn)
-                    if idle.cancelled_caught or not isinstance(event, h11.Request):
-                        return
-                    head_size = len(event.target) + sum(len(k) + len(v) + 4 for k, v in event.headers)
-                    if head_size > max_header_size:
-                        await reject(stream, conn, 431, "Request Header Fields Too Large")
-                        return
-                    target, _, query = event.target.decode("latin-1").partition("?")
-                    handler = table.get(target.rstrip("/") or "/")
-                    max_body = handler.max_body_size if handler is not None else endpoint.max_body_size
-                    with trio.move_on_after(request_timeout) as slow:
-                        body = bytearray()
-                        length = next((v for k, v in event.headers if k == b"content-length"), None)
-                        if length is not None and int(length) > max_body:
-                            await reject(stream, conn, 413, f"Request body larger than {max_body} bytes")
-                            return
-                        while True:
-                            part = await next_event(stream, conn)
-                            if isinstance(part, h11.Data):
-                                body += part.data
-                                if len(body) > max_body:
-                                    await reject(stream, conn, 413, f"Request body larger than {max_body} bytes")
-                                    return
-                            elif isinstance(part, h11.EndOfMessage):
-                                break
-                            else:
-                                return
-                    if slow.cancelled_caught:
-                        await reject(stream, conn, 408, "Request Timeout")
-                        return
-                except h11.RemoteProtocolError as exc:
-                    if conn.our_state in (h11.IDLE, h11.SEND_RESPONSE):
-                        await reject(stream, conn, exc.error_status_hint, f"Bad HTTP request: {exc}")
-                    return
-                except (trio.BrokenResourceError, trio.ClosedResourceError, ValueError):
-                    return
-                headers: dict[str, str] = {}
-                for raw_name, raw_value in event.headers:
-                    name = raw_name.decode("latin-1")
-                    value = raw_value.decode("latin-1")
-                    headers[name] = f"{headers[name]}, {value}" if name in headers else value
-                responder = _H11Responder(stream, conn, write_timeout)
-                try:
-                    if handler is None:
-                        await _send_reply(responder, _Reply(404, b"Not Found", [("content-type", "text/plain")]))
-                    else:
-                        request = HttpRequest(event.method.decode("ascii"), headers, bytes(body), target, query)
-                        async with trio.open_nursery() as nursery:
-
-                            async def watch() -> None:
-                                # EOF (or a reset) while answering means the client left.
-                                while True:
-                                    try:
-                                        data = await stream.receive_some(65536)
-                                    except (trio.BrokenResourceError, trio.ClosedResourceError):
-                                        data = b""
-                                    if not data:
-                                        responder.gone = True
-                                        nursery.cancel_scope.cancel()
-                                        return
-                                    conn.receive_data(data)  # pipelined: kept for later
-
-                            nursery.start_soon(watch)
-                            try:
-                                await handler.handle(request, responder)
-                            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                                responder.gone = True
-                            nursery.cancel_scope.cancel()
-                except (trio.BrokenResourceError, trio.ClosedResourceError, h11.LocalProtocolError):
-                    return
-                if responder.gone or conn.our_state is not h11.DONE or conn.their_state is not h11.DONE:
-                    return
-                try:
-                    conn.start_next_cycle()
-                except h11.LocalProtocolError:
-                    return
 
     listeners = await trio.open_tcp_listeners(port, host=host)
     urls = []
