@@ -353,9 +353,9 @@ def _cmd_fuzz(argv: Sequence[str]) -> int:
     parser.add_argument("--revision", action="append", choices=_versions.SUPPORTED_VERSIONS,
                         help="revision to speak (repeatable; default 2025-11-25)")
     parser.add_argument("--campaign", action="append",
-                        choices=("valid", "invalid", "lifecycle", "http", "stateful", "client"),
-                        help="campaign to run (repeatable; default: valid, invalid, lifecycle, and http "
-                        "with --http; client with --client; stateful only when asked)")
+                        choices=("valid", "invalid", "lifecycle", "capabilities", "http", "stateful", "client"),
+                        help="campaign to run (repeatable; default: valid, invalid, lifecycle, capabilities, "
+                        "and http with --http; client with --client; stateful only when asked)")
     parser.add_argument("--seed", type=int, default=0, help="hypothesis seed (default 0)")
     budget = parser.add_mutually_exclusive_group()
     budget.add_argument("--max-examples", type=int, default=None,
@@ -388,7 +388,7 @@ def _cmd_fuzz(argv: Sequence[str]) -> int:
         print(f"mcp-trio fuzz: error: {exc}", file=sys.stderr)
         return 2
     campaigns = args.campaign or (["client"] if args.client else
-                                  ["valid", "invalid", "lifecycle", *(["http"] if args.http else [])])
+                                  ["valid", "invalid", "lifecycle", "capabilities", *(["http"] if args.http else [])])
     cfg = fuzzing.FuzzConfig(
         target=target,
         revisions=args.revision or ["2025-11-25"],

@@ -7,6 +7,11 @@ decode, a timeout) is printed and the next call goes on; the exit status is 0 wh
 session itself ended normally and 1 when it broke (the fuzzer reports that as a crash)::
 
     mcp-trio fuzz --client ".venv/bin/python fuzz/targets/mcp_trio_client.py" --max-examples 20
+
+With ``--bare`` it declares no capability at all (no sampling, elicitation or roots handler),
+which is what the ``capabilities`` campaign needs to send it requests it did not negotiate::
+
+    mcp-trio fuzz --client ".venv/bin/python fuzz/targets/mcp_trio_client.py --bare" --campaign capabilities
 """
 
 from __future__ import annotations
@@ -43,10 +48,11 @@ def _calls(client: Client) -> list[tuple[str, Callable[[], Awaitable[Any]]]]:
     ]
 
 
-async def run(url: str) -> None:
-    async with connect_http(url, name="fuzz-target-mcp-trio-client", version="1", sampling=sample,
-                            elicitation=elicit, roots=[{"uri": "file:///tmp", "name": "tmp"}],
-                            cache=False) as client:
+async def run(url: str, bare: bool = False) -> None:
+    handlers: dict[str, Any] = {} if bare else {
+        "sampling": sample, "elicitation": elicit, "roots": [{"uri": "file:///tmp", "name": "tmp"}]}
+    async with connect_http(url, name="fuzz-target-mcp-trio-client", version="1", cache=False,
+                            **handlers) as client:
         for name, call in _calls(client):
             try:
                 await call()
@@ -59,7 +65,7 @@ def main() -> int:
         print("usage: mcp_trio_client.py [...] SERVER_URL", file=sys.stderr)
         return 2
     try:
-        trio.run(run, sys.argv[-1])
+        trio.run(run, sys.argv[-1], "--bare" in sys.argv[1:-1])
     except BaseException as exc:  # the session broke: say how, exit 1
         print(f"session failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1

@@ -25,8 +25,21 @@ decode), no answers to notifications, request ids never reused, every message
 valid for the negotiated revision, the Streamable HTTP headers a client MUST
 send, and a process that exits by itself with status 0 within the time allowed.
 
-Only the handshake revisions (up to 2025-11-25) are served: a stateless
-(2026-07-28) client does not open a session, and its campaign is not written yet.
+The ``capabilities`` campaign (:func:`capability_plans`) sends, instead, requests that
+need a client capability (``sampling/createMessage``, ``elicitation/create``,
+``roots/list``, ``tasks/*``), each only when the client's ``initialize`` did not declare
+it; the answer should be an error, -32601 (:func:`~.oracles.judge_capability_answer`).
+
+A JSON-RPC batch of the client is served like single messages in 2025-03-26 (each request
+answered on one response stream, 202 when it holds none) and refused with 400 (-32600)
+elsewhere; a batch in a revision without batches is a ``valid-message`` violation.
+
+In 2026-07-28 there is no session: the server answers ``server/discover``, refuses a
+request whose ``_meta`` does not carry the revision and the client's capabilities, and
+judges the request headers against the body (:func:`_check_stateless_headers`); its steps
+are notifications only.  Server-to-client requests travel inside ``InputRequiredResult``
+there, which the server does not send yet, so the client ``capabilities`` campaign skips
+that revision (see :func:`mcp_trio.fuzzing.runner._skip_reason`).
 """
 
 from __future__ import annotations
@@ -51,7 +64,8 @@ from hypothesis import strategies as st
 from ..types import _versions
 from . import oracles as orc
 from .driver import encode_bytes
-from .strategies import EDGE_STRINGS, _mutate_params, client_methods, from_type, json_values, texts, valid_message
+from .strategies import (CLIENT_META_KEYS, EDGE_STRINGS, _mutate_params, advertised, client_methods, from_type,
+                         gate, json_values, texts, unadvertised_methods, valid_message)
 
 __all__ = ["ClientRun", "ClientTarget", "FuzzServer", "check_client", "minimal", "plans", "run_plan"]
 
@@ -168,7 +182,9 @@ def _answer(draw: Any, revision: str, method: str) -> dict[str, Any]:
 @st.composite
 def _injection(draw: Any, revision: str) -> dict[str, Any]:
     requests, notes = server_methods(revision, "request"), server_methods(revision, "notification")
-    kind = draw(st.sampled_from(["request", "notification", "mutated", "unknown-method"]))
+    # (2026-07-28 has no server-to-client JSON-RPC requests: notifications only)
+    kind = draw(st.sampled_from(["request", "notification", "mutated", "unknown-method"] if requests
+                                else ["notification", "mutated"]))
     if kind == "unknown-method":
         method = draw(st.sampled_from(["nope", "tools/list", "fuzz/unknown", ""]))
         return {"note": "unknown_method", "message": {"jsonrpc": "2.0", "id": 1, "method": method}}
@@ -183,12 +199,24 @@ def _injection(draw: Any, revision: str) -> dict[str, Any]:
 
 def plans(revision: str) -> st.SearchStrategy[Plan]:
     """What the fuzzing server does with one client (see the module docstring)."""
-    methods = [m for m in client_methods(revision, "request") if m != "initialize"]  # (always answered validly)
+    methods = [m for m in client_methods(revision, "request")  # (these two are always answered validly)
+               if m not in ("initialize", "server/discover")]
     per_method = st.sampled_from(methods).flatmap(
         lambda m: st.tuples(st.just(m), st.lists(_answer(revision, m), min_size=1, max_size=2)))
     answers = st.lists(per_method, max_size=4, unique_by=lambda mt: mt[0]).map(dict)
     steps = st.lists(st.lists(_injection(revision), max_size=3), max_size=4)
     return st.fixed_dictionaries({"answers": answers, "steps": steps})
+
+
+def capability_plans(revision: str) -> st.SearchStrategy[Plan]:
+    """Plans of the client ``capabilities`` campaign: steps of server-to-client requests that
+    need a client capability (sampling, elicitation, roots, tasks), valid params.  The server
+    sends only those the client did not declare in its initialize; calls are answered validly."""
+    methods = unadvertised_methods(revision, {}, initialize_result(revision)["capabilities"], direction="server")
+    probe = st.sampled_from(methods).flatmap(
+        lambda m: valid_message(revision, m, id_=1).map(lambda msg: {"note": f"capability:{m}", "message": msg}))
+    steps = st.lists(st.lists(probe, min_size=1, max_size=3), min_size=1, max_size=3)
+    return st.fixed_dictionaries({"answers": st.just({}), "steps": steps})
 
 
 # ------------------------------------------------------------------ server
@@ -208,6 +236,7 @@ class ServerLog:
     answers: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # id key -> responses from the client
     negotiated: str | None = None
     session_id: str | None = None
+    client_capabilities: dict[str, Any] = field(default_factory=dict)  # declared in initialize
 
     def now(self) -> float:
         return round(time.monotonic() - self.started, 6)
@@ -226,6 +255,7 @@ class FuzzServer:
         self.log = ServerLog()
         self.cond = threading.Condition()
         self.stopped = threading.Event()
+        self.stateless = _versions.is_stateless(revision)
         self.calls: dict[str, int] = {}
         self.request_no = 0
         self.counter = 0
@@ -343,14 +373,21 @@ class FuzzServer:
                                                 "error": {"code": -32700, "message": "parse error"}}))
             return
         with self.cond:
-            after = self.log.session_id is not None
+            after = self.log.session_id is not None or self.stateless  # (2026-07-28: no handshake)
+            self.log.posts[index]["message"] = msg
             for m in msg if isinstance(msg, list) else [msg]:
                 self.log.client_messages.append((m, after))
                 if isinstance(m, dict) and "method" not in m and orc._valid_id(m.get("id")):
                     self.log.answers.setdefault(orc.idkey(m["id"]), []).append(m)
             self.cond.notify_all()
+        if self.stateless:
+            self._stateless_post(conn, sock, msg)
+            return
+        if isinstance(msg, list):
+            self._batch(conn, sock, msg, index)
+            return
         if not isinstance(msg, dict) or not isinstance(msg.get("method"), str) or "id" not in msg:
-            self._reply(conn, sock, 202)  # responses, notifications (and batches, which no revision here needs)
+            self._reply(conn, sock, 202)  # responses, notifications
             return
         if msg["method"] == "initialize":
             self._initialize(conn, sock, msg)
@@ -359,27 +396,75 @@ class FuzzServer:
             self._reply(conn, sock, 200, _dump({"jsonrpc": "2.0", "id": msg["id"], "error": {
                 "code": -32601, "message": f"{msg['method']} is not a method of {self.revision}"}}))
         else:
-            self._answer_stream(conn, sock, msg)
+            self._answer_stream(conn, sock, [msg])
+
+    def _stateless_post(self, conn: h11.Connection, sock: socket.socket, msg: Any) -> None:
+        """2026-07-28: no session; each request names the revision and the client's capabilities
+        in its ``_meta`` ("A request missing any required field is malformed; the server MUST
+        reject it with JSON-RPC error code -32602 (Invalid params). On HTTP, the response status
+        MUST be 400"); ``server/discover`` is answered with this server's revision."""
+        if not isinstance(msg, dict) or not isinstance(msg.get("method"), str) or "id" not in msg:
+            # notifications: 202; batches and responses (a 2026 client sends neither): 400
+            if isinstance(msg, dict) and isinstance(msg.get("method"), str):
+                self._reply(conn, sock, 202)
+            else:
+                self._reply(conn, sock, 400, _dump({"jsonrpc": "2.0", "id": None, "error": {
+                    "code": orc.INVALID_REQUEST, "message": "not accepted"}}))
+            return
+        params = msg.get("params")
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        meta = meta if isinstance(meta, dict) else {}
+        caps = meta.get(CLIENT_META_KEYS[1])
+        if meta.get(CLIENT_META_KEYS[0]) != self.revision or not isinstance(caps, dict):
+            self._reply(conn, sock, 400, _dump({"jsonrpc": "2.0", "id": msg["id"], "error": {
+                "code": orc.INVALID_PARAMS, "message": f"_meta must name {self.revision} and the client's "
+                                                       "capabilities"}}))
+            return
+        with self.cond:
+            self.log.negotiated = self.revision
+            self.log.client_capabilities = caps
+        if msg["method"] == "server/discover":
+            result = {**default_result(self.revision, "server/discover"), "supportedVersions": [self.revision],
+                      "capabilities": initialize_result(self.revision)["capabilities"]}
+            body = _dump({"jsonrpc": "2.0", "id": msg["id"], "result": result})
+            self.log.log("send", body)
+            self._reply(conn, sock, 200, body)
+        else:
+            self._answer_stream(conn, sock, [msg])
+
+    def _batch(self, conn: h11.Connection, sock: socket.socket, batch: list[Any], index: int) -> None:
+        """A JSON-RPC batch: in 2025-03-26 every request of it is answered on one response stream
+        (202 when it holds none); elsewhere, empty, or holding ``initialize`` it is refused with
+        400 and -32600 ("The initialize request MUST NOT be part of a JSON-RPC batch")."""
+        requests = [m for m in batch if isinstance(m, dict) and isinstance(m.get("method"), str) and "id" in m]
+        refused = (not batch or not _versions.supports_batching(self.revision) or self.log.session_id is None
+                   or any(m["method"] == "initialize" for m in requests))
+        if refused:
+            with self.cond:
+                self.log.posts[index]["refused_batch"] = bool(batch)
+            self._reply(conn, sock, 400, _dump({"jsonrpc": "2.0", "id": None, "error": {
+                "code": orc.INVALID_REQUEST, "message": "batch not accepted here"}}))
+        elif not requests:
+            self._reply(conn, sock, 202)
+        else:
+            self._answer_stream(conn, sock, requests)
 
     def _initialize(self, conn: h11.Connection, sock: socket.socket, msg: dict[str, Any]) -> None:
+        params = msg.get("params")
+        declared = params.get("capabilities") if isinstance(params, dict) else None
         with self.cond:
             self.log.session_id = self.log.session_id or uuid.uuid4().hex
             self.log.negotiated = self.revision
+            self.log.client_capabilities = declared if isinstance(declared, dict) else {}
         body = _dump({"jsonrpc": "2.0", "id": msg["id"], "result": initialize_result(self.revision)})
         self.log.log("send", body)
         self._reply(conn, sock, 200, body, extra=[("Mcp-Session-Id", self.log.session_id)])
 
-    def _answer_stream(self, conn: h11.Connection, sock: socket.socket, msg: dict[str, Any]) -> None:
-        """Answer one client request on an SSE stream: the step's messages first, then the answer."""
-        with self.cond:
-            step_no = self.request_no
-            self.request_no += 1
-            call_no = self.calls.get(msg["method"], 0)
-            self.calls[msg["method"]] = call_no + 1
-        steps = self.plan.get("steps") or []
-        injections = list(steps[step_no]) if step_no < len(steps) else []
-        if injections or step_no == 0:
-            injections.append({"note": "probe", "message": {"jsonrpc": "2.0", "id": "probe", "method": "ping"}})
+    def _answer_stream(self, conn: h11.Connection, sock: socket.socket, requests: list[dict[str, Any]]) -> None:
+        """Answer client requests (one, or a batch's) on an SSE stream: each one's step messages
+        first, then the answers in order."""
+        claimed = [self._claim(msg) for msg in requests]
+        injections = [inj for step_no, _ in claimed for inj in self._step(step_no)]
         self._send(conn, sock, h11.Response(status_code=200, headers=[("Content-Type", "text/event-stream"),
                                                                       ("Cache-Control", "no-cache")]))
         waiting = []
@@ -389,11 +474,42 @@ class FuzzServer:
                 waiting.append(orc.idkey(out["id"]))
             self._event(conn, sock, _dump(out))
         self._await_answers(waiting)
-        answers = (self.plan.get("answers") or {}).get(msg["method"]) or []
-        spec = answers[call_no] if call_no < len(answers) else {"kind": "default"}
-        for data in self._answer(msg, spec):
-            self._event(conn, sock, data)
+        for msg, (_, call_no) in zip(requests, claimed, strict=True):
+            answers = (self.plan.get("answers") or {}).get(msg["method"]) or []
+            spec = answers[call_no] if call_no < len(answers) else {"kind": "default"}
+            for data in self._answer(msg, spec):
+                self._event(conn, sock, data)
         self._send(conn, sock, h11.EndOfMessage())
+
+    def _claim(self, msg: dict[str, Any]) -> tuple[int, int]:
+        """The step number of a client request and which call of its method it is."""
+        with self.cond:
+            step_no = self.request_no
+            self.request_no += 1
+            call_no = self.calls.get(msg["method"], 0)
+            self.calls[msg["method"]] = call_no + 1
+        return step_no, call_no
+
+    def _step(self, step_no: int) -> list[dict[str, Any]]:
+        """The messages of step ``step_no``, ending with a ping probe when it has any (the first
+        always has one).  A capability probe for a capability the client declared is left out:
+        it would be an ordinary request, not a violation."""
+        steps = self.plan.get("steps") or []
+        injections = [inj for inj in (steps[step_no] if step_no < len(steps) else []) if not self._declared(inj)]
+        if (injections or step_no == 0) and not self.stateless:  # (2026-07-28 has no ping)
+            injections.append({"note": "probe", "message": {"jsonrpc": "2.0", "id": "probe", "method": "ping"}})
+        return injections
+
+    def _declared(self, inj: dict[str, Any]) -> bool:
+        if not inj["note"].startswith("capability:"):
+            return False
+        path = gate(self.revision, inj["message"].get("method", ""))
+        declared = path is None or advertised(self.log.client_capabilities, path)
+        if declared:
+            with self.cond:
+                self.log.events.append({"t": self.log.now(), "dir": "skip", "note": inj["note"],
+                                        "reason": "the client declared the capability"})
+        return declared
 
     def _number(self, inj: dict[str, Any]) -> dict[str, Any]:
         """A fresh id for an injected request (ints stay ints), recorded for the oracles."""
@@ -452,6 +568,7 @@ class ClientRun:
     exit_code: int | None
     hung: bool
     output: str
+    revision: str = ""
 
 
 def run_plan(target: ClientTarget, revision: str, plan: Plan, *, timeout: float, run_time: float) -> ClientRun:
@@ -472,7 +589,7 @@ def run_plan(target: ClientTarget, revision: str, plan: Plan, *, timeout: float,
             server.close()
         out.seek(0)
         output = out.read()[-16384:].decode("utf-8", "replace")
-    return ClientRun(server.log, proc.returncode if not hung else None, hung, output)
+    return ClientRun(server.log, proc.returncode if not hung else None, hung, output, revision)
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
@@ -496,8 +613,11 @@ def check_client(run: ClientRun, run_time: float) -> list[orc.Violation]:
         out.append(orc.Violation("alive", f"the client was still running after {run_time} s", "hang"))
     elif run.exit_code != 0:
         out.append(orc.Violation("alive", f"the client exited with status {run.exit_code}", "exit-status"))
-    if log.session_id is None:
-        out.append(orc.Violation("alive", "the client never sent initialize", "no-initialize"))
+    if log.negotiated is None:
+        out.append(orc.Violation("alive", "the client never sent initialize", "no-initialize")
+                   if log.session_id is None and not _versions.is_stateless(run.revision) else
+                   orc.Violation("alive", f"the client never sent a request naming {run.revision} in its _meta",
+                                 "no-request"))
         return out
     out += _check_answers(log, alive=not run.hung and run.exit_code == 0)
     out += _check_messages(log)
@@ -522,6 +642,10 @@ def _check_answers(log: ServerLog, alive: bool) -> list[orc.Violation]:
         problem = orc._envelope_problem(msg)
         if problem:
             out.append(orc.Violation("valid-response", f"{problem}: {orc._excerpt(msg)}", "envelope"))
+            continue
+        if sent["note"].startswith("capability:"):
+            note = orc.judge_capability_answer(sent["method"], msg)
+            out += [note] if note is not None else []
             continue
         codes = _expected_codes(revision, sent)
         if codes is not None and ("error" not in msg or msg["error"]["code"] not in codes):
@@ -569,7 +693,8 @@ def _check_messages(log: ServerLog) -> list[orc.Violation]:
             if not orc._valid_id(msg["id"]):
                 out.append(orc.Violation("client-ids", f"a request id that is not a string or an integer: "
                                          f"{orc._excerpt(msg)}", "bad-id"))
-            elif after_init and orc.idkey(msg["id"]) in seen:
+            elif after_init and orc.idkey(msg["id"]) in seen and not _versions.is_stateless(revision):
+                # (the rule is per session; 2026-07-28 has none)
                 out.append(orc.Violation("client-ids", f"request id {msg['id']!r} used twice in the session",
                                          "reused"))
             if after_init:
@@ -581,7 +706,14 @@ def _check_messages(log: ServerLog) -> list[orc.Violation]:
 
 
 def _check_headers(log: ServerLog) -> list[orc.Violation]:
+    if log.negotiated is not None and _versions.is_stateless(log.negotiated):
+        return _check_stateless_headers(log)
     out: list[orc.Violation] = []
+    if any(post.get("refused_batch") for post in log.posts if post["after_init"]) and not (
+            log.negotiated and _versions.supports_batching(log.negotiated)):
+        out.append(orc.Violation("valid-message", f"a JSON-RPC batch in {log.negotiated}, which has none "
+                                 "(\"The body of the POST request MUST be a single JSON-RPC request, "
+                                 "notification, or response\")", "batch"))
     needs_version = log.negotiated is not None and log.negotiated >= "2025-06-18"
     for post in log.posts:
         headers = dict(post["headers"])
@@ -601,14 +733,56 @@ def _check_headers(log: ServerLog) -> list[orc.Violation]:
     return out
 
 
+def _check_stateless_headers(log: ServerLog) -> list[orc.Violation]:
+    """2026-07-28: every POST carries ``Accept`` and ``MCP-Protocol-Version``; every request the
+    ``Mcp-Method`` (and ``Mcp-Name``) headers that mirror its body, and its version matches the
+    ``_meta`` one (:func:`~mcp_trio.transports._mcp_headers.check_request_headers`); the body is
+    a single request or notification, never a response or a batch."""
+    from ..transports._mcp_headers import check_request_headers
+
+    out: list[orc.Violation] = []
+    version = log.negotiated or ""
+    for post in log.posts:
+        if post["method"] != "POST":
+            continue
+        headers = dict(post["headers"])
+        accept = headers.get("accept", "")
+        if "application/json" not in accept or "text/event-stream" not in accept:
+            out.append(orc.Violation("client-http", f"a POST with Accept {accept!r}", "accept"))
+        msg = post.get("message")
+        if not isinstance(msg, dict) or not isinstance(msg.get("method"), str):
+            kind = "a batch" if isinstance(msg, list) else "a response" if isinstance(msg, dict) else "no message"
+            out.append(orc.Violation("valid-message", f"a POST body that is {kind} in {version} (\"The body of the "
+                                     "HTTP POST MUST be a single JSON-RPC request or notification\")", "body"))
+            continue
+        if "id" not in msg:
+            if headers.get("mcp-protocol-version") != version:
+                out.append(orc.Violation("client-http", f"a {msg['method']} notification with MCP-Protocol-Version "
+                                         f"{headers.get('mcp-protocol-version')!r}", "protocol-version"))
+            continue
+        params = msg.get("params")
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        meta = meta if isinstance(meta, dict) else {}
+        body_version = meta.get(CLIENT_META_KEYS[0])
+        problem = check_request_headers(headers, msg["method"], params, body_version or version)
+        if problem:
+            out.append(orc.Violation("client-http", f"{msg['method']}: {problem}", "headers"))
+        if body_version != version or not isinstance(meta.get(CLIENT_META_KEYS[1]), dict):
+            out.append(orc.Violation("valid-message", f"a {msg['method']} request whose _meta does not name "
+                                     f"{version} and the client's capabilities: {orc._excerpt(meta)}", "meta"))
+    return out
+
+
 def transcript_of(target: ClientTarget, revision: str, plan: Plan, run: ClientRun, violations: list[orc.Violation],
-                  timeout: float, run_time: float, seed: int | None, fmt: str) -> dict[str, Any]:
+                  timeout: float, run_time: float, seed: int | None, fmt: str,
+                  campaign: str = "client") -> dict[str, Any]:
     return {
         "format": fmt,
         "target": target.describe(),
         "revision": revision,
         "negotiated": run.log.negotiated,
-        "campaign": "client",
+        "campaign": campaign,
+        **({"client_capabilities": run.log.client_capabilities} if campaign == "capabilities" else {}),
         "timeout": timeout,
         "run_time": run_time,
         **({"seed": seed} if seed is not None else {}),
@@ -624,25 +798,37 @@ def transcript_of(target: ClientTarget, revision: str, plan: Plan, run: ClientRu
 # ------------------------------------------------------------------ runner
 
 
-def client_hunt(cfg: Any, revision: str, stats: Any) -> Any:
-    """The ``client`` campaign for :func:`mcp_trio.fuzzing.runner._search`: one client run per example."""
-    from .runner import Hunt
+def client_hunt(cfg: Any, revision: str, stats: Any, campaign: str = "client") -> Any:
+    """The ``client`` (or client ``capabilities``) campaign for :func:`mcp_trio.fuzzing.runner._search`:
+    one client run per example."""
+    from .runner import Hunt, TargetError
 
     target: ClientTarget = cfg.target
 
     def execute(plan: Plan) -> tuple[list[bytes], list[str], list[orc.Violation]]:
         stats.sessions += 1
         run = run_plan(target, revision, plan, timeout=cfg.timeout, run_time=cfg.run_time)
+        if stats.sessions == 1 and not cfg.all_revisions and _speaks_another_revision(run):
+            raise TargetError(f"the client does not speak {revision} (it sent initialize instead); "
+                              "--all-revisions fuzzes it anyway")
         return [_dump(plan)], [], check_client(run, cfg.run_time)
 
     def replay_best(payloads: list[bytes], notes: list[str]) -> tuple[dict[str, Any], list[orc.Violation]]:
-        return _replay_plan(target, revision, json.loads(payloads[0]), cfg.timeout, cfg.run_time, cfg.seed)
+        return _replay_plan(target, revision, json.loads(payloads[0]), cfg.timeout, cfg.run_time, cfg.seed,
+                            campaign)
 
-    strategy = plans(revision)
+    strategy = capability_plans(revision) if campaign == "capabilities" else plans(revision)
     if cfg.skip_probes:
         skip = frozenset(cfg.skip_probes)
         strategy = strategy.filter(lambda plan: not skip & plan_kinds(plan))
     return Hunt(strategy, execute, replay_best, lambda: None)
+
+
+def _speaks_another_revision(run: ClientRun) -> bool:
+    """A client asked for 2026-07-28 that opened with ``initialize`` (a handshake revision) and
+    never sent a request of the stateless revision: it does not speak it, which is no finding."""
+    return (_versions.is_stateless(run.revision) and run.log.negotiated is None
+            and any(isinstance(m, dict) and m.get("method") == "initialize" for m, _ in run.log.client_messages))
 
 
 def plan_kinds(plan: Plan) -> set[str]:
@@ -658,13 +844,13 @@ def plan_kinds(plan: Plan) -> set[str]:
 
 
 def _replay_plan(target: ClientTarget, revision: str, plan: Plan, timeout: float, run_time: float,
-                 seed: int | None) -> tuple[dict[str, Any], list[orc.Violation]]:
+                 seed: int | None, campaign: str = "client") -> tuple[dict[str, Any], list[orc.Violation]]:
     from .runner import TRANSCRIPT_FORMAT
 
     run = run_plan(target, revision, plan, timeout=timeout, run_time=run_time)
     violations = check_client(run, run_time)
     return transcript_of(target, revision, plan, run, violations, timeout, run_time, seed,
-                         TRANSCRIPT_FORMAT), violations
+                         TRANSCRIPT_FORMAT, campaign), violations
 
 
 def replay_client(data: dict[str, Any], *, target: Any = None,
@@ -676,4 +862,4 @@ def replay_client(data: dict[str, Any], *, target: Any = None,
     if not isinstance(target, ClientTarget):
         raise ValueError("a client transcript replays against a client (--client CMD)")
     return _replay_plan(target, data["revision"], data["plan"], timeout or data.get("timeout", 5.0),
-                        data.get("run_time", 30.0), None)
+                        data.get("run_time", 30.0), None, data.get("campaign", "client"))

@@ -88,6 +88,17 @@ ORACLES: dict[str, Oracle] = {o.name: o for o in (
            "Unlike base JSON-RPC, the ID MUST NOT be null. The request ID MUST NOT have been previously used "
            "by the requestor within the same session.",
            "MCP basic (Requests)"),
+    Oracle("capabilities", "a request that needs a capability the receiver did not advertise is "
+           "refused with an error, -32601 Method not found (a note otherwise: the MUST binds the sender)",
+           "Both parties MUST: [...] Only use capabilities that were successfully negotiated. [...] Servers "
+           "that support prompts MUST declare the prompts capability [likewise tools, resources, logging]. "
+           "[...] Servers SHOULD return standard JSON-RPC errors for common failure cases: Method not "
+           "found: -32601 (Capability not supported) [...] Client does not support roots: -32601 (Method "
+           "not found)",
+           "MCP basic/lifecycle (Operation; Capability Negotiation), server/prompts, server/tools, "
+           "server/resources, server/utilities/completion, client/roots (Error Handling); 2026-07-28 "
+           "schema (MethodNotFoundError: \"a method gated behind a server capability the server did not "
+           "advertise\")"),
     Oracle("client-http", "the headers a Streamable HTTP client must send",
            "The client MUST include an Accept header, listing both application/json and text/event-stream "
            "as supported content types. [...] clients using the Streamable HTTP transport MUST include it "
@@ -371,6 +382,9 @@ class CaseView:
     previously_answered: set[str]
     initialized: bool = True
     timeout: float = 5.0
+    #: The receiver's advertised capabilities when the case is judged for capability use
+    #: (the ``capabilities`` campaign); None: not judged.
+    capabilities: dict[str, Any] | None = None
 
 
 def _responses(received: Sequence[Any]) -> list[Any]:
@@ -530,12 +544,69 @@ def check(view: CaseView) -> list[Violation]:
                                  f"a response to an id no request of the case has: {_excerpt(got[0])}",
                                  "unknown-id"))
 
+    if view.capabilities is not None:
+        out += capability_notes(view.revision, view.payloads, view.capabilities, by_id)
     if total.utf8_in_string:
         out += _utf8_note(view, total, nulls)
     if len(null_pool) > total.null_allowed:
         out.append(Violation("no-response-to-notification",
                              f"{len(null_pool) - total.null_allowed} unasked response(s) with id null: "
                              f"{_excerpt(null_pool[0])}", "null-id"))
+    return out
+
+
+def gated_requests(revision: str, payloads: Sequence[bytes], capabilities: dict[str, Any]) -> dict[str, str]:
+    """The requests of ``payloads`` (id key -> method) that need a capability ``capabilities``
+    does not grant, among the messages the revision's types accept (an invalid message has its
+    own expected error)."""
+    from .strategies import accepts, advertised, gate
+
+    out: dict[str, str] = {}
+    for payload in payloads:
+        try:
+            value = json.loads(payload)
+        except (ValueError, UnicodeDecodeError, RecursionError):
+            continue
+        for msg in value if isinstance(value, list) else [value]:
+            if not isinstance(msg, dict) or "id" not in msg or not _valid_id(msg["id"]):
+                continue
+            path = gate(revision, msg.get("method")) if isinstance(msg.get("method"), str) else None
+            if path is not None and not advertised(capabilities, path) and accepts(revision, msg):
+                out[idkey(msg["id"])] = msg["method"]
+    return out
+
+
+def judge_capability_answer(method: str, answer: dict[str, Any]) -> Violation | None:
+    """A note when the answer to a request for an unadvertised capability is a result, or an
+    error other than -32601.  Never a violation: lifecycle's "only use capabilities that were
+    successfully negotiated" binds the sender, and the receiver's error code is a SHOULD."""
+    if "result" in answer:
+        return Violation("capabilities", f"{method} got a result although the capability it needs was not "
+                         f"advertised: {_excerpt(answer)}", "result-instead-of-error", severity="note")
+    code = answer.get("error", {}).get("code") if isinstance(answer.get("error"), dict) else None
+    if code not in capability_codes(method):
+        return Violation("capabilities", f"{method} (capability not advertised) refused with {code}, not -32601 "
+                         f"Method not found: {_excerpt(answer)}", "code", severity="note")
+    return None
+
+
+def capability_codes(method: str) -> set[int]:
+    """The codes that refuse a request for an unadvertised capability: -32601, and for
+    ``tasks/*`` -32602 too, since a peer without tasks has none of the task ids asked about
+    ("Invalid or nonexistent taskId in tasks/get, tasks/result, or tasks/cancel: -32602",
+    basic/utilities/tasks, Error Handling)."""
+    return {METHOD_NOT_FOUND, INVALID_PARAMS} if method.startswith("tasks/") else {METHOD_NOT_FOUND}
+
+
+def capability_notes(revision: str, payloads: Sequence[bytes], capabilities: dict[str, Any],
+                     by_id: dict[str, list[dict[str, Any]]]) -> list[Violation]:
+    """The ``capabilities`` oracle over one case (exactly one answer is ``one-response``'s job)."""
+    out = []
+    for key, method in gated_requests(revision, payloads, capabilities).items():
+        got = by_id.get(key, [])
+        note = judge_capability_answer(method, got[0]) if got else None
+        if note is not None:
+            out.append(note)
     return out
 
 

@@ -1,7 +1,8 @@
 """The campaign runner: hypothesis generates cases, the oracles judge them, findings replay.
 
-A campaign (``valid``, ``invalid``, ``lifecycle``, ``http``, and ``client`` for a
-client target; ``stateful`` runs in :mod:`.stateful`) runs in rounds.
+A campaign (``valid``, ``invalid``, ``lifecycle``, ``capabilities``, ``http``, and
+``client`` and ``capabilities`` for a client target; ``stateful`` runs in
+:mod:`.stateful`) runs in rounds.
 Each round is one hypothesis run (``database=None``, seeded) over a live
 session with the target; the first violation found sets the round's focus,
 hypothesis shrinks the case while that violation persists (within a time
@@ -31,11 +32,11 @@ from ..transports._mcp_headers import encode_value
 from ..types import _versions
 from . import driver as drv
 from . import oracles as orc
-from .strategies import Item, cases, stateless_meta
+from .strategies import Item, capability_cases, cases, stateless_meta, unadvertised_methods
 
 __all__ = ["CAMPAIGNS", "Finding", "FuzzConfig", "Session", "load_transcript", "replay", "run"]
 
-CAMPAIGNS = ("valid", "invalid", "lifecycle", "http", "stateful", "client")
+CAMPAIGNS = ("valid", "invalid", "lifecycle", "capabilities", "http", "stateful", "client")
 TRANSCRIPT_FORMAT = "mcp-trio-fuzz-transcript/1"
 _NAME_PARAM = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 
@@ -102,6 +103,9 @@ class Session:
         self.timeout = timeout
         self.handshake_done = False
         self.server_capabilities: dict[str, Any] = {}
+        #: Judge the answers to requests for capabilities the server did not advertise
+        #: (the ``capabilities`` campaign; the capabilities oracle).
+        self.judge_capabilities = False
         self.counter = 0
         self.answered: set[str] = set()
         self.conn = target.open()
@@ -215,6 +219,8 @@ class Session:
         result = next((m.get("result") for r in self.conn.received[start:] for m in _msgs(r.message)
                        if isinstance(m, dict) and m.get("id") == pid), None)
         versions = result.get("supportedVersions") if isinstance(result, dict) else None
+        if isinstance(result, dict) and isinstance(result.get("capabilities"), dict):
+            self.server_capabilities = result["capabilities"]
         return isinstance(versions, list) and self.revision in versions
 
     def probe_message(self) -> tuple[str, bytes]:
@@ -261,6 +267,7 @@ class Session:
             alive=conn.alive(), exit_code=conn.exit_code(), probe_id=pid,
             probe_answered=probe_answered, cancelled=cancelled,
             previously_answered=set(self.answered), initialized=self.handshake_done, timeout=self.timeout,
+            capabilities=self.server_capabilities if self.judge_capabilities else None,
         )
         violations = orc.check(view)
         self.answered |= conn.answered()
@@ -520,10 +527,10 @@ def _run_rounds(cfg: FuzzConfig, revision: str, campaign: str, stats: CampaignSt
 
         run_stateful(cfg, revision, stats)
         return
-    if campaign == "client":
+    if cfg.target.kind == "client":
         from . import client as cli
 
-        hunt = cli.client_hunt(cfg, revision, stats)
+        hunt = cli.client_hunt(cfg, revision, stats, campaign)
     else:
         hunt = _server_hunt(cfg, revision, campaign, stats)
     try:
@@ -534,11 +541,13 @@ def _run_rounds(cfg: FuzzConfig, revision: str, campaign: str, stats: CampaignSt
 
 def _skip_reason(cfg: FuzzConfig, revision: str, campaign: str) -> str | None:
     kind = cfg.target.kind
-    if (campaign == "client") != (kind == "client"):
-        return "the client campaign is for --client targets only" if campaign == "client" else (
-            f"the {campaign} campaign is for servers")
-    if campaign == "client" and _versions.is_stateless(revision):
-        return f"{revision}: the fuzzing server speaks the handshake revisions only"
+    if campaign == "client" and kind != "client":
+        return "the client campaign is for --client targets only"
+    if kind == "client" and campaign not in ("client", "capabilities"):
+        return f"the {campaign} campaign is for servers"
+    if kind == "client" and campaign == "capabilities" and _versions.is_stateless(revision):
+        return (f"{revision}: the client capabilities campaign needs server-to-client requests, which "
+                f"{revision} sends only inside InputRequiredResult; not written yet")
     if campaign == "http" and kind != "http":
         return "the http campaign needs an --http target"
     if campaign in ("lifecycle", "stateful") and _versions.is_stateless(revision):
@@ -564,16 +573,6 @@ class Hunt:
 def _server_hunt(cfg: FuzzConfig, revision: str, campaign: str, stats: CampaignStats) -> Hunt:
     handshake = campaign != "lifecycle"
     fresh_each = campaign in ("lifecycle", "http")
-    strategy: st.SearchStrategy[Any] = (
-        st.lists(st.sampled_from(HTTP_CASES), min_size=1, max_size=3) if campaign == "http"
-        else cases(revision, campaign)
-    )
-    if cfg.skip_probes:
-        skip = cfg.skip_probes
-        if campaign == "http":
-            strategy = strategy.filter(lambda case: not skip.intersection(case))
-        else:
-            strategy = strategy.filter(lambda case: not any(i.note.split(":")[0] in skip for i in case))
     live: list[Session] = []
 
     def session() -> Session:
@@ -589,11 +588,31 @@ def _server_hunt(cfg: FuzzConfig, revision: str, campaign: str, stats: CampaignS
             if sess.stateless and stats.sessions == 1 and not cfg.all_revisions and not sess.discovers():
                 raise TargetError(f"the target does not speak {revision} (server/discover does not list "
                                   "it); --all-revisions fuzzes it anyway")
+            if campaign == "capabilities":
+                _learn_capabilities(sess)
         return live[0]
 
     def drop() -> None:
         while live:
             live.pop().close()
+
+    if campaign == "http":
+        strategy: st.SearchStrategy[Any] = st.lists(st.sampled_from(HTTP_CASES), min_size=1, max_size=3)
+    elif campaign == "capabilities":
+        try:  # (the strategy depends on what the target advertises: ask it first)
+            strategy = capability_cases(revision, _capability_methods(session(), revision))
+        except BaseException:
+            drop()  # no Hunt owns the session yet
+            raise
+    else:
+        strategy = cases(revision, campaign)
+    if cfg.skip_probes:
+        skip = cfg.skip_probes
+        if campaign == "http":
+            strategy = strategy.filter(lambda case: not skip.intersection(case))
+        else:
+            strategy = strategy.filter(lambda case: not any(i.note.split(":")[0] in skip or i.note in skip
+                                                            for i in case))
 
     def execute(case: Any) -> tuple[list[bytes], list[str], list[orc.Violation]]:
         sess = session()
@@ -610,6 +629,24 @@ def _server_hunt(cfg: FuzzConfig, revision: str, campaign: str, stats: CampaignS
                                 cfg.timeout, seed=cfg.seed)
 
     return Hunt(strategy, execute, replay_best, drop)
+
+
+def _learn_capabilities(sess: Session) -> None:
+    """Make ``sess`` judge capability use: a handshake revision has the server's capabilities
+    from ``initialize``; a stateless one asks ``server/discover`` for them."""
+    sess.judge_capabilities = True
+    if sess.stateless and not sess.server_capabilities:
+        sess.discovers()
+
+
+def _capability_methods(sess: Session, revision: str) -> list[str]:
+    """What the ``capabilities`` campaign can send: requests the server's answer did not
+    advertise, and notifications gated by client capabilities the fuzzer never declares
+    (its handshake declares none)."""
+    methods = unadvertised_methods(revision, sess.server_capabilities, {})
+    if not methods:
+        raise TargetError(f"the target advertises every capability {revision} gates: nothing to violate")
+    return methods
 
 
 def _search(cfg: FuzzConfig, revision: str, campaign: str, stats: CampaignStats, hunt: Hunt,
@@ -710,6 +747,8 @@ def _replay_payloads(target: drv.StdioTarget | drv.HttpTarget, revision: str, ca
                      seed: int | None = None) -> tuple[dict[str, Any], list[orc.Violation]]:
     sess = Session(target, revision, handshake=campaign != "lifecycle", timeout=timeout)
     try:
+        if campaign == "capabilities":
+            _learn_capabilities(sess)
         if campaign == "http":
             violations = [v for probe in notes for v in _http_case(sess, probe)]
             violations += sess.run_case([]).violations
@@ -725,6 +764,7 @@ def _replay_payloads(target: drv.StdioTarget | drv.HttpTarget, revision: str, ca
         "negotiated": sess.negotiated,
         "campaign": campaign,
         "handshake": campaign != "lifecycle",
+        **({"server_capabilities": sess.server_capabilities} if campaign == "capabilities" else {}),
         "timeout": timeout,
         **({"seed": seed} if seed is not None else {}),
         "case": [{**drv.encode_bytes(p), "note": n} for p, n in zip(payloads, [*notes, *[""] * len(payloads)],
@@ -779,7 +819,7 @@ def replay(path: str | Path, *, target: drv.StdioTarget | drv.HttpTarget | None 
            timeout: float | None = None) -> tuple[dict[str, Any], list[orc.Violation]]:
     """Send a transcript's case again on a fresh session; (new transcript, violations)."""
     data = load_transcript(path)
-    if data.get("campaign") == "client":
+    if data.get("campaign") == "client" or data.get("target", {}).get("kind") == "client":
         from . import client as cli
 
         return cli.replay_client(data, target=target, timeout=timeout)

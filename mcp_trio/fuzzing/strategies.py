@@ -33,7 +33,10 @@ from ..types import _versions
 __all__ = [
     "CLIENT_META_KEYS",
     "Item",
+    "advertised",
+    "capability_cases",
     "cases",
+    "gate",
     "client_methods",
     "from_type",
     "invalid_items",
@@ -396,6 +399,69 @@ def _duplicate(draw: Any, revision: str) -> list[Item]:
     first = draw(valid_message(revision, method, id_=7))
     second = draw(valid_message(revision, draw(st.sampled_from(client_methods(revision, "request"))), id_=7))
     return [Item(first, note="duplicate_id"), Item(second, note="duplicate_id")]
+
+
+# ----------------------------------------------------------- capabilities
+
+
+def gate(revision: str, method: str) -> tuple[str, ...] | None:
+    """The capability path that gates ``method``: the receiver's for a request (``("prompts",)``
+    for ``prompts/get``), the sender's for a notification (``("roots", "listChanged")``).
+
+    The registry leaves ``tasks/get`` and ``tasks/result`` ungated (any task a peer created can
+    be polled), but a peer without the ``tasks`` capability has no tasks at all: those need it."""
+    spec = _versions.methods_for(revision).get(method)
+    if spec is None:
+        return None
+    if spec.capability is None and method.startswith("tasks/") and spec.kind == "request":
+        return ("tasks",)
+    return spec.capability
+
+
+def advertised(capabilities: Any, path: tuple[str, ...]) -> bool:
+    """Whether ``capabilities`` (an initialize or discover answer's object) grants ``path``:
+    every step present, a sub-capability flag not ``false``."""
+    node = capabilities
+    for key in path:
+        if not isinstance(node, dict) or key not in node or node[key] is None or node[key] is False:
+            return False
+        node = node[key]
+    return True
+
+
+def unadvertised_methods(revision: str, receiver: dict[str, Any], sender: dict[str, Any],
+                         *, direction: str = "client") -> list[str]:
+    """Methods a ``direction`` peer may send in ``revision`` that a negotiation with these
+    capabilities rules out: requests gated by a ``receiver`` capability it did not advertise,
+    notifications gated by a ``sender`` capability the sender did not declare."""
+    out = []
+    for method, spec in sorted(_versions.methods_for(revision).items()):
+        if spec.direction not in (direction, "both") or spec.input_request or method in LONG_LIVED:
+            continue
+        path = gate(revision, method)
+        if path is None:
+            continue
+        caps = receiver if spec.kind == "request" else sender
+        if not advertised(caps, path):
+            out.append(method)
+    return out
+
+
+def capability_cases(revision: str, methods: list[str]) -> st.SearchStrategy[list[Item]]:
+    """1-3 messages of different ``methods`` (see :func:`unadvertised_methods`), valid params,
+    sometimes with a valid message of the revision around them (the session must go on)."""
+    if not methods:
+        raise ValueError("no capability to violate")
+
+    @st.composite
+    def build(draw: Any) -> list[Item]:
+        chosen = draw(st.permutations(methods))[: draw(st.integers(1, min(3, len(methods))))]
+        items = [Item(draw(valid_message(revision, m)), note=f"capability:{m}") for m in chosen]
+        if draw(st.booleans()):
+            items.insert(draw(st.integers(0, len(items))), draw(valid_items(revision)))
+        return items
+
+    return build()
 
 
 def invalid_items(revision: str) -> st.SearchStrategy[list[Item]]:

@@ -2,7 +2,13 @@
 
 Usage: broken_client.py MODE URL.  It initializes, lists the tools and answers every request
 the server sends on the response stream, then ends the session.  MODE ``good`` does all of it
-right; ``twice`` answers every server request two times (MCP: exactly one response).
+right; ``twice`` answers every server request two times (MCP: exactly one response);
+``obliging`` answers every server request with an empty result, even those of capabilities it
+never declared (it declares ``roots`` only); ``batch`` sends ``tools/list`` and ``ping`` as one
+JSON-RPC batch (right in 2025-03-26 only) and needs both answers.  ``stateless`` speaks
+2026-07-28 (``server/discover``, then ``tools/list``, each with its ``_meta`` and the
+``MCP-Protocol-Version`` and ``Mcp-Method`` headers); ``stateless-no-method`` leaves out
+``Mcp-Method`` (a header every 2026-07-28 request MUST carry).
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ from typing import Any
 HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
-def post(url: str, message: dict[str, Any], headers: dict[str, str]) -> Any:
+def post(url: str, message: Any, headers: dict[str, str]) -> Any:
     req = urllib.request.Request(url, json.dumps(message).encode(), {**HEADERS, **headers}, method="POST")
     return urllib.request.urlopen(req, timeout=10)
 
@@ -33,7 +39,21 @@ def events(response: Any) -> list[Any]:
     return out
 
 
+def stateless(url: str, method_header: bool) -> int:
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}}
+    for n, method in enumerate(("server/discover", "tools/list"), 1):
+        headers = {"MCP-Protocol-Version": "2026-07-28", **({"Mcp-Method": method} if method_header else {})}
+        with post(url, {"jsonrpc": "2.0", "id": n, "method": method, "params": {"_meta": meta}}, headers) as resp:
+            answers = events(resp) if "event-stream" in resp.headers.get("Content-Type", "") else [resp.read()]
+        if not any(json.loads(a).get("id") == n for a in answers):
+            return 1
+    return 0
+
+
 def main(mode: str, url: str) -> int:
+    if mode.startswith("stateless"):
+        return stateless(url, method_header=mode == "stateless")
     init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
             "params": {"protocolVersion": "2025-11-25", "capabilities": {"roots": {}},
                        "clientInfo": {"name": "broken", "version": "1"}}}
@@ -42,19 +62,27 @@ def main(mode: str, url: str) -> int:
         version = json.loads(resp.read())["result"]["protocolVersion"]
     headers = {"Mcp-Session-Id": session, "MCP-Protocol-Version": version}
     post(url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, headers).close()
-    with post(url, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, headers) as resp:
+    tools_list = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    body: Any = [tools_list, {"jsonrpc": "2.0", "id": 3, "method": "ping"}] if mode == "batch" else tools_list
+    answered: set[Any] = set()
+    with post(url, body, headers) as resp:
         for data in events(resp):
             try:
                 msg = json.loads(data)
             except ValueError:
                 continue
+            if isinstance(msg, dict) and "method" not in msg:
+                answered.add(msg.get("id"))
             if isinstance(msg, dict) and "method" in msg and "id" in msg:
                 answer = {"jsonrpc": "2.0", "id": msg["id"],
                           "result": {"roots": []} if msg["method"] == "roots/list" else {}}
-                if msg["method"] not in ("ping", "roots/list"):
+                if msg["method"] not in ("ping", "roots/list") and mode != "obliging":
                     answer = {"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32601, "message": "no"}}
                 for _ in range(2 if mode == "twice" else 1):
                     post(url, answer, headers).close()
+    if mode == "batch" and answered != {2, 3}:
+        print(f"batch answers: {sorted(answered)}", file=sys.stderr)
+        return 1
     req = urllib.request.Request(url, headers=headers, method="DELETE")
     urllib.request.urlopen(req, timeout=10).close()
     return 0
