@@ -45,7 +45,6 @@ that revision (see :func:`mcp_trio.fuzzing.runner._skip_reason`).
 from __future__ import annotations
 
 import json
-import shlex
 import socket
 import subprocess
 import tempfile
@@ -63,7 +62,7 @@ from hypothesis import strategies as st
 
 from ..types import _versions
 from . import oracles as orc
-from .driver import encode_bytes
+from .driver import CommandTarget, encode_bytes
 from .strategies import (CLIENT_META_KEYS, EDGE_STRINGS, _mutate_params, advertised, client_methods, from_type,
                          gate, json_values, texts, unadvertised_methods, valid_message)
 
@@ -75,21 +74,10 @@ ERROR_CODES = (-32700, -32600, -32601, -32602, -32603, -32000, -32002, -1, 0, 1,
 ANSWER_KINDS = ("result", "mutated", "error", "duplicate", "unknown-id", "junk-event")
 
 
-class ClientTarget:
+class ClientTarget(CommandTarget):
     """A client launched as ``CMD ARGS URL`` against a fuzzing server, once per example."""
 
     kind = "client"
-
-    def __init__(self, command: str | Sequence[str], *, cwd: str | None = None,
-                 env: dict[str, str] | None = None) -> None:
-        self.argv = shlex.split(command) if isinstance(command, str) else list(command)
-        if not self.argv:
-            raise ValueError("empty command")
-        self.cwd = cwd
-        self.env = env
-
-    def describe(self) -> dict[str, Any]:
-        return {"kind": "client", "command": self.argv, **({"cwd": self.cwd} if self.cwd else {})}
 
 
 # ------------------------------------------------------------------ values

@@ -161,10 +161,11 @@ def _is_jsonrpc(message: Any) -> bool:
 # ------------------------------------------------------------------- stdio
 
 
-class StdioTarget:
-    """A server launched as a command; MCP over its stdin/stdout."""
+class CommandTarget:
+    """A peer we launch: ``command`` (a string split like a shell would, or an argv list),
+    run in ``cwd`` with ``env``."""
 
-    kind = "stdio"
+    kind = "command"
 
     def __init__(self, command: str | Sequence[str], *, cwd: str | None = None,
                  env: dict[str, str] | None = None) -> None:
@@ -175,7 +176,13 @@ class StdioTarget:
         self.env = env
 
     def describe(self) -> dict[str, Any]:
-        return {"kind": "stdio", "command": self.argv, **({"cwd": self.cwd} if self.cwd else {})}
+        return {"kind": self.kind, "command": self.argv, **({"cwd": self.cwd} if self.cwd else {})}
+
+
+class StdioTarget(CommandTarget):
+    """A server launched as a command; MCP over its stdin/stdout."""
+
+    kind = "stdio"
 
     def open(self) -> StdioConnection:
         return StdioConnection(self)
