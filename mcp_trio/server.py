@@ -374,6 +374,11 @@ class _Tool:
         self.context_param = context_param
         self.task_support = task_support
         self.defer_task = defer_task
+        #: Whether a call may become a task (``task_support`` optional or required).
+        self.may_run_as_task = task_support in ("optional", "required")
+        #: Whether results need the general conversion (``tool_result``): a
+        #: tool with structured output always does.
+        self.structured = sig is not None and "outputSchema" in definition
         found = header_annotations(definition.get("inputSchema"))
         if isinstance(found, str):
             raise ValueError(f"tool {definition.get('name')!r}: {found}")
@@ -459,6 +464,7 @@ class Server:
         self._state = StateCodec(state_key, state_ttl)
         self._rounds: dict[int, InputSession] = {}
         self._deferred: set[int] = set()  # requests whose tool may still call start_task()
+        self._handlers: dict[str, Any] | None = None  # see _handler_table
         self.tasks = tasks if tasks is not None else TaskManager(page_size=page_size)
 
     # ----------------------------------------------------------- capabilities
@@ -738,6 +744,10 @@ class Server:
         tool = self._tools.get(params.name)
         if tool is None:
             raise McpError(rpc.INVALID_PARAMS, f"Unknown tool: {params.name}")
+        if not tool.may_run_as_task and getattr(params, "task", None) in (None, msgspec.UNSET):
+            # Neither the tool nor the call asks for a task: nothing for the
+            # task manager to decide or refuse (the common case, kept short).
+            return await self._run_tool(ctx, tool, params)
         if self.tasks.wants_task(ctx, params, tool.task_support):
             task = getattr(params, "task", None)
             ttl = getattr(task, "ttl", None)
@@ -794,7 +804,9 @@ class Server:
         except Exception as exc:
             log.info("tool %s raised %s", params.name, exc, exc_info=True)
             return {"content": [{"type": "text", "text": f"{type(exc).__name__}: {exc}"}], "isError": True}
-        result = tool_result(value, tool.sig if "outputSchema" in tool.definition else None)
+        if type(value) is str and not tool.structured:
+            return _text_result(value, ctx.version)
+        result = tool_result(value, tool.sig if tool.structured else None)
         if ctx.version < _FIRST_STRUCTURED:
             result.pop("structuredContent", None)
         return result
@@ -880,9 +892,7 @@ class Server:
         """Run ``handler`` so that, in the stateless era, its calls back to the
         client become an ``InputRequiredResult`` (see :mod:`mcp_trio._mrtr`)."""
 
-        async def run(ctx: RequestContext, params: Any) -> Any:
-            if not _versions.is_stateless(ctx.version):
-                return await handler(ctx, params)
+        async def rounds(ctx: RequestContext, params: Any) -> Any:
             principal = getattr(ctx.session, "principal", None)
             inputs = InputSession(self._state, method=ctx.method, params=params, principal=principal)
             self._rounds[id(ctx)] = inputs
@@ -895,9 +905,24 @@ class Server:
             finally:
                 del self._rounds[id(ctx)]
 
+        def run(ctx: RequestContext, params: Any) -> Awaitable[Any]:
+            # Not a coroutine itself: the handshake era awaits the handler directly.
+            if _versions.is_stateless(ctx.version):
+                return rounds(ctx, params)
+            return handler(ctx, params)
+
         return run
 
+    def _handler_table(self) -> dict[str, Any]:
+        """:meth:`request_handlers`, built on first use and shared by every
+        session (each :class:`Session` copies it into a dict of its own)."""
+        table = self._handlers
+        if table is None:
+            table = self._handlers = self.request_handlers()
+        return table
+
     def request_handlers(self) -> dict[str, Any]:
+        """The method handlers of a session (a new dict on every call)."""
         return {
             "tools/list": self._list_tools,
             "tools/call": self._multi_round(self._call_tool),
@@ -929,7 +954,7 @@ class Server:
             capabilities=self.capabilities,
             versions=self.versions,
             instructions=self.instructions,
-            request_handlers=self.request_handlers(),
+            request_handlers=self._handler_table(),
             **self.session_options,
         ) as session:
             self._sessions.add(session)
@@ -1137,6 +1162,14 @@ def tool_result(value: Any, sig: ToolSignature | None = None) -> dict[str, Any]:
     if value is None:
         return {"content": []}
     return {"content": [{"type": "text", "text": msgspec.json.encode(value).decode()}]}
+
+
+def _text_result(text: str, version: str) -> Any:
+    """What :func:`tool_result` makes of a ``str``, as the revision's typed
+    ``CallToolResult``: valid by construction (``text`` is a ``str``), so the
+    session core encodes it without converting a dict against the schema."""
+    types = _versions.module_for(version)
+    return types.CallToolResult(content=[types.TextContent(text=text)])
 
 
 def resource_contents(uri: str, value: Any, mime_type: str | None) -> list[dict[str, Any]]:

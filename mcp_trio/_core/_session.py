@@ -254,6 +254,8 @@ class SessionCore:
         self._in_flight: dict[RequestId, _InFlight] = {}
         # progress token -> task id, for requests answered with a 2025-11-25 task
         self._task_tokens: dict[RequestId, str] = {}
+        # revision -> the requests this side answers in it (see _accepted_requests)
+        self._accepted: dict[str, dict[str, MethodSpec]] = {}
 
     # ------------------------------------------------------------------ state
 
@@ -611,35 +613,25 @@ class SessionCore:
             version = self.version
 
         assert version is not None
-        spec = self._methods(version).get(method)
-        if (
-            spec is None
-            or spec.kind != "request"
-            or spec.input_request
-            or spec.direction not in (self.peer_role, "both")
-        ):
-            if method in self.extra_methods:
-                params = UNSET if params_raw is UNSET else rpc.decode_any(params_raw)
-                if params is not UNSET and not isinstance(params, dict | list):
-                    self._error_reply(
-                        events, batch, id, rpc.INVALID_PARAMS, "Invalid params: expected an object"
-                    )
-                    return
-                self._accept_request(
-                    id, method, None if params is UNSET else params, None, version, modern,
-                    client_caps, None, events, batch,
+        spec = self._accepted_requests(version).get(method)
+        if spec is None:
+            known = self._methods(version).get(method)
+            if not self._is_peer_request(known):
+                known = None
+            if known is not None or method not in self.extra_methods:
+                # Not ours to answer, or (``known``) its capability is not advertised.
+                self._refuse_method(id, method, known, events, batch)
+                return
+            # A method outside the spec that this side handles: params as plain JSON.
+            params = UNSET if params_raw is UNSET else rpc.decode_any(params_raw)
+            if params is not UNSET and not isinstance(params, dict | list):
+                self._error_reply(
+                    events, batch, id, rpc.INVALID_PARAMS, "Invalid params: expected an object"
                 )
                 return
-            self._error_reply(events, batch, id, rpc.METHOD_NOT_FOUND, f"Method not found: {method}")
-            return
-        if spec.capability is not None and not has_capability(self.capabilities, spec.capability):
-            self._error_reply(
-                events,
-                batch,
-                id,
-                rpc.METHOD_NOT_FOUND,
-                f"Method not found: {method} (the {'.'.join(spec.capability)!r} capability "
-                f"is not advertised)",
+            self._accept_request(
+                id, method, None if params is UNSET else params, None, version, modern,
+                client_caps, None, events, batch,
             )
             return
         if spec.extension is not None and modern and not _declares(client_caps, spec.extension):
@@ -676,6 +668,68 @@ class SessionCore:
         self._accept_request(
             id, method, params, spec, version, modern, client_caps, token, events, batch
         )
+
+    def _answer_ping(
+        self,
+        id: RequestId,
+        params_raw: Raw | Any,
+        version: str | None,
+        events: list[Event],
+        batch: _Batch | None,
+    ) -> None:
+        """``ping`` is answered here at any stage of the session, but only when its
+        params (optional) are what the revision's types say: ``"x"`` or a non-object
+        ``_meta`` get -32602 like any other request's bad params."""
+        spec = self._methods(version).get("ping")
+        if spec is not None:
+            try:
+                _decode_params(spec, params_raw)
+            except _BadParams as bad:
+                self._error_reply(events, batch, id, rpc.INVALID_PARAMS, f"Invalid params: {bad.detail}")
+                return
+        self._reply(events, batch, id, rpc.encode_response(id, {}))
+
+    def _accepted_requests(self, version: str) -> dict[str, MethodSpec]:
+        """The requests of ``version`` this side answers: registry entries of
+        the peer's direction whose capability this side advertises.
+
+        Built once per revision (the role, capabilities and extensions never
+        change after construction), so the per-message gate is one lookup.
+        """
+        table = self._accepted.get(version)
+        if table is None:
+            table = {
+                method: spec
+                for method, spec in self._methods(version).items()
+                if self._is_peer_request(spec)
+                and (spec.capability is None or has_capability(self.capabilities, spec.capability))
+            }
+            self._accepted[version] = table
+        return table
+
+    def _is_peer_request(self, spec: MethodSpec | None) -> bool:
+        """``spec`` is a JSON-RPC request the peer may send us (whatever the capabilities)."""
+        return (
+            spec is not None
+            and spec.kind == "request"
+            and not spec.input_request
+            and spec.direction in (self.peer_role, "both")
+        )
+
+    def _refuse_method(
+        self,
+        id: RequestId,
+        method: str,
+        known: MethodSpec | None,
+        events: list[Event],
+        batch: _Batch | None,
+    ) -> None:
+        """-32601 for a request this side does not answer; ``known`` is its
+        registry entry when only its (unadvertised) capability is missing."""
+        message = f"Method not found: {method}"
+        if known is not None and known.capability is not None:
+            message += f" (the {'.'.join(known.capability)!r} capability is not advertised)"
+        self._error_reply(events, batch, id, rpc.METHOD_NOT_FOUND, message)
 
     def _accept_request(
         self,

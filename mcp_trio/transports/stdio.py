@@ -17,6 +17,8 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import select
+import stat
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -61,6 +63,15 @@ class LineFramer:
 
     def feed(self, data: bytes) -> list[Frame]:
         """Add bytes; return every frame they complete, in order."""
+        if data and not self._buf and not self._discarding and data.find(b"\n") == len(data) - 1:
+            # The common case, one whole line and nothing held back: no copy
+            # through the buffer.
+            end = len(data) - 1
+            if end and data[end - 1] == 0x0D:
+                end -= 1
+            if end <= self.max_message_size:
+                line = data[:end]
+                return [Frame(line)] if line and not line.isspace() else []
         frames: list[Frame] = []
         buf = self._buf
         if self._discarding:
@@ -87,7 +98,7 @@ class LineFramer:
                 frames.append(self._too_large())
             elif end > start:
                 line = bytes(buf[start:end])
-                if line.strip():
+                if not line.isspace():
                     frames.append(Frame(line))
             start = nl + 1
             scan = start
@@ -137,6 +148,7 @@ class StreamChannel(trio.abc.Channel[Frame]):
     ) -> None:
         self._receive_stream = receive_stream
         self._send_stream = send_stream
+        self._send_all_nowait = getattr(send_stream, "send_all_nowait", None)
         self._framer = LineFramer(max_message_size)
         self._ready: list[Frame] = []
         self._eof = False
@@ -168,6 +180,27 @@ class StreamChannel(trio.abc.Channel[Frame]):
         else:
             await self._send_stream.send_all(data)
             await self._send_stream.send_all(b"\n")
+
+    def send_nowait(self, value: Frame) -> None:
+        """Write one message now, whole, without waiting, or nothing at all.
+
+        For a caller that knows no other write is in progress or queued (the
+        session engine, when its writer is idle) and would rather not hand
+        the message to the writer task.  Possible only on a send stream with
+        an atomic ``send_all_nowait`` (the stdio server's pipes) and for a
+        message that fits in one atomic write.
+
+        Raises:
+            trio.WouldBlock: it cannot be written at once; nothing was written.
+            trio.ClosedResourceError: the channel was closed.
+            trio.BrokenResourceError: the peer is gone.
+        """
+        if self._closed:
+            raise trio.ClosedResourceError
+        send_all_nowait = self._send_all_nowait
+        if send_all_nowait is None:
+            raise trio.WouldBlock
+        send_all_nowait(value.data + b"\n")
 
     async def send_many(self, values: Sequence[Frame]) -> None:
         """Send several messages, in order, with as few writes as possible.
@@ -209,7 +242,10 @@ class _PipeStream(trio.abc.Stream):
     each operation tries first: a read that must wait for data goes straight
     to the wait (which is its checkpoint), and a write goes out at once and
     yields afterwards, without a cancel point, so a message that was written
-    is never reported as cancelled.  Otherwise the same checkpoints and
+    is never reported as cancelled.  After a read that emptied the pipe (it
+    returned less than asked) the next one waits first instead of trying: a
+    peer that waits for our answer has sent nothing more, and the try would
+    cost a system call that fails.  Otherwise the same checkpoints and
     errors as ``FdStream``, which owns the descriptor: it puts it in
     non-blocking mode (shared with any other process using the same pipe)
     and restores the previous mode when closed.  One task reads and one
@@ -218,6 +254,11 @@ class _PipeStream(trio.abc.Stream):
 
     def __init__(self, fd: int) -> None:
         self._stream = trio.lowlevel.FdStream(fd)
+        # POSIX: a non-blocking write of at most PIPE_BUF bytes to a pipe is
+        # atomic, all of it or EAGAIN; other files (a terminal, a socket, a
+        # file) give no such promise, so send_all_nowait never writes to them.
+        self._atomic_limit = select.PIPE_BUF if stat.S_ISFIFO(os.fstat(fd).st_mode) else 0
+        self._drained = False  # the last read returned less than it asked for
 
     def _fd(self) -> int:
         fd = self._stream.fileno()
@@ -226,9 +267,12 @@ class _PipeStream(trio.abc.Stream):
         return fd
 
     async def receive_some(self, max_bytes: int | None = None) -> bytes:
-        await trio.lowlevel.checkpoint_if_cancelled()
         size = _READ_SIZE if max_bytes is None else max_bytes
-        waited = False
+        waited = self._drained
+        if waited:
+            await trio.lowlevel.wait_readable(self._fd())
+        else:
+            await trio.lowlevel.checkpoint_if_cancelled()
         while True:
             fd = self._fd()
             try:
@@ -239,6 +283,7 @@ class _PipeStream(trio.abc.Stream):
                 continue
             except OSError as exc:
                 raise _pipe_error(exc) from None
+            self._drained = len(data) < size
             if not waited:
                 await trio.lowlevel.cancel_shielded_checkpoint()
             return data
@@ -261,6 +306,31 @@ class _PipeStream(trio.abc.Stream):
                     raise _pipe_error(exc) from None
         if not waited:
             await trio.lowlevel.cancel_shielded_checkpoint()
+
+    def send_all_nowait(self, data: bytes) -> None:
+        """Write ``data`` whole with one atomic non-blocking write, or nothing.
+
+        Only for a pipe and at most ``PIPE_BUF`` bytes, where POSIX makes the
+        write all-or-nothing, so the stream never holds half a message; the
+        caller must know no ``send_all`` is in progress.  No checkpoint.
+
+        Raises:
+            trio.WouldBlock: not a pipe, too long, or the pipe is full;
+                nothing was written.
+            trio.BrokenResourceError: the reader end is closed.
+            trio.ClosedResourceError: this stream was closed.
+        """
+        if len(data) > self._atomic_limit:
+            raise trio.WouldBlock
+        fd = self._fd()
+        try:
+            sent = os.write(fd, data)
+        except BlockingIOError:
+            raise trio.WouldBlock from None
+        except OSError as exc:
+            raise _pipe_error(exc) from None
+        if sent != len(data):  # POSIX excludes it for pipes; the stream would be corrupt
+            raise trio.BrokenResourceError(f"short write to a pipe: {sent} of {len(data)} bytes")
 
     async def wait_send_all_might_not_block(self) -> None:
         await self._stream.wait_send_all_might_not_block()

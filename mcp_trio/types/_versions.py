@@ -57,16 +57,24 @@ def module_name(version: str) -> str:
     return "v" + version.replace("-", "_")
 
 
+_MODULES: dict[str, ModuleType] = {}
+
+
 def module_for(version: str) -> ModuleType:
     """The generated module of a supported revision (imported on first use).
 
     Raises ``ValueError`` for a revision this package does not support.
     """
+    module = _MODULES.get(version)
+    if module is not None:
+        return module
     if version not in SUPPORTED_VERSIONS:
         raise ValueError(
             f"unsupported protocol version {version!r}; supported: {', '.join(SUPPORTED_VERSIONS)}"
         )
-    return importlib.import_module(f"{__package__}.{module_name(version)}")
+    module = importlib.import_module(f"{__package__}.{module_name(version)}")
+    _MODULES[version] = module
+    return module
 
 
 #: The identifier of the Tasks extension (types in ``types.ext_tasks``).
@@ -118,9 +126,19 @@ def methods_for(version: str, extensions: frozenset[str] = frozenset()) -> dict[
 
 def is_stateless(version: str) -> bool:
     """True for 2026-07-28 and later (no initialize handshake, ``server/discover``)."""
+    known = _STATELESS.get(version)
+    if known is not None:
+        return known
     if version == "draft":
         return True
     return bool(_DATE.match(version)) and version >= _FIRST_STATELESS
+
+
+#: The answer of :func:`is_stateless` for every supported revision (asked on
+#: every request: a lookup instead of a regular expression).
+_STATELESS: dict[str, bool] = {
+    v: bool(_DATE.match(v)) and v >= _FIRST_STATELESS for v in SUPPORTED_VERSIONS
+}
 
 
 @functools.cache
