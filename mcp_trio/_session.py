@@ -394,14 +394,21 @@ class Session:
                     else:
                         ctx = RequestContext(self, event, scope)
                         result = await handler(ctx, event.params)
+                        if core.closed:  # the session ended meanwhile: nobody to answer
+                            return
                         try:
                             data = core.respond(id, result)
                         except LocalProtocolError as exc:
                             log.error("handler for %s returned an invalid result: %s", event.method, exc)
                             data = core.error(id, rpc.INTERNAL_ERROR, f"Internal error: {exc}")
                 except McpError as exc:
+                    if core.closed:
+                        return
                     data = core.error(id, exc.code, exc.message, exc.data)
                 except Exception as exc:
+                    if core.closed:  # e.g. a call back to the peer found it gone
+                        log.debug("handler for %s ended with the session: %r", event.method, exc)
+                        return
                     log.exception("handler for %s failed", event.method)
                     data = core.error(
                         id, rpc.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}"

@@ -547,7 +547,7 @@ class SessionCore:
             requested = meta.get(META_PROTOCOL_VERSION) if meta is not None else None
             if requested is None:
                 if method == "ping" and state is State.NEW and self.legacy_versions:
-                    self._reply(events, batch, id, rpc.encode_response(id, {}))
+                    self._answer_ping(id, params_raw, None, events, batch)
                     return
                 if state is State.NEW:
                     self._error_reply(
@@ -599,7 +599,7 @@ class SessionCore:
                 self.state = transition(self.role, state, "modern_request")
         elif self.role == "client" and state in (State.NEW, State.INITIALIZING):
             if method == "ping":
-                self._reply(events, batch, id, rpc.encode_response(id, {}))
+                self._answer_ping(id, params_raw, None, events, batch)
                 return
             self._error_reply(
                 events,
@@ -646,7 +646,7 @@ class SessionCore:
             return
 
         if method == "ping":
-            self._reply(events, batch, id, rpc.encode_response(id, {}))
+            self._answer_ping(id, params_raw, version, events, batch)
             return
 
         try:

@@ -139,6 +139,27 @@ def test_client_rejects_a_version_it_does_not_support() -> None:
     assert cli.state is State.NEW
 
 
+@pytest.mark.parametrize("params", ["x", 3, [1], {"_meta": 1.5}, {"_meta": []}])
+@pytest.mark.parametrize("stage", ["before initialize", "client before initialize", "ready"])
+def test_ping_with_invalid_params_is_refused_at_every_stage(stage: str, params: Any) -> None:
+    """ping is answered outside the usual request path, but its params are checked like
+    any other request's (-32602); valid ones (absent, {}, a _meta object) get {}."""
+    if stage == "before initialize":
+        side = server()
+    elif stage == "client before initialize":
+        side = client()
+        side.start_request(
+            "initialize", {"protocolVersion": side.legacy_versions[0], "capabilities": {}, "clientInfo": side.info}
+        )
+    else:
+        side, _ = ready_pair()
+    [reply] = outgoing(side.receive(request_bytes(1, "ping", params)))
+    assert reply["id"] == 1 and reply["error"]["code"] == rpc.INVALID_PARAMS, reply
+    for good in (None, {}, {"_meta": {"progressToken": "t"}}):
+        [reply] = outgoing(side.receive(request_bytes(2, "ping", good)))
+        assert reply == {"jsonrpc": "2.0", "id": 2, "result": {}}
+
+
 def test_only_ping_before_initialize() -> None:
     srv = server()
     [reply] = outgoing(srv.receive(request_bytes(7, "tools/list")))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -399,6 +400,56 @@ async def test_handlers_are_cancelled_when_the_peer_goes_away() -> None:
                 await srv.closed.wait()
         assert probe.finished == []
         assert srv.statistics()["requests_in_progress"] == 0 and srv.core.in_flight_ids == []
+
+
+@pytest.mark.parametrize("ending", ["result", "error", "exception"])
+async def test_a_handler_finishing_after_the_peer_left_ends_quietly(
+    ending: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The peer closes (e.g. a stdio client closing stdin) while a handler is past its
+    last checkpoint: its answer has nobody to go to and is dropped, without an error
+    that would end the session's owner with a traceback."""
+    release = trio.Event()
+    started = trio.Event()
+
+    async def call_tool(ctx: RequestContext, params: Any) -> Any:
+        started.set()
+        with trio.CancelScope(shield=True):  # finishes whatever the session does
+            await release.wait()
+        if ending == "error":
+            raise McpError(-32602, "too late")
+        if ending == "exception":
+            raise RuntimeError("too late")
+        return tool_result("too late")
+
+    a, b = open_memory_transport_pair()
+    async with open_session(
+        a,
+        role="server",
+        info={"name": "s", "version": "1"},
+        capabilities=SERVER_CAPS,
+        request_handlers={"tools/call": call_tool},
+    ) as srv:
+        async with open_session(b, role="client", info={"name": "c", "version": "1"}) as cli:
+            await cli.connect()
+            async with trio.open_nursery() as n:
+
+                async def call() -> None:
+                    with pytest.raises(ConnectionClosed):
+                        await cli.request("tools/call", {"name": "x"}, timeout=None)
+
+                n.start_soon(call)
+                with trio.fail_after(5):
+                    await started.wait()
+                await b.aclose()
+            with trio.fail_after(5):
+                while not srv.core.closed:
+                    await trio.sleep(0.01)
+            release.set()
+            with trio.fail_after(5):
+                await srv.closed.wait()
+    assert srv.core.in_flight_ids == []
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
 
 
 async def test_backpressure_bounds_requests_in_flight() -> None:

@@ -135,8 +135,6 @@ def test_skip_leaves_a_kind_of_probe_out_of_client_plans() -> None:
     check()
 
 
-@pytest.mark.xfail(strict=True, reason="known bug: our session answers a ping whose params the types reject "
-                   "with a result; JSON-RPC wants -32600 (params MUST be structured) or -32602")
 @pytest.mark.parametrize("params", ["x", {"_meta": 1.5}])
 def test_our_client_refuses_a_ping_with_invalid_params(params: object) -> None:
     plan = {"answers": {}, "steps": [[{"note": "params:wrong_type",
