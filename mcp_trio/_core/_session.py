@@ -371,11 +371,24 @@ class SessionCore:
             # inside a part decoded late (``_meta``, params): not valid JSON text.
             what = "nested too deeply" if isinstance(exc, RecursionError) else "not valid UTF-8"
             events = [Outgoing(rpc.encode_error(None, rpc.PARSE_ERROR, f"Parse error: the message is {what}"), final=True)]
-        return events
+        return self._silent_client(events)
 
     def framing_error(self, message: str) -> list[Event]:
         """The transport could not deliver a message whole (e.g. it was too large)."""
-        return [Outgoing(rpc.encode_error(None, rpc.INVALID_REQUEST, message), final=True)]
+        return self._silent_client([Outgoing(rpc.encode_error(None, rpc.INVALID_REQUEST, message), final=True)])
+
+    def _silent_client(self, events: list[Event]) -> list[Event]:
+        """From 2026-07-28 on, "the client MUST NOT send JSON-RPC responses": the replies
+        the core would owe (a parse error for a junk event, an error for a stray request)
+        are reported as :class:`ProtocolViolation` instead of being sent."""
+        if self.role != "client" or self.version is None or not _versions.is_stateless(self.version):
+            return events
+        return [
+            ProtocolViolation(f"not answered (a client sends no responses at {self.version})", e.data)
+            if isinstance(e, Outgoing)
+            else e
+            for e in events
+        ]
 
     def _batching_allowed(self) -> bool:
         return self.version is not None and _versions.supports_batching(self.version)

@@ -673,6 +673,24 @@ class TestModern:
         with pytest.raises(LocalProtocolError, match="InputRequiredResult"):
             srv.start_request("sampling/createMessage", {"messages": [], "maxTokens": 1})
 
+    def test_the_client_sends_no_responses(self) -> None:
+        """2026-07-28: "The client MUST NOT send JSON-RPC responses": junk, an oversized
+        message or a stray request from the server are reported, never answered."""
+        cli = client()
+        cli.use_modern(self.version, server_capabilities=SERVER_CAPS)
+        for events in (
+            cli.receive(b"not json"),
+            cli.receive(b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}'),
+            cli.receive(b'{"jsonrpc": "2.0", "id": 2, "method": "roots/list"}'),
+            cli.framing_error("message too large"),
+        ):
+            assert outgoing(events) == []
+            assert isinstance(only(events, ProtocolViolation), ProtocolViolation)
+        # the earlier revisions answer the same junk with -32700
+        _srv, legacy = ready_pair()
+        [reply] = outgoing(legacy.receive(b"not json"))
+        assert reply["error"]["code"] == rpc.PARSE_ERROR
+
     def test_legacy_initialize_after_a_modern_probe(self) -> None:
         srv = server()
         srv.receive(request_bytes(1, "server/discover", self.meta()))

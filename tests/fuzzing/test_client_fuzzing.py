@@ -59,15 +59,10 @@ def test_a_good_run_of_our_client_passes_every_oracle() -> None:
     assert {p["method"] for p in result.log.posts} >= {"POST", "DELETE"}
 
 
-# A known bug of our session core, left out here and pinned by the strict xfail below: a ping
-# is answered whatever its params (``"params": "x"``, ``{"_meta": 1.5}``), never refused.
-KNOWN_CLIENT = ["--skip", "params@ping"]
-
-
 @pytest.mark.slow
 def test_client_campaign_against_our_own_client_finds_nothing(tmp_path: Path) -> None:
     argv = ["fuzz", "--client", f"{sys.executable} {OWN_CLIENT}", "--max-examples", "12", "--timeout", "3",
-            "--run-time", "20", "--shrink-time", "5", "--seed", "3", "--out", str(tmp_path), *KNOWN_CLIENT]
+            "--run-time", "20", "--shrink-time", "5", "--seed", "3", "--out", str(tmp_path)]
     assert main(argv) == 0, (tmp_path / "summary.txt").read_text()
     report = json.loads((tmp_path / "report.json").read_text())
     [campaign] = report["campaigns"]

@@ -65,23 +65,16 @@ def test_our_client_speaks_the_stateless_revision_to_the_fuzzing_server() -> Non
     assert C.check_client(result, 20) == []
 
 
-@pytest.mark.xfail(strict=True, reason="known bug: our client POSTs a -32700 error response for an SSE event "
-                   "that is not JSON; in 2026-07-28 'The client MUST NOT send JSON-RPC responses'")
 def test_our_client_sends_no_response_for_a_junk_event_in_the_stateless_revision() -> None:
     plan = {"answers": {"tools/list": [{"kind": "junk-event", "text": "not json"}]}, "steps": []}
     result = C.run_plan(ClientTarget([sys.executable, OWN_CLIENT]), R, plan, timeout=3, run_time=20)
     assert C.check_client(result, 20) == []
 
 
-# Left out: the bug pinned just above.
-KNOWN_STATELESS = ["--skip", "junk-event"]
-
-
 @pytest.mark.slow
 def test_client_campaign_against_our_own_client_in_the_stateless_revision_finds_nothing(tmp_path: Path) -> None:
     argv = ["fuzz", "--client", f"{sys.executable} {OWN_CLIENT}", "--revision", R, "--max-examples", "8",
-            "--timeout", "3", "--run-time", "20", "--shrink-time", "5", "--seed", "3", "--out", str(tmp_path),
-            *KNOWN_STATELESS]
+            "--timeout", "3", "--run-time", "20", "--shrink-time", "5", "--seed", "3", "--out", str(tmp_path)]
     assert main(argv) == 0, (tmp_path / "summary.txt").read_text()
     report = json.loads((tmp_path / "report.json").read_text())
     [campaign] = report["campaigns"]
