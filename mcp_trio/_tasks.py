@@ -67,10 +67,12 @@ and a required one is refused with -32021 naming the extension.  Then:
   a session (the stateless revisions have none); they are shared by every
   request with the same *owner*: what the manager's ``owner(ctx)`` callback
   returns, by default the ``principal`` attribute of the request's session
-  (the authenticated principal a transport sets; ``None`` without
-  authentication).  Without a principal every caller has the same owner and
-  a task id acts as a bearer token, as the extension allows.  The owner is
-  part of the 2025-11-25 scope too.
+  (the authenticated principal a transport sets), else the authorization
+  context of the request's verified token (``ctx.auth``: issuer, subject and
+  client), since "when an authorization context is provided, receivers MUST
+  bind tasks to said context" (tasks, security considerations).  Without
+  either, every caller has the same owner and a task id acts as a bearer
+  token, as the extension allows.  The owner is part of the 2025-11-25 scope too.
 * Authorization.  The task keeps the ``ctx.auth`` of the ``tools/call``
   that created it (the transport forgets it once that request is answered,
   which is at once), so the work sees the same ``ctx.auth`` for its whole
@@ -218,6 +220,15 @@ class _Task:
     @property
     def terminal(self) -> bool:
         return self.status in _TERMINAL
+
+
+
+def _authorization_context(auth: Any) -> Hashable | None:
+    """Whom a verified access token (``ctx.auth``) speaks for, as a task owner:
+    the same user through another client is another context."""
+    if auth is None:
+        return None
+    return ("auth", getattr(auth, "issuer", None), getattr(auth, "subject", None), getattr(auth, "client_id", None))
 
 
 class TaskManager:
@@ -504,6 +515,8 @@ class TaskManager:
             principal = self.owner(ctx)
         else:
             principal = getattr(ctx.session, "principal", None)
+            if principal is None:
+                principal = _authorization_context(ctx.auth)
         if _versions.is_stateless(ctx.version):
             return ("owner", principal)
         return ("session", ctx.session, principal)

@@ -664,6 +664,63 @@ async def test_extension_tasks_are_scoped_by_owner() -> None:
             assert (await error_of(legacy, "tasks/get", {"taskId": tid})).code == -32602
 
 
+class _Authenticated(trio.abc.Channel[Any]):
+    """The server's end of a connection whose requests all carry ``auth`` (what an
+    authorization layer in front of a transport provides as ``ctx.auth``)."""
+
+    def __init__(self, inner: Any, auth: Any) -> None:
+        self.inner, self.auth = inner, auth
+
+    def auth_for(self, request_id: Any) -> Any:
+        return self.auth
+
+    async def send(self, value: Any) -> None:
+        await self.inner.send(value)
+
+    async def receive(self) -> Any:
+        return await self.inner.receive()
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+@asynccontextmanager
+async def connected_as(server: Server, version: str, auth: Any) -> AsyncIterator[Session]:
+    a, b = open_memory_transport_pair()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(server.serve_session, _Authenticated(a, auth))
+        caps = MODERN_CAPS if version == MODERN else LEGACY_CAPS
+        info = {"name": "c", "version": "1"}
+        async with open_session(b, role="client", info=info, versions=[version], capabilities=caps) as client:
+            await client.connect()
+            yield client
+        nursery.cancel_scope.cancel()
+
+
+async def test_extension_tasks_are_bound_to_the_authorization_context() -> None:
+    """"When an authorization context is provided, receivers MUST bind tasks to said context":
+    with no owner callback, the verified token's issuer, subject and client own the task."""
+    from mcp_trio.auth.server import AccessToken
+
+    probe = Probe()
+    server = make_server(probe)
+    alice = AccessToken(subject="alice", client_id="app", issuer="https://as.example")
+    async with connected_as(server, MODERN, alice) as first:
+        tid = task_id(await first.request("tools/call", {"name": "wait"}))
+        others = [
+            AccessToken(subject="bob", client_id="app", issuer="https://as.example"),
+            AccessToken(subject="alice", client_id="other-app", issuer="https://as.example"),
+        ]
+        for other in others:
+            async with connected_as(server, MODERN, other) as stranger:
+                for method in ("tasks/get", "tasks/cancel"):
+                    assert (await error_of(stranger, method, {"taskId": tid})).code == -32602
+                err = await error_of(stranger, "tasks/update", {"taskId": tid, "inputResponses": {}})
+                assert err.code == -32602
+        async with connected_as(server, MODERN, alice) as again:  # another connection, same context
+            assert (await again.request("tasks/get", {"taskId": tid})).status == "working"
+
+
 async def test_extension_without_owner_task_ids_are_bearer_tokens() -> None:
     probe = Probe()
     server = make_server(probe)
