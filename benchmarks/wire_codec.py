@@ -5,9 +5,14 @@ wire, not just the model: decoding parses the JSON-RPC envelope and validates
 the payload into the typed object (params of a request, result of a
 response); encoding turns the typed object back into a JSON-RPC message.
 
-* ours: ``_jsonrpc.decode_envelope`` then the revision's params/result decoder
-  (what the session core does); ``_jsonrpc.encode_request`` /
-  ``encode_response`` of the Struct.
+* ours: what the session core does. A request of a settled session: the
+  server core's ``_jsonrpc.request_decoder`` for the revision (envelope and
+  params in one pass; for a stateless revision, then the ``_meta`` checks);
+  ``initialize`` likewise, as a server whose newest revision is the case's;
+  ``server/discover``: ``_jsonrpc.decode_envelope``, the ``_meta`` peek, the
+  params decoder. The answer to the one pending request:
+  ``_jsonrpc.response_decoder`` of its result type (one pass). Encoding:
+  ``_jsonrpc.encode_request`` / ``encode_response`` of the Struct.
 * SDK (``mcp`` 2.x): ``jsonrpc_message_adapter.validate_json`` then
   ``Model.model_validate(..., by_name=False)`` (what its dispatcher and
   sessions do); ``model_dump(by_alias=True, mode="json", exclude_none=True)``
@@ -35,6 +40,12 @@ from typing import Any
 
 from benchmarks.bench_codec import REVISIONS, Case, message_set, time_codec
 from mcp_trio import _jsonrpc as rpc
+from mcp_trio._core._session import (
+    META_CLIENT_CAPABILITIES,
+    META_PROTOCOL_VERSION,
+    SessionCore,
+    _meta_peek,
+)
 from mcp_trio.types import _versions
 
 Codec = tuple[Callable[[bytes], Any], Callable[[Any], Any]]
@@ -80,27 +91,61 @@ def wire_message(case: Case) -> tuple[bytes, str | None]:
     return b'{"jsonrpc":"2.0","id":7,"result":' + case.payload + b"}", None
 
 
+_SERVER = SessionCore(
+    "server",
+    info={"name": "bench", "version": "1"},
+    capabilities={"tools": {}, "resources": {}, "prompts": {}, "logging": {}, "completions": {}},
+)
+
+
+def _request_decoder(revision: str, method: str) -> Callable[[bytes], Any]:
+    """How the server core decodes a request of ``method``: in one pass, except
+    ``server/discover`` (envelope, ``_meta`` peek, params: it opens a stateless
+    session, before the revision is settled)."""
+    spec = _versions.module_for(revision).METHODS[method]
+    if method == "server/discover":
+        params = _versions.decoder_for(spec.params)
+
+        def decode_discover(raw: bytes) -> Any:
+            envelope = rpc.decode_envelope(raw)
+            _meta_peek.decode(envelope.params)
+            return envelope.id, params.decode(envelope.params)
+
+        return decode_discover
+    if method == "initialize":  # as a server whose newest revision is ``revision`` does
+        one_pass = rpc.request_decoder({"initialize": spec.params})
+    else:
+        one_pass = _SERVER._build_request_decoder(revision)
+        assert one_pass is not None
+    stateless = _versions.is_stateless(revision)
+
+    def decode(raw: bytes) -> Any:
+        envelope = one_pass.decode(raw)
+        if stateless:  # the core checks _meta's revision and capabilities
+            meta = envelope.params.meta
+            meta.get(META_PROTOCOL_VERSION)
+            meta.get(META_CLIENT_CAPABILITIES)
+        return envelope.id, envelope.params
+
+    return decode
+
+
 def ours(case: Case) -> Codec:
     module = _versions.module_for(case.revision)
     data, method = wire_message(case)
     if method is not None:
-        spec = module.METHODS[method]
-        params = _versions.decoder_for(spec.params)
-
-        def decode(raw: bytes) -> Any:
-            envelope = rpc.decode_envelope(raw)
-            return envelope.id, params.decode(envelope.params)
+        decode = _request_decoder(case.revision, method)
 
         def encode(obj: Any) -> bytes:
             id, value = obj
             return rpc.encode_request(id, method, value)
 
         return decode, encode
-    result = _versions.decoder_for(getattr(module, case.type_name))
+    result = rpc.response_decoder(getattr(module, case.type_name))
 
     def decode_result(raw: bytes) -> Any:
-        envelope = rpc.decode_envelope(raw)
-        return envelope.id, result.decode(envelope.result)
+        envelope = result.decode(raw)
+        return envelope.id, envelope.result
 
     def encode_result(obj: Any) -> bytes:
         id, value = obj

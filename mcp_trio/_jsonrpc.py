@@ -3,12 +3,16 @@
 No framing and no MCP semantics live here: only the shape every message has.
 Decoding is two-phase: the :class:`Envelope` keeps ``params``/``result``/
 ``error`` as :class:`msgspec.Raw`, and the session core decodes them later
-with the type the method registry names.
+with the type the method registry names.  When the core already knows the
+types to expect (the requests of a settled session, the answer to its one
+pending request), :func:`request_decoder` and :func:`response_decoder` do
+both in one pass; they accept less than the two phases do, and whatever they
+refuse goes the two-phase way, which names what is wrong.
 """
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any, Final, Union
 
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
@@ -23,6 +27,9 @@ __all__ = [
     "ErrorObject",
     "decode_envelope",
     "decode_batch",
+    "request_decoder",
+    "request_method",
+    "response_decoder",
     "encode",
     "encode_error",
     "encode_notification",
@@ -105,6 +112,87 @@ def decode_envelope(data: bytes | Raw) -> Envelope:
         msgspec.DecodeError: not JSON at all (or invalid UTF-8).
     """
     return _envelope_decoder.decode(data)
+
+
+_response_decoders: dict[type, msgspec.json.Decoder[Any]] = {}
+
+
+def response_decoder(result_type: type) -> msgspec.json.Decoder[Any]:
+    """A one-pass decoder for a response whose result should be ``result_type``.
+
+    Its Struct has the fields of :class:`Envelope` with ``result`` typed, so the
+    envelope and the result are parsed together instead of the result being
+    skipped as :class:`msgspec.Raw` and parsed again.  It accepts a subset of
+    what the two passes accept: on any error the caller falls back to
+    :func:`decode_envelope`, which then names what is wrong.  Built once per type.
+    """
+    decoder = _response_decoders.get(result_type)
+    if decoder is None:
+        struct = msgspec.defstruct(
+            f"Response[{result_type.__name__}]",
+            [
+                ("jsonrpc", Any, UNSET),
+                ("id", int | str | None | UnsetType, UNSET),
+                ("method", str | UnsetType, UNSET),
+                ("params", Raw | UnsetType, UNSET),
+                ("result", result_type | UnsetType, UNSET),
+                ("error", Raw | UnsetType, UNSET),
+            ],
+            gc=False,
+        )
+        decoder = _response_decoders[result_type] = msgspec.json.Decoder(struct)
+    return decoder
+
+
+_request_structs: dict[tuple[str, type], type] = {}
+_request_decoders: dict[tuple[tuple[str, type], ...], msgspec.json.Decoder[Any]] = {}
+
+
+def _request_struct(method: str, params_type: type) -> type:
+    """The envelope of a ``method`` request with typed params, tagged by ``method``."""
+    struct = _request_structs.get((method, params_type))
+    if struct is None:
+        struct = _request_structs[(method, params_type)] = msgspec.defstruct(
+            f"Request[{method}]",
+            [
+                ("jsonrpc", Any, UNSET),
+                ("id", int | str | None | UnsetType, UNSET),
+                ("params", params_type | UnsetType, UNSET),
+                ("result", Raw | UnsetType, UNSET),
+                ("error", Raw | UnsetType, UNSET),
+            ],
+            tag_field="method",
+            tag=method,
+            gc=False,
+        )
+    return struct
+
+
+def request_decoder(params_types: dict[str, type]) -> msgspec.json.Decoder[Any]:
+    """A one-pass decoder for requests of the methods in ``params_types`` (method → params type).
+
+    The envelopes form a union tagged by ``method`` (msgspec finds the key
+    wherever it is and rejects a repeated one with another value), so the
+    params are decoded with their type while the envelope is read.  The
+    method of a decoded message is ``request_method(message)``.  Like
+    :func:`response_decoder` it accepts a subset of what the two passes
+    accept: on any error the caller falls back to :func:`decode_envelope`.
+    Built once per set of methods and types.
+    """
+    key = tuple(sorted(params_types.items()))
+    decoder = _request_decoders.get(key)
+    if decoder is None:
+        members = tuple(_request_struct(m, t) for m, t in key)
+        if not members:
+            raise ValueError("no methods to decode")
+        union = members[0] if len(members) == 1 else Union[members]  # noqa: UP007
+        decoder = _request_decoders[key] = msgspec.json.Decoder(union)
+    return decoder
+
+
+def request_method(message: Any) -> str:
+    """The method of a message decoded by :func:`request_decoder` (its tag)."""
+    return type(message).__struct_config__.tag
 
 
 def decode_batch(data: bytes) -> list[Raw]:

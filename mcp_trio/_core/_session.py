@@ -79,6 +79,10 @@ META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
 META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 
 _WHITESPACE = b" \t\r\n"
+# Server states whose requests may take the one-pass path: the revision is settled.
+_ONE_PASS_STATES = frozenset({State.READY, State.MODERN})
+# Requests the one-pass path leaves to the two-pass one: each has its own flow.
+_OWN_FLOW = frozenset({"initialize", "ping", "server/discover"})
 _NOT_CANCELLABLE = frozenset({"initialize"})
 _TERMINAL_TASK_STATUSES = frozenset({"completed", "failed", "cancelled"})
 _MAX_TASK_TOKENS = 1024
@@ -186,6 +190,34 @@ def _path_message(exc: msgspec.ValidationError, where: str) -> str:
     return _versions.error_message(exc, where)
 
 
+def _has_plain_field(struct: type, name: str) -> bool:
+    """``struct`` has a field ``name`` that is also its name on the wire."""
+    fields = getattr(struct, "__struct_fields__", ())
+    return name in fields and struct.__struct_encode_fields__[fields.index(name)] == name
+
+
+def _progress_token(params: Any) -> int | str | None:
+    """The valid ``_meta.progressToken`` of decoded params, if any."""
+    meta = getattr(params, "meta", None)
+    if isinstance(meta, dict):
+        candidate = meta.get("progressToken")
+        if _valid_token(candidate):
+            return candidate
+    return None
+
+
+def _has_meta_dict(params_type: type) -> bool:
+    """``params_type`` keeps ``_meta`` as a plain dict in ``.meta`` (what the
+    ``_meta`` peek of the two-pass path reads)."""
+    for field in msgspec.structs.fields(params_type):
+        if field.name == "meta":
+            return field.encode_name == "_meta" and field.type in (
+                dict[str, Any],
+                dict[str, Any] | msgspec.UnsetType,
+            )
+    return False
+
+
 def _valid_token(value: Any) -> bool:
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
@@ -256,6 +288,7 @@ class SessionCore:
         self._task_tokens: dict[RequestId, str] = {}
         # revision -> the requests this side answers in it (see _accepted_requests)
         self._accepted: dict[str, dict[str, MethodSpec]] = {}
+        self._request_decoders: dict[str, msgspec.json.Decoder[Any] | None] = {}
 
     # ------------------------------------------------------------------ state
 
@@ -449,6 +482,15 @@ class SessionCore:
         self._reply(events, batch, id, rpc.encode_error(id, code, message, data))
 
     def _receive_one(self, data: bytes | Raw, events: list[Event], batch: _Batch | None) -> None:
+        if batch is None:
+            if self.role == "server":
+                state = self.state
+                if state in _ONE_PASS_STATES and self._receive_known_request(data, events):
+                    return
+                if state is State.NEW and self._receive_initialize(data, events):
+                    return
+            if len(self._pending) == 1 and self._receive_expected_result(data, events):
+                return
         try:
             env = rpc.decode_envelope(data)
         except msgspec.ValidationError as exc:
@@ -668,12 +710,7 @@ class SessionCore:
             detail = f"{method} requires params" if bad.missing else bad.detail
             self._error_reply(events, batch, id, rpc.INVALID_PARAMS, f"Invalid params: {detail}")
             return
-        token = None
-        meta = getattr(params, "meta", None)
-        if isinstance(meta, dict):
-            candidate = meta.get("progressToken")
-            if _valid_token(candidate):
-                token = candidate
+        token = _progress_token(params)
 
         if method == "server/discover" and self.role == "server":
             self._reply(events, batch, id, rpc.encode_response(id, self._discover_result(version)))
@@ -830,6 +867,10 @@ class SessionCore:
                 events, batch, id, rpc.INVALID_PARAMS, f"Invalid params: {_path_message(exc, '$.params')}"
             )
             return
+        self._initialize(id, version, params, events)
+
+    def _initialize(self, id: RequestId, version: str, params: Any, events: list[Event]) -> None:
+        """Answer a valid ``initialize`` (params decoded with ``version``'s type)."""
         self.version = version
         self.peer_info = as_dict(params.clientInfo)
         self.peer_capabilities = as_dict(params.capabilities)
@@ -981,6 +1022,12 @@ class SessionCore:
                 )
             )
             return
+        self._deliver_result(id, pending, result, events)
+
+    def _deliver_result(self, id: Any, pending: _Pending, result: Any, events: list[Event]) -> None:
+        """A validated result for ``pending`` (already popped): the lifecycle and task
+        bookkeeping it implies, then its event."""
+        method = pending.method
         if method == "initialize":
             version = result.protocolVersion
             if version not in self.legacy_versions:
@@ -1016,6 +1063,172 @@ class SessionCore:
                     del self._task_tokens[next(iter(self._task_tokens))]
                 self._task_tokens[pending.token] = task_id
         events.append(ResponseReceived(id, method, result=result))
+
+    def _receive_known_request(self, data: bytes | Raw, events: list[Event]) -> bool:
+        """The one-pass path for a request of the settled revision.
+
+        The envelope and the params are decoded together with
+        :func:`rpc.request_decoder` over the requests this side answers.  Only
+        a well-formed request that the two-pass path would accept as it is is
+        handled here (a fresh id, valid params, for a stateless revision
+        ``_meta`` naming this revision and an object of capabilities);
+        anything else (``False``) goes through the two-pass path, which owns
+        every error, so no check is skipped.
+        """
+        version = self.version
+        if version is None:
+            return False
+        if version in self._request_decoders:
+            decoder = self._request_decoders[version]
+        else:
+            decoder = self._request_decoders[version] = self._build_request_decoder(version)
+        if decoder is None:
+            return False
+        try:
+            env = decoder.decode(data)
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            return False
+        id = env.id
+        if (
+            id is UNSET
+            or id is None
+            or env.jsonrpc != "2.0"
+            or env.result is not UNSET
+            or env.error is not UNSET
+            or id in self._in_flight
+        ):
+            return False
+        method = rpc.request_method(env)
+        spec = self._accepted_requests(version)[method]
+        params = env.params
+        modern = self.state is State.MODERN
+        caps: dict[str, Any] | None = None
+        if params is UNSET:
+            if modern or spec.params_required:
+                return False
+            params = None
+        elif modern:
+            meta = params.meta
+            if meta is UNSET or meta.get(META_PROTOCOL_VERSION) != version:
+                return False
+            caps = meta.get(META_CLIENT_CAPABILITIES)
+            if not isinstance(caps, dict):
+                return False
+            if spec.extension is not None and not _declares(caps, spec.extension):
+                return False
+        self._accept_request(
+            id, method, params, spec, version, modern, caps, _progress_token(params), events, None
+        )
+        return True
+
+    def _receive_initialize(self, data: bytes | Raw, events: list[Event]) -> bool:
+        """The one-pass path for the ``initialize`` that opens a session.
+
+        Decoded with the params type of this side's newest handshake revision;
+        taken only when that is the revision the two-pass path would pick (the
+        client asks for it, or for one this side does not know) and ``_meta``
+        names no stateless revision. Anything else goes the two-pass way.
+        """
+        if not self.legacy_versions or self._modern_only:
+            return False
+        version = self.legacy_versions[0]
+        spec = self._methods(version)["initialize"]
+        if spec.params is None or not _has_meta_dict(spec.params):
+            return False
+        try:
+            env = rpc.request_decoder({"initialize": spec.params}).decode(data)
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            return False
+        id, params = env.id, env.params
+        if (
+            id is UNSET
+            or id is None
+            or env.jsonrpc != "2.0"
+            or env.result is not UNSET
+            or env.error is not UNSET
+            or params is UNSET
+            or id in self._in_flight
+        ):
+            return False
+        meta = params.meta
+        named = meta.get(META_PROTOCOL_VERSION) if meta is not UNSET else None
+        if isinstance(named, str) and named in self.modern_versions:
+            return False
+        requested = params.protocolVersion
+        if not isinstance(requested, str):
+            return False
+        if requested != version and requested in self.legacy_versions:
+            return False  # an older revision: its own params type
+        self._initialize(id, version, params, events)
+        return True
+
+    def _build_request_decoder(self, version: str) -> msgspec.json.Decoder[Any] | None:
+        """The one-pass decoder of ``version``'s requests this side answers
+        (``None`` when there are none): those with typed params that follow
+        the common flow."""
+        params_types = {
+            method: spec.params
+            for method, spec in self._accepted_requests(version).items()
+            if method not in _OWN_FLOW and spec.params is not None and _has_meta_dict(spec.params)
+        }
+        return rpc.request_decoder(params_types) if params_types else None
+
+    def _receive_expected_result(self, data: bytes | Raw, events: list[Event]) -> bool:
+        """The one-pass path for the answer to our only pending request.
+
+        The envelope and the result are decoded together with
+        :func:`rpc.response_decoder` of the type :meth:`_result_type` would pick.
+        Only a well-formed response to that request with a valid result is
+        handled here; anything else (``False``) goes through the two-pass path,
+        which owns every error message, so no check is skipped.
+        """
+        ((id, pending),) = self._pending.items()
+        expected = self._expected_result(pending)
+        if expected is None:
+            return False
+        result_type, tags = expected
+        try:
+            env = rpc.response_decoder(result_type).decode(data)
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            return False
+        result = env.result
+        if (
+            result is UNSET
+            or env.error is not UNSET
+            or env.method is not UNSET
+            or env.jsonrpc != "2.0"
+            or type(env.id) is not type(id)
+            or env.id != id
+            or (tags and result.resultType in tags)
+        ):
+            return False
+        del self._pending[id]
+        if pending.token is not None:
+            self._progress_tokens.pop(pending.token, None)
+        self._deliver_result(id, pending, result, events)
+        return True
+
+    def _expected_result(self, pending: _Pending) -> tuple[type, frozenset[str]] | None:
+        """The result type :meth:`_result_type` picks unless the result's ``resultType``
+        is one of the returned tags, or ``None`` when the choice needs a peek
+        (a task-augmented request, an untyped one, or a primary type without
+        a ``resultType`` field to tell the alternatives apart)."""
+        spec = pending.spec
+        if spec is None or not spec.results:
+            return None
+        primary = spec.results[0]
+        tags: set[str] = set()
+        for alt in spec.results[1:]:
+            tag = getattr(alt, "RESULT_TYPE", None)
+            if isinstance(tag, str):
+                tags.add(tag)
+            elif alt.__name__ == "InputRequiredResult":
+                tags.add("input_required")
+            elif alt.__name__ == "CreateTaskResult" and pending.task:
+                return None
+        if tags and not _has_plain_field(primary, "resultType"):
+            return None
+        return primary, frozenset(tags)
 
     def _result_type(self, pending: _Pending, spec: MethodSpec, raw: Any) -> type:
         results = spec.results
