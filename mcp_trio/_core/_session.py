@@ -1064,6 +1064,19 @@ class SessionCore:
                 self._task_tokens[pending.token] = task_id
         events.append(ResponseReceived(id, method, result=result))
 
+    def _plain_request(self, env: Any) -> bool:
+        """A one-pass decoded envelope is a request as it should be: "2.0", a fresh
+        non-null id, no ``result``/``error`` (else the two-pass path says what is wrong)."""
+        id = env.id
+        return (
+            id is not UNSET
+            and id is not None
+            and env.jsonrpc == "2.0"
+            and env.result is UNSET
+            and env.error is UNSET
+            and id not in self._in_flight
+        )
+
     def _receive_known_request(self, data: bytes | Raw, events: list[Event]) -> bool:
         """The one-pass path for a request of the settled revision.
 
@@ -1089,14 +1102,7 @@ class SessionCore:
         except (msgspec.ValidationError, msgspec.DecodeError):
             return False
         id = env.id
-        if (
-            id is UNSET
-            or id is None
-            or env.jsonrpc != "2.0"
-            or env.result is not UNSET
-            or env.error is not UNSET
-            or id in self._in_flight
-        ):
+        if not self._plain_request(env):
             return False
         method = rpc.request_method(env)
         spec = self._accepted_requests(version)[method]
@@ -1141,13 +1147,8 @@ class SessionCore:
             return False
         id, params = env.id, env.params
         if (
-            id is UNSET
-            or id is None
-            or env.jsonrpc != "2.0"
-            or env.result is not UNSET
-            or env.error is not UNSET
+            not self._plain_request(env)
             or params is UNSET
-            or id in self._in_flight
         ):
             return False
         meta = params.meta
