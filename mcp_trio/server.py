@@ -1076,24 +1076,21 @@ class Server:
             if front_door == "wsproto":
                 serve = partial(ws.serve_wsproto, endpoint, host, port, routes=routes)
                 urls = await nursery.start(serve)
-                if auth is not None:
-                    auth.bind_resource("http" + urls[0][2:] + path)
-                task_status.started([url + path for url in urls])
-                return
-            http_app = None
-            if http:
-                from .transports.http_server import ASGIApp, StreamableHTTP
+            else:
+                http_app = None
+                if http:
+                    from .transports.http_server import ASGIApp, StreamableHTTP
 
-                http_endpoint = StreamableHTTP(
-                    self.serve_session, versions=self.versions, **(http_options or {})
-                )
-                await nursery.start(http_endpoint.run)
-                front: Any = auth.protect(http_endpoint) if auth is not None else http_endpoint
-                http_app = ASGIApp(front, path, routes)
-                routes = {}
-            app = ws.WebSocketASGI(endpoint, http_app, routes)
-            urls = await nursery.start(partial(ws.serve_hypercorn_websocket, app, host, port))
-            if auth is not None:
+                    http_endpoint = StreamableHTTP(
+                        self.serve_session, versions=self.versions, **(http_options or {})
+                    )
+                    await nursery.start(http_endpoint.run)
+                    front: Any = auth.protect(http_endpoint) if auth is not None else http_endpoint
+                    http_app = ASGIApp(front, path, routes)
+                    routes = {}
+                app = ws.WebSocketASGI(endpoint, http_app, routes)
+                urls = await nursery.start(partial(ws.serve_hypercorn_websocket, app, host, port))
+            if auth is not None:  # the resource is the endpoint's http(s) form
                 auth.bind_resource("http" + urls[0][2:] + path)
             urls = [url + path for url in urls]
             if http:

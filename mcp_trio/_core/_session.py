@@ -483,13 +483,18 @@ class SessionCore:
 
     def _receive_one(self, data: bytes | Raw, events: list[Event], batch: _Batch | None) -> None:
         if batch is None:
-            if self.role == "server":
+            # Requests and notifications name their method, responses do not (outside
+            # their payload): one scan picks the one-pass decoder worth trying, so a
+            # message is not parsed by a decoder that must refuse it.  Only a hint: the
+            # two-pass path below takes whatever the one-pass ones pass on.
+            named = b'"method"' in data
+            if self.role == "server" and named:
                 state = self.state
                 if state in _ONE_PASS_STATES and self._receive_known_request(data, events):
                     return
                 if state is State.NEW and self._receive_initialize(data, events):
                     return
-            if len(self._pending) == 1 and self._receive_expected_result(data, events):
+            if not named and len(self._pending) == 1 and self._receive_expected_result(data, events):
                 return
         try:
             env = rpc.decode_envelope(data)

@@ -113,6 +113,14 @@ class OAuthError(Exception):
         return {"error": self.error, "error_description": self.description}
 
 
+def _required(form: dict[str, list[str]], name: str, why: str = "") -> str:
+    """The value of the form field ``name``; ``invalid_request`` when it is absent."""
+    value = first(form, name)
+    if value is None:
+        raise OAuthError("invalid_request", f"{name} is missing{why}")
+    return value
+
+
 # ------------------------------------------------------------------ keys
 
 
@@ -816,9 +824,7 @@ class AuthorizationServer:
     async def _token(self, request: HttpRequest) -> tuple[int, Any, list[tuple[str, str]]]:
         form = self._form(request)
         client = await self._authenticate(request, form)
-        grant_type = first(form, "grant_type")
-        if grant_type is None:
-            raise OAuthError("invalid_request", "grant_type is missing")
+        grant_type = _required(form, "grant_type")
         if grant_type not in GRANT_TYPES:
             raise OAuthError(
                 "unsupported_grant_type", f"grant_type {grant_type!r} is not supported"
@@ -838,12 +844,8 @@ class AuthorizationServer:
     def _redeem_code(
         self, client: md.ClientInformation, form: dict[str, list[str]]
     ) -> dict[str, Any]:
-        code_value = first(form, "code")
-        if code_value is None:
-            raise OAuthError("invalid_request", "code is missing")
-        verifier = first(form, "code_verifier")
-        if verifier is None:
-            raise OAuthError("invalid_request", "code_verifier is missing (PKCE is required)")
+        code_value = _required(form, "code")
+        verifier = _required(form, "code_verifier", " (PKCE is required)")
         code = self._codes.get(code_value)
         if code is None or code.client_id != client.client_id:
             raise OAuthError("invalid_grant", "unknown authorization code")
@@ -889,9 +891,7 @@ class AuthorizationServer:
         return asked
 
     def _refresh(self, client: md.ClientInformation, form: dict[str, list[str]]) -> dict[str, Any]:
-        value = first(form, "refresh_token")
-        if value is None:
-            raise OAuthError("invalid_request", "refresh_token is missing")
+        value = _required(form, "refresh_token")
         grant = self._grants_by_refresh.get(value)
         if grant is None or grant.client_id != client.client_id:
             raise OAuthError("invalid_grant", "unknown refresh token")
@@ -1140,9 +1140,7 @@ class AuthorizationServer:
             raise OAuthError(
                 "invalid_client", "introspection needs an authenticated (confidential) client", 401
             )
-        token = first(form, "token")
-        if token is None:
-            raise OAuthError("invalid_request", "token is missing")
+        token = _required(form, "token")
         found = self._token_grant(token)
         if found is not None:
             claims, _ = found
@@ -1174,9 +1172,7 @@ class AuthorizationServer:
     async def _revoke(self, request: HttpRequest) -> tuple[int, Any, list[tuple[str, str]]]:
         form = self._form(request)
         client = await self._authenticate(request, form)
-        token = first(form, "token")
-        if token is None:
-            raise OAuthError("invalid_request", "token is missing")
+        token = _required(form, "token")
         grant = self._grants_by_refresh.get(token)
         found = self._token_grant(token)
         if grant is None and found is not None:

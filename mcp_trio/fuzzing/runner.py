@@ -716,18 +716,27 @@ def _search(cfg: FuzzConfig, revision: str, campaign: str, stats: CampaignStats,
         found.add(focus[0])
         hunt.reset()
         transcript, violations = hunt.replay(best[1], best[2])
-        hit = next((v for v in violations if v.key == focus[0]), None)
-        if hit is None:
-            stats.not_reproduced.append({"key": focus[0], "payloads": len(best[1])})
-            cfg.progress(f"{revision} {campaign}: {focus[0]} did not reproduce on replay; dropped")
-            continue
-        finding = Finding(revision, campaign, hit, transcript)
-        if cfg.out_dir is not None:
-            finding.path = save_transcript(cfg.out_dir, finding, len(stats.findings) + 1)
-        stats.findings.append(finding)
-        cfg.progress(f"{revision} {campaign}: FINDING {hit.key}: {hit.message}")
+        keep_if_replayed(cfg, stats, revision, campaign, focus[0], violations, len(best[1]),
+                         lambda transcript=transcript: transcript)
     if len(stats.findings) >= cfg.max_findings:
         stats.capped = True
+
+
+def keep_if_replayed(cfg: FuzzConfig, stats: CampaignStats, revision: str, campaign: str, key: str,
+                     violations: Sequence[orc.Violation], size: int,
+                     transcript: Callable[[], dict[str, Any]]) -> None:
+    """Report ``key`` only if the replay's ``violations`` show it again (saving the
+    ``transcript()`` of the replay); otherwise count it as not reproduced."""
+    hit = next((v for v in violations if v.key == key), None)
+    if hit is None:
+        stats.not_reproduced.append({"key": key, "payloads": size})
+        cfg.progress(f"{revision} {campaign}: {key} did not reproduce on replay; dropped")
+        return
+    finding = Finding(revision, campaign, hit, transcript())
+    if cfg.out_dir is not None:
+        finding.path = save_transcript(cfg.out_dir, finding, len(stats.findings) + 1)
+    stats.findings.append(finding)
+    cfg.progress(f"{revision} {campaign}: FINDING {hit.key}: {hit.message}")
 
 
 def violations_found(stats: Sequence[CampaignStats]) -> bool:

@@ -236,7 +236,7 @@ def run_steps(target: Any, revision: str, steps: list[Step], timeout: float) -> 
 
 def run_stateful(cfg: Any, revision: str, stats: Any, steps_per_run: int = 12) -> None:
     """Rounds of the state machine; each new violation is replayed and, if it shows again, kept."""
-    from .runner import Finding, TargetError, save_transcript, stateful_transcript
+    from .runner import TargetError, keep_if_replayed, stateful_transcript
 
     machine = machine_for(cfg.target, revision, cfg.timeout, cfg.shrink_time)
     started = time.monotonic()
@@ -270,15 +270,8 @@ def run_stateful(cfg: Any, revision: str, stats: Any, steps_per_run: int = 12) -
         machine.known.add(key)
         violations, runner = run_steps(cfg.target, revision, best, cfg.timeout)
         stats.sessions += runner.sessions
-        hit = next((v for v in violations if v.key == key), None)
-        if hit is None:
-            stats.not_reproduced.append({"key": key, "payloads": len(best)})
-            cfg.progress(f"{revision} stateful: {key} did not reproduce on replay; dropped")
-            continue
-        finding = Finding(revision, "stateful", hit, stateful_transcript(cfg, revision, best, violations, runner))
-        if cfg.out_dir is not None:
-            finding.path = save_transcript(cfg.out_dir, finding, len(stats.findings) + 1)
-        stats.findings.append(finding)
-        cfg.progress(f"{revision} stateful: FINDING {hit.key}: {hit.message}")
+        keep_if_replayed(cfg, stats, revision, "stateful", key, violations, len(best),
+                         lambda best=best, violations=violations, runner=runner:
+                         stateful_transcript(cfg, revision, best, violations, runner))
     if len(stats.findings) >= cfg.max_findings:
         stats.capped = True
