@@ -61,6 +61,7 @@ from .transports._base import CLOSE_STREAM, Frame, MessageChannel
 from .types import _versions
 
 __all__ = [
+    "new_session",
     "NotificationHandler",
     "ProgressCallback",
     "RequestHandler",
@@ -165,19 +166,23 @@ class Session:
         self.initialized = trio.Event()
         #: Set once the session has ended.
         self.closed = trio.Event()
-        self._outbox_send, self._outbox_recv = trio.open_memory_channel[Frame](outbox_size)
+        # Made with the writer, on the first frame queued.
+        self._outbox_size = outbox_size
+        self._outbox_send: trio.MemorySendChannel[Frame] | None = None
         # A transport that can write one whole message without waiting (stdio)
         self._send_nowait: Callable[[Frame], None] | None = getattr(channel, "send_nowait", None)
-        # The writer waits on an empty outbox and no frame was queued since:
-        # set by the writer as it parks, cleared by it and by every queueing.
-        self._writer_idle = False
-        self._notifying = False
-        self._notify_send, self._notify_recv = trio.open_memory_channel[NotificationReceived](
-            outbox_size
-        )
+        # Nothing is queued and the writer is not writing: set by the writer
+        # as it parks on an empty outbox, cleared by it and by every queueing.
+        # The writer starts with the first frame queued (idle sessions of a
+        # transport that takes frames without waiting never need it).
+        self._writer_idle = True
+        self._outbox_closed = False
+        self._outer: trio.Nursery | None = None
+        # Notifications for user handlers: channel and loop made on the first one.
+        self._notify_send: trio.MemorySendChannel[NotificationReceived] | None = None
         self._running = 0
-        self._queued: deque[RequestReceived] = deque()
-        self._room = trio.Event()
+        self._queued: deque[RequestReceived] | tuple[()] = ()  # a deque from the first one
+        self._room: trio.Event | None = None  # the reader waits for a free slot
         self._waiters: dict[Any, _Waiter] = {}
         self._scopes: dict[Any, trio.CancelScope] = {}
         self._reader_scope = trio.CancelScope()
@@ -210,27 +215,46 @@ class Session:
             "pending_requests": len(self._waiters),
             "requests_in_progress": len(self._scopes),
             "requests_queued": len(self._queued),
-            "queued_frames": self._outbox_send.statistics().current_buffer_used,
+            "queued_frames": (
+                0 if self._outbox_send is None else self._outbox_send.statistics().current_buffer_used
+            ),
         }
 
     # ------------------------------------------------------------------ tasks
 
-    async def _run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    async def run(self, *, task_status: trio.TaskStatus[Session] = trio.TASK_STATUS_IGNORED) -> None:
+        """Run the session in this task until it ends (the peer leaves, or
+        :meth:`close`); ``task_status.started(session)`` once it takes messages.
+
+        Exceptions of the session's own tasks propagate unwrapped (not in an
+        exception group) when there is one.  Sessions made by
+        :func:`open_session` already run: use this only with :func:`new_session`.
+        """
         try:
             async with trio.open_nursery() as outer:
-                outer.start_soon(self._writer)
+                self._outer = outer
                 async with trio.open_nursery() as tasks:
                     self._tasks = tasks
                     if self.keepalive_interval is not None:
                         tasks.start_soon(self._keepalive)
-                    task_status.started()
+                    task_status.started(self)
                     with self._reader_scope:
-                        await self._reader()
+                        attach = getattr(self.channel, "attach_receiver", None)
+                        if attach is None:
+                            await self._reader()
+                        else:
+                            await attach(self._feed)
+                            self._close_reason = _ended("the peer closed the connection", self.channel)
                     self._shutdown()
                     tasks.cancel_scope.cancel()
                 self._writer_scope.deadline = trio.current_time() + self.close_grace
-                await self._outbox_send.aclose()
+                self._outbox_closed = True
+                if self._outbox_send is not None:
+                    await self._outbox_send.aclose()
+        except BaseExceptionGroup as group:
+            raise _unwrap(group) from None
         finally:
+            self._outbox_closed = True
             self._shutdown()
             with trio.move_on_after(self.close_grace, shield=True):
                 await self.channel.aclose()
@@ -253,26 +277,56 @@ class Session:
             for event in events:
                 await self._dispatch(event)
 
+    async def _feed(self, frame: Frame) -> None:
+        """Push input (a transport with ``attach_receiver``, such as Streamable
+        HTTP): take ``frame`` in the task of the transport that received it,
+        as the reader would, but without waiting for room: such a transport
+        bounds the requests it hands over itself.  Request handlers still run
+        in tasks of their own, never in the caller's.
+
+        Raises:
+            trio.ClosedResourceError: the session has ended.
+        """
+        core = self.core
+        if core.closed:
+            raise trio.ClosedResourceError(self._close_reason)
+        if frame.error is not None:
+            log.warning("framing error from peer: %s", frame.error)
+            events = core.framing_error(frame.error)
+        else:
+            events = core.receive(frame.data)
+        for event in events:
+            if isinstance(event, RequestReceived):
+                self._enqueue(event)
+            else:
+                try:
+                    await self._dispatch(event)
+                except ConnectionClosed:
+                    raise trio.ClosedResourceError(self._close_reason) from None
+
     async def _dispatch(self, event: Any) -> None:
         if isinstance(event, RequestReceived):
             while len(self._queued) >= self.max_queued and self._running >= self.max_in_flight:
                 self._room = trio.Event()
                 await self._room.wait()  # backpressure: stop reading
-            self._queued.append(event)
-            self._start_queued()
+            self._enqueue(event)
         elif isinstance(event, ResponseReceived):
             waiter = self._waiters.get(event.id)
             if waiter is not None:
                 waiter.finish(event.result, event.error)
         elif isinstance(event, Outgoing):
-            await self._put(Frame(event.data, event.related, event.final))
+            frame = Frame(event.data, event.related, event.final)
+            if not self._write_alone(frame):
+                await self._put(frame)
         elif isinstance(event, NotificationReceived):
             if event.method not in self.notification_handlers:
                 return  # nobody listens: nothing to queue
-            if not self._notifying:  # started on the first one: idle sessions stay small
-                self._notifying = True
+            if self._notify_send is None:  # made on the first one: idle sessions stay small
                 assert self._tasks is not None
-                self._tasks.start_soon(self._notification_loop)
+                self._notify_send, notify_recv = trio.open_memory_channel[NotificationReceived](
+                    self._outbox_size
+                )
+                self._tasks.start_soon(self._notification_loop, notify_recv)
             await self._notify_send.send(event)
         elif isinstance(event, CancelRequested):
             scope = self._scopes.get(event.id)
@@ -287,8 +341,7 @@ class Session:
         elif isinstance(event, ProtocolViolation):
             log.info("protocol violation by peer: %s", event.message)
 
-    async def _writer(self) -> None:
-        outbox = self._outbox_recv
+    async def _writer(self, outbox: trio.MemoryReceiveChannel[Frame]) -> None:
         channel = self.channel
         # A transport that can write several messages at once (stdio) gets
         # every frame already queued in one call: one system call per burst.
@@ -323,8 +376,8 @@ class Session:
                 self._close_reason = _ended("the connection to the peer broke", channel)
                 self._reader_scope.cancel()
 
-    async def _notification_loop(self) -> None:
-        async for event in self._notify_recv:
+    async def _notification_loop(self, notifications: trio.MemoryReceiveChannel[NotificationReceived]) -> None:
+        async for event in notifications:
             handler = self.notification_handlers.get(event.method)
             if handler is None:
                 continue
@@ -361,11 +414,31 @@ class Session:
     async def _put(self, frame: Frame) -> None:
         self._writer_idle = False  # the frame may be handed to the writer before it runs
         try:
-            await self._outbox_send.send(frame)
+            await (self._outbox_send or self._start_writer()).send(frame)
         except (trio.ClosedResourceError, trio.BrokenResourceError):
             raise ConnectionClosed(self._close_reason) from None
 
+    def _queue_nowait(self, frame: Frame) -> None:
+        """Queue ``frame`` for the writer without waiting (``trio.WouldBlock``: the outbox is full)."""
+        self._writer_idle = False
+        (self._outbox_send or self._start_writer()).send_nowait(frame)
+
+    def _start_writer(self) -> trio.MemorySendChannel[Frame]:
+        """Make the outbox and start the writer (on the first frame queued)."""
+        if self._outbox_closed or self._outer is None:
+            raise trio.ClosedResourceError(self._close_reason)
+        self._outbox_send, outbox = trio.open_memory_channel[Frame](self._outbox_size)
+        self._outer.start_soon(self._writer, outbox)
+        return self._outbox_send
+
     # ------------------------------------------------------ incoming requests
+
+    def _enqueue(self, event: RequestReceived) -> None:
+        queued = self._queued
+        if not isinstance(queued, deque):
+            queued = self._queued = deque()
+        queued.append(event)
+        self._start_queued()
 
     def _start_queued(self) -> None:
         """Start queued requests while slots are free."""
@@ -373,8 +446,9 @@ class Session:
         while self._queued and self._running < self.max_in_flight:
             self._running += 1
             # (a name given: trio need not build one from the method per task)
-            self._tasks.start_soon(self._handle_request, self._queued.popleft(), name=_HANDLER_NAME)
-        self._room.set()
+            self._tasks.start_soon(self._handle_request, self._queued.popleft(), name=_HANDLER_NAME)  # type: ignore[union-attr]
+        if self._room is not None:
+            self._room.set()
 
     async def _handle_request(self, event: RequestReceived) -> None:
         core = self.core
@@ -420,8 +494,7 @@ class Session:
                     # when that is safe, or queue it without a second trip
                     # through the scheduler when there is room.
                     if not self._write_now(frame):
-                        self._writer_idle = False
-                        self._outbox_send.send_nowait(frame)
+                        self._queue_nowait(frame)
                 except trio.WouldBlock:
                     await self._put(frame)
                 except (trio.ClosedResourceError, trio.BrokenResourceError):
@@ -454,8 +527,16 @@ class Session:
         answers still leave in one write per burst.  What it saves: two trips
         through the scheduler (waking the writer, its checkpoint) per answer.
         """
+        if self._running > 1 or self._queued:
+            return False
+        return self._write_alone(frame)
+
+    def _write_alone(self, frame: Frame) -> bool:
+        """Hand ``frame`` to the transport's ``send_nowait`` when nothing is
+        queued before it and the writer is not writing (see :meth:`_write_now`);
+        False: nothing was written, queue it for the writer."""
         send_nowait = self._send_nowait
-        if send_nowait is None or not self._writer_idle or self._running > 1 or self._queued:
+        if send_nowait is None or not self._writer_idle:
             return False
         try:
             send_nowait(frame)
@@ -806,6 +887,44 @@ async def open_session(
     The session is closed when the block exits.  Exceptions raised in the block
     propagate unchanged (not wrapped in an exception group).
     """
+    session = new_session(
+        channel,
+        role=role,
+        info=info,
+        capabilities=capabilities,
+        versions=versions,
+        instructions=instructions,
+        extra_methods=extra_methods,
+        **options,
+    )
+    try:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(session.run)
+            try:
+                yield session
+            finally:
+                session._close_reason = "the session was closed"
+                session._reader_scope.cancel()
+    except BaseExceptionGroup as group:
+        raise _unwrap(group) from None
+
+
+def new_session(
+    channel: MessageChannel,
+    *,
+    role: str,
+    info: Any,
+    capabilities: Any = None,
+    versions: Any = None,
+    instructions: str | None = None,
+    extra_methods: Any = (),
+    **options: Any,
+) -> Session:
+    """A :class:`Session` over ``channel``, not running yet (arguments as for
+    :func:`open_session`): ``await session.run()`` runs it in the calling task
+    until it ends, with no task or nursery of the caller's in between (what
+    :meth:`Server.serve_session <mcp_trio.server.Server.serve_session>` does
+    for each connection)."""
     core = SessionCore(
         role,  # type: ignore[arg-type]
         info=info,
@@ -824,16 +943,7 @@ async def open_session(
     session = Session(core, channel, **options)
     if assumed is not None and core.role == "server":
         session.initialized.set()
-    try:
-        async with trio.open_nursery() as nursery:
-            await nursery.start(session._run)
-            try:
-                yield session
-            finally:
-                session._close_reason = "the session was closed"
-                session._reader_scope.cancel()
-    except BaseExceptionGroup as group:
-        raise _unwrap(group) from None
+    return session
 
 
 def _unwrap(group: BaseExceptionGroup[BaseException]) -> BaseException:

@@ -70,7 +70,7 @@ from ._cursor import decode_cursor, encode_cursor
 from ._exceptions import LocalProtocolError, McpError
 from ._mrtr import MISSING, InputRequired, InputSession, StateCodec
 from ._schema_from_signature import ArgumentError, ToolSignature
-from ._session import Session, open_session
+from ._session import Session, new_session
 from ._subscriptions import SubscriptionHub
 from ._tasks import LEGACY_TASKS_VERSION, TASK_SUPPORT, TaskManager, TaskRequestContext
 from ._uritemplate import UriTemplate
@@ -947,7 +947,9 @@ class Server:
 
     async def serve_session(self, channel: MessageChannel, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         """Serve one session over ``channel`` until the peer goes away."""
-        async with open_session(
+        # The session runs in this task: no nursery or task of its own around
+        # it (an idle Streamable HTTP session is one parked task).
+        session = new_session(
             channel,
             role="server",
             info=self.info,
@@ -956,15 +958,14 @@ class Server:
             instructions=self.instructions,
             request_handlers=self._handler_table(),
             **self.session_options,
-        ) as session:
-            self._sessions.add(session)
-            try:
-                task_status.started(session)
-                await session.closed.wait()
-            finally:
-                self._sessions.discard(session)
-                self._log_levels.pop(session, None)
-                self._subscriptions.pop(session, None)
+        )
+        self._sessions.add(session)
+        try:
+            await session.run(task_status=task_status)
+        finally:
+            self._sessions.discard(session)
+            self._log_levels.pop(session, None)
+            self._subscriptions.pop(session, None)
 
     async def serve_http(
         self,

@@ -44,6 +44,8 @@ Rules it keeps (see also ``_lifecycle.py``):
 
 from __future__ import annotations
 
+import functools
+
 import math
 from collections.abc import Collection, Sequence
 from typing import Any, Literal
@@ -206,6 +208,37 @@ def _progress_token(params: Any) -> int | str | None:
     return None
 
 
+@functools.lru_cache(maxsize=64)
+def _version_sets(versions: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """All, legacy (handshake) and modern (stateless) revisions of ``versions``, checked."""
+    for v in versions:
+        if v not in _versions.SUPPORTED_VERSIONS:
+            raise ValueError(
+                f"unknown protocol version {v!r}; known: {', '.join(_versions.SUPPORTED_VERSIONS)}"
+            )
+    if not versions:
+        raise ValueError("at least one protocol version is required")
+    return (
+        versions,
+        tuple(v for v in versions if not _versions.is_stateless(v)),
+        tuple(v for v in versions if _versions.is_stateless(v)),
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _known_extensions(declared: tuple[str, ...]) -> frozenset[str]:
+    return _versions.known_extensions(declared)
+
+
+_EMPTY: frozenset[str] = frozenset()
+
+
+def _frozen(methods: Collection[str]) -> frozenset[str]:
+    if isinstance(methods, frozenset):
+        return methods
+    return frozenset(methods) if methods else _EMPTY
+
+
 def _has_meta_dict(params_type: type) -> bool:
     """``params_type`` keeps ``_meta`` as a plain dict in ``.meta`` (what the
     ``_meta`` peek of the two-pass path reads)."""
@@ -254,23 +287,16 @@ class SessionCore:
         self.peer_role: Role = "server" if role == "client" else "client"
         self.info = as_dict(info)
         self.capabilities = as_dict(capabilities)
-        all_versions = list(versions) if versions is not None else list(_versions.SUPPORTED_VERSIONS)
-        for v in all_versions:
-            if v not in _versions.SUPPORTED_VERSIONS:
-                raise ValueError(
-                    f"unknown protocol version {v!r}; known: {', '.join(_versions.SUPPORTED_VERSIONS)}"
-                )
-        if not all_versions:
-            raise ValueError("at least one protocol version is required")
-        self.versions: tuple[str, ...] = tuple(all_versions)
-        self.legacy_versions = tuple(v for v in all_versions if not _versions.is_stateless(v))
-        self.modern_versions = tuple(v for v in all_versions if _versions.is_stateless(v))
+        # (shared between sessions made alike: an idle session stays small)
+        self.versions, self.legacy_versions, self.modern_versions = _version_sets(
+            tuple(versions) if versions is not None else _versions.SUPPORTED_VERSIONS
+        )
         self.instructions = instructions
-        self.extra_methods = frozenset(extra_methods)
+        self.extra_methods = _frozen(extra_methods)
         self.discover_ttl_ms = discover_ttl_ms
         declared = self.capabilities.get("extensions")
         #: The known extensions this side declares (their methods are in the registry).
-        self.extensions = _versions.known_extensions(declared if isinstance(declared, dict) else ())
+        self.extensions = _known_extensions(tuple(declared) if isinstance(declared, dict) else ())
 
         self.state = State.NEW
         self._modern_only = False

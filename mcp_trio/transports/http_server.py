@@ -287,13 +287,25 @@ class _HttpSession(trio.abc.Channel[Frame]):
         self.owner = owner
         self.id = session_id
         self.version: str | None = None
-        self._in_send, self._in_recv = trio.open_memory_channel[Frame](owner.inbound_buffer)
+        # Input: the engine takes each frame in the POST's own task once it has
+        # attached (attach_receiver); frames that come before, or every frame
+        # for an engine that reads with receive(), wait here (at most
+        # owner.inbound_buffer of them).
+        self._feed: Callable[[Frame], Awaitable[None]] | None = None
+        self._early: deque[Frame] | None = None
+        self._arrived: trio.Event | None = None  # receive() waits for a frame
+        self._room: trio.Event | None = None  # put() waits for room in _early
+        self._input_done: trio.Event | None = None  # attach_receiver() waits for the end
+        self._input_ended = False
         self.streams: dict[str, _Stream] = {}
         self.by_request: dict[RequestId, _Stream] = {}
         self.get_stream: _Stream | None = None
-        self.backlog: deque[bytes] = deque(maxlen=owner.backlog)
+        #: Messages for the GET stream while none is connected (made on the first one).
+        self.backlog: deque[bytes] | None = None
         self.scope = trio.CancelScope()
-        self.done = trio.Event()
+        #: Set once the session's engine has ended (made when somebody waits, see wait_done).
+        self.done: trio.Event | None = None
+        self.finished = False
         self._seq = 0
         self._stream_seq = 0
         self.closed = False
@@ -310,8 +322,43 @@ class _HttpSession(trio.abc.Channel[Frame]):
 
     # ---- engine side
 
+    async def wait_done(self) -> None:
+        """Wait until the session's engine has ended."""
+        if not self.finished:
+            if self.done is None:
+                self.done = trio.Event()
+            await self.done.wait()
+
     async def receive(self) -> Frame:
-        return await self._in_recv.receive()
+        while not self._early:
+            if self._input_ended:
+                raise trio.EndOfChannel
+            self._arrived = trio.Event()
+            await self._arrived.wait()
+        frame = self._early.popleft()
+        if self._room is not None:
+            self._room.set()
+        return frame
+
+    async def attach_receiver(self, feed: Callable[[Frame], Awaitable[None]]) -> None:
+        """Push input (see ``Session._run``): from now on every incoming frame is
+        handed to ``await feed(frame)`` in the task of the request that carried
+        it, with no task or channel of the session's own in between.  Frames
+        that came before are fed first, in order.  Returns when the input ends
+        (the session was deleted or expired)."""
+        while self._early:
+            await feed(self._early.popleft())
+        self._early = None
+        if self._room is not None:
+            self._room.set()
+        if self._input_ended:
+            return
+        self._feed = feed
+        self._input_done = trio.Event()
+        try:
+            await self._input_done.wait()
+        finally:
+            self._feed = None
 
     async def send(self, frame: Frame) -> None:
         if frame.control == CLOSE_STREAM:
@@ -330,6 +377,8 @@ class _HttpSession(trio.abc.Channel[Frame]):
         if stream is None:
             stream = self.get_stream
             if stream is None or not stream.attached:
+                if self.backlog is None:
+                    self.backlog = deque(maxlen=self.owner.backlog)
                 self.backlog.append(frame.data)
                 return
         if frame.final and not batch_reply and self._plain_answer(stream, frame.related):
@@ -395,7 +444,15 @@ class _HttpSession(trio.abc.Channel[Frame]):
         return None
 
     async def aclose(self) -> None:
-        await self._in_recv.aclose()
+        self._end()
+        await trio.lowlevel.checkpoint()
+
+    def _end(self) -> None:
+        self._input_ended = True
+        self._feed = None
+        for event in (self._arrived, self._room, self._input_done):
+            if event is not None:
+                event.set()
 
     def close_stream(self, request_id: RequestId | None) -> None:
         """End the response carrying ``request_id`` early, if the client can
@@ -455,13 +512,29 @@ class _HttpSession(trio.abc.Channel[Frame]):
         await store.store(self.id, stream.key, stream.prime_id, b"")
 
     async def put(self, frame: Frame) -> None:
-        try:
-            self._in_send.send_nowait(frame)  # no trip through the scheduler when there is room
-        except trio.WouldBlock:
-            await self._in_send.send(frame)
+        """Hand an incoming frame to the engine.
+
+        Raises:
+            trio.ClosedResourceError: the session's input has ended.
+        """
+        while True:
+            if self._input_ended:
+                raise trio.ClosedResourceError("the session has ended")
+            if self._feed is not None:
+                await self._feed(frame)
+                return
+            if self._early is None:
+                self._early = deque()
+            if len(self._early) < self.owner.inbound_buffer:
+                self._early.append(frame)
+                if self._arrived is not None:
+                    self._arrived.set()
+                return
+            self._room = trio.Event()
+            await self._room.wait()
 
     async def end_input(self) -> None:
-        await self._in_send.aclose()
+        self._end()
 
     def touch(self) -> None:
         if any(s.attached for s in self.streams.values()) or (self.get_stream and self.get_stream.attached):
@@ -611,7 +684,9 @@ class StreamableHTTP:
         session.streams.clear()
         session.by_request.clear()
         session.auth.clear()
-        session.done.set()
+        session.finished = True
+        if session.done is not None:
+            session.done.set()
 
     # ------------------------------------------------------------- requests
 
@@ -847,8 +922,8 @@ class StreamableHTTP:
             stream.items.clear()
             stream.attached = True
             if key == "0":
-                backlog = list(session.backlog)
-                session.backlog.clear()
+                backlog = list(session.backlog or ())
+                session.backlog = None
         if stream is not None and not last_event_id:
             self._reserve_prime(session, stream, session.version or _DEFAULT_VERSION)
         replayed: list[tuple[str, bytes]] = []
@@ -892,7 +967,7 @@ class StreamableHTTP:
         session.closed = True
         await session.end_input()
         with trio.move_on_after(5):
-            await session.done.wait()
+            await session.wait_done()
         session.scope.cancel()
         return _Reply(200)
 

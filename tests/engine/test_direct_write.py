@@ -200,4 +200,9 @@ async def test_errors_and_automatic_replies_still_answer() -> None:
         assert answer["id"] == 1 and answer["error"]["code"] == -32603
         await client.send(Frame(b'{"jsonrpc":"2.0","id":2,"method":"ping"}'))
         assert await receive(client) == {"jsonrpc": "2.0", "id": 2, "result": {}}
-        assert [path for path, _ in server.paths] == ["direct", "writer"]
+        # The core's own answer (ping) is written at once too: nothing was queued.
+        assert [path for path, _ in server.paths] == ["direct", "direct"]
+        server.refuse = True
+        await client.send(Frame(b'{"jsonrpc":"2.0","id":3,"method":"ping"}'))
+        assert await receive(client) == {"jsonrpc": "2.0", "id": 3, "result": {}}
+        assert [path for path, _ in server.paths][-1] == "writer"
