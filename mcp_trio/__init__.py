@@ -27,6 +27,7 @@ from ._jsonrpc import (
 from ._session import (
     RequestTimeout as RequestTimeout,
     Session as Session,
+    new_session as new_session,
     open_session as open_session,
 )
 from ._version import __version__ as __version__

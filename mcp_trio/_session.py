@@ -1,13 +1,15 @@
 """The trio engine: runs a :class:`SessionCore` over a transport channel.
 
-Task layout of one session (all inside the nursery ``open_session`` opens)::
+Task layout of one session (one nursery, opened by ``Session.run``)::
 
-    run
-     ├─ writer        the only task that calls channel.send (outbox → channel);
-     │                a lone answer may skip it (see Session._write_now)
-     ├─ reader        channel.receive → core.receive → dispatch (sync work and
-     │                non-blocking hand-offs only; it never runs user code)
-     ├─ notifications user notification handlers, in arrival order
+    run              the reader: channel.receive → core.receive → dispatch (sync
+     │               work and non-blocking hand-offs only; it never runs user
+     │               code), or, for a push transport (``attach_receiver``), a
+     │               wait while the transport feeds frames from its own tasks
+     ├─ writer        the only task that calls channel.send (outbox → channel),
+     │                started with the first frame queued; a lone answer may
+     │                skip it (see Session._write_now)
+     ├─ notifications user notification handlers, in arrival order (on first use)
      ├─ keepalive     optional pings
      ├─ background    work handed to spawn() (e.g. a server's tasks), cancelled
      │                when the session ends
@@ -177,7 +179,6 @@ class Session:
         # transport that takes frames without waiting never need it).
         self._writer_idle = True
         self._outbox_closed = False
-        self._outer: trio.Nursery | None = None
         # Notifications for user handlers: channel and loop made on the first one.
         self._notify_send: trio.MemorySendChannel[NotificationReceived] | None = None
         self._running = 0
@@ -185,8 +186,11 @@ class Session:
         self._room: trio.Event | None = None  # the reader waits for a free slot
         self._waiters: dict[Any, _Waiter] = {}
         self._scopes: dict[Any, trio.CancelScope] = {}
-        self._reader_scope = trio.CancelScope()
-        self._writer_scope = trio.CancelScope()
+        # Shielded: the writer outlives the cancellation of the other tasks
+        # and sends what is queued, within close_grace (see _stop).
+        self._writer_scope = trio.CancelScope(shield=True)
+        self._stopping = False
+        self._alive = 0  # request handler tasks not finished yet
         self._tasks: trio.Nursery | None = None
         self._close_reason: str = "the session was closed"
 
@@ -231,26 +235,25 @@ class Session:
         :func:`open_session` already run: use this only with :func:`new_session`.
         """
         try:
-            async with trio.open_nursery() as outer:
-                self._outer = outer
-                async with trio.open_nursery() as tasks:
-                    self._tasks = tasks
+            # One nursery for everything; _stop() cancels it, but the writer
+            # (shielded) sends what is queued, and the outbox closes once the
+            # last request handler is done (its answer may still be on the way).
+            async with trio.open_nursery() as tasks:
+                self._tasks = tasks
+                try:
+                    if self._stopping:
+                        return  # closed before it ran
                     if self.keepalive_interval is not None:
                         tasks.start_soon(self._keepalive)
                     task_status.started(self)
-                    with self._reader_scope:
-                        attach = getattr(self.channel, "attach_receiver", None)
-                        if attach is None:
-                            await self._reader()
-                        else:
-                            await attach(self._feed)
-                            self._close_reason = _ended("the peer closed the connection", self.channel)
-                    self._shutdown()
-                    tasks.cancel_scope.cancel()
-                self._writer_scope.deadline = trio.current_time() + self.close_grace
-                self._outbox_closed = True
-                if self._outbox_send is not None:
-                    await self._outbox_send.aclose()
+                    attach = getattr(self.channel, "attach_receiver", None)
+                    if attach is None:
+                        await self._reader()
+                    else:
+                        await attach(self._feed)
+                        self._close_reason = _ended("the peer closed the connection", self.channel)
+                finally:
+                    self._stop()
         except BaseExceptionGroup as group:
             raise _unwrap(group) from None
         finally:
@@ -374,7 +377,7 @@ class Session:
                         await send_many(batch)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 self._close_reason = _ended("the connection to the peer broke", channel)
-                self._reader_scope.cancel()
+                self._stop()
 
     async def _notification_loop(self, notifications: trio.MemoryReceiveChannel[NotificationReceived]) -> None:
         async for event in notifications:
@@ -399,14 +402,33 @@ class Session:
             except (RequestTimeout, McpError, ConnectionClosed) as exc:
                 log.warning("keepalive failed (%s); closing the session", exc)
                 self._close_reason = f"keepalive failed: {exc}"
-                self._reader_scope.cancel()
+                self._stop()
                 return
+
+    def _stop(self) -> None:
+        """End the session (from any task): no more input, pending requests
+        fail, handlers and background work are cancelled, and the writer gets
+        ``close_grace`` to send what is queued."""
+        self._shutdown()
+        if self._stopping:
+            return
+        self._stopping = True
+        if self._tasks is None:
+            return  # not running yet: run() returns at once
+        self._writer_scope.deadline = trio.current_time() + self.close_grace
+        self._tasks.cancel_scope.cancel()
+        if self._alive == 0:
+            self._close_outbox()
+
+    def _close_outbox(self) -> None:
+        self._outbox_closed = True
+        if self._outbox_send is not None:
+            self._outbox_send.close()  # the writer sends what is in it, then ends
 
     def _shutdown(self) -> None:
         if self.core.closed and not self._waiters:
             return
         self.core.close()
-        self._reader_scope.cancel()
         error = ConnectionClosed(self._close_reason)
         for waiter in list(self._waiters.values()):
             waiter.finish(error=error)
@@ -425,10 +447,10 @@ class Session:
 
     def _start_writer(self) -> trio.MemorySendChannel[Frame]:
         """Make the outbox and start the writer (on the first frame queued)."""
-        if self._outbox_closed or self._outer is None:
+        if self._outbox_closed or self._tasks is None:
             raise trio.ClosedResourceError(self._close_reason)
         self._outbox_send, outbox = trio.open_memory_channel[Frame](self._outbox_size)
-        self._outer.start_soon(self._writer, outbox)
+        self._tasks.start_soon(self._writer, outbox)
         return self._outbox_send
 
     # ------------------------------------------------------ incoming requests
@@ -445,6 +467,7 @@ class Session:
         assert self._tasks is not None
         while self._queued and self._running < self.max_in_flight:
             self._running += 1
+            self._alive += 1
             # (a name given: trio need not build one from the method per task)
             self._tasks.start_soon(self._handle_request, self._queued.popleft(), name=_HANDLER_NAME)  # type: ignore[union-attr]
         if self._room is not None:
@@ -512,6 +535,9 @@ class Session:
                         await self._put(Frame(leftover, id, True))
                     except ConnectionClosed:
                         pass
+            self._alive -= 1
+            if self._stopping and self._alive == 0:
+                self._close_outbox()
 
     def _write_now(self, frame: Frame) -> bool:
         """Write the answer ``frame`` from the handler's task, if it is safe
@@ -737,7 +763,7 @@ class Session:
             result = await self.request("initialize", params, timeout=timeout)
         except RemoteProtocolError as exc:
             self._close_reason = f"the handshake failed: {exc}"
-            self._reader_scope.cancel()
+            self._stop()
             with trio.move_on_after(2 * self.close_grace):
                 await self.closed.wait()
             raise
@@ -839,7 +865,7 @@ class Session:
         flush what is queued (bounded by ``close_grace``) and close the channel.
         Waits until all of that is done."""
         self._close_reason = "the session was closed"
-        self._reader_scope.cancel()
+        self._stop()
         await self.closed.wait()
 
     @property
@@ -904,7 +930,7 @@ async def open_session(
                 yield session
             finally:
                 session._close_reason = "the session was closed"
-                session._reader_scope.cancel()
+                session._stop()
     except BaseExceptionGroup as group:
         raise _unwrap(group) from None
 

@@ -465,6 +465,7 @@ class Server:
         self._rounds: dict[int, InputSession] = {}
         self._deferred: set[int] = set()  # requests whose tool may still call start_task()
         self._handlers: dict[str, Any] | None = None  # see _handler_table
+        self._shared_capabilities: tuple[bool, dict[str, Any]] | None = None  # see _session_capabilities
         self.tasks = tasks if tasks is not None else TaskManager(page_size=page_size)
 
     # ----------------------------------------------------------- capabilities
@@ -478,9 +479,23 @@ class Server:
             "completions": {},
             "logging": {},
         }
-        if any(t.task_support in ("optional", "required") for t in self._tools.values()):
+        if self._task_tools():
             caps.update(self.tasks.capabilities())  # tasks (2025-11-25) and the Tasks extension
         return caps
+
+    def _task_tools(self) -> bool:
+        return any(t.task_support in ("optional", "required") for t in self._tools.values())
+
+    def _session_capabilities(self) -> dict[str, Any]:
+        """:attr:`capabilities`, one dict shared by the sessions (which only
+        read it) until a tool with task support changes what it holds."""
+        if type(self).capabilities is not Server.capabilities:
+            return self.capabilities  # a subclass decides: ask it each time
+        tasks = self._task_tools()
+        shared = self._shared_capabilities
+        if shared is None or shared[0] != tasks:
+            shared = self._shared_capabilities = (tasks, self.capabilities)
+        return shared[1]
 
     # ----------------------------------------------------------- registration
 
@@ -953,7 +968,7 @@ class Server:
             channel,
             role="server",
             info=self.info,
-            capabilities=self.capabilities,
+            capabilities=self._session_capabilities(),
             versions=self.versions,
             instructions=self.instructions,
             request_handlers=self._handler_table(),
