@@ -40,6 +40,7 @@ import math
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
+from types import MappingProxyType
 from typing import Any
 
 import trio
@@ -153,7 +154,11 @@ class Session:
             raise ValueError("max_queued must not be negative")
         self.core = core
         self.channel = channel
-        self.request_handlers: dict[str, RequestHandler] = dict(request_handlers or {})
+        # A read-only table (a MappingProxyType, as a Server hands every session)
+        # is shared until somebody asks for request_handlers to change it.
+        self._handlers: Mapping[str, RequestHandler] = (
+            request_handlers if isinstance(request_handlers, MappingProxyType) else dict(request_handlers or {})
+        )
         self.notification_handlers: dict[str, NotificationHandler] = dict(
             notification_handlers or {}
         )
@@ -195,6 +200,15 @@ class Session:
         self._close_reason: str = "the session was closed"
 
     # ------------------------------------------------------------- properties
+
+    @property
+    def request_handlers(self) -> dict[str, RequestHandler]:
+        """The handlers of the peer's requests, by method; this session's own dict
+        (changing it changes nothing else)."""
+        handlers = self._handlers
+        if not isinstance(handlers, dict):
+            handlers = self._handlers = dict(handlers)
+        return handlers
 
     @property
     def role(self) -> str:
@@ -250,8 +264,8 @@ class Session:
                     if attach is None:
                         await self._reader()
                     else:
-                        await attach(self._feed)
-                        self._close_reason = _ended("the peer closed the connection", self.channel)
+                        await attach(self._feed, self._input_ended)
+                        await trio.sleep_forever()  # until _input_ended() or _stop()
                 finally:
                     self._stop()
         except BaseExceptionGroup as group:
@@ -279,6 +293,12 @@ class Session:
                 events = core.receive(frame.data)
             for event in events:
                 await self._dispatch(event)
+
+    def _input_ended(self) -> None:
+        """Push input: the transport has no more frames (see ``attach_receiver``)."""
+        if not self._stopping:
+            self._close_reason = _ended("the peer closed the connection", self.channel)
+        self._stop()
 
     async def _feed(self, frame: Frame) -> None:
         """Push input (a transport with ``attach_receiver``, such as Streamable
@@ -482,7 +502,7 @@ class Session:
                 self._scopes[id] = scope
                 if core.is_cancelled(id):
                     scope.cancel()
-                handler = self.request_handlers.get(event.method)
+                handler = self._handlers.get(event.method)
                 try:
                     if handler is None:
                         data = core.error(

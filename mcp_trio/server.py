@@ -58,7 +58,8 @@ import inspect
 from functools import partial
 import logging
 import secrets
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any, NoReturn, TypeVar
 
 import msgspec
@@ -464,7 +465,7 @@ class Server:
         self._state = StateCodec(state_key, state_ttl)
         self._rounds: dict[int, InputSession] = {}
         self._deferred: set[int] = set()  # requests whose tool may still call start_task()
-        self._handlers: dict[str, Any] | None = None  # see _handler_table
+        self._handlers: Mapping[str, Any] | None = None  # see _handler_table
         self._shared_capabilities: tuple[bool, dict[str, Any]] | None = None  # see _session_capabilities
         self.tasks = tasks if tasks is not None else TaskManager(page_size=page_size)
 
@@ -928,12 +929,13 @@ class Server:
 
         return run
 
-    def _handler_table(self) -> dict[str, Any]:
-        """:meth:`request_handlers`, built on first use and shared by every
-        session (each :class:`Session` copies it into a dict of its own)."""
+    def _handler_table(self) -> Mapping[str, Any]:
+        """:meth:`request_handlers`, built on first use and shared, read-only,
+        by every session (a session copies it only when its
+        ``request_handlers`` is asked for, to be changed)."""
         table = self._handlers
         if table is None:
-            table = self._handlers = self.request_handlers()
+            table = self._handlers = MappingProxyType(self.request_handlers())
         return table
 
     def request_handlers(self) -> dict[str, Any]:

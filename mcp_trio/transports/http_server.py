@@ -295,7 +295,7 @@ class _HttpSession(trio.abc.Channel[Frame]):
         self._early: deque[Frame] | None = None
         self._arrived: trio.Event | None = None  # receive() waits for a frame
         self._room: trio.Event | None = None  # put() waits for room in _early
-        self._input_done: trio.Event | None = None  # attach_receiver() waits for the end
+        self._on_end: Callable[[], None] | None = None  # the engine's, see attach_receiver
         self._input_ended = False
         self.streams: dict[str, _Stream] = {}
         self.by_request: dict[RequestId, _Stream] = {}
@@ -340,25 +340,24 @@ class _HttpSession(trio.abc.Channel[Frame]):
             self._room.set()
         return frame
 
-    async def attach_receiver(self, feed: Callable[[Frame], Awaitable[None]]) -> None:
-        """Push input (see ``Session._run``): from now on every incoming frame is
-        handed to ``await feed(frame)`` in the task of the request that carried
-        it, with no task or channel of the session's own in between.  Frames
-        that came before are fed first, in order.  Returns when the input ends
-        (the session was deleted or expired)."""
+    async def attach_receiver(
+        self, feed: Callable[[Frame], Awaitable[None]], on_end: Callable[[], None]
+    ) -> None:
+        """Push input (see ``Session.run``): feed the frames that came before,
+        in order, then hand every later one to ``await feed(frame)`` in the
+        task of the request that carried it, with no task or channel of the
+        engine's own in between.  ``on_end()`` is called once when the input
+        ends (the session was deleted or expired, or the engine closed it)."""
         while self._early:
             await feed(self._early.popleft())
         self._early = None
         if self._room is not None:
             self._room.set()
         if self._input_ended:
+            on_end()
             return
         self._feed = feed
-        self._input_done = trio.Event()
-        try:
-            await self._input_done.wait()
-        finally:
-            self._feed = None
+        self._on_end = on_end
 
     async def send(self, frame: Frame) -> None:
         if frame.control == CLOSE_STREAM:
@@ -450,9 +449,12 @@ class _HttpSession(trio.abc.Channel[Frame]):
     def _end(self) -> None:
         self._input_ended = True
         self._feed = None
-        for event in (self._arrived, self._room, self._input_done):
+        for event in (self._arrived, self._room):
             if event is not None:
                 event.set()
+        on_end, self._on_end = self._on_end, None
+        if on_end is not None:
+            on_end()
 
     def close_stream(self, request_id: RequestId | None) -> None:
         """End the response carrying ``request_id`` early, if the client can
