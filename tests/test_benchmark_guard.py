@@ -15,7 +15,8 @@ figure                                      target  measured    fails below
 ==========================================  ======  ==========  ===========
 stdio sequential calls/s, ours / SDK        10×     about 4–6×  2.5×
 stdio pipelined calls/s (256), ours / SDK   20×     9–21×       4×
-cold start, SDK / ours                      4×      5–7×        2×
+cold start, SDK / ours                      4×      3–5×        2×
+idle HTTP session RSS, ours / SDK           ≤ 0.25× 0.23×       above 0.5×
 codec full wire path (2025-11-25), SDK / us 10×     8–12×       3×
 ==========================================  ======  ==========  ===========
 """
@@ -108,6 +109,39 @@ def test_cold_start_ratio() -> None:
             return
         seen.append(f"{ratio:.2f} (seconds {samples})")
     pytest.fail(f"cold start, SDK / ours (target 4×, margin 2×): {'; '.join(seen)}")
+
+
+def _idle_session_kib(argv: list[str], port: int, count: int) -> float:
+    process = subprocess.Popen(argv, cwd=str(ROOT), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        loadgen.wait_for_port("127.0.0.1", port, 30, lambda: process.poll() is None)
+        target = loadgen.HttpTarget("127.0.0.1", port)
+        loadgen.open_idle_sessions(target, 50)  # warm up: imports, caches, first arenas
+        before = loadgen.rss_bytes(process.pid)
+        opened = loadgen.open_idle_sessions(target, count)
+        after = loadgen.rss_bytes(process.pid)
+        return (after - before) / opened / 1024
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def test_idle_http_session_memory_ratio() -> None:
+    # RSS growth per idle Streamable HTTP session (initialize + initialized),
+    # ours against the SDK's low-level server in JSON mode.
+    seen = []
+    for _ in range(2):
+        port = loadgen.free_port()
+        ours = _idle_session_kib([*OURS, "--http", f"127.0.0.1:{port}"], port, 400)
+        port = loadgen.free_port()
+        sdk = _idle_session_kib(
+            [sys.executable, "benchmarks/peers/sdk_lowlevel.py", "http", str(port), "--json"], port, 400
+        )
+        ratio = ours / sdk
+        if ratio <= 0.5:
+            return
+        seen.append(f"{ratio:.2f} (KiB per session: ours {ours:.1f}, SDK {sdk:.1f})")
+    pytest.fail(f"idle HTTP session memory, ours / SDK (target 0.25×, fails above 0.5×): {'; '.join(seen)}")
 
 
 def test_codec_ratio() -> None:
