@@ -559,6 +559,11 @@ def _error_reply(status: int, message: str, code: int = rpc.INVALID_REQUEST, id:
     return _Reply(status, rpc.encode_error(id, code, message), [("content-type", "application/json")])
 
 
+def _session_ended() -> _Reply:
+    """What a request naming an unknown, deleted, expired or ending session gets."""
+    return _error_reply(404, "Session not found", code=rpc.INVALID_REQUEST)
+
+
 def _peek_body(body: bytes) -> _Message | list[_Message] | _Reply:
     """A POST body's message(s), or the 400 parse error for a body that is not
     JSON text (not JSON, nested deeper than the decoder goes, or not UTF-8)."""
@@ -673,6 +678,7 @@ class StreamableHTTP:
 
     async def _forget(self, session: _HttpSession) -> None:
         session.closed = True
+        session._end()  # a POST still handing over a frame learns it at once
         if session.id is not None:
             self.sessions.pop(session.id, None)
             if self.event_store is not None:
@@ -728,7 +734,7 @@ class StreamableHTTP:
             return _error_reply(400, "Bad Request: Mcp-Session-Id header is required")
         session = self.sessions.get(session_id)
         if session is None or session.closed:
-            return _error_reply(404, "Session not found", code=rpc.INVALID_REQUEST)
+            return _session_ended()
         return session
 
     async def _post(self, request: HttpRequest, responder: Responder) -> _Reply | None:
@@ -812,7 +818,10 @@ class StreamableHTTP:
 
         if not requests:
             session.touch()
-            await session.put(Frame(request.body))
+            try:
+                await session.put(Frame(request.body))
+            except trio.ClosedResourceError:
+                return _session_ended()
             if session.id is None:
                 await session.end_input()
             return _Reply(202, headers=reply_headers)
@@ -839,7 +848,10 @@ class StreamableHTTP:
             session.version = version
         try:
             self._reserve_prime(session, stream, str(version))
-            await session.put(Frame(request.body))
+            try:
+                await session.put(Frame(request.body))
+            except trio.ClosedResourceError:  # the session ended meanwhile
+                return _session_ended()
             await self._answer_post(session, stream, responder, reply_headers, str(version))
         finally:
             stream.attached = False

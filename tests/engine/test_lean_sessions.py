@@ -201,3 +201,38 @@ async def test_http_feeds_frames_that_came_before_the_engine_in_order_and_a_pull
         assert sink.status == 200
         assert endpoint.sessions == {}
         nursery.cancel_scope.cancel()
+
+
+async def test_a_post_to_a_session_whose_engine_closed_its_input_gets_404() -> None:
+    # The engine closed the channel (it is ending) but the HTTP layer has not
+    # forgotten the session yet: a POST gets "Session not found", not silence.
+    ended = trio.Event()
+
+    async def closing_engine(channel: Any) -> None:
+        frame = await channel.receive()
+        message = msgspec.json.decode(frame.data)
+        answer = {"jsonrpc": "2.0", "id": message["id"], "result": {}}
+        await channel.send(Frame(msgspec.json.encode(answer), message["id"], True))
+        await channel.aclose()
+        ended.set()
+        await trio.sleep_forever()
+
+    endpoint = StreamableHTTP(closing_engine)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(endpoint.run)
+        sink = _Sink()
+        await endpoint.handle(HttpRequest("POST", ACCEPT, _init()), sink)
+        headers = {**ACCEPT, "mcp-session-id": sink.headers["mcp-session-id"]}
+        with trio.fail_after(5):
+            await ended.wait()
+        assert headers["mcp-session-id"] in endpoint.sessions  # not forgotten yet
+        for body in (
+            b'{"jsonrpc":"2.0","method":"notifications/initialized"}',
+            b'{"jsonrpc":"2.0","id":2,"method":"ping"}',
+        ):
+            sink = _Sink()
+            with trio.fail_after(5):
+                await endpoint.handle(HttpRequest("POST", headers, body), sink)
+            assert sink.status == 404, body
+            assert msgspec.json.decode(sink.body)["error"]["message"] == "Session not found"
+        nursery.cancel_scope.cancel()
