@@ -300,6 +300,8 @@ def _cmd_fuzz_replay(argv: Sequence[str]) -> int:
     parser.add_argument("--stdio", metavar="CMD", help="replay against this command instead")
     parser.add_argument("--http", metavar="URL", help="replay against this endpoint instead")
     parser.add_argument("--client", metavar="CMD", help="replay a client transcript against this client instead")
+    parser.add_argument("--client-transport", choices=("http", "stdio"), default=None,
+                        help="with --client: how the client reaches the fuzzing server (default: the transcript's)")
     parser.add_argument("--timeout", type=float, default=None, help="seconds to wait for answers")
     parser.add_argument("--out", metavar="FILE", help="write the new transcript here")
     args = parser.parse_args(argv)
@@ -311,8 +313,11 @@ def _cmd_fuzz_replay(argv: Sequence[str]) -> int:
     try:
         target = (fuzzing.StdioTarget(args.stdio) if args.stdio else
                   fuzzing.HttpTarget(args.http) if args.http else
-                  fuzzing.ClientTarget(args.client) if args.client else None)
+                  None)
         saved = fuzzing.load_transcript(args.file)
+        if args.client:
+            transport = args.client_transport or saved.get("target", {}).get("transport", "http")
+            target = fuzzing.ClientTarget(args.client, transport=transport)
         transcript, violations = fuzzing.replay(args.file, target=target, timeout=args.timeout)
     except (OSError, ValueError, KeyError) as exc:
         print(f"mcp-trio fuzz replay: error: {exc}", file=sys.stderr)
@@ -349,7 +354,10 @@ def _cmd_fuzz(argv: Sequence[str]) -> int:
     where.add_argument("--stdio", metavar="CMD", help='launch this server command ("CMD ARGS")')
     where.add_argument("--http", metavar="URL", help="a running Streamable HTTP endpoint")
     where.add_argument("--client", metavar="CMD", help='launch this client ("CMD ARGS"; the URL of a fuzzing '
-                       "server on 127.0.0.1 is appended), once per example")
+                       "server on 127.0.0.1 is appended, or with --client-transport stdio the command of a "
+                       "server to launch; an argument {server} is replaced instead), once per example")
+    parser.add_argument("--client-transport", choices=("http", "stdio"), default="http",
+                        help="--client: Streamable HTTP (default) or stdio")
     parser.add_argument("--revision", action="append", choices=_versions.SUPPORTED_VERSIONS,
                         help="revision to speak (repeatable; default 2025-11-25)")
     parser.add_argument("--campaign", action="append",
@@ -383,7 +391,8 @@ def _cmd_fuzz(argv: Sequence[str]) -> int:
         return 2
     try:
         target = (fuzzing.StdioTarget(args.stdio) if args.stdio else
-                  fuzzing.ClientTarget(args.client) if args.client else fuzzing.HttpTarget(args.http))
+                  fuzzing.ClientTarget(args.client, transport=args.client_transport) if args.client else
+                  fuzzing.HttpTarget(args.http))
     except ValueError as exc:
         print(f"mcp-trio fuzz: error: {exc}", file=sys.stderr)
         return 2

@@ -1,12 +1,17 @@
 """A client written with mcp-trio, for ``mcp-trio fuzz --client`` (the URL is the last argument).
 
-It connects over Streamable HTTP, answers sampling, elicitation and roots requests, then
+It connects over Streamable HTTP (or, after ``--stdio``, launches the rest of the command
+line as its stdio server), answers sampling, elicitation and roots requests, then
 lists and calls what a typical client does: tools, resources, prompts, a completion, the
 log level and a ping.  An error a call gets back (a JSON-RPC error, a result that does not
 decode, a timeout) is printed and the next call goes on; the exit status is 0 when the
 session itself ended normally and 1 when it broke (the fuzzer reports that as a crash)::
 
     mcp-trio fuzz --client ".venv/bin/python fuzz/targets/mcp_trio_client.py" --max-examples 20
+
+Over stdio::
+
+    mcp-trio fuzz --client ".venv/bin/python fuzz/targets/mcp_trio_client.py --stdio" --client-transport stdio
 
 With ``--bare`` it declares no capability at all (no sampling, elicitation or roots handler),
 which is what the ``capabilities`` campaign needs to send it requests it did not negotiate::
@@ -22,7 +27,7 @@ from typing import Any
 
 import trio
 
-from mcp_trio.client import Client, connect_http
+from mcp_trio.client import Client, connect_http, connect_stdio
 
 CALL_TIMEOUT = 10.0
 
@@ -48,11 +53,14 @@ def _calls(client: Client) -> list[tuple[str, Callable[[], Awaitable[Any]]]]:
     ]
 
 
-async def run(url: str, bare: bool = False) -> None:
+async def run(server: list[str], bare: bool = False) -> None:
+    """``server``: ``[URL]``, or a stdio server's command line."""
     handlers: dict[str, Any] = {} if bare else {
         "sampling": sample, "elicitation": elicit, "roots": [{"uri": "file:///tmp", "name": "tmp"}]}
-    async with connect_http(url, name="fuzz-target-mcp-trio-client", version="1", cache=False,
-                            **handlers) as client:
+    options: dict[str, Any] = {"name": "fuzz-target-mcp-trio-client", "version": "1", **handlers}
+    connected = (connect_http(server[0], cache=False, **options) if len(server) == 1 and "://" in server[0]
+                 else connect_stdio(server[0], *server[1:], **options))
+    async with connected as client:
         for name, call in _calls(client):
             try:
                 await call()
@@ -61,11 +69,17 @@ async def run(url: str, bare: bool = False) -> None:
 
 
 def main() -> int:
-    if len(sys.argv) < 2:
-        print("usage: mcp_trio_client.py [...] SERVER_URL", file=sys.stderr)
+    args = sys.argv[1:]
+    if "--stdio" in args:
+        at = args.index("--stdio")
+        options, server = args[:at], args[at + 1:]
+    else:
+        options, server = args[:-1], args[-1:]
+    if not server:
+        print("usage: mcp_trio_client.py [--bare] SERVER_URL | [--bare] --stdio SERVER_COMMAND...", file=sys.stderr)
         return 2
     try:
-        trio.run(run, sys.argv[-1], "--bare" in sys.argv[1:-1])
+        trio.run(run, server, "--bare" in options)
     except BaseException as exc:  # the session broke: say how, exit 1
         print(f"session failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1

@@ -1,7 +1,9 @@
-"""Fuzzing MCP clients: a fuzzing Streamable HTTP server and the client-side oracles.
+"""Fuzzing MCP clients: a fuzzing Streamable HTTP (or stdio) server and the client-side oracles.
 
 ``mcp-trio fuzz --client "CMD ARGS"`` starts :class:`FuzzServer` on
-127.0.0.1 (port 0) for every example and launches ``CMD ARGS URL``.  The
+127.0.0.1 (port 0) for every example and launches ``CMD ARGS URL``; with
+``--client-transport stdio``, :class:`StdioFuzzServer` and ``CMD ARGS RELAY...``
+(the client starts the relay as its stdio server, see ``_relay.py``).  The
 client does whatever it does (connect, list, call ...); the server follows a
 :data:`Plan` drawn by hypothesis:
 
@@ -45,14 +47,17 @@ that revision (see :func:`mcp_trio.fuzzing.runner._skip_reason`).
 from __future__ import annotations
 
 import json
+import shlex
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import h11
@@ -66,7 +71,7 @@ from .driver import CommandTarget, encode_bytes
 from .strategies import (CLIENT_META_KEYS, EDGE_STRINGS, _mutate_params, advertised, client_methods, from_type,
                          gate, json_values, texts, unadvertised_methods, valid_message)
 
-__all__ = ["ClientRun", "ClientTarget", "FuzzServer", "check_client", "minimal", "plans", "run_plan"]
+__all__ = ["ClientRun", "ClientTarget", "FuzzServer", "StdioFuzzServer", "check_client", "minimal", "plans", "run_plan"]
 
 Plan = dict[str, Any]
 MAX_BODY = 8 * 1024 * 1024
@@ -75,9 +80,38 @@ ANSWER_KINDS = ("result", "mutated", "error", "duplicate", "unknown-id", "junk-e
 
 
 class ClientTarget(CommandTarget):
-    """A client launched as ``CMD ARGS URL`` against a fuzzing server, once per example."""
+    """A client launched against a fuzzing server, once per example.
+
+    ``transport="http"``: launched as ``CMD ARGS URL`` (the fuzzing server's Streamable HTTP
+    endpoint).  ``transport="stdio"``: launched as ``CMD ARGS SERVER...``, where ``SERVER...`` is
+    the command of a small relay (``_relay.py``) the client starts as its stdio server and that
+    connects back to the fuzzing server.  An argument that is exactly ``{server}`` is replaced
+    by the URL, or by the relay's command as one shell-quoted string, instead of appending.
+    """
 
     kind = "client"
+    TRANSPORTS = ("http", "stdio")
+
+    def __init__(self, command: str | Sequence[str], *, transport: str = "http", cwd: str | None = None,
+                 env: dict[str, str] | None = None) -> None:
+        if transport not in self.TRANSPORTS:
+            raise ValueError(f"unknown client transport {transport!r} (one of {', '.join(self.TRANSPORTS)})")
+        super().__init__(command, cwd=cwd, env=env)
+        self.transport = transport
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), **({"transport": self.transport} if self.transport != "http" else {})}
+
+    def launch_argv(self, server: Sequence[str]) -> list[str]:
+        """The client's command line, given the server's URL (``[url]``) or relay command."""
+        if "{server}" in self.argv:
+            joined = server[0] if len(server) == 1 else shlex.join(server)
+            return [joined if arg == "{server}" else arg for arg in self.argv]
+        return [*self.argv, *server]
+
+    @classmethod
+    def from_description(cls, desc: dict[str, Any]) -> ClientTarget:
+        return cls(desc["command"], transport=desc.get("transport", "http"), cwd=desc.get("cwd"))
 
 
 # ------------------------------------------------------------------ values
@@ -360,14 +394,7 @@ class FuzzServer:
             self._reply(conn, sock, 400, _dump({"jsonrpc": "2.0", "id": None,
                                                 "error": {"code": -32700, "message": "parse error"}}))
             return
-        with self.cond:
-            after = self.log.session_id is not None or self.stateless  # (2026-07-28: no handshake)
-            self.log.posts[index]["message"] = msg
-            for m in msg if isinstance(msg, list) else [msg]:
-                self.log.client_messages.append((m, after))
-                if isinstance(m, dict) and "method" not in m and orc._valid_id(m.get("id")):
-                    self.log.answers.setdefault(orc.idkey(m["id"]), []).append(m)
-            self.cond.notify_all()
+        self._record(msg, index)
         if self.stateless:
             self._stateless_post(conn, sock, msg)
             return
@@ -385,6 +412,18 @@ class FuzzServer:
                 "code": -32601, "message": f"{msg['method']} is not a method of {self.revision}"}}))
         else:
             self._answer_stream(conn, sock, [msg])
+
+    def _record(self, msg: Any, index: int | None) -> None:
+        """Log a client message (a batch's members one by one); wake whoever waits for an answer."""
+        with self.cond:
+            after = self.log.session_id is not None or self.stateless  # (2026-07-28: no handshake)
+            if index is not None:
+                self.log.posts[index]["message"] = msg
+            for m in msg if isinstance(msg, list) else [msg]:
+                self.log.client_messages.append((m, after))
+                if isinstance(m, dict) and "method" not in m and orc._valid_id(m.get("id")):
+                    self.log.answers.setdefault(orc.idkey(m["id"]), []).append(m)
+            self.cond.notify_all()
 
     def _stateless_post(self, conn: h11.Connection, sock: socket.socket, msg: Any) -> None:
         """2026-07-28: no session; each request names the revision and the client's capabilities
@@ -451,10 +490,17 @@ class FuzzServer:
     def _answer_stream(self, conn: h11.Connection, sock: socket.socket, requests: list[dict[str, Any]]) -> None:
         """Answer client requests (one, or a batch's) on an SSE stream: each one's step messages
         first, then the answers in order."""
-        claimed = [self._claim(msg) for msg in requests]
-        injections = [inj for step_no, _ in claimed for inj in self._step(step_no)]
         self._send(conn, sock, h11.Response(status_code=200, headers=[("Content-Type", "text/event-stream"),
                                                                       ("Cache-Control", "no-cache")]))
+        for data in self._steps_then_answers(conn, sock, requests):
+            self._event(conn, sock, data)
+        self._send(conn, sock, h11.EndOfMessage())
+
+    def _steps_then_answers(self, conn: Any, sock: Any, requests: list[dict[str, Any]]) -> list[bytes]:
+        """Send the plan's step messages for ``requests`` and wait (bounded) for the client's
+        answers to our requests among them; returns the answers to ``requests`` the plan says."""
+        claimed = [self._claim(msg) for msg in requests]
+        injections = [inj for step_no, _ in claimed for inj in self._step(step_no)]
         waiting = []
         for inj in injections:
             out = self._number(inj)
@@ -462,12 +508,12 @@ class FuzzServer:
                 waiting.append(orc.idkey(out["id"]))
             self._event(conn, sock, _dump(out))
         self._await_answers(waiting)
+        answers: list[bytes] = []
         for msg, (_, call_no) in zip(requests, claimed, strict=True):
-            answers = (self.plan.get("answers") or {}).get(msg["method"]) or []
-            spec = answers[call_no] if call_no < len(answers) else {"kind": "default"}
-            for data in self._answer(msg, spec):
-                self._event(conn, sock, data)
-        self._send(conn, sock, h11.EndOfMessage())
+            planned = (self.plan.get("answers") or {}).get(msg["method"]) or []
+            spec = planned[call_no] if call_no < len(planned) else {"kind": "default"}
+            answers += self._answer(msg, spec)
+        return answers
 
     def _claim(self, msg: dict[str, Any]) -> tuple[int, int]:
         """The step number of a client request and which call of its method it is."""
@@ -543,6 +589,159 @@ class FuzzServer:
                                         + b"\n"))
 
 
+class StdioFuzzServer(FuzzServer):
+    """The same plan served over stdio, one JSON-RPC message per line.
+
+    The client launches the relay (:attr:`relay_argv`) as its server; the relay connects here
+    (127.0.0.1, port 0) and copies its stdin and stdout to and from this connection.  Every
+    client request is served in a thread of its own (so the client's answers to our requests
+    keep arriving while it waits for them); a 2025-03-26 batch is answered with one array.
+    """
+
+    def __init__(self, plan: Plan, revision: str, timeout: float) -> None:
+        self.write_lock = threading.Lock()
+        self.conn: socket.socket | None = None
+        self.serving: list[threading.Thread] = []  # threads answering a client request
+        super().__init__(plan, revision, timeout)
+        port = self.listener.getsockname()[1]
+        self.relay_argv = [sys.executable, str(Path(__file__).with_name("_relay.py")), str(port)]
+
+    def close(self) -> None:
+        super().close()
+        if self.conn is not None:
+            self.conn.close()
+
+    def _serve(self, fn: Any, *args: Any) -> None:
+        self._spawn(fn, *args)
+        self.serving.append(self.threads[-1])
+
+    def _accept(self) -> None:
+        while not self.stopped.is_set():
+            try:
+                sock, _ = self.listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            if self.conn is not None:  # one client, one server process per run
+                sock.close()
+                continue
+            self.conn = sock
+            self._spawn(self._serve_lines, sock)
+
+    def _serve_lines(self, sock: socket.socket) -> None:
+        sock.settimeout(0.2)
+        buffer = b""
+        try:
+            while not self.stopped.is_set():
+                try:
+                    chunk = sock.recv(65536)
+                except TimeoutError:
+                    continue
+                if not chunk:
+                    break
+                buffer += chunk
+                *lines, buffer = buffer.split(b"\n")
+                for line in lines:
+                    if line.strip():
+                        self._line(line.rstrip(b"\r"))
+                if len(buffer) > MAX_BODY:  # no end of line in sight: not a message
+                    with self.cond:
+                        self.log.unparsed.append(buffer[:65536])
+                    buffer = b""
+            if buffer.strip():  # the last message, without its newline
+                self._line(buffer.rstrip(b"\r"))
+        except OSError:
+            pass
+        with self.cond:
+            self.log.events.append({"t": self.log.now(), "dir": "eof"})
+        # The client closed its server's stdin: finish what is being answered (bounded), then
+        # close, so that the relay, the client's server process, exits by itself.
+        deadline = time.monotonic() + self.timeout + 1
+        for thread in list(self.serving):
+            thread.join(max(0.0, deadline - time.monotonic()))
+        with self.write_lock:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def _line(self, data: bytes) -> None:
+        self.log.log("recv", data)
+        try:
+            msg = json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            with self.cond:
+                self.log.unparsed.append(data)
+            self._write(_dump({"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "parse error"}}))
+            return
+        self._record(msg, None)
+        is_request = isinstance(msg, dict) and isinstance(msg.get("method"), str) and "id" in msg
+        if self.stateless:
+            if isinstance(msg, list):
+                with self.cond:
+                    self.log.events.append({"t": self.log.now(), "dir": "refused-batch"})
+            if is_request:
+                self._serve(self._stateless_post, None, None, msg)
+            elif not (isinstance(msg, dict) and isinstance(msg.get("method"), str)):
+                self._stateless_post(None, None, msg)  # a batch or a response: refused at once
+        elif isinstance(msg, list):
+            self._serve(self._batch_lines, msg)
+        elif not is_request:
+            return  # responses (recorded above) and notifications
+        elif msg["method"] == "initialize":
+            self._initialize(None, None, msg)  # in this thread: the session exists before the next line
+        elif self.log.session_id is None:
+            self._write(_dump({"jsonrpc": "2.0", "id": msg["id"], "error": {
+                "code": -32601, "message": f"{msg['method']} is not a method of {self.revision}"}}))
+        else:
+            self._serve(self._answer_stream, None, None, [msg])
+
+    def _batch_lines(self, batch: list[Any]) -> None:
+        requests = [m for m in batch if isinstance(m, dict) and isinstance(m.get("method"), str) and "id" in m]
+        if (not batch or not _versions.supports_batching(self.revision) or self.log.session_id is None
+                or any(m["method"] == "initialize" for m in requests)):
+            with self.cond:
+                self.log.events.append({"t": self.log.now(), "dir": "refused-batch"})
+            self._write(_dump({"jsonrpc": "2.0", "id": None, "error": {
+                "code": orc.INVALID_REQUEST, "message": "batch not accepted here"}}))
+        elif requests:
+            answers = self._steps_then_answers(None, None, requests)
+            parsed = []
+            for data in answers:
+                try:
+                    json.loads(data)
+                    parsed.append(data)
+                except ValueError:  # a junk answer: a line of its own, before the array
+                    self._event(None, None, data)
+            self._event(None, None, b"[" + b",".join(parsed) + b"]")
+
+    def _answer_stream(self, conn: Any, sock: Any, requests: list[dict[str, Any]]) -> None:
+        for data in self._steps_then_answers(conn, sock, requests):
+            self._event(conn, sock, data)
+
+    def _send(self, conn: Any, sock: Any, *events: Any) -> None:
+        pass  # (HTTP framing)
+
+    def _reply(self, conn: Any, sock: Any, status: int, body: bytes = b"", extra: Any = None) -> None:
+        if body:
+            self._write(body)
+
+    def _event(self, conn: Any, sock: Any, data: bytes) -> None:
+        self.log.log("send", data)
+        self._write(data)
+
+    def _write(self, data: bytes) -> None:
+        line = data.replace(b"\r", b" ").replace(b"\n", b" ") + b"\n"  # (only junk answers hold any)
+        with self.write_lock:
+            if self.conn is None:
+                return
+            try:
+                self.conn.sendall(line)
+            except OSError:
+                pass
+
+
 def _dump(obj: Any) -> bytes:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
@@ -557,15 +756,18 @@ class ClientRun:
     hung: bool
     output: str
     revision: str = ""
+    transport: str = "http"
 
 
 def run_plan(target: ClientTarget, revision: str, plan: Plan, *, timeout: float, run_time: float) -> ClientRun:
     """Serve ``plan`` to one launch of the client; stop it if it is still running after ``run_time``."""
-    server = FuzzServer(plan, revision, timeout)
+    stdio = target.transport == "stdio"
+    server = StdioFuzzServer(plan, revision, timeout) if stdio else FuzzServer(plan, revision, timeout)
+    argv = target.launch_argv(server.relay_argv if isinstance(server, StdioFuzzServer) else [server.url])
     hung = False
     with tempfile.TemporaryFile() as out:
         try:
-            proc = subprocess.Popen([*target.argv, server.url], stdin=subprocess.DEVNULL, stdout=out,
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out,
                                     stderr=subprocess.STDOUT, cwd=target.cwd, env=target.env,
                                     start_new_session=True)
             try:
@@ -577,7 +779,7 @@ def run_plan(target: ClientTarget, revision: str, plan: Plan, *, timeout: float,
             server.close()
         out.seek(0)
         output = out.read()[-16384:].decode("utf-8", "replace")
-    return ClientRun(server.log, proc.returncode if not hung else None, hung, output, revision)
+    return ClientRun(server.log, proc.returncode if not hung else None, hung, output, revision, target.transport)
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
@@ -609,7 +811,7 @@ def check_client(run: ClientRun, run_time: float) -> list[orc.Violation]:
         return out
     out += _check_answers(log, alive=not run.hung and run.exit_code == 0)
     out += _check_messages(log)
-    out += _check_headers(log)
+    out += _check_headers(log) if run.transport == "http" else _check_stdio(log)
     return out
 
 
@@ -718,6 +920,21 @@ def _check_headers(log: ServerLog) -> list[orc.Violation]:
             out.append(orc.Violation("client-http", f"a {post['method']} after initialize with "
                                      f"MCP-Protocol-Version {headers.get('mcp-protocol-version')!r}",
                                      "protocol-version"))
+    return out
+
+
+def _check_stdio(log: ServerLog) -> list[orc.Violation]:
+    """What the HTTP checks judge from the POSTs, for a client on stdio: no JSON-RPC batch in a
+    revision without batches, no response from a 2026-07-28 client (it has no server requests)."""
+    revision = log.negotiated or ""
+    out = []
+    if any(e.get("dir") == "refused-batch" for e in log.events) and not _versions.supports_batching(revision):
+        out.append(orc.Violation("valid-message", f"a JSON-RPC batch in {revision}, which has none", "batch"))
+    if _versions.is_stateless(revision):
+        for msg, _ in log.client_messages:
+            if isinstance(msg, dict) and "method" not in msg:
+                out.append(orc.Violation("valid-message", "a response from a 2026-07-28 client, which gets no "
+                                         f"requests: {orc._excerpt(msg)}", "response"))
     return out
 
 
@@ -846,7 +1063,7 @@ def replay_client(data: dict[str, Any], *, target: Any = None,
     """Serve a client transcript's plan again to a fresh launch of the client."""
     if target is None:
         desc = data["target"]
-        target = ClientTarget(desc["command"], cwd=desc.get("cwd"))
+        target = ClientTarget.from_description(desc)
     if not isinstance(target, ClientTarget):
         raise ValueError("a client transcript replays against a client (--client CMD)")
     return _replay_plan(target, data["revision"], data["plan"], timeout or data.get("timeout", 5.0),

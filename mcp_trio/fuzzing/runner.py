@@ -820,7 +820,7 @@ def target_from(description: dict[str, Any]) -> drv.StdioTarget | drv.HttpTarget
     if description.get("kind") == "client":
         from .client import ClientTarget
 
-        return ClientTarget(description["command"], cwd=description.get("cwd"))
+        return ClientTarget.from_description(description)
     raise ValueError(f"unknown target {description!r}")
 
 
