@@ -1,6 +1,7 @@
 """A client written with the official Python SDK (PyPI ``mcp``), for ``mcp-trio fuzz --client``.
 
-The fuzzer appends its server's URL.  The client connects over Streamable HTTP with the
+The fuzzer appends its server's URL.  The client connects over Streamable HTTP (or, after
+``--stdio``, launches the rest of the command line as its stdio server) with the
 initialize handshake, answers sampling, elicitation and roots requests, then lists and calls
 what a typical client does: tools, resources, prompts, the log level and a ping.  An error a
 call gets back is printed and the next call goes on; the exit status is 0 when the session
@@ -9,6 +10,8 @@ itself ended normally and 1 when it broke.  Run it from an isolated install of `
 
     mcp-trio fuzz --client "/tmp/sdk-venv/bin/python fuzz/targets/python_sdk_client.py" \\
         --max-examples 100 --timeout 3 --seed 1 --out /tmp/fuzz-sdk-client
+    mcp-trio fuzz --client "/tmp/sdk-venv/bin/python fuzz/targets/python_sdk_client.py --stdio" \
+        --client-transport stdio --max-examples 100 --timeout 3 --seed 1 --out /tmp/fuzz-sdk-stdio-client
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import Any
 import anyio
 import mcp_types as types
 from mcp.client.client import Client
+from mcp.client.stdio import StdioServerParameters
 
 CALL_TIMEOUT = 10.0
 
@@ -51,8 +55,11 @@ def _calls(client: Client) -> list[tuple[str, Callable[[], Awaitable[Any]]]]:
     ]
 
 
-async def run(url: str) -> None:
-    async with Client(url, mode="legacy", client_info=types.Implementation(name="fuzz-target-python-sdk-client",
+async def run(server: list[str]) -> None:
+    """``server``: ``[URL]``, or a stdio server's command line."""
+    target: Any = (server[0] if len(server) == 1 and "://" in server[0]
+                   else StdioServerParameters(command=server[0], args=server[1:]))
+    async with Client(target, mode="legacy", client_info=types.Implementation(name="fuzz-target-python-sdk-client",
                                                                            version="1"),
                       sampling_callback=sample, elicitation_callback=elicit, list_roots_callback=roots,
                       read_timeout_seconds=CALL_TIMEOUT, cache=None) as client:
@@ -65,12 +72,14 @@ async def run(url: str) -> None:
 
 
 def main() -> int:
-    if len(sys.argv) < 2:
-        print("usage: python_sdk_client.py [...] SERVER_URL", file=sys.stderr)
+    args = sys.argv[1:]
+    server = args[args.index("--stdio") + 1:] if "--stdio" in args else args[-1:]
+    if not server:
+        print("usage: python_sdk_client.py SERVER_URL | --stdio SERVER_COMMAND...", file=sys.stderr)
         return 2
     warnings.simplefilter("ignore")  # (deprecation notes about 2026-07-28 on stderr say nothing here)
     try:
-        anyio.run(run, sys.argv[-1])
+        anyio.run(run, server)
     except BaseException as exc:  # the session broke: say how, exit 1
         print(f"session failed: {type(exc).__name__}: {exc!r}"[:2000], file=sys.stderr)
         return 1
