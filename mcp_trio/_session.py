@@ -273,8 +273,12 @@ class Session:
         finally:
             self._outbox_closed = True
             self._shutdown()
-            with trio.move_on_after(self.close_grace, shield=True):
-                await self.channel.aclose()
+            close_nowait = getattr(self.channel, "close_nowait", None)
+            if close_nowait is not None:  # (a transport with nothing to wait for: no scope to enter)
+                close_nowait()
+            else:
+                with trio.move_on_after(self.close_grace, shield=True):
+                    await self.channel.aclose()
             self.closed.set()
 
     async def _reader(self) -> None:

@@ -208,6 +208,11 @@ def _progress_token(params: Any) -> int | str | None:
     return None
 
 
+# (revision, extensions, role, capabilities as sorted JSON) -> (accepted requests, one-pass decoder)
+_GATES: dict[tuple[Any, ...], tuple[dict[str, MethodSpec], msgspec.json.Decoder[Any] | None]] = {}
+_GATES_MAX = 256
+
+
 @functools.lru_cache(maxsize=64)
 def _version_sets(versions: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
     """All, legacy (handshake) and modern (stateless) revisions of ``versions``, checked."""
@@ -779,14 +784,40 @@ class SessionCore:
         """
         table = self._accepted.get(version)
         if table is None:
+            table, self._request_decoders[version] = self._gate(version)
+            self._accepted[version] = table
+        return table
+
+    def _gate(self, version: str) -> tuple[dict[str, MethodSpec], msgspec.json.Decoder[Any] | None]:
+        """:meth:`_accepted_requests` and the one-pass request decoder of
+        ``version``, shared by every core made alike (same role, extensions and
+        advertised capabilities): a stateless Streamable HTTP request gets a
+        core of its own, which then builds neither."""
+        try:
+            key: tuple[Any, ...] | None = (
+                version, self.extensions, self.role, msgspec.json.encode(self.capabilities, order="sorted")
+            )
+        except (TypeError, ValueError):  # capabilities that are not JSON: nothing shared
+            key = None
+        gate = _GATES.get(key) if key is not None else None
+        if gate is None:
             table = {
                 method: spec
                 for method, spec in self._methods(version).items()
                 if self._is_peer_request(spec)
                 and (spec.capability is None or has_capability(self.capabilities, spec.capability))
             }
-            self._accepted[version] = table
-        return table
+            params_types = {
+                method: spec.params
+                for method, spec in table.items()
+                if method not in _OWN_FLOW and spec.params is not None and _has_meta_dict(spec.params)
+            }
+            gate = (table, rpc.request_decoder(params_types) if params_types else None)
+            if key is not None:
+                if len(_GATES) >= _GATES_MAX:
+                    _GATES.clear()  # (a bound, never reached by a program with a few kinds of sessions)
+                _GATES[key] = gate
+        return gate
 
     def _is_peer_request(self, spec: MethodSpec | None) -> bool:
         """``spec`` is a JSON-RPC request the peer may send us (whatever the capabilities)."""
@@ -1122,10 +1153,9 @@ class SessionCore:
         version = self.version
         if version is None:
             return False
-        if version in self._request_decoders:
-            decoder = self._request_decoders[version]
-        else:
-            decoder = self._request_decoders[version] = self._build_request_decoder(version)
+        if version not in self._request_decoders:
+            self._accepted_requests(version)
+        decoder = self._request_decoders[version]
         if decoder is None:
             return False
         try:
@@ -1193,17 +1223,6 @@ class SessionCore:
             return False  # an older revision: its own params type
         self._initialize(id, version, params, events)
         return True
-
-    def _build_request_decoder(self, version: str) -> msgspec.json.Decoder[Any] | None:
-        """The one-pass decoder of ``version``'s requests this side answers
-        (``None`` when there are none): those with typed params that follow
-        the common flow."""
-        params_types = {
-            method: spec.params
-            for method, spec in self._accepted_requests(version).items()
-            if method not in _OWN_FLOW and spec.params is not None and _has_meta_dict(spec.params)
-        }
-        return rpc.request_decoder(params_types) if params_types else None
 
     def _receive_expected_result(self, data: bytes | Raw, events: list[Event]) -> bool:
         """The one-pass path for the answer to our only pending request.

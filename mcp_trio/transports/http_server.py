@@ -446,6 +446,10 @@ class _HttpSession(trio.abc.Channel[Frame]):
         self._end()
         await trio.lowlevel.checkpoint()
 
+    def close_nowait(self) -> None:
+        """:meth:`aclose` without waiting (nothing to wait for: the engine uses this)."""
+        self._end()
+
     def _end(self) -> None:
         self._input_ended = True
         self._feed = None
@@ -536,6 +540,10 @@ class _HttpSession(trio.abc.Channel[Frame]):
             await self._room.wait()
 
     async def end_input(self) -> None:
+        self._end()
+
+    def end_input_nowait(self) -> None:
+        """:meth:`end_input`, which never needs to wait (a stateless request's end)."""
         self._end()
 
     def touch(self) -> None:
@@ -823,7 +831,7 @@ class StreamableHTTP:
             except trio.ClosedResourceError:
                 return _session_ended()
             if session.id is None:
-                await session.end_input()
+                session.end_input_nowait()
             return _Reply(202, headers=reply_headers)
         ids = {m.id for m in requests}
         if len(ids) != len(requests):
@@ -858,8 +866,7 @@ class StreamableHTTP:
             if stream.complete:
                 session.streams.pop(stream.key, None)
             if session.id is None:
-                with trio.CancelScope(shield=True):
-                    await session.end_input()
+                session.end_input_nowait()
             session.touch()
         return None
 

@@ -101,3 +101,24 @@ def test_is_stateless_answers_unknown_versions_too() -> None:
     assert _versions.is_stateless("2026-07-28") and not _versions.is_stateless("2025-11-25")
     assert _versions.is_stateless("2030-01-01") and not _versions.is_stateless("2020-01-01")
     assert _versions.is_stateless("draft") and not _versions.is_stateless("nonsense")
+
+
+@pytest.mark.parametrize("version", LEGACY + MODERN)
+def test_cores_made_alike_share_one_table_and_others_get_their_own(version: str) -> None:
+    # A stateless HTTP request gets a core of its own: the gate is built once
+    # for all cores with the same role, revision, extensions and capabilities.
+    a = ready(version, capabilities={"tools": {}, "prompts": {}})
+    b = ready(version, capabilities={"prompts": {}, "tools": {}})  # same, in another order
+    assert a._accepted_requests(version) is b._accepted_requests(version)
+    c = ready(version, capabilities={"tools": {}})
+    assert c._accepted_requests(version) is not a._accepted_requests(version)
+    assert "prompts/list" in a._accepted_requests(version)
+    assert "prompts/list" not in c._accepted_requests(version)
+    reply = answer(c.receive(request(1, "prompts/list", version=version)))  # what c refuses
+    assert "'prompts' capability is not advertised" in reply["error"]["message"]
+    events = a.receive(request(1, "prompts/list", version=version))  # and a takes
+    assert [e.method for e in events if isinstance(e, RequestReceived)] == ["prompts/list"]
+    # a client core with the same capabilities answers the other direction's requests
+    cli = SessionCore("client", info={"name": "c", "version": "1"}, capabilities={"tools": {}, "prompts": {}},
+                      versions=[version])
+    assert "tools/list" not in cli._accepted_requests(version)
