@@ -115,7 +115,7 @@ def _request_decoder(revision: str, method: str) -> Callable[[bytes], Any]:
     if method == "initialize":  # as a server whose newest revision is ``revision`` does
         one_pass = rpc.request_decoder({"initialize": spec.params})
     else:
-        one_pass = _SERVER._build_request_decoder(revision)
+        one_pass = _SERVER._gate(revision)[1]
         assert one_pass is not None
     stateless = _versions.is_stateless(revision)
 
