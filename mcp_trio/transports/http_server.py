@@ -615,6 +615,11 @@ class StreamableHTTP:
         retry_ms: The ``retry`` (milliseconds a client waits before it
             reconnects) sent in priming events and when a handler closes its
             stream early (``Context.close_stream``); ``None``: not sent.
+        inbound_buffer: Frames a session holds before its engine takes them:
+            those that come before the engine has started, or all of them for
+            an engine that reads with ``channel.receive()``; a POST waits for
+            room beyond that.  An engine with push input (the library's, see
+            docs/engine.md) takes every later frame in the POST's own task.
     """
 
     def __init__(
