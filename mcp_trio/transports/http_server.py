@@ -1228,6 +1228,14 @@ class ASGIApp:
                 break
         query = scope.get("query_string", b"").decode("latin-1")
         request = HttpRequest(scope["method"], headers, bytes(body), scope["path"], query)
+        if request.method == "POST" and b"subscriptions/listen" not in request.body:
+            # A POST's response ends with its answer: no task to watch for the
+            # client leaving (it costs about a seventh of the server's CPU per
+            # request); a client that left is noticed at the next write, and its
+            # requests go on in their session as they would anyway.  GET streams
+            # and subscriptions/listen may stay open indefinitely: watched.
+            await handler.handle(request, responder)
+            return
         async with trio.open_nursery() as nursery:
 
             async def watch_disconnect() -> None:
