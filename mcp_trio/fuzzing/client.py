@@ -310,7 +310,10 @@ class FuzzServer:
                 continue
             except OSError:
                 return
-            self._spawn(self._serve, sock)
+            self._connection(sock)
+
+    def _connection(self, sock: socket.socket) -> None:
+        self._spawn(self._serve, sock)
 
     def _serve(self, sock: socket.socket) -> None:
         conn = h11.Connection(h11.SERVER, max_incomplete_event_size=64 * 1024)
@@ -615,19 +618,12 @@ class StdioFuzzServer(FuzzServer):
         self._spawn(fn, *args)
         self.serving.append(self.threads[-1])
 
-    def _accept(self) -> None:
-        while not self.stopped.is_set():
-            try:
-                sock, _ = self.listener.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            if self.conn is not None:  # one client, one server process per run
-                sock.close()
-                continue
-            self.conn = sock
-            self._spawn(self._serve_lines, sock)
+    def _connection(self, sock: socket.socket) -> None:
+        if self.conn is not None:  # one client, one server process per run
+            sock.close()
+            return
+        self.conn = sock
+        self._spawn(self._serve_lines, sock)
 
     def _serve_lines(self, sock: socket.socket) -> None:
         sock.settimeout(0.2)

@@ -447,7 +447,8 @@ class _HttpSession(trio.abc.Channel[Frame]):
         await trio.lowlevel.checkpoint()
 
     def close_nowait(self) -> None:
-        """:meth:`aclose` without waiting (nothing to wait for: the engine uses this)."""
+        """:meth:`aclose` without waiting: the input ends (the engine uses this,
+        and so does a stateless request once its frame is handed over)."""
         self._end()
 
     def _end(self) -> None:
@@ -540,10 +541,6 @@ class _HttpSession(trio.abc.Channel[Frame]):
             await self._room.wait()
 
     async def end_input(self) -> None:
-        self._end()
-
-    def end_input_nowait(self) -> None:
-        """:meth:`end_input`, which never needs to wait (a stateless request's end)."""
         self._end()
 
     def touch(self) -> None:
@@ -836,7 +833,7 @@ class StreamableHTTP:
             except trio.ClosedResourceError:
                 return _session_ended()
             if session.id is None:
-                session.end_input_nowait()
+                session.close_nowait()
             return _Reply(202, headers=reply_headers)
         ids = {m.id for m in requests}
         if len(ids) != len(requests):
@@ -871,7 +868,7 @@ class StreamableHTTP:
             if stream.complete:
                 session.streams.pop(stream.key, None)
             if session.id is None:
-                session.end_input_nowait()
+                session.close_nowait()
             session.touch()
         return None
 

@@ -19,6 +19,8 @@ from mcp_trio.server import Server
 from mcp_trio.transports import Frame
 from mcp_trio.transports.http_server import HttpRequest, StreamableHTTP
 
+from ..transports.test_http_server import _Sink
+
 INFO = {"name": "t", "version": "1"}
 ACCEPT = {"accept": "application/json, text/event-stream", "content-type": "application/json", "host": "127.0.0.1"}
 
@@ -104,23 +106,6 @@ def _init(id: int = 1) -> bytes:
             "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": INFO},
         }
     )
-
-
-class _Sink:
-    def __init__(self) -> None:
-        self.status = 0
-        self.headers: dict[str, str] = {}
-        self.body = b""
-
-    async def start(self, status: int, headers: Any) -> None:
-        self.status = status
-        self.headers = dict(headers)
-
-    async def send(self, data: bytes) -> None:
-        self.body += data
-
-    async def end(self) -> None:
-        pass
 
 
 async def _open(endpoint: StreamableHTTP) -> dict[str, str]:
