@@ -171,6 +171,11 @@ class StreamChannel(trio.abc.Channel[Frame]):
             self._ready = frames
         return self._ready.pop()
 
+    def buffered(self) -> int:
+        """How many messages were read and not yet taken by :meth:`receive`
+        (0: the next one must be read from the stream)."""
+        return len(self._ready)
+
     async def send(self, value: Frame) -> None:
         if self._closed:
             raise trio.ClosedResourceError

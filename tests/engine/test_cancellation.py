@@ -94,10 +94,17 @@ class Pipe(trio.abc.Channel[Frame]):
         await self._receive.aclose()
 
 
-def pipe_pair() -> tuple[Pipe, Pipe]:
+def pipe_pair(*, relay: bool = False) -> tuple[Pipe, Pipe]:
+    """Two connected ends; with ``relay``, each tells the session how many
+    frames it holds (``buffered``, as stdio's channel does), so a request read
+    last is handled in the reader's own task while a successor reads on."""
     a_send, b_receive = trio.open_memory_channel[Frame](64)
     b_send, a_receive = trio.open_memory_channel[Frame](64)
-    return Pipe(a_send, a_receive), Pipe(b_send, b_receive)
+    ends = Pipe(a_send, a_receive), Pipe(b_send, b_receive)
+    if relay:
+        for end in ends:
+            end.buffered = end._ahead.__len__  # type: ignore[attr-defined]
+    return ends
 
 
 def responses_to(log: list[tuple[str, Any]], ids: set[Any]) -> list[Any]:
@@ -123,17 +130,19 @@ BUSY_STEPS = (
 )
 
 
-def busy_handler_recording(hits: collections.Counter[str]) -> Any:
+def busy_handler_recording(hits: collections.Counter[str], tasks: list[str] | None = None) -> Any:
     """A handler with many await points of different kinds, that never finishes
     by itself; ``hits[step]`` counts the cancellations raised at each step.
 
     Each send but the first follows another send, so with a busy writer it
     waits for room (a send with room raises only a cancellation already pending
     on entry, which is how the first one is hit: the cancellation arrived with
-    the request).
+    the request).  ``tasks`` (if given) collects the name of each busy call's task.
     """
 
     async def busy_handler(ctx: RequestContext, params: Any) -> Any:
+        if tasks is not None and params.name == "busy":
+            tasks.append(trio.lowlevel.current_task().name)
         if params.name == "quick":
             return text("quick")
         step = ""
@@ -188,10 +197,12 @@ async def settle(*sessions: Any) -> None:
             await trio.testing.wait_all_tasks_blocked()
 
 
+@pytest.mark.parametrize("relay", [False, True], ids=["handler-tasks", "reader-relay"])
 @pytest.mark.parametrize("version", [LEGACY[0], *MODERN[:1]])
-async def test_cancel_at_every_await_point(version: str) -> None:
+async def test_cancel_at_every_await_point(version: str, relay: bool) -> None:
     hits: collections.Counter[str] = collections.Counter()
-    server_channel, client_channel = pipe_pair()
+    tasks: list[str] = []
+    server_channel, client_channel = pipe_pair(relay=relay)
     roots_hang = False
 
     async def list_roots_or_hang(ctx: RequestContext, params: Any) -> Any:
@@ -205,7 +216,7 @@ async def test_cancel_at_every_await_point(version: str) -> None:
         role="server",
         info={"name": "s", "version": "1"},
         capabilities={"tools": {}, "logging": {}},
-        request_handlers={"tools/call": busy_handler_recording(hits)},
+        request_handlers={"tools/call": busy_handler_recording(hits, tasks)},
         outbox_size=0,  # a send waits while the writer is still sending
     ) as srv, open_session(
         client_channel,
@@ -245,6 +256,11 @@ async def test_cancel_at_every_await_point(version: str) -> None:
     # every await point of the handler was hit by some cancellation
     expected = [s for s in BUSY_STEPS if s != "request" or not _versions.is_stateless(version)]
     assert sorted(hits) == sorted(expected), hits
+    # with relay, calls read last ran in a reader's task (the rest in their own)
+    relayed = sum(name.endswith("Session._next_reader") for name in tasks)
+    assert (relayed > 0) if relay else (relayed == 0), tasks
+    if relay:
+        assert relayed < len(tasks)  # (a frame behind it in the read: a task of its own)
     # every busy call was cancelled: none of them may have been answered
     busy_ids = {
         m["id"]
