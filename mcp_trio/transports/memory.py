@@ -26,6 +26,11 @@ class MemoryChannel(trio.abc.Channel[Frame]):
     async def receive(self) -> Frame:
         return await self._receive.receive()
 
+    def buffered(self) -> int:
+        """Frames sent to this end and not yet received (the session's reader
+        relay, see docs/engine.md, takes a request itself only when none are)."""
+        return self._receive.statistics().current_buffer_used
+
     async def aclose(self) -> None:
         await self._send.aclose()
         await self._receive.aclose()

@@ -44,7 +44,12 @@ async def test_new_session_runs_in_the_callers_task_and_starts_its_writer_on_dem
             await client.connect()
             result = await client.request("tools/call", {"name": "echo", "arguments": {"text": "hi"}})
             assert result.content[0].text == "hi"
-            assert [t.name for t in server._tasks.child_tasks] == ["mcp_trio._session.Session._writer"]
+            # the writer, and the reader that took over when run()'s own task
+            # took a request it read last (the reader relay, see test_reader_relay.py)
+            assert sorted(t.name for t in server._tasks.child_tasks) == [
+                "mcp_trio._session.Session._next_reader",
+                "mcp_trio._session.Session._writer",
+            ]
         with trio.fail_after(5):
             await server.closed.wait()  # the client left: run() returns
     assert server.core.closed
