@@ -35,10 +35,12 @@ Rules:
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import math
+import types
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator, Mapping
 from contextlib import asynccontextmanager
 from types import MappingProxyType
 from typing import Any
@@ -285,17 +287,22 @@ class Session:
 
     async def _reader(self) -> bool:
         """Read and dispatch frames until the input ends (False), or until this
-        task takes a request itself and hands the reading on (True).
+        task becomes the task of a request it read and hands the reading on
+        (True).
 
         A request that is the last thing read so far (the channel says
-        nothing more is buffered: the peer is waiting for this answer) and
-        finds a free slot is handled here, in the reader's own task, and a
-        successor reader is started first: the request still has its own
-        task and cancel scope, and reading goes on while it runs, but its
-        answer leaves one trip through the scheduler sooner than from a task
-        started for it (which would first run in the next batch).  Channels
-        that cannot tell what they hold (no ``buffered``) always get handler
-        tasks of their own.
+        nothing more is buffered: the peer is most likely waiting for this
+        answer) and that finds a free slot is handled here, in a context of
+        its own (a copy of the reader's, as a new task would get) and in its
+        own cancel scope.  If it ends without ever yielding to trio (a
+        handler that does not wait, its answer written at once), reading
+        simply goes on: the request cost no task and no extra trip through
+        the scheduler, and nothing could have been read meanwhile anyway
+        (trio runs one task at a time).  The first time it does yield (a
+        checkpoint or a wait), a successor reader is started first, so
+        reading goes on while it waits, and this task stays the request's
+        until it is done.  Channels that cannot tell what they hold (no
+        ``buffered``) get a task for every request.
         """
         channel = self.channel
         core = self.core
@@ -324,13 +331,18 @@ class Session:
                 and not buffered()
                 and not self._stopping
             ):
-                assert self._tasks is not None
-                self._tasks.start_soon(self._next_reader, name=_READER_NAME)
                 self._running += 1
                 self._alive += 1
-                await self._handle_request(last)
-                return True
+                if await _until_it_waits(
+                    self._handle_request(last), contextvars.copy_context(), self._start_successor
+                ):
+                    return True  # it waited: a successor took over the reading
+                continue
             await self._dispatch(last)
+
+    def _start_successor(self) -> None:
+        assert self._tasks is not None
+        self._tasks.start_soon(self._next_reader, name=_READER_NAME)
 
     async def _next_reader(self) -> None:
         """A successor of a reader that took a request (see :meth:`_reader`)."""
@@ -934,6 +946,38 @@ class Session:
     @property
     def state(self) -> State:
         return self.core.state
+
+
+@types.coroutine
+def _until_it_waits(
+    coro: Coroutine[Any, Any, None], context: contextvars.Context, on_wait: Callable[[], None]
+) -> Generator[Any, Any, bool]:
+    """Run ``coro`` to its end, each step in ``context``; False if it ended
+    without yielding to trio.  The first time it yields (a checkpoint, a
+    wait), call ``on_wait()``, then go on exactly as ``await coro`` would
+    (what trio sends or throws in is passed on) and return True."""
+    send = coro.send
+    try:
+        value = context.run(send, None)
+    except StopIteration:
+        return False
+    on_wait()
+    while True:
+        try:
+            sent = yield value
+        except GeneratorExit:
+            coro.close()
+            raise
+        except BaseException as exc:  # trio resumes the task with an error (a Cancelled, say)
+            try:
+                value = context.run(coro.throw, exc)
+            except StopIteration:
+                return True
+        else:
+            try:
+                value = context.run(send, sent)
+            except StopIteration:
+                return True
 
 
 def _ended(what: str, channel: Any) -> str:

@@ -2,16 +2,20 @@
 
 Over a channel that says how many messages it holds (stdio's), a request that
 is the last thing read and finds a free slot runs in the task that read it,
-and a successor reader is started first.  Its answer then leaves in the same
-task step that read the request (one trip through the scheduler less than a
-task started for it).  These tests drive a server session over real pipes
-and check that it is so, and that nothing else changes: reading goes on while
-such a request runs, it can be cancelled, a burst still gets concurrent
-tasks, and the end of input still ends the session.
+in a context of its own.  If it never waits, reading just goes on (no task
+was started for it); the first time it waits, a successor reader is started
+and the reading goes on there.  Its answer leaves in the same task step that
+read the request (one trip through the scheduler less than a task started
+for it).  These tests drive a server session over real pipes and check that
+it is so, and that nothing else changes: reading goes on while such a request
+waits, it can be cancelled, a burst still gets concurrent tasks, contexts do
+not leak from one request to the next, and the end of input still ends the
+session.
 """
 
 from __future__ import annotations
 
+import contextvars
 import json
 import os
 from collections.abc import AsyncIterator
@@ -34,13 +38,18 @@ INIT = {
 
 
 class Steps(trio.abc.Instrument):
-    """Counts task steps, so a test can tell whether two things happened in one."""
+    """Counts task steps, so a test can tell whether two things happened in
+    one, and the tasks started."""
 
     def __init__(self) -> None:
         self.count = 0
+        self.spawned: list[str] = []
 
     def before_task_step(self, task: trio.lowlevel.Task) -> None:
         self.count += 1
+
+    def task_spawned(self, task: trio.lowlevel.Task) -> None:
+        self.spawned.append(task.name)
 
 
 class RecordingPipe(_PipeStream):
@@ -89,8 +98,10 @@ class Peer:
 
 
 @asynccontextmanager
-async def served(handlers: dict[str, Any], **options: Any) -> AsyncIterator[tuple[Session, Peer, list[Any]]]:
-    steps = Steps()
+async def served(
+    handlers: dict[str, Any], steps: Steps | None = None, **options: Any
+) -> AsyncIterator[tuple[Session, Peer, list[Any]]]:
+    steps = steps or Steps()
     trio.lowlevel.add_instrument(steps)
     log: list[tuple[str, int, bytes]] = []
     in_r, in_w = os.pipe()
@@ -210,3 +221,43 @@ async def test_no_relay_without_a_free_slot() -> None:
         release.set()
         answers = await peer.answers(2)
         assert sorted(answers) == [1, 2] and order == [1, 2]
+
+
+async def test_requests_that_never_wait_start_no_task_and_each_gets_its_own_context() -> None:
+    var: contextvars.ContextVar[str] = contextvars.ContextVar("var", default="unset")
+
+    async def remember(ctx: RequestContext, params: Any) -> Any:
+        seen = var.get()
+        var.set(params.arguments["text"])  # must not be seen by the next request
+        return {"content": [{"type": "text", "text": seen}]}
+
+    steps = Steps()
+    async with served({"tools/call": remember}, steps) as (session, peer, log):
+        await trio.testing.wait_all_tasks_blocked()
+        del steps.spawned[:]
+        for id in range(1, 6):
+            peer.send(call(id, "remember", text=f"set by {id}"))
+            assert (await peer.receive())["result"]["content"][0]["text"] == "unset"
+        assert steps.spawned == []  # read, handled, answered by the reader itself
+
+
+async def test_a_request_that_waits_hands_the_reading_on() -> None:
+    napping = trio.Event()
+
+    async def nap(ctx: RequestContext, params: Any) -> Any:
+        napping.set()
+        await trio.sleep(0.05)
+        return {"content": [{"type": "text", "text": "rested"}]}
+
+    steps = Steps()
+    async with served({"tools/call": nap}, steps) as (session, peer, log):
+        await trio.testing.wait_all_tasks_blocked()
+        del steps.spawned[:]
+        peer.send(call(1, "nap"))
+        with trio.fail_after(5):
+            await napping.wait()
+        peer.send({"jsonrpc": "2.0", "id": 2, "method": "ping"})  # read by the successor meanwhile
+        answers = await peer.answers(2)
+        assert answers[1]["result"]["content"][0]["text"] == "rested" and answers[2]["result"] == {}
+        # one successor reader at the first wait; the ping needed no task
+        assert steps.spawned == ["mcp_trio._session.Session._next_reader"]
