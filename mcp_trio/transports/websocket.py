@@ -309,6 +309,11 @@ class _WsprotoChannel(WebSocketChannel):
             raise trio.ClosedResourceError
         return await self._in_recv.receive()
 
+    def buffered(self) -> int:
+        """Messages received and not yet taken by :meth:`receive` (the
+        session's reader relay, see docs/engine.md, uses it)."""
+        return self._in_recv.statistics().current_buffer_used
+
     async def send(self, value: Frame) -> None:
         if self._closed:
             raise trio.ClosedResourceError
@@ -856,6 +861,9 @@ class _AuthorizedChannel(trio.abc.Channel[Frame]):
         self.inner = inner
         self.admission = admission
         self._send_lock = trio.Lock()
+        buffered = getattr(inner, "buffered", None)
+        if buffered is not None:  # (the reader relay: see docs/engine.md)
+            self.buffered = buffered
 
     def auth_for(self, request_id: Any) -> Any:
         """The connection's authorization, for any of its requests."""

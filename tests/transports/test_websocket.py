@@ -449,6 +449,37 @@ async def test_everything_server_over_websocket(front_door: str, version: str) -
         await wait_until(lambda: endpoint.connections == 0)
 
 
+class _Spawns(trio.abc.Instrument):
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    def task_spawned(self, task: trio.lowlevel.Task) -> None:
+        self.names.append(task.name)
+
+
+async def test_requests_that_never_wait_are_answered_by_the_reader(front_door: str) -> None:
+    """Over wsproto the channel says what it holds, so the engine's reader
+    answers a lone request that never waits itself (docs/engine.md, "Reader
+    relay"); the ASGI channel cannot tell, so each request gets a task there.
+    Either way a request that waits does not hold up the others."""
+    server, state = blocking_server()
+    spawns = _Spawns()
+    async with serving(front_door, server.serve_session) as (url, endpoint):
+        async with connect_websocket(url) as client, trio.open_nursery() as nursery:
+            nursery.start_soon(partial(client.call_tool, "forever"))
+            with trio.fail_after(5):
+                await state["started"].wait()
+            trio.lowlevel.add_instrument(spawns)
+            try:
+                for i in range(5):
+                    assert (await client.call_tool("echo", {"text": f"t{i}"})).content[0].text == f"t{i}"
+            finally:
+                trio.lowlevel.remove_instrument(spawns)
+            nursery.cancel_scope.cancel()
+    handlers = spawns.names.count("mcp_trio._session.Session._handle_request")
+    assert handlers == (0 if front_door == "wsproto" else 5), spawns.names
+
+
 async def test_websocket_and_streamable_http_share_one_server() -> None:
     async with trio.open_nursery() as nursery:
         urls = await nursery.start(
