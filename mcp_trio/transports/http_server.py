@@ -1225,7 +1225,7 @@ class ASGIApp:
                 break
         query = scope.get("query_string", b"").decode("latin-1")
         request = HttpRequest(scope["method"], headers, bytes(body), scope["path"], query)
-        if request.method == "POST" and b"subscriptions/listen" not in request.body:
+        if request.method == "POST" and not _may_stay_open(request.body):
             # A POST's response ends with its answer: no task to watch for the
             # client leaving (it costs about a seventh of the server's CPU per
             # request); a client that left is noticed at the next write, and its
@@ -1246,6 +1246,22 @@ class ASGIApp:
             nursery.start_soon(watch_disconnect)
             await handler.handle(request, responder)
             nursery.cancel_scope.cancel()
+
+
+def _may_stay_open(body: bytes) -> bool:
+    """Whether a POST body holds a ``subscriptions/listen`` request, whose
+    response may stay open indefinitely (so the ASGI door watches for the
+    client leaving).  Exact without parsing most bodies: the method name
+    spelt plainly is found as bytes, and a body without a backslash has no
+    JSON escape that could spell it otherwise; the rest are parsed."""
+    if b"subscriptions/listen" in body:
+        return True
+    if b"\\" not in body:
+        return False
+    peeked = _peek_body(body)
+    if isinstance(peeked, _Reply):
+        return False
+    return any(m.method == "subscriptions/listen" for m in (peeked if isinstance(peeked, list) else [peeked]))
 
 
 async def serve_hypercorn(

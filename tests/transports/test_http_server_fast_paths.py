@@ -365,3 +365,50 @@ async def test_more_pipelined_bytes_than_the_read_ahead_are_all_answered() -> No
                     answers = [await reader.response() for _ in range(len(texts) + 1)]
         assert [msgspec.json.decode(body)["id"] for _, _, body in answers] == list(range(1, len(texts) + 2))
         assert [text_of(body) for _, _, body in answers[1:]] == texts
+
+
+@pytest.mark.parametrize(
+    ("body", "watched"),
+    [
+        (b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}', False),
+        (b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"text":"a\\"b"}}', False),
+        (b'{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{}}', True),
+        # the same method name spelt with JSON escapes: still a listen
+        (b'{"jsonrpc":"2.0","id":1,"method":"subscriptions\\/listen","params":{}}', True),
+        (b'[{"jsonrpc":"2.0","id":1,"method":"\\u0073ubscriptions/listen"}]', True),
+        (b'{"not json\\', False),
+    ],
+)
+async def test_the_asgi_door_watches_for_departure_only_where_a_response_may_stay_open(
+    body: bytes, watched: bool
+) -> None:
+    """A POST's response ends with its answer, so only a subscriptions/listen
+    (however its method is spelt) gets the task that notices the client leaving."""
+
+    class Lingering:
+        max_body_size = 1 << 20
+
+        async def handle(self, request: Any, responder: Any) -> None:
+            await trio.sleep_forever()  # a response that stays open
+
+    messages = [
+        {"type": "http.request", "body": body, "more_body": False},
+        {"type": "http.disconnect"},
+    ]
+
+    async def receive() -> dict[str, Any]:
+        if messages:
+            return messages.pop(0)
+        await trio.sleep_forever()
+        raise AssertionError
+
+    async def send(message: dict[str, Any]) -> None:
+        raise AssertionError("nothing is sent")
+
+    scope = {"type": "http", "method": "POST", "path": "/mcp", "headers": [], "query_string": b""}
+    with trio.move_on_after(0.2) as waited:
+        await ASGIApp(Lingering())(scope, receive, send)  # type: ignore[arg-type]
+    # watched: the departure ended the response at once; unwatched: it stays
+    # until its next write (here: never), and the disconnect was not read
+    assert waited.cancelled_caught is not watched
+    assert (messages == []) is watched
