@@ -221,17 +221,19 @@ def measure(
                 data, _ = wire_message(case)
                 decode, encode = ours(case)
                 dec, enc = time_codec(decode, encode, data, repeat=repeat, target=target)
-                row = rows.get((revision, case.name))
+                key = (revision, case.name)
+                row = rows.get(key)
                 if row is None:
-                    row = rows[(revision, case.name)] = Row(revision, case.name, len(data), dec, enc)
+                    row = rows[key] = Row(revision, case.name, len(data), dec, enc)
                 else:
                     row.ours_decode_us = min(row.ours_decode_us, dec)
                     row.ours_encode_us = min(row.ours_encode_us, enc)
                 theirs = sdk(case) if with_sdk else None
                 if theirs is not None:
                     dec, enc = time_codec(*theirs, data, repeat=repeat, target=target)
-                    row.sdk_decode_us = dec if row.sdk_decode_us is None else min(row.sdk_decode_us, dec)
-                    row.sdk_encode_us = enc if row.sdk_encode_us is None else min(row.sdk_encode_us, enc)
+                    old_dec, old_enc = row.sdk_decode_us, row.sdk_encode_us
+                    row.sdk_decode_us = dec if old_dec is None else min(old_dec, dec)
+                    row.sdk_encode_us = enc if old_enc is None else min(old_enc, enc)
     return list(rows.values())
 
 

@@ -94,7 +94,7 @@ class RequestTimeout(trio.TooSlowError):
 _PROGRESS_BACKLOG = 256
 _WRITE_BATCH = 64  # frames the writer hands to a transport's send_many() at once
 _HANDLER_NAME = "mcp_trio._session.Session._handle_request"  # trio task name of request handlers
-_READER_NAME = "mcp_trio._session.Session._next_reader"  # and of successor readers (the reader relay)
+_READER_NAME = "mcp_trio._session.Session._next_reader"  # of successor readers (reader relay)
 
 
 class _Waiter:
@@ -234,7 +234,7 @@ class Session:
         """Counts for monitoring: pending outgoing and in-flight incoming requests."""
         return {
             "pending_requests": len(self._waiters),
-            "requests_in_progress": len(self._scopes),
+            "requests_in_progress": self._running,  # (from the moment a slot is taken)
             "requests_queued": len(self._queued),
             "queued_frames": (
                 0 if self._outbox_send is None else self._outbox_send.statistics().current_buffer_used

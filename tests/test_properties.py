@@ -220,3 +220,130 @@ def test_ids_never_repeat_under_concurrency_and_cancellation() -> None:
 
     check()
     assert on_the_wire_then_cancelled > 0
+
+
+class _Bursts(trio.abc.Channel[Frame]):
+    """A server's end that receives frames in bursts (as one read of a pipe
+    brings several lines) and says how many it holds, so the engine's reader
+    answers a request read last itself (docs/engine.md, "Reader relay")."""
+
+    def __init__(self) -> None:
+        self.inbox: list[Frame] = []
+        self.outbox: list[dict[str, Any]] = []
+        self._arrived = trio.Event()
+        self._ended = False
+
+    def push(self, messages: list[dict[str, Any]]) -> None:
+        self.inbox.extend(Frame(json.dumps(m).encode()) for m in messages)
+        self._arrived.set()
+
+    def end(self) -> None:
+        self._ended = True
+        self._arrived.set()
+
+    def buffered(self) -> int:
+        return len(self.inbox)
+
+    async def receive(self) -> Frame:
+        while not self.inbox:
+            if self._ended:
+                raise trio.EndOfChannel
+            self._arrived = trio.Event()
+            await self._arrived.wait()
+        return self.inbox.pop(0)
+
+    async def send(self, value: Frame) -> None:
+        self.outbox.append(json.loads(value.data))
+        await trio.lowlevel.checkpoint()
+
+    async def aclose(self) -> None:
+        self.end()
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["never waits", "checkpoints", "sleeps", "fails"]),
+            st.booleans(),  # starts a new burst
+            st.booleans(),  # cancelled after it is sent
+        ),
+        min_size=1,
+        max_size=30,
+    ),
+    st.integers(1, 4),
+)
+@settings(max_examples=150, deadline=None)
+def test_every_request_is_answered_once_however_it_arrives_and_runs(
+    plan: list[tuple[str, bool, bool]], max_in_flight: int
+) -> None:
+    """Handlers that never wait (answered by the reader), that wait (the reading
+    moves on to a successor), that fail; requests alone or in bursts, some
+    cancelled, with few slots: each request not cancelled gets exactly one
+    answer, the right one, and a cancelled one at most one."""
+
+    async def handler(ctx: Any, params: Any) -> Any:
+        kind = params.name
+        if kind == "checkpoints":
+            await trio.lowlevel.checkpoint()
+            await trio.lowlevel.checkpoint()
+        elif kind == "sleeps":
+            await trio.sleep(0.0005)
+        elif kind == "fails":
+            raise ValueError("as planned")
+        return {"content": [{"type": "text", "text": f"{kind} {ctx.id}"}]}
+
+    async def main() -> None:
+        channel = _Bursts()
+        init = {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "c", "version": "1"},
+        }
+        async with open_session(
+            channel,
+            role="server",
+            info={"name": "s", "version": "1"},
+            capabilities={"tools": {}},
+            request_handlers={"tools/call": handler},
+            max_in_flight=max_in_flight,
+        ) as srv:
+            channel.push([{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}])
+            channel.push([{"jsonrpc": "2.0", "method": "notifications/initialized"}])
+            burst: list[dict[str, Any]] = []
+            for id, (kind, new_burst, cancel) in enumerate(plan, start=1):
+                if new_burst and burst:
+                    channel.push(burst)
+                    burst = []
+                    await trio.lowlevel.checkpoint()
+                burst.append({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": kind}})
+                if cancel:
+                    burst.append(
+                        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": id}}
+                    )
+            channel.push(burst)
+            def busy() -> bool:
+                counts = srv.statistics()
+                return bool(counts["requests_in_progress"] or counts["requests_queued"] or channel.inbox)
+
+            with trio.fail_after(10):
+                while busy():  # then the input ends (stdin closed): the session ends
+                    await trio.sleep(0.001)
+            channel.end()
+        answers: dict[Any, list[dict[str, Any]]] = {}
+        for message in channel.outbox:
+            answers.setdefault(message.get("id"), []).append(message)
+        assert len(answers.pop(0)) == 1  # initialize
+        for id, (kind, _, cancel) in enumerate(plan, start=1):
+            got = answers.pop(id, [])
+            if cancel:
+                assert len(got) <= 1
+            else:
+                assert len(got) == 1, (id, kind, got)
+            for answer in got:
+                if kind == "fails":
+                    assert answer["error"]["code"] == -32603
+                else:
+                    assert answer["result"]["content"][0]["text"] == f"{kind} {id}"
+        assert answers == {}
+
+    trio.run(main)
