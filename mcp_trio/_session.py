@@ -331,8 +331,7 @@ class Session:
                 and not buffered()
                 and not self._stopping
             ):
-                self._running += 1
-                self._alive += 1
+                self._take_slot()
                 if await _until_it_waits(
                     self._handle_request(last), contextvars.copy_context(), self._start_successor
                 ):
@@ -537,12 +536,16 @@ class Session:
         queued.append(event)
         self._start_queued()
 
+    def _take_slot(self) -> None:
+        """Count a request about to be handled (``_handle_request`` gives the slot back)."""
+        self._running += 1
+        self._alive += 1
+
     def _start_queued(self) -> None:
         """Start queued requests while slots are free."""
         assert self._tasks is not None
         while self._queued and self._running < self.max_in_flight:
-            self._running += 1
-            self._alive += 1
+            self._take_slot()
             # (a name given: trio need not build one from the method per task)
             self._tasks.start_soon(self._handle_request, self._queued.popleft(), name=_HANDLER_NAME)  # type: ignore[union-attr]
         if self._room is not None:

@@ -15,12 +15,15 @@ import json
 from typing import Any
 
 import trio
+import trio.testing
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mcp_trio import Frame, open_memory_transport_pair, open_session
 from mcp_trio._core import Outgoing, RequestReceived, SessionCore
 from mcp_trio.types import _versions
+
+from .engine.test_cancellation import pipe_pair
 
 BATCH_VERSION = next(v for v in _versions.SUPPORTED_VERSIONS if _versions.supports_batching(v))
 CAPS = {"tools": {}, "prompts": {}, "resources": {}}
@@ -222,44 +225,6 @@ def test_ids_never_repeat_under_concurrency_and_cancellation() -> None:
     assert on_the_wire_then_cancelled > 0
 
 
-class _Bursts(trio.abc.Channel[Frame]):
-    """A server's end that receives frames in bursts (as one read of a pipe
-    brings several lines) and says how many it holds, so the engine's reader
-    answers a request read last itself (docs/engine.md, "Reader relay")."""
-
-    def __init__(self) -> None:
-        self.inbox: list[Frame] = []
-        self.outbox: list[dict[str, Any]] = []
-        self._arrived = trio.Event()
-        self._ended = False
-
-    def push(self, messages: list[dict[str, Any]]) -> None:
-        self.inbox.extend(Frame(json.dumps(m).encode()) for m in messages)
-        self._arrived.set()
-
-    def end(self) -> None:
-        self._ended = True
-        self._arrived.set()
-
-    def buffered(self) -> int:
-        return len(self.inbox)
-
-    async def receive(self) -> Frame:
-        while not self.inbox:
-            if self._ended:
-                raise trio.EndOfChannel
-            self._arrived = trio.Event()
-            await self._arrived.wait()
-        return self.inbox.pop(0)
-
-    async def send(self, value: Frame) -> None:
-        self.outbox.append(json.loads(value.data))
-        await trio.lowlevel.checkpoint()
-
-    async def aclose(self) -> None:
-        self.end()
-
-
 @given(
     st.lists(
         st.tuples(
@@ -293,7 +258,14 @@ def test_every_request_is_answered_once_however_it_arrives_and_runs(
         return {"content": [{"type": "text", "text": f"{kind} {ctx.id}"}]}
 
     async def main() -> None:
-        channel = _Bursts()
+        # Frames sent before the server reads reach it together, and its end
+        # says how many it holds (as one read of a pipe brings several lines).
+        channel, peer = pipe_pair(relay=True)
+
+        def push(messages: list[dict[str, Any]]) -> None:
+            for message in messages:
+                peer._send.send_nowait(Frame(json.dumps(message).encode()))
+
         init = {
             "protocolVersion": "2025-11-25",
             "capabilities": {},
@@ -307,12 +279,12 @@ def test_every_request_is_answered_once_however_it_arrives_and_runs(
             request_handlers={"tools/call": handler},
             max_in_flight=max_in_flight,
         ) as srv:
-            channel.push([{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}])
-            channel.push([{"jsonrpc": "2.0", "method": "notifications/initialized"}])
+            push([{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}])
+            push([{"jsonrpc": "2.0", "method": "notifications/initialized"}])
             burst: list[dict[str, Any]] = []
             for id, (kind, new_burst, cancel) in enumerate(plan, start=1):
                 if new_burst and burst:
-                    channel.push(burst)
+                    push(burst)
                     burst = []
                     await trio.lowlevel.checkpoint()
                 burst.append({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": kind}})
@@ -320,18 +292,24 @@ def test_every_request_is_answered_once_however_it_arrives_and_runs(
                     burst.append(
                         {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": id}}
                     )
-            channel.push(burst)
+            push(burst)
+
             def busy() -> bool:
                 counts = srv.statistics()
-                return bool(counts["requests_in_progress"] or counts["requests_queued"] or channel.inbox)
+                unread = channel.buffered() + channel._receive.statistics().current_buffer_used
+                return bool(counts["requests_in_progress"] or counts["requests_queued"] or unread)
 
             with trio.fail_after(10):
+                # (all blocked first: a frame handed to a waiting reader is in no count)
+                await trio.testing.wait_all_tasks_blocked()
                 while busy():  # then the input ends (stdin closed): the session ends
                     await trio.sleep(0.001)
-            channel.end()
+                    await trio.testing.wait_all_tasks_blocked()
+            await peer.aclose()
         answers: dict[Any, list[dict[str, Any]]] = {}
-        for message in channel.outbox:
-            answers.setdefault(message.get("id"), []).append(message)
+        for direction, message in channel.log:
+            if direction == "out":
+                answers.setdefault(message.get("id"), []).append(message)
         assert len(answers.pop(0)) == 1  # initialize
         for id, (kind, _, cancel) in enumerate(plan, start=1):
             got = answers.pop(id, [])
