@@ -26,15 +26,25 @@ class RequestContext:
         version: The protocol revision the request was validated against.
         progress_token: The caller's progress token, or ``None``.
         cancel_scope: The request's cancel scope; the peer's
-            ``notifications/cancelled`` cancels it.
+            ``notifications/cancelled`` cancels it.  (A request the
+            session's reader serves itself shares the reader's scope until
+            the handler first waits; reading this attribute makes the
+            reader move to a fresh scope afterwards, so cancelling it, now
+            or later, never touches another request; see docs/engine.md.)
     """
 
-    __slots__ = ("session", "incoming", "cancel_scope")
+    __slots__ = ("session", "incoming", "_cancel_scope", "_scope_seen")
 
     def __init__(self, session: Session, request: RequestReceived, cancel_scope: trio.CancelScope):
         self.session = session
         self.incoming = request
-        self.cancel_scope = cancel_scope
+        self._cancel_scope = cancel_scope
+        self._scope_seen = False  # (the engine lends a reader's scope only until a handler sees it)
+
+    @property
+    def cancel_scope(self) -> trio.CancelScope:
+        self._scope_seen = True
+        return self._cancel_scope
 
     @property
     def id(self) -> int | str:
@@ -84,7 +94,7 @@ class RequestContext:
     @property
     def cancelled(self) -> bool:
         """True once the peer cancelled this request."""
-        return self.cancel_scope.cancel_called
+        return self._cancel_scope.cancel_called
 
     async def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None

@@ -194,6 +194,10 @@ class Session:
         self._room: trio.Event | None = None  # the reader waits for a free slot
         self._waiters: dict[Any, _Waiter] = {}
         self._scopes: dict[Any, trio.CancelScope] = {}
+        # Reader relay (see _reader): the task that reads now (None: it just
+        # handed the reading on); a reader's scope a request it served saw or cancelled.
+        self._reading_task: trio.lowlevel.Task | None = None
+        self._spoilt_scope: trio.CancelScope | None = None
         # Shielded: the writer outlives the cancellation of the other tasks
         # and sends what is queued, within close_grace (see _stop).
         self._writer_scope = trio.CancelScope(shield=True)
@@ -293,17 +297,40 @@ class Session:
         A request that is the last thing read so far (the channel says
         nothing more is buffered: the peer is most likely waiting for this
         answer) and that finds a free slot is handled here, in a context of
-        its own (a copy of the reader's, as a new task would get) and in its
-        own cancel scope.  If it ends without ever yielding to trio (a
-        handler that does not wait, its answer written at once), reading
-        simply goes on: the request cost no task and no extra trip through
-        the scheduler, and nothing could have been read meanwhile anyway
-        (trio runs one task at a time).  The first time it does yield (a
-        checkpoint or a wait), a successor reader is started first, so
-        reading goes on while it waits, and this task stays the request's
-        until it is done.  Channels that cannot tell what they hold (no
-        ``buffered``) get a task for every request.
+        its own (a copy of the reader's, as a new task would get).  If it
+        ends without ever yielding to trio (a handler that does not wait,
+        its answer written at once), reading simply goes on: the request
+        cost no task and no extra trip through the scheduler, and nothing
+        could have been read meanwhile anyway (trio runs one task at a
+        time).  The first time it does yield (a checkpoint or a wait), a
+        successor reader is started first, so reading goes on while it
+        waits, and this task stays the request's until it is done.
+        Channels that cannot tell what they hold (no ``buffered``) get a
+        task for every request.
+
+        Such a request's cancel scope is the reader's own, entered once
+        around the reading rather than once per request (entering and
+        leaving a trio cancel scope was a fifth of the instructions of a
+        sequential stdio call).  That is exact: while the handler has not yielded nothing can
+        cancel it, and once it has, this task and the scope are the
+        request's alone.  A handler that sees the scope (``ctx.cancel_scope``,
+        which it might keep) or a request already cancelled when it starts
+        spoils it for reading: reading goes on in a fresh scope.
         """
+        task = trio.lowlevel.current_task()
+        self._reading_task = task
+        while True:
+            outcome = None
+            with trio.CancelScope() as scope:
+                outcome = await self._read(scope)
+            if outcome is not None:
+                return outcome
+            if self._reading_task is not task:
+                return True  # it handed the reading on, and its request was cancelled
+
+    async def _read(self, scope: trio.CancelScope) -> bool | None:
+        """The reader's loop (see :meth:`_reader`), in ``scope``; None: a request
+        it served spoilt ``scope``, go on in a fresh one."""
         channel = self.channel
         core = self.core
         buffered = getattr(channel, "buffered", None)
@@ -333,14 +360,17 @@ class Session:
             ):
                 self._take_slot()
                 if await _until_it_waits(
-                    self._handle_request(last), contextvars.copy_context(), self._start_successor
+                    self._handle_request(last, scope), contextvars.copy_context(), self._start_successor
                 ):
                     return True  # it waited: a successor took over the reading
+                if self._spoilt_scope is scope:
+                    return None
                 continue
             await self._dispatch(last)
 
     def _start_successor(self) -> None:
         assert self._tasks is not None
+        self._reading_task = None  # (the successor sets itself once it runs)
         self._tasks.start_soon(self._next_reader, name=_READER_NAME)
 
     async def _next_reader(self) -> None:
@@ -551,15 +581,20 @@ class Session:
         if self._room is not None:
             self._room.set()
 
-    async def _handle_request(self, event: RequestReceived) -> None:
+    async def _handle_request(self, event: RequestReceived, lent: trio.CancelScope | None = None) -> None:
+        """Answer ``event`` in a cancel scope of its own, or in ``lent``, the
+        scope of the reader that runs it (see :meth:`_reader`)."""
         core = self.core
         id = event.id
         data: bytes | None = None
+        ctx: RequestContext | None = None
         try:
-            with trio.CancelScope() as scope:
+            with trio.CancelScope() if lent is None else _Entered(lent) as scope:
                 self._scopes[id] = scope
                 if core.is_cancelled(id):
                     scope.cancel()
+                    if lent is not None:
+                        self._spoilt_scope = lent
                 handler = self._handlers.get(event.method)
                 try:
                     if handler is None:
@@ -603,6 +638,8 @@ class Session:
         except ConnectionClosed:
             pass
         finally:
+            if lent is not None and ctx is not None and ctx._scope_seen:
+                self._spoilt_scope = lent
             self._scopes.pop(id, None)
             leftover = core.drop(id)
             self._running -= 1
@@ -949,6 +986,21 @@ class Session:
     @property
     def state(self) -> State:
         return self.core.state
+
+
+class _Entered:
+    """``with`` a cancel scope this task has already entered: does nothing."""
+
+    __slots__ = ("scope",)
+
+    def __init__(self, scope: trio.CancelScope) -> None:
+        self.scope = scope
+
+    def __enter__(self) -> trio.CancelScope:
+        return self.scope
+
+    def __exit__(self, *exc_info: object) -> None:
+        return None
 
 
 @types.coroutine

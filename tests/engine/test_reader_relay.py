@@ -261,3 +261,57 @@ async def test_a_request_that_waits_hands_the_reading_on() -> None:
         assert answers[1]["result"]["content"][0]["text"] == "rested" and answers[2]["result"] == {}
         # one successor reader at the first wait; the ping needed no task
         assert steps.spawned == ["mcp_trio._session.Session._next_reader"]
+
+
+async def test_a_handler_that_uses_its_cancel_scope_without_waiting_touches_no_other_request() -> None:
+    # Until it waits, a request the reader serves runs in the reader's own
+    # cancel scope (one per reader, not one per request).  A handler that
+    # cancels its scope, gives it a deadline, or keeps it and cancels it long
+    # after, must change nothing for the requests after it, and reading must
+    # go on in a single reader.
+    kept: list[trio.CancelScope] = []
+    cancelling = trio.Event()
+
+    async def meddle(ctx: RequestContext, params: Any) -> Any:
+        what = params.arguments["what"]
+        if what == "cancel":
+            ctx.cancel_scope.cancel()
+        elif what == "deadline":
+            ctx.cancel_scope.deadline = trio.current_time()  # already past
+        elif what == "keep":
+            kept.append(ctx.cancel_scope)
+        elif what == "stale":
+            kept[0].cancel()  # the scope of a request answered before
+        elif what == "cancel, then wait":
+            ctx.cancel_scope.cancel()
+            cancelling.set()
+            await trio.sleep(0)  # cancelled here: no answer
+        elif what == "nap":
+            await trio.sleep(0.01)
+        return {"content": [{"type": "text", "text": f"{what}: {ctx.cancelled}"}]}
+
+    async with served({"tools/call": meddle}) as (session, peer, log):
+        expected = {
+            "cancel": "cancel: True",  # it never waited: answered, as in a task of its own
+            "nap": "nap: False",
+            "deadline": "deadline: True",
+            "plain": "plain: False",
+            "keep": "keep: False",
+            "stale": "stale: False",
+        }
+        sequence = ["cancel", "nap", "deadline", "plain", "nap", "keep", "stale", "nap", "plain"]
+        for id, what in enumerate(sequence, 1):
+            peer.send(call(id, "meddle", what=what))
+            answer = await peer.receive()
+            assert answer["id"] == id and answer["result"]["content"][0]["text"] == expected[what]
+        peer.send(call(20, "meddle", what="cancel, then wait"))
+        with trio.fail_after(5):
+            await cancelling.wait()
+            while session.statistics()["requests_in_progress"]:
+                await trio.sleep(0.001)
+        peer.send({"jsonrpc": "2.0", "id": 21, "method": "ping"})
+        assert await peer.receive() == {"jsonrpc": "2.0", "id": 21, "result": {}}  # none for 20
+        for id in (22, 23):
+            peer.send(call(id, "meddle", what="nap"))
+            assert (await peer.receive())["result"]["content"][0]["text"] == "nap: False"
+        assert session.statistics()["requests_in_progress"] == 0
