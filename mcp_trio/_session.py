@@ -359,10 +359,13 @@ class Session:
                 and not self._stopping
             ):
                 self._take_slot()
-                if await _until_it_waits(
-                    self._handle_request(last, scope), contextvars.copy_context(), self._start_successor
-                ):
-                    return True  # it waited: a successor took over the reading
+                try:
+                    if await _until_it_waits(
+                        self._handle_request(last, scope), contextvars.copy_context(), self._start_successor
+                    ):
+                        return True  # it waited: a successor took over the reading
+                finally:
+                    self._start_queued()
                 if self._spoilt_scope is scope:
                     return None
                 continue
@@ -572,84 +575,122 @@ class Session:
         self._alive += 1
 
     def _start_queued(self) -> None:
-        """Start queued requests while slots are free."""
+        """Start queued requests while slots are free, each in a task of its own."""
         assert self._tasks is not None
         while self._queued and self._running < self.max_in_flight:
             self._take_slot()
             # (a name given: trio need not build one from the method per task)
-            self._tasks.start_soon(self._handle_request, self._queued.popleft(), name=_HANDLER_NAME)  # type: ignore[union-attr]
+            self._tasks.start_soon(self._handler_task, self._queued.popleft(), name=_HANDLER_NAME)  # type: ignore[union-attr]
         if self._room is not None:
             self._room.set()
 
-    async def _handle_request(self, event: RequestReceived, lent: trio.CancelScope | None = None) -> None:
-        """Answer ``event`` in a cancel scope of its own, or in ``lent``, the
-        scope of the reader that runs it (see :meth:`_reader`)."""
+    async def _handler_task(self, event: RequestReceived) -> None:
+        """A request's own task: answers ``event``, then takes requests still
+        queued, one at a time, in the same cancel scope, each in a fresh copy
+        of the context the task started with (what a task of its own would
+        get), until the queue is empty, the session stops, or a request
+        spoils the scope (see :meth:`_reader`) or is cancelled (which ends
+        the task).  So a burst beyond ``max_in_flight`` (a pipelining peer)
+        costs a task and a cancel scope per slot, not per request.
+        """
+        context = contextvars.copy_context()
+        try:
+            with trio.CancelScope() as scope:
+                await self._handle_request(event, scope)
+                while (
+                    self._queued
+                    and self._running < self.max_in_flight
+                    and self._spoilt_scope is not scope
+                    and not self._stopping
+                ):
+                    self._take_slot()
+                    event = self._queued.popleft()  # type: ignore[union-attr]
+                    if self._room is not None:
+                        self._room.set()
+                    await _until_it_waits(self._handle_request(event, scope), context.copy(), _nothing)
+        finally:
+            self._start_queued()
+
+    async def _handle_request(self, event: RequestReceived, scope: trio.CancelScope) -> None:
+        """Answer ``event`` in ``scope``, a cancel scope its caller entered (a
+        reader's, see :meth:`_reader`, or a handler task's, see
+        :meth:`_handler_task`), where its cancellation ends up; the caller
+        starts queued requests once it is done."""
         core = self.core
         id = event.id
         data: bytes | None = None
         ctx: RequestContext | None = None
         try:
-            with trio.CancelScope() if lent is None else _Entered(lent) as scope:
-                self._scopes[id] = scope
-                if core.is_cancelled(id):
-                    scope.cancel()
-                    if lent is not None:
-                        self._spoilt_scope = lent
-                handler = self._handlers.get(event.method)
-                try:
-                    if handler is None:
-                        data = core.error(
-                            id, rpc.METHOD_NOT_FOUND, f"Method not found: {event.method}"
-                        )
-                    else:
-                        ctx = RequestContext(self, event, scope)
-                        result = await handler(ctx, event.params)
-                        if core.closed:  # the session ended meanwhile: nobody to answer
-                            return
-                        try:
-                            data = core.respond(id, result)
-                        except LocalProtocolError as exc:
-                            log.error("handler for %s returned an invalid result: %s", event.method, exc)
-                            data = core.error(id, rpc.INTERNAL_ERROR, f"Internal error: {exc}")
-                except McpError as exc:
-                    if core.closed:
+            self._scopes[id] = scope
+            if core.is_cancelled(id):
+                scope.cancel()
+                self._spoilt_scope = scope
+            handler = self._handlers.get(event.method)
+            try:
+                if handler is None:
+                    data = core.error(id, rpc.METHOD_NOT_FOUND, f"Method not found: {event.method}")
+                else:
+                    ctx = RequestContext(self, event, scope)
+                    result = await handler(ctx, event.params)
+                    if core.closed:  # the session ended meanwhile: nobody to answer
                         return
-                    data = core.error(id, exc.code, exc.message, exc.data)
-                except Exception as exc:
-                    if core.closed:  # e.g. a call back to the peer found it gone
-                        log.debug("handler for %s ended with the session: %r", event.method, exc)
-                        return
-                    log.exception("handler for %s failed", event.method)
-                    data = core.error(
-                        id, rpc.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}"
-                    )
-            if data is not None:
+                    try:
+                        data = core.respond(id, result)
+                    except LocalProtocolError as exc:
+                        log.error("handler for %s returned an invalid result: %s", event.method, exc)
+                        data = core.error(id, rpc.INTERNAL_ERROR, f"Internal error: {exc}")
+            except McpError as exc:
+                if core.closed:
+                    return
+                data = core.error(id, exc.code, exc.message, exc.data)
+            except Exception as exc:
+                if core.closed:  # e.g. a call back to the peer found it gone
+                    log.debug("handler for %s ended with the session: %r", event.method, exc)
+                    return
+                log.exception("handler for %s failed", event.method)
+                data = core.error(id, rpc.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}")
+            if data is not None:  # (None: a batch reply still waits for others)
                 frame = Frame(data, id, True)
                 try:
-                    # The answer is this task's last act: write it at once
-                    # when that is safe, or queue it without a second trip
-                    # through the scheduler when there is room.
+                    # The answer is this request's last act: write it at once when
+                    # that is safe, or queue it without a second trip through the
+                    # scheduler when there is room.
                     if not self._write_now(frame):
                         self._queue_nowait(frame)
                 except trio.WouldBlock:
-                    await self._put(frame)
+                    # No room: a task of its own waits for it, outside ``scope``
+                    # (a reader's, or shared with the requests after this one),
+                    # whose cancellation must not take back an answer once made.
+                    self._alive += 1
+                    assert self._tasks is not None
+                    self._tasks.start_soon(self._put_answer, frame)
                 except (trio.ClosedResourceError, trio.BrokenResourceError):
                     raise ConnectionClosed(self._close_reason) from None
         except ConnectionClosed:
             pass
         finally:
-            if lent is not None and ctx is not None and ctx._scope_seen:
-                self._spoilt_scope = lent
+            if ctx is not None and ctx._scope_seen:
+                self._spoilt_scope = scope
             self._scopes.pop(id, None)
             leftover = core.drop(id)
             self._running -= 1
-            self._start_queued()
             if leftover is not None and data is None:
                 with trio.move_on_after(self.close_grace, shield=True):
                     try:
                         await self._put(Frame(leftover, id, True))
                     except ConnectionClosed:
                         pass
+            self._alive -= 1
+            if self._stopping and self._alive == 0:
+                self._close_outbox()
+
+    async def _put_answer(self, frame: Frame) -> None:
+        """Queue ``frame`` once the outbox has room (see :meth:`_handle_request`)."""
+        try:
+            await self._put(frame)
+        except ConnectionClosed:
+            pass
+        finally:
             self._alive -= 1
             if self._stopping and self._alive == 0:
                 self._close_outbox()
@@ -988,19 +1029,8 @@ class Session:
         return self.core.state
 
 
-class _Entered:
-    """``with`` a cancel scope this task has already entered: does nothing."""
-
-    __slots__ = ("scope",)
-
-    def __init__(self, scope: trio.CancelScope) -> None:
-        self.scope = scope
-
-    def __enter__(self) -> trio.CancelScope:
-        return self.scope
-
-    def __exit__(self, *exc_info: object) -> None:
-        return None
+def _nothing() -> None:
+    pass
 
 
 @types.coroutine
