@@ -609,7 +609,8 @@ class Session:
                         self._room.set()
                     await _until_it_waits(self._handle_request(event, scope), context.copy(), _nothing)
         finally:
-            self._start_queued()
+            # (from the context the task started with: the first handler may have changed its own)
+            context.run(self._start_queued)
 
     async def _handle_request(self, event: RequestReceived, scope: trio.CancelScope) -> None:
         """Answer ``event`` in ``scope``, a cancel scope its caller entered (a

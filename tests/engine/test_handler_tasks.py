@@ -129,3 +129,25 @@ async def test_an_answer_waiting_for_room_is_sent_even_if_its_scope_was_cancelle
         peer.send({"jsonrpc": "2.0", "id": 4, "method": "ping"})
         assert await peer.receive() == {"jsonrpc": "2.0", "id": 4, "result": {}}
         assert session.statistics()["requests_in_progress"] == 0
+
+
+async def test_a_task_started_after_a_handler_task_sees_none_of_its_context() -> None:
+    # The first request spoils its task's scope (it reads ctx.cancel_scope), so
+    # the second gets a task of its own, started as the first one's ends: it
+    # must not see what the first handler set in its context.
+    var: contextvars.ContextVar[str] = contextvars.ContextVar("var", default="unset")
+
+    async def remember(ctx: RequestContext, params: Any) -> Any:
+        seen = var.get()
+        var.set(params.arguments["n"])
+        ctx.cancel_scope  # noqa: B018 - seen: this task takes no further request
+        return {"content": [{"type": "text", "text": seen}]}
+
+    steps = Steps()
+    async with served({"tools/call": remember}, steps, max_in_flight=1, max_queued=8) as (session, peer, log):
+        await trio.testing.wait_all_tasks_blocked()
+        del steps.spawned[:]
+        peer.send(*(call(id, "remember", n=f"set by {id}") for id in range(1, 4)))
+        answers = await peer.answers(3)
+        assert {text_of(a) for a in answers.values()} == {"unset"}
+        assert steps.spawned.count(HANDLER) == 3
