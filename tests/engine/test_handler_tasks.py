@@ -21,7 +21,7 @@ import trio.testing
 
 from mcp_trio import RequestContext
 
-from .test_reader_relay import Steps, call, served
+from .test_reader_relay import Steps, call, remembering, served
 
 HANDLER = "mcp_trio._session.Session._handle_request"  # the name of request handler tasks
 
@@ -32,17 +32,12 @@ def text_of(answer: dict[str, Any]) -> str:
 
 async def test_a_burst_beyond_the_slots_is_served_by_the_tasks_of_those_slots() -> None:
     var: contextvars.ContextVar[str] = contextvars.ContextVar("var", default="unset")
-
-    async def remember(ctx: RequestContext, params: Any) -> Any:
-        seen = var.get()
-        var.set(params.arguments["n"])  # must not be seen by the next request
-        return {"content": [{"type": "text", "text": seen}]}
-
     steps = Steps()
-    async with served({"tools/call": remember}, steps, max_in_flight=2, max_queued=16) as (session, peer, log):
+    handlers = {"tools/call": remembering(var)}
+    async with served(handlers, steps, max_in_flight=2, max_queued=16) as (session, peer, log):
         await trio.testing.wait_all_tasks_blocked()
         del steps.spawned[:]
-        peer.send(*(call(id, "remember", n=f"set by {id}") for id in range(1, 9)))  # one write
+        peer.send(*(call(id, "remember", text=f"set by {id}") for id in range(1, 9)))  # one write
         answers = await peer.answers(8)
         assert sorted(answers) == list(range(1, 9))
         assert {text_of(a) for a in answers.values()} == {"unset"}
@@ -136,18 +131,12 @@ async def test_a_task_started_after_a_handler_task_sees_none_of_its_context() ->
     # the second gets a task of its own, started as the first one's ends: it
     # must not see what the first handler set in its context.
     var: contextvars.ContextVar[str] = contextvars.ContextVar("var", default="unset")
-
-    async def remember(ctx: RequestContext, params: Any) -> Any:
-        seen = var.get()
-        var.set(params.arguments["n"])
-        ctx.cancel_scope  # noqa: B018 - seen: this task takes no further request
-        return {"content": [{"type": "text", "text": seen}]}
-
     steps = Steps()
-    async with served({"tools/call": remember}, steps, max_in_flight=1, max_queued=8) as (session, peer, log):
+    handlers = {"tools/call": remembering(var, see_scope=True)}  # each task takes no further request
+    async with served(handlers, steps, max_in_flight=1, max_queued=8) as (session, peer, log):
         await trio.testing.wait_all_tasks_blocked()
         del steps.spawned[:]
-        peer.send(*(call(id, "remember", n=f"set by {id}") for id in range(1, 4)))
+        peer.send(*(call(id, "remember", text=f"set by {id}") for id in range(1, 4)))
         answers = await peer.answers(3)
         assert {text_of(a) for a in answers.values()} == {"unset"}
         assert steps.spawned.count(HANDLER) == 3

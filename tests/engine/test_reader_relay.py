@@ -134,6 +134,21 @@ async def echo(ctx: RequestContext, params: Any) -> Any:
     return {"content": [{"type": "text", "text": params.arguments["text"]}]}
 
 
+def remembering(var: contextvars.ContextVar[str], *, see_scope: bool = False) -> Any:
+    """A ``tools/call`` handler that answers with what ``var`` holds, then sets
+    it to the call's ``text`` (which no later request may see); ``see_scope``:
+    it also reads ``ctx.cancel_scope``."""
+
+    async def remember(ctx: RequestContext, params: Any) -> Any:
+        seen = var.get()
+        var.set(params.arguments["text"])
+        if see_scope:
+            ctx.cancel_scope  # noqa: B018 - only reading it
+        return {"content": [{"type": "text", "text": seen}]}
+
+    return remember
+
+
 async def test_a_lone_request_is_answered_in_the_step_that_read_it() -> None:
     async with served({"tools/call": echo}) as (session, peer, log):
         for id in range(1, 6):
@@ -225,14 +240,8 @@ async def test_no_relay_without_a_free_slot() -> None:
 
 async def test_requests_that_never_wait_start_no_task_and_each_gets_its_own_context() -> None:
     var: contextvars.ContextVar[str] = contextvars.ContextVar("var", default="unset")
-
-    async def remember(ctx: RequestContext, params: Any) -> Any:
-        seen = var.get()
-        var.set(params.arguments["text"])  # must not be seen by the next request
-        return {"content": [{"type": "text", "text": seen}]}
-
     steps = Steps()
-    async with served({"tools/call": remember}, steps) as (session, peer, log):
+    async with served({"tools/call": remembering(var)}, steps) as (session, peer, log):
         await trio.testing.wait_all_tasks_blocked()
         del steps.spawned[:]
         for id in range(1, 6):
