@@ -43,7 +43,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator, Mapping
 from contextlib import asynccontextmanager
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar
 
 import trio
 
@@ -95,6 +95,7 @@ _PROGRESS_BACKLOG = 256
 _WRITE_BATCH = 64  # frames the writer hands to a transport's send_many() at once
 _HANDLER_NAME = "mcp_trio._session.Session._handle_request"  # trio task name of request handlers
 _READER_NAME = "mcp_trio._session.Session._next_reader"  # of successor readers (reader relay)
+_T = TypeVar("_T")
 
 
 class _Waiter:
@@ -194,10 +195,6 @@ class Session:
         self._room: trio.Event | None = None  # the reader waits for a free slot
         self._waiters: dict[Any, _Waiter] = {}
         self._scopes: dict[Any, trio.CancelScope] = {}
-        # Reader relay (see _reader): the task that reads now (None: it just
-        # handed the reading on); a reader's scope a request it served saw or cancelled.
-        self._reading_task: trio.lowlevel.Task | None = None
-        self._spoilt_scope: trio.CancelScope | None = None
         # Shielded: the writer outlives the cancellation of the other tasks
         # and sends what is queued, within close_grace (see _stop).
         self._writer_scope = trio.CancelScope(shield=True)
@@ -311,22 +308,24 @@ class Session:
         Such a request's cancel scope is the reader's own, entered once
         around the reading rather than once per request (entering and
         leaving a trio cancel scope was a fifth of the instructions of a
-        sequential stdio call).  That is exact: while the handler has not yielded nothing can
-        cancel it, and once it has, this task and the scope are the
-        request's alone.  A handler that sees the scope (``ctx.cancel_scope``,
-        which it might keep) or a request already cancelled when it starts
-        spoils it for reading: reading goes on in a fresh scope.
+        sequential stdio call).  That is exact: while the handler has not
+        yielded nothing can cancel it, and once it has, this task and the
+        scope are the request's alone.  A handler that sees the scope
+        (``ctx.cancel_scope``, which it might keep) or a request already
+        cancelled when it starts spoils it for reading: reading goes on in a
+        fresh scope.  So the scope is never cancelled while this task reads,
+        and a cancellation it catches is that of a request this task went on
+        with after handing the reading on.
         """
-        task = trio.lowlevel.current_task()
-        self._reading_task = task
         while True:
-            outcome = None
+            outcome: bool | None = True  # (what a cancellation caught here means)
             with trio.CancelScope() as scope:
                 outcome = await self._read(scope)
-            if outcome is not None:
-                return outcome
-            if self._reading_task is not task:
-                return True  # it handed the reading on, and its request was cancelled
+            if outcome is None:
+                continue  # the scope was spoilt: a fresh one
+            if outcome:  # this task served a request to its end (or its cancellation)
+                self._start_queued()
+            return outcome
 
     async def _read(self, scope: trio.CancelScope) -> bool | None:
         """The reader's loop (see :meth:`_reader`), in ``scope``; None: a request
@@ -359,21 +358,18 @@ class Session:
                 and not self._stopping
             ):
                 self._take_slot()
-                try:
-                    if await _until_it_waits(
-                        self._handle_request(last, scope), contextvars.copy_context(), self._start_successor
-                    ):
-                        return True  # it waited: a successor took over the reading
-                finally:
-                    self._start_queued()
-                if self._spoilt_scope is scope:
+                waited, fit = await _until_it_waits(
+                    self._handle_request(last, scope), contextvars.copy_context(), self._start_successor
+                )
+                if waited:
+                    return True  # a successor took over the reading
+                if not fit:
                     return None
                 continue
             await self._dispatch(last)
 
     def _start_successor(self) -> None:
         assert self._tasks is not None
-        self._reading_task = None  # (the successor sets itself once it runs)
         self._tasks.start_soon(self._next_reader, name=_READER_NAME)
 
     async def _next_reader(self) -> None:
@@ -596,36 +592,34 @@ class Session:
         context = contextvars.copy_context()
         try:
             with trio.CancelScope() as scope:
-                await self._handle_request(event, scope)
-                while (
-                    self._queued
-                    and self._running < self.max_in_flight
-                    and self._spoilt_scope is not scope
-                    and not self._stopping
-                ):
+                fit = await self._handle_request(event, scope)
+                while fit and self._queued and self._running < self.max_in_flight and not self._stopping:
                     self._take_slot()
                     event = self._queued.popleft()  # type: ignore[union-attr]
                     if self._room is not None:
                         self._room.set()
-                    await _until_it_waits(self._handle_request(event, scope), context.copy(), _nothing)
+                    _, fit = await _until_it_waits(self._handle_request(event, scope), context.copy(), _nothing)
         finally:
             # (from the context the task started with: the first handler may have changed its own)
             context.run(self._start_queued)
 
-    async def _handle_request(self, event: RequestReceived, scope: trio.CancelScope) -> None:
+    async def _handle_request(self, event: RequestReceived, scope: trio.CancelScope) -> bool:
         """Answer ``event`` in ``scope``, a cancel scope its caller entered (a
         reader's, see :meth:`_reader`, or a handler task's, see
         :meth:`_handler_task`), where its cancellation ends up; the caller
-        starts queued requests once it is done."""
+        starts queued requests once it is done.  Returns whether ``scope`` is
+        fit for another request: not cancelled for this one before it began,
+        and never seen by its handler."""
         core = self.core
         id = event.id
         data: bytes | None = None
         ctx: RequestContext | None = None
+        fit = True
         try:
             self._scopes[id] = scope
             if core.is_cancelled(id):
                 scope.cancel()
-                self._spoilt_scope = scope
+                fit = False
             handler = self._handlers.get(event.method)
             try:
                 if handler is None:
@@ -634,7 +628,7 @@ class Session:
                     ctx = RequestContext(self, event, scope)
                     result = await handler(ctx, event.params)
                     if core.closed:  # the session ended meanwhile: nobody to answer
-                        return
+                        return False
                     try:
                         data = core.respond(id, result)
                     except LocalProtocolError as exc:
@@ -642,12 +636,12 @@ class Session:
                         data = core.error(id, rpc.INTERNAL_ERROR, f"Internal error: {exc}")
             except McpError as exc:
                 if core.closed:
-                    return
+                    return False
                 data = core.error(id, exc.code, exc.message, exc.data)
             except Exception as exc:
                 if core.closed:  # e.g. a call back to the peer found it gone
                     log.debug("handler for %s ended with the session: %r", event.method, exc)
-                    return
+                    return False
                 log.exception("handler for %s failed", event.method)
                 data = core.error(id, rpc.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}")
             if data is not None:  # (None: a batch reply still waits for others)
@@ -670,8 +664,6 @@ class Session:
         except ConnectionClosed:
             pass
         finally:
-            if ctx is not None and ctx._scope_seen:
-                self._spoilt_scope = scope
             self._scopes.pop(id, None)
             leftover = core.drop(id)
             self._running -= 1
@@ -681,9 +673,8 @@ class Session:
                         await self._put(Frame(leftover, id, True))
                     except ConnectionClosed:
                         pass
-            self._alive -= 1
-            if self._stopping and self._alive == 0:
-                self._close_outbox()
+            self._release()
+        return fit and not (ctx is not None and ctx._scope_seen)
 
     async def _put_answer(self, frame: Frame) -> None:
         """Queue ``frame`` once the outbox has room (see :meth:`_handle_request`)."""
@@ -692,9 +683,14 @@ class Session:
         except ConnectionClosed:
             pass
         finally:
-            self._alive -= 1
-            if self._stopping and self._alive == 0:
-                self._close_outbox()
+            self._release()
+
+    def _release(self) -> None:
+        """A request's work that may still write (counted in ``_alive``) is done:
+        the last one out closes the outbox of a stopping session."""
+        self._alive -= 1
+        if self._stopping and self._alive == 0:
+            self._close_outbox()
 
     def _write_now(self, frame: Frame) -> bool:
         """Write the answer ``frame`` from the handler's task, if it is safe
@@ -1036,17 +1032,17 @@ def _nothing() -> None:
 
 @types.coroutine
 def _until_it_waits(
-    coro: Coroutine[Any, Any, None], context: contextvars.Context, on_wait: Callable[[], None]
-) -> Generator[Any, Any, bool]:
-    """Run ``coro`` to its end, each step in ``context``; False if it ended
-    without yielding to trio.  The first time it yields (a checkpoint, a
-    wait), call ``on_wait()``, then go on exactly as ``await coro`` would
-    (what trio sends or throws in is passed on) and return True."""
+    coro: Coroutine[Any, Any, _T], context: contextvars.Context, on_wait: Callable[[], None]
+) -> Generator[Any, Any, tuple[bool, _T]]:
+    """Run ``coro`` to its end, each step in ``context``, and return (whether
+    it ever yielded to trio, its result).  The first time it yields (a
+    checkpoint, a wait), call ``on_wait()``, then go on exactly as ``await
+    coro`` would (what trio sends or throws in is passed on)."""
     send = coro.send
     try:
         value = context.run(send, None)
-    except StopIteration:
-        return False
+    except StopIteration as end:
+        return False, end.value
     on_wait()
     while True:
         try:
@@ -1057,13 +1053,13 @@ def _until_it_waits(
         except BaseException as exc:  # trio resumes the task with an error (a Cancelled, say)
             try:
                 value = context.run(coro.throw, exc)
-            except StopIteration:
-                return True
+            except StopIteration as end:
+                return True, end.value
         else:
             try:
                 value = context.run(send, sent)
-            except StopIteration:
-                return True
+            except StopIteration as end:
+                return True, end.value
 
 
 def _ended(what: str, channel: Any) -> str:
