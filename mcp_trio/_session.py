@@ -593,7 +593,14 @@ class Session:
         try:
             with trio.CancelScope() as scope:
                 fit = await self._handle_request(event, scope)
-                while fit and self._queued and self._running < self.max_in_flight and not self._stopping:
+                while (
+                    fit
+                    and self._queued
+                    and self._running < self.max_in_flight
+                    and not self._stopping
+                    # (a handler that caught its cancellation and returned left it cancelled)
+                    and not scope.cancel_called
+                ):
                     self._take_slot()
                     event = self._queued.popleft()  # type: ignore[union-attr]
                     if self._room is not None:

@@ -7,8 +7,9 @@ context it started with, instead of ending and having a new task started for
 it.  These tests drive a server session over real pipes (the helpers of
 ``test_reader_relay``) and check that nothing else changes: contexts do not
 carry over, a queued request can still be cancelled, a handler that uses its
-cancel scope touches no request after it, and an answer once made is sent
-even if its cancel scope is cancelled while the answer waits for room.
+cancel scope (or catches its cancellation) touches no request after it, and an
+answer once made is sent even if its cancel scope is cancelled while the answer
+waits for room.
 """
 
 from __future__ import annotations
@@ -140,3 +141,31 @@ async def test_a_task_started_after_a_handler_task_sees_none_of_its_context() ->
         answers = await peer.answers(3)
         assert {text_of(a) for a in answers.values()} == {"unset"}
         assert steps.spawned.count(HANDLER) == 3
+
+
+async def test_a_handler_that_swallows_its_cancellation_leaves_the_next_queued_request_alone() -> None:
+    # A handler that catches its Cancelled and returns (say, what it has so
+    # far) leaves its scope cancelled: the task must not serve the next
+    # queued request in it, or that request would be cancelled at its first wait.
+    started = trio.Event()
+
+    async def work(ctx: RequestContext, params: Any) -> Any:
+        what = params.arguments["what"]
+        if what == "stubborn":
+            started.set()
+            try:
+                await trio.sleep_forever()
+            except trio.Cancelled:
+                return {"content": [{"type": "text", "text": "partial"}]}
+        await trio.sleep(0.01)
+        return {"content": [{"type": "text", "text": what}]}
+
+    async with served({"tools/call": work}, max_in_flight=1, max_queued=8) as (session, peer, log):
+        peer.send(call(1, "work", what="stubborn"), call(2, "work", what="next"))  # 2 waits behind 1
+        with trio.fail_after(5):
+            await started.wait()
+        peer.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}})
+        answer = await peer.receive()
+        while answer.get("id") != 2:  # (whatever becomes of 1's late result)
+            answer = await peer.receive()
+        assert text_of(answer) == "next"
