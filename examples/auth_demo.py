@@ -8,6 +8,9 @@ and steps up when a tool needs more scope.
 
     python examples/auth_demo.py            # the whole demo, then exit
     python examples/auth_demo.py --serve    # keep both servers running; prints their URLs
+
+It imports the example authorization server from ``examples/authorization_server/``
+beside this file.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from functools import partial
 
 import trio
 
-from mcp_trio.auth.authorization_server import AuthorizationServer
+from authorization_server import AuthorizationServer  # beside this file (sys.path[0])
 from mcp_trio.auth.client import AuthorizationCodeGrant, ClientMetadata, HeadlessRedirect, OAuthClient
 from mcp_trio.auth.server import JWTVerifier, ResourceServer
 from mcp_trio.client import connect_http

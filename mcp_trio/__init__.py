@@ -4,37 +4,75 @@ The public API is re-exported here; modules whose names start with ``_`` are
 private.
 """
 
-from ._context import RequestContext as RequestContext
+from ._engine._context import RequestContext as RequestContext
+from ._engine._session import (
+    RequestTimeout as RequestTimeout,
+)
+from ._engine._session import (
+    Session as Session,
+)
+from ._engine._session import (
+    new_session as new_session,
+)
+from ._engine._session import (
+    open_session as open_session,
+)
 from ._exceptions import (
     ConnectionClosed as ConnectionClosed,
+)
+from ._exceptions import (
     LocalProtocolError as LocalProtocolError,
+)
+from ._exceptions import (
     McpError as McpError,
+)
+from ._exceptions import (
     ProtocolError as ProtocolError,
+)
+from ._exceptions import (
     RemoteProtocolError as RemoteProtocolError,
 )
 from ._jsonrpc import (
     HEADER_MISMATCH as HEADER_MISMATCH,
-    INTERNAL_ERROR as INTERNAL_ERROR,
-    INVALID_PARAMS as INVALID_PARAMS,
-    INVALID_REQUEST as INVALID_REQUEST,
-    METHOD_NOT_FOUND as METHOD_NOT_FOUND,
-    MISSING_REQUIRED_CLIENT_CAPABILITY as MISSING_REQUIRED_CLIENT_CAPABILITY,
-    PARSE_ERROR as PARSE_ERROR,
-    RESOURCE_NOT_FOUND as RESOURCE_NOT_FOUND,
-    UNSUPPORTED_PROTOCOL_VERSION as UNSUPPORTED_PROTOCOL_VERSION,
-    URL_ELICITATION_REQUIRED as URL_ELICITATION_REQUIRED,
 )
-from ._session import (
-    RequestTimeout as RequestTimeout,
-    Session as Session,
-    new_session as new_session,
-    open_session as open_session,
+from ._jsonrpc import (
+    INTERNAL_ERROR as INTERNAL_ERROR,
+)
+from ._jsonrpc import (
+    INVALID_PARAMS as INVALID_PARAMS,
+)
+from ._jsonrpc import (
+    INVALID_REQUEST as INVALID_REQUEST,
+)
+from ._jsonrpc import (
+    METHOD_NOT_FOUND as METHOD_NOT_FOUND,
+)
+from ._jsonrpc import (
+    MISSING_REQUIRED_CLIENT_CAPABILITY as MISSING_REQUIRED_CLIENT_CAPABILITY,
+)
+from ._jsonrpc import (
+    PARSE_ERROR as PARSE_ERROR,
+)
+from ._jsonrpc import (
+    RESOURCE_NOT_FOUND as RESOURCE_NOT_FOUND,
+)
+from ._jsonrpc import (
+    UNSUPPORTED_PROTOCOL_VERSION as UNSUPPORTED_PROTOCOL_VERSION,
+)
+from ._jsonrpc import (
+    URL_ELICITATION_REQUIRED as URL_ELICITATION_REQUIRED,
 )
 from ._version import __version__ as __version__
 from .transports import (
     Frame as Frame,
+)
+from .transports import (
     open_memory_transport_pair as open_memory_transport_pair,
+)
+from .transports import (
     open_stdio_client as open_stdio_client,
+)
+from .transports import (
     open_stdio_server_channel as open_stdio_server_channel,
 )
 

@@ -1,4 +1,4 @@
-"""Tool schemas derived from Python signatures (mcp_trio._schema_from_signature).
+"""Tool schemas derived from Python signatures (mcp_trio.server._signature).
 
 This module deliberately uses ``from __future__ import annotations`` so that every
 annotation below is a string that has to be resolved.
@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from msgspec import Meta
 
 from mcp_trio import RequestContext
-from mcp_trio._schema_from_signature import ArgumentError, ResultError, ToolSignature
+from mcp_trio.server._signature import ArgumentError, ResultError, ToolSignature
 
 Validator = jsonschema.Draft202012Validator
 

@@ -11,9 +11,9 @@ import trio
 import trio.testing
 
 from mcp_trio import LocalProtocolError, McpError, open_memory_transport_pair
-from mcp_trio._subscriptions import SUBSCRIPTION_ID, SubscriptionHub
 from mcp_trio.client import Client, connect_http, open_client
 from mcp_trio.server import Server
+from mcp_trio.server._listen import SUBSCRIPTION_ID, SubscriptionHub
 
 MODERN = "2026-07-28"
 

@@ -24,8 +24,8 @@ from mcp_trio import (
     open_session,
     open_stdio_client,
 )
-from mcp_trio._tasks import RELATED_TASK, TaskManager
 from mcp_trio.server import Context, Server
+from mcp_trio.server._tasks import RELATED_TASK, TaskManager
 from mcp_trio.types import ext_tasks
 
 LEGACY = "2025-11-25"
@@ -956,7 +956,7 @@ async def test_extension_task_input_keys_named_by_the_tool() -> None:
 
 
 def test_mcp_name_of_task_requests_is_checked() -> None:
-    from mcp_trio.transports._mcp_headers import check_request_headers
+    from mcp_trio.transports.http._headers import check_request_headers
 
     base = {"mcp-protocol-version": MODERN}
     for method in ("tasks/get", "tasks/update", "tasks/cancel"):
@@ -1011,7 +1011,7 @@ async def test_extension_tasks_over_http_outlive_each_request() -> None:
     """Each stateless POST is served by a session of its own: the manager hosts the task."""
     import httpx2 as httpx
 
-    from mcp_trio.transports.http_server import ASGIApp, StreamableHTTP, serve_hypercorn
+    from mcp_trio.transports.http.server import ASGIApp, StreamableHTTP, serve_hypercorn
 
     probe = Probe()
     server = make_server(probe)

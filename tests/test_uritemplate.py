@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcp_trio._uritemplate import UriTemplate
+from mcp_trio.server._uritemplate import UriTemplate
 
 # The variables of RFC 6570 section 3.2 (a superset of those of section 1.2).
 RFC_VARS = {

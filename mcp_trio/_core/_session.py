@@ -45,7 +45,6 @@ Rules it keeps (see also ``_lifecycle.py``):
 from __future__ import annotations
 
 import functools
-
 import math
 from collections.abc import Collection, Sequence
 from typing import Any, Literal

@@ -3,7 +3,7 @@ documents, client registration, token requests, and a headless walk to the
 authorization endpoint.
 
 They go through the project's own HTTP/1.1 client
-(:mod:`mcp_trio.transports._http11`), one short-lived connection each (these
+(:mod:`mcp_trio.transports.http._http11`), one short-lived connection each (these
 requests are rare, and the servers are often different origins), with every
 read bounded: response size, time, and the number of redirects followed.
 """
@@ -19,7 +19,7 @@ from typing import Any
 import trio
 
 from .._version import __version__
-from ..transports._http11 import Failure, Pool, Target
+from ..transports.http._http11 import Failure, Pool, Target
 
 __all__ = ["HttpReply", "OAuthHttp"]
 

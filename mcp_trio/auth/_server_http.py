@@ -2,7 +2,7 @@
 authorization server: JSON replies, strict form and query parsing, and
 ``WWW-Authenticate`` quoting.
 
-They sit on the Streamable HTTP front doors' :class:`~mcp_trio.transports.http_server.Handler`
+They sit on the Streamable HTTP front doors' :class:`~mcp_trio.transports.http.server.Handler`
 interface, so both front doors (h11 and hypercorn) serve them unchanged.
 """
 
@@ -13,7 +13,7 @@ import urllib.parse
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ..transports.http_server import Responder, _Reply, _send_reply
+from ..transports.http.server import Responder, _Reply, _send_reply
 
 __all__ = ["FormError", "challenge", "parse_form", "send", "send_json"]
 

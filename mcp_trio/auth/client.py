@@ -1,7 +1,7 @@
 """The OAuth 2.1 client side of MCP authorization, for the Streamable HTTP client.
 
 :class:`OAuthClient` plugs into :func:`mcp_trio.client.connect_http` (or
-:func:`mcp_trio.transports.http_client.open_http_client`) as ``auth=``::
+:func:`mcp_trio.transports.http.client.open_http_client`) as ``auth=``::
 
     auth = OAuthClient(client_metadata=ClientMetadata(client_name="my app"))
     async with connect_http("https://example.com/mcp", auth=auth) as client:
@@ -57,7 +57,7 @@ from typing import Protocol, TypeVar
 import msgspec
 import trio
 
-from ..transports._http11 import Failure
+from ..transports.http._http11 import Failure
 from ._client_http import HttpReply, OAuthHttp
 from ._client_jose import JWT_BEARER_ASSERTION, DPoPKey, client_assertion, load_private_key
 from ._client_redirect import HeadlessRedirect, LoopbackRedirect, RedirectError, RedirectHandler

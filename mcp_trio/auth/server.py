@@ -62,8 +62,8 @@ from typing import Any, Protocol
 import trio
 
 from .. import _jsonrpc as rpc
-from ..transports._http11 import Failure
-from ..transports.http_server import Handler, HttpRequest, Responder
+from ..transports.http._http11 import Failure
+from ..transports.http.server import Handler, HttpRequest, Responder
 from ..transports.websocket import Admission
 from . import _metadata as md
 from ._client_http import OAuthHttp

@@ -22,10 +22,10 @@ except ImportError as exc:  # pragma: no cover - depends on the install
         "mcp_trio.fuzzing needs hypothesis: pip install 'mcp-trio[fuzz]'"
     ) from exc
 
+from . import runner
 from .client import ClientTarget
 from .driver import HttpTarget, StdioTarget
 from .oracles import ORACLES, Violation, check, classify
-from . import runner
 from .runner import CAMPAIGNS, Finding, FuzzConfig, Session, load_transcript, replay, run
 from .strategies import cases, from_type, invalid_items, valid_items, valid_message
 

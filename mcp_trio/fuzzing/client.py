@@ -68,8 +68,19 @@ from hypothesis import strategies as st
 from ..types import _versions
 from . import oracles as orc
 from .driver import CommandTarget, encode_bytes
-from .strategies import (CLIENT_META_KEYS, EDGE_STRINGS, _mutate_params, advertised, client_methods, from_type,
-                         gate, json_values, texts, unadvertised_methods, valid_message)
+from .strategies import (
+    CLIENT_META_KEYS,
+    EDGE_STRINGS,
+    _mutate_params,
+    advertised,
+    client_methods,
+    from_type,
+    gate,
+    json_values,
+    texts,
+    unadvertised_methods,
+    valid_message,
+)
 
 __all__ = ["ClientRun", "ClientTarget", "FuzzServer", "StdioFuzzServer", "check_client", "minimal", "plans", "run_plan"]
 
@@ -937,9 +948,9 @@ def _check_stdio(log: ServerLog) -> list[orc.Violation]:
 def _check_stateless_headers(log: ServerLog) -> list[orc.Violation]:
     """2026-07-28: every POST carries ``Accept`` and ``MCP-Protocol-Version``; every request the
     ``Mcp-Method`` (and ``Mcp-Name``) headers that mirror its body, and its version matches the
-    ``_meta`` one (:func:`~mcp_trio.transports._mcp_headers.check_request_headers`); the body is
+    ``_meta`` one (:func:`~mcp_trio.transports.http._headers.check_request_headers`); the body is
     a single request or notification, never a response or a batch."""
-    from ..transports._mcp_headers import check_request_headers
+    from ..transports.http._headers import check_request_headers
 
     out: list[orc.Violation] = []
     version = log.negotiated or ""

@@ -28,7 +28,7 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
 from hypothesis import strategies as st
 
-from ..transports._mcp_headers import encode_value
+from ..transports.http._headers import encode_value
 from ..types import _versions
 from . import driver as drv
 from . import oracles as orc

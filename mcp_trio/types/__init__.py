@@ -20,12 +20,12 @@ from ._wire import RequestId as RequestId
 from ._wire import UnsetType as UnsetType
 
 if TYPE_CHECKING:
+    from . import ext_tasks as ext_tasks
     from . import v2024_11_05 as v2024_11_05
     from . import v2025_03_26 as v2025_03_26
     from . import v2025_06_18 as v2025_06_18
     from . import v2025_11_25 as v2025_11_25
     from . import v2026_07_28 as v2026_07_28
-    from . import ext_tasks as ext_tasks
 
 _REVISION_MODULES = frozenset(
     {"v2024_11_05", "v2025_03_26", "v2025_06_18", "v2025_11_25", "v2026_07_28", "ext_tasks"}

@@ -20,6 +20,7 @@ from ._wire import ExtensionSpec, MethodSpec
 __all__ = [
     "LATEST_VERSION",
     "SUPPORTED_VERSIONS",
+    "SUBSCRIPTION_ID",
     "TASKS_EXTENSION",
     "capabilities_for",
     "decoder_for",
@@ -79,6 +80,8 @@ def module_for(version: str) -> ModuleType:
 
 #: The identifier of the Tasks extension (types in ``types.ext_tasks``).
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+# the _meta key tagging each notification of a subscriptions/listen stream (2026-07-28)
+SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
 
 #: Extensions this package knows: identifier -> module holding its ``ExtensionSpec``.
 _EXTENSION_MODULES: dict[str, tuple[str, str]] = {

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import trio
 
-from mcp_trio.auth.authorization_server import AuthorizationServer
+from examples.authorization_server import AuthorizationServer
 from mcp_trio.auth.server import JWTVerifier, ResourceServer
 from mcp_trio.server import Context, Server
 

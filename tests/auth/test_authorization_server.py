@@ -1,4 +1,4 @@
-"""The example authorization server (mcp_trio.auth.authorization_server), every
+"""The example authorization server (examples.authorization_server), every
 endpoint and its errors, driven with raw HTTP requests on 127.0.0.1."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pytest
 import trio
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from mcp_trio.auth.authorization_server import CLIENT_ASSERTION_TYPE, AuthorizationServer
+from examples.authorization_server import CLIENT_ASSERTION_TYPE, AuthorizationServer
 
 from .conftest import pkce_pair
 
@@ -721,7 +721,7 @@ def test_command_line_server() -> None:
     argv = [
         sys.executable,
         "-m",
-        "mcp_trio.auth.authorization_server",
+        "examples.authorization_server",
         "--client",
         "cli-client",
         "--redirect-uri",
@@ -796,7 +796,7 @@ class _Documents:
 
 
 async def test_client_id_metadata_documents(http: httpx.AsyncClient, nursery: trio.Nursery) -> None:
-    from mcp_trio.transports.http_server import serve_h11
+    from mcp_trio.transports.http.server import serve_h11
 
     server = AuthorizationServer(algorithm="ES256", allow_http_client_documents=True)
     await nursery.start(server.serve)

@@ -1,5 +1,5 @@
 """End to end: the OAuth client against the project's own example authorization
-server (:mod:`mcp_trio.auth.authorization_server`) and an mcp-trio server
+server (:mod:`examples.authorization_server`) and an mcp-trio server
 protected by :class:`mcp_trio.auth.server.ResourceServer`, all on 127.0.0.1.
 
 Nothing is scripted here: discovery, registration, PKCE, JWT access tokens,
@@ -19,7 +19,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 
 from mcp_trio import McpError
 from mcp_trio.auth._metadata import ClientMetadata
-from mcp_trio.auth.authorization_server import AuthorizationServer
+from examples.authorization_server import AuthorizationServer
 from mcp_trio.auth.client import (
     AuthorizationCodeGrant,
     ClientCredentialsGrant,

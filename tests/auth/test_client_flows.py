@@ -40,8 +40,8 @@ from mcp_trio.auth.client import (
 )
 from mcp_trio.client import connect_http
 from mcp_trio.server import Server
-from mcp_trio.transports._http11 import Failure
-from mcp_trio.transports.http_server import HttpRequest, Responder, StreamableHTTP, serve_h11
+from mcp_trio.transports.http._http11 import Failure
+from mcp_trio.transports.http.server import HttpRequest, Responder, StreamableHTTP, serve_h11
 
 REDIRECT = "http://127.0.0.1:1/callback"
 

@@ -20,11 +20,11 @@ import pytest
 import trio
 
 from mcp_trio import open_session
-from mcp_trio.auth.authorization_server import AuthorizationServer
+from examples.authorization_server import AuthorizationServer
 from mcp_trio.auth.server import JWTVerifier, ResourceServer
 from mcp_trio.client import open_client
 from mcp_trio.server import Context, Server
-from mcp_trio.transports.http_client import open_http_client, open_legacy_sse_client
+from mcp_trio.transports.http.client import open_http_client, open_legacy_sse_client
 
 TASKS_VERSION = "2025-11-25"
 

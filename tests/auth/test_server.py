@@ -16,7 +16,7 @@ import pytest
 import trio
 
 from mcp_trio.auth import _metadata as md
-from mcp_trio.auth.authorization_server import AuthorizationServer
+from examples.authorization_server import AuthorizationServer
 from mcp_trio.auth.server import (
     AccessToken,
     CallbackVerifier,
@@ -27,7 +27,7 @@ from mcp_trio.auth.server import (
     TokenVerifier,
 )
 from mcp_trio.server import Context, Server
-from mcp_trio.transports.http_server import HttpRequest, Responder, StreamableHTTP, serve_h11
+from mcp_trio.transports.http.server import HttpRequest, Responder, StreamableHTTP, serve_h11
 
 ACCEPT = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 INIT = {

@@ -44,7 +44,7 @@ def running(argv: list[str], marker: str) -> Iterator[str]:
 
 
 def test_serve_with_auth_issuer() -> None:
-    as_argv = [sys.executable, "-m", "mcp_trio.auth.authorization_server", "--algorithm", "ES256"]
+    as_argv = [sys.executable, "-m", "examples.authorization_server", "--algorithm", "ES256"]
     as_argv += ["--client", "svc", "--client-secret", "pw", "--auth-method", "client_secret_post"]
     with running(as_argv, "authorization server at ") as issuer:
         argv = [sys.executable, "-m", "mcp_trio._cli", "serve", "examples/everything.py"]

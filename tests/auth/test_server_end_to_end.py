@@ -13,7 +13,7 @@ import pytest
 import trio
 
 from mcp_trio.auth._metadata import ClientMetadata
-from mcp_trio.auth.authorization_server import AuthorizationServer
+from examples.authorization_server import AuthorizationServer
 from mcp_trio.auth.client import (
     AuthorizationCodeGrant,
     ClientCredentialsGrant,

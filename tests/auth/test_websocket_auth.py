@@ -27,7 +27,7 @@ import trio
 from mcp_trio import ConnectionClosed, McpError
 from mcp_trio.auth._client_http import OAuthHttp
 from mcp_trio.auth._metadata import ClientMetadata
-from mcp_trio.auth.authorization_server import AuthorizationServer
+from examples.authorization_server import AuthorizationServer
 from mcp_trio.auth.client import AuthorizationCodeGrant, HeadlessRedirect, OAuthClient
 from mcp_trio.auth.server import AccessToken, JWTVerifier, ResourceServer
 from mcp_trio.client import connect_http, connect_websocket, open_client

@@ -1,6 +1,6 @@
 """The acceptance test of the example authorization server: the official conformance
 suite's authorization-server scenarios (0.2.0-alpha.12) against
-``python -m mcp_trio.auth.authorization_server`` with a pre-registered public client."""
+``python -m examples.authorization_server`` with a pre-registered public client."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ CLIENT = "conformance-client"
 
 
 def _serve(*extra: str) -> Iterator[str]:
-    argv = [sys.executable, "-m", "mcp_trio.auth.authorization_server", "--client", CLIENT]
+    argv = [sys.executable, "-m", "examples.authorization_server", "--client", CLIENT]
     argv += ["--redirect-uri", "http://127.0.0.1/callback", *extra]  # any loopback port matches
     proc = subprocess.Popen(
         argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True

@@ -24,7 +24,7 @@ from mcp_trio import RequestContext
 
 from .test_reader_relay import Steps, call, remembering, served
 
-HANDLER = "mcp_trio._session.Session._handle_request"  # the name of request handler tasks
+HANDLER = "mcp_trio._engine._session.Session._handle_request"  # the name of request handler tasks
 
 
 def text_of(answer: dict[str, Any]) -> str:

@@ -14,10 +14,16 @@ import pytest
 import trio
 import trio.testing
 
-from mcp_trio import ConnectionClosed, RequestContext, new_session, open_memory_transport_pair, open_session
+from mcp_trio import (
+    ConnectionClosed,
+    RequestContext,
+    new_session,
+    open_memory_transport_pair,
+    open_session,
+)
 from mcp_trio.server import Server
 from mcp_trio.transports import Frame
-from mcp_trio.transports.http_server import HttpRequest, StreamableHTTP
+from mcp_trio.transports.http.server import HttpRequest, StreamableHTTP
 
 from ..transports.test_http_server import _Sink
 
@@ -46,7 +52,7 @@ async def test_new_session_runs_in_the_callers_task_and_starts_its_writer_on_dem
             assert result.content[0].text == "hi"
             # requests that never waited ran in run()'s own task, which still
             # reads (see test_reader_relay.py): the writer is the only child
-            assert [t.name for t in server._tasks.child_tasks] == ["mcp_trio._session.Session._writer"]
+            assert [t.name for t in server._tasks.child_tasks] == ["mcp_trio._engine._session.Session._writer"]
         with trio.fail_after(5):
             await server.closed.wait()  # the client left: run() returns
     assert server.core.closed

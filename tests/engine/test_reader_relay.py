@@ -269,7 +269,7 @@ async def test_a_request_that_waits_hands_the_reading_on() -> None:
         answers = await peer.answers(2)
         assert answers[1]["result"]["content"][0]["text"] == "rested" and answers[2]["result"] == {}
         # one successor reader at the first wait; the ping needed no task
-        assert steps.spawned == ["mcp_trio._session.Session._next_reader"]
+        assert steps.spawned == ["mcp_trio._engine._session.Session._next_reader"]
 
 
 async def test_a_handler_that_uses_its_cancel_scope_without_waiting_touches_no_other_request() -> None:

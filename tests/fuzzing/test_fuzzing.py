@@ -211,8 +211,8 @@ def test_invalid_utf8_gets_an_http_answer(everything_http: str) -> None:
 
 def test_invalid_utf8_inside_a_string_answered_leniently_is_a_note_not_a_violation() -> None:
     """RFC 8259 section 9 lets a parser accept it: answering it is recorded, not failed."""
-    from mcp_trio.fuzzing.oracles import CaseView, check
     from mcp_trio.fuzzing.driver import Received
+    from mcp_trio.fuzzing.oracles import CaseView, check
 
     payload = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"_meta":{"x":"\xff"}}}'
 

@@ -22,8 +22,8 @@ import trio
 
 from mcp_trio import ConnectionClosed, McpError, open_session
 from mcp_trio.transports import Frame
-from mcp_trio.transports._sse import encode_event
-from mcp_trio.transports.http_client import (
+from mcp_trio.transports.http._sse import encode_event
+from mcp_trio.transports.http.client import (
     TRANSPORT_ERROR,
     HTTPClientChannel,
     _encode_header_value,

@@ -22,7 +22,7 @@ import trio
 
 from mcp_trio import ConnectionClosed, McpError, RequestTimeout
 from mcp_trio.client import open_client
-from mcp_trio.transports.http_client import (
+from mcp_trio.transports.http.client import (
     TRANSPORT_ERROR,
     open_http_client,
     open_legacy_sse_client,

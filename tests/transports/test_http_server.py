@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import gc
-from functools import partial
 from collections.abc import AsyncIterator
 from contextlib import aclosing, asynccontextmanager
+from functools import partial
 from typing import Any
 
 import h11
@@ -15,8 +15,8 @@ import pytest
 import trio
 
 from mcp_trio.server import Context, Server
-from mcp_trio.transports._sse import SSEDecoder
-from mcp_trio.transports.http_server import (
+from mcp_trio.transports.http._sse import SSEDecoder
+from mcp_trio.transports.http.server import (
     ASGIApp,
     HttpRequest,
     InMemoryEventStore,

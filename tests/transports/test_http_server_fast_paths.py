@@ -15,8 +15,8 @@ import pytest
 import trio
 
 from mcp_trio.server import Context, Server
-from mcp_trio.transports._sse import SSEDecoder
-from mcp_trio.transports.http_server import (
+from mcp_trio.transports.http._sse import SSEDecoder
+from mcp_trio.transports.http.server import (
     ASGIApp,
     InMemoryEventStore,
     StreamableHTTP,

@@ -18,10 +18,10 @@ import trio
 
 from mcp_trio.client import open_client
 from mcp_trio.server import Context, Server
-from mcp_trio.transports._sse import SSEDecoder
-from mcp_trio.transports.http_client import open_legacy_sse_client
-from mcp_trio.transports.http_server import ASGIApp, StreamableHTTP, serve_h11, serve_hypercorn
-from mcp_trio.transports.legacy_sse_server import LegacySSE
+from mcp_trio.transports.http._sse import SSEDecoder
+from mcp_trio.transports.http.client import open_legacy_sse_client
+from mcp_trio.transports.http.legacy_sse import LegacySSE
+from mcp_trio.transports.http.server import ASGIApp, StreamableHTTP, serve_h11, serve_hypercorn
 from tests.transports.test_http_server import raw_stream
 
 SDK_CLIENT = [sys.executable, str(Path(__file__).resolve().parent.parent / "programs" / "sdk_client.py")]

@@ -6,7 +6,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mcp_trio.transports._sse import SSEDecoder, SSEError, SSEEvent, encode_comment, encode_event
+from mcp_trio.transports.http._sse import (
+    SSEDecoder,
+    SSEError,
+    SSEEvent,
+    encode_comment,
+    encode_event,
+)
 
 
 def decode_all(data: bytes, cuts: list[int] | None = None) -> list[SSEEvent]:

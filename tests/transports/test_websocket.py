@@ -45,7 +45,7 @@ from mcp_trio import ConnectionClosed, open_session
 from mcp_trio._cli import main as cli_main
 from mcp_trio.client import connect_http, connect_websocket, open_client
 from mcp_trio.server import Server
-from mcp_trio.transports.http_server import StreamableHTTP, serve_h11
+from mcp_trio.transports.http.server import StreamableHTTP, serve_h11
 from mcp_trio.transports.websocket import (
     WebSocketASGI,
     WebSocketChannel,
@@ -476,7 +476,7 @@ async def test_requests_that_never_wait_are_answered_by_the_reader(front_door: s
             finally:
                 trio.lowlevel.remove_instrument(spawns)
             nursery.cancel_scope.cancel()
-    handlers = spawns.names.count("mcp_trio._session.Session._handle_request")
+    handlers = spawns.names.count("mcp_trio._engine._session.Session._handle_request")
     assert handlers == (0 if front_door == "wsproto" else 5), spawns.names
 
 

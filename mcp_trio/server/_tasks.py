@@ -106,14 +106,14 @@ from typing import Any
 import msgspec
 import trio
 
-from . import _jsonrpc as rpc
-from ._context import RequestContext
-from ._core import RequestReceived
+from .. import _jsonrpc as rpc
+from .._core import RequestReceived
+from .._engine._context import RequestContext
+from .._engine._session import RequestTimeout, Session
+from .._exceptions import ConnectionClosed, LocalProtocolError, McpError
+from ..types import _versions
+from ..types._versions import TASKS_EXTENSION as EXTENSION_ID
 from ._cursor import decode_cursor, encode_cursor
-from ._exceptions import ConnectionClosed, LocalProtocolError, McpError
-from ._session import RequestTimeout, Session
-from .types import _versions
-from .types._versions import TASKS_EXTENSION as EXTENSION_ID
 
 __all__ = [
     "LEGACY_TASKS_VERSION",

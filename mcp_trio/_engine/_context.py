@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from ._core import RequestReceived
+from .._core import RequestReceived
 
 if TYPE_CHECKING:
     from ._session import ProgressCallback, Session

@@ -90,9 +90,13 @@ import msgspec
 import trio
 from msgspec import UNSET, Raw, UnsetType
 
-from .. import _jsonrpc as rpc
-from .._version import __version__
-from ._base import Frame, RequestId
+from ... import _jsonrpc as rpc
+from ..._version import __version__
+from .._base import Frame, RequestId
+from ..stdio import DEFAULT_MAX_MESSAGE_SIZE
+from ._headers import encode_value as _encode_header_value
+from ._headers import header_annotations as _header_annotations
+from ._headers import param_headers as _param_headers
 from ._http11 import (
     TRANSPORT_ERROR,
     Failure,
@@ -102,11 +106,7 @@ from ._http11 import (
     Target,
     excerpt,
 )
-from ._mcp_headers import encode_value as _encode_header_value
-from ._mcp_headers import header_annotations as _header_annotations
-from ._mcp_headers import param_headers as _param_headers
 from ._sse import SSEDecoder, SSEError
-from .stdio import DEFAULT_MAX_MESSAGE_SIZE
 
 __all__ = [
     "DEFAULT_MAX_MESSAGE_SIZE",

@@ -59,10 +59,10 @@ import h11
 import msgspec
 import trio
 
-from .. import _jsonrpc as rpc
-from ..types import _versions
-from ._base import CLOSE_STREAM, Frame, RequestId
-from ._mcp_headers import Annotations, check_request_headers
+from ... import _jsonrpc as rpc
+from ...types import _versions
+from .._base import CLOSE_STREAM, Frame, RequestId
+from ._headers import Annotations, check_request_headers
 from ._sse import encode_event, encode_retry
 
 __all__ = [

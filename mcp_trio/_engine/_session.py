@@ -47,9 +47,8 @@ from typing import Any, TypeVar
 
 import trio
 
-from . import _jsonrpc as rpc
-from ._context import RequestContext
-from ._core import (
+from .. import _jsonrpc as rpc
+from .._core import (
     CancelRequested,
     NotificationReceived,
     Outgoing,
@@ -61,9 +60,10 @@ from ._core import (
     SessionCore,
     State,
 )
-from ._exceptions import ConnectionClosed, LocalProtocolError, McpError, RemoteProtocolError
-from .transports._base import CLOSE_STREAM, Frame, MessageChannel
-from .types import _versions
+from .._exceptions import ConnectionClosed, LocalProtocolError, McpError, RemoteProtocolError
+from ..transports._base import CLOSE_STREAM, Frame, MessageChannel
+from ..types import _versions
+from ._context import RequestContext
 
 __all__ = [
     "new_session",
@@ -93,8 +93,8 @@ class RequestTimeout(trio.TooSlowError):
 
 _PROGRESS_BACKLOG = 256
 _WRITE_BATCH = 64  # frames the writer hands to a transport's send_many() at once
-_HANDLER_NAME = "mcp_trio._session.Session._handle_request"  # trio task name of request handlers
-_READER_NAME = "mcp_trio._session.Session._next_reader"  # of successor readers (reader relay)
+_HANDLER_NAME = "mcp_trio._engine._session.Session._handle_request"  # trio task name of request handlers
+_READER_NAME = "mcp_trio._engine._session.Session._next_reader"  # of successor readers (reader relay)
 _T = TypeVar("_T")
 
 

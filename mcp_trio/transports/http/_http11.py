@@ -2,7 +2,7 @@
 on h11 over trio streams (TLS through ``trio.SSLStream``), responses read with
 size limits, and the failure type every exchange reports.
 
-It knows HTTP, not MCP; :mod:`mcp_trio.transports.http_client` builds the
+It knows HTTP, not MCP; :mod:`mcp_trio.transports.http.client` builds the
 transport on it.
 """
 
@@ -17,8 +17,8 @@ from typing import Any
 import h11
 import trio
 
-from .. import _jsonrpc as rpc
-from ._base import Frame, RequestId
+from ... import _jsonrpc as rpc
+from .._base import Frame, RequestId
 
 __all__ = [
     "TRANSPORT_ERROR",

@@ -46,7 +46,7 @@ connections; two front doors serve it:
 * :class:`WebSocketASGI`, an ASGI application for hypercorn (or any ASGI
   server under trio), which can pass ``http`` and ``lifespan`` scopes to
   another ASGI application, such as the Streamable HTTP
-  :class:`~mcp_trio.transports.http_server.ASGIApp`, so one server offers
+  :class:`~mcp_trio.transports.http.server.ASGIApp`, so one server offers
   both on one port (:func:`serve_hypercorn_websocket` runs it);
 * :func:`serve_wsproto`, a lean server on wsproto over trio sockets (TLS
   with ``ssl_context``).
@@ -109,11 +109,11 @@ from wsproto.events import (
 from wsproto.frame_protocol import CloseReason
 from wsproto.utilities import LocalProtocolError, RemoteProtocolError
 
-from .. import _jsonrpc as rpc
-from ._base import Frame
-from ._http11 import Failure, Pool, Target, close_stream, excerpt
-from .http_client import _AUTH_RETRIES, HTTPAuth
-from .http_server import (
+from ... import _jsonrpc as rpc
+from .._base import Frame
+from ..http._http11 import Failure, Pool, Target, close_stream, excerpt
+from ..http.client import _AUTH_RETRIES, HTTPAuth
+from ..http.server import (
     DEFAULT_ALLOWED_HOSTS,
     ASGIApp,
     Handler,
@@ -122,7 +122,7 @@ from .http_server import (
     Responder,
     serve_hypercorn,
 )
-from .stdio import DEFAULT_MAX_MESSAGE_SIZE
+from ..stdio import DEFAULT_MAX_MESSAGE_SIZE
 
 __all__ = [
     "DEFAULT_SERVER_MAX_MESSAGE_SIZE",
@@ -1076,10 +1076,10 @@ class WebSocketASGI:
     """An ASGI 3 application serving ``endpoint`` on ``websocket`` scopes.
 
     ``http`` and ``lifespan`` scopes go to ``http_app`` when given (for
-    example the Streamable HTTP :class:`~mcp_trio.transports.http_server.ASGIApp`
+    example the Streamable HTTP :class:`~mcp_trio.transports.http.server.ASGIApp`
     at the same path, so ``ws://host/mcp`` and ``http://host/mcp`` are one
     server; give it the ``routes`` then); without it, ``routes`` (path ->
-    :class:`~mcp_trio.transports.http_server.Handler`, e.g. the protected
+    :class:`~mcp_trio.transports.http.server.Handler`, e.g. the protected
     resource metadata) answer plain HTTP requests at their paths, a plain
     HTTP request to the endpoint gets 426 and others 404.  Serve it with
     :func:`serve_hypercorn_websocket`.
@@ -1220,7 +1220,7 @@ async def serve_wsproto(
     Every connection must complete its opening handshake (TLS included)
     within ``handshake_timeout`` seconds; at most ``max_connections`` are
     served at once (further ones wait).  ``routes`` (path ->
-    :class:`~mcp_trio.transports.http_server.Handler`, e.g. the protected
+    :class:`~mcp_trio.transports.http.server.Handler`, e.g. the protected
     resource metadata) answer plain HTTP ``GET`` requests (no body) at their
     paths, one per connection.  ``task_status.started`` gets the bound URLs
     (``ws://`` or, with ``ssl_context``, ``wss://``).
@@ -1518,7 +1518,7 @@ async def open_websocket_client(
         close_timeout: Seconds to wait for the server's close frame on exit.
         inbound_buffer: Messages read ahead of the session.
         auth: Credentials for the handshake (an
-            :class:`~mcp_trio.transports.http_client.HTTPAuth`, e.g.
+            :class:`~mcp_trio.transports.http.client.HTTPAuth`, e.g.
             :class:`mcp_trio.auth.client.OAuthClient`): its headers go on the
             upgrade request (for the URL's ``http(s)://`` form, which is how
             the server names itself as an OAuth resource); a 401 / 403 refusal

@@ -42,17 +42,17 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 import trio
 
-from . import _jsonrpc as rpc
-from ._exceptions import LocalProtocolError, McpError, RemoteProtocolError
-from ._context import RequestContext
-from ._session import ProgressCallback, Session, open_session
-from ._subscriptions import SUBSCRIPTION_ID
-from .transports._base import MessageChannel
-from .transports.stdio import open_stdio_client
-from .types import _versions
+from .. import _jsonrpc as rpc
+from .._engine._context import RequestContext
+from .._engine._session import ProgressCallback, Session, open_session
+from .._exceptions import LocalProtocolError, McpError, RemoteProtocolError
+from ..transports._base import MessageChannel
+from ..transports.stdio import open_stdio_client
+from ..types import _versions
+from ..types._versions import SUBSCRIPTION_ID
 
 if TYPE_CHECKING:
-    from .transports.http_client import HTTPAuth
+    from ..transports.http.client import HTTPAuth
 
 __all__ = [
     "Client",
@@ -817,14 +817,14 @@ async def connect_http(
 ) -> AsyncIterator[Client]:
     """Connect to the Streamable HTTP endpoint ``url``.
 
-    ``http_options`` go to :func:`~mcp_trio.transports.http_client.open_http_client`
+    ``http_options`` go to :func:`~mcp_trio.transports.http.client.open_http_client`
     (headers, TLS context, timeouts, ``legacy_fallback`` ...), ``client_options``
     to :func:`open_client`.  ``auth`` supplies credentials for every request
     (e.g. :class:`mcp_trio.auth.client.OAuthClient`; see
-    :class:`~mcp_trio.transports.http_client.HTTPAuth`).  The session is
+    :class:`~mcp_trio.transports.http.client.HTTPAuth`).  The session is
     ended with ``DELETE`` on exit.
     """
-    from .transports.http_client import open_http_client
+    from ..transports.http.client import open_http_client
 
     options = dict(http_options or {})
     if auth is not None:
@@ -854,7 +854,7 @@ async def connect_websocket(
     when the access token expires), pending and later calls raise
     :class:`~mcp_trio.ConnectionClosed`; reconnecting means calling this again.
     """
-    from .transports.websocket import open_websocket_client
+    from ..transports.websocket import open_websocket_client
 
     options = dict(websocket_options or {})
     if auth is not None:

@@ -38,7 +38,7 @@ What it does:
 
 Use from Python (the server runs in a trio nursery; the issuer is its URL)::
 
-    from mcp_trio.auth.authorization_server import AuthorizationServer
+    from examples.authorization_server import AuthorizationServer
 
     auth_server = AuthorizationServer(scopes_supported=["mcp:read", "mcp:write"])
     client = auth_server.register_client(redirect_uris=["http://127.0.0.1/callback"])
@@ -51,7 +51,7 @@ themselves (set ``issuer`` first).
 
 From the command line (prints ``authorization server at URL`` on stderr)::
 
-    python -m mcp_trio.auth.authorization_server --port 9000 \\
+    python -m examples.authorization_server --port 9000 \\
         --client my-client --redirect-uri http://127.0.0.1/callback
 
 Signing and ``private_key_jwt`` need PyJWT with cryptography (the ``auth`` extra).
@@ -78,12 +78,12 @@ from typing import Any
 import msgspec
 import trio
 
-from ..transports._http11 import Failure
-from ..transports.http_server import ASGIApp, HttpRequest, Responder, serve_h11, serve_hypercorn
-from . import _metadata as md
-from ._client_http import OAuthHttp
-from ._jose import require_jwt
-from ._server_http import NO_STORE, FormError, first, parse_form, send, send_json
+from mcp_trio.transports.http._http11 import Failure
+from mcp_trio.transports.http.server import ASGIApp, HttpRequest, Responder, serve_h11, serve_hypercorn
+from mcp_trio.auth import _metadata as md
+from mcp_trio.auth._client_http import OAuthHttp
+from mcp_trio.auth._jose import require_jwt
+from mcp_trio.auth._server_http import NO_STORE, FormError, first, parse_form, send, send_json
 
 __all__ = ["AuthorizationServer", "OAuthError", "main"]
 
@@ -1191,7 +1191,7 @@ class AuthorizationServer:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m mcp_trio.auth.authorization_server",
+        prog="python -m examples.authorization_server",
         description="Run the example OAuth 2.1 authorization server "
         "(state in memory; for tests and demos).",
     )
@@ -1272,6 +1272,3 @@ def _server_from(args: argparse.Namespace) -> AuthorizationServer:
         )
     return server
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -6,8 +6,8 @@ import base64
 import binascii
 from typing import Any
 
-from . import _jsonrpc as rpc
-from ._exceptions import McpError
+from .. import _jsonrpc as rpc
+from .._exceptions import McpError
 
 __all__ = ["decode_cursor", "encode_cursor"]
 

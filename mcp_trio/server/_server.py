@@ -30,7 +30,7 @@ Rules:
 * Adding or removing a tool, resource or prompt while sessions are open sends
   the matching ``list_changed`` notification to every initialized session.
 * A tool registered with ``task_support`` may run as a task: 2025-11-25
-  ``tasks/*`` and the Tasks extension of 2026-07-28 (see :mod:`mcp_trio._tasks`
+  ``tasks/*`` and the Tasks extension of 2026-07-28 (see :mod:`mcp_trio.server._tasks`
   and ``docs/tasks.md``).
 * ``Context.sample``, ``elicit``, ``elicit_url`` and ``list_roots`` check the
   client's capabilities first: a missing one is a :class:`LocalProtocolError`
@@ -38,7 +38,7 @@ Rules:
   (also a ``LocalProtocolError``) that, left uncaught, answers the request
   with -32021 naming the capability.  Up to 2025-11-25 they send a request to
   the client; from 2026-07-28 on the tool, resource or prompt handler is
-  replayed across multi-round-trip requests (see :mod:`mcp_trio._mrtr`): the
+  replayed across multi-round-trip requests (see :mod:`mcp_trio.server._mrtr`): the
   first unanswered ask ends the round with an ``InputRequiredResult`` whose
   ``requestState`` is signed with ``state_key``.  Code before an ask may run
   more than once in that era.  ``input_key=`` names the ask's key in
@@ -55,30 +55,30 @@ from __future__ import annotations
 
 import base64
 import inspect
-from functools import partial
 import logging
 import secrets
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from functools import partial
 from types import MappingProxyType
 from typing import Any, NoReturn, TypeVar
 
 import msgspec
 import trio
 
-from . import _jsonrpc as rpc
-from ._context import RequestContext
+from .. import _jsonrpc as rpc
+from .._engine._context import RequestContext
+from .._engine._session import Session, new_session
+from .._exceptions import LocalProtocolError, McpError
+from ..transports._base import MessageChannel
+from ..transports.http._headers import header_annotations
+from ..transports.stdio import open_stdio_server_channel
+from ..types import _versions
 from ._cursor import decode_cursor, encode_cursor
-from ._exceptions import LocalProtocolError, McpError
+from ._listen import SubscriptionHub
 from ._mrtr import MISSING, InputRequired, InputSession, StateCodec
-from ._schema_from_signature import ArgumentError, ToolSignature
-from ._session import Session, new_session
-from ._subscriptions import SubscriptionHub
+from ._signature import ArgumentError, ToolSignature
 from ._tasks import LEGACY_TASKS_VERSION, TASK_SUPPORT, TaskManager, TaskRequestContext
 from ._uritemplate import UriTemplate
-from .transports._base import MessageChannel
-from .transports._mcp_headers import header_annotations
-from .transports.stdio import open_stdio_server_channel
-from .types import _versions
 
 __all__ = ["Audio", "Context", "Image", "MissingClientCapability", "Server", "TaskManager"]
 
@@ -420,7 +420,7 @@ class Server:
             (2026-07-28).  Processes serving one endpoint must share it; by
             default each server draws a random one.
         state_ttl: Seconds a multi-round-trip request state stays valid.
-        tasks: The :class:`~mcp_trio._tasks.TaskManager` that runs the tools
+        tasks: The :class:`~mcp_trio.server._tasks.TaskManager` that runs the tools
             registered with ``task_support`` (ttl, limits, owner); by default
             one with its defaults.  Available as ``server.tasks``.
     """
@@ -523,7 +523,7 @@ class Server:
         dict parameter, or as keywords when the handler takes them).
 
         ``task_support`` (``"forbidden"``, ``"optional"`` or ``"required"``)
-        lets the tool run as a task (see :mod:`mcp_trio._tasks`): it is the
+        lets the tool run as a task (see :mod:`mcp_trio.server._tasks`): it is the
         tool's ``execution.taskSupport`` in 2025-11-25, and with the Tasks
         extension (2026-07-28) an optional or required tool runs as a task for
         every client that declares the extension.  Registering one makes the
@@ -906,7 +906,7 @@ class Server:
 
     def _multi_round(self, handler: Callable[[RequestContext, Any], Awaitable[Any]]) -> Any:
         """Run ``handler`` so that, in the stateless era, its calls back to the
-        client become an ``InputRequiredResult`` (see :mod:`mcp_trio._mrtr`)."""
+        client become an ``InputRequiredResult`` (see :mod:`mcp_trio.server._mrtr`)."""
 
         async def rounds(ctx: RequestContext, params: Any) -> Any:
             principal = getattr(ctx.session, "principal", None)
@@ -1006,11 +1006,11 @@ class Server:
         endpoint require a bearer token and serves the protected resource
         metadata; see docs/authorization.md.
         ``task_status.started`` gets the endpoint URLs.  ``http_options`` go to
-        :class:`~mcp_trio.transports.http_server.StreamableHTTP` (allowed
+        :class:`~mcp_trio.transports.http.server.StreamableHTTP` (allowed
         hosts, response mode, session limits, event store ...).
         """
-        from .transports.http_server import ASGIApp, StreamableHTTP, serve_h11, serve_hypercorn
-        from .transports.legacy_sse_server import LegacySSE
+        from ..transports.http.legacy_sse import LegacySSE
+        from ..transports.http.server import ASGIApp, StreamableHTTP, serve_h11, serve_hypercorn
 
         if front_door not in ("h11", "hypercorn"):
             raise ValueError("front_door must be 'h11' or 'hypercorn'")
@@ -1066,7 +1066,7 @@ class Server:
         ``front_door`` is ``"hypercorn"`` (ASGI; with ``http=True`` the same
         server also offers Streamable HTTP at ``http://host:port/path``,
         ``http_options`` going to
-        :class:`~mcp_trio.transports.http_server.StreamableHTTP`) or
+        :class:`~mcp_trio.transports.http.server.StreamableHTTP`) or
         ``"wsproto"`` (a lean server with exact keepalive and close codes).
         ``websocket_options`` go to
         :class:`~mcp_trio.transports.websocket.WebSocketEndpoint` (allowed
@@ -1079,7 +1079,7 @@ class Server:
         ``task_status.started`` gets the WebSocket URLs, then (with ``http``)
         the HTTP ones.  See docs/websocket.md.
         """
-        from .transports import websocket as ws
+        from ..transports import websocket as ws
 
         if front_door not in ("hypercorn", "wsproto"):
             raise ValueError("front_door must be 'hypercorn' or 'wsproto'")
@@ -1097,7 +1097,7 @@ class Server:
             else:
                 http_app = None
                 if http:
-                    from .transports.http_server import ASGIApp, StreamableHTTP
+                    from ..transports.http.server import ASGIApp, StreamableHTTP
 
                     http_endpoint = StreamableHTTP(
                         self.serve_session, versions=self.versions, **(http_options or {})

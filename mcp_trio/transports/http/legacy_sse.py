@@ -13,8 +13,8 @@ only speak the old transport.  How it works:
   session ends and its handlers are cancelled.  There is no resumption.
 
 Serve it next to the Streamable HTTP endpoint with the ``routes`` of
-:class:`~mcp_trio.transports.http_server.ASGIApp` or
-:func:`~mcp_trio.transports.http_server.serve_h11` (``Server.serve_http(...,
+:class:`~mcp_trio.transports.http.server.ASGIApp` or
+:func:`~mcp_trio.transports.http.server.serve_h11` (``Server.serve_http(...,
 legacy_sse=True)`` does that), at ``/sse`` and ``/messages``.
 
 Errors: a POST without ``session_id`` gets 400, an unknown or ended session
@@ -38,9 +38,10 @@ from urllib.parse import parse_qs
 
 import trio
 
-from ._base import Frame, RequestId
+from .._base import Frame, RequestId
 from ._sse import encode_comment, encode_event
-from .http_server import (
+from .server import (
+    _SSE_HEADERS,
     DEFAULT_ALLOWED_HOSTS,
     HostGuard,
     HttpRequest,
@@ -51,7 +52,6 @@ from .http_server import (
     _peek_body,
     _Reply,
     _send_reply,
-    _SSE_HEADERS,
 )
 
 __all__ = ["LegacySSE"]

@@ -42,8 +42,8 @@ from typing import Any
 
 import msgspec
 
-from . import _jsonrpc as rpc
-from ._exceptions import McpError
+from .. import _jsonrpc as rpc
+from .._exceptions import McpError
 
 __all__ = ["MISSING", "InputRequired", "InputSession", "StateCodec", "input_key", "params_digest"]
 

@@ -21,11 +21,11 @@ from typing import Any
 
 import trio
 
-from ._context import RequestContext
+from .._engine._context import RequestContext
+from ..types._versions import SUBSCRIPTION_ID
 
 __all__ = ["SUBSCRIPTION_ID", "SubscriptionHub"]
 
-SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
 
 # filter field -> (notification, server capability, its flag)
 _LIST_FILTERS = {

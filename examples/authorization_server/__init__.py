@@ -1,0 +1,14 @@
+"""The example OAuth 2.1 authorization server (tests, demos, the conformance harness).
+
+Not part of the ``mcp_trio`` library: run it from a checkout's root with
+``python -m examples.authorization_server --port 9000`` (see docs/authorization.md).
+"""
+
+from ._server import (
+    CLIENT_ASSERTION_TYPE as CLIENT_ASSERTION_TYPE,
+    AuthorizationServer as AuthorizationServer,
+    OAuthError as OAuthError,
+    main as main,
+)
+
+__all__ = ["CLIENT_ASSERTION_TYPE", "AuthorizationServer", "OAuthError", "main"]

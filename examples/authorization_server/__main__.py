@@ -1,0 +1,7 @@
+"""``python -m examples.authorization_server``: serve the example authorization server."""
+
+import sys
+
+from ._server import main
+
+sys.exit(main())
