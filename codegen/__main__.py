@@ -1,4 +1,5 @@
-"""``python -m codegen``: regenerate ``mcp_trio/types/v<revision>.py``.
+"""``python -m codegen`` (from a checkout) or ``mcp-trio codegen``: regenerate the
+``mcp_trio.types.v<revision>`` modules.
 
 Usage::
 
@@ -8,6 +9,11 @@ Usage::
     python -m codegen --revision 2025-11-25            # only one pinned revision
     python -m codegen --revision R --schema FILE [--output PATH]
                                            # a new/unpinned revision from any file
+    python -m codegen --output-dir DIR     # write (or --check) the modules in DIR
+
+Run from a checkout, the modules go to its ``mcp_trio/types/``.  Installed from a wheel
+(``mcp-trio codegen``, the package ``mcp_trio_codegen``), they go to the current
+directory: an installed package is never written to.
 
 Schemas come from ``--schema-dir``, else ``$MCP_TRIO_SCHEMA_DIR``, else
 ``../shared/mcp-schema``, else the download cache (see ``codegen._sources``).
@@ -24,6 +30,7 @@ from pathlib import Path
 
 from ._generate import (
     DCG_VERSION,
+    TYPES_DIR,
     GenerationError,
     generate_all,
     installed_dcg_version,
@@ -64,7 +71,17 @@ def _parser() -> argparse.ArgumentParser:
         help="schema file for --revision (no sha256 pin needed)",
     )
     p.add_argument(
-        "--output", metavar="PATH", type=Path, help="output file (default mcp_trio/types/v<R>.py)"
+        "--output",
+        metavar="PATH",
+        type=Path,
+        help="output file of --revision (default: v<R>.py in the output directory)",
+    )
+    p.add_argument(
+        "--output-dir",
+        metavar="DIR",
+        type=Path,
+        help="where modules are written and compared (default: mcp_trio/types of the "
+        "checkout this runs from; installed from a wheel, the current directory)",
     )
     p.add_argument(
         "--jobs", type=int, default=None, help="parallel processes (default: one per CPU)"
@@ -138,7 +155,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.check:
         stale = []
         for g in generated:
-            path = module_path(g.revision)
+            path = module_path(g.revision, args.output_dir)
             if not path.is_file() or path.read_text(encoding="utf-8") != g.source:
                 stale.append(path)
         if stale:
@@ -151,7 +168,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
     for g in generated:
-        path = args.output if args.output is not None else module_path(g.revision)
+        path = args.output if args.output is not None else module_path(g.revision, args.output_dir)
         path.parent.mkdir(parents=True, exist_ok=True)
         old = path.read_text(encoding="utf-8") if path.is_file() else None
         if old != g.source:
@@ -159,7 +176,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         state = "unchanged" if old == g.source else "written"
         say(f"codegen: {g.revision} -> {path} ({state}, {g.seconds:.1f} s)")
     say(f"codegen: {len(generated)} module(s) in {elapsed:.1f} s")
-    if args.schema is not None and args.output is None:
+    if args.schema is not None and args.output is None and args.output_dir is None and TYPES_DIR:
         say(f"codegen: import it as mcp_trio.types.{module_name(args.revision)}")
     return 0
 

@@ -30,7 +30,13 @@ __all__ = [
     "module_path",
 ]
 
-TYPES_DIR = Path(__file__).resolve().parent.parent / "mcp_trio" / "types"
+_ROOT = Path(__file__).resolve().parent.parent
+#: Where the modules are written and compared by default: the checkout's ``mcp_trio/types``
+#: when the generator runs from a source checkout; ``None`` when it runs installed from a
+#: wheel, where the default is the current directory (never the installed package).
+TYPES_DIR: Path | None = (
+    _ROOT / "mcp_trio" / "types" if (_ROOT / "pyproject.toml").is_file() else None
+)
 
 #: The datamodel-code-generator version the committed modules were made with.
 #: Another version may print differently; ``--check`` then reports drift.
@@ -72,8 +78,12 @@ def module_name(revision: str) -> str:
     return "v" + re.sub(r"[^0-9A-Za-z]+", "_", revision).strip("_")
 
 
-def module_path(revision: str) -> Path:
-    return TYPES_DIR / f"{module_name(revision)}.py"
+def module_path(revision: str, directory: Path | None = None) -> Path:
+    """The module file of ``revision`` in ``directory`` (default: :data:`TYPES_DIR`, or the
+    current directory when that is ``None``)."""
+    if directory is None:
+        directory = TYPES_DIR if TYPES_DIR is not None else Path.cwd()
+    return directory / f"{module_name(revision)}.py"
 
 
 def installed_dcg_version() -> str | None:

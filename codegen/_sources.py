@@ -5,7 +5,8 @@ The schema files are never committed.  For every revision pinned in
 
 1. the directory given with ``--schema-dir``;
 2. the directory named by ``$MCP_TRIO_SCHEMA_DIR``;
-3. ``../shared/mcp-schema`` next to the project root, when it exists;
+3. ``../shared/mcp-schema`` next to the project root, when it runs from a checkout and
+   that folder exists;
 4. the download cache ``~/.cache/mcp-trio/schema/<commit>/<revision>/schema.json``
    (``$XDG_CACHE_HOME`` is honoured), filling it from the pinned URL.
 
@@ -45,8 +46,17 @@ __all__ = [
     "urllib_download",
 ]
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-REVISIONS_TOML = PROJECT_ROOT / "schema" / "revisions.toml"
+_HERE = Path(__file__).resolve().parent
+#: The source checkout this generator runs from (``codegen/`` beside ``pyproject.toml``),
+#: or ``None`` when it runs installed from a wheel (as the package ``mcp_trio_codegen``).
+PROJECT_ROOT: Path | None = _HERE.parent if (_HERE.parent / "pyproject.toml").is_file() else None
+#: The pins: ``schema/revisions.toml`` of the checkout, or the copy the wheel ships as
+#: package data (``mcp_trio_codegen/schema/revisions.toml``).
+REVISIONS_TOML = (
+    PROJECT_ROOT / "schema" / "revisions.toml"
+    if PROJECT_ROOT is not None
+    else _HERE / "schema" / "revisions.toml"
+)
 ENV_SCHEMA_DIR = "MCP_TRIO_SCHEMA_DIR"
 
 #: Fetch one URL and return its body.  Must raise on any failure.
@@ -110,7 +120,7 @@ def resolve_schema_dir(
     cli_dir: str | os.PathLike[str] | None,
     *,
     environ: dict[str, str] | None = None,
-    project_root: Path = PROJECT_ROOT,
+    project_root: Path | None = PROJECT_ROOT,
 ) -> Path | None:
     """Pick the schema directory: CLI, then environment, then ../shared/mcp-schema.
 
@@ -121,6 +131,8 @@ def resolve_schema_dir(
         return Path(cli_dir)
     if env.get(ENV_SCHEMA_DIR):
         return Path(env[ENV_SCHEMA_DIR])
+    if project_root is None:
+        return None
     shared = project_root.parent / "shared" / "mcp-schema"
     if shared.is_dir():
         return shared

@@ -58,7 +58,7 @@ THIRD_PARTY: dict[str, set[str]] = {
 }
 
 # Lazy imports allowed inside functions only (the CLI reaching the dev-time generator).
-LAZY_ALLOWED = {("mcp_trio._cli", "codegen.__main__")}
+LAZY_ALLOWED = {("mcp_trio._cli", "mcp_trio_codegen.__main__")}
 
 
 def _longest(table: dict[str, object], module: str) -> str:

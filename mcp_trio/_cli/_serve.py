@@ -1,0 +1,309 @@
+"""``mcp-trio serve``: load a ``Server`` from a file or module and serve it (stdio, Streamable
+HTTP, WebSocket), logging to stderr."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import importlib.util
+import logging
+import os
+import sys
+import traceback
+from functools import partial
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..server import Server
+
+__all__ = ["add_parser", "load_server"]
+
+LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
+
+
+def add_parser(sub: Any) -> None:
+    """Add the ``serve`` subcommand to ``sub`` (the main parser's subparsers)."""
+    p = sub.add_parser(
+        "serve",
+        help="serve a mcp_trio Server over stdio or Streamable HTTP",
+        description="Load a mcp_trio.server.Server and serve it over stdin/stdout, or over "
+        "Streamable HTTP with --http. Logging goes to stderr.",
+    )
+    p.add_argument(
+        "target",
+        metavar="FILE[:ATTRIBUTE]",
+        help="a Python file or an importable module (package.module), optionally followed by "
+        "the name of the Server in it; by default the module-level 'server', else the only "
+        "Server instance in the module",
+    )
+    p.add_argument(
+        "--log-level",
+        choices=LOG_LEVELS,
+        default="warning",
+        help="threshold for log records written to stderr (default: warning)",
+    )
+    p.add_argument(
+        "--http",
+        metavar="HOST:PORT",
+        help="serve Streamable HTTP on HOST:PORT instead of stdio (port 0 picks a free port; "
+        "the URL is printed to stderr)",
+    )
+    p.add_argument(
+        "--ws",
+        metavar="HOST:PORT",
+        help="serve MCP over WebSocket (a custom transport, subprotocol 'mcp') on HOST:PORT "
+        "instead of stdio; the URL is printed to stderr",
+    )
+    p.add_argument("--path", default="/mcp", help="the HTTP endpoint path (default: /mcp)")
+    p.add_argument(
+        "--front-door",
+        choices=("h11", "hypercorn"),
+        default="h11",
+        help="HTTP server: the lean HTTP/1.1 one on h11 (default) or hypercorn (ASGI: HTTP/2, TLS)",
+    )
+    p.add_argument(
+        "--stateless",
+        action="store_true",
+        help="with --http, keep no sessions: every request stands alone (no Mcp-Session-Id, "
+        "no GET stream, no server-to-client requests)",
+    )
+    p.add_argument(
+        "--legacy-sse",
+        action="store_true",
+        help="with --http, also serve the 2024-11-05 HTTP+SSE transport for old clients "
+        "(GET /sse, POST /messages)",
+    )
+    p.add_argument(
+        "--auth-issuer",
+        metavar="URL",
+        help="with --http or --ws, require OAuth access tokens (JWTs) from this authorization server; "
+        "serves the protected resource metadata (see docs/authorization.md)",
+    )
+    p.add_argument(
+        "--auth-jwks", metavar="URL", help="its signing keys (default: its metadata's jwks_uri)"
+    )
+    p.add_argument(
+        "--auth-scope", action="append", default=[], metavar="SCOPE",
+        help="a scope every request needs (repeatable)",
+    )
+    p.add_argument(
+        "--auth-resource", metavar="URL",
+        help="this server's resource identifier, the tokens' audience (default: the endpoint URL)",
+    )
+    p.set_defaults(func=_cmd_serve)
+
+
+class _ServeError(Exception):
+    """A target that cannot be served; the message is for the user."""
+
+
+def _split_target(target: str) -> tuple[str, str | None]:
+    """``"where:attr"`` -> ``("where", "attr")``; ``"where"`` -> ``("where", None)``."""
+    where, sep, attribute = target.rpartition(":")
+    if not sep:
+        return target, None
+    if not where or not attribute:
+        raise _ServeError(f"{target!r} is not FILE[:ATTRIBUTE] or MODULE[:ATTRIBUTE]")
+    return where, attribute
+
+
+def _is_file_reference(where: str) -> bool:
+    return where.endswith(".py") or "/" in where or os.sep in where or Path(where).is_file()
+
+
+def _import_file(path: Path) -> ModuleType:
+    if not path.is_file():
+        raise _ServeError(f"no such file: {path}")
+    path = path.resolve()
+    name = path.stem
+    if not name.isidentifier() or name in sys.modules:
+        name = "_mcp_trio_served"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise _ServeError(f"cannot load {path} as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    # Like ``python FILE``: the file's directory comes first on the import path,
+    # so the file can import its neighbours.
+    sys.path.insert(0, str(path.parent))
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
+
+
+def _import_module(name: str) -> ModuleType:
+    # Like ``python -m``: modules are looked up from the current directory first.
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and (name == exc.name or name.startswith(exc.name + ".")):
+            raise _ServeError(f"no such file or module: {name}") from None
+        raise
+
+
+def _find_server(module: ModuleType, where: str, attribute: str | None) -> Server:
+    from ..server import Server
+
+    if attribute is not None:
+        value: Any = module
+        for part in attribute.split("."):
+            try:
+                value = getattr(value, part)
+            except AttributeError:
+                raise _ServeError(f"{where} has no attribute {attribute!r}") from None
+        if not isinstance(value, Server):
+            raise _ServeError(
+                f"{where}:{attribute} is a {type(value).__name__}, not a mcp_trio.server.Server"
+            )
+        return value
+    default = getattr(module, "server", None)
+    if isinstance(default, Server):
+        return default
+    found: dict[int, tuple[str, Server]] = {}
+    for name, value in vars(module).items():
+        if isinstance(value, Server) and id(value) not in found:
+            found[id(value)] = (name, value)
+    if len(found) == 1:
+        return next(iter(found.values()))[1]
+    if not found:
+        raise _ServeError(
+            f"no Server found in {where}: create one at module level "
+            f"(server = Server(...)) or name it with {where}:ATTRIBUTE"
+        )
+    names = sorted(name for name, _ in found.values())
+    raise _ServeError(
+        f"{where} defines several Servers ({', '.join(names)}); choose one with {where}:{names[0]}"
+    )
+
+
+def load_server(target: str) -> Server:
+    """The :class:`~mcp_trio.server.Server` that ``target`` names.
+
+    ``target`` is ``FILE[:ATTRIBUTE]`` or ``MODULE[:ATTRIBUTE]`` (dotted,
+    importable).  Without an attribute, the module-level ``server`` is used,
+    else the only Server instance among the module's globals.
+
+    Raises:
+        _ServeError: the target cannot be found or holds no single Server.
+        Exception: whatever importing the module raised.
+    """
+    where, attribute = _split_target(target)
+    # Output while the module is imported must not reach stdout (the protocol).
+    with contextlib.redirect_stdout(sys.stderr):
+        if _is_file_reference(where):
+            module = _import_file(Path(where))
+        else:
+            module = _import_module(where)
+    return _find_server(module, where, attribute)
+
+
+def _parse_host_port(text: str, option: str = "--http") -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        raise SystemExit(f"mcp-trio serve: error: {option} wants HOST:PORT, got {text!r}")
+    return host.strip("[]"), int(port)
+
+
+async def _serve_http(
+    server: Any,
+    host: str,
+    port: int,
+    path: str,
+    front_door: str,
+    legacy_sse: bool = False,
+    stateless: bool = False,
+    auth: Any = None,
+) -> None:
+    import trio
+
+    serve = partial(
+        server.serve_http, host, port, path=path, front_door=front_door, legacy_sse=legacy_sse, stateless=stateless
+    )
+    if auth is not None:
+        serve = partial(serve, auth=auth)
+    async with trio.open_nursery() as nursery:
+        urls = await nursery.start(serve)
+        for url in urls:
+            print(f"mcp-trio serve: Streamable HTTP at {url} ({front_door})", file=sys.stderr, flush=True)
+            if legacy_sse:
+                base = url[: len(url) - len(path)] if path and url.endswith(path) else url
+                print(f"mcp-trio serve: HTTP+SSE (2024-11-05) at {base}/sse", file=sys.stderr, flush=True)
+
+
+async def _serve_websocket(server: Any, host: str, port: int, path: str, auth: Any = None) -> None:
+    import trio
+
+    try:
+        async with trio.open_nursery() as nursery:
+            urls = await nursery.start(partial(server.serve_websocket, host, port, path=path, auth=auth))
+            for url in urls:
+                print(f"mcp-trio serve: WebSocket at {url}", file=sys.stderr, flush=True)
+    except BaseExceptionGroup as group:
+        if group.split(KeyboardInterrupt)[1] is None:  # Ctrl+C, wherever it landed
+            raise KeyboardInterrupt from None
+        raise
+
+
+def _resource_server(args: argparse.Namespace) -> Any:
+    """With --auth-issuer: the endpoint accepts only JWT access tokens of that issuer."""
+    if args.auth_issuer is None:
+        return None
+    from ..auth.server import JWTVerifier, ResourceServer
+
+    verifier = JWTVerifier(args.auth_jwks, issuer=args.auth_issuer)
+    return ResourceServer(
+        args.auth_resource,
+        authorization_servers=[args.auth_issuer],
+        verifier=verifier,
+        required_scopes=args.auth_scope,
+    )
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    import trio
+
+    # Log records go to stderr (stdout is the protocol), for as long as the command runs.
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    saved_level = root.level
+    root.addHandler(handler)
+    root.setLevel(args.log_level.upper())
+    try:
+        try:
+            server = load_server(args.target)
+        except _ServeError as exc:
+            print(f"mcp-trio serve: error: {exc}", file=sys.stderr)
+            return 2
+        except Exception:
+            print(f"mcp-trio serve: error: importing {args.target} failed:", file=sys.stderr)
+            traceback.print_exc(file=sys.stderr)
+            return 1
+        try:
+            if args.ws is not None:
+                if args.http is not None:
+                    print("mcp-trio serve: error: use --http or --ws, not both", file=sys.stderr)
+                    return 2
+                host, port = _parse_host_port(args.ws, "--ws")
+                trio.run(_serve_websocket, server, host, port, args.path, _resource_server(args))
+            elif args.http is None:
+                trio.run(server.serve_stdio)
+            else:
+                host, port = _parse_host_port(args.http)
+                serve = partial(_serve_http, server, host, port, args.path, args.front_door)
+                trio.run(serve, args.legacy_sse, args.stateless, _resource_server(args))
+        except KeyboardInterrupt:
+            return 130
+        return 0
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(saved_level)
+
