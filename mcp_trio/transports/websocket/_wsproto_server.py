@@ -1,0 +1,183 @@
+"""The lean front door of MCP over WebSocket: :func:`serve_wsproto`, wsproto on trio sockets.
+
+Each connection must complete its opening handshake (TLS included) within
+``handshake_timeout``; at most ``max_connections`` are served at once.  A bad
+upgrade request is refused with an HTTP answer; a plain HTTP ``GET`` to one
+of ``routes`` is answered (one per connection); an accepted connection
+becomes a :class:`._wsproto_channel._WsprotoChannel` served by the
+:class:`WebSocketEndpoint`.  One connection's failure never takes the
+listener down.
+"""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import Mapping
+from typing import Any
+
+import h11
+import trio
+from wsproto import ConnectionType, WSConnection
+from wsproto.events import AcceptConnection, RejectConnection, RejectData, Request
+from wsproto.utilities import LocalProtocolError, RemoteProtocolError
+
+from ..http.server import Handler, HttpRequest
+from ._channel import _READ_SIZE, _REJECT_BODY_LIMIT, _joined_headers, log
+from ._endpoint import WebSocketEndpoint, _answer, _Refusal
+from ._wsproto_channel import _WsprotoChannel
+
+
+async def serve_wsproto(
+    endpoint: WebSocketEndpoint,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    *,
+    ssl_context: ssl.SSLContext | None = None,
+    handshake_timeout: float = 10.0,
+    max_connections: int = 1024,
+    routes: Mapping[str, Handler] | None = None,
+    task_status: Any = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve ``endpoint`` with wsproto on trio sockets (no ASGI layer) until cancelled.
+
+    Every connection must complete its opening handshake (TLS included)
+    within ``handshake_timeout`` seconds; at most ``max_connections`` are
+    served at once (further ones wait).  ``routes`` (path ->
+    :class:`~mcp_trio.transports.http.server.Handler`, e.g. the protected
+    resource metadata) answer plain HTTP ``GET`` requests (no body) at their
+    paths, one per connection.  ``task_status.started`` gets the bound URLs
+    (``ws://`` or, with ``ssl_context``, ``wss://``).
+    """
+    limit = trio.CapacityLimiter(max_connections)
+    table = {(path.rstrip("/") or "/"): handler for path, handler in (routes or {}).items()}
+
+    async def connection(stream: trio.abc.Stream) -> None:
+        # One connection's failure must never take the listener down.
+        async with limit:
+            try:
+                await _wsproto_connection(endpoint, stream, handshake_timeout, table)
+            except Exception:
+                log.exception("WebSocket connection failed")
+
+    listeners: list[Any] = list(await trio.open_tcp_listeners(port, host=host))
+    urls = []
+    for listener in listeners:
+        address = listener.socket.getsockname()
+        shown = f"[{address[0]}]" if ":" in address[0] else address[0]
+        urls.append(f"{'wss' if ssl_context else 'ws'}://{shown}:{address[1]}")
+    if ssl_context is not None:
+        listeners = [trio.SSLListener(lst, ssl_context, https_compatible=True) for lst in listeners]
+    async with trio.open_nursery() as nursery:
+        await nursery.start(trio.serve_listeners, connection, listeners)
+        task_status.started(urls)
+
+
+async def _wsproto_connection(
+    endpoint: WebSocketEndpoint,
+    stream: trio.abc.Stream,
+    handshake_timeout: float,
+    routes: Mapping[str, Handler],
+) -> None:
+    ws = WSConnection(ConnectionType.SERVER)
+    handed_over = False
+    try:
+        with trio.move_on_after(handshake_timeout):
+            request = await _read_request(ws, stream, routes)
+            if request is None:
+                return
+            headers = {
+                name.decode("latin-1").lower(): value.decode("latin-1")
+                for name, value in request.extra_headers
+            }
+            headers["host"] = request.host
+            path, _, query = request.target.partition("?")
+            decision = await endpoint._handshake(path, query, headers, list(request.subprotocols))
+            if isinstance(decision, _Refusal):
+                await _wsproto_refuse(ws, stream, decision)
+                return
+            subprotocol, admission = decision
+            await stream.send_all(ws.send(AcceptConnection(subprotocol=subprotocol)))
+            channel = _WsprotoChannel(
+                stream,
+                ws,
+                client=False,
+                subprotocol=subprotocol,
+                max_message_size=endpoint.max_message_size,
+                keepalive_interval=endpoint.keepalive_interval,
+                keepalive_timeout=endpoint.keepalive_timeout,
+                close_timeout=endpoint.close_timeout,
+                inbound_buffer=endpoint.inbound_buffer,
+            )
+            handed_over = True
+        if handed_over:
+            await endpoint._serve_channel(channel, admission)
+    except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+        pass
+    finally:
+        if not handed_over:
+            with trio.move_on_after(1.0, shield=True):
+                await stream.aclose()
+
+
+async def _read_request(
+    ws: WSConnection, stream: trio.abc.Stream, routes: Mapping[str, Handler]
+) -> Request | None:
+    """The client's upgrade request; ``None`` after answering a bad one, a
+    plain HTTP request to one of ``routes``, or on EOF."""
+    head = bytearray()  # what came so far, to read a plain HTTP request again
+    while True:
+        for event in ws.events():
+            if isinstance(event, Request):
+                return event
+        data = await stream.receive_some(_READ_SIZE)
+        if not data:
+            return None
+        if routes and len(head) < _REJECT_BODY_LIMIT:
+            head += data
+        try:
+            ws.receive_data(data)
+        except UnicodeError as exc:  # a Host header that is not IDNA
+            await _wsproto_refuse(ws, stream, _Refusal(400, f"Bad WebSocket handshake: {exc}"))
+            return None
+        except RemoteProtocolError as exc:
+            plain = _route_request(bytes(head), routes)
+            if plain is not None:
+                await _wsproto_refuse(ws, stream, await _answer(routes[plain.path], plain))
+                return None
+            hint = exc.event_hint
+            status = hint.status_code if isinstance(hint, RejectConnection) else 400
+            hint_headers = getattr(hint, "headers", ())
+            extra = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in hint_headers]
+            refusal = _Refusal(status, f"Bad WebSocket handshake: {exc}", extra)
+            await _wsproto_refuse(ws, stream, refusal)
+            return None
+
+
+def _route_request(head: bytes, routes: Mapping[str, Handler]) -> HttpRequest | None:
+    """``head`` read as a plain HTTP ``GET`` to one of ``routes`` (wsproto
+    refuses anything that is not an upgrade), or ``None``."""
+    if not routes:
+        return None
+    parser = h11.Connection(h11.SERVER)
+    try:
+        parser.receive_data(head)
+        event = parser.next_event()
+    except h11.RemoteProtocolError:
+        return None
+    if not isinstance(event, h11.Request) or event.method != b"GET":
+        return None
+    path, _, query = event.target.decode("latin-1").partition("?")
+    path = path.rstrip("/") or "/"
+    if path not in routes:
+        return None
+    return HttpRequest("GET", _joined_headers(event.headers), b"", path, query)
+
+
+async def _wsproto_refuse(ws: WSConnection, stream: trio.abc.Stream, refusal: _Refusal) -> None:
+    headers = refusal.wire_headers((b"connection", b"close"))
+    try:
+        data = ws.send(RejectConnection(status_code=refusal.status, headers=headers, has_body=True))
+        data += ws.send(RejectData(data=refusal.body, body_finished=True))
+    except (LocalProtocolError, h11.LocalProtocolError):  # h11 may refuse after a broken request
+        return
+    await stream.send_all(data)
