@@ -14,7 +14,7 @@ Rules:
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -187,12 +187,8 @@ async def connect_http(
     """
     from ..transports.http.client import open_http_client
 
-    options = dict(http_options or {})
-    if auth is not None:
-        options["auth"] = auth
-    async with open_http_client(url, **options) as channel:
-        async with open_client(channel, **client_options) as client:
-            yield client
+    async with _connect_over(open_http_client, url, http_options, auth, client_options) as client:
+        yield client
 
 
 @asynccontextmanager
@@ -217,9 +213,24 @@ async def connect_websocket(
     """
     from ..transports.websocket import open_websocket_client
 
-    options = dict(websocket_options or {})
+    async with _connect_over(
+        open_websocket_client, url, websocket_options, auth, client_options
+    ) as client:
+        yield client
+
+
+@asynccontextmanager
+async def _connect_over(
+    open_channel: Callable[..., AbstractAsyncContextManager[MessageChannel]],
+    url: str,
+    transport_options: Mapping[str, Any] | None,
+    auth: HTTPAuth | None,
+    client_options: dict[str, Any],
+) -> AsyncIterator[Client]:
+    """``open_client`` over ``open_channel(url, **transport_options, auth=auth)``."""
+    options = dict(transport_options or {})
     if auth is not None:
         options["auth"] = auth
-    async with open_websocket_client(url, **options) as channel:
+    async with open_channel(url, **options) as channel:
         async with open_client(channel, **client_options) as client:
             yield client
