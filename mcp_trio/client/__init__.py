@@ -4,30 +4,14 @@ The modules of this package split the client by job; everything public is
 re-exported here.
 """
 
-from ._client import (
-    Client as Client,
-)
-from ._client import (
-    ResultCache as ResultCache,
-)
-from ._client import (
-    Subscription as Subscription,
-)
-from ._client import (
-    connect_http as connect_http,
-)
-from ._client import (
-    connect_stdio as connect_stdio,
-)
-from ._client import (
-    connect_websocket as connect_websocket,
-)
-from ._client import (
-    elicitation_defaults as elicitation_defaults,
-)
-from ._client import (
-    open_client as open_client,
-)
+from ._cache import ResultCache as ResultCache
+from ._client import Client as Client
+from ._connect import connect_http as connect_http
+from ._connect import connect_stdio as connect_stdio
+from ._connect import connect_websocket as connect_websocket
+from ._connect import open_client as open_client
+from ._handlers import elicitation_defaults as elicitation_defaults
+from ._listen import Subscription as Subscription
 
 __all__ = [
     "Client",

@@ -1,0 +1,236 @@
+"""Opening a client: :func:`open_client` over a channel and the ``connect_*`` entry points.
+
+Rules:
+
+* :func:`open_client` negotiates the newest revision both sides speak
+  (probing with ``server/discover``, falling back to ``initialize``), within
+  ``connect_timeout``.
+* The capabilities advertised follow from the handlers given; the server's
+  notifications go to the client (subscriptions, cache) before the hooks.
+* Each ``connect_*`` closes its transport (process, HTTP session, WebSocket)
+  when its block ends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from .._engine._session import Session, open_session
+from ..transports._base import MessageChannel
+from ..transports.stdio import open_stdio_client
+from ._cache import _INVALIDATES, ResultCache
+from ._client import Client
+from ._handlers import Handler, NotificationHook, _client_capabilities
+
+if TYPE_CHECKING:
+    from ..transports.http.client import HTTPAuth
+
+
+@asynccontextmanager
+async def open_client(
+    channel: MessageChannel,
+    *,
+    name: str = "mcp-trio",
+    version: str = "0",
+    title: str | None = None,
+    versions: Sequence[str] | None = None,
+    sampling: Handler | None = None,
+    sampling_tools: bool = False,
+    elicitation: Handler | None = None,
+    elicitation_modes: Sequence[str] = ("form",),
+    roots: Sequence[Mapping[str, Any]] | Callable[[], Any] | None = None,
+    on_log: NotificationHook | None = None,
+    on_list_changed: Callable[[str], Awaitable[None]] | None = None,
+    on_resource_updated: Callable[[str], Awaitable[None]] | None = None,
+    on_notification: Callable[[str, Any], Awaitable[None]] | None = None,
+    capabilities: Mapping[str, Any] | None = None,
+    cache: ResultCache | bool = True,
+    cache_namespace: str | None = None,
+    auth_context: Any = None,
+    max_input_rounds: int = 16,
+    max_pages: int = 10_000,
+    connect_timeout: float | None = 30.0,
+    **session_options: Any,
+) -> AsyncIterator[Client]:
+    """Open a session over ``channel`` as a client and connect.
+
+    Args:
+        name, version, title: ``clientInfo``.
+        versions: Protocol revisions to accept (default: all supported).
+        sampling: ``async (CreateMessageRequestParams) -> CreateMessageResult``
+            (a dict or Struct).  Advertises ``sampling`` (with ``tools`` when
+            ``sampling_tools``).
+        elicitation: ``async (ElicitRequestParams) -> ElicitResult``.
+            Advertises ``elicitation`` with ``elicitation_modes``.
+        roots: The roots (a list of ``{"uri", "name"}``) or a callable
+            returning them (sync or async).  Advertises ``roots``.
+        on_log: ``async (LoggingMessageNotificationParams)``.
+        on_list_changed: ``async ("tools" | "resources" | "prompts")``.
+        on_resource_updated: ``async (uri)``.
+        on_notification: ``async (method, params)`` for every notification.
+        capabilities: Extra capabilities to advertise (``experimental``,
+            ``extensions`` ...), merged over the derived ones.
+        cache: ``False`` disables result caching; a :class:`ResultCache` is
+            used (and may be shared); ``True`` makes a private one.
+        cache_namespace: Separates servers sharing one cache (default: the
+            server's name).
+        auth_context: Identifies the authorization context for ``private``
+            results in a shared cache (default: this client alone).
+        max_input_rounds: Multi-round-trip retries allowed per request.
+        max_pages: Pages ``list_all_*`` follow before giving up.
+        connect_timeout: Seconds allowed for the negotiation.
+        session_options: Passed to :func:`open_session` (``default_timeout`` ...).
+    """
+    info: dict[str, Any] = {"name": name, "version": version}
+    if title is not None:
+        info["title"] = title
+    caps = _client_capabilities(sampling, elicitation, roots, sampling_tools, elicitation_modes, capabilities)
+    holder: list[Client] = []
+
+    def note_handler(method: str) -> Any:
+        async def handle(session: Session, method: str, params: Any) -> None:
+            if holder:
+                holder[0]._on_notification(method, params)
+            if method == "notifications/message" and on_log is not None:
+                await on_log(params)
+            elif method in _INVALIDATES and on_list_changed is not None:
+                await on_list_changed(method.split("/")[1])
+            elif method == "notifications/resources/updated" and on_resource_updated is not None:
+                await on_resource_updated(params.uri)
+            if on_notification is not None:
+                await on_notification(method, params)
+
+        return handle
+
+    watched = [
+        "notifications/message",
+        "notifications/resources/updated",
+        "notifications/subscriptions/acknowledged",
+        *_INVALIDATES,
+    ]
+    if on_notification is not None:
+        watched += ["notifications/elicitation/complete", "notifications/tasks/status"]
+    async with open_session(
+        channel,
+        role="client",
+        info=info,
+        capabilities=caps,
+        versions=versions,
+        notification_handlers={m: note_handler(m) for m in watched},
+        **session_options,
+    ) as session:
+        result_cache = cache if isinstance(cache, ResultCache) else (ResultCache() if cache else None)
+        client = Client(
+            session,
+            sampling=sampling,
+            elicitation=elicitation,
+            roots=roots,
+            cache=result_cache,
+            cache_namespace="",
+            auth_context=auth_context,
+            max_input_rounds=max_input_rounds,
+            max_pages=max_pages,
+        )
+        holder.append(client)
+        for method, present in (
+            ("sampling/createMessage", sampling),
+            ("elicitation/create", elicitation),
+            ("roots/list", roots),
+        ):
+            if present is not None:
+                session.request_handlers[method] = client._legacy_handler(method)
+        with trio.fail_after(connect_timeout if connect_timeout is not None else float("inf")):
+            await session.connect()
+        client._namespace = cache_namespace if cache_namespace is not None else str(session.peer_info.get("name", ""))
+        yield client
+
+
+@asynccontextmanager
+async def connect_stdio(
+    command: str,
+    *args: str,
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
+    stderr: Any = None,
+    **client_options: Any,
+) -> AsyncIterator[Client]:
+    """Start ``command *args`` as a stdio MCP server and connect to it.
+
+    The process is shut down (stdin closed, then terminated, then killed)
+    when the block ends.  ``client_options`` are those of :func:`open_client`.
+    """
+    async with open_stdio_client(command, args, env=env, cwd=cwd, stderr=stderr) as process:
+        async with open_client(process.channel, **client_options) as client:
+            yield client
+
+
+@asynccontextmanager
+async def connect_http(
+    url: str,
+    *,
+    http_options: Mapping[str, Any] | None = None,
+    auth: HTTPAuth | None = None,
+    **client_options: Any,
+) -> AsyncIterator[Client]:
+    """Connect to the Streamable HTTP endpoint ``url``.
+
+    ``http_options`` go to :func:`~mcp_trio.transports.http.client.open_http_client`
+    (headers, TLS context, timeouts, ``legacy_fallback`` ...), ``client_options``
+    to :func:`open_client`.  ``auth`` supplies credentials for every request
+    (e.g. :class:`mcp_trio.auth.client.OAuthClient`; see
+    :class:`~mcp_trio.transports.http.client.HTTPAuth`).  The session is
+    ended with ``DELETE`` on exit.
+    """
+    from ..transports.http.client import open_http_client
+
+    async with _connect_over(open_http_client, url, http_options, auth, client_options) as client:
+        yield client
+
+
+@asynccontextmanager
+async def connect_websocket(
+    url: str,
+    *,
+    websocket_options: Mapping[str, Any] | None = None,
+    auth: HTTPAuth | None = None,
+    **client_options: Any,
+) -> AsyncIterator[Client]:
+    """Connect to the MCP WebSocket endpoint ``url`` (``ws://`` or ``wss://``).
+
+    ``websocket_options`` go to
+    :func:`~mcp_trio.transports.websocket.open_websocket_client` (headers,
+    origin, TLS context, keepalive, size limit ...), ``client_options`` to
+    :func:`open_client`.  ``auth`` supplies credentials for the handshake
+    and authorizes when it is refused (e.g.
+    :class:`mcp_trio.auth.client.OAuthClient`).  The connection is closed
+    (code 1000) on exit.  If it drops (or the server closes it with 1008
+    when the access token expires), pending and later calls raise
+    :class:`~mcp_trio.ConnectionClosed`; reconnecting means calling this again.
+    """
+    from ..transports.websocket import open_websocket_client
+
+    async with _connect_over(
+        open_websocket_client, url, websocket_options, auth, client_options
+    ) as client:
+        yield client
+
+
+@asynccontextmanager
+async def _connect_over(
+    open_channel: Callable[..., AbstractAsyncContextManager[MessageChannel]],
+    url: str,
+    transport_options: Mapping[str, Any] | None,
+    auth: HTTPAuth | None,
+    client_options: dict[str, Any],
+) -> AsyncIterator[Client]:
+    """``open_client`` over ``open_channel(url, **transport_options, auth=auth)``."""
+    options = dict(transport_options or {})
+    if auth is not None:
+        options["auth"] = auth
+    async with open_channel(url, **options) as channel:
+        async with open_client(channel, **client_options) as client:
+            yield client

@@ -1,0 +1,159 @@
+"""``subscriptions/listen`` (2026-07-28): :class:`Subscription` and :meth:`Client.listen`.
+
+Rules:
+
+* A subscription is yielded once the server acknowledged it; its
+  notifications (routed here by their subscription id) are buffered, and a
+  reader ``buffer`` behind loses the newest rather than blocking the session.
+* The iteration stops when the server answers the listen request and raises
+  what ended it otherwise; leaving the ``listen`` block cancels it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from .._exceptions import LocalProtocolError
+from ._handlers import _builtins
+
+if TYPE_CHECKING:
+    from .._engine._session import Session
+
+log = logging.getLogger("mcp_trio.client")
+
+
+class Subscription:
+    """An open ``subscriptions/listen`` stream (see :meth:`Client.listen`).
+
+    Attributes:
+        id: The subscription id (the listen request's id).
+        acknowledged: The filter the server agreed to honour
+            (``toolsListChanged`` ..., ``resourceSubscriptions``).
+    """
+
+    def __init__(self, buffer: int) -> None:
+        self.id: Any = None
+        self.acknowledged: dict[str, Any] | None = None
+        self._send, self._receive = trio.open_memory_channel[tuple[str, Any]](buffer)
+        self._acknowledged = trio.Event()
+        self._error: BaseException | None = None
+        self._done = False
+        #: Notifications dropped because the reader fell ``buffer`` behind.
+        self.dropped = 0
+
+    def _deliver(self, method: str, params: Any) -> None:
+        if method == "notifications/subscriptions/acknowledged":
+            self.acknowledged = _builtins(params.notifications)
+            self._acknowledged.set()
+            return
+        try:
+            self._send.send_nowait((method, params))
+        except trio.WouldBlock:
+            # A reader this far behind re-reads the lists anyway; never block the session.
+            self.dropped += 1
+            log.warning("subscription %r: dropped %s (the reader is %d behind)", self.id, method, self._send.statistics().current_buffer_used)
+        except trio.ClosedResourceError:
+            pass
+
+    def _finish(self, error: BaseException | None) -> None:
+        self._done = True
+        self._error = error
+        self._acknowledged.set()
+        self._send.close()
+
+    @property
+    def ended_gracefully(self) -> bool:
+        """The server answered the listen request (it ended the subscription)."""
+        return self._done and self._error is None
+
+    def __aiter__(self) -> Subscription:
+        return self
+
+    async def __anext__(self) -> tuple[str, Any]:
+        """The next ``(method, params)``; stops when the server ends the
+        subscription, raises what ended it otherwise (``ConnectionClosed`` ...)."""
+        try:
+            return await self._receive.receive()
+        except trio.EndOfChannel:
+            if self._error is not None:
+                raise self._error from None
+            raise StopAsyncIteration from None
+
+
+class ListenMixin:
+    """:meth:`listen`, for :class:`~mcp_trio.client.Client`."""
+
+    if TYPE_CHECKING:
+        session: Session
+        _listening: dict[Any, Subscription]
+
+        @property
+        def modern(self) -> bool: ...
+
+        @property
+        def protocol_version(self) -> str: ...
+
+    @asynccontextmanager
+    async def listen(
+        self,
+        *,
+        tools: bool = False,
+        prompts: bool = False,
+        resources: bool = False,
+        resource_uris: Sequence[str] = (),
+        buffer: int = 256,
+    ) -> AsyncIterator[Subscription]:
+        """Open a ``subscriptions/listen`` stream (2026-07-28) for the list
+        changes asked for (``tools``, ``prompts``, ``resources``) and the
+        updates of ``resource_uris``.
+
+        Yields a :class:`Subscription` once the server acknowledged it; iterate
+        it for ``(method, params)`` pairs.  Leaving the block cancels the
+        subscription.  The result cache follows the notifications either way.
+        In older revisions use ``subscribe_resource`` and ``on_list_changed``.
+
+        Raises:
+            LocalProtocolError: the session speaks an older revision.
+        """
+        if not self.modern:
+            raise LocalProtocolError(
+                f"subscriptions/listen needs a stateless protocol version (this session speaks "
+                f"{self.protocol_version}); use subscribe_resource and on_list_changed instead"
+            )
+        wanted: dict[str, Any] = {}
+        for field, on in (("toolsListChanged", tools), ("promptsListChanged", prompts), ("resourcesListChanged", resources)):
+            if on:
+                wanted[field] = True
+        if resource_uris:
+            wanted["resourceSubscriptions"] = list(resource_uris)
+        subscription = Subscription(buffer)
+
+        def register(id: Any) -> None:
+            subscription.id = id
+            self._listening[id] = subscription
+
+        async def run() -> None:
+            try:
+                await self.session.request(
+                    "subscriptions/listen", {"notifications": wanted}, timeout=None, on_sent=register
+                )
+                subscription._finish(None)  # the server ended it gracefully
+            except Exception as exc:
+                subscription._finish(exc)
+            finally:
+                self._listening.pop(subscription.id, None)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(run)
+            await subscription._acknowledged.wait()
+            if subscription._error is not None and subscription.acknowledged is None:
+                raise subscription._error
+            try:
+                yield subscription
+            finally:
+                nursery.cancel_scope.cancel()
