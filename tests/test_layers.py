@@ -1,44 +1,53 @@
-"""The dependency direction of docs/architecture.md, enforced on the source.
+"""The layout of docs/architecture.md, enforced on the source.
 
-Each module of ``mcp_trio`` belongs to a layer; a module may import only from
-lower layers, or from its own layer inside its own package.  Some layers also
-have a list of third-party packages they may use.  Imports under
-``if TYPE_CHECKING:`` are not counted (they do not run).
+* Each part of ``mcp_trio`` (a top-level module or package: ``_core``,
+  ``transports``, ``server``, ...) sits in a layer; a module imports only from
+  parts of lower layers, or from its own part.  Some parts also have a list of
+  third-party packages they may use.
+* The module tree in docs/architecture.md names every module, its job and what
+  it may import (``→``: other parts by name, modules of its own part with a
+  leading dot); every import that runs must be listed there, and every module
+  listed must exist.
+* No import cycle between modules, counting the imports inside functions too;
+  only imports under ``if TYPE_CHECKING:`` are left out (they do not run).
+* No hand-written module is over 600 lines.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 import sys
+from functools import cache
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "mcp_trio"
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+MAX_LINES = 600
 
-# module prefix -> layer (longest prefix wins)
+# part -> layer
 LAYERS: dict[str, int] = {
-    "mcp_trio._version": 0,
-    "mcp_trio._exceptions": 0,
-    "mcp_trio.types._wire": 0,
-    "mcp_trio.types": 1,
-    "mcp_trio._jsonrpc": 2,
-    "mcp_trio._core": 3,
-    "mcp_trio.transports": 3,
-    "mcp_trio._engine": 4,
-    "mcp_trio.server": 5,
-    "mcp_trio.client": 5,
-    "mcp_trio.auth": 5,
-    "mcp_trio.testing": 5,
-    "mcp_trio.fuzzing": 5,
-    "mcp_trio._cli": 6,
-    "mcp_trio": 6,
+    "_version": 0,
+    "_exceptions": 0,
+    "types": 1,  # types._wire is layer 0 inside it: the generated modules import it
+    "_jsonrpc": 2,
+    "_core": 3,
+    "transports": 3,
+    "_engine": 4,
+    "server": 5,
+    "client": 5,
+    "auth": 5,
+    "fuzzing": 5,
+    "_cli": 6,
+    "": 6,  # mcp_trio/__init__.py
 }
 
 STDLIB = set(sys.stdlib_module_names) | {"__future__"}
 
-# module prefix -> third-party packages it may import
+# module prefix -> third-party packages it may import (longest prefix wins)
 THIRD_PARTY: dict[str, set[str]] = {
     "mcp_trio.types": {"msgspec"},
     "mcp_trio._jsonrpc": {"msgspec"},
@@ -46,32 +55,20 @@ THIRD_PARTY: dict[str, set[str]] = {
     "mcp_trio.server._uritemplate": set(),
     "mcp_trio.server._cursor": set(),
     "mcp_trio.server._signature": {"msgspec"},
-    "mcp_trio._core": {"msgspec"},  # sans-IO: never trio
     "mcp_trio.server._mrtr": {"msgspec"},
+    "mcp_trio._core": {"msgspec"},  # sans-IO: never trio
     "mcp_trio.transports": {"msgspec", "trio", "h11", "wsproto", "hypercorn"},
-    "mcp_trio._engine._session": {"msgspec", "trio"},
-    "mcp_trio._engine._context": {"msgspec", "trio"},
+    "mcp_trio._engine": {"msgspec", "trio"},
     "mcp_trio.fuzzing": {"msgspec", "h11", "hypothesis"},
     # OAuth: JOSE (the ``auth`` extra: PyJWT and cryptography) imported where JWTs are made
     "mcp_trio.auth": {"msgspec", "trio", "h11", "hypercorn", "jwt", "cryptography"},
     "mcp_trio": {"msgspec", "trio", "h11", "wsproto", "hypercorn"},
 }
 
-# Lazy imports allowed inside functions only (the CLI reaching the dev-time generator).
+# Lazy imports allowed inside functions only (the CLI reaching the generator, an optional extra).
 LAZY_ALLOWED = {("mcp_trio._cli", "mcp_trio_codegen.__main__")}
 
-
-def _longest(table: dict[str, object], module: str) -> str:
-    best = ""
-    for prefix in table:
-        if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > len(best):
-            best = prefix
-    assert best, module
-    return best
-
-
-def layer_of(module: str) -> int:
-    return LAYERS[_longest(LAYERS, module)]  # type: ignore[return-value]
+GENERATED = re.compile(r"mcp_trio\.types\.v\d{4}_\d{2}_\d{2}$")
 
 
 def module_name(path: Path) -> str:
@@ -81,6 +78,27 @@ def module_name(path: Path) -> str:
     return ".".join(parts)
 
 
+def part_of(module: str) -> str:
+    """``mcp_trio.server._tools`` -> ``server``; ``mcp_trio`` -> ``""``."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def layer_of(module: str) -> int:
+    if module == "mcp_trio.types._wire":
+        return 0
+    return LAYERS[part_of(module)]
+
+
+def _longest(table: dict[str, set[str]], module: str) -> str:
+    best = ""
+    for prefix in table:
+        if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > len(best):
+            best = prefix
+    assert best, module
+    return best
+
+
 def _is_type_checking(node: ast.If) -> bool:
     test = node.test
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
@@ -88,7 +106,8 @@ def _is_type_checking(node: ast.If) -> bool:
     )
 
 
-def imports_of(path: Path) -> list[tuple[str, bool]]:
+@cache
+def imports_of(path: Path) -> tuple[tuple[str, bool], ...]:
     """(imported module, at module level?) for every import that runs."""
     tree = ast.parse(path.read_text(), str(path))
     mod = module_name(path)
@@ -113,6 +132,12 @@ def imports_of(path: Path) -> list[tuple[str, bool]]:
                         found.extend((f"{target}.{alias.name}", top) for alias in child.names)
                     else:
                         found.append((target, top))
+                        # ``from .pkg import submodule`` imports the submodule too
+                        found.extend(
+                            (f"{target}.{alias.name}", top)
+                            for alias in child.names
+                            if _is_module(f"{target}.{alias.name}")
+                        )
                 else:
                     found.append((child.module or "", top))
             nested = top and not isinstance(
@@ -121,47 +146,79 @@ def imports_of(path: Path) -> list[tuple[str, bool]]:
             visit(child, nested)
 
     visit(tree, True)
-    return found
+    return tuple(found)
+
+
+def _is_module(name: str) -> bool:
+    candidate = ROOT.joinpath(*name.split("."))
+    return candidate.with_suffix(".py").exists() or (candidate / "__init__.py").exists()
 
 
 def _resolve_internal(name: str) -> str:
     """``mcp_trio.x.Y`` may name an attribute; walk back to a real module."""
     parts = name.split(".")
     while parts:
-        candidate = ROOT.joinpath(*parts)
-        if candidate.with_suffix(".py").exists() or (candidate / "__init__.py").exists():
+        if _is_module(".".join(parts)):
             return ".".join(parts)
         parts.pop()
     raise AssertionError(f"cannot resolve {name}")
 
 
+def internal_imports(path: Path) -> set[str]:
+    importer = module_name(path)
+    targets = {
+        _resolve_internal(name) for name, _ in imports_of(path) if name.split(".")[0] == "mcp_trio"
+    }
+    targets.discard(importer)
+    return targets
+
+
 SOURCES = sorted(PACKAGE.rglob("*.py"))
+HAND_WRITTEN = [p for p in SOURCES if not GENERATED.match(module_name(p))]
 
 
-@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
-def test_imports_follow_the_layers(path: Path) -> None:
+def _check_layers(path: Path) -> list[str]:
     importer = module_name(path)
     own_layer = layer_of(importer)
     allowed_third = THIRD_PARTY[_longest(THIRD_PARTY, importer)]
     problems = []
+    for target in sorted(internal_imports(path)):
+        target_layer = layer_of(target)
+        if target_layer < own_layer or part_of(target) == part_of(importer):
+            continue
+        problems.append(f"{importer} (layer {own_layer}) imports {target} (layer {target_layer})")
     for name, top in imports_of(path):
         root = name.split(".")[0]
-        if root == "mcp_trio":
-            target = _resolve_internal(name)
-            if target == importer:
-                continue
-            target_layer = layer_of(target)
-            same_package = target.split(".")[:2] == importer.split(".")[:2]
-            if target_layer < own_layer or (target_layer == own_layer and same_package):
-                continue
-            problems.append(f"{importer} (layer {own_layer}) imports {target} (layer {target_layer})")
-        elif root in STDLIB:
+        if root == "mcp_trio" or root in STDLIB:
             continue
-        elif (importer, name) in LAZY_ALLOWED and not top:
+        if (importer, name) in LAZY_ALLOWED and not top:
             continue
-        elif root not in allowed_third:
+        if root not in allowed_third:
             problems.append(f"{importer} imports third-party {name!r} (allowed: {sorted(allowed_third)})")
+    return problems
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_imports_follow_the_layers(path: Path) -> None:
+    problems = _check_layers(path)
     assert not problems, "\n".join(problems)
+
+
+def test_the_checker_catches_an_upward_import() -> None:
+    fake = PACKAGE / "_core" / "_zz_probe_upward.py"
+    fake.write_text("from .._engine._session import Session\nimport trio\n")
+    try:
+        problems = _check_layers(fake)
+    finally:
+        fake.unlink()
+    assert problems == [
+        "mcp_trio._core._zz_probe_upward (layer 3) imports mcp_trio._engine._session (layer 4)",
+        "mcp_trio._core._zz_probe_upward imports third-party 'trio' (allowed: ['msgspec'])",
+    ]
+
+
+def test_the_layer_table_covers_every_part() -> None:
+    assert {part_of(module_name(p)) for p in SOURCES} == set(LAYERS)
 
 
 def test_core_has_no_async_code() -> None:
@@ -171,19 +228,151 @@ def test_core_has_no_async_code() -> None:
         assert not bad, f"{path}: async def in the sans-IO core: {bad}"
 
 
-def test_the_layer_table_covers_every_module() -> None:
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def connect(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                connect(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            connect(v)
+    return found
+
+
+def _import_graph() -> dict[str, set[str]]:
+    graph = {}
     for path in SOURCES:
-        layer_of(module_name(path))
+        importer = module_name(path)
+        # importing a package's submodule runs the package first: count that edge too,
+        # except a package's own modules importing it (always already running)
+        targets = set()
+        for target in internal_imports(path):
+            targets.add(target)
+        graph[importer] = {
+            t for t in targets if not importer.startswith(t + ".")
+        }
+    return graph
 
 
-def test_the_checker_catches_an_upward_import(tmp_path: Path) -> None:
-    fake = PACKAGE / "_core" / "_zz_probe_upward.py"
-    fake.write_text("from .._engine._session import Session\nimport trio\n")
-    try:
-        with pytest.raises(AssertionError, match="imports"):
-            test_imports_follow_the_layers(fake)
-    finally:
-        fake.unlink()
+def test_no_import_cycles() -> None:
+    cycles = _cycles(_import_graph())
+    assert not cycles, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in cycles)
+
+
+def test_the_cycle_finder_finds_cycles() -> None:
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+@pytest.mark.parametrize("path", HAND_WRITTEN, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_hand_written_module_over_600_lines(path: Path) -> None:
+    lines = len(path.read_text().splitlines())
+    assert lines <= MAX_LINES, f"{path.relative_to(ROOT)}: {lines} lines (at most {MAX_LINES})"
+
+
+# --- the tree of docs/architecture.md ------------------------------------------------------
+
+_TREE_LINE = re.compile(r"^(?P<indent> *)(?P<name>\S+)(?: +(?P<rest>.*))?$")
+
+
+def documented_tree() -> dict[str, set[str]]:
+    """module (or generated-module pattern) -> what docs/architecture.md says it may import."""
+    text = ARCHITECTURE.read_text()
+    block = re.search(r"<!-- tree -->\s*```text\n(.*?)```", text, re.S)
+    assert block, "docs/architecture.md has no ```text block after <!-- tree -->"
+    tree: dict[str, set[str]] = {}
+    folders: list[tuple[int, str]] = []
+    for line in block.group(1).splitlines():
+        if not line.strip():
+            continue
+        m = _TREE_LINE.match(line)
+        assert m, line
+        depth = len(m["indent"])
+        while folders and folders[-1][0] >= depth:
+            folders.pop()
+        name = m["name"]
+        prefix = [f for _, f in folders]
+        if name.endswith("/"):
+            folders.append((depth, name[:-1]))
+            continue
+        assert name.endswith(".py"), f"not a module or a folder: {line!r}"
+        parts = [*prefix, name[:-3]]
+        if parts[-1] == "__init__":
+            parts.pop()
+        rest = m["rest"] or ""
+        _, arrow, imports = rest.partition("→")
+        assert arrow or "→" not in line, line
+        tree[".".join(parts)] = set(imports.split())
+    return tree
+
+
+def _documented(module: str, tree: dict[str, set[str]]) -> set[str] | None:
+    if module in tree:
+        return tree[module]
+    if GENERATED.match(module):
+        return tree.get("mcp_trio.types.v*")
+    return None
+
+
+def test_the_tree_lists_every_module_and_only_those() -> None:
+    tree = documented_tree()
+    modules = {module_name(p) for p in SOURCES}
+    missing = sorted(m for m in modules if _documented(m, tree) is None)
+    ghosts = sorted(m for m in tree if m not in modules and not m.endswith("*"))
+    assert not missing, f"modules not in docs/architecture.md's tree: {missing}"
+    assert not ghosts, f"docs/architecture.md's tree names modules that do not exist: {ghosts}"
+
+
+def _allowed(importer: str, target: str, listed: set[str]) -> bool:
+    part = part_of(importer)
+    if part_of(target) != part:
+        return part_of(target) in listed or target.removeprefix("mcp_trio.") in listed
+    base = f"mcp_trio.{part}" if part else "mcp_trio"
+    relative = "." + target.removeprefix(base).lstrip(".")
+    return any(relative == entry or relative.startswith(entry + ".") for entry in listed)
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_modules_import_only_what_the_tree_says(path: Path) -> None:
+    importer = module_name(path)
+    listed = _documented(importer, documented_tree())
+    assert listed is not None, f"{importer} is not in docs/architecture.md's tree"
+    extra = sorted(t for t in internal_imports(path) if not _allowed(importer, t, listed))
+    assert not extra, f"{importer} imports {extra}, which docs/architecture.md does not list"
+
+
+def test_the_tree_check_tells_listed_from_unlisted_imports() -> None:
+    listed = {"_engine", "transports", "._results", ".http"}
+    assert _allowed("mcp_trio.server._tools", "mcp_trio._engine._session", listed)
+    assert _allowed("mcp_trio.server._tools", "mcp_trio.server._results", listed)
+    assert not _allowed("mcp_trio.server._tools", "mcp_trio.server._prompts", listed)
+    assert not _allowed("mcp_trio.server._tools", "mcp_trio._core._session", listed)
+    assert _allowed("mcp_trio.transports.stdio", "mcp_trio.transports.http._sse", listed)
+    assert not _allowed("mcp_trio.transports.stdio", "mcp_trio.transports.memory", listed)
 
 
 def test_public_names_have_a_public_module() -> None:
