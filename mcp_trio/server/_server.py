@@ -1,5 +1,11 @@
 """High-level MCP server: declare tools, resources and prompts; serve any transport.
 
+This module holds :class:`Server` itself: its registries, capabilities,
+notifications, the dispatch table and ``serve_*``.  Each feature's registration
+and handlers are a mixin of their own (:mod:`._tools`, :mod:`._resources`,
+:mod:`._prompts`); what a handler sees is :mod:`._context`, how its result is
+shaped :mod:`._results`.
+
 Example::
 
     server = Server("demo", "1.0")
@@ -67,17 +73,16 @@ from .._engine._session import Session, new_session
 from ..transports._base import MessageChannel
 from ..transports.stdio import open_stdio_server_channel
 from ..types import _versions
-from ._context import _LEVEL_RANK, Context, MissingClientCapability, _only
+from ._context import _LEVEL_RANK, Context, _only
 from ._cursor import decode_cursor, encode_cursor
 from ._listen import SubscriptionHub
 from ._mrtr import InputRequired, InputSession, StateCodec
 from ._prompts import _Prompt, _PromptsMixin
 from ._resources import _Resource, _ResourcesMixin
-from ._results import Audio, Image
 from ._tasks import TaskManager
 from ._tools import _Tool, _ToolsMixin
 
-__all__ = ["Audio", "Context", "Image", "MissingClientCapability", "Server", "TaskManager"]
+__all__ = ["Server"]
 
 log = logging.getLogger("mcp_trio.server")
 
