@@ -15,7 +15,7 @@ import trio
 
 from mcp_trio import open_memory_transport_pair
 from mcp_trio.server import Server
-from mcp_trio.server._server import tool_result
+from mcp_trio.server._results import tool_result
 from mcp_trio.transports._base import Frame
 from mcp_trio.types import _versions
 

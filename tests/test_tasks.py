@@ -25,7 +25,8 @@ from mcp_trio import (
     open_stdio_client,
 )
 from mcp_trio.server import Context, Server
-from mcp_trio.server._tasks import RELATED_TASK, TaskManager
+from mcp_trio.server._task_context import RELATED_TASK
+from mcp_trio.server._tasks import TaskManager
 from mcp_trio.types import ext_tasks
 
 LEGACY = "2025-11-25"

@@ -4,17 +4,17 @@ The modules of this package split the server by feature; everything public is
 re-exported here.
 """
 
-from ._server import (
-    Audio as Audio,
-)
-from ._server import (
+from ._context import (
     Context as Context,
 )
-from ._server import (
-    Image as Image,
-)
-from ._server import (
+from ._context import (
     MissingClientCapability as MissingClientCapability,
+)
+from ._results import (
+    Audio as Audio,
+)
+from ._results import (
+    Image as Image,
 )
 from ._server import (
     Server as Server,

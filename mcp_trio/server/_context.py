@@ -1,0 +1,296 @@
+"""What a tool, resource or prompt handler sees: :class:`Context` (progress, logging,
+asking the client for sampling, elicitation and roots, ``start_task``), the errors
+it raises, and how a handler gets its ``Context`` parameter and is called.
+
+Asking the client checks the client's capabilities first (a missing one is a
+:class:`LocalProtocolError`, from 2026-07-28 on a :class:`MissingClientCapability`);
+inside a multi-round-trip request the answer comes from the round's inputs (see
+:mod:`mcp_trio.server._mrtr`), inside a task through the task (see
+:mod:`mcp_trio.server._task_context`).
+"""
+
+from __future__ import annotations
+
+import inspect
+import secrets
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import msgspec
+
+from .. import _jsonrpc as rpc
+from .._engine._context import RequestContext
+from .._engine._session import Session
+from .._exceptions import LocalProtocolError, McpError
+from ..types import _versions
+from ._mrtr import MISSING
+from ._task_context import TaskRequestContext
+
+if TYPE_CHECKING:
+    from ._server import Server
+
+__all__ = ["Context", "MissingClientCapability"]
+
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+_LEVEL_RANK = {name: i for i, name in enumerate(LOG_LEVELS)}
+_FIRST_ISERROR_ARGS = "2025-11-25"  # from here on, bad tool arguments are tool execution errors
+
+
+class MissingClientCapability(LocalProtocolError, McpError):
+    """A handler needs a client capability the request did not declare
+    (2026-07-28 on).
+
+    Uncaught, it answers the request with
+    ``MissingRequiredClientCapabilityError`` (-32021), whose
+    ``data.requiredCapabilities`` names what is missing.  It is also a
+    :class:`LocalProtocolError`, what earlier revisions raise for the same
+    mistake, so a handler that copes with a missing capability catches both.
+    """
+
+    def __init__(self, message: str, required: dict[str, Any]) -> None:
+        McpError.__init__(
+            self,
+            rpc.MISSING_REQUIRED_CLIENT_CAPABILITY,
+            message,
+            {"requiredCapabilities": required},
+        )
+
+
+class _StartTask(BaseException):
+    """Unwinds a deferred tool at ``ctx.start_task()``: the request now
+    answers with a task that replays the tool (a ``BaseException``, like
+    ``InputRequired``, so that ``except Exception`` does not swallow it)."""
+
+
+class Context:
+    """What a tool, resource or prompt handler can do while it runs.
+
+    Ask for it by annotating a parameter with ``Context``.
+    """
+
+    def __init__(self, server: Server, request: RequestContext) -> None:
+        self.server = server
+        self.request = request
+
+    @property
+    def session(self) -> Session:
+        return self.request.session
+
+    @property
+    def request_id(self) -> int | str:
+        return self.request.id
+
+    @property
+    def protocol_version(self) -> str:
+        return self.request.version
+
+    @property
+    def client_capabilities(self) -> dict[str, Any]:
+        return self.request.client_capabilities
+
+    @property
+    def auth(self) -> Any:
+        """The verified access token this request came with, behind a protected
+        HTTP endpoint (``serve_http(auth=...)``: an
+        :class:`mcp_trio.auth.server.AccessToken` with subject, client id,
+        scopes and claims); ``None`` elsewhere."""
+        return self.request.auth
+
+    @property
+    def progress_token(self) -> int | str | None:
+        """The client's progress token for this request, if it asked for progress."""
+        return self.request.progress_token
+
+    async def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """Progress for this request (sent only if the client asked for it)."""
+        await self.request.report_progress(progress, total, message)
+
+    async def close_stream(self) -> bool:
+        """End this request's Streamable HTTP response stream now (SSE polling,
+        2025-11-25 on); the handler goes on and the client gets the rest when it
+        resumes the stream.  False on transports without response streams."""
+        return await self.request.close_stream()
+
+    async def log(self, level: str, data: Any, logger: str | None = None) -> None:
+        """Send ``notifications/message`` if ``level`` passes the client's threshold."""
+        if level not in _LEVEL_RANK:
+            raise ValueError(f"unknown log level {level!r}; one of {', '.join(LOG_LEVELS)}")
+        threshold = self.server._log_threshold(self)
+        if threshold is None or _LEVEL_RANK[level] < _LEVEL_RANK[threshold]:
+            return
+        params: dict[str, Any] = {"level": level, "data": data}
+        if logger is not None:
+            params["logger"] = logger
+        await self.request.notify("notifications/message", params)
+
+    async def debug(self, data: Any) -> None:
+        await self.log("debug", data)
+
+    async def info(self, data: Any) -> None:
+        await self.log("info", data)
+
+    async def warning(self, data: Any) -> None:
+        await self.log("warning", data)
+
+    async def error(self, data: Any) -> None:
+        await self.log("error", data)
+
+    def _require(self, capability: str, detail: str | None = None) -> dict[str, Any]:
+        caps = self.client_capabilities.get(capability)
+        if not isinstance(caps, dict):
+            self._missing(
+                f"the client did not advertise the {capability!r} capability", {capability: {}}
+            )
+        if detail is not None and detail not in caps:
+            self._missing(
+                f"the client did not advertise {capability}.{detail}", {capability: {detail: {}}}
+            )
+        return caps
+
+    def _missing(self, message: str, required: dict[str, Any]) -> NoReturn:
+        if _versions.is_stateless(self.protocol_version):
+            raise MissingClientCapability(f"Missing required client capability: {message}", required)
+        raise LocalProtocolError(message)
+
+    async def _input(
+        self,
+        method: str,
+        params: dict[str, Any],
+        result_type: str,
+        timeout: float | None,
+        input_key: str | None,
+    ) -> Any:
+        """Ask the client: a request (legacy), an input of this round (2026-07-28+)
+        or an input request of the task the handler runs as (extension)."""
+        inputs = self.server._rounds.get(id(self.request))
+        if inputs is not None:
+            key = inputs.key_for(method, params, input_key)
+            answer = inputs.lookup(key)
+            if answer is not MISSING:
+                target = getattr(_versions.module_for(self.protocol_version), result_type)
+                try:
+                    return msgspec.convert(answer, target)
+                except msgspec.ValidationError as exc:
+                    raise McpError(
+                        rpc.INVALID_PARAMS,
+                        f"inputResponses[{key!r}] is not a valid {result_type}: {exc}",
+                    ) from None
+            if not inputs.replay:
+                raise inputs.ask(key, method, params)
+        if isinstance(self.request, TaskRequestContext):
+            return await self.request.request(method, params, timeout=timeout, input_key=input_key)
+        return await self.request.request(method, params, timeout=timeout)
+
+    async def start_task(self) -> bool:
+        """Go on as a task, if this call of a task-capable tool gets one.
+
+        In a tool registered with ``defer_task=True``, called by a client
+        that declared the Tasks extension (2026-07-28), this ends the
+        request: its answer is the ``CreateTaskResult``, and the task runs
+        the tool again from the start, with the inputs gathered so far
+        answered at once, past this call.  Elsewhere it returns at once:
+        ``True`` when the tool already runs as a task, ``False`` when it runs
+        inline.
+        """
+        if isinstance(self.request, TaskRequestContext):
+            return True
+        if id(self.request) in self.server._deferred:
+            raise _StartTask()
+        return False
+
+    async def sample(
+        self,
+        messages: Sequence[dict[str, Any]] | str,
+        *,
+        max_tokens: int = 1000,
+        timeout: float | None = None,
+        input_key: str | None = None,
+        **params: Any,
+    ) -> Any:
+        """Ask the client's LLM (``sampling/createMessage``); returns the result Struct.
+
+        Extra keyword arguments are request fields (``systemPrompt``,
+        ``tools``, ``toolChoice`` ...).  Tools need the client's
+        ``sampling.tools`` capability.  ``input_key`` names the ask in
+        ``inputRequests`` (2026-07-28).
+        """
+        self._require("sampling", "tools" if "tools" in params or "toolChoice" in params else None)
+        if isinstance(messages, str):
+            messages = [{"role": "user", "content": {"type": "text", "text": messages}}]
+        body = {"messages": list(messages), "maxTokens": max_tokens, **params}
+        return await self._input(
+            "sampling/createMessage", body, "CreateMessageResult", timeout, input_key
+        )
+
+    async def elicit(
+        self,
+        message: str,
+        requested_schema: dict[str, Any],
+        *,
+        timeout: float | None = None,
+        input_key: str | None = None,
+    ) -> Any:
+        """Ask the user for input (``elicitation/create``, form mode); returns the result Struct."""
+        caps = self._require("elicitation")
+        if caps and "form" not in caps and "url" in caps:
+            self._missing("the client supports only URL mode elicitation", {"elicitation": {"form": {}}})
+        body: dict[str, Any] = {"message": message, "requestedSchema": requested_schema}
+        if self.protocol_version >= _FIRST_ISERROR_ARGS:
+            body["mode"] = "form"
+        return await self._input("elicitation/create", body, "ElicitResult", timeout, input_key)
+
+    async def elicit_url(
+        self,
+        message: str,
+        url: str,
+        *,
+        elicitation_id: str | None = None,
+        timeout: float | None = None,
+        input_key: str | None = None,
+    ) -> Any:
+        """Send the user to ``url`` (``elicitation/create``, URL mode, 2025-11-25+)."""
+        if self.protocol_version < _FIRST_ISERROR_ARGS:
+            raise LocalProtocolError(f"URL mode elicitation does not exist in {self.protocol_version}")
+        self._require("elicitation", "url")
+        body: dict[str, Any] = {"mode": "url", "message": message, "url": url}
+        if not _versions.is_stateless(self.protocol_version):
+            body["elicitationId"] = elicitation_id or secrets.token_urlsafe(16)
+        return await self._input("elicitation/create", body, "ElicitResult", timeout, input_key)
+
+    async def list_roots(self, *, timeout: float | None = None, input_key: str | None = None) -> Any:
+        """The client's roots (``roots/list``)."""
+        self._require("roots")
+        return await self._input("roots/list", {}, "ListRootsResult", timeout, input_key)
+
+
+def _wants_context(annotation: Any) -> bool:
+    return annotation is Context or annotation == "Context"
+
+
+async def _call(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
+    result = fn(**kwargs)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
+
+
+def _context_param(fn: Callable[..., Any]) -> str | None:
+    try:
+        hints = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return None
+    for name, param in hints.items():
+        if _wants_context(param.annotation):
+            return name
+    return None
+
+
+def _only(exc: BaseException, kind: type[BaseException]) -> bool:
+    """``exc`` is a ``kind``, or a group of nothing else."""
+    if isinstance(exc, kind):
+        return True
+    if isinstance(exc, BaseExceptionGroup):
+        return all(_only(e, kind) for e in exc.exceptions)
+    return False

@@ -1,0 +1,145 @@
+"""Resources and resource templates (RFC 6570, see
+:mod:`mcp_trio.server._uritemplate`): registration, ``resources/list``,
+``resources/templates/list``, ``resources/read``, and the per-session
+subscriptions of ``resources/subscribe`` with ``notifications/resources/updated``.
+
+``_ResourcesMixin`` is part of :class:`~mcp_trio.server.Server`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from .. import _jsonrpc as rpc
+from .._engine._context import RequestContext
+from .._engine._session import Session
+from .._exceptions import McpError
+from ..types import _versions
+from ._context import Context, _call, _context_param
+from ._results import resource_contents
+from ._uritemplate import UriTemplate
+
+if TYPE_CHECKING:
+    from ._listen import SubscriptionHub
+
+log = logging.getLogger("mcp_trio.server")
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class _Resource:
+    def __init__(self, fn: Callable[..., Any], definition: dict[str, Any], template: UriTemplate | None,
+                 mime_type: str | None, context_param: str | None) -> None:
+        self.fn = fn
+        self.definition = definition
+        self.template = template
+        self.mime_type = mime_type
+        self.context_param = context_param
+
+
+class _ResourcesMixin:
+    """The resources, templates and subscriptions of a :class:`~mcp_trio.server.Server`."""
+
+    _resources: dict[str, _Resource]
+    _templates: dict[str, _Resource]
+    _subscriptions: dict[Session, set[str]]
+    subscriptions: SubscriptionHub
+    _changed: Callable[[str], None]
+    _page: Callable[..., dict[str, Any]]
+    _cacheable: Callable[..., dict[str, Any]]
+
+    def resource(
+        self,
+        uri: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        annotations: dict[str, Any] | None = None,
+        size: int | None = None,
+        icons: list[dict[str, Any]] | None = None,
+    ) -> Callable[[F], F]:
+        """Register a resource; a URI with ``{...}`` is an RFC 6570 template whose
+        variables are passed to the handler as keyword arguments.  The handler
+        returns ``str`` (text), ``bytes`` (blob) or a list of contents dicts."""
+
+        def register(fn: F) -> F:
+            template = UriTemplate(uri) if "{" in uri else None
+            definition: dict[str, Any] = {"name": name or fn.__name__}
+            definition["uriTemplate" if template else "uri"] = uri
+            doc = description if description is not None else inspect.getdoc(fn)
+            if doc:
+                definition["description"] = doc.strip()
+            for key, value in (("title", title), ("mimeType", mime_type), ("annotations", annotations),
+                               ("size", size), ("icons", icons)):
+                if value is not None and not (template and key == "size"):
+                    definition[key] = value
+            entry = _Resource(fn, definition, template, mime_type, _context_param(fn))
+            if template:
+                self._templates[uri] = entry
+            else:
+                self._resources[uri] = entry
+            self._changed("notifications/resources/list_changed")
+            return fn
+
+        return register
+
+    def remove_resource(self, uri: str) -> None:
+        if uri in self._templates:
+            del self._templates[uri]
+        else:
+            del self._resources[uri]
+        self._changed("notifications/resources/list_changed")
+
+    async def notify_resource_updated(self, uri: str) -> None:
+        """Tell the sessions subscribed to ``uri`` that it changed (and the
+        2026-07-28 ``subscriptions/listen`` streams watching it)."""
+        self.subscriptions.resource_updated(uri)
+        for session, uris in list(self._subscriptions.items()):
+            if uri in uris:
+                try:
+                    await session.notify("notifications/resources/updated", {"uri": uri})
+                except Exception as exc:
+                    log.debug("could not notify %s: %s", uri, exc)
+
+    async def _list_resources(self, ctx: RequestContext, params: Any) -> Any:
+        return self._page(ctx, [r.definition for r in self._resources.values()], "resources")
+
+    async def _list_templates(self, ctx: RequestContext, params: Any) -> Any:
+        return self._page(ctx, [r.definition for r in self._templates.values()], "resourceTemplates")
+
+    def _find_resource(self, uri: str) -> tuple[_Resource, dict[str, Any]] | None:
+        entry = self._resources.get(uri)
+        if entry is not None:
+            return entry, {}
+        for template in self._templates.values():
+            assert template.template is not None
+            values = template.template.match(uri)
+            if values is not None:
+                return template, values
+        return None
+
+    async def _read_resource(self, ctx: RequestContext, params: Any) -> Any:
+        uri = params.uri
+        found = self._find_resource(uri)
+        if found is None:
+            code = rpc.INVALID_PARAMS if _versions.is_stateless(ctx.version) else rpc.RESOURCE_NOT_FOUND
+            raise McpError(code, f"Resource not found: {uri}", {"uri": uri})
+        entry, values = found
+        kwargs = dict(values)
+        if entry.context_param is not None:
+            kwargs[entry.context_param] = Context(self, ctx)
+        value = await _call(entry.fn, kwargs)
+        return self._cacheable(ctx, {"contents": resource_contents(uri, value, entry.mime_type)})
+
+    async def _subscribe(self, ctx: RequestContext, params: Any) -> Any:
+        self._subscriptions.setdefault(ctx.session, set()).add(params.uri)
+        return {}
+
+    async def _unsubscribe(self, ctx: RequestContext, params: Any) -> Any:
+        self._subscriptions.get(ctx.session, set()).discard(params.uri)
+        return {}

@@ -1,0 +1,385 @@
+"""One server-side task: its record, its status changes and how its era shows it
+(``Task`` fields, ``notifications/tasks/status``), its input requests (Tasks
+extension), and the request context its work runs with.
+
+The rules are in the module docs of :mod:`mcp_trio.server._tasks`; here:
+
+* A terminal status (completed, failed, cancelled) never changes again.
+* 2025-11-25 status changes are pushed in order, by one sender per session;
+  extension tasks push nothing (clients poll ``tasks/get``).
+* What the work sends the client carries the related-task ``_meta``
+  (2025-11-25) or becomes one of the task's ``inputRequests`` under a key
+  never issued before in that task (extension).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Hashable
+from datetime import UTC, datetime
+from typing import Any
+
+import msgspec
+import trio
+
+from .._core import RequestReceived
+from .._engine._context import RequestContext
+from .._engine._session import RequestTimeout, Session
+from .._exceptions import ConnectionClosed, LocalProtocolError, McpError
+from ..types import _versions
+
+__all__ = ["LEGACY_TASKS_VERSION", "RELATED_TASK", "TASK_SUPPORT", "TaskRequestContext"]
+
+#: The values of a tool's ``execution.taskSupport``.
+TASK_SUPPORT: tuple[str, ...] = ("forbidden", "optional", "required")
+#: The one revision with the requestor-driven tasks of ``capabilities.tasks``.
+LEGACY_TASKS_VERSION = "2025-11-25"
+#: The ``_meta`` key that ties a message to a 2025-11-25 task.
+RELATED_TASK = "io.modelcontextprotocol/related-task"
+
+_TERMINAL = frozenset({"completed", "failed", "cancelled"})
+
+
+class _InputWait:
+    """One outstanding input request of an extension task."""
+
+    __slots__ = ("request", "result_type", "answered", "response")
+
+    def __init__(self, request: dict[str, Any], result_type: type) -> None:
+        self.request = request
+        self.result_type = result_type
+        self.answered = trio.Event()
+        self.response: Any = None
+
+
+class _Task:
+    """What the server knows about one task."""
+
+    __slots__ = (
+        "task_id",
+        "owner",
+        "session",
+        "stateless",
+        "seq",
+        "status",
+        "status_message",
+        "created",
+        "updated",
+        "ttl_ms",
+        "expires_at",
+        "result",
+        "error",
+        "done",
+        "scope",
+        "inputs",
+        "input_count",
+        "issued_keys",
+        "asking",
+        "waiting_streams",
+        "last_progress",
+        "auth",
+    )
+
+    def __init__(
+        self,
+        task_id: str,
+        owner: Hashable,
+        session: Session,
+        stateless: bool,
+        seq: int,
+        now: float,
+        ttl_ms: int,
+    ) -> None:
+        self.task_id = task_id
+        self.owner = owner
+        self.session = session
+        self.stateless = stateless
+        self.seq = seq
+        self.status = "working"
+        self.status_message: str | None = None
+        self.created = now
+        self.updated = now
+        self.ttl_ms = ttl_ms
+        self.expires_at = now + ttl_ms / 1000
+        self.result: dict[str, Any] | None = None
+        self.error: McpError | None = None
+        self.done = trio.Event()
+        self.scope = trio.CancelScope(deadline=self.expires_at)
+        self.inputs: dict[str, _InputWait] = {}  # extension: outstanding input requests
+        self.input_count = 0  # extension: keys issued so far (keys never repeat)
+        self.issued_keys: set[str] = set()  # extension: every key issued, ever
+        self.asking = 0  # 2025-11-25: requests to the client in progress
+        self.waiting_streams: list[Any] = []  # 2025-11-25: ids of tasks/result calls waiting
+        self.last_progress: float | None = None
+        # The authorization of the creating request (``ctx.auth``), for the
+        # work's whole life; kept here only, never in what tasks/* answer.
+        self.auth: Any = None
+
+    @property
+    def terminal(self) -> bool:
+        return self.status in _TERMINAL
+
+
+
+class _TaskStatus:
+    """A task's status, its shapes and its input requests: the part of
+    :class:`~mcp_trio.server._tasks.TaskManager` a running task reaches."""
+
+    poll_interval_ms: int
+    _notifiers: dict[Session, trio.MemorySendChannel[dict[str, Any]]]
+    _epoch: tuple[float, float] | None
+
+    # ---------------------------------------------------------------- status
+
+    def _set(self, task: _Task, status: str, message: str | None, *, notify: bool = True) -> None:
+        if task.terminal or (task.status == status and message is None):
+            return
+        task.status = status
+        if message is not None or status != "input_required":
+            task.status_message = message
+        task.updated = trio.current_time()
+        if task.terminal:
+            task.done.set()
+        if notify and not task.stateless:
+            self._notify(task)
+
+    def _set_message(self, task: _Task, message: str) -> None:
+        if not task.terminal:
+            task.status_message = message
+            task.updated = trio.current_time()
+
+    def _notify(self, task: _Task) -> None:
+        """Queue ``notifications/tasks/status``; one sender per session keeps the order."""
+        send = self._notifiers.get(task.session)
+        if send is None:
+            send, receive = trio.open_memory_channel[dict[str, Any]](math.inf)
+            try:
+                task.session.spawn(
+                    self._send_notifications, task.session, receive, name="task status"
+                )
+            except ConnectionClosed:
+                return
+            self._notifiers[task.session] = send
+        send.send_nowait(self._fields(task))
+
+    async def _send_notifications(
+        self, session: Session, receive: trio.MemoryReceiveChannel[dict[str, Any]]
+    ) -> None:
+        try:
+            async for params in receive:
+                try:
+                    await session.notify("notifications/tasks/status", params)
+                except ConnectionClosed:
+                    return
+        finally:
+            self._notifiers.pop(session, None)
+
+    # ---------------------------------------------------------------- shapes
+
+    def _iso(self, t: float) -> str:
+        if self._epoch is None:
+            self._epoch = (trio.current_time(), time.time())
+        wall = self._epoch[1] + (t - self._epoch[0])
+        return (
+            datetime.fromtimestamp(wall, UTC)
+            .isoformat(timespec="milliseconds")
+            .replace("+00:00", "Z")
+        )
+
+    def _fields(self, task: _Task) -> dict[str, Any]:
+        """The task's ``Task`` object in its era's spelling."""
+        if task.stateless:
+            fields: dict[str, Any] = {"ttlMs": task.ttl_ms, "pollIntervalMs": self.poll_interval_ms}
+        else:
+            fields = {"ttl": task.ttl_ms, "pollInterval": self.poll_interval_ms}
+        fields.update(
+            taskId=task.task_id,
+            status=task.status,
+            createdAt=self._iso(task.created),
+            lastUpdatedAt=self._iso(task.updated),
+        )
+        if task.status_message is not None:
+            fields["statusMessage"] = task.status_message
+        return fields
+
+    def _detailed(self, task: _Task) -> dict[str, Any]:
+        """An extension task with its status-specific fields."""
+        fields = self._fields(task)
+        if task.status == "input_required":
+            fields["inputRequests"] = {
+                key: wait.request for key, wait in task.inputs.items() if not wait.answered.is_set()
+            }
+        elif task.status == "completed" and task.result is not None:
+            fields["result"] = task.result
+        elif task.status == "failed" and task.error is not None:
+            error: dict[str, Any] = {"code": task.error.code, "message": task.error.message}
+            if task.error.data is not None:
+                error["data"] = task.error.data
+            fields["error"] = error
+        return fields
+
+    # ------------------------------------------------- asking the client (ext)
+
+    async def _ask(
+        self,
+        task: _Task,
+        version: str,
+        method: str,
+        params: Any,
+        timeout: float | None,
+        key: str | None = None,
+    ) -> Any:
+        spec = _versions.module_for(version).METHODS.get(method)
+        if spec is None or not spec.input_request or spec.params is None or spec.result is None:
+            raise LocalProtocolError(f"{method!r} is not a request a task can make of the client")
+        try:
+            typed = (
+                params
+                if isinstance(params, msgspec.Struct)
+                else msgspec.convert(params or {}, spec.params)
+            )
+        except msgspec.ValidationError as exc:
+            raise LocalProtocolError(f"invalid params for {method}: {exc}") from None
+        task.input_count += 1
+        if key is None or key in task.issued_keys:
+            base = key or method
+            key = f"{base}#{task.input_count}"
+            while key in task.issued_keys:  # a tool's own key may look like ours
+                task.input_count += 1
+                key = f"{base}#{task.input_count}"
+        task.issued_keys.add(key)
+        wait = _InputWait({"method": method, "params": msgspec.to_builtins(typed)}, spec.result)
+        task.inputs[key] = wait
+        self._set(task, "input_required", None)
+        try:
+            with trio.move_on_after(math.inf if timeout is None else timeout) as scope:
+                await wait.answered.wait()
+            if scope.cancelled_caught:
+                raise RequestTimeout(f"{method} got no answer within {timeout} s")
+            return wait.response
+        finally:
+            del task.inputs[key]
+            if not task.inputs:
+                self._set(task, "working", None)
+
+
+class TaskRequestContext(RequestContext):
+    """The request context a task's work runs with.
+
+    Same request as the one that created the task, but its cancel scope is the
+    task's (``tasks/cancel``, the ttl and the end of the session cancel it),
+    and what the work sends to the client follows the task rules of its era
+    (see :mod:`mcp_trio.server._tasks`).
+    """
+
+    __slots__ = ("task", "_manager")
+
+    def __init__(
+        self,
+        session: Session,
+        request: RequestReceived,
+        cancel_scope: trio.CancelScope,
+        task: _Task,
+        manager: _TaskStatus,
+    ) -> None:
+        super().__init__(session, request, cancel_scope)
+        self.task = task
+        self._manager = manager
+
+    @property
+    def task_id(self) -> str:
+        return self.task.task_id
+
+    @property
+    def auth(self) -> Any:
+        """The creating request's authorization, as it was verified then: the
+        transport forgets it once that request is answered (at once, with
+        ``CreateTaskResult``), the task keeps it for as long as it runs."""
+        return self.task.auth
+
+    def _stream(self) -> Any:
+        """A waiting ``tasks/result`` call whose stream carries the task's messages."""
+        streams = self.task.waiting_streams
+        return streams[-1] if streams else None
+
+    async def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        task = self.task
+        if task.stateless:
+            if message is not None:
+                self._manager._set_message(task, message)
+            return
+        token = self.progress_token
+        if token is None or task.terminal:
+            return
+        value = float(progress)
+        if not math.isfinite(value):
+            raise LocalProtocolError(f"progress must be a finite number, not {value!r}")
+        if task.last_progress is not None and not value > task.last_progress:
+            raise LocalProtocolError(f"progress must increase: {value} after {task.last_progress}")
+        task.last_progress = value
+        params: dict[str, Any] = {"progressToken": token, "progress": value}
+        if total is not None:
+            params["total"] = float(total)
+        if message is not None:
+            params["message"] = message
+        params["_meta"] = {RELATED_TASK: {"taskId": task.task_id}}
+        await self.session.notify("notifications/progress", params, related=self._stream())
+
+    async def notify(self, method: str, params: Any = None) -> None:
+        if self.task.stateless:
+            return  # no stream to carry it: the extension has no notifications on tasks
+        await self.session.notify(
+            method, _with_related(params, self.task.task_id), related=self._stream()
+        )
+
+    async def request(
+        self,
+        method: str,
+        params: Any = None,
+        *,
+        timeout: float | None | object = None,
+        on_progress: Any = None,
+        input_key: str | None = None,
+    ) -> Any:
+        """Ask the client.  With the extension the request becomes one of the
+        task's ``inputRequests``, under ``input_key`` when that was never
+        used in this task (else a fresh key)."""
+        task = self.task
+        limit = timeout if isinstance(timeout, int | float) else None
+        if task.stateless:
+            return await self._manager._ask(
+                task, self.version, method, params, limit, input_key
+            )
+        task.asking += 1
+        self._manager._set(task, "input_required", None)
+        try:
+            # No timeout unless the tool asks for one: the task's ttl bounds the wait.
+            return await self.session.request(
+                method,
+                _with_related(params, task.task_id),
+                timeout=limit,
+                related=self._stream(),
+                on_progress=on_progress,
+            )
+        finally:
+            task.asking -= 1
+            if task.asking == 0:
+                self._manager._set(task, "working", None)
+
+
+def _with_related(params: Any, task_id: str) -> Any:
+    related = {RELATED_TASK: {"taskId": task_id}}
+    if params is None:
+        return {"_meta": related}
+    if isinstance(params, dict):
+        meta = params.get("_meta")
+        return {**params, "_meta": {**meta, **related} if isinstance(meta, dict) else related}
+    if isinstance(params, msgspec.Struct) and hasattr(params, "meta"):
+        meta = params.meta
+        return msgspec.structs.replace(
+            params, meta={**meta, **related} if isinstance(meta, dict) else related
+        )
+    return params

@@ -1,0 +1,262 @@
+"""Tools: registration (the input schema from the signature, see
+:mod:`mcp_trio.server._signature`), ``tools/list`` and ``tools/call``: argument
+binding and validation, running the handler, inline or as a task (see
+:mod:`mcp_trio.server._tasks`), and shaping its result.
+
+``_ToolsMixin`` is part of :class:`~mcp_trio.server.Server`; the rules are in
+the module docs of :mod:`mcp_trio.server._server`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Callable
+from functools import partial
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import msgspec
+
+from .. import _jsonrpc as rpc
+from .._engine._context import RequestContext
+from .._exceptions import McpError
+from ..transports.http._headers import header_annotations
+from ..types import _versions
+from ._context import (
+    _FIRST_ISERROR_ARGS,
+    Context,
+    _call,
+    _context_param,
+    _only,
+    _StartTask,
+    _wants_context,
+)
+from ._mrtr import InputSession
+from ._results import _text_result, tool_result
+from ._signature import ArgumentError, ToolSignature
+from ._task_context import LEGACY_TASKS_VERSION, TASK_SUPPORT
+
+if TYPE_CHECKING:
+    from ._mrtr import StateCodec
+    from ._tasks import TaskManager
+
+log = logging.getLogger("mcp_trio.server")
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_FIRST_STRUCTURED = "2025-06-18"  # outputSchema and structuredContent exist from here on
+
+
+class _Tool:
+    def __init__(self, fn: Callable[..., Any], definition: dict[str, Any], sig: ToolSignature | None,
+                 input_schema: dict[str, Any] | None, context_param: str | None,
+                 task_support: str | None = None, defer_task: bool = False) -> None:
+        self.fn = fn
+        self.definition = definition
+        self.sig = sig
+        self.input_schema = input_schema
+        self.context_param = context_param
+        self.task_support = task_support
+        self.defer_task = defer_task
+        #: Whether a call may become a task (``task_support`` optional or required).
+        self.may_run_as_task = task_support in ("optional", "required")
+        #: Whether results need the general conversion (``tool_result``): a
+        #: tool with structured output always does.
+        self.structured = sig is not None and "outputSchema" in definition
+        found = header_annotations(definition.get("inputSchema"))
+        if isinstance(found, str):
+            raise ValueError(f"tool {definition.get('name')!r}: {found}")
+        #: The ``x-mcp-header`` annotations of its input schema (2026-07-28 HTTP).
+        self.header_annotations = found
+
+
+class _ToolsMixin:
+    """The tools of a :class:`~mcp_trio.server.Server`."""
+
+    _tools: dict[str, _Tool]
+    _rounds: dict[int, InputSession]
+    _deferred: set[int]
+    _state: StateCodec
+    tasks: TaskManager
+    _changed: Callable[[str], None]
+    _page: Callable[..., dict[str, Any]]
+
+    def tool(
+        self,
+        fn: F | None = None,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        input_schema: dict[str, Any] | None = None,
+        output_schema: dict[str, Any] | None = None,
+        annotations: dict[str, Any] | None = None,
+        icons: list[dict[str, Any]] | None = None,
+        meta: dict[str, Any] | None = None,
+        structured_output: bool | None = None,
+        task_support: str | None = None,
+        defer_task: bool = False,
+    ) -> Any:
+        """Register a tool (decorator, with or without arguments).
+
+        The input schema comes from the type hints unless ``input_schema`` is
+        given (then arguments are passed to the handler as one ``arguments``
+        dict parameter, or as keywords when the handler takes them).
+
+        ``task_support`` (``"forbidden"``, ``"optional"`` or ``"required"``)
+        lets the tool run as a task (see :mod:`mcp_trio.server._tasks`): it is the
+        tool's ``execution.taskSupport`` in 2025-11-25, and with the Tasks
+        extension (2026-07-28) an optional or required tool runs as a task for
+        every client that declares the extension.  Registering one makes the
+        server advertise tasks to the sessions opened afterwards.
+
+        ``defer_task=True`` (with ``task_support`` ``"optional"`` or
+        ``"required"``): with the extension the tool starts in the request,
+        where what it asks the client goes through multi-round-trip results,
+        and becomes a task only when it calls ``await ctx.start_task()`` (a
+        tool that returns before that answers inline).
+        """
+        if task_support is not None and task_support not in TASK_SUPPORT:
+            raise ValueError(
+                f"task_support must be one of {', '.join(TASK_SUPPORT)}, not {task_support!r}"
+            )
+        if defer_task and task_support not in ("optional", "required"):
+            raise ValueError("defer_task needs task_support 'optional' or 'required'")
+
+        def register(fn: F) -> F:
+            tool_name = name or fn.__name__
+            ctx_param = _context_param(fn)
+            sig = None
+            schema = input_schema
+            out_schema = output_schema
+            if schema is None:
+                sig = ToolSignature.from_function(fn, skip=_wants_context)
+                schema = sig.input_schema
+                if out_schema is None and structured_output is not False and sig.output_schema is not None:
+                    out_schema = sig.output_schema
+            definition: dict[str, Any] = {"name": tool_name, "inputSchema": schema}
+            doc = description if description is not None else inspect.getdoc(fn)
+            if doc:
+                definition["description"] = doc.strip()
+            if title is not None:
+                definition["title"] = title
+            if out_schema is not None:
+                definition["outputSchema"] = out_schema
+            if annotations is not None:
+                definition["annotations"] = annotations
+            if icons is not None:
+                definition["icons"] = icons
+            if meta is not None:
+                definition["_meta"] = meta
+            if task_support is not None:
+                definition["execution"] = {"taskSupport": task_support}
+            self._tools[tool_name] = _Tool(
+                fn, definition, sig, None if sig else schema, ctx_param, task_support, defer_task
+            )
+            self._changed("notifications/tools/list_changed")
+            return fn
+
+        return register(fn) if fn is not None else register
+
+    def tool_header_annotations(self, name: str) -> list[tuple[tuple[str, ...], str]] | None:
+        """The ``x-mcp-header`` annotations of tool ``name`` (None: no such tool);
+        Streamable HTTP checks ``Mcp-Param-*`` headers against them."""
+        tool = self._tools.get(name)
+        return None if tool is None else tool.header_annotations
+
+    def tool_names(self) -> list[str]:
+        """The names of the registered tools, in registration order."""
+        return list(self._tools)
+
+    def remove_tool(self, name: str) -> None:
+        del self._tools[name]
+        self._changed("notifications/tools/list_changed")
+
+    def _task_tools(self) -> bool:
+        return any(t.task_support in ("optional", "required") for t in self._tools.values())
+
+    async def _list_tools(self, ctx: RequestContext, params: Any) -> Any:
+        tools = [t.definition for t in self._tools.values()]
+        if ctx.version < _FIRST_STRUCTURED:
+            tools = [{k: v for k, v in t.items() if k != "outputSchema"} for t in tools]
+        if ctx.version != LEGACY_TASKS_VERSION:  # execution.taskSupport exists only there
+            tools = [{k: v for k, v in t.items() if k != "execution"} for t in tools]
+        return self._page(ctx, tools, "tools")
+
+    async def _call_tool(self, ctx: RequestContext, params: Any) -> Any:
+        tool = self._tools.get(params.name)
+        if tool is None:
+            raise McpError(rpc.INVALID_PARAMS, f"Unknown tool: {params.name}")
+        if not tool.may_run_as_task and getattr(params, "task", None) in (None, msgspec.UNSET):
+            # Neither the tool nor the call asks for a task: nothing for the
+            # task manager to decide or refuse (the common case, kept short).
+            return await self._run_tool(ctx, tool, params)
+        if self.tasks.wants_task(ctx, params, tool.task_support):
+            task = getattr(params, "task", None)
+            ttl = getattr(task, "ttl", None)
+            work = partial(self._run_tool, tool=tool, params=params)
+            if tool.defer_task and _versions.is_stateless(ctx.version):
+                self._deferred.add(id(ctx))
+                try:
+                    return await self._run_tool(ctx, tool, params)
+                except BaseException as exc:
+                    if not _only(exc, _StartTask):
+                        raise
+                finally:
+                    self._deferred.discard(id(ctx))
+                inputs = self._rounds.get(id(ctx))
+                work = partial(
+                    self._replay_tool,
+                    tool=tool,
+                    params=params,
+                    answers=dict(inputs.answers) if inputs is not None else {},
+                )
+            return await self.tasks.create(
+                ctx, work, ttl_ms=ttl if isinstance(ttl, int) else None
+            )
+        return await self._run_tool(ctx, tool, params)
+
+    async def _replay_tool(
+        self, ctx: RequestContext, *, tool: _Tool, params: Any, answers: dict[str, Any]
+    ) -> Any:
+        """Run a deferred tool as its task, its earlier inputs answered at once."""
+        self._rounds[id(ctx)] = InputSession.replaying(self._state, answers)
+        try:
+            return await self._run_tool(ctx, tool, params)
+        finally:
+            del self._rounds[id(ctx)]
+
+    async def _run_tool(self, ctx: RequestContext, tool: _Tool, params: Any) -> Any:
+        arguments = params.arguments if isinstance(params.arguments, dict) else {}
+        try:
+            if tool.sig is not None:
+                kwargs = tool.sig.bind(arguments)
+            else:
+                kwargs = _bind_raw(tool.fn, arguments, tool.context_param)
+        except ArgumentError as exc:
+            message = f"Invalid arguments for tool {params.name}: {exc}"
+            if ctx.version >= _FIRST_ISERROR_ARGS:
+                return {"content": [{"type": "text", "text": message}], "isError": True}
+            raise McpError(rpc.INVALID_PARAMS, message) from None
+        if tool.context_param is not None:
+            kwargs[tool.context_param] = Context(self, ctx)
+        try:
+            value = await _call(tool.fn, kwargs)
+        except McpError:
+            raise
+        except Exception as exc:
+            log.info("tool %s raised %s", params.name, exc, exc_info=True)
+            return {"content": [{"type": "text", "text": f"{type(exc).__name__}: {exc}"}], "isError": True}
+        if type(value) is str and not tool.structured:
+            return _text_result(value, ctx.version)
+        result = tool_result(value, tool.sig if tool.structured else None)
+        if ctx.version < _FIRST_STRUCTURED:
+            result.pop("structuredContent", None)
+        return result
+
+
+def _bind_raw(fn: Callable[..., Any], arguments: dict[str, Any], ctx_param: str | None) -> dict[str, Any]:
+    params = [p for n, p in inspect.signature(fn).parameters.items() if n != ctx_param]
+    if len(params) == 1 and params[0].name == "arguments":
+        return {"arguments": arguments}
+    return dict(arguments)
