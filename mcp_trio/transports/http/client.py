@@ -83,9 +83,11 @@ client; :mod:`._http11` is the connection pool.
 
 from __future__ import annotations
 
+import inspect
 import ssl
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
+from typing import Any, ParamSpec, TypeVar
 
 import trio
 
@@ -301,26 +303,27 @@ async def _serve(channel: HTTPClientChannel, legacy: bool) -> AsyncIterator[HTTP
         raise _unwrap(group) from None
 
 
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
+
+
+def _takes_parameters_of(
+    make: Callable[_P, Any],
+) -> Callable[[Callable[..., _T]], Callable[_P, _T]]:
+    """Give the decorated function the parameters of ``make`` (for type checkers and ``help``)."""
+
+    def take(function: Callable[..., _T]) -> Callable[_P, _T]:
+        parameters = list(inspect.signature(make).parameters.values())
+        signature = inspect.signature(function).replace(parameters=parameters)
+        function.__signature__ = signature  # type: ignore[attr-defined]
+        return function
+
+    return take
+
+
+@_takes_parameters_of(HTTPClientChannel)
 @asynccontextmanager
-async def open_http_client(
-    url: str,
-    *,
-    headers: Mapping[str, str] | None = None,
-    timeout: float = 30.0,
-    read_timeout: float | None = None,
-    ssl_context: ssl.SSLContext | None = None,
-    max_connections: int = 10,
-    max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
-    reconnect_delay: float = 1.0,
-    reconnect_attempts: int = 3,
-    listen: bool = True,
-    terminate_on_close: bool = True,
-    legacy_fallback: bool = True,
-    close_timeout: float = 2.0,
-    renew_sessions: bool = True,
-    max_renewals: int = 3,
-    auth: HTTPAuth | None = None,
-) -> AsyncIterator[HTTPClientChannel]:
+async def open_http_client(url: str, **options: Any) -> AsyncIterator[HTTPClientChannel]:
     """A Streamable HTTP channel to the MCP endpoint ``url``, open for the ``async with`` block.
 
     Use it like any channel: ``async with open_client(channel) as client``
@@ -361,25 +364,7 @@ async def open_http_client(
             :class:`mcp_trio.auth.client.OAuthClient` is the OAuth 2.1
             implementation).
     """
-    channel = HTTPClientChannel(
-        url,
-        headers=headers,
-        timeout=timeout,
-        read_timeout=read_timeout,
-        ssl_context=ssl_context,
-        max_connections=max_connections,
-        max_message_size=max_message_size,
-        reconnect_delay=reconnect_delay,
-        reconnect_attempts=reconnect_attempts,
-        listen=listen,
-        terminate_on_close=terminate_on_close,
-        legacy_fallback=legacy_fallback,
-        close_timeout=close_timeout,
-        renew_sessions=renew_sessions,
-        max_renewals=max_renewals,
-        auth=auth,
-    )
-    async with _serve(channel, legacy=False) as opened:
+    async with _serve(HTTPClientChannel(url, **options), legacy=False) as opened:
         yield opened
 
 
