@@ -22,12 +22,12 @@ import trio
 
 from mcp_trio import ConnectionClosed, McpError, open_session
 from mcp_trio.transports import Frame
+from mcp_trio.transports.http._headers import encode_value as _encode_header_value
+from mcp_trio.transports.http._headers import header_annotations as _header_annotations
 from mcp_trio.transports.http._sse import encode_event
 from mcp_trio.transports.http.client import (
     TRANSPORT_ERROR,
     HTTPClientChannel,
-    _encode_header_value,
-    _header_annotations,
     open_http_client,
     open_legacy_sse_client,
 )

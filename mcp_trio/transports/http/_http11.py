@@ -150,6 +150,10 @@ class Connection:
             return True
         return bool(readable)
 
+    def _broken(self, message: str) -> Failure:
+        """The connection failed; a kept-alive one that failed before any answer may be retried."""
+        return Failure("connection", message, retryable=self.reused and self.received == 0)
+
     async def next_event(self) -> Any:
         while True:
             try:
@@ -158,11 +162,7 @@ class Connection:
                 raise Failure("connection", f"the server broke HTTP/1.1: {exc}") from None
             if event is not h11.NEED_DATA:
                 if isinstance(event, h11.ConnectionClosed):
-                    raise Failure(
-                        "connection",
-                        "the server closed the connection",
-                        retryable=self.reused and self.received == 0,
-                    )
+                    raise self._broken("the server closed the connection")
                 return event
             try:
                 if self.read_timeout is None:
@@ -175,11 +175,7 @@ class Connection:
                             "connection", f"the server sent nothing for {self.read_timeout} s"
                         )
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
-                raise Failure(
-                    "connection",
-                    f"the connection broke: {exc or type(exc).__name__}",
-                    retryable=self.reused and self.received == 0,
-                ) from None
+                raise self._broken(f"the connection broke: {exc or type(exc).__name__}") from None
             self.received += len(data)
             self.h11.receive_data(data)
 
@@ -196,10 +192,8 @@ class Connection:
         except (h11.LocalProtocolError, UnicodeError) as exc:
             raise Failure("bad_request", f"cannot send this HTTP request: {exc}") from None
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
-            raise Failure(
-                "connection",
-                f"the connection broke while sending: {exc or type(exc).__name__}",
-                retryable=self.reused and self.received == 0,
+            raise self._broken(
+                f"the connection broke while sending: {exc or type(exc).__name__}"
             ) from None
         while True:
             event = await self.next_event()
