@@ -94,7 +94,6 @@ import trio
 from .._base import Frame, RequestId
 from ..stdio import DEFAULT_MAX_MESSAGE_SIZE
 from ._client_base import _ACCEPT_BOTH, _ERROR_BODY_LIMIT, _Exchange, log
-from ._client_base import _AUTH_RETRIES as _AUTH_RETRIES
 from ._client_base import HTTPAuth as HTTPAuth
 from ._client_exchanges import _ExchangeMixin
 from ._client_peek import _is_modern, _Message, _peek

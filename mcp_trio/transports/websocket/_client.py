@@ -22,7 +22,7 @@ from wsproto.events import AcceptConnection, RejectConnection, RejectData, Reque
 from wsproto.utilities import RemoteProtocolError
 
 from ..http._http11 import Failure, Pool, Target, close_stream, excerpt
-from ..http.client import _AUTH_RETRIES, HTTPAuth
+from ..http._client_base import _AUTH_RETRIES, HTTPAuth
 from ..stdio import DEFAULT_MAX_MESSAGE_SIZE
 from ._channel import (
     _READ_SIZE,
