@@ -128,8 +128,9 @@ def _routes(endpoint: Handler, path: str, routes: Mapping[str, Handler] | None) 
 
 
 class _Endpoint:
-    """What both endpoints hold: the sessions they serve run in a nursery
-    they own (so nothing outlives :meth:`run`), behind their :class:`HostGuard`."""
+    """What both endpoints hold: their limits and :class:`HostGuard`, the
+    nursery their sessions run in (so nothing outlives :meth:`run`), and the
+    checks every POSTed JSON body passes (:meth:`_json_body`)."""
 
     #: Whether :meth:`run` hands the endpoint to ``task_status.started``.
     _started_with_self = False
