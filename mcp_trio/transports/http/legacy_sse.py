@@ -13,8 +13,8 @@ only speak the old transport.  How it works:
   session ends and its handlers are cancelled.  There is no resumption.
 
 Serve it next to the Streamable HTTP endpoint with the ``routes`` of
-:class:`~mcp_trio.transports.http.server.ASGIApp` or
-:func:`~mcp_trio.transports.http.server.serve_h11` (``Server.serve_http(...,
+:class:`~mcp_trio.transports.http.asgi.ASGIApp` or
+:func:`~mcp_trio.transports.http.h11_server.serve_h11` (``Server.serve_http(...,
 legacy_sse=True)`` does that), at ``/sse`` and ``/messages``.
 
 Errors: a POST without ``session_id`` gets 400, an unknown or ended session
@@ -39,20 +39,9 @@ from urllib.parse import parse_qs
 import trio
 
 from .._base import Frame, RequestId
+from ._replies import _SSE_HEADERS, _error_reply, _Message, _peek_body, _Reply, _send_reply
+from ._request import DEFAULT_ALLOWED_HOSTS, HttpRequest, Responder, ServeSession, _Endpoint
 from ._sse import encode_comment, encode_event
-from .server import (
-    _SSE_HEADERS,
-    DEFAULT_ALLOWED_HOSTS,
-    HostGuard,
-    HttpRequest,
-    Responder,
-    ServeSession,
-    _error_reply,
-    _Message,
-    _peek_body,
-    _Reply,
-    _send_reply,
-)
 
 __all__ = ["LegacySSE"]
 
@@ -111,7 +100,7 @@ class _LegacySession(trio.abc.Channel[Frame]):
         await self._in_send.aclose()
 
 
-class LegacySSE:
+class LegacySSE(_Endpoint):
     """The 2024-11-05 HTTP+SSE endpoint pair (a :class:`Handler` for both paths).
 
     Args:
@@ -142,23 +131,12 @@ class LegacySSE:
         inbound_buffer: int = 16,
         outbound_buffer: int = 256,
     ) -> None:
-        self.serve_session = serve_session
+        super().__init__(serve_session, max_sessions, max_body_size, allowed_hosts, allowed_origins)
         self.messages_path = messages_path
-        self.max_sessions = max_sessions
-        self.max_body_size = max_body_size
-        self.guard = HostGuard(allowed_hosts, allowed_origins)
         self.ping_interval = ping_interval
         self.inbound_buffer = inbound_buffer
         self.outbound_buffer = outbound_buffer
         self.sessions: dict[str, _LegacySession] = {}
-        self._nursery: trio.Nursery | None = None
-
-    async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
-        """Own the nursery sessions run in; cancel it to end every session."""
-        async with trio.open_nursery() as nursery:
-            self._nursery = nursery
-            task_status.started()
-            await trio.sleep_forever()
 
     async def handle(self, request: HttpRequest, responder: Responder) -> None:
         """Answer one HTTP request on the SSE path (GET) or the messages path (POST)."""
@@ -228,12 +206,7 @@ class LegacySSE:
         session = self.sessions.get(ids[0])
         if session is None:
             return _error_reply(404, "Not Found: no such session")
-        content_type = request.headers.get("content-type", "")
-        if content_type.split(";")[0].strip().lower() != "application/json":
-            return _error_reply(415, "Unsupported Media Type: Content-Type must be application/json")
-        if len(request.body) > self.max_body_size:
-            return _error_reply(413, f"Request body larger than {self.max_body_size} bytes")
-        peeked = _peek_body(request.body)
+        peeked = self._json_body(request)
         if isinstance(peeked, _Reply):
             return peeked
         if request.auth is not None:

@@ -1,0 +1,82 @@
+"""Plain replies of the HTTP endpoints and front doors, and just enough
+JSON-RPC parsing to route a body.
+
+A :class:`_Reply` is a whole response (status, body, headers) that
+:func:`_send_reply` sends with its ``content-length``; :func:`_error_reply`
+makes one with a JSON-RPC error body.  :func:`_peek_body` reads a POST body
+as :class:`_Message` (or a batch of them), or the 400 parse error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+import trio
+
+from ... import _jsonrpc as rpc
+
+if TYPE_CHECKING:
+    from ._request import Responder
+
+_SSE_HEADERS = [("content-type", "text/event-stream"), ("cache-control", "no-cache, no-transform")]
+
+
+class _Message(msgspec.Struct):
+    """Just enough of a JSON-RPC message to route it."""
+
+    id: Any = msgspec.UNSET
+    method: Any = msgspec.UNSET
+    params: Any = msgspec.UNSET
+    result: Any = msgspec.UNSET
+    error: Any = msgspec.UNSET
+
+    @property
+    def kind(self) -> str:
+        has_id = self.id is not msgspec.UNSET
+        if isinstance(self.method, str):
+            if not has_id:
+                return "notification"
+            return "request" if isinstance(self.id, int | str) and not isinstance(self.id, bool) else "invalid"
+        if has_id and (self.result is not msgspec.UNSET) != (self.error is not msgspec.UNSET):
+            return "response"
+        return "invalid"
+
+
+_peek = msgspec.json.Decoder(_Message | list[_Message])
+
+
+@dataclass
+class _Reply:
+    status: int
+    body: bytes = b""
+    headers: list[tuple[str, str]] = field(default_factory=list)
+
+
+def _error_reply(status: int, message: str, code: int = rpc.INVALID_REQUEST, id: Any = None) -> _Reply:
+    return _Reply(status, rpc.encode_error(id, code, message), [("content-type", "application/json")])
+
+
+def _peek_body(body: bytes) -> _Message | list[_Message] | _Reply:
+    """A POST body's message(s), or the 400 parse error for a body that is not
+    JSON text (not JSON, nested deeper than the decoder goes, or not UTF-8)."""
+    try:
+        peeked = _peek.decode(body)
+        body.decode("utf-8")  # JSON text is UTF-8 (msgspec checks only what it decodes)
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as exc:
+        reason = "the body is nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        return _error_reply(400, f"Parse error: {reason}", code=rpc.PARSE_ERROR)
+    return peeked
+
+
+async def _send_reply(responder: Responder, reply: _Reply) -> None:
+    headers = list(reply.headers)
+    headers.append(("content-length", str(len(reply.body))))
+    try:
+        await responder.start(reply.status, headers)
+        if reply.body:
+            await responder.send(reply.body)
+        await responder.end()
+    except (trio.BrokenResourceError, trio.ClosedResourceError):
+        pass

@@ -1,0 +1,168 @@
+"""What every HTTP endpoint and front door here shares.
+
+The interfaces between them (:class:`HttpRequest`, :class:`Responder`,
+:class:`Handler`), the ``Host`` / ``Origin`` allow-lists (:class:`HostGuard`),
+the routing table of a front door, and :class:`_Endpoint`, what both
+endpoints (Streamable HTTP and legacy HTTP+SSE) hold: their limits, their
+guard, and the nursery their sessions run in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import trio
+
+from ._replies import _error_reply, _Message, _peek_body, _Reply
+
+ServeSession = Callable[..., Awaitable[Any]]
+
+DEFAULT_ALLOWED_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+_HEADER_SESSION = "mcp-session-id"
+
+
+# ------------------------------------------------------------- interfaces
+
+
+@dataclass
+class HttpRequest:
+    """One HTTP request, as a front door hands it over.
+
+    Attributes:
+        method: ``GET``, ``POST`` ...
+        headers: Lower-case names; repeated headers joined with ``", "``.
+        body: The whole body (front doors enforce ``max_body_size`` while reading).
+        path: The request target's path (without the query).
+        query: The query string (after ``?``), undecoded.
+        auth: What an authorization layer in front of the endpoint verified
+            (``mcp_trio.auth.server`` puts the access token here); handlers
+            of the requests this POST carries read it as ``ctx.auth``.
+    """
+
+    method: str
+    headers: dict[str, str]
+    body: bytes = b""
+    path: str = ""
+    query: str = ""
+    auth: Any = None
+
+
+class Handler(Protocol):
+    """What a front door serves at a path: :class:`StreamableHTTP` or another
+    endpoint (the legacy HTTP+SSE one)."""
+
+    max_body_size: int
+
+    async def handle(self, request: HttpRequest, responder: Responder) -> None: ...
+
+
+class HostGuard:
+    """``Host`` and ``Origin`` allow-lists (DNS rebinding protection).
+
+    ``allowed_hosts`` (port ignored; ``None``: any); ``allowed_origins``
+    applies when an ``Origin`` header is present (default: ``http(s)://`` +
+    an allowed host; ``None`` with ``allowed_hosts=None``: any).
+    """
+
+    def __init__(
+        self,
+        allowed_hosts: Iterable[str] | None = DEFAULT_ALLOWED_HOSTS,
+        allowed_origins: Iterable[str] | None = None,
+    ) -> None:
+        self.allowed_hosts = None if allowed_hosts is None else {h.lower() for h in allowed_hosts}
+        if allowed_origins is None and self.allowed_hosts is not None:
+            allowed_origins = [f"{s}://{h}" for h in self.allowed_hosts for s in ("http", "https")]
+        self.allowed_origins = None if allowed_origins is None else {o.lower() for o in allowed_origins}
+
+    def check(self, request: HttpRequest) -> _Reply | None:
+        """The rejection for ``request`` (421 / 403), or None."""
+        if self.allowed_hosts is not None:
+            host = request.headers.get("host", "").lower()
+            name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+            if name not in self.allowed_hosts and host not in self.allowed_hosts:
+                return _error_reply(421, f"Host not allowed: {host!r}")
+        origin = request.headers.get("origin")
+        if origin is not None and self.allowed_origins is not None:
+            base = origin.lower()
+            scheme, _, rest = base.partition("://")
+            if rest.startswith("["):  # an IPv6 literal, maybe with a port after "]"
+                bare = f"{scheme}://{rest[: rest.find(']') + 1]}" if "]" in rest else base
+            else:
+                bare = f"{scheme}://{rest.rsplit(':', 1)[0]}" if rest.count(":") == 1 else base
+            if base not in self.allowed_origins and bare not in self.allowed_origins:
+                return _error_reply(403, f"Origin not allowed: {origin!r}")
+        return None
+
+
+class Responder(Protocol):
+    """Where the answer goes.  ``send`` raises ``trio.BrokenResourceError``
+    once the client is gone."""
+
+    async def start(self, status: int, headers: Sequence[tuple[str, str]]) -> None: ...
+
+    async def send(self, data: bytes) -> None: ...
+
+    async def end(self) -> None: ...
+
+
+# ------------------------------------------------------------ front doors
+
+
+def _declared_length(headers: Sequence[tuple[str, str]]) -> int | None:
+    """The ``content-length`` a response declares, if any."""
+    for name, value in headers:
+        if name.lower() == "content-length":
+            return int(value)
+    return None
+
+
+def _routes(endpoint: Handler, path: str, routes: Mapping[str, Handler] | None) -> dict[str, Handler]:
+    table = {(p.rstrip("/") or "/"): h for p, h in (routes or {}).items()}
+    table[path.rstrip("/") or "/"] = endpoint
+    return table
+
+
+# -------------------------------------------------------------- endpoints
+
+
+class _Endpoint:
+    """What both endpoints hold: their limits and :class:`HostGuard`, the
+    nursery their sessions run in (so nothing outlives :meth:`run`), and the
+    checks every POSTed JSON body passes (:meth:`_json_body`)."""
+
+    #: Whether :meth:`run` hands the endpoint to ``task_status.started``.
+    _started_with_self = False
+
+    def __init__(
+        self,
+        serve_session: ServeSession,
+        max_sessions: int,
+        max_body_size: int,
+        allowed_hosts: Iterable[str] | None,
+        allowed_origins: Iterable[str] | None,
+    ) -> None:
+        self.serve_session = serve_session
+        self.max_sessions = max_sessions
+        self.max_body_size = max_body_size
+        self.guard = HostGuard(allowed_hosts, allowed_origins)
+        self._nursery: trio.Nursery | None = None
+
+    async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        """Own the nursery sessions run in; cancel it to end every session."""
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            task_status.started(self if self._started_with_self else None)
+            await trio.sleep_forever()
+
+    def _json_body(self, request: HttpRequest) -> _Message | list[_Message] | _Reply:
+        """A POST body's message(s), or the reply refusing it: 415 for a
+        ``Content-Type`` other than JSON, 413 over ``max_body_size``, 400 for a
+        body that is not JSON text."""
+        content_type = request.headers.get("content-type", "")
+        if content_type.split(";")[0].strip().lower() != "application/json":
+            return _error_reply(415, "Unsupported Media Type: Content-Type must be application/json")
+        if len(request.body) > self.max_body_size:
+            return _error_reply(413, f"Request body larger than {self.max_body_size} bytes")
+        return _peek_body(request.body)

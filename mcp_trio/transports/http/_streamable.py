@@ -1,0 +1,504 @@
+"""Streamable HTTP, server side: the protocol logic, independent of the web server.
+
+:class:`StreamableHTTP` answers one HTTP request at a time through two tiny
+interfaces, :class:`HttpRequest` and :class:`Responder`; front doors adapt a
+real server to them (:class:`ASGIApp` for hypercorn or any ASGI server).
+Every MCP session is a :class:`~mcp_trio.transports.MessageChannel` served by
+the ``serve_session`` callable given at construction, in a nursery this
+object owns (so nothing outlives :meth:`StreamableHTTP.run`).
+
+Rules:
+
+* ``POST`` carries one JSON-RPC message (or a batch in 2025-03-26).  Only
+  notifications and responses → 202.  Requests → one JSON body when the
+  first thing the server sends back is the response (``response_mode="auto"``,
+  the default) or always (``"json"``), else an SSE stream that ends once every
+  request of the POST is answered (``"sse"`` forces it).  A POST whose
+  requests were all cancelled gets an SSE stream with nothing in it.
+* Sessions: ``initialize`` creates one; its id (256 random bits, URL-safe
+  base64) comes back in ``Mcp-Session-Id``.  Later requests without it get
+  400, with an unknown or ended one 404.  ``DELETE`` ends it.  A session with
+  no open stream and no request for ``idle_timeout`` seconds ends; at most
+  ``max_sessions`` exist (503 beyond).  Nothing of an ended session is kept.
+* Stateless requests (2026-07-28: the protocol version in ``_meta``) need no
+  session: each POST is served by a session of its own.
+* ``GET`` opens the stream for messages unrelated to any request (one per
+  session, 409 for a second).  Messages sent while no GET stream is open are
+  kept (bounded) and delivered when one opens.
+* SSE events carry ids ``<stream>.<n>`` unique within the session; with an
+  :class:`EventStore` (an in-memory bounded one by default) a client that lost
+  a stream reconnects with ``GET`` and ``Last-Event-ID`` and gets the rest of
+  *that* stream.  From 2025-11-25 on each SSE stream starts with a priming
+  event (an id and empty data) with ``retry``.  A handler may end its POST's
+  stream early (``ctx.close_stream()``): the response ends after a ``retry``
+  event, the request goes on, and the client resumes the stream with ``GET``
+  + ``Last-Event-ID`` to receive the rest (SSE polling).
+* A client that disconnects does not cancel its request (the spec says so);
+  only ``notifications/cancelled`` does.
+* ``MCP-Protocol-Version`` must name a supported revision (400 otherwise);
+  without it 2025-03-26 is assumed.  A 2026-07-28 request must carry
+  ``MCP-Protocol-Version``, ``Mcp-Method``, ``Mcp-Name`` (``tools/call``,
+  ``resources/read``, ``prompts/get``) and the ``Mcp-Param-*`` headers its
+  tool's ``x-mcp-header`` annotations ask for, all matching the body (400 with
+  ``HeaderMismatch`` -32020 otherwise).  Host and Origin are checked against
+  allow-lists (DNS rebinding; 421 / 403).  Bodies over ``max_body_size`` get
+  413.  A session holds at most ``max_streams`` open POST streams (429 beyond).
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import Callable, Iterable
+
+import trio
+
+from ... import _jsonrpc as rpc
+from ...types import _versions
+from .._base import Frame
+from ._events import EventStore, InMemoryEventStore
+from ._headers import Annotations, check_request_headers
+from ._replies import _SSE_HEADERS, _error_reply, _Message, _Reply, _send_reply
+from ._request import (
+    _HEADER_SESSION,
+    DEFAULT_ALLOWED_HOSTS,
+    HttpRequest,
+    Responder,
+    ServeSession,
+    _Endpoint,
+)
+from ._sse import encode_event
+from ._streams import (
+    _CLOSE,
+    _END,
+    _HttpSession,
+    _is_response,
+    _pump,
+    _send_empty_stream,
+    _send_json,
+    _status,
+    _Stream,
+)
+
+log = logging.getLogger("mcp_trio.http")
+
+_DEFAULT_VERSION = "2025-03-26"  # assumed when MCP-Protocol-Version is absent
+_FIRST_PRIMING = "2025-11-25"
+_META_VERSION = "io.modelcontextprotocol/protocolVersion"
+_HEADER_VERSION = "mcp-protocol-version"
+
+
+def _session_ended() -> _Reply:
+    """What a request naming an unknown, deleted, expired or ending session gets."""
+    return _error_reply(404, "Session not found", code=rpc.INVALID_REQUEST)
+
+
+class StreamableHTTP(_Endpoint):
+    """The Streamable HTTP endpoint logic.
+
+    Args:
+        serve_session: ``async (channel, *, task_status)`` serving one MCP
+            session until the channel ends (``Server.serve_session``).
+        versions: Revisions accepted in ``MCP-Protocol-Version``.
+        response_mode: ``"auto"``, ``"json"`` or ``"sse"`` (see the module doc).
+        idle_timeout: Seconds an idle session lives.
+        max_sessions: Sessions at once.
+        max_body_size: Bytes in a POST body.
+        max_streams: Open POST streams per session.
+        allowed_hosts: ``Host`` values accepted (port ignored); ``None``
+            accepts any.  Default: loopback names.
+        allowed_origins: ``Origin`` values accepted when the header is
+            present; default: ``http(s)://`` + an allowed host.
+        event_store: Keeps events for resumption (default: a bounded
+            :class:`InMemoryEventStore`).
+        stateless: Keep no sessions in any revision: ``initialize`` is
+            answered without ``Mcp-Session-Id``, every later request is served
+            on a fresh session at the version its ``MCP-Protocol-Version``
+            header names, as if initialized (the client's capabilities are
+            unknown, so handlers cannot call back to it); notifications and
+            responses are accepted and dropped; ``GET`` and ``DELETE`` get 405.
+        tool_headers: ``name -> x-mcp-header annotations`` of the served
+            tools, to check the ``Mcp-Param-*`` headers of 2026-07-28
+            ``tools/call`` requests (default: ``Server.tool_header_annotations``
+            when ``serve_session`` is a Server's).
+        retry_ms: The ``retry`` (milliseconds a client waits before it
+            reconnects) sent in priming events and when a handler closes its
+            stream early (``Context.close_stream``); ``None``: not sent.
+        inbound_buffer: Frames a session holds before its engine takes them:
+            those that come before the engine has started, or all of them for
+            an engine that reads with ``channel.receive()``; a POST waits for
+            room beyond that.  An engine with push input (the library's, see
+            docs/engine.md) takes every later frame in the POST's own task.
+    """
+
+    _started_with_self = True  # run() hands this endpoint to task_status.started
+
+    def __init__(
+        self,
+        serve_session: ServeSession,
+        *,
+        versions: Iterable[str] | None = None,
+        response_mode: str = "auto",
+        idle_timeout: float = 30 * 60,
+        max_sessions: int = 10_000,
+        max_body_size: int = 4 * 1024 * 1024,
+        max_streams: int = 64,
+        allowed_hosts: Iterable[str] | None = DEFAULT_ALLOWED_HOSTS,
+        allowed_origins: Iterable[str] | None = None,
+        event_store: EventStore | None = None,
+        retry_ms: int | None = 1000,
+        stateless: bool = False,
+        tool_headers: Callable[[str], Annotations | None] | None = None,
+        inbound_buffer: int = 16,
+        stream_buffer: int = 1024,
+        backlog: int = 1024,
+    ) -> None:
+        if response_mode not in ("auto", "json", "sse"):
+            raise ValueError("response_mode must be 'auto', 'json' or 'sse'")
+        super().__init__(serve_session, max_sessions, max_body_size, allowed_hosts, allowed_origins)
+        self.versions = set(versions or _versions.SUPPORTED_VERSIONS)
+        self.response_mode = response_mode
+        self.idle_timeout = idle_timeout
+        self.max_streams = max_streams
+        self.event_store = event_store if event_store is not None else InMemoryEventStore()
+        self.retry_ms = retry_ms
+        self.stateless = stateless
+        if tool_headers is None:
+            # Server.serve_session: its server knows its tools' annotations.
+            tool_headers = getattr(getattr(serve_session, "__self__", None), "tool_header_annotations", None)
+        self.tool_headers = tool_headers
+        self.inbound_buffer = inbound_buffer
+        self.stream_buffer = stream_buffer
+        self.backlog = backlog
+        self.sessions: dict[str, _HttpSession] = {}
+
+    # -------------------------------------------------------------- running
+
+    def _start_session(self, session: _HttpSession) -> None:
+        if self._nursery is None:
+            raise RuntimeError("StreamableHTTP.run() is not running")
+        self._nursery.start_soon(self._run_session, session)
+
+    async def _run_session(self, session: _HttpSession) -> None:
+        try:
+            with session.scope:
+                session.touch()
+                await self.serve_session(session)
+        except Exception:
+            log.exception("HTTP session %s failed", session.id)
+        finally:
+            await self._forget(session)
+
+    async def _forget(self, session: _HttpSession) -> None:
+        session.closed = True
+        session._end()  # a POST still handing over a frame learns it at once
+        if session.id is not None:
+            self.sessions.pop(session.id, None)
+            if self.event_store is not None:
+                with trio.CancelScope(shield=True):
+                    await self.event_store.forget(session.id)
+        for stream in list(session.streams.values()):
+            stream.complete = True
+            stream.push(_END)
+        if session.get_stream is not None:
+            session.get_stream.push(_END)
+        session.streams.clear()
+        session.by_request.clear()
+        session.auth.clear()
+        session.finished = True
+        if session.done is not None:
+            session.done.set()
+
+    # ------------------------------------------------------------- requests
+
+    async def handle(self, request: HttpRequest, responder: Responder) -> None:
+        """Answer one HTTP request on the MCP endpoint."""
+        problem = self.guard.check(request)
+        try:
+            if problem is None:
+                if request.method == "POST":
+                    problem = await self._post(request, responder)
+                elif self.stateless and request.method in ("GET", "DELETE"):
+                    problem = _Reply(405, headers=[("allow", "POST")])
+                elif request.method == "GET":
+                    problem = await self._get(request, responder)
+                elif request.method == "DELETE":
+                    problem = await self._delete(request)
+                else:
+                    problem = _Reply(405, headers=[("allow", "GET, POST, DELETE")])
+            if problem is not None:
+                await _send_reply(responder, problem)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            log.debug("the client left before its answer was complete")
+
+    def _check_version(self, request: HttpRequest) -> _Reply | None:
+        version = request.headers.get(_HEADER_VERSION)
+        if version is not None and version not in self.versions:
+            return _error_reply(400, f"Unsupported MCP-Protocol-Version: {version!r}")
+        return None
+
+    def _session_for(self, request: HttpRequest) -> _HttpSession | _Reply:
+        """The session a request names, or the reply refusing it (bad version, no or unknown id)."""
+        problem = self._check_version(request)
+        if problem is not None:
+            return problem
+        session_id = request.headers.get(_HEADER_SESSION)
+        if session_id is None:
+            return _error_reply(400, "Bad Request: Mcp-Session-Id header is required")
+        session = self.sessions.get(session_id)
+        if session is None or session.closed:
+            return _session_ended()
+        return session
+
+    async def _post(self, request: HttpRequest, responder: Responder) -> _Reply | None:
+        accept = request.headers.get("accept", "")
+        if "application/json" not in accept and "*/*" not in accept or (
+            "text/event-stream" not in accept and "*/*" not in accept
+        ):
+            return _error_reply(406, "Not Acceptable: Accept must list application/json and text/event-stream")
+        peeked = self._json_body(request)
+        if isinstance(peeked, _Reply):
+            return peeked
+        messages = peeked if isinstance(peeked, list) else [peeked]
+        if not messages:
+            return _error_reply(400, "Invalid Request: empty batch")
+        kinds = [m.kind for m in messages]
+        if "invalid" in kinds:
+            return _error_reply(400, "Invalid Request: not a JSON-RPC request, notification or response")
+        requests = [m for m, kind in zip(messages, kinds) if kind == "request"]
+        is_initialize = any(m.method == "initialize" for m in requests)
+        single = len(messages) == 1 and len(requests) == 1
+        modern_version = _modern_version(requests[0]) if single else None
+        header_version = request.headers.get(_HEADER_VERSION)
+        # A stateless request names its version in _meta; one that names a
+        # stateless version only in the header is a stateless request with bad _meta.
+        modern = modern_version is not None or (
+            single and header_version is not None and _versions.is_stateless(header_version)
+        )
+
+        if modern_version is not None:
+            request_msg = requests[0]
+            mismatch = check_request_headers(
+                request.headers, request_msg.method, request_msg.params, modern_version, self.tool_headers
+            )
+            if mismatch is not None:
+                return _error_reply(400, f"Header mismatch: {mismatch}", code=rpc.HEADER_MISMATCH, id=request_msg.id)
+        reply_headers: list[tuple[str, str]] = []
+        if modern and _HEADER_SESSION not in request.headers:
+            session = _HttpSession(self, None)
+            session.version = modern_version or header_version
+            session.expect_modern = True
+            self._start_session(session)
+        elif self.stateless:
+            problem = self._check_version(request)
+            if problem is not None:
+                return problem
+            if not requests:
+                return _Reply(202)  # no session: nothing can be waiting for them
+            if is_initialize and len(messages) > 1:
+                return _error_reply(400, "Invalid Request: initialize must not be part of a batch")
+            session = _HttpSession(self, None)
+            if not is_initialize:
+                session.assumed_version = request.headers.get(_HEADER_VERSION) or _DEFAULT_VERSION
+            self._start_session(session)
+        elif is_initialize:
+            if len(messages) > 1:
+                return _error_reply(400, "Invalid Request: initialize must not be part of a batch")
+            if len(self.sessions) >= self.max_sessions:
+                return _error_reply(503, "Too many sessions")
+            session = _HttpSession(self, secrets.token_urlsafe(32))
+            assert session.id is not None
+            self.sessions[session.id] = session
+            self._start_session(session)
+            reply_headers.append(("mcp-session-id", session.id))
+        else:
+            found = self._session_for(request)
+            if isinstance(found, _Reply):
+                return found
+            session = found
+
+        for m in messages:
+            if m.method == "notifications/cancelled" and isinstance(m.params, dict):
+                # The cancelled request gets no answer; its stream ends here.
+                request_id = m.params.get("requestId")
+                if request_id in session.by_request:
+                    session.finish(request_id)
+
+        if not requests:
+            session.touch()
+            try:
+                await session.put(Frame(request.body))
+            except trio.ClosedResourceError:
+                return _session_ended()
+            if session.id is None:
+                session.close_nowait()
+            return _Reply(202, headers=reply_headers)
+        ids = {m.id for m in requests}
+        if len(ids) != len(requests):
+            return _error_reply(400, "Invalid Request: two requests of the batch share an id")
+        if any(rid in session.by_request for rid in ids):
+            return _error_reply(400, "Invalid Request: a request with this id is already in progress")
+        if len([s for s in session.streams.values() if s.pending]) >= self.max_streams:
+            return _error_reply(429, "Too many requests in flight in this session")
+        stream = session.new_stream(ids)
+        stream.attached = True
+        session.touch()  # no idle expiry while the POST is open
+        if request.auth is not None:
+            session.auth.update(dict.fromkeys(ids, request.auth))
+        version = (
+            modern_version
+            or (requests[0].params.get("protocolVersion") if is_initialize and isinstance(requests[0].params, dict) else None)
+            or session.version  # negotiated: it decides, whatever the header says
+            or request.headers.get(_HEADER_VERSION)
+            or _DEFAULT_VERSION
+        )
+        if is_initialize and isinstance(version, str):
+            session.version = version
+        try:
+            self._reserve_prime(session, stream, str(version))
+            try:
+                await session.put(Frame(request.body))
+            except trio.ClosedResourceError:  # the session ended meanwhile
+                return _session_ended()
+            await self._answer_post(session, stream, responder, reply_headers, str(version))
+        finally:
+            stream.attached = False
+            if stream.complete:
+                session.streams.pop(stream.key, None)
+            if session.id is None:
+                session.close_nowait()
+            session.touch()
+        return None
+
+    async def _answer_post(
+        self,
+        session: _HttpSession,
+        stream: _Stream,
+        responder: Responder,
+        headers: list[tuple[str, str]],
+        version: str,
+    ) -> None:
+        first = await stream.next()
+        if first is not _END and first is not _CLOSE and first[0] is None:
+            # The answer came first and alone (see _HttpSession._plain_answer).
+            await _send_json(responder, [first[1]], headers, _status(session, [first[1]]))
+            return
+        if self.response_mode == "json":
+            bodies = []
+            item = first
+            while item is not _END:
+                if item is not _CLOSE and _is_response(item[1]):
+                    bodies.append(item[1])  # other messages have no place in a JSON reply
+                item = await stream.next()
+            if bodies:
+                await _send_json(responder, bodies, headers, _status(session, bodies))
+            else:
+                await _send_empty_stream(responder, headers)
+            return
+        if first is _END:
+            await _send_empty_stream(responder, headers)
+            return
+        if (
+            self.response_mode == "auto"
+            and first is not _CLOSE
+            and stream.complete
+            and list(stream.items) == [_END]
+            and _is_response(first[1])
+        ):
+            await _send_json(responder, [first[1]], headers, _status(session, [first[1]]))  # nothing but the answer
+            return
+        await responder.start(200, [*headers, *_SSE_HEADERS])
+        await self._prime(session, stream, responder, version)
+        await _pump(stream, responder, first, retry_ms=self.retry_ms)
+
+    def _reserve_prime(self, session: _HttpSession, stream: _Stream, version: str) -> None:
+        """Give ``stream`` its priming event id before anything else is sent on
+        it (stored later, see :meth:`_HttpSession.store_prime`)."""
+        if version < _FIRST_PRIMING or session.id is None or self.event_store is None:
+            return
+        stream.prime_id = session.next_event_id(stream)
+
+    async def _prime(self, session: _HttpSession, stream: _Stream, responder: Responder, version: str) -> None:
+        if stream.prime_id is not None:
+            await session.store_prime(stream)
+            await responder.send(encode_event(b"", id=stream.prime_id, retry=self.retry_ms))
+
+    async def _get(self, request: HttpRequest, responder: Responder) -> _Reply | None:
+        if "text/event-stream" not in request.headers.get("accept", ""):
+            return _error_reply(406, "Not Acceptable: Accept must list text/event-stream")
+        found = self._session_for(request)
+        if isinstance(found, _Reply):
+            return found
+        session = found
+        last_event_id = request.headers.get("last-event-id")
+        key = last_event_id.partition(".")[0] if last_event_id else "0"
+        stream = session.get_stream if key == "0" else session.streams.get(key)
+        if stream is not None and stream.attached:
+            return _error_reply(409, "Conflict: that stream is already connected")
+        if stream is None and key == "0":
+            stream = session.get_stream = _Stream("0", set(), self.stream_buffer)
+        backlog: list[bytes] = []
+        if stream is not None:
+            # Attach before reading the store, so nothing sent meanwhile is lost.
+            stream.items.clear()
+            stream.attached = True
+            if key == "0":
+                backlog = list(session.backlog or ())
+                session.backlog = None
+        if stream is not None and not last_event_id:
+            self._reserve_prime(session, stream, session.version or _DEFAULT_VERSION)
+        replayed: list[tuple[str, bytes]] = []
+        if last_event_id and self.event_store is not None and session.id is not None:
+            found_replay = await self.event_store.replay_after(session.id, last_event_id)
+            if found_replay is not None:
+                replayed = found_replay[1]
+        session.touch()
+        try:
+            await responder.start(200, _SSE_HEADERS)
+            if not last_event_id:
+                await self._prime(session, stream, responder, session.version or _DEFAULT_VERSION)
+            sent = set()
+            for event_id, data in replayed:
+                sent.add(event_id)
+                if data:
+                    await responder.send(encode_event(data, id=event_id))
+            if stream is None:
+                await responder.end()
+                return None
+            for data in backlog:
+                await session.deliver(stream, data)
+            await _pump(stream, responder, None, skip=sent, retry_ms=self.retry_ms)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            log.debug("client left stream %s of session %s", key, session.id)
+        finally:
+            if stream is not None:
+                stream.attached = False
+                if stream.complete:
+                    session.streams.pop(stream.key, None)
+            session.touch()
+        return None
+
+    async def _delete(self, request: HttpRequest) -> _Reply | None:
+        found = self._session_for(request)
+        if isinstance(found, _Reply):
+            return found
+        session = found
+        if session.id is not None:
+            self.sessions.pop(session.id, None)
+        session.closed = True
+        await session.end_input()
+        with trio.move_on_after(5):
+            await session.wait_done()
+        session.scope.cancel()
+        return _Reply(200)
+
+
+def _modern_version(message: _Message) -> str | None:
+    params = message.params
+    if not isinstance(params, dict):
+        return None
+    meta = params.get("_meta")
+    if not isinstance(meta, dict):
+        return None
+    version = meta.get(_META_VERSION)
+    return version if isinstance(version, str) else None

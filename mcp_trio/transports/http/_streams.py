@@ -1,0 +1,430 @@
+"""A Streamable HTTP session's streams and how its answers go out.
+
+:class:`_HttpSession` is the MessageChannel the engine sees for one session:
+each frame it sends goes to the SSE stream (:class:`_Stream`) of the POST
+that carried its request, or to the GET stream (kept in a bounded backlog
+while none is connected); a lone answer that is its POST's whole reply goes
+out as a JSON body, with no event id and no event store work.  Events get
+ids ``<stream>.<n>`` and are stored (priming event first) for resumption.
+:func:`_pump` writes a stream out; :func:`_send_json` and
+:func:`_send_empty_stream` answer a POST without SSE.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+import trio
+
+from ... import _jsonrpc as rpc
+from .._base import CLOSE_STREAM, Frame, RequestId
+from ._replies import _SSE_HEADERS, _peek, _Reply, _send_reply
+from ._request import Responder
+from ._sse import encode_event, encode_retry
+
+if TYPE_CHECKING:
+    from ._streamable import StreamableHTTP
+
+log = logging.getLogger("mcp_trio.http")
+
+_END = object()
+_CLOSE = object()  # end the response now; the stream goes on for a resuming client
+
+
+class _Stream:
+    """One logical SSE stream: a POST's (its request ids) or the GET stream."""
+
+    def __init__(self, key: str, pending: set[RequestId], buffer: int) -> None:
+        self.key = key
+        self.pending = pending
+        self.items: deque[Any] = deque()  # (event id, data) or _END, for the attached listener
+        self.buffer = buffer
+        self.wakeup = trio.Event()
+        self.attached = False
+        self.complete = False  # every request answered (POST) / session over
+        self.prime_id: str | None = None
+        self.prime_stored = False  # the priming event is in the event store
+        self.delivered = 0  # events pushed so far
+
+    def push(self, item: Any) -> None:
+        if self.attached:
+            if len(self.items) >= self.buffer and item is not _END and item is not _CLOSE:
+                # The reader is too slow: detach it (it may resume from the store).
+                self.items.clear()
+                self.items.append(_END)
+                self.attached = False
+            else:
+                self.items.append(item)
+        self.wakeup.set()
+
+    async def next(self) -> Any:
+        while not self.items:
+            self.wakeup = trio.Event()
+            await self.wakeup.wait()
+        return self.items.popleft()
+
+
+class _HttpSession(trio.abc.Channel[Frame]):
+    """The MessageChannel the engine sees for one MCP session over HTTP."""
+
+    stream_controls = True  # the engine may send CLOSE_STREAM controls
+
+    def __init__(self, owner: StreamableHTTP, session_id: str | None) -> None:
+        self.owner = owner
+        self.id = session_id
+        self.version: str | None = None
+        # Input: the engine takes each frame in the POST's own task once it has
+        # attached (attach_receiver); frames that come before, or every frame
+        # for an engine that reads with receive(), wait here (at most
+        # owner.inbound_buffer of them).
+        self._feed: Callable[[Frame], Awaitable[None]] | None = None
+        self._early: deque[Frame] | None = None
+        self._arrived: trio.Event | None = None  # receive() waits for a frame
+        self._room: trio.Event | None = None  # put() waits for room in _early
+        self._on_end: Callable[[], None] | None = None  # the engine's, see attach_receiver
+        self._input_ended = False
+        self.streams: dict[str, _Stream] = {}
+        self.by_request: dict[RequestId, _Stream] = {}
+        self.get_stream: _Stream | None = None
+        #: Messages for the GET stream while none is connected (made on the first one).
+        self.backlog: deque[bytes] | None = None
+        self.scope = trio.CancelScope()
+        #: Set once the session's engine has ended (made when somebody waits, see wait_done).
+        self.done: trio.Event | None = None
+        self.finished = False
+        self._seq = 0
+        self._stream_seq = 0
+        self.closed = False
+        #: Stateless mode: the version to serve without a handshake (see open_session).
+        self.assumed_version: str | None = None
+        #: A stateless (2026-07-28+) request's own session (see open_session).
+        self.expect_modern = False
+        #: request id -> the ``HttpRequest.auth`` of the POST that carried it, until answered.
+        self.auth: dict[RequestId, Any] = {}
+
+    def auth_for(self, request_id: RequestId) -> Any:
+        """The authorization the request ``request_id`` came with (``HttpRequest.auth``)."""
+        return self.auth.get(request_id)
+
+    # ---- engine side
+
+    async def wait_done(self) -> None:
+        """Wait until the session's engine has ended."""
+        if not self.finished:
+            if self.done is None:
+                self.done = trio.Event()
+            await self.done.wait()
+
+    async def receive(self) -> Frame:
+        while not self._early:
+            if self._input_ended:
+                raise trio.EndOfChannel
+            self._arrived = trio.Event()
+            await self._arrived.wait()
+        frame = self._early.popleft()
+        if self._room is not None:
+            self._room.set()
+        return frame
+
+    async def attach_receiver(
+        self, feed: Callable[[Frame], Awaitable[None]], on_end: Callable[[], None]
+    ) -> None:
+        """Push input (see ``Session.run``): feed the frames that came before,
+        in order, then hand every later one to ``await feed(frame)`` in the
+        task of the request that carried it, with no task or channel of the
+        engine's own in between.  ``on_end()`` is called once when the input
+        ends (the session was deleted or expired, or the engine closed it)."""
+        while self._early:
+            await feed(self._early.popleft())
+        self._early = None
+        if self._room is not None:
+            self._room.set()
+        if self._input_ended:
+            on_end()
+            return
+        self._feed = feed
+        self._on_end = on_end
+
+    async def send(self, frame: Frame) -> None:
+        if frame.control == CLOSE_STREAM:
+            self.close_stream(frame.related)
+            return
+        if not frame.data:
+            return
+        batch_reply = frame.final and frame.data[:1] == b"["
+        stream = self.by_request.get(frame.related) if frame.related is not None else None
+        if stream is None and batch_reply:
+            # A batch the core answered by itself (e.g. pings only): find it by its ids.
+            stream = self._stream_of(frame.data)
+        if stream is None and frame.related is None and frame.final and len(self.streams) == 1:
+            # A reply with no id (a parse error of a POST): its POST's stream.
+            stream = next(iter(self.streams.values()))
+        if stream is None:
+            stream = self.get_stream
+            if stream is None or not stream.attached:
+                if self.backlog is None:
+                    self.backlog = deque(maxlen=self.owner.backlog)
+                self.backlog.append(frame.data)
+                return
+        if frame.final and not batch_reply and self._plain_answer(stream, frame.related):
+            self._push_answer(stream, frame)
+            return
+        await self.deliver(stream, frame.data)
+        if batch_reply and stream is not self.get_stream:
+            for request_id in list(stream.pending):  # a batch reply answers them all
+                self.finish(request_id)
+        elif frame.final and frame.related is not None:
+            self.finish(frame.related)
+
+    def send_nowait(self, frame: Frame) -> None:
+        """Deliver an answer at once, from the task that produced it, or nothing.
+
+        The engine calls this instead of handing a lone answer to its writer
+        task when nothing is queued before it (see ``Session._write_now``).
+        Only a plain answer (see :meth:`_plain_answer`) is delivered here: it
+        needs no event store, so no waiting.
+
+        Raises:
+            trio.WouldBlock: anything else; the writer sends it with :meth:`send`.
+        """
+        related = frame.related
+        if not frame.final or related is None or frame.control is not None:
+            raise trio.WouldBlock
+        if frame.data[:1] in (b"", b"["):  # nothing to send, or a batch's answers
+            raise trio.WouldBlock
+        stream = self.by_request.get(related)
+        if stream is None or not self._plain_answer(stream, related):
+            raise trio.WouldBlock
+        self._push_answer(stream, frame)
+
+    def _push_answer(self, stream: _Stream, frame: Frame) -> None:
+        stream.delivered += 1
+        stream.push((None, frame.data))  # no event id: it goes out as a JSON body
+        assert frame.related is not None
+        self.finish(frame.related)
+
+    def _plain_answer(self, stream: _Stream, request_id: RequestId | None) -> bool:
+        """True when the answer to ``request_id`` will be its POST's whole reply,
+        a JSON body: it answers the stream's only request and nothing came
+        before it.  Such an answer gets no event id and is not stored (nothing
+        could resume it), so a quick call costs no event store work."""
+        return (
+            stream.delivered == 0
+            and not stream.prime_stored  # an SSE response began (or was closed early for polling)
+            and stream is not self.get_stream
+            and self.owner.response_mode != "sse"
+            and len(stream.pending) == 1
+            and request_id in stream.pending
+        )
+
+    def _stream_of(self, batch_reply: bytes) -> _Stream | None:
+        try:
+            replies = _peek.decode(batch_reply)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return None
+        for reply in replies if isinstance(replies, list) else [replies]:
+            stream = self.by_request.get(reply.id)
+            if stream is not None:
+                return stream
+        return None
+
+    async def aclose(self) -> None:
+        self._end()
+        await trio.lowlevel.checkpoint()
+
+    def close_nowait(self) -> None:
+        """:meth:`aclose` without waiting: the input ends (the engine uses this,
+        and so does a stateless request once its frame is handed over)."""
+        self._end()
+
+    def _end(self) -> None:
+        self._input_ended = True
+        self._feed = None
+        for event in (self._arrived, self._room):
+            if event is not None:
+                event.set()
+        on_end, self._on_end = self._on_end, None
+        if on_end is not None:
+            on_end()
+
+    def close_stream(self, request_id: RequestId | None) -> None:
+        """End the response carrying ``request_id`` early, if the client can
+        resume it: the stream began with a priming event (so it has an event id
+        to resume from) and is an SSE response now."""
+        stream = self.by_request.get(request_id) if request_id is not None else None
+        if stream is None or not stream.attached or stream.prime_id is None:
+            return
+        if self.owner.response_mode == "json":
+            return
+        stream.push(_CLOSE)
+
+    # ---- HTTP side
+
+    def new_stream(self, pending: set[RequestId]) -> _Stream:
+        self._stream_seq += 1
+        stream = _Stream(str(self._stream_seq), pending, self.owner.stream_buffer)
+        self.streams[stream.key] = stream
+        for rid in pending:
+            self.by_request[rid] = stream
+        return stream
+
+    def finish(self, request_id: RequestId) -> None:
+        self.auth.pop(request_id, None)
+        stream = self.by_request.pop(request_id, None)
+        if stream is None:
+            return
+        stream.pending.discard(request_id)
+        if not stream.pending:
+            stream.complete = True
+            stream.push(_END)
+            if not stream.attached:
+                self.streams.pop(stream.key, None)
+
+    def next_event_id(self, stream: _Stream) -> str:
+        self._seq += 1
+        return f"{stream.key}.{self._seq}"
+
+    async def deliver(self, stream: _Stream, data: bytes) -> None:
+        event_id = self.next_event_id(stream)
+        store = self.owner.event_store
+        if store is not None and self.id is not None:
+            await self.store_prime(stream)
+            await store.store(self.id, stream.key, event_id, data)
+        stream.delivered += 1
+        stream.push((event_id, data))
+
+    async def store_prime(self, stream: _Stream) -> None:
+        """Put ``stream``'s priming event in the event store, once, before any
+        other event of the stream: when the first one is stored or the priming
+        event is sent, whichever comes first (a POST answered with plain JSON
+        never stores it)."""
+        store = self.owner.event_store
+        if stream.prime_id is None or stream.prime_stored or store is None or self.id is None:
+            return
+        stream.prime_stored = True
+        await store.store(self.id, stream.key, stream.prime_id, b"")
+
+    async def put(self, frame: Frame) -> None:
+        """Hand an incoming frame to the engine.
+
+        Raises:
+            trio.ClosedResourceError: the session's input has ended.
+        """
+        while True:
+            if self._input_ended:
+                raise trio.ClosedResourceError("the session has ended")
+            if self._feed is not None:
+                await self._feed(frame)
+                return
+            if self._early is None:
+                self._early = deque()
+            if len(self._early) < self.owner.inbound_buffer:
+                self._early.append(frame)
+                if self._arrived is not None:
+                    self._arrived.set()
+                return
+            self._room = trio.Event()
+            await self._room.wait()
+
+    async def end_input(self) -> None:
+        self._end()
+
+    def touch(self) -> None:
+        if any(s.attached for s in self.streams.values()) or (self.get_stream and self.get_stream.attached):
+            self.scope.deadline = float("inf")
+        else:
+            self.scope.deadline = trio.current_time() + self.owner.idle_timeout
+
+
+# ---------------------------------------------------------------- answers
+
+
+async def _pump(
+    stream: _Stream,
+    responder: Responder,
+    first: Any,
+    skip: set[str] = frozenset(),  # type: ignore[assignment]
+    retry_ms: int | None = None,
+) -> None:
+    """Write the stream's events until it completes (or is closed early for the
+    client to resume it); end the response."""
+    item = first if first is not None else await stream.next()
+    try:
+        while item is not _END:
+            if item is _CLOSE:
+                if retry_ms is not None:
+                    await responder.send(encode_retry(retry_ms))
+                break
+            event_id, data = item
+            if event_id not in skip:
+                await responder.send(encode_event(data, id=event_id))
+            item = await stream.next()
+        await responder.end()
+    except (trio.BrokenResourceError, trio.ClosedResourceError):
+        log.debug("client left SSE stream %s", stream.key)
+
+
+def _is_response(data: bytes) -> bool:
+    try:
+        message = _peek.decode(data)
+    except msgspec.DecodeError:
+        return False
+    if isinstance(message, list):
+        return True
+    return message.method is msgspec.UNSET
+
+
+#: HTTP statuses of a stateless request's JSON-RPC errors (2026-07-28); others: 200.
+_ERROR_STATUS = {
+    rpc.PARSE_ERROR: 400,
+    rpc.INVALID_REQUEST: 400,
+    rpc.INVALID_PARAMS: 400,
+    rpc.METHOD_NOT_FOUND: 404,
+    rpc.HEADER_MISMATCH: 400,
+    rpc.MISSING_REQUIRED_CLIENT_CAPABILITY: 400,
+    rpc.UNSUPPORTED_PROTOCOL_VERSION: 400,
+}
+
+
+class _ErrorPeek(msgspec.Struct):
+    code: Any = None
+
+
+class _ReplyPeek(msgspec.Struct):
+    error: _ErrorPeek | None = None
+
+
+_reply_peek = msgspec.json.Decoder(_ReplyPeek)
+
+
+def _status(session: _HttpSession, bodies: list[bytes]) -> int:
+    """200, or for the single error answering a stateless request the status the
+    revision gives its code (404 for an unknown method, 400 for a refused request)."""
+    if not session.expect_modern or len(bodies) != 1:
+        return 200
+    try:
+        error = _reply_peek.decode(bodies[0]).error
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return 200
+    return _ERROR_STATUS.get(error.code, 200) if error is not None else 200
+
+
+async def _send_json(
+    responder: Responder, bodies: list[bytes], headers: list[tuple[str, str]], status: int = 200
+) -> None:
+    if not bodies:
+        await _send_reply(responder, _Reply(202, headers=headers))
+        return
+    body = bodies[0] if len(bodies) == 1 else b"[" + b",".join(bodies) + b"]"
+    await _send_reply(responder, _Reply(status, body, [*headers, ("content-type", "application/json")]))
+
+
+async def _send_empty_stream(responder: Responder, headers: list[tuple[str, str]]) -> None:
+    """The answer to a POST whose requests were all cancelled: nothing to send,
+    but a request's POST must be answered with SSE or JSON (not 202)."""
+    await responder.start(200, [*headers, *_SSE_HEADERS])
+    await responder.end()

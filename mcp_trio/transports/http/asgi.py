@@ -1,0 +1,187 @@
+"""The ASGI front door: :class:`ASGIApp` serves any :class:`Handler` to an
+ASGI 3 server running under trio, and :func:`serve_hypercorn` runs it with
+hypercorn's trio worker.
+
+Bodies over the handler's ``max_body_size`` get 413, unknown paths 404.  A
+task watches for the client leaving only where a response may stay open
+indefinitely (``GET`` streams, ``subscriptions/listen``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
+
+import trio
+
+from ._replies import _error_reply, _peek_body, _Reply, _send_reply
+from ._request import Handler, HttpRequest, _declared_length, _routes
+
+__all__ = ["ASGIApp", "serve_hypercorn"]
+
+log = logging.getLogger("mcp_trio.http")
+
+
+class _ASGIResponder:
+    """Sends one response through ASGI.
+
+    A response that declares its ``content-length`` ends with its body: the
+    last (usually only) body message says ``more_body: False``, which saves
+    the server a message and a write for the end of the response.
+    """
+
+    def __init__(self, send: Any) -> None:
+        self._send = send
+        self.gone = False
+        self._left = -1  # body bytes still to come (-1: a streamed response)
+        self._ended = False
+
+    async def start(self, status: int, headers: Sequence[tuple[str, str]]) -> None:
+        length = _declared_length(headers)
+        if length is not None:
+            self._left = length
+        await self._call(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [(k.encode(), v.encode()) for k, v in headers],
+            }
+        )
+
+    async def send(self, data: bytes) -> None:
+        if not data:
+            return
+        more = True
+        if self._left >= 0:
+            self._left -= len(data)
+            more = self._left > 0
+        self._ended = not more
+        await self._call({"type": "http.response.body", "body": data, "more_body": more})
+
+    async def end(self) -> None:
+        if self._ended:
+            return
+        self._ended = True
+        await self._call({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def _call(self, message: dict[str, Any]) -> None:
+        if self.gone:
+            raise trio.BrokenResourceError("the client disconnected")
+        try:
+            await self._send(message)
+        except OSError as exc:  # hypercorn raises ClientDisconnected (an OSError)
+            self.gone = True
+            raise trio.BrokenResourceError("the client disconnected") from exc
+
+
+class ASGIApp:
+    """An ASGI 3 application serving ``endpoint`` at ``path``, and each of
+    ``routes`` (path -> :class:`Handler`) at its path; other paths get 404.
+
+    Serve it with hypercorn's trio worker (see :func:`serve_hypercorn`) or any
+    ASGI server running under trio.
+    """
+
+    def __init__(self, endpoint: Handler, path: str = "/mcp", routes: Mapping[str, Handler] | None = None) -> None:
+        self.endpoint = endpoint
+        self.path = path
+        self.routes = _routes(endpoint, path, routes)
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            while True:
+                message = await receive()
+                if message["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                elif message["type"] == "lifespan.shutdown":
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+        if scope["type"] != "http":
+            return
+        responder = _ASGIResponder(send)
+        handler = self.routes.get(scope["path"].rstrip("/") or "/")
+        if handler is None:
+            await _send_reply(responder, _Reply(404, b"Not Found", [("content-type", "text/plain")]))
+            return
+        headers: dict[str, str] = {}
+        for raw_name, raw_value in scope["headers"]:
+            name = raw_name.decode("latin-1").lower()
+            value = raw_value.decode("latin-1")
+            headers[name] = f"{headers[name]}, {value}" if name in headers else value
+        body = bytearray()
+        limit = handler.max_body_size
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            body += message.get("body", b"")
+            if len(body) > limit:
+                await _send_reply(responder, _error_reply(413, f"Request body larger than {limit} bytes"))
+                return
+            if not message.get("more_body", False):
+                break
+        query = scope.get("query_string", b"").decode("latin-1")
+        request = HttpRequest(scope["method"], headers, bytes(body), scope["path"], query)
+        if request.method == "POST" and not _may_stay_open(request.body):
+            # A POST's response ends with its answer: no task to watch for the
+            # client leaving (it costs about a seventh of the server's CPU per
+            # request); a client that left is noticed at the next write, and its
+            # requests go on in their session as they would anyway.  GET streams
+            # and subscriptions/listen may stay open indefinitely: watched.
+            await handler.handle(request, responder)
+            return
+        async with trio.open_nursery() as nursery:
+
+            async def watch_disconnect() -> None:
+                while True:
+                    message = await receive()
+                    if message["type"] == "http.disconnect":
+                        responder.gone = True
+                        nursery.cancel_scope.cancel()
+                        return
+
+            nursery.start_soon(watch_disconnect)
+            await handler.handle(request, responder)
+            nursery.cancel_scope.cancel()
+
+
+def _may_stay_open(body: bytes) -> bool:
+    """Whether a POST body holds a ``subscriptions/listen`` request, whose
+    response may stay open indefinitely (so the ASGI door watches for the
+    client leaving).  Exact without parsing most bodies: the method name
+    spelt plainly is found as bytes, and a body without a backslash has no
+    JSON escape that could spell it otherwise; the rest are parsed."""
+    if b"subscriptions/listen" in body:
+        return True
+    if b"\\" not in body:
+        return False
+    peeked = _peek_body(body)
+    if isinstance(peeked, _Reply):
+        return False
+    return any(m.method == "subscriptions/listen" for m in (peeked if isinstance(peeked, list) else [peeked]))
+
+
+async def serve_hypercorn(
+    app: ASGIApp,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    *,
+    shutdown_trigger: Callable[[], Awaitable[Any]] | None = None,
+    task_status: Any = trio.TASK_STATUS_IGNORED,
+    **config_options: Any,
+) -> None:
+    """Serve ``app`` with hypercorn (trio worker) until ``shutdown_trigger`` returns.
+
+    ``task_status.started`` gets the bound URLs (``["http://127.0.0.1:43121"]``).
+    """
+    from hypercorn.config import Config
+    from hypercorn.trio import serve
+
+    config = Config()
+    config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
+    config.accesslog = None
+    config.errorlog = log
+    for key, value in config_options.items():
+        setattr(config, key, value)
+    await serve(app, config, shutdown_trigger=shutdown_trigger or trio.sleep_forever, task_status=task_status)

@@ -1,0 +1,379 @@
+"""The lean front door: :func:`serve_h11` serves any :class:`Handler` over
+HTTP/1.1 with h11 on trio sockets, with no ASGI layer.
+
+One task per connection parses and answers its requests one at a time; a
+second reads the socket, so a client that leaves mid-answer is noticed at
+once.  Limits (431, 413, 408, keep-alive and write timeouts, connections at
+once) are those of :func:`serve_h11`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import h11
+import trio
+
+from ... import _jsonrpc as rpc
+from ._replies import _Reply, _send_reply
+from ._request import _HEADER_SESSION, Handler, HttpRequest, _declared_length, _routes
+
+__all__ = ["serve_h11"]
+
+log = logging.getLogger("mcp_trio.http")
+
+
+#: Header sets already validated by h11 (see :func:`_h11_headers`).
+_H11_HEADERS: dict[tuple[tuple[str, str], ...], Any] = {}
+_H11_HEADERS_MAX = 256
+_READ_SIZE = 65536
+
+
+def _h11_headers(headers: Sequence[tuple[str, str]]) -> Any:
+    """``headers`` as h11's validated header list, checked once per distinct set.
+
+    h11 matches every header name and value against its grammar each time a
+    response is built from plain tuples, but takes a list it validated before
+    as it is.  The answers of a busy endpoint repeat a few header sets (content
+    type and length), so those are checked once and kept (a bounded cache);
+    a set naming a session is unique to it and is never kept.
+    """
+    key = tuple(headers)
+    found = _H11_HEADERS.get(key)
+    if found is None:
+        found = h11.Response(status_code=200, headers=list(headers)).headers
+        if not any(name == _HEADER_SESSION for name, _ in key):
+            if len(_H11_HEADERS) >= _H11_HEADERS_MAX:
+                _H11_HEADERS.clear()
+            _H11_HEADERS[key] = found
+    return found
+
+
+class _H11Responder:
+    """Writes one response on an h11 connection.
+
+    A response that declares its ``content-length`` goes out whole: its head
+    waits for the body and leaves with it and the end of the message in one
+    write (one system call and one wake-up of the client instead of two or
+    three).  A streamed response (SSE) writes its head at once, so the client
+    sees the stream open before its first event.  The answer to a ``HEAD``
+    request is its head alone.
+    """
+
+    def __init__(
+        self, stream: trio.abc.Stream, conn: h11.Connection, write_timeout: float, head_only: bool = False
+    ) -> None:
+        self._stream = stream
+        self._conn = conn
+        self._write_timeout = write_timeout
+        self._head_only = head_only
+        self._socket = stream.socket if isinstance(stream, trio.SocketStream) else None
+        self.gone = False
+        self._held = b""  # a fixed-length response's head, waiting for its body
+        self._left = -1  # body bytes still to come (-1: a streamed response)
+        self._ended = False
+
+    def _write_now(self, data: bytes) -> int:
+        """Write what the socket takes at once, without waiting; the bytes written.
+
+        Most answers fit in the socket's buffer: they need no timeout and no
+        trip through the scheduler.  Whatever is left goes out through
+        ``send_all`` under the write timeout.
+        """
+        fd = -1 if self._socket is None else self._socket.fileno()  # -1 once closed
+        if fd < 0:
+            return 0
+        try:
+            return os.write(fd, data)
+        except (BlockingIOError, InterruptedError):
+            return 0
+        except OSError:
+            self.gone = True  # reset, or a broken pipe
+            raise trio.BrokenResourceError("the client disconnected") from None
+
+    async def _write(self, data: bytes) -> None:
+        if self.gone:
+            raise trio.BrokenResourceError("the client disconnected")
+        if not data:
+            return
+        written = self._write_now(data)
+        if written == len(data):
+            return
+        data = data[written:]
+        with trio.move_on_after(self._write_timeout) as scope:
+            try:
+                await self._stream.send_all(data)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                self.gone = True
+                raise trio.BrokenResourceError("the client disconnected") from None
+        if scope.cancelled_caught:  # a client that does not read must not hold us
+            self.gone = True
+            raise trio.BrokenResourceError("the client stopped reading")
+
+    async def start(self, status: int, headers: Sequence[tuple[str, str]]) -> None:
+        head = self._conn.send(h11.Response(status_code=status, headers=_h11_headers(headers)))
+        length = _declared_length(headers)
+        if length is None:
+            await self._write(head)
+        else:
+            self._held, self._left = head, length
+
+    async def send(self, data: bytes) -> None:
+        if not data:
+            return
+        out = self._held + (b"" if self._head_only else self._conn.send(h11.Data(data=data)))
+        self._held = b""
+        if self._left >= 0:
+            self._left -= len(data)
+            if self._left <= 0:  # the whole body: the message ends with it
+                out += self._conn.send(h11.EndOfMessage())
+                self._ended = True
+        await self._write(out)
+
+    async def end(self) -> None:
+        if self._ended:
+            return
+        self._ended = True
+        out = self._held + self._conn.send(h11.EndOfMessage())
+        self._held = b""
+        await self._write(out)
+
+
+@dataclass(frozen=True)
+class _H11Limits:
+    max_header_size: int
+    keepalive_timeout: float
+    request_timeout: float
+    write_timeout: float
+
+
+class _H11Connection:
+    """One client connection of :func:`serve_h11`: requests answered one at a time.
+
+    The connection's own task parses requests and answers them; a second task
+    is the only one that reads the socket and feeds h11, at all times, so a
+    client that leaves mid-answer is noticed at once (its EOF cancels the
+    answer; the request itself goes on in its session).  It stays at most
+    ``_READ_SIZE`` bytes ahead of the parser (a pipelining client waits for
+    the answers), so memory stays bounded.  That costs one task per
+    connection instead of a task and a nursery per request, and no extra read
+    or cancellation when an answer is quick.
+    """
+
+    def __init__(
+        self, stream: trio.SocketStream, limits: _H11Limits, table: dict[str, Handler], default: Handler
+    ) -> None:
+        self.stream = stream
+        self.limits = limits
+        self.table = table
+        self.default = default
+        self.conn = h11.Connection(h11.SERVER, max_incomplete_event_size=limits.max_header_size)
+        self.want = False  # the parser waits for bytes
+        self.answering: _H11Responder | None = None
+        self.ahead = 0  # bytes read since the parser last asked for more
+        self.reader_lot = trio.lowlevel.ParkingLot()
+        self.data_lot = trio.lowlevel.ParkingLot()
+        self.cancel_scope = trio.CancelScope()
+
+    async def serve(self) -> None:
+        async with trio.open_nursery() as nursery:
+            self.cancel_scope = nursery.cancel_scope
+            nursery.start_soon(self._read_loop)
+            try:
+                while await self._exchange():
+                    pass
+            finally:
+                nursery.cancel_scope.cancel()
+
+    async def _read_loop(self) -> None:
+        while True:
+            while not self.want and self.ahead >= _READ_SIZE:
+                await self.reader_lot.park()
+            try:
+                data = await self.stream.receive_some(_READ_SIZE)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                data = b""
+            if not data and self.answering is not None:  # EOF or a reset mid-answer: the client left
+                self.answering.gone = True
+                self.cancel_scope.cancel()
+                return
+            self.ahead = 0 if self.want else self.ahead + len(data)
+            self.want = False
+            self.conn.receive_data(data)  # b"": the client closed its side
+            self.data_lot.unpark()
+            if not data:
+                return
+
+    async def _next_event(self) -> Any:
+        while True:
+            event = self.conn.next_event()
+            if event is not h11.NEED_DATA:
+                return event
+            self.want = True
+            self.ahead = 0
+            self.reader_lot.unpark()
+            await self.data_lot.park()
+
+    async def _exchange(self) -> bool:
+        """Read one request and answer it; False once the connection must end."""
+        read = await self._read_request()
+        if read is None:
+            return False
+        handler, request = read
+        head_only = request.method == "HEAD"
+        responder = _H11Responder(self.stream, self.conn, self.limits.write_timeout, head_only)
+        self.answering = responder
+        try:
+            if handler is None:
+                await _send_reply(responder, _Reply(404, b"Not Found", [("content-type", "text/plain")]))
+            else:
+                await handler.handle(request, responder)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, h11.LocalProtocolError):
+            return False
+        finally:
+            self.answering = None
+        conn = self.conn
+        if responder.gone or conn.our_state is not h11.DONE or conn.their_state is not h11.DONE:
+            return False
+        try:
+            conn.start_next_cycle()
+        except h11.LocalProtocolError:
+            return False
+        return True
+
+    async def _read_request(self) -> tuple[Handler | None, HttpRequest] | None:
+        """The next request, whole; None (after an error answer if one is due)
+        when the connection must end: closed, idle too long, or a bad request."""
+        limits = self.limits
+        in_request = False
+        try:
+            # One deadline: the keep-alive wait for a head, then the time allowed for the rest.
+            with trio.CancelScope(deadline=trio.current_time() + limits.keepalive_timeout) as scope:
+                event = await self._next_event()
+                if not isinstance(event, h11.Request):
+                    return None
+                in_request = True
+                scope.deadline = trio.current_time() + limits.request_timeout
+                return await self._read_body(event)
+            if in_request:
+                await self._reject(408, "Request Timeout")
+            return None
+        except h11.RemoteProtocolError as exc:
+            if self.conn.our_state in (h11.IDLE, h11.SEND_RESPONSE):
+                await self._reject(exc.error_status_hint, f"Bad HTTP request: {exc}")
+            return None
+        except (trio.BrokenResourceError, trio.ClosedResourceError, ValueError):
+            return None
+
+    async def _read_body(self, event: h11.Request) -> tuple[Handler | None, HttpRequest] | None:
+        """Check the head of ``event``, then read its body (within the request timeout)."""
+        headers: dict[str, str] = {}
+        head_size = len(event.target)
+        for raw_name, raw_value in event.headers:
+            head_size += len(raw_name) + len(raw_value) + 4
+            name = raw_name.decode("latin-1")
+            value = raw_value.decode("latin-1")
+            headers[name] = f"{headers[name]}, {value}" if name in headers else value
+        if head_size > self.limits.max_header_size:
+            await self._reject(431, "Request Header Fields Too Large")
+            return None
+        target, _, query = event.target.decode("latin-1").partition("?")
+        handler = self.table.get(target.rstrip("/") or "/")
+        max_body = (handler or self.default).max_body_size
+        length = headers.get("content-length")
+        if length is not None and int(length) > max_body:
+            await self._reject(413, f"Request body larger than {max_body} bytes")
+            return None
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            part = await self._next_event()
+            if isinstance(part, h11.Data):
+                chunks.append(part.data)
+                size += len(part.data)
+                if size > max_body:
+                    await self._reject(413, f"Request body larger than {max_body} bytes")
+                    return None
+            elif isinstance(part, h11.EndOfMessage):
+                break
+            else:
+                return None
+        body = bytes(chunks[0]) if len(chunks) == 1 else b"".join(chunks)
+        return handler, HttpRequest(event.method.decode("ascii"), headers, body, target, query)
+
+    async def _reject(self, status: int, message: str) -> None:
+        """Answer with an error and ``connection: close`` (the caller then ends the connection)."""
+        body = rpc.encode_error(None, rpc.INVALID_REQUEST, message)
+        headers = [("content-type", "application/json"), ("content-length", str(len(body)))]
+        conn = self.conn
+        try:
+            with trio.move_on_after(self.limits.write_timeout):
+                out = conn.send(h11.Response(status_code=status, headers=[*headers, ("connection", "close")]))
+                out += conn.send(h11.Data(data=body)) + conn.send(h11.EndOfMessage())
+                await self.stream.send_all(out)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, h11.LocalProtocolError):
+            pass
+
+
+async def serve_h11(
+    endpoint: Handler,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    *,
+    path: str = "/mcp",
+    routes: Mapping[str, Handler] | None = None,
+    max_header_size: int = 64 * 1024,
+    keepalive_timeout: float = 60.0,
+    request_timeout: float = 30.0,
+    write_timeout: float = 30.0,
+    max_connections: int = 1024,
+    task_status: Any = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve ``endpoint`` over HTTP/1.1 with h11 on trio sockets (no ASGI layer).
+
+    Limits: request heads up to ``max_header_size`` bytes (431 beyond),
+    bodies up to the endpoint's ``max_body_size`` (413), a whole request
+    within ``request_timeout`` seconds of its head (408), idle
+    keep-alive connections closed after ``keepalive_timeout``, writes to a
+    client that stops reading abandoned after ``write_timeout``, at most
+    ``max_connections`` at once (further ones wait in the listen backlog).
+
+    ``routes`` (path -> :class:`Handler`) serves more endpoints next to
+    ``endpoint`` at ``path``.  ``task_status.started`` gets the bound URLs.
+    """
+    limit = trio.CapacityLimiter(max_connections)
+    table = _routes(endpoint, path, routes)
+    limits = _H11Limits(max_header_size, keepalive_timeout, request_timeout, write_timeout)
+
+    async def connection(stream: trio.SocketStream) -> None:
+        # One connection's failure must never take the listener down.
+        try:
+            async with limit, stream:
+                await _H11Connection(stream, limits, table, endpoint).serve()
+        except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            log.debug("HTTP connection ended abruptly: %s", exc)  # a reset by the client
+        except Exception:
+            log.exception("HTTP connection failed")
+
+    listeners = await trio.open_tcp_listeners(port, host=host)
+    urls = []
+    for listener in listeners:
+        address = listener.socket.getsockname()
+        shown = f"[{address[0]}]" if ":" in address[0] else address[0]
+        urls.append(f"http://{shown}:{address[1]}")
+    await trio.serve_listeners(connection, listeners, handler_nursery=None, task_status=_Relay(task_status, urls))
+
+
+class _Relay:
+    """Passes our URLs to ``task_status`` instead of trio's listener list."""
+
+    def __init__(self, task_status: Any, urls: list[str]) -> None:
+        self._task_status = task_status
+        self._urls = urls
+
+    def started(self, value: Any = None) -> None:
+        self._task_status.started(self._urls)
