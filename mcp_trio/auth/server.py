@@ -55,7 +55,7 @@ from functools import partial
 from typing import Any
 
 from .. import _jsonrpc as rpc
-from ..transports.http.server import Handler, HttpRequest, Responder
+from ..transports.http._request import Handler, HttpRequest, Responder
 from ..transports.websocket import Admission
 from . import _metadata as md
 from ._server_http import FormError, challenge, parse_form, send_json

@@ -21,8 +21,8 @@ from wsproto import ConnectionType, WSConnection
 from wsproto.events import AcceptConnection, RejectConnection, RejectData, Request
 from wsproto.utilities import RemoteProtocolError
 
-from ..http._http11 import Failure, Pool, Target, close_stream, excerpt
 from ..http._client_base import _AUTH_RETRIES, HTTPAuth
+from ..http._http11 import Failure, Pool, Target, close_stream, excerpt
 from ..stdio import DEFAULT_MAX_MESSAGE_SIZE
 from ._channel import (
     _READ_SIZE,

@@ -22,7 +22,7 @@ from wsproto.frame_protocol import CloseReason
 
 from ... import _jsonrpc as rpc
 from .._base import Frame
-from ..http.server import DEFAULT_ALLOWED_HOSTS, Handler, HostGuard, HttpRequest, Responder
+from ..http._request import DEFAULT_ALLOWED_HOSTS, Handler, HostGuard, HttpRequest, Responder
 from ._channel import (
     _REJECT_BODY_LIMIT,
     DEFAULT_SERVER_MAX_MESSAGE_SIZE,

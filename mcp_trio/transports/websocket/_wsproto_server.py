@@ -21,7 +21,7 @@ from wsproto import ConnectionType, WSConnection
 from wsproto.events import AcceptConnection, RejectConnection, RejectData, Request
 from wsproto.utilities import LocalProtocolError, RemoteProtocolError
 
-from ..http.server import Handler, HttpRequest
+from ..http._request import Handler, HttpRequest
 from ._channel import _READ_SIZE, _REJECT_BODY_LIMIT, _joined_headers, log
 from ._endpoint import WebSocketEndpoint, _answer, _Refusal
 from ._wsproto_channel import _WsprotoChannel
