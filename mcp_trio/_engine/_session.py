@@ -491,15 +491,7 @@ class Session(_Handlers, _Handshake, _Outgoing):
 
 @asynccontextmanager
 async def open_session(
-    channel: MessageChannel,
-    *,
-    role: str,
-    info: Any,
-    capabilities: Any = None,
-    versions: Any = None,
-    instructions: str | None = None,
-    extra_methods: Any = (),
-    **options: Any,
+    channel: MessageChannel, *, role: str, info: Any, **arguments: Any
 ) -> AsyncIterator[Session]:
     """Run an MCP session over ``channel`` for the duration of the ``async with`` block.
 
@@ -515,6 +507,8 @@ async def open_session(
             ``notification_handlers``, ``default_timeout``, ``max_in_flight``,
             ``keepalive_interval``, ``keepalive_timeout``, ``close_grace``.
 
+    (``arguments`` are those of :func:`new_session` after ``role`` and ``info``.)
+
     A client session must still settle the protocol: ``await session.connect()``
     (or ``initialize()``).  A server session answers ``initialize``,
     ``server/discover`` and ``ping`` by itself and dispatches the rest.
@@ -522,16 +516,7 @@ async def open_session(
     The session is closed when the block exits.  Exceptions raised in the block
     propagate unchanged (not wrapped in an exception group).
     """
-    session = new_session(
-        channel,
-        role=role,
-        info=info,
-        capabilities=capabilities,
-        versions=versions,
-        instructions=instructions,
-        extra_methods=extra_methods,
-        **options,
-    )
+    session = new_session(channel, role=role, info=info, **arguments)
     try:
         async with trio.open_nursery() as nursery:
             await nursery.start(session.run)
