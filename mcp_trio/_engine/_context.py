@@ -9,7 +9,8 @@ import trio
 from .._core import RequestReceived
 
 if TYPE_CHECKING:
-    from ._session import ProgressCallback, Session
+    from ._outgoing import ProgressCallback
+    from ._session import Session
 
 __all__ = ["RequestContext"]
 

@@ -1,0 +1,316 @@
+"""Running the requests we receive: slots, the queue, the reader relay and
+handler tasks (the reasoning and the measurements: docs/engine.md).
+
+Rules:
+
+* At most ``max_in_flight`` requests run at once; up to ``max_queued`` more
+  wait in arrival order while the reader goes on; beyond that the reader stops
+  reading until a slot frees (backpressure).
+* Reader relay: over a channel with ``buffered()``, a request that is the last
+  thing read and finds a free slot runs in the reader's task and cancel scope,
+  in a copy of its context.  If it never yields, the reader reads on; the first
+  time it yields, a successor reader is started and the task stays the
+  request's.  A scope a handler has seen (``ctx.cancel_scope``), or cancelled
+  for a request before it began, is never read in again.
+* A handler task goes on with queued requests in its scope, each in a fresh
+  copy of its starting context, until the queue is empty, the session stops,
+  or the scope is cancelled or unfit.
+* A handler's return value is the result; :class:`McpError` answers with that
+  error, any other exception -32603 (logged); a cancelled request sends
+  nothing.  The answer is the request's last act: written at once, queued
+  without waiting, or, with the outbox full, left to a task of its own outside
+  the request's scope.
+* ``_alive`` counts the work that may still write; the last one out closes a
+  stopping session's outbox.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import types
+from collections import deque
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import trio
+
+from .. import _jsonrpc as rpc
+from .._core import RequestReceived, SessionCore
+from .._exceptions import ConnectionClosed, LocalProtocolError, McpError
+from ..transports._base import Frame, MessageChannel
+from ._common import _ended, log
+from ._context import RequestContext
+
+__all__ = ["RequestHandler"]
+
+RequestHandler = Callable[[RequestContext, Any], Awaitable[Any]]
+
+_HANDLER_NAME = "mcp_trio._engine._session.Session._handle_request"  # trio task name of request handlers
+_READER_NAME = "mcp_trio._engine._session.Session._next_reader"  # of successor readers (reader relay)
+_T = TypeVar("_T")
+
+
+class _Handlers:
+    """The request-running methods of :class:`~mcp_trio.Session` (a mixin of it)."""
+
+    core: SessionCore
+    channel: MessageChannel
+    max_in_flight: int
+    close_grace: float
+    _handlers: Mapping[str, RequestHandler]
+    _running: int
+    _alive: int
+    _queued: deque[RequestReceived] | tuple[()]
+    _room: trio.Event | None
+    _scopes: dict[Any, trio.CancelScope]
+    _stopping: bool
+    _tasks: trio.Nursery | None
+    _close_reason: str
+
+    if TYPE_CHECKING:
+
+        async def _dispatch(self, event: Any) -> None: ...
+        async def _put(self, frame: Frame) -> None: ...
+        async def _put_answer(self, frame: Frame) -> None: ...
+        def _queue_nowait(self, frame: Frame) -> None: ...
+        def _write_now(self, frame: Frame) -> bool: ...
+        def _close_outbox(self) -> None: ...
+        def _stop(self) -> None: ...
+
+    async def _reader(self) -> bool:
+        """Read and dispatch frames until the input ends (False), or until this
+        task becomes the task of a request it read and hands the reading on
+        (True): the reader relay (see the module's rules).
+
+        The loop runs in a cancel scope entered once around the reading, which
+        a request served here shares until it yields; a fresh one replaces a
+        scope a request spoilt.  So a cancellation this scope catches is that
+        of a request this task went on with after handing the reading on.
+        """
+        while True:
+            outcome: bool | None = True  # (what a cancellation caught here means)
+            with trio.CancelScope() as scope:
+                outcome = await self._read(scope)
+            if outcome is None:
+                continue  # the scope was spoilt: a fresh one
+            if outcome:  # this task served a request to its end (or its cancellation)
+                self._start_queued()
+            return outcome
+
+    async def _read(self, scope: trio.CancelScope) -> bool | None:
+        """The reader's loop (see :meth:`_reader`), in ``scope``; None: a request
+        it served spoilt ``scope``, go on in a fresh one."""
+        channel = self.channel
+        core = self.core
+        buffered = getattr(channel, "buffered", None)
+        while True:
+            try:
+                frame = await channel.receive()
+            except (trio.EndOfChannel, trio.ClosedResourceError, trio.BrokenResourceError):
+                self._close_reason = _ended("the peer closed the connection", channel)
+                return False
+            if frame.error is not None:
+                log.warning("framing error from peer: %s", frame.error)
+                events = core.framing_error(frame.error)
+            else:
+                events = core.receive(frame.data)
+            if not events:
+                continue
+            last = events.pop()
+            for event in events:
+                await self._dispatch(event)
+            if (
+                buffered is not None
+                and isinstance(last, RequestReceived)
+                and not self._queued
+                and self._running < self.max_in_flight
+                and not buffered()
+                and not self._stopping
+            ):
+                self._take_slot()
+                waited, fit = await _until_it_waits(
+                    self._handle_request(last, scope), contextvars.copy_context(), self._start_successor
+                )
+                if waited:
+                    return True  # a successor took over the reading
+                if not fit:
+                    return None
+                continue
+            await self._dispatch(last)
+
+    def _start_successor(self) -> None:
+        assert self._tasks is not None
+        self._tasks.start_soon(self._next_reader, name=_READER_NAME)
+
+    async def _next_reader(self) -> None:
+        """A successor of a reader that took a request (see :meth:`_reader`)."""
+        if not await self._reader():
+            self._stop()
+
+    def _enqueue(self, event: RequestReceived) -> None:
+        queued = self._queued
+        if not isinstance(queued, deque):
+            queued = self._queued = deque()
+        queued.append(event)
+        self._start_queued()
+
+    def _take_slot(self) -> None:
+        """Count a request about to be handled (``_handle_request`` gives the slot back)."""
+        self._running += 1
+        self._alive += 1
+
+    def _start_queued(self) -> None:
+        """Start queued requests while slots are free, each in a task of its own."""
+        assert self._tasks is not None
+        while self._queued and self._running < self.max_in_flight:
+            self._take_slot()
+            # (a name given: trio need not build one from the method per task)
+            self._tasks.start_soon(self._handler_task, self._queued.popleft(), name=_HANDLER_NAME)  # type: ignore[union-attr]
+        if self._room is not None:
+            self._room.set()
+
+    async def _handler_task(self, event: RequestReceived) -> None:
+        """A request's own task: answers ``event``, then takes requests still
+        queued, one at a time, in the same cancel scope, each in a fresh copy
+        of the context the task started with (what a task of its own would
+        get), until the queue is empty, the session stops, or a request
+        spoils the scope (see :meth:`_reader`) or is cancelled (which ends
+        the task).
+        """
+        context = contextvars.copy_context()
+        try:
+            with trio.CancelScope() as scope:
+                fit = await self._handle_request(event, scope)
+                while (
+                    fit
+                    and self._queued
+                    and self._running < self.max_in_flight
+                    and not self._stopping
+                    # (a handler that caught its cancellation and returned left it cancelled)
+                    and not scope.cancel_called
+                ):
+                    self._take_slot()
+                    event = self._queued.popleft()  # type: ignore[union-attr]
+                    if self._room is not None:
+                        self._room.set()
+                    _, fit = await _until_it_waits(self._handle_request(event, scope), context.copy(), _nothing)
+        finally:
+            # (from the context the task started with: the first handler may have changed its own)
+            context.run(self._start_queued)
+
+    async def _handle_request(self, event: RequestReceived, scope: trio.CancelScope) -> bool:
+        """Answer ``event`` in ``scope``, a cancel scope its caller entered (a
+        reader's, see :meth:`_reader`, or a handler task's, see
+        :meth:`_handler_task`), where its cancellation ends up; the caller
+        starts queued requests once it is done.  Returns whether ``scope`` is
+        fit for another request: not cancelled for this one before it began,
+        and never seen by its handler."""
+        core = self.core
+        id = event.id
+        data: bytes | None = None
+        ctx: RequestContext | None = None
+        fit = True
+        try:
+            self._scopes[id] = scope
+            if core.is_cancelled(id):
+                scope.cancel()
+                fit = False
+            handler = self._handlers.get(event.method)
+            try:
+                if handler is None:
+                    data = core.error(id, rpc.METHOD_NOT_FOUND, f"Method not found: {event.method}")
+                else:
+                    ctx = RequestContext(self, event, scope)  # type: ignore[arg-type]  # (self is a Session)
+                    result = await handler(ctx, event.params)
+                    if core.closed:  # the session ended meanwhile: nobody to answer
+                        return False
+                    try:
+                        data = core.respond(id, result)
+                    except LocalProtocolError as exc:
+                        log.error("handler for %s returned an invalid result: %s", event.method, exc)
+                        data = core.error(id, rpc.INTERNAL_ERROR, f"Internal error: {exc}")
+            except McpError as exc:
+                if core.closed:
+                    return False
+                data = core.error(id, exc.code, exc.message, exc.data)
+            except Exception as exc:
+                if core.closed:  # e.g. a call back to the peer found it gone
+                    log.debug("handler for %s ended with the session: %r", event.method, exc)
+                    return False
+                log.exception("handler for %s failed", event.method)
+                data = core.error(id, rpc.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}")
+            if data is not None:  # (None: a batch reply still waits for others)
+                frame = Frame(data, id, True)
+                try:
+                    # The answer is this request's last act: write it at once when
+                    # that is safe, or queue it without a second trip through the
+                    # scheduler when there is room.
+                    if not self._write_now(frame):
+                        self._queue_nowait(frame)
+                except trio.WouldBlock:
+                    # No room: a task of its own waits for it, outside ``scope``
+                    # (a reader's, or shared with the requests after this one),
+                    # whose cancellation must not take back an answer once made.
+                    self._alive += 1
+                    assert self._tasks is not None
+                    self._tasks.start_soon(self._put_answer, frame)
+                except (trio.ClosedResourceError, trio.BrokenResourceError):
+                    raise ConnectionClosed(self._close_reason) from None
+        except ConnectionClosed:
+            pass
+        finally:
+            self._scopes.pop(id, None)
+            leftover = core.drop(id)
+            self._running -= 1
+            if leftover is not None and data is None:
+                with trio.move_on_after(self.close_grace, shield=True):
+                    try:
+                        await self._put(Frame(leftover, id, True))
+                    except ConnectionClosed:
+                        pass
+            self._release()
+        return fit and not (ctx is not None and ctx._scope_seen)
+
+
+    def _release(self) -> None:
+        """A request's work that may still write (counted in ``_alive``) is done:
+        the last one out closes the outbox of a stopping session."""
+        self._alive -= 1
+        if self._stopping and self._alive == 0:
+            self._close_outbox()
+
+
+def _nothing() -> None:
+    pass
+
+
+@types.coroutine
+def _until_it_waits(
+    coro: Coroutine[Any, Any, _T], context: contextvars.Context, on_wait: Callable[[], None]
+) -> Generator[Any, Any, tuple[bool, _T]]:
+    """Run ``coro`` to its end, each step in ``context``, and return (whether
+    it ever yielded to trio, its result).  The first time it yields (a
+    checkpoint, a wait), call ``on_wait()``, then go on exactly as ``await
+    coro`` would (what trio sends or throws in is passed on)."""
+    send = coro.send
+    try:
+        value = context.run(send, None)
+    except StopIteration as end:
+        return False, end.value
+    on_wait()
+    while True:
+        try:
+            sent = yield value
+        except GeneratorExit:
+            coro.close()
+            raise
+        except BaseException as exc:  # trio resumes the task with an error (a Cancelled, say)
+            try:
+                value = context.run(coro.throw, exc)
+            except StopIteration as end:
+                return True, end.value
+        else:
+            try:
+                value = context.run(send, sent)
+            except StopIteration as end:
+                return True, end.value
