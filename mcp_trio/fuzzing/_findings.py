@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from ..types import _versions
 from . import oracles as orc
 
-__all__ = ["CampaignStats", "Finding", "FuzzConfig", "Hunt", "TargetError", "load_transcript", "summary",
-           "violations_found", "write_report"]
+__all__ = ["CampaignStats", "Finding", "FuzzConfig", "Hunt", "TargetError", "load_transcript",
+           "summary", "violations_found", "write_report"]
 
 TRANSCRIPT_FORMAT = "mcp-trio-fuzz-transcript/1"
 

@@ -256,9 +256,7 @@ class FuzzServer:
         """A JSON-RPC batch: in 2025-03-26 every request of it is answered on one response stream
         (202 when it holds none); elsewhere, empty, or holding ``initialize`` it is refused with
         400 and -32600 ("The initialize request MUST NOT be part of a JSON-RPC batch")."""
-        requests = [m for m in batch if isinstance(m, dict) and isinstance(m.get("method"), str) and "id" in m]
-        refused = (not batch or not _versions.supports_batching(self.revision) or self.log.session_id is None
-                   or any(m["method"] == "initialize" for m in requests))
+        requests, refused = self._batch_requests(batch)
         if refused:
             with self.cond:
                 self.log.posts[index]["refused_batch"] = bool(batch)
@@ -268,6 +266,14 @@ class FuzzServer:
             self._reply(conn, sock, 202)
         else:
             self._answer_stream(conn, sock, requests)
+
+    def _batch_requests(self, batch: list[Any]) -> tuple[list[dict[str, Any]], bool]:
+        """The requests of a batch, and whether the batch is refused (empty, in a revision
+        without batches, before the session, or holding ``initialize``)."""
+        requests = [m for m in batch if isinstance(m, dict) and isinstance(m.get("method"), str) and "id" in m]
+        refused = (not batch or not _versions.supports_batching(self.revision) or self.log.session_id is None
+                   or any(m["method"] == "initialize" for m in requests))
+        return requests, refused
 
     def _initialize(self, conn: h11.Connection, sock: socket.socket, msg: dict[str, Any]) -> None:
         params = msg.get("params")

@@ -88,11 +88,7 @@ def _http_case(session: Session, probe: str) -> list[orc.Violation]:
         return out
     hdrs = conn.base_headers()
     hdrs.update({"Mcp-Method": "ping"} if session.stateless else {})
-    for k, v in changes.items():
-        for existing in [h for h in hdrs if h.lower() == k.lower()]:
-            del hdrs[existing]
-        if v is not None:
-            hdrs[k] = v
+    drv.replace_headers(hdrs, changes)
     if session.stateless:
         hdrs["Mcp-Method"] = "server/discover"
     ex = conn.request("POST", body, hdrs, {orc.idkey(pid)}, session.timeout)

@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..types import _versions
 from . import oracles as orc
 from ._fuzz_server import MAX_BODY, FuzzServer, _dump
 from ._plans import Plan
@@ -121,9 +120,8 @@ class StdioFuzzServer(FuzzServer):
             self._serve(self._answer_stream, None, None, [msg])
 
     def _batch_lines(self, batch: list[Any]) -> None:
-        requests = [m for m in batch if isinstance(m, dict) and isinstance(m.get("method"), str) and "id" in m]
-        if (not batch or not _versions.supports_batching(self.revision) or self.log.session_id is None
-                or any(m["method"] == "initialize" for m in requests)):
+        requests, refused = self._batch_requests(batch)
+        if refused:
             with self.cond:
                 self.log.events.append({"t": self.log.now(), "dir": "refused-batch"})
             self._write(_dump({"jsonrpc": "2.0", "id": None, "error": {
