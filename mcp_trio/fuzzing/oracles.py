@@ -5,24 +5,37 @@ must come back (:class:`Expect`); :func:`check` compares that with what did
 come back over a :class:`~mcp_trio.fuzzing.driver.Connection` and returns the
 :class:`Violation` list.  The expectations come from the bytes alone, never
 from how the target behaved, so the same case means the same thing on replay.
+The reading of the frames (:func:`classify`, :class:`Expect`) lives in :mod:`._expect`
+and is re-exported here; this module holds the rules (:data:`ORACLES`), :func:`check`
+and the ``capabilities`` oracle.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
 
 from ..types import _versions
+from ._expect import HEADER_MISMATCH as HEADER_MISMATCH
+from ._expect import INVALID_PARAMS as INVALID_PARAMS
+from ._expect import INVALID_REQUEST as INVALID_REQUEST
+from ._expect import METHOD_NOT_FOUND as METHOD_NOT_FOUND
+from ._expect import PARSE_ERROR as PARSE_ERROR
+from ._expect import SAFE_INT as SAFE_INT
+from ._expect import Expect as Expect
+from ._expect import IdExpect as IdExpect
+from ._expect import _valid_id as _valid_id
+from ._expect import classify as classify
+from ._expect import classify_payload as classify_payload
+from ._expect import idkey as idkey
+from ._expect import rejected_params_codes as rejected_params_codes
+from .strategies import accepts, advertised, gate
 
 __all__ = ["ORACLES", "CaseView", "Expect", "Oracle", "Violation", "check", "classify", "classify_payload"]
-
-PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
-HEADER_MISMATCH = -32020
-SAFE_INT = 2**53
 
 
 @dataclass(frozen=True)
@@ -127,238 +140,6 @@ class Violation:
         o = ORACLES.get(self.oracle)
         return {"oracle": self.oracle, "key": self.key, "message": self.message, "severity": self.severity,
                 **({"spec": o.spec, "source": o.source} if o else {})}
-
-
-@dataclass
-class IdExpect:
-    count: int = 0
-    codes: set[int] | None = None  # an error with one of these codes is required
-    must_error: bool = False  # an error (any code) is required
-    method: str | None = None  # validate a result against this method's result types
-    null_ok: bool = False  # a null-id error may stand in for the response
-    lenient: bool = False  # zero answers are fine too
-
-
-@dataclass
-class Expect:
-    ids: dict[str, IdExpect] = field(default_factory=dict)
-    null_required: list[int] = field(default_factory=list)  # error codes that must come with id null
-    null_allowed: int = 0  # extra null-id errors tolerated
-    has_request: bool = False
-    valid_request: bool = False  # a request the types accept (or an unknown method): HTTP must not refuse it
-    lenient: bool = False  # oversized / too deep / ambiguous: only liveness counts
-    utf8_in_string: int = 0  # frames valid but for invalid UTF-8 inside a string (see classify)
-
-    def merge(self, other: Expect) -> None:
-        self.utf8_in_string += other.utf8_in_string
-        for k, v in other.ids.items():
-            mine = self.ids.get(k)
-            if mine is None:
-                self.ids[k] = v
-            else:
-                mine.count += v.count
-                mine.method = None  # a duplicate id: the answers cannot be told apart
-                mine.lenient = mine.lenient or v.lenient
-                mine.null_ok = mine.null_ok or v.null_ok
-                mine.codes = None if mine.codes is None or v.codes is None else mine.codes | v.codes
-        self.null_required += other.null_required
-        self.null_allowed += other.null_allowed
-        self.has_request |= other.has_request
-        self.valid_request |= other.valid_request
-        self.lenient |= other.lenient
-
-
-def idkey(value: Any) -> str:
-    return json.dumps(value, sort_keys=True)
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def classify_payload(payload: bytes, revision: str, transport: str, *, initialized: bool = True) -> Expect:
-    """What must come back for one payload: over stdio each line is a message of its own
-    ("Messages are delimited by newlines, and MUST NOT contain embedded newlines")."""
-    if transport != "stdio":
-        return classify(payload, revision, initialized=initialized)
-    total = Expect()
-    for line in payload.split(b"\n"):
-        line = line.rstrip(b"\r")
-        if line.strip():
-            total.merge(classify(line, revision, initialized=initialized))
-    return total
-
-
-def classify(frame: bytes, revision: str, *, initialized: bool = True) -> Expect:
-    """What must come back for one frame (a stdio line, an HTTP body)."""
-    e = Expect()
-    try:
-        text = frame.decode("utf-8")
-        value = json.loads(text, parse_constant=_reject_constant)
-    except RecursionError:
-        e.lenient = True
-        e.null_allowed += 1
-        return e
-    except UnicodeDecodeError:
-        return _classify_bad_utf8(frame, revision, initialized)
-    except ValueError:
-        e.null_required.append(PARSE_ERROR)
-        return e
-    if "\\ud8" in text.lower() or "\\udc" in text.lower() or "\\udf" in text.lower():
-        e.lenient = True  # lone surrogate escapes: RFC 8259 leaves the result unpredictable
-    if len(frame) > 1_000_000:
-        e.lenient = True  # a peer may refuse a message this size (and name no id)
-    if isinstance(value, list):
-        if not value:
-            e.null_required.append(INVALID_REQUEST)
-        elif _versions.supports_batching(revision) and not any(
-            isinstance(i, dict) and i.get("method") == "initialize" for i in value
-        ):  # ("The initialize request MUST NOT be part of a JSON-RPC batch": refusing all is fine)
-            for item in value:
-                e.merge(_classify_object(item, revision, initialized))
-        else:
-            # batches are not part of this revision: refusing the whole batch is fine
-            for item in value:
-                sub = _classify_object(item, revision, initialized)
-                for v in sub.ids.values():
-                    v.lenient = True
-                    v.codes = None
-                e.merge(sub)
-                e.null_required.clear()
-            e.null_allowed += len(value)
-            e.valid_request = False
-        return e
-    e.merge(_classify_object(value, revision, initialized))
-    if e.lenient:
-        for v in e.ids.values():
-            v.lenient = True
-            v.null_ok = True
-            v.codes = None
-        e.null_allowed += len(e.null_required) + 1
-        e.null_required.clear()
-    return e
-
-
-def _classify_bad_utf8(frame: bytes, revision: str, initialized: bool) -> Expect:
-    """A frame that is not UTF-8.  If it is JSON once the bad bytes are replaced (they sit inside
-    strings), a peer may refuse it (-32700) or take it leniently and answer it: MCP says messages
-    "MUST be UTF-8 encoded" (a rule for the sender), and RFC 8259 section 9 lets a parser "accept
-    non-JSON forms or extensions".  Both are accepted; :func:`check` records a lenient answer as a
-    note.  Anything else is a parse error."""
-    try:
-        replaced = frame.decode("utf-8", "replace")
-        json.loads(replaced, parse_constant=_reject_constant)
-    except (ValueError, RecursionError):
-        e = Expect()
-        e.null_required.append(PARSE_ERROR)
-        return e
-    e = classify(replaced.encode("utf-8"), revision, initialized=initialized)
-    for v in e.ids.values():
-        v.lenient = True
-        v.null_ok = True
-        v.codes = None
-        v.method = None
-    e.null_allowed += len(e.null_required) + 1
-    e.null_required.clear()
-    e.valid_request = False
-    e.utf8_in_string = 1
-    return e
-
-
-def rejected_params_codes(spec: Any, params: Any) -> set[int] | None:
-    """The error codes for a request whose params the method's types reject (None: any answer).
-
-    By-position params (JSON-RPC allows them) to a method that needs none may be ignored.
-    -32601 is accepted too: a peer that does not implement the method may say so before
-    looking at the params; params that are not structured make the request invalid (-32600)."""
-    if isinstance(params, list) and not spec.params_required:
-        return None
-    if params is None or isinstance(params, dict | list):
-        return {INVALID_PARAMS, METHOD_NOT_FOUND}
-    return {INVALID_PARAMS, METHOD_NOT_FOUND, INVALID_REQUEST}
-
-
-def _valid_id(value: Any) -> bool:
-    if isinstance(value, bool):
-        return False
-    return isinstance(value, str) or (isinstance(value, int) and -SAFE_INT < value < SAFE_INT)
-
-
-def _classify_object(m: Any, revision: str, initialized: bool) -> Expect:
-    e = Expect()
-    if not isinstance(m, dict):
-        e.null_required.append(INVALID_REQUEST)
-        return e
-    has_id = "id" in m
-    rid = m.get("id")
-    if "method" not in m and ("result" in m or "error" in m):
-        # a response from us (to nothing): ignored, or refused with an error
-        e.null_allowed += 1
-        if _valid_id(rid):
-            e.ids[idkey(rid)] = IdExpect(0, lenient=True)
-        return e
-    envelope_ok = m.get("jsonrpc") == "2.0" and isinstance(m.get("method"), str)
-    if has_id and isinstance(rid, int) and not isinstance(rid, bool) and not _valid_id(rid):
-        # an integer id beyond 2**53: refused or answered, both are fine
-        e.ids[idkey(rid)] = IdExpect(1, lenient=True, null_ok=True)
-        e.null_allowed += 1
-        e.has_request = True
-        return e
-    if not envelope_ok:
-        if "method" not in m and has_id:
-            # neither request nor a well-formed response: may be taken for a broken response,
-            # which JSON-RPC gives no answer for
-            e.null_allowed += 1
-            if _valid_id(rid):
-                e.ids[idkey(rid)] = IdExpect(1, lenient=True)
-            return e
-        if has_id and _valid_id(rid):
-            e.ids[idkey(rid)] = IdExpect(1, codes={INVALID_REQUEST}, null_ok=True)
-            e.has_request = True
-        elif not has_id:
-            e.null_allowed += 1  # looks like a notification: an answer is allowed, not required
-        else:
-            e.null_required.append(INVALID_REQUEST)
-        return e
-    if not has_id:
-        return e  # a notification (whatever its method): no answer
-    if not _valid_id(rid):
-        e.null_required.append(INVALID_REQUEST)  # null, bool, float, object, array
-        return e
-    e.has_request = True
-    method = m["method"]
-    spec = _versions.methods_for(revision).get(method)
-    x = IdExpect(1)
-    meta = m.get("params", {}).get("_meta") if isinstance(m.get("params"), dict) else None
-    if _versions.is_stateless(revision) and not (
-        isinstance(meta, dict) and meta.get("io.modelcontextprotocol/protocolVersion") == revision
-    ):
-        # no protocol version in _meta: not a request of this revision at all, so the
-        # server may refuse it as it likes (invalid request, invalid params, not initialized)
-        x.must_error = True
-        e.ids[idkey(rid)] = x
-        return e
-    if spec is None or spec.kind != "request" or spec.direction == "server":
-        x.codes = {METHOD_NOT_FOUND} if spec is None or spec.kind == "request" else {METHOD_NOT_FOUND,
-                                                                                     INVALID_REQUEST}
-        e.valid_request = spec is None
-    else:
-        try:
-            msgspec.json.decode(json.dumps(m).encode(), type=spec.message)
-            x.method = method
-            e.valid_request = True
-        except (msgspec.ValidationError, msgspec.DecodeError):
-            x.codes = rejected_params_codes(spec, m.get("params"))
-            if x.codes is None:
-                e.ids[idkey(rid)] = x
-                return e
-    if method == "initialize" and initialized and spec is not None:
-        # a second initialize: refusing it for the lifecycle comes before looking at its params
-        x.codes, x.method = None, None  # (and whether it is refused at all is not specified)
-    if not initialized:
-        x.codes = None  # before the handshake any error (or an answer) is fine; one response is not optional
-    e.ids[idkey(rid)] = x
-    return e
 
 
 # ------------------------------------------------------------------ check
@@ -559,8 +340,6 @@ def gated_requests(revision: str, payloads: Sequence[bytes], capabilities: dict[
     """The requests of ``payloads`` (id key -> method) that need a capability ``capabilities``
     does not grant, among the messages the revision's types accept (an invalid message has its
     own expected error)."""
-    from .strategies import accepts, advertised, gate
-
     out: dict[str, str] = {}
     for payload in payloads:
         try:

@@ -8,7 +8,7 @@ requests sharing one progress token, a second ``initialize``, pings, and the
 end of the session (``DELETE`` over HTTP, after which the old session id must
 get 404; a new process over stdio) followed by a fresh one.  Every rule is
 judged by the same oracles as the other campaigns (through
-:meth:`~mcp_trio.fuzzing.runner.Session.run_case`), and the handshake by
+:meth:`~mcp_trio.fuzzing._session.Session.run_case`), and the handshake by
 ``version-negotiation``.
 
 Each rule is recorded as a plain-JSON *step*; the steps of the smallest failing
@@ -29,6 +29,9 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, rule, run_sta
 from ..types import _versions
 from . import driver as drv
 from . import oracles as orc
+from ._findings import TargetError, keep_if_replayed, stateful_transcript
+from ._http_probes import _http_case
+from ._session import Session
 from .strategies import client_methods, valid_message
 
 __all__ = ["ServerMachine", "run_stateful", "run_steps"]
@@ -71,8 +74,6 @@ class StepRunner:
             self.session = None
 
     def run(self, step: Step) -> list[orc.Violation]:
-        from .runner import Session, _http_case
-
         kind = step["rule"]
         if kind == "initialize":
             self.close()
@@ -236,8 +237,6 @@ def run_steps(target: Any, revision: str, steps: list[Step], timeout: float) -> 
 
 def run_stateful(cfg: Any, revision: str, stats: Any, steps_per_run: int = 12) -> None:
     """Rounds of the state machine; each new violation is replayed and, if it shows again, kept."""
-    from .runner import TargetError, keep_if_replayed, stateful_transcript
-
     machine = machine_for(cfg.target, revision, cfg.timeout, cfg.shrink_time)
     started = time.monotonic()
     examples = cfg.max_examples or 20

@@ -232,7 +232,7 @@ def test_invalid_utf8_inside_a_string_answered_leniently_is_a_note_not_a_violati
 
 @pytest.mark.parametrize("probe", ["foreign-host", "wrong-method", "get-bad-last-event-id", "delete-then-reuse"])
 def test_the_http_probes_pass_against_our_server(everything_http: str, probe: str) -> None:
-    from mcp_trio.fuzzing.runner import _http_case
+    from mcp_trio.fuzzing._http_probes import _http_case
 
     session = Session(HttpTarget(everything_http), "2025-11-25", timeout=3)
     try:
@@ -318,7 +318,7 @@ def test_an_aborted_campaign_is_visible_in_the_summary_and_the_report(tmp_path: 
 def test_sse_disconnect_then_resume_against_a_resumable_server() -> None:
     """The official SDK's resumable app (an event store) gives its events ids: the probe drops the
     stream after the priming event and gets the answer on the GET that resumes it."""
-    from mcp_trio.fuzzing.runner import _http_case
+    from mcp_trio.fuzzing._http_probes import _http_case
 
     proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "programs" / "sdk_http_server.py")],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)

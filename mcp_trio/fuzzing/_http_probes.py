@@ -1,0 +1,174 @@
+"""The ``http`` campaign's probes: Streamable HTTP below the JSON-RPC layer.
+
+Each probe (:data:`HTTP_CASES`) is one HTTP-level event on a live :class:`~._session.Session`:
+a request with a header removed or changed (:data:`HTTP_PROBES`), a ``DELETE`` and a
+request in the ended session, a truncated or chunked body, a method Streamable HTTP gives no
+meaning, a ``GET`` with a ``Last-Event-ID`` never issued, an SSE stream dropped and resumed.
+:func:`_http_case` runs one and returns the violations the statuses and answers show.
+"""
+
+from __future__ import annotations
+
+from . import driver as drv
+from . import oracles as orc
+from ._session import Session
+
+__all__ = ["HTTP_CASES", "HTTP_PROBES"]
+
+
+#: Header probes of the ``http`` campaign: (name, header changes, expected statuses or None for "no 5xx").
+HTTP_PROBES: dict[str, tuple[dict[str, str | None], set[int] | None]] = {
+    "no-session-id": ({"Mcp-Session-Id": None}, {400}),
+    "unknown-session-id": ({"Mcp-Session-Id": "fuzz-no-such-session"}, {404}),
+    "bad-protocol-version": ({"MCP-Protocol-Version": "1999-01-01"}, {400}),
+    "foreign-origin": ({"Origin": "http://evil.example"}, {403}),
+    "accept-html": ({"Accept": "text/html"}, None),
+    "content-type-text": ({"Content-Type": "text/plain"}, None),
+    "no-content-type": ({"Content-Type": None}, None),
+    # DNS rebinding: a page on evil.example resolving to 127.0.0.1 reaches the server with its own
+    # Host.  The spec asks servers to validate Origin (a MUST) and to bind to localhost; refusing a
+    # foreign Host is what the SDKs' DNS-rebinding protection does, so it is a note, not a violation.
+    "foreign-host": ({"Host": "evil.example"}, {400, 403, 421}),
+}
+#: Probes whose expectation is good practice, not a MUST: a miss is reported as a note.
+NOTE_PROBES = frozenset({"foreign-host"})
+#: Methods Streamable HTTP gives no meaning: any 4xx (ideally 405), never a 5xx or a 2xx.
+WRONG_METHODS = ("PUT", "PATCH")
+
+
+def _http_case(session: Session, probe: str) -> list[orc.Violation]:
+    conn = session.conn
+    assert isinstance(conn, drv.HttpConnection)
+    pid, body = session.probe_message()
+    out: list[orc.Violation] = []
+    if probe == "delete-then-reuse":
+        if conn.session_id is None:
+            return out
+        hdrs = {k: v for k, v in conn.base_headers().items() if k != "Content-Type"}
+        ex = conn.request("DELETE", b"", hdrs, set(), session.timeout)
+        if ex.status is not None and ex.status >= 500:
+            out.append(orc.Violation("http-status", f"DELETE answered {ex.status}", "5xx"))
+        if ex.status is not None and 200 <= ex.status < 300:
+            again = conn.request("POST", body, conn.base_headers(), {orc.idkey(pid)}, session.timeout)
+            if again.status != 404:
+                out.append(orc.Violation("http-session", f"a request in a session ended by DELETE got "
+                                         f"{again.status}, not 404", "deleted-session"))
+        conn.session_id = None  # the session is over either way: start another
+        session._handshake()
+        return out
+    if probe == "wrong-method":
+        return _wrong_methods(session, body)
+    if probe == "get-bad-last-event-id":
+        return _bad_last_event_id(session)
+    if probe == "sse-disconnect-resume":
+        return _sse_disconnect_resume(session, pid, body)
+    if probe in ("truncated-body", "chunked-body"):
+        host = conn.target.host_header
+        base = conn.base_headers()
+        if session.stateless:
+            base["Mcp-Method"] = "server/discover"
+        extra = "".join(f"{k}: {v}\r\n" for k, v in base.items() if k != "Host")
+        if probe == "truncated-body":
+            raw = (f"POST {conn.target.path} HTTP/1.1\r\nHost: {host}\r\n{extra}Content-Length: "
+                   f"{len(body) + 50}\r\nConnection: close\r\n\r\n").encode() + body
+        else:
+            raw = (f"POST {conn.target.path} HTTP/1.1\r\nHost: {host}\r\n{extra}Transfer-Encoding: chunked"
+                   f"\r\n\r\n{len(body):x}\r\n").encode() + body + b"\r\n0\r\n\r\n"
+        ex = conn.request("POST", body, {}, {orc.idkey(pid)}, session.timeout, raw=raw)
+        if ex.status is not None and ex.status >= 500:
+            out.append(orc.Violation("http-status", f"{probe}: HTTP {ex.status}", "5xx"))
+        if probe == "chunked-body" and ex.status != 200:
+            out.append(orc.Violation("http-status", f"a chunked POST of a valid request got {ex.status}",
+                                     "chunked"))
+        return out
+    changes, expected = HTTP_PROBES[probe]
+    if probe in ("no-session-id", "unknown-session-id") and (conn.session_id is None or session.stateless):
+        return out
+    if probe == "bad-protocol-version" and session.stateless:
+        return out
+    hdrs = conn.base_headers()
+    hdrs.update({"Mcp-Method": "ping"} if session.stateless else {})
+    drv.replace_headers(hdrs, changes)
+    if session.stateless:
+        hdrs["Mcp-Method"] = "server/discover"
+    ex = conn.request("POST", body, hdrs, {orc.idkey(pid)}, session.timeout)
+    if ex.status is None:
+        out.append(orc.Violation("http-status", f"{probe}: no HTTP answer ({ex.error})", "no-answer"))
+    elif ex.status >= 500:
+        out.append(orc.Violation("http-status", f"{probe}: HTTP {ex.status}", "5xx"))
+    elif expected is not None and ex.status not in expected:
+        out.append(orc.Violation("http-session", f"{probe}: HTTP {ex.status}, expected {sorted(expected)}",
+                                 probe, severity="note" if probe in NOTE_PROBES else "violation"))
+    return out
+
+
+def _wrong_methods(session: Session, body: bytes) -> list[orc.Violation]:
+    conn = session.conn
+    assert isinstance(conn, drv.HttpConnection)
+    out = []
+    for method in WRONG_METHODS:
+        ex = conn.request(method, body, conn.base_headers(), set(), session.timeout)
+        if ex.status is None or not 400 <= ex.status < 500:
+            out.append(orc.Violation("http-status", f"{method} answered {ex.status or ex.error} (want a 4xx, "
+                                     "ideally 405)", "wrong-method"))
+    return out
+
+
+def _bad_last_event_id(session: Session) -> list[orc.Violation]:
+    """GET with a Last-Event-ID the server never issued: a 4xx, a 405 (no GET stream), or a stream
+    that replays nothing of another stream; never a 5xx.  The stream is read for a moment only."""
+    conn = session.conn
+    assert isinstance(conn, drv.HttpConnection)
+    hdrs = {k: v for k, v in conn.base_headers().items() if k != "Content-Type"}
+    hdrs.update({"Accept": "text/event-stream", "Last-Event-ID": "fuzz-never-issued-0"})
+    before = len(conn.received)
+    ex = conn.request("GET", b"", hdrs, set(), min(session.timeout, 0.5))
+    out = []
+    if ex.status is None or ex.status >= 500:
+        out.append(orc.Violation("http-status", f"GET with an unknown Last-Event-ID: {ex.status or ex.error}",
+                                 "last-event-id"))
+    replayed = [r for r in conn.received[before:] if ex.status == 200 and isinstance(r.message, dict)
+                and r.message.get("id") is not None and "method" not in r.message]
+    if replayed:
+        out.append(orc.Violation("http-session", "a GET with a Last-Event-ID the server never issued got "
+                                 f"responses: {orc._excerpt(replayed[0].message)}", "last-event-id-replay"))
+    return out
+
+
+def _sse_disconnect_resume(session: Session, pid: str, body: bytes) -> list[orc.Violation]:
+    """Drop a request's SSE stream right after its first event with an id, then resume it with
+    ``GET`` + ``Last-Event-ID``.  A server that gives its events ids says it can resume; the
+    resumed stream must replay nothing of another stream (a MUST NOT), and the answer should come
+    on it (a MAY: a note when it does not).  A server without event ids is not probed."""
+    conn = session.conn
+    assert isinstance(conn, drv.HttpConnection)
+    headers = conn.base_headers()
+    if session.stateless:
+        headers["Mcp-Method"] = "server/discover"
+    before = conn.answered()
+    post = conn.request("POST", body, headers, {orc.idkey(pid)}, session.timeout, disconnect_at_event_id=True)
+    if post.status is not None and post.status >= 500:
+        return [orc.Violation("http-status", f"sse-disconnect-resume: POST answered {post.status}", "5xx")]
+    if post.event_id is None or orc.idkey(pid) in conn.answered():
+        return []  # no event id before the answer: nothing to resume
+    hdrs = {k: v for k, v in conn.base_headers().items() if k != "Content-Type"}
+    hdrs.update({"Accept": "text/event-stream", "Last-Event-ID": post.event_id})
+    start = len(conn.received)
+    ex = conn.request("GET", b"", hdrs, {orc.idkey(pid)}, session.timeout)
+    out = []
+    if ex.status is None or ex.status >= 500:
+        out.append(orc.Violation("http-status", f"GET resuming after event {post.event_id!r}: "
+                                 f"{ex.status or ex.error}", "resume"))
+    foreign = [r.message for r in conn.received[start:] if isinstance(r.message, dict) and "method" not in r.message
+               and r.message.get("id") is not None and orc.idkey(r.message["id"]) != orc.idkey(pid)]
+    if foreign:
+        out.append(orc.Violation("http-session", "a resumed stream replayed a response of another stream: "
+                                 f"{orc._excerpt(foreign[0])}", "resume-foreign"))
+    if ex.status == 200 and orc.idkey(pid) not in conn.answered() - before:
+        out.append(orc.Violation("http-session", f"the answer after event {post.event_id!r} was not replayed on "
+                                 "the resumed stream", "resume-lost", severity="note"))
+    return out
+
+
+HTTP_CASES = [*HTTP_PROBES, "delete-then-reuse", "truncated-body", "chunked-body", "wrong-method",
+              "get-bad-last-event-id", "sse-disconnect-resume"]

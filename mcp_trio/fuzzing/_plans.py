@@ -1,0 +1,161 @@
+"""What the fuzzing server does with a client: the plans hypothesis draws, and the valid
+values it answers with when a plan says nothing.
+
+A :data:`Plan` is plain JSON (a transcript holds it): ``answers``, per method, how its
+first, second ... call is answered, and ``steps``, the server-to-client messages sent on the
+response stream of the client's n-th request (see :mod:`.client`).  :func:`plans` draws them
+for the ``client`` campaign, :func:`capability_plans` for the client ``capabilities`` one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec.inspect as mi
+from hypothesis import strategies as st
+
+from ..types import _versions
+from .strategies import (
+    EDGE_STRINGS,
+    _mutate_params,
+    client_methods,
+    from_type,
+    json_values,
+    texts,
+    unadvertised_methods,
+    valid_message,
+)
+
+__all__ = ["Plan", "capability_plans", "default_result", "initialize_result", "minimal", "plans",
+           "server_methods"]
+
+Plan = dict[str, Any]
+ERROR_CODES = (-32700, -32600, -32601, -32602, -32603, -32000, -32002, -1, 0, 1, 2**31)
+ANSWER_KINDS = ("result", "mutated", "error", "duplicate", "unknown-id", "junk-event")
+
+
+# ------------------------------------------------------------------ values
+
+
+def minimal(tp: Any) -> Any:
+    """The smallest value that decodes as ``tp``: required fields only, empty containers.
+
+    It is what the fuzzing server answers when the plan says nothing, so a client
+    always gets a valid answer that does not depend on hypothesis."""
+    return _minimal(mi.type_info(tp))
+
+
+def _minimal(t: Any) -> Any:
+    if isinstance(t, mi.Metadata):
+        return _minimal(t.type)
+    if isinstance(t, mi.StructType):
+        out = {f.encode_name: _minimal(f.type) for f in t.fields if f.required}
+        if t.tag_field is not None:
+            out[t.tag_field] = t.tag
+        return out
+    if isinstance(t, mi.LiteralType):
+        return t.values[0]
+    if isinstance(t, mi.EnumType):
+        return next(iter(t.cls)).value
+    if isinstance(t, mi.UnionType):
+        simple = [o for o in t.types if not isinstance(o, mi.NoneType)]
+        return _minimal(simple[0] if simple else t.types[0])
+    if isinstance(t, mi.StrType):
+        return "x" * (t.min_length or 0)
+    if isinstance(t, mi.IntType | mi.FloatType):
+        return t.ge if t.ge is not None else (t.gt + 1 if t.gt is not None else 0)
+    if isinstance(t, mi.BoolType):
+        return False
+    if isinstance(t, mi.ListType | mi.VarTupleType | mi.SetType | mi.FrozenSetType):
+        return [_minimal(t.item_type) for _ in range(getattr(t, "min_length", None) or 0)]
+    if isinstance(t, mi.DictType):
+        return {}
+    if isinstance(t, mi.TupleType):
+        return [_minimal(x) for x in t.item_types]
+    return None
+
+
+def default_result(revision: str, method: str) -> Any:
+    spec = _versions.methods_for(revision).get(method)
+    return minimal(spec.results[0]) if spec is not None and spec.results else {}
+
+
+def server_methods(revision: str, kind: str) -> list[str]:
+    """Methods a server may send to a client in ``revision``."""
+    return sorted(m for m, s in _versions.methods_for(revision).items()
+                  if s.direction in ("server", "both") and s.kind == kind and not s.input_request)
+
+
+def initialize_result(revision: str) -> dict[str, Any]:
+    return {"protocolVersion": revision,
+            "capabilities": {"tools": {"listChanged": True}, "resources": {"subscribe": True, "listChanged": True},
+                             "prompts": {"listChanged": True}, "logging": {}, "completions": {}},
+            "serverInfo": {"name": "mcp-trio-fuzz-server", "version": "1"}}
+
+
+# -------------------------------------------------------------- strategies
+
+
+def _result_strategy(revision: str, method: str) -> st.SearchStrategy[Any]:
+    spec = _versions.methods_for(revision)[method]
+    return st.one_of([from_type(tp) for tp in spec.results]) if spec.results else st.just({})
+
+
+@st.composite
+def _answer(draw: Any, revision: str, method: str) -> dict[str, Any]:
+    kind = draw(st.sampled_from(ANSWER_KINDS))
+    if kind == "result":
+        return {"kind": "result", "result": draw(_result_strategy(revision, method))}
+    if kind == "mutated":
+        result = draw(_result_strategy(revision, method))
+        mutated, note = _mutate_params(draw, {"params": result})
+        return {"kind": "mutated", "result": mutated["params"], "note": note}
+    if kind == "error":
+        error: dict[str, Any] = {"code": draw(st.sampled_from(ERROR_CODES)), "message": draw(texts)}
+        if draw(st.booleans()):
+            error["data"] = draw(json_values)
+        return {"kind": "error", "error": error}
+    if kind == "junk-event":
+        return {"kind": kind, "text": draw(st.sampled_from(["{", "not json", "[]", "null", '{"jsonrpc":"2.0"}',
+                                                            *EDGE_STRINGS[:3]]))}
+    return {"kind": kind}
+
+
+@st.composite
+def _injection(draw: Any, revision: str) -> dict[str, Any]:
+    requests, notes = server_methods(revision, "request"), server_methods(revision, "notification")
+    # (2026-07-28 has no server-to-client JSON-RPC requests: notifications only)
+    kind = draw(st.sampled_from(["request", "notification", "mutated", "unknown-method"] if requests
+                                else ["notification", "mutated"]))
+    if kind == "unknown-method":
+        method = draw(st.sampled_from(["nope", "tools/list", "fuzz/unknown", ""]))
+        return {"note": "unknown_method", "message": {"jsonrpc": "2.0", "id": 1, "method": method}}
+    method = draw(st.sampled_from(notes if kind == "notification" else requests if kind == "request"
+                                  else requests + notes))
+    msg = dict(draw(valid_message(revision, method, id_=1)))
+    if kind == "mutated":
+        msg, note = _mutate_params(draw, msg)
+        return {"note": f"params:{note}", "message": msg}
+    return {"note": "valid", "message": msg}
+
+
+def plans(revision: str) -> st.SearchStrategy[Plan]:
+    """What the fuzzing server does with one client (see the module docstring)."""
+    methods = [m for m in client_methods(revision, "request")  # (these two are always answered validly)
+               if m not in ("initialize", "server/discover")]
+    per_method = st.sampled_from(methods).flatmap(
+        lambda m: st.tuples(st.just(m), st.lists(_answer(revision, m), min_size=1, max_size=2)))
+    answers = st.lists(per_method, max_size=4, unique_by=lambda mt: mt[0]).map(dict)
+    steps = st.lists(st.lists(_injection(revision), max_size=3), max_size=4)
+    return st.fixed_dictionaries({"answers": answers, "steps": steps})
+
+
+def capability_plans(revision: str) -> st.SearchStrategy[Plan]:
+    """Plans of the client ``capabilities`` campaign: steps of server-to-client requests that
+    need a client capability (sampling, elicitation, roots, tasks), valid params.  The server
+    sends only those the client did not declare in its initialize; calls are answered validly."""
+    methods = unadvertised_methods(revision, {}, initialize_result(revision)["capabilities"], direction="server")
+    probe = st.sampled_from(methods).flatmap(
+        lambda m: valid_message(revision, m, id_=1).map(lambda msg: {"note": f"capability:{m}", "message": msg}))
+    steps = st.lists(st.lists(probe, min_size=1, max_size=3), min_size=1, max_size=3)
+    return st.fixed_dictionaries({"answers": st.just({}), "steps": steps})
