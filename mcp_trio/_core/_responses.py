@@ -134,9 +134,7 @@ class _Responses:
                 )
             else:
                 error = McpError(err.code, err.message, None if err.data is UNSET else err.data)
-            if method == "initialize":
-                self.state = transition(self.role, self.state, "initialize_failed")
-            events.append(ResponseReceived(id, method, error=error))
+            self._failed(id, method, error, events)
             return
         spec = pending.spec
         if spec is None or not spec.results:
@@ -146,19 +144,17 @@ class _Responses:
         try:
             result = _versions.decoder_for(result_type).decode(result_raw)
         except msgspec.ValidationError as exc:
-            if method == "initialize":
-                self.state = transition(self.role, self.state, "initialize_failed")
-            events.append(
-                ResponseReceived(
-                    id,
-                    method,
-                    error=RemoteProtocolError(
-                        f"invalid result for {method}: {_path_message(exc, '$.result')}"
-                    ),
-                )
-            )
+            message = f"invalid result for {method}: {_path_message(exc, '$.result')}"
+            self._failed(id, method, RemoteProtocolError(message), events)
             return
         self._deliver_result(id, pending, result, events)
+
+    def _failed(self, id: Any, method: str, error: Exception, events: list[Event]) -> None:
+        """Our request ``id`` (of ``method``, already popped) failed with ``error``;
+        when it was ``initialize``, so did the handshake."""
+        if method == "initialize":
+            self.state = transition(self.role, self.state, "initialize_failed")
+        events.append(ResponseReceived(id, method, error=error))
 
     def _deliver_result(self, id: Any, pending: _Pending, result: Any, events: list[Event]) -> None:
         """A validated result for ``pending`` (already popped): the lifecycle and task
@@ -167,17 +163,11 @@ class _Responses:
         if method == "initialize":
             version = result.protocolVersion
             if version not in self.legacy_versions:
-                self.state = transition(self.role, self.state, "initialize_failed")
-                events.append(
-                    ResponseReceived(
-                        id,
-                        method,
-                        error=RemoteProtocolError(
-                            f"the server answered protocol version {version!r}, which this client "
-                            f"does not support (supported: {', '.join(self.legacy_versions)})"
-                        ),
-                    )
+                error = RemoteProtocolError(
+                    f"the server answered protocol version {version!r}, which this client "
+                    f"does not support (supported: {', '.join(self.legacy_versions)})"
                 )
+                self._failed(id, method, error, events)
                 return
             self.version = version
             self.peer_info = as_dict(result.serverInfo)
