@@ -22,9 +22,10 @@ from .. import _jsonrpc as rpc
 from ..types import _versions
 from ._events import Event, Outgoing
 from ._shared import _Batch, _InFlight
+from ._state import _CoreState
 
 
-class _Batching:
+class _Batching(_CoreState):
     """The batch side of :class:`SessionCore`: receiving a batch, sending its answers."""
 
     def _batching_allowed(self) -> bool:

@@ -66,6 +66,7 @@ from ._shared import (
     _path_message,
     _progress_token,
 )
+from ._state import _CoreState
 
 _WHITESPACE = b" \t\r\n"
 # Server states whose requests may take the one-pass path: the revision is settled.
@@ -73,7 +74,7 @@ _ONE_PASS_STATES = frozenset({State.READY, State.MODERN})
 _TERMINAL_TASK_STATUSES = frozenset({"completed", "failed", "cancelled"})
 
 
-class _Incoming:
+class _Incoming(_CoreState):
     """The receiving side of :class:`SessionCore`: envelope, dispatch, one-pass paths."""
 
     # ---------------------------------------------------------------- receive

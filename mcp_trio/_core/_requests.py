@@ -62,6 +62,7 @@ from ._shared import (
     _path_message,
     _progress_token,
 )
+from ._state import _CoreState
 
 # Requests the one-pass path leaves to the two-pass one: each has its own flow.
 _OWN_FLOW = frozenset({"initialize", "ping", "server/discover"})
@@ -83,7 +84,7 @@ _GATES: dict[tuple[Any, ...], tuple[dict[str, MethodSpec], msgspec.json.Decoder[
 _GATES_MAX = 256
 
 
-class _Requests:
+class _Requests(_CoreState):
     """The request side of :class:`SessionCore`: what the peer asks of us."""
 
     # --------------------------------------------------------------- requests

@@ -49,6 +49,7 @@ from ._events import (
 )
 from ._lifecycle import transition
 from ._shared import _path_message, _Pending
+from ._state import _CoreState
 
 _MAX_TASK_TOKENS = 1024
 
@@ -72,7 +73,7 @@ def _has_plain_field(struct: type, name: str) -> bool:
 
 
 
-class _Responses:
+class _Responses(_CoreState):
     """The answering side of our requests in :class:`SessionCore`."""
 
     def _on_progress(

@@ -55,9 +55,10 @@ from ._shared import (
     _path_message,
     _Pending,
 )
+from ._state import _CoreState
 
 
-class _Sending:
+class _Sending(_CoreState):
     """The sending side of :class:`SessionCore`."""
 
     # --------------------------------------------------------------- sending

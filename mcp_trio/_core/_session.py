@@ -17,8 +17,9 @@ the rules it keeps and the state it touches:
 * :mod:`._responses`: the answers to our own requests, and their progress;
 * :mod:`._batch`: 2025-03-26 batches;
 * :mod:`._sending`: our requests and notifications, our answers, progress;
-* :mod:`._shared`: the records and helpers they share; ``_lifecycle.py``: the
-  state machine.
+* :mod:`._state`: the shared state, declared (the base of every mixin);
+  :mod:`._shared`: the records and helpers the concerns share;
+  :mod:`._lifecycle`: the state machine.
 
 Rules kept here: the role and the accepted revisions (all known, at least
 one) are fixed at construction; ``use_modern``, ``expect_modern``,
@@ -31,7 +32,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Collection, Sequence
-from typing import Any, Literal
+from typing import Any
 
 import msgspec
 
@@ -47,10 +48,9 @@ from ._requests import _Requests
 from ._responses import _Responses
 from ._sending import _Sending
 from ._shared import _InFlight, _Pending
+from ._state import Role
 
 __all__ = ["Role", "SessionCore"]
-
-Role = Literal["client", "server"]
 
 
 @functools.lru_cache(maxsize=64)
