@@ -40,12 +40,9 @@ from typing import Any
 
 from benchmarks.bench_codec import REVISIONS, Case, message_set, time_codec
 from mcp_trio import _jsonrpc as rpc
-from mcp_trio._core._session import (
-    META_CLIENT_CAPABILITIES,
-    META_PROTOCOL_VERSION,
-    SessionCore,
-    _meta_peek,
-)
+from mcp_trio._core._requests import _meta_peek
+from mcp_trio._core._session import SessionCore
+from mcp_trio._core._shared import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION
 from mcp_trio.types import _versions
 
 Codec = tuple[Callable[[bytes], Any], Callable[[Any], Any]]

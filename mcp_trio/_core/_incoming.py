@@ -1,0 +1,408 @@
+"""Receiving: one framed message (or batch) from the peer in, events out.
+
+:meth:`_Incoming.receive` peeks at the envelope, hands a batch to
+:mod:`._batch` and dispatches a single message by kind: a request to
+:mod:`._requests`, a response to :mod:`._responses`, a notification to
+:meth:`_Incoming._on_notification` here.  The one-pass decoders (envelope and
+payload in one ``msgspec`` pass) sit beside the two-pass path they shortcut.
+
+Rules it keeps:
+
+* Ids are kept verbatim: ``1`` and ``"1"`` are different ids; ``null`` is
+  never a request id and booleans are never ids.
+* A malformed message is answered (-32700 with id ``null`` for bytes that are
+  not JSON, nested too deeply or not UTF-8; -32600 for JSON that is not a
+  valid request, with the id salvaged when there is one) or, when it is not a
+  request, dropped with a :class:`ProtocolViolation` event.  Nothing ever
+  answers a notification or a response, and nothing the peer sends can raise
+  out of ``receive``.
+* From 2026-07-28 on a client sends no responses: the replies it would owe
+  are reported as :class:`ProtocolViolation` events instead.
+* The one-pass paths (a request of the settled revision, the ``initialize``
+  that opens a session, the answer to our only pending request) take only a
+  message the two-pass path would accept as it is, with the same events and
+  the same state after; anything else goes the two-pass way, which owns every
+  error (``tests/core/test_one_pass_*.py`` compare the two).
+* ``notifications/cancelled`` for an in-flight request (never ``initialize``)
+  marks it cancelled: no response will be produced for it.  Unknown or
+  finished ids are ignored.
+* Notifications before initialization are dropped, except cancellation and
+  progress; ``notifications/initialized`` is taken only by a server that
+  answered ``initialize``; a terminal ``notifications/tasks/status`` ends the
+  progress tokens of its task.
+
+State: reads ``state``, ``role``, ``version``, ``_pending`` (the one-pass
+response path pops it), ``_in_flight`` (sets ``cancelled``); writes ``state``
+on ``notifications/initialized`` and ``_task_tokens`` on a terminal task status.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from msgspec import UNSET, Raw
+
+from .. import _jsonrpc as rpc
+from ..types import _versions
+from ..types._wire import RequestId
+from ._events import (
+    CancelRequested,
+    Event,
+    NotificationReceived,
+    Outgoing,
+    ProtocolViolation,
+)
+from ._lifecycle import State, transition
+from ._shared import (
+    _NOT_CANCELLABLE,
+    META_CLIENT_CAPABILITIES,
+    META_PROTOCOL_VERSION,
+    _BadParams,
+    _Batch,
+    _declares,
+    _decode_params,
+    _has_meta_dict,
+    _path_message,
+    _progress_token,
+)
+from ._state import _CoreState
+
+_WHITESPACE = b" \t\r\n"
+# Server states whose requests may take the one-pass path: the revision is settled.
+_ONE_PASS_STATES = frozenset({State.READY, State.MODERN})
+_TERMINAL_TASK_STATUSES = frozenset({"completed", "failed", "cancelled"})
+
+
+class _Incoming(_CoreState):
+    """The receiving side of :class:`SessionCore`: envelope, dispatch, one-pass paths."""
+
+    # ---------------------------------------------------------------- receive
+
+    def receive(self, data: bytes) -> list[Event]:
+        """Process one framed message (or batch) from the peer.
+
+        Never raises for anything the peer sent.
+        """
+        events: list[Event] = []
+        if self.state is State.CLOSED:
+            return events
+        i = 0
+        n = len(data)
+        while i < n and data[i] in _WHITESPACE:
+            i += 1
+        try:
+            if i < n and data[i] == 0x5B:  # "["
+                self._receive_batch(data, events)
+            else:
+                self._receive_one(data, events, None)
+        except (RecursionError, UnicodeDecodeError) as exc:
+            # Nesting deeper than the decoder goes, or bytes that are not UTF-8
+            # inside a part decoded late (``_meta``, params): not valid JSON text.
+            what = "nested too deeply" if isinstance(exc, RecursionError) else "not valid UTF-8"
+            events = [Outgoing(rpc.encode_error(None, rpc.PARSE_ERROR, f"Parse error: the message is {what}"), final=True)]
+        return self._silent_client(events)
+
+    def framing_error(self, message: str) -> list[Event]:
+        """The transport could not deliver a message whole (e.g. it was too large)."""
+        return self._silent_client([Outgoing(rpc.encode_error(None, rpc.INVALID_REQUEST, message), final=True)])
+
+    def _silent_client(self, events: list[Event]) -> list[Event]:
+        """From 2026-07-28 on, "the client MUST NOT send JSON-RPC responses": the replies
+        the core would owe (a parse error for a junk event, an error for a stray request)
+        are reported as :class:`ProtocolViolation` instead of being sent."""
+        if self.role != "client" or self.version is None or not _versions.is_stateless(self.version):
+            return events
+        return [
+            ProtocolViolation(f"not answered (a client sends no responses at {self.version})", e.data)
+            if isinstance(e, Outgoing)
+            else e
+            for e in events
+        ]
+
+    def _reply(
+        self, events: list[Event], batch: _Batch | None, id: RequestId | None, data: bytes
+    ) -> None:
+        if batch is not None:
+            batch.parts.append(data)
+        else:
+            events.append(Outgoing(data, related=id, final=True))
+
+    def _error_reply(
+        self,
+        events: list[Event],
+        batch: _Batch | None,
+        id: RequestId | None,
+        code: int,
+        message: str,
+        data: Any = None,
+    ) -> None:
+        self._reply(events, batch, id, rpc.encode_error(id, code, message, data))
+
+    def _receive_one(self, data: bytes | Raw, events: list[Event], batch: _Batch | None) -> None:
+        if batch is None:
+            # Requests and notifications name their method, responses do not (outside
+            # their payload): one scan picks the one-pass decoder worth trying, so a
+            # message is not parsed by a decoder that must refuse it.  Only a hint: the
+            # two-pass path below takes whatever the one-pass ones pass on.
+            named = b'"method"' in data
+            if self.role == "server" and named:
+                state = self.state
+                if state in _ONE_PASS_STATES and self._receive_known_request(data, events):
+                    return
+                if state is State.NEW and self._receive_initialize(data, events):
+                    return
+            if not named and len(self._pending) == 1 and self._receive_expected_result(data, events):
+                return
+        try:
+            env = rpc.decode_envelope(data)
+        except msgspec.ValidationError as exc:
+            try:
+                obj = rpc.decode_any(data)
+            except msgspec.DecodeError as parse_exc:
+                # msgspec checks the shape before it reaches trailing garbage.
+                self._error_reply(events, batch, None, rpc.PARSE_ERROR, f"Parse error: {parse_exc}")
+                return
+            if isinstance(obj, dict) and "method" not in obj and ("result" in obj or "error" in obj):
+                reason = f"dropped an invalid response: {_path_message(exc, '$')}"
+                events.append(ProtocolViolation(reason, bytes(data)))
+                return
+            self._error_reply(
+                events,
+                batch,
+                rpc.salvage_id(data),
+                rpc.INVALID_REQUEST,
+                f"Invalid request: {_path_message(exc, '$')}",
+            )
+            return
+        except msgspec.DecodeError as exc:
+            self._error_reply(events, batch, None, rpc.PARSE_ERROR, f"Parse error: {exc}")
+            return
+
+        method = env.method
+        if method is not UNSET:
+            if env.id is UNSET:
+                if env.jsonrpc != "2.0" or env.result is not UNSET or env.error is not UNSET:
+                    events.append(ProtocolViolation("dropped an invalid notification", bytes(data)))
+                    return
+                self._on_notification(method, env.params, events)
+                return
+            if env.id is None:
+                self._error_reply(
+                    events, batch, None, rpc.INVALID_REQUEST, "Invalid request: the id must not be null"
+                )
+                return
+            if env.jsonrpc != "2.0":
+                self._error_reply(
+                    events, batch, env.id, rpc.INVALID_REQUEST, 'Invalid request: "jsonrpc" must be "2.0"'
+                )
+                return
+            if env.result is not UNSET or env.error is not UNSET:
+                self._error_reply(
+                    events,
+                    batch,
+                    env.id,
+                    rpc.INVALID_REQUEST,
+                    "Invalid request: a request has no result or error member",
+                )
+                return
+            self._on_request(env.id, method, env.params, events, batch)
+            return
+
+        if env.id is UNSET or (env.result is UNSET) == (env.error is UNSET) or env.jsonrpc != "2.0":
+            if env.id is UNSET and env.result is UNSET and env.error is UNSET:
+                # Not a response either: answer as an invalid request.
+                self._error_reply(
+                    events, batch, None, rpc.INVALID_REQUEST, "Invalid request: no method"
+                )
+                return
+            events.append(ProtocolViolation("dropped an invalid response", bytes(data)))
+            return
+        self._on_response(env.id, env.result, env.error, events, bytes(data))
+
+    def _plain_request(self, env: Any) -> bool:
+        """A one-pass decoded envelope is a request as it should be: "2.0", a fresh
+        non-null id, no ``result``/``error`` (else the two-pass path says what is wrong)."""
+        id = env.id
+        return (
+            id is not UNSET
+            and id is not None
+            and env.jsonrpc == "2.0"
+            and env.result is UNSET
+            and env.error is UNSET
+            and id not in self._in_flight
+        )
+
+    def _receive_known_request(self, data: bytes | Raw, events: list[Event]) -> bool:
+        """The one-pass path for a request of the settled revision.
+
+        The envelope and the params are decoded together with
+        :func:`rpc.request_decoder` over the requests this side answers.  Only
+        a well-formed request that the two-pass path would accept as it is is
+        handled here (a fresh id, valid params, for a stateless revision
+        ``_meta`` naming this revision and an object of capabilities);
+        anything else (``False``) goes through the two-pass path, which owns
+        every error, so no check is skipped.
+        """
+        version = self.version
+        if version is None:
+            return False
+        if version not in self._request_decoders:
+            self._accepted_requests(version)
+        decoder = self._request_decoders[version]
+        if decoder is None:
+            return False
+        try:
+            env = decoder.decode(data)
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            return False
+        id = env.id
+        if not self._plain_request(env):
+            return False
+        method = rpc.request_method(env)
+        spec = self._accepted_requests(version)[method]
+        params = env.params
+        modern = self.state is State.MODERN
+        caps: dict[str, Any] | None = None
+        if params is UNSET:
+            if modern or spec.params_required:
+                return False
+            params = None
+        elif modern:
+            meta = params.meta
+            if meta is UNSET or meta.get(META_PROTOCOL_VERSION) != version:
+                return False
+            caps = meta.get(META_CLIENT_CAPABILITIES)
+            if not isinstance(caps, dict):
+                return False
+            if spec.extension is not None and not _declares(caps, spec.extension):
+                return False
+        self._accept_request(
+            id, method, params, spec, version, modern, caps, _progress_token(params), events, None
+        )
+        return True
+
+    def _receive_initialize(self, data: bytes | Raw, events: list[Event]) -> bool:
+        """The one-pass path for the ``initialize`` that opens a session.
+
+        Decoded with the params type of this side's newest handshake revision;
+        taken only when that is the revision the two-pass path would pick (the
+        client asks for it, or for one this side does not know) and ``_meta``
+        names no stateless revision. Anything else goes the two-pass way.
+        """
+        if not self.legacy_versions or self._modern_only:
+            return False
+        version = self.legacy_versions[0]
+        spec = self._methods(version)["initialize"]
+        if spec.params is None or not _has_meta_dict(spec.params):
+            return False
+        try:
+            env = rpc.request_decoder({"initialize": spec.params}).decode(data)
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            return False
+        id, params = env.id, env.params
+        if (
+            not self._plain_request(env)
+            or params is UNSET
+        ):
+            return False
+        meta = params.meta
+        named = meta.get(META_PROTOCOL_VERSION) if meta is not UNSET else None
+        if isinstance(named, str) and named in self.modern_versions:
+            return False
+        requested = params.protocolVersion
+        if not isinstance(requested, str):
+            return False
+        if requested != version and requested in self.legacy_versions:
+            return False  # an older revision: its own params type
+        self._initialize(id, version, params, events)
+        return True
+
+    def _receive_expected_result(self, data: bytes | Raw, events: list[Event]) -> bool:
+        """The one-pass path for the answer to our only pending request.
+
+        The envelope and the result are decoded together with
+        :func:`rpc.response_decoder` of the type :meth:`_result_type` would pick.
+        Only a well-formed response to that request with a valid result is
+        handled here; anything else (``False``) goes through the two-pass path,
+        which owns every error message, so no check is skipped.
+        """
+        ((id, pending),) = self._pending.items()
+        expected = self._expected_result(pending)
+        if expected is None:
+            return False
+        result_type, tags = expected
+        try:
+            env = rpc.response_decoder(result_type).decode(data)
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            return False
+        result = env.result
+        if (
+            result is UNSET
+            or env.error is not UNSET
+            or env.method is not UNSET
+            or env.jsonrpc != "2.0"
+            or type(env.id) is not type(id)
+            or env.id != id
+            or (tags and result.resultType in tags)
+        ):
+            return False
+        del self._pending[id]
+        if pending.token is not None:
+            self._progress_tokens.pop(pending.token, None)
+        self._deliver_result(id, pending, result, events)
+        return True
+
+    # ---------------------------------------------------------- notifications
+
+    def _on_notification(self, method: str, params_raw: Any, events: list[Event]) -> None:
+        version = self.version
+        if version is None:
+            if method == "notifications/cancelled" or method == "notifications/progress":
+                version = self.versions[0]
+            else:
+                events.append(
+                    ProtocolViolation(f"dropped notification {method!r} received before initialization")
+                )
+                return
+        spec = self._methods(version).get(method)
+        if spec is None or spec.kind != "notification" or spec.direction not in (self.peer_role, "both"):
+            if method in self.extra_methods:
+                params = None if params_raw is UNSET else rpc.decode_any(params_raw)
+                events.append(NotificationReceived(method, params, None, version))
+                return
+            events.append(ProtocolViolation(f"dropped unknown notification {method!r}"))
+            return
+        try:
+            params = _decode_params(spec, params_raw)
+        except _BadParams as bad:
+            if bad.missing:
+                events.append(ProtocolViolation(f"dropped {method!r}: params are required"))
+            else:
+                message = f"dropped {method!r}: invalid params: {bad.detail}"
+                events.append(ProtocolViolation(message, bytes(params_raw)))
+            return
+
+        if method == "notifications/cancelled":
+            request_id = getattr(params, "requestId", UNSET)
+            entry = self._in_flight.get(request_id) if request_id is not UNSET else None
+            if entry is not None and entry.method not in _NOT_CANCELLABLE and not entry.cancelled:
+                entry.cancelled = True
+                reason = getattr(params, "reason", None)
+                events.append(CancelRequested(request_id, reason if isinstance(reason, str) else None))
+            return
+        if method == "notifications/progress":
+            self._on_progress(params, events, spec, version)
+            return
+        if method == "notifications/tasks/status" and self._task_tokens:
+            if getattr(params, "status", None) in _TERMINAL_TASK_STATUSES:
+                task_id = getattr(params, "taskId", None)
+                for token in [t for t, tid in self._task_tokens.items() if tid == task_id]:
+                    del self._task_tokens[token]
+        if method == "notifications/initialized":
+            if self.role == "server" and self.state is State.INITIALIZING:
+                self.state = transition(self.role, self.state, "initialized_received")
+            else:
+                events.append(ProtocolViolation("dropped an unexpected notifications/initialized"))
+                return
+        events.append(NotificationReceived(method, params, spec, version))

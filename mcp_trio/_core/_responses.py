@@ -1,0 +1,245 @@
+"""Answers to our own requests: responses and progress.
+
+Rules it keeps:
+
+* A response settles the pending request of its id (kept verbatim); one for
+  an unknown id, or an error without an id, is dropped with a
+  :class:`ProtocolViolation`.  An invalid error object or a result that does
+  not fit the method's result type becomes a :class:`RemoteProtocolError` for
+  the waiter.
+* The result type is the method's, or the alternative the result names:
+  ``resultType`` for an extension's result or ``input_required``, a ``task``
+  member for a task-augmented request (a receiver without tasks answers
+  normally).  The one-pass response path (in :mod:`._incoming`) takes only
+  the type :meth:`_Responses._result_type` would pick
+  (:meth:`_Responses._expected_result`).
+* The answer to ``initialize`` must name a revision this client speaks;
+  otherwise, or when it is an error, the handshake failed.
+* Progress is reported only for our requests that carried a progress token,
+  must increase, and stops when the request is answered.
+* A progress token of a request answered with a 2025-11-25
+  ``CreateTaskResult`` stays valid for the task: its progress arrives as a
+  ``notifications/progress`` notification (until the task's terminal
+  ``notifications/tasks/status``; at most ``_MAX_TASK_TOKENS`` are kept).
+
+State: reads and pops ``_pending`` and ``_progress_tokens``; writes
+``_task_tokens``, and on the answer to ``initialize`` ``state``, ``version``,
+``peer_info``, ``peer_capabilities`` and ``peer_instructions``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from msgspec import UNSET
+
+from .. import _jsonrpc as rpc
+from .._exceptions import McpError, RemoteProtocolError
+from ..types import _versions
+from ..types._wire import MethodSpec
+from ._capabilities import as_dict
+from ._events import (
+    Event,
+    NotificationReceived,
+    PeerInitialized,
+    ProgressReceived,
+    ProtocolViolation,
+    ResponseReceived,
+)
+from ._lifecycle import transition
+from ._shared import _path_message, _Pending
+from ._state import _CoreState
+
+_MAX_TASK_TOKENS = 1024
+
+
+class _ResultTypePeek(msgspec.Struct, gc=False):
+    resultType: Any = "complete"
+
+
+class _TaskPeek(msgspec.Struct, gc=False):
+    task: Any = UNSET
+
+
+_task_peek = msgspec.json.Decoder(_TaskPeek)
+_result_type_peek = msgspec.json.Decoder(_ResultTypePeek)
+
+
+def _has_plain_field(struct: type, name: str) -> bool:
+    """``struct`` has a field ``name`` that is also its name on the wire."""
+    fields = getattr(struct, "__struct_fields__", ())
+    return name in fields and struct.__struct_encode_fields__[fields.index(name)] == name
+
+
+
+class _Responses(_CoreState):
+    """The answering side of our requests in :class:`SessionCore`."""
+
+    def _on_progress(
+        self, params: Any, events: list[Event], spec: MethodSpec, version: str
+    ) -> None:
+        token = params.progressToken
+        request_id = self._progress_tokens.get(token)
+        pending = self._pending.get(request_id) if request_id is not None else None
+        if pending is None:
+            if token in self._task_tokens:
+                # Progress of a task: its request was answered, so no waiter is left.
+                events.append(NotificationReceived("notifications/progress", params, spec, version))
+                return
+            events.append(ProtocolViolation(f"dropped progress for unknown token {token!r}"))
+            return
+        progress = float(params.progress)
+        if pending.last_progress is not None and not progress > pending.last_progress:
+            events.append(
+                ProtocolViolation(
+                    f"dropped progress {progress} for request {request_id!r}: "
+                    f"it does not increase (last {pending.last_progress})"
+                )
+            )
+            return
+        pending.last_progress = progress
+        total = params.total if params.total is not UNSET else None
+        message = getattr(params, "message", UNSET)
+        events.append(
+            ProgressReceived(
+                request_id,
+                progress,
+                None if total is None else float(total),
+                message if isinstance(message, str) else None,
+            )
+        )
+
+    # -------------------------------------------------------------- responses
+
+    def _on_response(
+        self, id: Any, result_raw: Any, error_raw: Any, events: list[Event], data: bytes
+    ) -> None:
+        if id is None:
+            # An error the peer could not attribute to a request (e.g. a parse error).
+            events.append(ProtocolViolation("the peer reported an error without an id", data))
+            return
+        pending = self._pending.pop(id, None)
+        if pending is None:
+            events.append(ProtocolViolation(f"dropped a response for unknown id {id!r}", data))
+            return
+        if pending.token is not None:
+            self._progress_tokens.pop(pending.token, None)
+        method = pending.method
+        if error_raw is not UNSET:
+            try:
+                err = rpc.decode_error(error_raw)
+            except msgspec.ValidationError as exc:
+                error: Exception = RemoteProtocolError(
+                    f"invalid error object in response to {method}: {_path_message(exc, '$.error')}"
+                )
+            else:
+                error = McpError(err.code, err.message, None if err.data is UNSET else err.data)
+            self._failed(id, method, error, events)
+            return
+        spec = pending.spec
+        if spec is None or not spec.results:
+            events.append(ResponseReceived(id, method, result=rpc.decode_any(result_raw)))
+            return
+        result_type = self._result_type(pending, spec, result_raw)
+        try:
+            result = _versions.decoder_for(result_type).decode(result_raw)
+        except msgspec.ValidationError as exc:
+            message = f"invalid result for {method}: {_path_message(exc, '$.result')}"
+            self._failed(id, method, RemoteProtocolError(message), events)
+            return
+        self._deliver_result(id, pending, result, events)
+
+    def _failed(self, id: Any, method: str, error: Exception, events: list[Event]) -> None:
+        """Our request ``id`` (of ``method``, already popped) failed with ``error``;
+        when it was ``initialize``, so did the handshake."""
+        if method == "initialize":
+            self.state = transition(self.role, self.state, "initialize_failed")
+        events.append(ResponseReceived(id, method, error=error))
+
+    def _deliver_result(self, id: Any, pending: _Pending, result: Any, events: list[Event]) -> None:
+        """A validated result for ``pending`` (already popped): the lifecycle and task
+        bookkeeping it implies, then its event."""
+        method = pending.method
+        if method == "initialize":
+            version = result.protocolVersion
+            if version not in self.legacy_versions:
+                error = RemoteProtocolError(
+                    f"the server answered protocol version {version!r}, which this client "
+                    f"does not support (supported: {', '.join(self.legacy_versions)})"
+                )
+                self._failed(id, method, error, events)
+                return
+            self.version = version
+            self.peer_info = as_dict(result.serverInfo)
+            self.peer_capabilities = as_dict(result.capabilities)
+            instructions = getattr(result, "instructions", UNSET)
+            self.peer_instructions = instructions if isinstance(instructions, str) else None
+            self.state = transition(self.role, self.state, "initialize_accepted")
+            events.append(ResponseReceived(id, method, result=result))
+            events.append(
+                PeerInitialized(version, self.peer_info, self.peer_capabilities, self.peer_instructions)
+            )
+            return
+        is_task = type(result).__name__ == "CreateTaskResult"
+        if pending.task and pending.token is not None and is_task:
+            # The request now runs as a task: keep its progress token for the task's progress.
+            task_id = getattr(getattr(result, "task", None), "taskId", None)
+            if isinstance(task_id, str):
+                if len(self._task_tokens) >= _MAX_TASK_TOKENS:
+                    del self._task_tokens[next(iter(self._task_tokens))]
+                self._task_tokens[pending.token] = task_id
+        events.append(ResponseReceived(id, method, result=result))
+
+    def _expected_result(self, pending: _Pending) -> tuple[type, frozenset[str]] | None:
+        """The result type :meth:`_result_type` picks unless the result's ``resultType``
+        is one of the returned tags, or ``None`` when the choice needs a peek
+        (a task-augmented request, an untyped one, or a primary type without
+        a ``resultType`` field to tell the alternatives apart)."""
+        spec = pending.spec
+        if spec is None or not spec.results:
+            return None
+        primary = spec.results[0]
+        tags: set[str] = set()
+        for alt in spec.results[1:]:
+            tag = getattr(alt, "RESULT_TYPE", None)
+            if isinstance(tag, str):
+                tags.add(tag)
+            elif alt.__name__ == "InputRequiredResult":
+                tags.add("input_required")
+            elif alt.__name__ == "CreateTaskResult" and pending.task:
+                return None
+        if tags and not _has_plain_field(primary, "resultType"):
+            return None
+        return primary, frozenset(tags)
+
+    def _result_type(self, pending: _Pending, spec: MethodSpec, raw: Any) -> type:
+        results = spec.results
+        if len(results) == 1:
+            return results[0]
+        for alt in results[1:]:
+            name = alt.__name__
+            tag = getattr(alt, "RESULT_TYPE", None)
+            if isinstance(tag, str):  # an extension's result, told apart by resultType
+                try:
+                    kind = _result_type_peek.decode(raw).resultType
+                except msgspec.ValidationError:
+                    continue
+                if kind == tag:
+                    return alt
+            elif name == "InputRequiredResult":
+                try:
+                    kind = _result_type_peek.decode(raw).resultType
+                except msgspec.ValidationError:
+                    continue
+                if kind == "input_required":
+                    return alt
+            elif name == "CreateTaskResult" and pending.task:
+                # A receiver that does not support tasks answers normally.
+                try:
+                    has_task = _task_peek.decode(raw).task is not UNSET
+                except msgspec.ValidationError:
+                    continue
+                if has_task:
+                    return alt
+        return results[0]
