@@ -15,9 +15,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from ._normalize import Normalized, SchemaView, _walk_defs, normalize
+from ._normalize import normalize
 from ._postprocess import postprocess
 from ._registry import derive, emit
+from ._schema import Normalized, SchemaView, _walk_defs
 
 __all__ = [
     "DCG_OPTIONS",

@@ -24,13 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ._normalize import (
-    INPUT_REQUEST_UNION,
-    NOTIFICATION_UNIONS,
-    REQUEST_UNIONS,
-    NormalizeError,
-    SchemaView,
-)
+from ._schema import NormalizeError, SchemaView
+from ._unions import INPUT_REQUEST_UNION, NOTIFICATION_UNIONS, REQUEST_UNIONS
 
 __all__ = ["CAPABILITIES", "RESULT_OVERRIDES", "Entry", "RegistryError", "derive", "emit"]
 
