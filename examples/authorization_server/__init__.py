@@ -4,11 +4,9 @@ Not part of the ``mcp_trio`` library: run it from a checkout's root with
 ``python -m examples.authorization_server --port 9000`` (see docs/authorization.md).
 """
 
-from ._server import (
-    CLIENT_ASSERTION_TYPE as CLIENT_ASSERTION_TYPE,
-    AuthorizationServer as AuthorizationServer,
-    OAuthError as OAuthError,
-    main as main,
-)
+from ._cli import main as main
+from ._clients import CLIENT_ASSERTION_TYPE as CLIENT_ASSERTION_TYPE
+from ._common import OAuthError as OAuthError
+from ._server import AuthorizationServer as AuthorizationServer
 
 __all__ = ["CLIENT_ASSERTION_TYPE", "AuthorizationServer", "OAuthError", "main"]
