@@ -1,0 +1,141 @@
+"""Load generator over Streamable HTTP: MCP sessions and echo calls on the raw-socket clients.
+
+Each client owns one keep-alive connection and its own MCP session (``initialize`` then
+``notifications/initialized``, then ``Mcp-Session-Id`` and ``MCP-Protocol-Version`` on every
+request): :func:`http_calls` measures calls back to back, :func:`open_idle_sessions` opens
+sessions and leaves them idle.  Also the port helpers (:func:`wait_for_port`,
+:func:`free_port`).
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Callable
+
+from benchmarks._load_http_client import Flow, HttpClients, HttpRequest, HttpTarget
+from benchmarks._load_messages import (
+    INITIALIZED,
+    PROTOCOL_VERSION,
+    EchoCall,
+    LoadError,
+    _any,
+    _check_answer,
+    initialize_request,
+)
+from benchmarks._load_stats import Measurement
+
+
+class _Session:
+    """The headers of one MCP session (filled in by :func:`_open_session`)."""
+
+    def __init__(self) -> None:
+        self.headers: tuple[tuple[str, str], ...] = ()
+        self.next_id = 0
+
+
+def _open_session(session: _Session) -> Flow:
+    response = yield HttpRequest("POST", initialize_request(0))
+    answer = response.answer(0)
+    _check_answer(answer, 0, None)
+    version = _any.decode(answer.result).get("protocolVersion", PROTOCOL_VERSION)
+    headers = [("MCP-Protocol-Version", version)]
+    session_id = response.headers.get("mcp-session-id")
+    if session_id:
+        headers.append(("Mcp-Session-Id", session_id))
+    session.headers = tuple(headers)
+    session.next_id = 0
+    response = yield HttpRequest("POST", INITIALIZED, session.headers)
+    if response.status not in (200, 202, 204):
+        raise LoadError(
+            f"notifications/initialized got HTTP {response.status}: {response.body[:200]!r}"
+        )
+
+
+def _close_session(session: _Session) -> Flow:
+    if any(name == "Mcp-Session-Id" for name, _ in session.headers):
+        yield HttpRequest("DELETE", b"", session.headers)
+
+
+def http_calls(
+    target: HttpTarget,
+    duration: float,
+    *,
+    clients: int = 1,
+    text: str = "hello",
+    check: str = "echo",
+    warmup: float = 0.2,
+) -> Measurement:
+    """``clients`` sessions, each calling ``echo`` back to back, measured for ``duration`` s.
+
+    Sessions are opened first and deleted at the end, outside the measured
+    time.  Then every client calls in a loop; the first ``warmup`` seconds
+    are not counted.  The rate is the calls that both started and ended inside
+    the measured window, divided by its length.
+    """
+    call = EchoCall(text)
+    expect = text if check == "echo" else None
+    clock = time.perf_counter
+    latencies: list[float] = []
+    sessions = [_Session() for _ in range(clients)]
+    window: list[float] = []
+
+    def calls(session: _Session) -> Flow:
+        start, end = window
+        while True:
+            session.next_id += 1
+            id = session.next_id
+            t0 = clock()
+            if t0 >= end:
+                return
+            response = yield HttpRequest("POST", call.request(id), session.headers)
+            t1 = clock()
+            _check_answer(response.answer(id), id, expect, check == "id")
+            if t0 >= start and t1 <= end:
+                latencies.append(t1 - t0)
+
+    with HttpClients(target, clients) as pool:
+        pool.run([_open_session(s) for s in sessions])
+        begin = clock() + warmup
+        window[:] = [begin, begin + duration]
+        pool.run([calls(s) for s in sessions])
+        pool.run([_close_session(s) for s in sessions])
+    return Measurement(len(latencies), duration, latencies)
+
+
+def open_idle_sessions(target: HttpTarget, count: int, *, connections: int = 16) -> int:
+    """Open ``count`` MCP sessions and leave them open (idle); returns how many opened."""
+    opened = [0]
+
+    def flow() -> Flow:
+        while opened[0] < count:
+            opened[0] += 1
+            yield from _open_session(_Session())
+
+    with HttpClients(target, min(connections, count)) as pool:
+        pool.run([flow() for _ in range(min(connections, count))])
+    return opened[0]
+
+
+def wait_for_port(
+    host: str, port: int, timeout: float, alive: Callable[[], bool] | None = None
+) -> None:
+    """Wait until ``host:port`` accepts connections (and ``alive()`` stays true)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            socket.create_connection((host, port), timeout=1.0).close()
+            return
+        except OSError:
+            if alive is not None and not alive():
+                raise LoadError(f"the server for port {port} exited before listening") from None
+            if time.monotonic() > deadline:
+                raise LoadError(f"nothing listens on {host}:{port} after {timeout} s") from None
+            time.sleep(0.02)
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port that is free now on ``host``."""
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])

@@ -1,0 +1,256 @@
+"""Benchmark suite: the report: ``RESULTS.md`` and the chart of the ratios (``ratios.png``).
+
+``RESULTS.md`` has the targets, a table per workload, the machine and the versions; the section
+after :data:`ANALYSIS_MARKER` is written by hand and kept across runs (:func:`_kept_analysis`).
+The chart needs matplotlib and is skipped without it.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from benchmarks._run_common import ANALYSIS_MARKER, HTTP_CLIENTS, PIPELINE_DEPTH, RESULTS_MD
+from benchmarks._run_servers import Peer
+from benchmarks._run_targets import targets
+
+
+def _fmt(value: Any, digits: int = 0) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    if isinstance(value, float):
+        return f"{value:,.{digits}f}"
+    return str(value)
+
+
+def _x(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}×"
+
+
+def render_markdown(results: dict[str, Any], table: dict[str, Peer]) -> str:
+    meta = results["meta"]
+    label = {k: p.label for k, p in table.items()}
+    lines = [
+        "# Benchmark results",
+        "",
+        f"Written by `python -m benchmarks.run{' --full' if meta['mode'] == 'full' else ''}` on "
+        f"{meta['date']} ({meta['mode']} mode: every figure is the median of {meta['repeats']} "
+        f"runs of {meta['duration']} s; cold starts and imports of {meta['cold_repeats']}). "
+        "Ratios compare figures of this same run.",
+        "",
+        f"- Machine: {meta['machine'].get('cpu', '?')}, {meta['machine']['cores']} cores, "
+        f"{meta['machine'].get('memory_gib', '?')} GiB; {meta['machine']['platform']}; "
+        f"Python {meta['machine']['python']}. The load generator runs on the same machine.",
+        f"- Load average (1, 5, 15 min) before: {meta['load_before']}, after: {meta['load_after']}"
+        " (other work on the machine, e.g. test suites, shares the two cores).",
+        "- Versions: " + ", ".join(f"{k} {v}" for k, v in meta["versions"].items()),
+        f"- Took {meta['elapsed_s']:.0f} s.",
+        "",
+        "## Targets",
+        "",
+        "| target | wanted | measured | |",
+        "|---|---|---|---|",
+    ]
+    for target in targets(results):
+        mark = {True: "met", False: "**missed**", None: "not measured"}[target.met]
+        lines.append(f"| {target.name} | {target.wanted} | {_x(target.value)} | {mark} |")
+    lines += ["", "![ratios](ratios.png)", ""]
+
+    def throughput_table(
+        title: str, data: dict[str, Any] | None, unit: str, note: str = ""
+    ) -> None:
+        if not data:
+            return
+        lines.extend([f"## {title}", ""])
+        if note:
+            lines.extend([note, ""])
+        lines.append(f"| server | {unit} | p50 ms | p99 ms | runs |")
+        lines.append("|---|---:|---:|---:|---|")
+        for key, row in data.items():
+            digits = 1 if row["rate"] < 100 else 0
+            lines.append(
+                f"| {label.get(key, key)} | {_fmt(row['rate'], digits)} | {_fmt(row['p50_ms'], 2)} "
+                f"| {_fmt(row['p99_ms'], 2)} "
+                f"| {', '.join(_fmt(x, digits) for x in row.get('runs', []))} |"
+            )
+        lines.append("")
+
+    stdio = results.get("stdio") or {}
+    throughput_table(
+        "stdio, sequential tools/call",
+        stdio.get("sequential"),
+        "calls/s",
+        'One `tools/call` of `echo("hello")` at a time, answer checked.',
+    )
+    throughput_table(
+        f"stdio, pipelined ({PIPELINE_DEPTH} in flight)",
+        stdio.get("pipelined"),
+        "calls/s",
+        "Latency here is mostly queueing.",
+    )
+    throughput_table(
+        "stdio, 1 MiB payload",
+        stdio.get("payload_1mib"),
+        "calls/s",
+        "`echo` of 1 MiB of text and back, one at a time.",
+    )
+    http = results.get("http") or {}
+    throughput_table(
+        "Streamable HTTP, one client",
+        http.get("sequential"),
+        "req/s",
+        "One session, keep-alive, one `tools/call` at a time.",
+    )
+    throughput_table(
+        f"Streamable HTTP, {HTTP_CLIENTS} concurrent clients",
+        http.get("concurrent"),
+        "req/s",
+        f"{HTTP_CLIENTS} clients, each with its own session and connection, "
+        "calling back to back. SDK servers run on uvicorn (its default server) in "
+        "JSON mode unless marked SSE.",
+    )
+
+    memory = results.get("memory")
+    if memory:
+        lines += [
+            "## Memory per idle HTTP session",
+            "",
+            "RSS of the server process before and after opening "
+            f"{memory[next(iter(memory))]['sessions']} "
+            "sessions (initialize + initialized, then idle), divided by the count.",
+            "",
+            "| server | KiB per session | RSS before MiB | RSS after MiB |",
+            "|---|---:|---:|---:|",
+        ]
+        for key, row in memory.items():
+            lines.append(
+                f"| {label.get(key, key)} | {_fmt(row['kib_per_session'], 1)} | "
+                f"{_fmt(row['rss_before_mib'], 1)} | {_fmt(row['rss_after_mib'], 1)} |"
+            )
+        lines.append("")
+
+    startup = results.get("startup")
+    if startup:
+        lines += [
+            "## Cold start and import time",
+            "",
+            "Cold start: spawn of the stdio server until its `initialize` answer arrives. "
+            'Import: wall time of `python -c "import X"` (the interpreter\'s own start '
+            "included; see the first row).",
+            "",
+            "| server | cold start s | runs |",
+            "|---|---:|---|",
+        ]
+        for key, row in startup["cold_start"].items():
+            lines.append(
+                f"| {label.get(key, key)} | {_fmt(row['seconds'], 3)} | "
+                f"{', '.join(_fmt(x, 3) for x in row['runs'])} |"
+            )
+        lines += ["", "| import | s | runs |", "|---|---:|---|"]
+        for key, row in startup["import"].items():
+            lines.append(
+                f"| `{key}` | {_fmt(row['seconds'], 3)} | "
+                f"{', '.join(_fmt(x, 3) for x in row['runs'])} |"
+            )
+        lines.append("")
+
+    codec = results.get("codec")
+    if codec:
+        lines += [
+            "## Codec: full wire path",
+            "",
+            "Decode = parse the JSON-RPC envelope and validate the payload into typed objects; "
+            "encode = typed object to JSON-RPC bytes (see `wire_codec.py`). Microseconds per "
+            "message, decode + encode.",
+            "",
+            "| revision | message | bytes | ours µs | SDK µs | SDK / ours |",
+            "|---|---|---:|---:|---:|---:|",
+        ]
+        for row in codec["rows"]:
+            lines.append(
+                f"| {row['revision']} | {row['message']} | {row['size']} | "
+                f"{_fmt(row['ours_us'], 1)} | {_fmt(row['sdk_us'], 1)} | "
+                f"{_fmt(row['ratio'], 1)} |"
+            )
+        lines += [
+            "",
+            f"Geometric mean of the ratios: {codec['geomean_ratio']:.1f}×; lowest "
+            f"{codec['min_ratio']:.1f}× ({codec['compared']} messages the SDK models).",
+            "",
+        ]
+
+    own = results.get("own_clients")
+    if own:
+        lines += [
+            "## Each implementation's own client against its own server",
+            "",
+            "Sequential `tools/call` through the client library users would use: "
+            "`mcp_trio.client`, the SDK's `mcp.Client` (handshake mode), `fastmcp.Client`.",
+            "",
+            "| transport | client → server | calls/s | p50 ms | p99 ms |",
+            "|---|---|---:|---:|---:|",
+        ]
+        names = {
+            "ours": "mcp-trio → mcp-trio",
+            "sdk": "SDK → SDK low-level",
+            "fastmcp": "FastMCP → FastMCP",
+        }
+        for transport, rows in own.items():
+            for key, row in rows.items():
+                lines.append(
+                    f"| {transport} | {names[key]} | {_fmt(row['rate'])} | "
+                    f"{_fmt(row['p50_ms'], 2)} | {_fmt(row['p99_ms'], 2)} |"
+                )
+        lines.append("")
+
+    errors = results.get("errors")
+    if errors:
+        lines += ["## Workloads that failed", ""]
+        lines += [f"- {name}: `{message}`" for name, message in errors.items()]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def write_chart(results: dict[str, Any], path: Path) -> bool:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    rows = [t for t in targets(results) if t.value is not None]
+    if not rows:
+        return False
+    fig, ax = plt.subplots(figsize=(11, 0.55 * len(rows) + 1.5))
+    names = [t.name + ("" if t.higher_is_better else " (lower is better)") for t in rows][::-1]
+    values = [t.value for t in rows][::-1]
+    goals = [t.goal for t in rows][::-1]
+    colors = ["#2e7d32" if t.met else "#c62828" for t in rows][::-1]
+    ax.barh(names, values, color=colors)
+    for i, (value, goal) in enumerate(zip(values, goals, strict=True)):
+        ax.plot([goal, goal], [i - 0.4, i + 0.4], color="black", linewidth=2)
+        ax.text(
+            value * 1.04,
+            i,
+            f"{value:.2f}×",
+            va="center",
+            fontsize=8,
+            bbox={"facecolor": "white", "edgecolor": "none", "pad": 1},
+        )
+    ax.set_xscale("log")
+    ax.set_xlabel("ratio (log scale); black tick = target; green = met, red = missed")
+    ax.set_title(f"mcp-trio ratios, {results['meta']['date']} ({results['meta']['mode']} mode)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def _kept_analysis() -> str:
+    if not RESULTS_MD.exists():
+        return ""
+    text = RESULTS_MD.read_text()
+    index = text.find(ANALYSIS_MARKER)
+    return "" if index < 0 else text[index + len(ANALYSIS_MARKER) :].strip("\n")

@@ -1,0 +1,212 @@
+"""Benchmark suite: the workloads: codec, stdio, Streamable HTTP, memory, cold start, own clients.
+
+Each starts the servers it compares side by side and measures them in interleaved repeats
+(:func:`rounds`), so a change in the machine's load hits them all alike; a figure is the median
+of its repeats (:func:`summarize`).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack
+from typing import Any
+
+from benchmarks._run_common import (
+    BIG_TEXT,
+    HTTP_CLIENTS,
+    PIPELINE_DEPTH,
+    ROOT,
+    Mode,
+    log,
+    median,
+)
+from benchmarks._run_servers import Peer, http_servers, stdio_servers
+
+
+def summarize(runs: list[Any]) -> dict[str, Any]:
+    """Median rate and latencies over repeated :class:`loadgen.Measurement` runs."""
+    return {
+        "rate": median([r.rate for r in runs]),
+        "p50_ms": median([r.p50 for r in runs]),
+        "p99_ms": median([r.p99 for r in runs]),
+        "runs": [round(r.rate, 1) for r in runs],
+    }
+
+
+def rounds(keys: Sequence[str], repeats: int) -> Iterator[str]:
+    """Each key once per repeat, in turn (interleaved, so load drift hits everyone)."""
+    for _ in range(repeats):
+        yield from keys
+
+
+def run_codec(python: str, mode: Mode) -> dict[str, Any]:
+    argv = [python, "-m", "benchmarks.wire_codec", "--json"] + (
+        ["--quick"] if not mode.full else []
+    )
+    out = subprocess.run(argv, cwd=str(ROOT), check=True, capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
+def run_stdio(table: dict[str, Peer], mode: Mode) -> dict[str, Any]:
+    from benchmarks import loadgen
+
+    seq_keys = ["ours", "ours_lowlevel", "sdk", "sdk_high", "fastmcp", "raw_trio"]
+    pipe_keys = seq_keys if mode.full else ["ours", "ours_lowlevel", "sdk", "fastmcp", "raw_trio"]
+    big_keys = ["ours", "sdk", "sdk_high", "fastmcp"] if mode.full else ["ours", "sdk"]
+    out: dict[str, Any] = {"sequential": {}, "pipelined": {}, "payload_1mib": {}}
+    with stdio_servers(seq_keys, table) as servers:
+        runs: dict[str, list[Any]] = {k: [] for k in seq_keys}
+        for key in rounds(seq_keys, mode.repeats):
+            runs[key].append(
+                loadgen.stdio_sequential(servers[key], mode.duration, check=table[key].check)
+            )
+        out["sequential"] = {k: summarize(v) for k, v in runs.items()}
+        log(f"  stdio sequential: { {k: round(v['rate']) for k, v in out['sequential'].items()} }")
+        runs = {k: [] for k in pipe_keys}
+        for key in rounds(pipe_keys, mode.repeats):
+            runs[key].append(
+                loadgen.stdio_pipelined(
+                    servers[key], mode.duration, depth=PIPELINE_DEPTH, check=table[key].check
+                )
+            )
+        out["pipelined"] = {k: summarize(v) for k, v in runs.items()}
+        log(f"  stdio pipelined: { {k: round(v['rate']) for k, v in out['pipelined'].items()} }")
+        runs = {k: [] for k in big_keys}
+        for key in rounds(big_keys, mode.repeats):
+            runs[key].append(
+                loadgen.stdio_sequential(servers[key], mode.big_duration, text=BIG_TEXT, warmup=0.0)
+            )
+        out["payload_1mib"] = {k: summarize(v) for k, v in runs.items()}
+        log(f"  stdio 1 MiB: { {k: round(v['rate'], 1) for k, v in out['payload_1mib'].items()} }")
+    return out
+
+
+def run_http(table: dict[str, Peer], mode: Mode) -> dict[str, Any]:
+    from benchmarks import loadgen
+
+    keys = ["ours", "ours_hypercorn", "sdk", "sdk_sse", "trivial_h11", "trivial_hypercorn"]
+    if mode.full:
+        keys += ["fastmcp", "sdk_high"]
+    seq_keys = keys if mode.full else ["ours", "sdk", "trivial_h11"]
+    out: dict[str, Any] = {}
+    with http_servers(keys, table) as servers:
+        runs: dict[str, list[Any]] = {k: [] for k in seq_keys}
+        for key in rounds(seq_keys, mode.repeats):
+            runs[key].append(loadgen.http_calls(servers[key][0], mode.http_duration, clients=1))
+        out["sequential"] = {k: summarize(v) for k, v in runs.items()}
+        log(f"  HTTP sequential: { {k: round(v['rate']) for k, v in out['sequential'].items()} }")
+        runs = {k: [] for k in keys}
+        for key in rounds(keys, mode.repeats):
+            runs[key].append(
+                loadgen.http_calls(servers[key][0], mode.http_duration, clients=HTTP_CLIENTS)
+            )
+        out["concurrent"] = {k: summarize(v) for k, v in runs.items()}
+        log(
+            f"  HTTP x{HTTP_CLIENTS}: "
+            f"{ {k: round(v['rate']) for k, v in out['concurrent'].items()} }"
+        )
+    return out
+
+
+def run_memory(table: dict[str, Peer], mode: Mode) -> dict[str, Any]:
+    """RSS growth of the server process per idle session, over ``mode.sessions`` sessions."""
+    from benchmarks import loadgen
+
+    keys = ["ours", "sdk"] + (
+        ["sdk_sse", "sdk_high", "fastmcp", "ours_hypercorn"] if mode.full else []
+    )
+    out: dict[str, Any] = {}
+    with http_servers(keys, table) as servers:
+        for key in keys:
+            target, pid = servers[key]
+            loadgen.open_idle_sessions(target, 50)  # warm up: imports, caches, first arenas
+            time.sleep(0.3)
+            before = loadgen.rss_bytes(pid)
+            opened = loadgen.open_idle_sessions(target, mode.sessions)
+            time.sleep(0.5)
+            after = loadgen.rss_bytes(pid)
+            out[key] = {
+                "kib_per_session": (after - before) / opened / 1024,
+                "rss_before_mib": before / 2**20,
+                "rss_after_mib": after / 2**20,
+                "sessions": opened,
+            }
+    log(f"  memory KiB/session: { {k: round(v['kib_per_session'], 1) for k, v in out.items()} }")
+    return out
+
+
+def run_cold_start(python: str, table: dict[str, Peer], mode: Mode) -> dict[str, Any]:
+    from benchmarks import loadgen
+
+    keys = ["ours", "sdk"] + (["fastmcp", "sdk_high"] if mode.full else [])
+    samples: dict[str, list[float]] = {k: [] for k in keys}
+    for key in rounds(keys, mode.cold_repeats):
+        samples[key].append(loadgen.cold_start(table[key].stdio or [], cwd=str(ROOT)))
+    cold = {k: {"seconds": median(v), "runs": [round(x, 3) for x in v]} for k, v in samples.items()}
+    modules = {
+        "python (no import)": "pass",
+        "mcp_trio.server": "import mcp_trio.server",
+        "mcp.server.lowlevel": "import mcp.server.lowlevel",
+    }
+    if mode.full:
+        modules["trio"] = "import trio"
+        modules["mcp.server.mcpserver"] = "import mcp.server.mcpserver"
+        modules["fastmcp"] = "import fastmcp"
+    times: dict[str, list[float]] = {k: [] for k in modules}
+    for key in rounds(list(modules), mode.cold_repeats):
+        start = time.perf_counter()
+        subprocess.run([python, "-c", modules[key]], check=True, cwd=str(ROOT))
+        times[key].append(time.perf_counter() - start)
+    imports = {
+        k: {"seconds": median(v), "runs": [round(x, 3) for x in v]} for k, v in times.items()
+    }
+    log(f"  cold start s: { {k: round(v['seconds'], 3) for k, v in cold.items()} }")
+    log(f"  import s: { {k: round(v['seconds'], 3) for k, v in imports.items()} }")
+    return {"cold_start": cold, "import": imports}
+
+
+def run_own_clients(python: str, table: dict[str, Peer], mode: Mode) -> dict[str, Any]:
+    """Each implementation's client against its own server (sequential calls)."""
+    pairs = {"ours": "ours", "sdk": "sdk", "fastmcp": "fastmcp"}
+    transports = ["stdio", "http"] if mode.full else ["stdio"]
+    out: dict[str, Any] = {t: {} for t in transports}
+    duration = str(mode.duration)
+    for transport in transports:
+        samples: dict[str, list[dict[str, float]]] = {k: [] for k in pairs}
+        with ExitStack() as stack:
+            targets: dict[str, list[str]] = {}
+            if transport == "http":
+                servers = stack.enter_context(http_servers(list(pairs.values()), table))
+                targets = {k: [servers[pairs[k]][0].url] for k in pairs}
+            else:
+                targets = {k: ["--", *(table[pairs[k]].stdio or [])] for k in pairs}
+            for key in rounds(list(pairs), max(1, mode.repeats - (0 if mode.full else 2))):
+                argv = [
+                    python,
+                    "-m",
+                    "benchmarks.sdk_clients",
+                    key,
+                    transport,
+                    duration,
+                    *targets[key],
+                ]
+                result = subprocess.run(
+                    argv, cwd=str(ROOT), check=True, capture_output=True, text=True, timeout=120
+                )
+                samples[key].append(json.loads(result.stdout.strip().splitlines()[-1]))
+        out[transport] = {
+            k: {
+                "rate": median([s["calls"] / s["elapsed"] for s in v]),
+                "p50_ms": median([s["p50_ms"] for s in v]),
+                "p99_ms": median([s["p99_ms"] for s in v]),
+            }
+            for k, v in samples.items()
+        }
+        log(
+            f"  own clients {transport}: "
+            f"{ {k: round(v['rate']) for k, v in out[transport].items()} }"
+        )
+    return out
