@@ -10,7 +10,8 @@
   and every module listed must exist.
 * No import cycle between modules, counting the imports inside functions too;
   only imports under ``if TYPE_CHECKING:`` are left out (they do not run).
-* No hand-written module is over 600 lines.
+* No hand-written module of the library, the generator, the benchmarks or the
+  example authorization server is over 600 lines.
 """
 
 from __future__ import annotations
@@ -176,7 +177,15 @@ def internal_imports(path: Path) -> set[str]:
 
 
 SOURCES = sorted(PACKAGE.rglob("*.py"))
-HAND_WRITTEN = [p for p in SOURCES if not GENERATED.match(module_name(p))]
+# the library, and the tooling beside it: the generator, the benchmarks, the example
+# authorization server (examples/everything.py, the conformance fixture server, is one file
+# on purpose: the suite's fixture list, served by path)
+HAND_WRITTEN = [
+    *(p for p in SOURCES if not GENERATED.match(module_name(p))),
+    *sorted((ROOT / "codegen").rglob("*.py")),
+    *sorted((ROOT / "benchmarks").rglob("*.py")),
+    *sorted((ROOT / "examples" / "authorization_server").rglob("*.py")),
+]
 
 
 def _check_layers(path: Path) -> list[str]:
