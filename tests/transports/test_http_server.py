@@ -262,11 +262,68 @@ async def test_dns_rebinding_protection(front_door: str) -> None:
         r = await client.post(url, headers={**ACCEPT, "host": "localhost:1234", "origin": "http://localhost:1234"}, json=init())
         assert r.status_code == 200
         # IPv6 literals, with and without a port
-        for origin in ("http://[::1]:3000", "http://[::1]"):
-            r = await client.post(url, headers={**ACCEPT, "host": "[::1]:3000", "origin": origin}, json=init())
+        for host, origin in (("[::1]:3000", "http://[::1]:3000"), ("[::1]", "http://[::1]")):
+            r = await client.post(url, headers={**ACCEPT, "host": host, "origin": origin}, json=init())
             assert r.status_code == 200, (origin, r.text)
         r = await client.post(url, headers={**ACCEPT, "origin": "http://[::2]:3000"}, json=init())
         assert r.status_code == 403
+
+
+async def test_host_and_origin_are_checked_exactly(front_door: str) -> None:
+    server, _ = make_server()
+    async with running(front_door, server) as (url, _), httpx.AsyncClient() as client:
+        port = int(url.split(":")[2].split("/")[0])
+
+        async def status(host: str | None = None, origin: str | None = None) -> int:
+            headers = {**ACCEPT, **({"host": host} if host else {}), **({"origin": origin} if origin else {})}
+            return (await client.post(url, headers=headers, json=init())).status_code
+
+        # Host: one host[:port], nothing else
+        for host in (
+            f"127.0.0.1:{port}, evil.example",
+            f"127.0.0.1:{port},evil.example",
+            f"127.0.0.1:{port} evil.example",
+            "127.0.0.1:evil.example",
+            "127.0.0.1:99999",
+            "127.0.0.1:",
+            f"user@127.0.0.1:{port}",
+            f"127.0.0.1:{port}/x",
+            "localhost.evil.example",
+        ):
+            assert await status(host) == 421, host
+        # Origin: exactly the page's scheme://host:port (the port the request went to)
+        for origin in (
+            "http://localhost:1",
+            f"http://localhost:{port + 1}",
+            f"http://127.0.0.1:{port + 1}",
+            "http://localhost",
+            "null",
+            "localhost",
+            f"http://localhost:{port}/path",
+            f"http://user@localhost:{port}",
+            f"ftp://localhost:{port}",
+            f"http://localhost:{port}, http://evil.example",
+        ):
+            assert await status(origin=origin) == 403, origin
+        # the legitimate forms still pass
+        for host, origin in (
+            (f"127.0.0.1:{port}", None),
+            (f"localhost:{port}", f"http://localhost:{port}"),
+            (f"LocalHost:{port}", f"http://127.0.0.1:{port}"),
+            (f"[::1]:{port}", f"https://[::1]:{port}"),
+            ("localhost", "http://localhost"),
+            ("localhost", "http://localhost:80"),
+            (None, f"http://127.0.0.1:{port}"),
+        ):
+            assert await status(host, origin) == 200, (host, origin)
+    # configured lists: exact, the default port may be left out
+    options = {"allowed_hosts": ["app.example", "api.example:8443"], "allowed_origins": ["https://app.example"]}
+    async with running(front_door, make_server()[0], **options) as (url, _), httpx.AsyncClient() as client:
+        assert await status("app.example:1234", "https://app.example") == 200
+        assert await status("api.example:8443", "https://app.example:443") == 200
+        assert await status("api.example:8444") == 421
+        assert await status("app.example", "https://app.example:8443") == 403
+        assert await status("app.example", "http://app.example") == 403
 
 
 @pytest.mark.parametrize("version", ["2025-06-18", "2025-11-25"])

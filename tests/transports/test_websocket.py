@@ -641,8 +641,14 @@ async def test_host_origin_and_path_checks(front_door: str) -> None:
         assert "Origin not allowed" in json.loads(refusal.body)["error"]["message"]
         assert (await refused(url, host="evil.example")).status == 421
         assert (await refused(url.replace("/mcp", "/other"))).status == 404
-        async with raw_connect(url, headers=(("Origin", "http://localhost:5173"),)) as peer:
+        port = url.split(":")[2].split("/")[0]
+        async with raw_connect(url, headers=(("Origin", f"http://localhost:{port}"),)) as peer:
             await initialize(peer)
+        # exact checks: another local port's page, a list of hosts, a bad port
+        assert (await refused(url, headers=(("Origin", "http://localhost:5173"),))).status == 403
+        assert (await refused(url, headers=(("Origin", "null"),))).status == 403
+        assert (await refused(url, host=f"127.0.0.1:{port}, evil.example")).status == 421
+        assert (await refused(url, host="127.0.0.1:evil.example")).status == 421
         with pytest.raises(WebSocketConnectError) as info:
             async with open_websocket_client(url, origin="https://evil.example"):
                 pass

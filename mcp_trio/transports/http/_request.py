@@ -9,6 +9,7 @@ guard, and the nursery their sessions run in.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -61,9 +62,17 @@ class Handler(Protocol):
 class HostGuard:
     """``Host`` and ``Origin`` allow-lists (DNS rebinding protection).
 
-    ``allowed_hosts`` (port ignored; ``None``: any); ``allowed_origins``
-    applies when an ``Origin`` header is present (default: ``http(s)://`` +
-    an allowed host; ``None`` with ``allowed_hosts=None``: any).
+    ``Host`` must be one ``host[:port]`` (RFC 9110 §7.2, RFC 3986 §3.2.2): a
+    comma, whitespace, userinfo, a path or a bad port is refused (421).
+    ``allowed_hosts``: names accepted on any port, or ``name:port`` entries
+    accepted on that port only (``None``: any ``Host``).  ``allowed_origins``
+    applies when an ``Origin`` header is present: an exact
+    ``scheme://host[:port]`` match (the scheme's default port may be left
+    out).  Its default is same-origin: ``http(s)://`` + an allowed host *on
+    the port of the request's* ``Host`` (so a page of another local service,
+    ``http://localhost:<other port>``, is refused).  ``None`` with
+    ``allowed_hosts=None`` accepts any.  ``null`` and malformed origins are
+    refused (403).
     """
 
     def __init__(
@@ -72,28 +81,60 @@ class HostGuard:
         allowed_origins: Iterable[str] | None = None,
     ) -> None:
         self.allowed_hosts = None if allowed_hosts is None else {h.lower() for h in allowed_hosts}
-        if allowed_origins is None and self.allowed_hosts is not None:
-            allowed_origins = [f"{s}://{h}" for h in self.allowed_hosts for s in ("http", "https")]
-        self.allowed_origins = None if allowed_origins is None else {o.lower() for o in allowed_origins}
+        #: ``None`` with ``allowed_hosts`` set: the same-origin default.
+        origins = None if allowed_origins is None else list(allowed_origins)
+        self.allowed_origins = None if origins is None else {o.lower() for o in origins}
+        self._origins = None if origins is None else {_origin(o) for o in origins} - {None}
 
     def check(self, request: HttpRequest) -> _Reply | None:
         """The rejection for ``request`` (421 / 403), or None."""
-        if self.allowed_hosts is not None:
-            host = request.headers.get("host", "").lower()
-            name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
-            if name not in self.allowed_hosts and host not in self.allowed_hosts:
-                return _error_reply(421, f"Host not allowed: {host!r}")
+        raw = request.headers.get("host", "")
+        host = _authority(raw)
+        names = self.allowed_hosts
+        if names is not None and (host is None or not {host[0], f"{host[0]}:{host[1]}"} & names):
+            return _error_reply(421, f"Host not allowed: {raw!r}")
         origin = request.headers.get("origin")
-        if origin is not None and self.allowed_origins is not None:
-            base = origin.lower()
-            scheme, _, rest = base.partition("://")
-            if rest.startswith("["):  # an IPv6 literal, maybe with a port after "]"
-                bare = f"{scheme}://{rest[: rest.find(']') + 1]}" if "]" in rest else base
-            else:
-                bare = f"{scheme}://{rest.rsplit(':', 1)[0]}" if rest.count(":") == 1 else base
-            if base not in self.allowed_origins and bare not in self.allowed_origins:
-                return _error_reply(403, f"Origin not allowed: {origin!r}")
+        if origin is None or (self.allowed_origins is None and self.allowed_hosts is None):
+            return None
+        parsed = _origin(origin)
+        if self._origins is not None:
+            allowed = parsed in self._origins
+        else:  # same origin: an allowed name on the port the request was sent to
+            allowed = (
+                parsed is not None
+                and host is not None
+                and parsed[1] in self.allowed_hosts  # type: ignore[operator]
+                and parsed[2] == (host[1] or _DEFAULT_PORTS[parsed[0]])
+            )
+        return None if allowed else _error_reply(403, f"Origin not allowed: {origin!r}")
+
+
+_DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
+# host [":" port]: an IP literal or a name (no userinfo, path, comma or space).
+_AUTHORITY = re.compile(r"(\[[0-9a-f:.]+\]|[a-z0-9._~%-]+)(?::([0-9]{1,5}))?")
+_ORIGIN = re.compile(r"([a-z][a-z0-9+.-]*)://(.+)")
+
+
+def _authority(value: str) -> tuple[str, int | None] | None:
+    """``value`` as (lower-case host, port or None), or None if it is not one
+    valid ``host[:port]``."""
+    match = _AUTHORITY.fullmatch(value.lower())
+    if match is None:
         return None
+    port = None if match[2] is None else int(match[2])
+    return None if port is not None and port > 65535 else (match[1], port)
+
+
+def _origin(value: str) -> tuple[str, str, int] | None:
+    """An ``Origin`` (RFC 6454 serialization) as (scheme, host, port), the
+    scheme's default port filled in; None for ``null`` or a malformed one."""
+    match = _ORIGIN.fullmatch(value.lower())
+    if match is None or match[1] not in _DEFAULT_PORTS:
+        return None
+    authority = _authority(match[2])
+    if authority is None:
+        return None
+    return match[1], authority[0], authority[1] or _DEFAULT_PORTS[match[1]]
 
 
 class Responder(Protocol):

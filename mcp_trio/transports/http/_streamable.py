@@ -105,10 +105,11 @@ class StreamableHTTP(_Endpoint):
         max_sessions: Sessions at once.
         max_body_size: Bytes in a POST body.
         max_streams: Open POST streams per session.
-        allowed_hosts: ``Host`` values accepted (port ignored); ``None``
-            accepts any.  Default: loopback names.
+        allowed_hosts: ``Host`` names accepted (any port; a ``name:port``
+            entry: that port only); ``None`` accepts any.  Default: loopback names.
         allowed_origins: ``Origin`` values accepted when the header is
-            present; default: ``http(s)://`` + an allowed host.
+            present (exact ``scheme://host[:port]``); default: same origin,
+            ``http(s)://`` + an allowed host on the ``Host`` port (see :class:`HostGuard`).
         event_store: Keeps events for resumption (default: a bounded
             :class:`InMemoryEventStore`).
         stateless: Keep no sessions in any revision: ``initialize`` is

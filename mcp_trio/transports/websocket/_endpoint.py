@@ -183,10 +183,11 @@ class WebSocketEndpoint:
         serve_session: ``async (channel)`` serving one MCP session until the
             channel ends (``Server.serve_session``).
         path: The endpoint path (other paths: 404).
-        allowed_hosts: ``Host`` values accepted (port ignored); ``None``
-            accepts any.  Default: loopback names.
+        allowed_hosts: ``Host`` names accepted (any port; a ``name:port``
+            entry: that port only); ``None`` accepts any.  Default: loopback names.
         allowed_origins: ``Origin`` values accepted when the header is
-            present; default: ``http(s)://`` + an allowed host.
+            present (exact ``scheme://host[:port]``); default: same origin,
+            ``http(s)://`` + an allowed host on the ``Host`` port (see :class:`HostGuard`).
         require_subprotocol: Refuse (400) clients that do not offer ``mcp``.
             By default a client offering no subprotocol is accepted.
         max_message_size: Bytes in one incoming message (1009 beyond).
