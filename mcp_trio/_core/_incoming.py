@@ -92,13 +92,17 @@ class _Incoming(_CoreState):
         while i < n and data[i] in _WHITESPACE:
             i += 1
         try:
+            if not data.isascii():
+                # MCP messages are UTF-8: the decoder checks only the strings it
+                # decodes, not those it skips (an unknown member's), so check all.
+                data.decode("utf-8")
             if i < n and data[i] == 0x5B:  # "["
                 self._receive_batch(data, events)
             else:
                 self._receive_one(data, events, None)
         except (RecursionError, UnicodeDecodeError) as exc:
-            # Nesting deeper than the decoder goes, or bytes that are not UTF-8
-            # inside a part decoded late (``_meta``, params): not valid JSON text.
+            # Nesting deeper than the decoder goes, or bytes that are not UTF-8:
+            # not valid JSON text.
             what = "nested too deeply" if isinstance(exc, RecursionError) else "not valid UTF-8"
             events = [Outgoing(rpc.encode_error(None, rpc.PARSE_ERROR, f"Parse error: the message is {what}"), final=True)]
         return self._silent_client(events)

@@ -741,3 +741,25 @@ def test_too_deep_or_not_utf8_is_a_parse_error_not_a_crash() -> None:
             (out,) = [e for e in events if isinstance(e, Outgoing)]
             reply = msgspec.json.decode(out.data)
             assert reply["error"]["code"] == -32700 and reply["id"] is None, reply
+
+
+def test_not_utf8_in_a_skipped_member_is_a_parse_error() -> None:
+    """Invalid UTF-8 in a member no decoder reads (an unknown one, a batch member's, a
+    response's) is a parse error too, on the one-pass and two-pass paths alike, and
+    the session goes on."""
+    core = SessionCore("server", info={"name": "s", "version": "1"}, capabilities={"tools": {}})
+    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}}
+    core.receive(msgspec.json.encode(init))
+    core.receive(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+    for data in (
+        b'{"jsonrpc":"2.0","id":"u","method":"ping","x":"\xff"}',
+        b'{"jsonrpc":"2.0","id":"v","method":"tools/list","x":"\xc3("}',
+        b'{"jsonrpc":"2.0","id":"w","method":"tools/call","params":{"name":"a"},"x":["\xed\xa0\x80"]}',
+        b'[{"jsonrpc":"2.0","id":"b","method":"ping","x":"\xff"}]',
+        b'{"jsonrpc":"2.0","id":"n","method":"unknown/method","x":"\xff"}',
+    ):
+        (out,) = [e for e in core.receive(data) if isinstance(e, Outgoing)]
+        reply = msgspec.json.decode(out.data)
+        assert reply == {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error: the message is not valid UTF-8"}}, (data, reply)
+    (out,) = core.receive('{"jsonrpc":"2.0","id":"ok","method":"ping","x":"é"}'.encode())
+    assert msgspec.json.decode(out.data) == {"jsonrpc": "2.0", "id": "ok", "result": {}}

@@ -134,6 +134,7 @@ def test_legacy_fast_and_two_pass_paths_agree(version: str, index: int) -> None:
 def test_invalid_utf8_agrees() -> None:
     one, two = _pair(_legacy, LEGACY)
     _same(one, two, b'{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"\xff"}}')
+    _same(one, two, b'{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"a"},"x":"\xff"}')
 
 
 def test_a_valid_request_is_delivered_typed_with_its_token() -> None:
