@@ -82,7 +82,8 @@ async def open_client(
             results in a shared cache (default: this client alone).
         max_input_rounds: Multi-round-trip retries allowed per request.
         max_pages: Pages ``list_all_*`` follow before giving up.
-        connect_timeout: Seconds allowed for the negotiation.
+        connect_timeout: Seconds allowed for the negotiation; past them
+            :class:`trio.TooSlowError` names the server and the timeout.
         session_options: Passed to :func:`open_session` (``default_timeout`` ...).
     """
     info: dict[str, Any] = {"name": name, "version": version}
@@ -143,8 +144,14 @@ async def open_client(
         ):
             if present is not None:
                 session.request_handlers[method] = client._legacy_handler(method)
-        with trio.fail_after(connect_timeout if connect_timeout is not None else float("inf")):
+        with trio.move_on_after(connect_timeout if connect_timeout is not None else float("inf")) as scope:
             await session.connect()
+        if scope.cancelled_caught:
+            where = getattr(channel, "url", None) or "the server"
+            raise trio.TooSlowError(
+                f"connecting to {where} timed out after {connect_timeout} s "
+                "(no connection, or no answer to initialize)"
+            )
         client._namespace = cache_namespace if cache_namespace is not None else str(session.peer_info.get("name", ""))
         yield client
 

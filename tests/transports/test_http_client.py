@@ -14,6 +14,7 @@ import socket
 import ssl
 import struct
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any
 
 import h11
@@ -21,6 +22,7 @@ import pytest
 import trio
 
 from mcp_trio import ConnectionClosed, McpError, open_session
+from mcp_trio.client import connect_http
 from mcp_trio.transports import Frame
 from mcp_trio.transports.http._headers import encode_value as _encode_header_value
 from mcp_trio.transports.http._headers import header_annotations as _header_annotations
@@ -678,6 +680,57 @@ async def test_connection_refused_through_the_engine() -> None:
                 await session.connect()
     assert info.value.data["reason"] == "connect"
     assert f"cannot connect to 127.0.0.1:{port}" in info.value.message
+
+
+async def test_a_server_that_hangs_up_is_named_clearly(nursery: trio.Nursery) -> None:
+    """A server killed mid-request: the error says the connection was closed, and when."""
+    listener = (await trio.open_tcp_listeners(0, host="127.0.0.1"))[0]
+    port = listener.socket.getsockname()[1]
+    answers = [b"", b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{"]
+
+    async def hang_up(stream: trio.SocketStream) -> None:
+        await stream.receive_some(65536)
+        await stream.send_all(answers.pop(0))
+        await stream.aclose()
+
+    nursery.start_soon(partial(trio.serve_listeners, hang_up, [listener]))
+    url = f"http://127.0.0.1:{port}/mcp"
+    for when in ("before answering", "in the middle of the response"):
+        async with open_http_client(url) as channel:
+            async with open_session(channel, role="client", info=INFO, versions=[VERSION]) as session:
+                with trio.fail_after(5), pytest.raises(McpError) as info:
+                    await session.connect()
+        assert info.value.data["reason"] == "connection"
+        assert info.value.message == f"the server closed the connection {when} (POST {url})"
+
+
+async def test_a_connect_timeout_names_the_server() -> None:
+    """A server that never accepts: a listening socket with a full backlog."""
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(0)
+        port = server.getsockname()[1]
+        url = f"http://127.0.0.1:{port}/mcp"
+        fillers = [socket.socket() for _ in range(4)]
+        try:
+            for sock in fillers:
+                sock.setblocking(False)
+                sock.connect_ex(("127.0.0.1", port))
+            with trio.fail_after(5), pytest.raises(trio.TooSlowError) as slow:
+                async with connect_http(url, connect_timeout=0.3):
+                    pass
+            assert str(slow.value) == (
+                f"connecting to {url} timed out after 0.3 s (no connection, or no answer to initialize)"
+            )
+            async with open_http_client(url, timeout=0.3) as channel:
+                async with open_session(channel, role="client", info=INFO, versions=[VERSION]) as session:
+                    with trio.fail_after(5), pytest.raises(McpError) as info:
+                        await session.connect()
+            assert info.value.data["reason"] == "connect"
+            assert info.value.message == f"cannot connect to 127.0.0.1:{port}: no answer within 0.3 s"
+        finally:
+            for sock in fillers:
+                sock.close()
 
 
 async def test_read_timeout_turns_a_silent_server_into_an_error(nursery: trio.Nursery) -> None:

@@ -125,6 +125,8 @@ class Connection:
         self.reused = False
         self.received = 0
         self.closed = False
+        self.exchange = ""  # "POST http://host:port/mcp": named in failures
+        self._eof = False
 
     def close(self) -> None:
         """Close at once (sync, so it also works in ``finally`` under cancellation)."""
@@ -152,13 +154,23 @@ class Connection:
 
     def _broken(self, message: str) -> Failure:
         """The connection failed; a kept-alive one that failed before any answer may be retried."""
-        return Failure("connection", message, retryable=self.reused and self.received == 0)
+        where = f" ({self.exchange})" if self.exchange else ""
+        return Failure("connection", message + where, retryable=self.reused and self.received == 0)
+
+    def _closed(self, state: Any) -> Failure:
+        """The server closed the connection (in h11 ``state``) where HTTP/1.1 does not allow it."""
+        if state in (h11.IDLE, h11.SEND_RESPONSE):
+            return self._broken("the server closed the connection before answering")
+        return self._broken("the server closed the connection in the middle of the response")
 
     async def next_event(self) -> Any:
         while True:
+            state = self.h11.their_state
             try:
                 event = self.h11.next_event()
             except h11.RemoteProtocolError as exc:
+                if self._eof:  # h11 cannot end a message here: the server hung up
+                    raise self._closed(state) from None
                 raise Failure("connection", f"the server broke HTTP/1.1: {exc}") from None
             if event is not h11.NEED_DATA:
                 if isinstance(event, h11.ConnectionClosed):
@@ -177,6 +189,7 @@ class Connection:
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
                 raise self._broken(f"the connection broke: {exc or type(exc).__name__}") from None
             self.received += len(data)
+            self._eof = self._eof or not data
             self.h11.receive_data(data)
 
     async def start(self, method: str, target: str, headers: Headers, body: bytes | None) -> Any:
@@ -406,6 +419,7 @@ class Pool:
             conn = self._take_idle() if attempt == 0 else None
             if conn is None:
                 conn = await self._connect()
+            conn.exchange = f"{method} {self.target.scheme}://{self.target.host_header}{target}"
             try:
                 event = await conn.start(method, target, headers, body)
             except Failure as exc:
