@@ -86,10 +86,10 @@ def _legacy_messages() -> list[str]:
         f'{{"jsonrpc":"2.0","id":[5],"method":"tools/call","params":{c}}}',
         f'{{"jsonrpc":"2.0","method":"tools/call","params":{c}}}',  # a notification
         f'{{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{c},"extra":{{"a":[]}}}}',
-        f'{{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{{"name":"a","zzz":1}}}}',
+        '{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"a","zzz":1}}',
         f'{{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{c},"result":{{}}}}',
         f'{{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{c},"error":{{"code":1,"message":"x"}}}}',
-        f'{{"jsonrpc":"2.0","id":5,"method":"tools/call"}}',  # required params missing
+        '{"jsonrpc":"2.0","id":5,"method":"tools/call"}',  # required params missing
         '{"jsonrpc":"2.0","id":5,"method":"tools/list"}',  # optional params missing
         '{"jsonrpc":"2.0","id":5,"method":"tools/list","params":{"cursor":"c"}}',
         '{"jsonrpc":"2.0","id":5,"method":"ping"}',
