@@ -71,6 +71,12 @@ class AuthorizationCodeGrant:
             raise AuthorizationError(
                 "the authorization server has no authorization or token endpoint"
             )
+        guard = flow.owner.http.guard
+        try:
+            if guard is not None:
+                guard.check(meta.authorization_endpoint)
+        except Failure as exc:
+            raise AuthorizationError(f"the authorization endpoint: {exc}") from None
         client = await flow.client()
         verifier = secrets.token_urlsafe(48)
         challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest())
