@@ -18,6 +18,7 @@ import trio
 
 from mcp_trio.auth._client_discovery import _error_text
 from mcp_trio.auth._client_http import HttpReply, OAuthHttp, UrlGuard
+from mcp_trio.auth.client import AuthorizationCodeGrant, LoopbackRedirect
 from mcp_trio.transports.http._http11 import Failure
 from mcp_trio.transports.http.server import HttpRequest
 from tests.auth.test_client_flows import (
@@ -143,3 +144,32 @@ def test_a_failed_response_is_not_echoed() -> None:
     refusal = b'{"error": "invalid_client", "error_description": "unknown client"}'
     assert _error_text(HttpReply("u", 400, {}, refusal)) == "invalid_client (unknown client)"
 
+
+async def test_a_forged_loopback_callback_does_not_end_the_login() -> None:
+    """A callback with another state gets a 400 and the listener waits for the real one."""
+    http = OAuthHttp(timeout=5)
+    forged: list[int] = []
+    async with protected() as setup, trio.open_nursery() as nursery:
+
+        async def callback(location: str) -> None:
+            for _ in range(50):  # the listener may not be accepting yet
+                try:
+                    forged.append((await http.request("GET", location)).status)
+                    return
+                except Failure:
+                    await trio.sleep(0.02)
+
+        async def browser(url: str) -> None:
+            reply = await http.request("GET", url)
+            location = reply.location()
+            assert location is not None and "state=" in location
+            base, _, query = location.partition("?")
+            await callback(f"{base}?code=attacker-code&state=forged")
+            await callback(f"{base}?{query}")
+
+        redirect = LoopbackRedirect(
+            open_url=lambda url: nursery.start_soon(browser, url), timeout=5
+        )
+        auth = headless_client(grant=AuthorizationCodeGrant(redirect))
+        assert await add_numbers(setup.url, auth) == 5
+        assert forged == [400, 200]
