@@ -9,6 +9,7 @@ counts the connections it gets.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from functools import partial
@@ -22,6 +23,7 @@ from mcp_trio.auth.client import AuthorizationCodeGrant, LoopbackRedirect
 from mcp_trio.transports.http._http11 import Failure
 from mcp_trio.transports.http.server import HttpRequest
 from tests.auth.test_client_flows import (
+    AS,
     Reply,
     Route,
     add_numbers,
@@ -96,6 +98,27 @@ async def test_authorization_servers_outside_the_rules_are_refused(issuer: str, 
     async with protected(prm={"authorization_servers": [issuer]}) as setup:
         message = await refused(setup.url, headless_client(timeout=1))
         assert why in message and "the authorization server" in message
+
+
+class InwardAS(AS):
+    """An authorization server whose metadata points an endpoint into a private network."""
+
+    endpoint = "authorization_endpoint"
+
+    def metadata(self, request: HttpRequest) -> Reply:
+        status, headers, body = super().metadata(request)
+        doc = json.loads(body)
+        doc[self.endpoint] = "https://192.168.1.1/admin"
+        return status, headers, json.dumps(doc).encode()
+
+
+@pytest.mark.parametrize("endpoint", ["authorization_endpoint", "token_endpoint"])
+async def test_endpoints_outside_the_rules_are_refused(endpoint: str) -> None:
+    auth_server = InwardAS()
+    auth_server.endpoint = endpoint
+    async with protected(auth_server=auth_server) as setup:
+        message = await refused(setup.url, headless_client(timeout=1))
+        assert "https://192.168.1.1/admin" in message and "not a public address" in message
 
 
 async def test_loopback_http_needs_the_development_option() -> None:
