@@ -64,6 +64,7 @@ async def demo(url: str) -> None:
     oauth = OAuthClient(
         grant=AuthorizationCodeGrant(HeadlessRedirect("http://127.0.0.1/callback")),
         client_metadata=ClientMetadata(client_name="auth demo", token_endpoint_auth_method="none"),
+        allow_insecure_loopback=True,  # the demo runs on 127.0.0.1 over http
     )
     async with connect_http(url, auth=oauth) as client:
         for name, arguments in [("whoami", {}), ("add_note", {"text": "hello"}), ("whoami", {})]:

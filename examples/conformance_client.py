@@ -40,6 +40,7 @@ the scenario's calls succeeded, 1 otherwise (with the reason on stderr).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
@@ -103,13 +104,17 @@ def _preregistered(context: dict[str, Any], method: str | None = None) -> Client
     )
 
 
+# The conformance servers run on localhost over http: allowed for development only.
+_local_client = functools.partial(OAuthClient, allow_insecure_loopback=True)
+
+
 def auth_for(scenario: str, context: dict[str, Any]) -> OAuthClient | None:
     """The OAuth client an ``auth/...`` scenario calls for (``None`` for the others)."""
     if not scenario.startswith("auth/"):
         return None
     metadata = ClientMetadata(client_name="mcp-trio-conformance-client")
     if scenario in ("auth/client-credentials-basic", "auth/client-credentials-jwt"):
-        return OAuthClient(
+        return _local_client(
             grant=ClientCredentialsGrant(),
             client=_preregistered(context),
             private_key=context.get("private_key_pem"),
@@ -121,13 +126,13 @@ def auth_for(scenario: str, context: dict[str, Any]) -> OAuthClient | None:
             id_token=context["idp_id_token"],
             idp_client_id=context.get("idp_client_id"),
         )
-        return OAuthClient(grant=grant, client=_preregistered(context))
+        return _local_client(grant=grant, client=_preregistered(context))
     if scenario == "auth/wif-jwt-bearer":
-        return OAuthClient(grant=JwtBearerGrant(context["valid_jwt"]), client=_preregistered(context, "none"))
+        return _local_client(grant=JwtBearerGrant(context["valid_jwt"]), client=_preregistered(context, "none"))
     grant = AuthorizationCodeGrant(HeadlessRedirect("http://localhost:3000/callback"))
     if "client_id" in context:  # pre-registration
-        return OAuthClient(grant=grant, client=_preregistered(context), client_issuer=context.get("issuer"))
-    return OAuthClient(grant=grant, client_metadata=metadata, client_metadata_url=CIMD_URL)
+        return _local_client(grant=grant, client=_preregistered(context), client_issuer=context.get("issuer"))
+    return _local_client(grant=grant, client_metadata=metadata, client_metadata_url=CIMD_URL)
 
 
 async def run(url: str, scenario: str, context: dict[str, Any]) -> None:

@@ -10,6 +10,12 @@ Rules (step 1 of :mod:`mcp_trio.auth.client`):
 * Servers without resource metadata (2025-03-26) get the issuer at their
   origin, and ``/authorize``, ``/token``, ``/register`` when that has no
   metadata either.
+* Against SSRF: a ``resource_metadata`` URL must be on the MCP server's own
+  origin, and every URL fetched must pass the client's
+  :class:`~mcp_trio.auth._client_http.UrlGuard`; a refusal is an
+  :class:`AuthorizationError` before any request is made.  Errors name the
+  URL and the status, never what a failed response said (except a
+  well-formed OAuth error).
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from typing import TypeVar
 import msgspec
 
 from ..transports.http._http11 import Failure
-from ._client_http import HttpReply, OAuthHttp
+from ._client_http import HttpReply, OAuthHttp, same_origin
 from ._metadata import (
     AuthorizationServerMetadata,
     MetadataError,
@@ -63,12 +69,16 @@ def _origin(url: str) -> str:
     return f"{parts.scheme}://{parts.netloc}"
 
 
+def _absolute(url: str) -> bool:
+    parts = urllib.parse.urlsplit(url)
+    return parts.scheme in ("http", "https") and bool(parts.netloc)
+
+
 def _error_text(reply: HttpReply) -> str:
     try:
         error = decode(reply.body, OAuthErrorResponse)
     except MetadataError:
-        text = " ".join(reply.body.decode("utf-8", "replace").split())[:200]
-        return f"HTTP {reply.status}" + (f": {text}" if text else "")
+        return f"HTTP {reply.status} from {reply.url}"
     return error.error + (f" ({error.error_description})" if error.error_description else "")
 
 
@@ -77,6 +87,15 @@ def _oauth_error(reply: HttpReply) -> str | None:
         return decode(reply.body, OAuthErrorResponse).error
     except MetadataError:
         return None
+
+
+def _guard(http: OAuthHttp, url: str, what: str) -> None:
+    """Refuse (before any request) a URL the client's guard does not allow."""
+    if http.guard is not None:
+        try:
+            http.guard.check(url)
+        except Failure as exc:
+            raise AuthorizationError(f"{what}: {exc}") from None
 
 
 async def _get_document(http: OAuthHttp, url: str) -> HttpReply | None:
@@ -118,7 +137,14 @@ async def discover_resource(
     send a client's authorization to someone else's authorization server.
     """
     urls = protected_resource_metadata_urls(server_url)
+    if metadata_url and not _absolute(metadata_url):
+        metadata_url = None  # garbage in the challenge: the well-known URLs still work
     if metadata_url:
+        if not same_origin(metadata_url, server_url):
+            raise AuthorizationError(
+                f"the server named resource metadata at {metadata_url!r}, which is not on "
+                f"its own origin ({_origin(server_url)}); refusing to fetch it"
+            )
         urls = [metadata_url, *(u for u in urls if u != metadata_url)]
     found = await _first_document(
         http, urls, ProtectedResourceMetadata, "protected resource metadata"
@@ -145,6 +171,7 @@ async def discover_authorization_server(
     root and may name an issuer with a path), an issuer on the same origin
     is accepted.
     """
+    _guard(http, issuer, "the authorization server")
     urls = authorization_server_metadata_urls(issuer)
     found = await _first_document(
         http, urls, AuthorizationServerMetadata, "authorization server metadata"
@@ -162,6 +189,7 @@ async def discover_authorization_server(
 
 async def discover(http: OAuthHttp, server_url: str, metadata_url: str | None) -> Discovery:
     """Everything needed to authorize for ``server_url`` (see the module docs)."""
+    _guard(http, server_url, "the MCP server")
     prm = await discover_resource(http, server_url, metadata_url)
     if prm is not None:
         if not prm.authorization_servers:

@@ -22,7 +22,13 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Protocol
 
 from ..transports.http._http11 import Failure
-from ._client_discovery import AuthorizationError, Discovery, _error_text, _oauth_error
+from ._client_discovery import (
+    AuthorizationError,
+    Discovery,
+    _error_text,
+    _guard,
+    _oauth_error,
+)
 from ._client_http import HttpReply
 from ._client_redirect import LoopbackRedirect, RedirectError, RedirectHandler
 from ._metadata import ClientInformation, MetadataError, TokenResponse, decode
@@ -71,6 +77,7 @@ class AuthorizationCodeGrant:
             raise AuthorizationError(
                 "the authorization server has no authorization or token endpoint"
             )
+        _guard(flow.owner.http, meta.authorization_endpoint, "the authorization endpoint")
         client = await flow.client()
         verifier = secrets.token_urlsafe(48)
         challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest())

@@ -6,10 +6,15 @@ They go through the project's own HTTP/1.1 client
 (:mod:`mcp_trio.transports.http._http11`), one short-lived connection each (these
 requests are rare, and the servers are often different origins), with every
 read bounded: response size, time, and the number of redirects followed.
+
+The OAuth client's requests also pass a :class:`UrlGuard` (the MCP security
+best practices on SSRF): the URLs come from servers, and a hostile one must
+not make the client reach into its network.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import ssl
 import urllib.parse
@@ -21,7 +26,7 @@ import trio
 from .._version import __version__
 from ..transports.http._http11 import Failure, Pool, Target
 
-__all__ = ["HttpReply", "OAuthHttp"]
+__all__ = ["HttpReply", "OAuthHttp", "UrlGuard"]
 
 _USER_AGENT = f"mcp-trio/{__version__}"
 _MAX_REDIRECTS = 5
@@ -54,8 +59,83 @@ class HttpReply:
         return None
 
 
+def _loopback_name(host: str) -> bool:
+    """``localhost`` and its subdomains (RFC 6761 section 6.3)."""
+    return host == "localhost" or host.endswith(".localhost")
+
+
+class UrlGuard:
+    """Which URLs the OAuth client may fetch (or send a browser to).
+
+    * ``https`` only; ``http`` only to a loopback host, and only with
+      ``allow_insecure_loopback`` (development and tests).
+    * No IP literal outside the public address space: private, shared,
+      link-local, loopback, unspecified, multicast or reserved addresses
+      (IPv4-mapped IPv6 included) are refused, except loopback with
+      ``allow_insecure_loopback``.  ``localhost`` names count as loopback.
+    * Other host names are not resolved (no second lookup an attacker's DNS
+      could answer differently): a name that points into a private network
+      is not caught here; use an egress proxy or firewall for that.
+    """
+
+    def __init__(self, *, allow_insecure_loopback: bool = False) -> None:
+        self.allow_insecure_loopback = allow_insecure_loopback
+
+    def check(self, url: str) -> None:
+        """Raise :class:`Failure` (``"url"``) if ``url`` must not be fetched."""
+        try:
+            parts = urllib.parse.urlsplit(url)
+            host = (parts.hostname or "").rstrip(".")
+            parts.port  # noqa: B018 (a malformed port raises here)
+        except ValueError:
+            raise Failure("url", f"refusing to fetch {url!r}: not a valid URL") from None
+        if parts.scheme not in ("http", "https") or not host:
+            raise Failure("url", f"refusing to fetch {url!r}: not an absolute http(s) URL")
+        if parts.username is not None or parts.password is not None:
+            raise Failure("url", f"refusing to fetch {url!r}: credentials in the URL")
+        loopback = _loopback_name(host)
+        try:
+            address = ipaddress.ip_address(host)
+        except ValueError:
+            address = None
+        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+            address = address.ipv4_mapped
+        if address is not None:
+            loopback = address.is_loopback
+            if not loopback and not address.is_global:
+                raise Failure("url", f"refusing to fetch {url!r}: {host} is not a public address")
+        if loopback and not self.allow_insecure_loopback:
+            raise Failure(
+                "url",
+                f"refusing to fetch {url!r}: a loopback address "
+                "(allowed only with allow_insecure_loopback=True, for development)",
+            )
+        if parts.scheme == "http" and not loopback:
+            raise Failure("url", f"refusing to fetch {url!r}: not https")
+
+
+def same_origin(a: str, b: str) -> bool:
+    """Whether two URLs have the same scheme, host and port."""
+    try:
+        pa, pb = urllib.parse.urlsplit(a), urllib.parse.urlsplit(b)
+        ports = (pa.port, pb.port)
+    except ValueError:
+        return False
+    default = {"http": 80, "https": 443}
+    return (
+        pa.scheme.lower() == pb.scheme.lower()
+        and (pa.hostname or "") == (pb.hostname or "")
+        and (ports[0] or default.get(pa.scheme.lower()))
+        == (ports[1] or default.get(pb.scheme.lower()))
+    )
+
+
 class OAuthHttp:
-    """Bounded one-shot HTTP requests (``timeout`` seconds each, ``max_size`` bytes)."""
+    """Bounded one-shot HTTP requests (``timeout`` seconds each, ``max_size`` bytes).
+
+    With a ``guard``, every URL must pass it and redirects are followed only
+    on the same origin.
+    """
 
     def __init__(
         self,
@@ -63,10 +143,18 @@ class OAuthHttp:
         timeout: float = 30.0,
         max_size: int = 1024 * 1024,
         ssl_context: ssl.SSLContext | None = None,
+        guard: UrlGuard | None = None,
     ) -> None:
         self.timeout = timeout
         self.max_size = max_size
         self.ssl_context = ssl_context
+        self.guard = guard
+
+    def guarded(self, guard: UrlGuard) -> OAuthHttp:
+        """The same settings, with ``guard``."""
+        return OAuthHttp(
+            timeout=self.timeout, max_size=self.max_size, ssl_context=self.ssl_context, guard=guard
+        )
 
     async def request(
         self,
@@ -78,6 +166,8 @@ class OAuthHttp:
         json_body: Any = None,
     ) -> HttpReply:
         """One request, no redirect followed; :class:`Failure` if it cannot be made."""
+        if self.guard is not None:
+            self.guard.check(url)
         target = Target(url)
         body: bytes | None = None
         head: list[tuple[str, str | bytes]] = [
@@ -118,7 +208,8 @@ class OAuthHttp:
         return HttpReply(url, resp.status, dict(resp.headers), data)
 
     async def get(self, url: str, *, follow: int = _MAX_REDIRECTS) -> HttpReply:
-        """GET, following up to ``follow`` redirects (never from https to http)."""
+        """GET, following up to ``follow`` redirects (never from https to http;
+        with a guard, never to another origin)."""
         reply = await self.request("GET", url)
         for _ in range(follow):
             location = reply.location()
@@ -126,6 +217,10 @@ class OAuthHttp:
                 break
             if url.startswith("https:") and not location.startswith("https:"):
                 raise Failure("redirect", f"{url} redirected to a non-https URL: {location}")
+            if self.guard is not None and not same_origin(url, location):
+                raise Failure(
+                    "redirect", f"{url} redirected to another origin ({location}); not followed"
+                )
             url = location
             reply = await self.request("GET", url)
         return reply

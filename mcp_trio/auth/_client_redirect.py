@@ -11,10 +11,14 @@ URL and bring back the parameters of the redirect (``code``, ``state``,
   clients).
 
 Both are bounded: a time limit on the wait, a size limit on what is read.
+The loopback listener answers a callback whose ``state`` is not the one of the
+authorization URL with a 400 page and keeps waiting: anyone on the machine
+can send a request to it, and a forged one must not end the login.
 """
 
 from __future__ import annotations
 
+import hmac
 import socket
 import urllib.parse
 import webbrowser
@@ -33,6 +37,10 @@ _MAX_REQUEST = 16 * 1024
 _PAGE = (
     b"<!doctype html><title>Authorization</title>"
     b"<p>Authorization finished. You can close this window.</p>"
+)
+_WRONG_STATE = (
+    b"<!doctype html><title>Authorization</title>"
+    b"<p>This response does not belong to the authorization in progress.</p>"
 )
 
 
@@ -99,7 +107,9 @@ class LoopbackRedirect:
     ``port=0`` picks a free port when the handler is made, so the redirect
     URI is known before registration (authorization servers accept any
     port for a loopback redirect, RFC 8252 section 7.3).  The listener runs
-    only while :meth:`authorize` waits, at most ``timeout`` seconds.
+    only while :meth:`authorize` waits, at most ``timeout`` seconds; callbacks
+    with another ``state`` than the authorization URL's are refused (400) and
+    the wait goes on.
     """
 
     def __init__(
@@ -122,6 +132,7 @@ class LoopbackRedirect:
         return f"http://{self.host}:{self.port}{self.path}"
 
     async def authorize(self, url: str) -> dict[str, str]:
+        state = _params_of(url).get("state")
         listeners = await trio.open_tcp_listeners(self.port, host=self.host)
         received: dict[str, str] | None = None
         try:
@@ -130,7 +141,7 @@ class LoopbackRedirect:
                 while received is None:
                     stream = await listeners[0].accept()
                     async with stream:
-                        received = await self._one_request(stream)
+                        received = await self._one_request(stream, state)
         finally:
             for listener in listeners:
                 await listener.aclose()
@@ -138,20 +149,24 @@ class LoopbackRedirect:
             raise RedirectError(f"no redirect arrived within {self.timeout} s")
         return received
 
-    async def _one_request(self, stream: trio.SocketStream) -> dict[str, str] | None:
-        """Read one request; the callback's parameters, or ``None`` for anything else."""
+    async def _one_request(
+        self, stream: trio.SocketStream, state: str | None
+    ) -> dict[str, str] | None:
+        """Read one request; the callback's parameters, or ``None`` for anything
+        else (another path, or another ``state`` than the expected one)."""
         conn = h11.Connection(h11.SERVER, max_incomplete_event_size=_MAX_REQUEST)
         with trio.move_on_after(10):
             try:
-                return await self._answer(conn, stream)
+                return await self._answer(conn, stream, state)
             except (h11.ProtocolError, trio.BrokenResourceError, OSError):
                 return None
         return None
 
     async def _answer(
-        self, conn: h11.Connection, stream: trio.SocketStream
+        self, conn: h11.Connection, stream: trio.SocketStream, state: str | None
     ) -> dict[str, str] | None:
-        """Answer one request (200 on the callback path, 404 elsewhere)."""
+        """Answer one request (200 on the callback path, 400 for another
+        ``state``, 404 elsewhere)."""
         while True:
             event = conn.next_event()
             if event is h11.NEED_DATA:
@@ -163,12 +178,18 @@ class LoopbackRedirect:
             if not isinstance(event, h11.Request):
                 return None
             target = event.target.decode("latin-1")
-            ok = urllib.parse.urlsplit(target).path == self.path
-            status = 200 if ok else 404
-            body = _PAGE if ok else b"not found"
+            params = _params_of(target)
+            if urllib.parse.urlsplit(target).path != self.path:
+                status, body = 404, b"not found"
+            elif state is not None and not hmac.compare_digest(
+                params.get("state", "").encode(), state.encode()
+            ):
+                status, body = 400, _WRONG_STATE
+            else:
+                status, body = 200, _PAGE
             head = [("content-type", "text/html"), ("content-length", str(len(body)))]
             out = conn.send(h11.Response(status_code=status, headers=head)) or b""
             out += conn.send(h11.Data(data=body)) or b""
             out += conn.send(h11.EndOfMessage()) or b""
             await stream.send_all(out)
-            return _params_of(target) if ok else None
+            return params if status == 200 else None

@@ -69,7 +69,7 @@ from ._client_grants import (
     Grant,
     JwtBearerGrant,
 )
-from ._client_http import OAuthHttp
+from ._client_http import OAuthHttp, UrlGuard
 from ._client_jose import JWT_BEARER_ASSERTION, DPoPKey, client_assertion, load_private_key
 from ._client_redirect import HeadlessRedirect, LoopbackRedirect, RedirectHandler
 from ._client_storage import InMemoryTokenStorage, Tokens, TokenStorage
@@ -137,6 +137,14 @@ class OAuthClient:
         max_step_ups: Re-authorizations for a 403 ``insufficient_scope`` in a
             row before giving up.
         timeout: Seconds allowed for each request to an authorization server.
+        allow_insecure_loopback: Let discovery and the OAuth requests use
+            ``http`` and loopback addresses (``127.0.0.0/8``, ``::1``,
+            ``localhost``), for development and tests.  Off, every URL the
+            client fetches must be ``https`` to a host that is not a
+            private, link-local or loopback IP literal (see
+            :class:`~mcp_trio.auth._client_http.UrlGuard`).
+        http: The HTTP requester (its settings are kept; the client adds
+            its URL rules).
     """
 
     def __init__(
@@ -156,6 +164,7 @@ class OAuthClient:
         max_step_ups: int = 2,
         timeout: float = 30.0,
         http: OAuthHttp | None = None,
+        allow_insecure_loopback: bool = False,
     ) -> None:
         self.grant: Grant = grant or AuthorizationCodeGrant()
         self.client_metadata = client_metadata or ClientMetadata(client_name="mcp-trio")
@@ -169,7 +178,8 @@ class OAuthClient:
         self.dpop = dpop
         self.storage: TokenStorage = storage or InMemoryTokenStorage()
         self.max_step_ups = max_step_ups
-        self.http = http or OAuthHttp(timeout=timeout)
+        guard = UrlGuard(allow_insecure_loopback=allow_insecure_loopback)
+        self.http = (http or OAuthHttp(timeout=timeout)).guarded(guard)
         self._lock = trio.Lock()
         self._server_url: str | None = None
         self._tokens: Tokens | None = None

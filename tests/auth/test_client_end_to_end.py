@@ -81,6 +81,7 @@ def interactive(redirect: HeadlessRedirect | None = None, **options: Any) -> OAu
     return OAuthClient(
         grant=AuthorizationCodeGrant(redirect or CountingRedirect()),
         client_metadata=ClientMetadata(client_name="end-to-end"),
+        allow_insecure_loopback=True,
         **options,
     )
 
@@ -130,7 +131,9 @@ async def test_client_credentials_with_private_key_jwt(nursery: trio.Nursery) ->
     pem = key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
-    auth = OAuthClient(grant=ClientCredentialsGrant(), client=client, private_key=pem)
+    auth = OAuthClient(
+        grant=ClientCredentialsGrant(), client=client, private_key=pem, allow_insecure_loopback=True
+    )
     with trio.fail_after(15):
         async with connect_http(url, auth=auth) as session:
             assert (await session.call_tool("whoami", {})).content[0].text

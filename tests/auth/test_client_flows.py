@@ -415,6 +415,7 @@ async def protected(
 def headless_client(**options: Any) -> OAuthClient:
     options.setdefault("grant", AuthorizationCodeGrant(HeadlessRedirect(REDIRECT)))
     options.setdefault("client_metadata", ClientMetadata(client_name="flow-test"))
+    options.setdefault("allow_insecure_loopback", True)
     return OAuthClient(**options)
 
 
@@ -579,6 +580,7 @@ async def test_client_credentials_with_private_key_jwt() -> None:
             grant=ClientCredentialsGrant(),
             client=ClientInformation(client_id="svc-client"),
             private_key=pem,
+            allow_insecure_loopback=True,
         )
         assert await add_numbers(setup.url, auth) == 5
         [token] = events(setup.auth_server, "token")

@@ -44,6 +44,7 @@ async def test_code_flow_and_step_up(
         auth = OAuthClient(
             grant=AuthorizationCodeGrant(HeadlessRedirect("http://127.0.0.1/callback")),
             client_metadata=ClientMetadata(client_name="e2e", token_endpoint_auth_method="none"),
+            allow_insecure_loopback=True,
         )
         with trio.fail_after(20):
             async with connect_http(url, auth=auth) as client:
@@ -64,7 +65,9 @@ async def test_client_credentials(authorization_server: AuthorizationServer) -> 
         scope="mcp",
     )
     async with protected(authorization_server, "h11") as url:
-        auth = OAuthClient(grant=ClientCredentialsGrant(), client=info, scope="mcp")
+        auth = OAuthClient(
+            grant=ClientCredentialsGrant(), client=info, scope="mcp", allow_insecure_loopback=True
+        )
         with trio.fail_after(20):
             async with connect_http(url, auth=auth) as client:
                 result: Any = await client.call_tool("whoami")

@@ -238,6 +238,7 @@ def oauth_client() -> OAuthClient:
     return OAuthClient(
         grant=AuthorizationCodeGrant(HeadlessRedirect("http://127.0.0.1/callback")),
         client_metadata=ClientMetadata(client_name="ws", token_endpoint_auth_method="none"),
+        allow_insecure_loopback=True,
     )
 
 
