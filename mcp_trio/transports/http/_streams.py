@@ -103,6 +103,9 @@ class _HttpSession(trio.abc.Channel[Frame]):
         self.assumed_version: str | None = None
         #: A stateless (2026-07-28+) request's own session (see open_session).
         self.expect_modern = False
+        #: Served for one POST only (stateless mode, or a 2026-07-28 request): nothing
+        #: tied to the session outlives it, so the server offers no 2025-11-25 tasks.
+        self.sessionless = session_id is None
         #: request id -> the ``HttpRequest.auth`` of the POST that carried it, until answered.
         self.auth: dict[RequestId, Any] = {}
 
