@@ -489,6 +489,19 @@ async def test_a_batch_in_a_revision_without_batches_is_refused_and_the_session_
         assert r.status_code == 200 and r.json()["result"]["content"][0]["text"] == "2"
 
 
+async def test_the_negotiated_version_decides_whether_batches_are_allowed(front_door: str) -> None:
+    server = Server("no-batches", "1", versions=["2025-06-18"])
+    async with running(front_door, server) as (url, _), httpx.AsyncClient() as client:
+        r = await client.post(url, headers=ACCEPT, json=init("2025-03-26"))  # asks for batches
+        assert r.json()["result"]["protocolVersion"] == "2025-06-18"  # and gets none
+        headers = {**ACCEPT, "mcp-session-id": r.headers["mcp-session-id"], "mcp-protocol-version": "2025-06-18"}
+        await client.post(url, headers=headers, json=rpc(None, "notifications/initialized"))
+        with trio.fail_after(5):
+            r = await client.post(url, headers=headers, json=[rpc(1, "ping")])
+        assert r.status_code == 400 and r.json()["error"]["code"] == -32600 and r.json()["id"] is None
+        assert (await client.post(url, headers=headers, json=rpc(2, "ping"))).json()["result"] == {}
+
+
 class _Sink:
     """A Responder that keeps what it is sent (for driving the endpoint directly)."""
 

@@ -360,7 +360,8 @@ class StreamableHTTP(_Endpoint):
             or _DEFAULT_VERSION
         )
         if is_initialize and isinstance(version, str):
-            session.version = version
+            session.version = version  # until the answer names the negotiated one
+            session.initialize_id = requests[0].id
         try:
             self._reserve_prime(session, stream, str(version))
             try:
