@@ -1070,3 +1070,76 @@ async def test_extension_tasks_over_http_outlive_each_request() -> None:
                 )
             nursery.cancel_scope.cancel()
     assert not probe.cancelled.is_set()
+
+
+async def test_a_stateless_http_server_offers_no_session_tasks() -> None:
+    """Stateless Streamable HTTP keeps no session, so no 2025-11-25 task could be
+    found again: the capability is not advertised and ``task`` is ignored (the
+    call answers normally).  Extension tasks (held by the manager) still work."""
+    import httpx2 as httpx
+
+    from mcp_trio.transports.http.server import StreamableHTTP, serve_h11
+
+    server = make_server(Probe())
+    headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+    info = {"name": "raw", "version": "1"}
+
+    async def send(client: Any, url: str, body: dict[str, Any], **extra: str) -> Any:
+        return await client.post(url, headers={**headers, **extra}, json=body)
+
+    async def post(client: Any, url: str, method: str, params: dict[str, Any], **extra: str) -> Any:
+        body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+        r = await send(client, url, body, **extra)
+        assert r.status_code == 200, r.text
+        return r.json()["result"]
+
+    async def start(endpoint: StreamableHTTP) -> str:
+        await nursery.start(endpoint.run)
+        return str((await nursery.start(serve_h11, endpoint, "127.0.0.1", 0))[0]) + "/mcp"
+
+    init = {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": info}
+    legacy = {"mcp-protocol-version": LEGACY}
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {"extensions": {EXT: {}}},
+        "io.modelcontextprotocol/clientInfo": info,
+    }
+
+    def modern(method: str, name: str | None = None) -> dict[str, str]:
+        routing = {"mcp-protocol-version": MODERN, "mcp-method": method}
+        return {**routing, "mcp-name": name} if name else routing
+
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery, httpx.AsyncClient() as client:
+            await nursery.start(server.tasks.run)
+            url = await start(StreamableHTTP(server.serve_session, stateless=True))
+            result = await post(client, url, "initialize", init)
+            assert "tasks" not in result["capabilities"]
+            for name, want in (("quick", "4"), ("only_task", "3")):
+                params = {"name": name, "arguments": {"x": 2}, "task": {"ttl": 60_000}}
+                result = await post(client, url, "tools/call", params, **legacy)
+                assert "task" not in result and result["content"][0]["text"] == want
+            # 2026-07-28: the Tasks extension is served (the manager holds its tasks)
+            discover = modern("server/discover")
+            found = await post(client, url, "server/discover", {"_meta": meta}, **discover)
+            assert EXT in found["capabilities"]["extensions"]
+            call = {"name": "quick", "arguments": {"x": 5}, "_meta": meta}
+            created = await post(client, url, "tools/call", call, **modern("tools/call", "quick"))
+            assert created["resultType"] == "task"
+            task = {"taskId": created["taskId"], "_meta": meta}
+            got = {"status": "working"}
+            while got["status"] == "working":
+                routing = modern("tasks/get", task["taskId"])
+                got = await post(client, url, "tasks/get", task, **routing)
+            assert got["status"] == "completed" and got["result"]["content"][0]["text"] == "10"
+            # a server that keeps sessions still offers them
+            url = await start(StreamableHTTP(server.serve_session))
+            opening = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}
+            r = await send(client, url, opening)
+            assert "requests" in r.json()["result"]["capabilities"]["tasks"]
+            session = {**legacy, "mcp-session-id": r.headers["mcp-session-id"]}
+            initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+            await send(client, url, initialized, **session)
+            params = {"name": "quick", "arguments": {"x": 2}, "task": {"ttl": 60_000}}
+            assert "taskId" in (await post(client, url, "tools/call", params, **session))["task"]
+            nursery.cancel_scope.cancel()

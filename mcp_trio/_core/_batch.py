@@ -40,7 +40,7 @@ class _Batching(_CoreState):
             )
             return
         if not self._batching_allowed():
-            where = f"protocol version {self.version}" if self.version else "before initialization"
+            where = f"in protocol version {self.version}" if self.version else "before initialization"
             events.append(
                 Outgoing(
                     rpc.encode_error(

@@ -290,11 +290,17 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin):
         """Serve one session over ``channel`` until the peer goes away."""
         # The session runs in this task: no nursery or task of its own around
         # it (an idle Streamable HTTP session is one parked task).
+        capabilities = self._session_capabilities()
+        if getattr(channel, "sessionless", False) and "tasks" in capabilities:
+            # A 2025-11-25 task belongs to its session: one that ends with its
+            # request could never be found again, so none is offered (``task``
+            # is then ignored).  Extension tasks are held by the manager.
+            capabilities = {k: v for k, v in capabilities.items() if k != "tasks"}
         session = new_session(
             channel,
             role="server",
             info=self.info,
-            capabilities=self._session_capabilities(),
+            capabilities=capabilities,
             versions=self.versions,
             instructions=self.instructions,
             request_handlers=self._handler_table(),

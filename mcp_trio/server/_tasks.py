@@ -24,7 +24,10 @@ Two protocols share this module.
 * a ``task`` on a tool that forbids it, or none on a tool that requires it,
   is -32601; a server that does not advertise ``tasks.requests.tools.call``
   ignores ``task`` and answers normally (so do revisions before 2025-11-25,
-  which have no tasks: a "required" tool runs inline there);
+  which have no tasks: a "required" tool runs inline there, and sessions
+  that live for one request, such as stateless Streamable HTTP's, whose
+  transport marks them ``sessionless``: none of their tasks could be found
+  again, so ``Server.serve_session`` leaves ``tasks`` out of their capabilities);
 * the tool may still log and report progress: its notifications carry
   ``_meta["io.modelcontextprotocol/related-task"]`` and progress keeps using
   the ``progressToken`` of the original request.  When it asks the client

@@ -521,6 +521,44 @@ async def test_batch_in_2025_03_26(front_door: str) -> None:
         assert r.json() == [{"jsonrpc": "2.0", "id": 4, "result": {}}]
 
 
+@pytest.mark.parametrize("version", ["2025-06-18", "2025-11-25"])
+async def test_a_batch_in_a_revision_without_batches_is_refused_and_the_session_goes_on(
+    front_door: str, version: str
+) -> None:
+    server, _ = make_server()
+    async with running(front_door, server) as (url, endpoint), httpx.AsyncClient() as client:
+        headers = await open_http_session(client, url, version)
+        session = endpoint.sessions[headers["mcp-session-id"]]
+        for batch in ([rpc(1, "ping"), rpc(2, "ping")], [rpc(None, "notifications/initialized")]):
+            with trio.fail_after(5):  # the response completes: nothing waits for the batch's ids
+                r = await client.post(url, headers=headers, json=batch)
+            assert r.status_code == 400
+            error = r.json()
+            assert error["id"] is None and error["error"]["code"] == -32600
+            assert "batch" in error["error"]["message"]
+        with trio.fail_after(30):
+            for i in range(100):  # more than max_streams (64): none of them is left in progress
+                r = await client.post(url, headers=headers, json=[rpc(f"b{i}", "ping")])
+                assert r.status_code == 400 and r.json()["error"]["code"] == -32600
+        assert session.by_request == {} and session.streams == {}
+        call = rpc(3, "tools/call", {"name": "add", "arguments": {"a": 1, "b": 1}})
+        r = await client.post(url, headers=headers, json=call)
+        assert r.status_code == 200 and r.json()["result"]["content"][0]["text"] == "2"
+
+
+async def test_the_negotiated_version_decides_whether_batches_are_allowed(front_door: str) -> None:
+    server = Server("no-batches", "1", versions=["2025-06-18"])
+    async with running(front_door, server) as (url, _), httpx.AsyncClient() as client:
+        r = await client.post(url, headers=ACCEPT, json=init("2025-03-26"))  # asks for batches
+        assert r.json()["result"]["protocolVersion"] == "2025-06-18"  # and gets none
+        headers = {**ACCEPT, "mcp-session-id": r.headers["mcp-session-id"], "mcp-protocol-version": "2025-06-18"}
+        await client.post(url, headers=headers, json=rpc(None, "notifications/initialized"))
+        with trio.fail_after(5):
+            r = await client.post(url, headers=headers, json=[rpc(1, "ping")])
+        assert r.status_code == 400 and r.json()["error"]["code"] == -32600 and r.json()["id"] is None
+        assert (await client.post(url, headers=headers, json=rpc(2, "ping"))).json()["result"] == {}
+
+
 class _Sink:
     """A Responder that keeps what it is sent (for driving the endpoint directly)."""
 

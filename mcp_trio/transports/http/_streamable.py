@@ -9,7 +9,8 @@ object owns (so nothing outlives :meth:`StreamableHTTP.run`).
 
 Rules:
 
-* ``POST`` carries one JSON-RPC message (or a batch in 2025-03-26).  Only
+* ``POST`` carries one JSON-RPC message (or a batch in 2025-03-26; in any
+  other revision a batch gets 400 with one -32600 of id ``null``).  Only
   notifications and responses → 202.  Requests → one JSON body when the
   first thing the server sends back is the response (``response_mode="auto"``,
   the default) or always (``"json"``), else an SSE stream that ends once every
@@ -298,9 +299,12 @@ class StreamableHTTP(_Endpoint):
                 return _Reply(202)  # no session: nothing can be waiting for them
             if is_initialize and len(messages) > 1:
                 return _error_reply(400, "Invalid Request: initialize must not be part of a batch")
+            assumed = None if is_initialize else request.headers.get(_HEADER_VERSION) or _DEFAULT_VERSION
+            refused = _refuse_batch(peeked, assumed)
+            if refused is not None:
+                return refused
             session = _HttpSession(self, None)
-            if not is_initialize:
-                session.assumed_version = request.headers.get(_HEADER_VERSION) or _DEFAULT_VERSION
+            session.assumed_version = assumed
             self._start_session(session)
         elif is_initialize:
             if len(messages) > 1:
@@ -317,6 +321,9 @@ class StreamableHTTP(_Endpoint):
             if isinstance(found, _Reply):
                 return found
             session = found
+            refused = _refuse_batch(peeked, session.version)
+            if refused is not None:
+                return refused
 
         for m in messages:
             if m.method == "notifications/cancelled" and isinstance(m.params, dict):
@@ -354,7 +361,8 @@ class StreamableHTTP(_Endpoint):
             or _DEFAULT_VERSION
         )
         if is_initialize and isinstance(version, str):
-            session.version = version
+            session.version = version  # until the answer names the negotiated one
+            session.initialize_id = requests[0].id
         try:
             self._reserve_prime(session, stream, str(version))
             try:
@@ -492,6 +500,15 @@ class StreamableHTTP(_Endpoint):
             await session.wait_done()
         session.scope.cancel()
         return _Reply(200)
+
+
+def _refuse_batch(peeked: _Message | list[_Message], version: str | None) -> _Reply | None:
+    """The answer to a batch in a revision without batches (all but 2025-03-26):
+    400 with one -32600 error of id ``null``, at once, so none of its ids is
+    ever waited for; ``None`` for anything else."""
+    if not isinstance(peeked, list) or version is None or _versions.supports_batching(version):
+        return None
+    return _error_reply(400, f"Invalid Request: JSON-RPC batches are not allowed in protocol version {version}")
 
 
 def _modern_version(message: _Message) -> str | None:

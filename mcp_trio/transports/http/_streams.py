@@ -76,7 +76,10 @@ class _HttpSession(trio.abc.Channel[Frame]):
     def __init__(self, owner: StreamableHTTP, session_id: str | None) -> None:
         self.owner = owner
         self.id = session_id
+        #: The session's protocol version: the requested one until the answer to
+        #: ``initialize`` (``initialize_id``) names the negotiated one.
         self.version: str | None = None
+        self.initialize_id: RequestId | None = None
         # Input: the engine takes each frame in the POST's own task once it has
         # attached (attach_receiver); frames that come before, or every frame
         # for an engine that reads with receive(), wait here (at most
@@ -103,6 +106,9 @@ class _HttpSession(trio.abc.Channel[Frame]):
         self.assumed_version: str | None = None
         #: A stateless (2026-07-28+) request's own session (see open_session).
         self.expect_modern = False
+        #: Served for one POST only (stateless mode, or a 2026-07-28 request): nothing
+        #: tied to the session outlives it, so the server offers no 2025-11-25 tasks.
+        self.sessionless = session_id is None
         #: request id -> the ``HttpRequest.auth`` of the POST that carried it, until answered.
         self.auth: dict[RequestId, Any] = {}
 
@@ -155,6 +161,7 @@ class _HttpSession(trio.abc.Channel[Frame]):
             return
         if not frame.data:
             return
+        self._learn_version(frame)
         batch_reply = frame.final and frame.data[:1] == b"["
         stream = self.by_request.get(frame.related) if frame.related is not None else None
         if stream is None and batch_reply:
@@ -199,7 +206,22 @@ class _HttpSession(trio.abc.Channel[Frame]):
         stream = self.by_request.get(related)
         if stream is None or not self._plain_answer(stream, related):
             raise trio.WouldBlock
+        self._learn_version(frame)
         self._push_answer(stream, frame)
+
+    def _learn_version(self, frame: Frame) -> None:
+        """Take the negotiated version from the answer to ``initialize``: it
+        decides what the session accepts (batches only in 2025-03-26), whatever
+        version the client asked for."""
+        if frame.related is None or frame.related != self.initialize_id or not frame.final:
+            return
+        self.initialize_id = None
+        try:
+            result = _init_peek.decode(frame.data).result
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return
+        if result is not None and isinstance(result.protocolVersion, str):
+            self.version = result.protocolVersion  # (an error answer names none)
 
     def _push_answer(self, stream: _Stream, frame: Frame) -> None:
         stream.delivered += 1
@@ -388,6 +410,17 @@ _ERROR_STATUS = {
     rpc.MISSING_REQUIRED_CLIENT_CAPABILITY: 400,
     rpc.UNSUPPORTED_PROTOCOL_VERSION: 400,
 }
+
+
+class _InitializePeek(msgspec.Struct):
+    protocolVersion: Any = None
+
+
+class _AnswerPeek(msgspec.Struct):
+    result: _InitializePeek | None = None
+
+
+_init_peek = msgspec.json.Decoder(_AnswerPeek)
 
 
 class _ErrorPeek(msgspec.Struct):
