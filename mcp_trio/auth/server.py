@@ -24,7 +24,11 @@ For every request on a guarded endpoint:
   itself and runs nothing;
 * otherwise the request goes on **without** its ``Authorization`` header
   (tokens are never passed further) and with the verified
-  :class:`AccessToken` attached, which handlers read as ``ctx.auth``.
+  :class:`AccessToken` attached, which handlers read as ``ctx.auth``, and
+  with its principal (:meth:`ResourceServer.principal`: the token's issuer
+  and subject): a session belongs to the principal that opened it, and a
+  request of anyone else naming it is answered as for an unknown session
+  (404).
 
 Verifiers (:class:`TokenVerifier`): :class:`JWTVerifier` (JWT access tokens,
 keys from a JWKS URL, algorithms pinned), :class:`IntrospectionVerifier`
@@ -51,7 +55,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Final
@@ -233,6 +237,13 @@ class ResourceServer:
                 403, "insufficient_scope", f"the request needs scope {' '.join(missing)}", scope
             )
         return info
+
+    def principal(self, token: AccessToken) -> Hashable:
+        """Whom ``token`` speaks for, the owner of the sessions it opens: its
+        issuer and subject (the client id in place of a missing subject)."""
+        if token.subject is not None:
+            return ("subject", token.issuer, token.subject)
+        return ("client", token.issuer, token.client_id)
 
     def _scope_hint(self) -> str | None:
         return " ".join(self.required_scopes) or None
@@ -459,6 +470,7 @@ class _Guarded:
             return
         request.headers.pop("authorization", None)  # never passed further
         request.auth = outcome
+        request.principal = self.owner.principal(outcome)
         await self.inner.handle(request, responder)
 
 
