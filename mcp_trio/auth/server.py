@@ -18,10 +18,17 @@ For every request on a guarded endpoint:
 * a token without the endpoint's ``required_scopes``, or a ``tools/call`` of
   a tool whose ``tool_scopes`` it lacks → **403** ``error="insufficient_scope"``
   with the ``scope`` needed (the token's scopes plus the missing ones, so a
-  step-up keeps what the client had);
+  step-up keeps what the client had).  The body is read as the session reads
+  it (the same decoder: ``"tools\\/call"`` is a ``tools/call``; a batch is
+  checked message by message); what the session cannot decode, it answers
+  itself and runs nothing;
 * otherwise the request goes on **without** its ``Authorization`` header
   (tokens are never passed further) and with the verified
-  :class:`AccessToken` attached, which handlers read as ``ctx.auth``.
+  :class:`AccessToken` attached, which handlers read as ``ctx.auth``, and
+  with its principal (:meth:`ResourceServer.principal`: the token's issuer
+  and subject): a session belongs to the principal that opened it, and a
+  request of anyone else naming it is answered as for an unknown session
+  (404).
 
 Verifiers (:class:`TokenVerifier`): :class:`JWTVerifier` (JWT access tokens,
 keys from a JWKS URL, algorithms pinned), :class:`IntrospectionVerifier`
@@ -46,13 +53,15 @@ Usage::
 
 from __future__ import annotations
 
-import json
 import logging
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, Final
+
+import msgspec
+from msgspec import UNSET
 
 from .. import _jsonrpc as rpc
 from ..transports.http._request import Handler, HttpRequest, Responder
@@ -229,6 +238,13 @@ class ResourceServer:
             )
         return info
 
+    def principal(self, token: AccessToken) -> Hashable:
+        """Whom ``token`` speaks for, the owner of the sessions it opens: its
+        issuer and subject (the client id in place of a missing subject)."""
+        if token.subject is not None:
+            return ("subject", token.issuer, token.subject)
+        return ("client", token.issuer, token.client_id)
+
     def _scope_hint(self) -> str | None:
         return " ".join(self.required_scopes) or None
 
@@ -245,20 +261,13 @@ class ResourceServer:
 
     def _tool_scopes(self, request: HttpRequest) -> list[str]:
         """Scopes the ``tools/call`` requests of a POST body need."""
-        if request.method != "POST":
+        if request.method != "POST" or not self.tool_scopes:
             return []
-        return self._scopes_of_messages(_messages(request.body, self.tool_scopes))
+        return self._scopes_of_calls(_decoded(request.body).calls)
 
-    def _scopes_of_messages(self, messages: list[dict[str, Any]]) -> list[str]:
-        """Scopes the ``tools/call`` requests among ``messages`` need."""
-        needed: list[str] = []
-        for message in messages:
-            if message.get("method") == "tools/call":
-                params = message.get("params")
-                name = params.get("name") if isinstance(params, dict) else None
-                if isinstance(name, str):
-                    needed += self.tool_scopes.get(name, [])
-        return needed
+    def _scopes_of_calls(self, calls: list[str]) -> list[str]:
+        """Scopes ``tools/call`` requests of the tools named ``calls`` need."""
+        return [s for name in calls for s in self.tool_scopes.get(name, [])]
 
     # ----------------------------------------------------------- WebSocket
 
@@ -292,8 +301,10 @@ class ResourceServer:
         token's scopes plus the missing ones) and ``resource_metadata``.  A
         refused message with no request id to answer is dropped (``b""``).
         """
-        messages = _messages(data, self.tool_scopes)
-        needed = self._scopes_of_messages(messages)
+        if not self.tool_scopes:
+            return None
+        decoded = _decoded(data)
+        needed = self._scopes_of_calls(decoded.calls)
         missing = [s for s in dict.fromkeys(needed) if s not in token.scopes]
         if not missing:
             return None
@@ -304,11 +315,11 @@ class ResourceServer:
             "scope": " ".join(dict.fromkeys([*sorted(token.scopes), *needed])),
             "resource_metadata": self.metadata_url(resource),
         }
-        ids = [m["id"] for m in messages if _is_request_id(m.get("id"))]
+        ids = decoded.ids
         errors = [rpc.encode_error(i, rpc.INVALID_REQUEST, description, detail) for i in ids]
         if not errors:
             return b""  # no request to answer (a call without a usable id): just dropped
-        if data.lstrip()[:1] == b"[":
+        if decoded.batch:
             return b"[" + b",".join(errors) + b"]"
         return errors[0]
 
@@ -325,21 +336,65 @@ class ResourceServer:
         )
 
 
-def _messages(body: bytes, tool_scopes: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The JSON-RPC messages of a body or WebSocket message that may call a
-    scoped tool (none when no tool is scoped or it cannot be one)."""
-    if not tool_scopes or b"tools/call" not in body:
-        return []
+class _ToolName(msgspec.Struct, gc=False):
+    """The one member of ``tools/call`` params a scope depends on."""
+
+    name: Any = UNSET
+
+
+_tool_name: Final = msgspec.json.Decoder(_ToolName)
+_UNDECODABLE = (msgspec.DecodeError, UnicodeDecodeError, RecursionError)  # (ValidationError is one)
+
+
+@dataclass
+class _Decoded:
+    """What the session will make of a body or WebSocket message: the tools
+    its ``tools/call`` requests name, the ids of its requests, whether it is a batch."""
+
+    calls: list[str]
+    ids: list[int | str]
+    batch: bool
+
+
+def _decoded(data: bytes) -> _Decoded:
+    """Read ``data`` as the session does (:meth:`SessionCore.receive`): a batch
+    when it opens with ``[`` after JSON whitespace, each message's envelope
+    with :func:`rpc.decode_envelope`, so escapes (``"tools\\/call"``),
+    repeated members and everything else mean what they mean to the session.
+    What the session cannot decode it answers itself, and runs nothing."""
+    batch = data.lstrip(b" \t\r\n")[:1] == b"["
     try:
-        decoded = json.loads(body)
-    except (ValueError, RecursionError):
-        return []  # the session answers the parse error itself
-    found = decoded if isinstance(decoded, list) else [decoded]
-    return [m for m in found if isinstance(m, dict)]
+        items: list[bytes | msgspec.Raw] = list(rpc.decode_batch(data)) if batch else [data]
+    except _UNDECODABLE:
+        return _Decoded([], [], batch)
+    calls: list[str] = []
+    ids: list[int | str] = []
+    for item in items:
+        try:
+            env = rpc.decode_envelope(item)
+        except _UNDECODABLE:
+            salvaged = _salvage_id(item)  # the session answers it with this id
+            if salvaged is not None:
+                ids.append(salvaged)
+            continue
+        if isinstance(env.id, int | str):  # (never a bool: the envelope refuses one)
+            ids.append(env.id)
+        if env.method != "tools/call" or env.params is UNSET:
+            continue
+        try:
+            name = _tool_name.decode(env.params).name
+        except _UNDECODABLE:
+            continue  # not params the session takes: it answers -32602, runs nothing
+        if isinstance(name, str):
+            calls.append(name)
+    return _Decoded(calls, ids, batch)
 
 
-def _is_request_id(value: Any) -> bool:
-    return isinstance(value, str | int) and not isinstance(value, bool)
+def _salvage_id(item: bytes | msgspec.Raw) -> int | str | None:
+    try:
+        return rpc.salvage_id(item)
+    except _UNDECODABLE:
+        return None
 
 
 class _Admitted:
@@ -415,6 +470,7 @@ class _Guarded:
             return
         request.headers.pop("authorization", None)  # never passed further
         request.auth = outcome
+        request.principal = self.owner.principal(outcome)
         await self.inner.handle(request, responder)
 
 

@@ -10,7 +10,7 @@ guard, and the nursery their sessions run in.
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -40,6 +40,10 @@ class HttpRequest:
         auth: What an authorization layer in front of the endpoint verified
             (``mcp_trio.auth.server`` puts the access token here); handlers
             of the requests this POST carries read it as ``ctx.auth``.
+        principal: Whom that authorization speaks for (set by the same
+            layer; ``None`` without one).  A session belongs to the principal
+            of the request that opened it: a request of another principal
+            naming it is answered as if it did not exist.
     """
 
     method: str
@@ -48,6 +52,7 @@ class HttpRequest:
     path: str = ""
     query: str = ""
     auth: Any = None
+    principal: Hashable | None = None
 
 
 class Handler(Protocol):

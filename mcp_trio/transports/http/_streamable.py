@@ -21,6 +21,8 @@ Rules:
   400, with an unknown or ended one 404.  ``DELETE`` ends it.  A session with
   no open stream and no request for ``idle_timeout`` seconds ends; at most
   ``max_sessions`` exist (503 beyond).  Nothing of an ended session is kept.
+  A session opened by one principal (``HttpRequest.principal``: whom an
+  authorization layer verified) is unknown (404) to requests of any other.
 * Stateless requests (2026-07-28: the protocol version in ``_meta``) need no
   session: each POST is served by a session of its own.
 * ``GET`` opens the stream for messages unrelated to any request (one per
@@ -248,8 +250,8 @@ class StreamableHTTP(_Endpoint):
         if session_id is None:
             return _error_reply(400, "Bad Request: Mcp-Session-Id header is required")
         session = self.sessions.get(session_id)
-        if session is None or session.closed:
-            return _session_ended()
+        if session is None or session.closed or session.principal != request.principal:
+            return _session_ended()  # another principal's session does not exist for this one
         return session
 
     async def _post(self, request: HttpRequest, responder: Responder) -> _Reply | None:
@@ -313,6 +315,7 @@ class StreamableHTTP(_Endpoint):
                 return _error_reply(503, "Too many sessions")
             session = _HttpSession(self, secrets.token_urlsafe(32))
             assert session.id is not None
+            session.principal = request.principal
             self.sessions[session.id] = session
             self._start_session(session)
             reply_headers.append(("mcp-session-id", session.id))

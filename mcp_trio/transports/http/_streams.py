@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Hashable
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -111,6 +111,9 @@ class _HttpSession(trio.abc.Channel[Frame]):
         self.sessionless = session_id is None
         #: request id -> the ``HttpRequest.auth`` of the POST that carried it, until answered.
         self.auth: dict[RequestId, Any] = {}
+        #: The ``HttpRequest.principal`` of the ``initialize`` that opened it
+        #: (only that principal's requests find the session).
+        self.principal: Hashable | None = None
 
     def auth_for(self, request_id: RequestId) -> Any:
         """The authorization the request ``request_id`` came with (``HttpRequest.auth``)."""

@@ -25,14 +25,16 @@ idle stream alive through proxies every ``ping_interval`` seconds.
 
 Behind an authorization layer (``HttpRequest.auth``), each POSTed request
 keeps the authorization of its POST until it is answered: its handler reads
-it as ``ctx.auth``, as over Streamable HTTP.
+it as ``ctx.auth``, as over Streamable HTTP.  A session belongs to the
+principal (``HttpRequest.principal``) whose ``GET`` opened it: a POST of any
+other principal naming it gets the 404 of an unknown session.
 """
 
 from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -51,8 +53,12 @@ log = logging.getLogger("mcp_trio.http.legacy")
 class _LegacySession(trio.abc.Channel[Frame]):
     """The MessageChannel the engine sees for one HTTP+SSE session."""
 
-    def __init__(self, session_id: str, inbound: int, outbound: int) -> None:
+    def __init__(
+        self, session_id: str, inbound: int, outbound: int, principal: Hashable | None
+    ) -> None:
         self.id = session_id
+        #: The ``HttpRequest.principal`` of the ``GET`` that opened it: only its POSTs find it.
+        self.principal = principal
         self._in_send, self._in_recv = trio.open_memory_channel[Frame](inbound)
         self.out_send, self.out_recv = trio.open_memory_channel[bytes](outbound)
         self.scope = trio.CancelScope()
@@ -163,7 +169,9 @@ class LegacySSE(_Endpoint):
             raise RuntimeError("LegacySSE.run() is not running")
         if len(self.sessions) >= self.max_sessions:
             return _error_reply(503, "Too many sessions")
-        session = _LegacySession(secrets.token_hex(16), self.inbound_buffer, self.outbound_buffer)
+        session = _LegacySession(
+            secrets.token_hex(16), self.inbound_buffer, self.outbound_buffer, request.principal
+        )
         self.sessions[session.id] = session
         self._nursery.start_soon(self._run_session, session)
         try:
@@ -204,7 +212,7 @@ class LegacySSE(_Endpoint):
         if not ids:
             return _error_reply(400, "Bad Request: session_id is missing")
         session = self.sessions.get(ids[0])
-        if session is None:
+        if session is None or session.principal != request.principal:  # another's: unknown here
             return _error_reply(404, "Not Found: no such session")
         peeked = self._json_body(request)
         if isinstance(peeked, _Reply):
