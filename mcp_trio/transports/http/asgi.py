@@ -15,7 +15,7 @@ from typing import Any
 
 import trio
 
-from ._replies import _error_reply, _peek_body, _Reply, _send_reply
+from ._replies import _BOTH_LENGTHS, _error_reply, _peek_body, _Reply, _send_reply
 from ._request import Handler, HttpRequest, _declared_length, _routes
 
 __all__ = ["ASGIApp", "serve_hypercorn"]
@@ -109,6 +109,13 @@ class ASGIApp:
             name = raw_name.decode("latin-1").lower()
             value = raw_value.decode("latin-1")
             headers[name] = f"{headers[name]}, {value}" if name in headers else value
+        if "transfer-encoding" in headers and "content-length" in headers:
+            # Ambiguous framing, a smuggling attempt: refused, and the
+            # connection closed (the server sees ``connection: close``).
+            reply = _error_reply(400, _BOTH_LENGTHS)
+            reply.headers.append(("connection", "close"))
+            await _send_reply(responder, reply)
+            return
         body = bytearray()
         limit = handler.max_body_size
         while True:
