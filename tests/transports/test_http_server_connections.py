@@ -103,12 +103,13 @@ def post_too_much(port: int, chunked: bool) -> list[int | str]:
 
 
 @pytest.mark.parametrize("chunked", [False, True], ids=["declared", "chunked"])
-async def test_a_client_sending_a_body_over_the_limit_reads_its_413(chunked: bool) -> None:
+@pytest.mark.parametrize("front_door", ["h11", "hypercorn"])
+async def test_a_client_sending_a_body_over_the_limit_reads_its_413(front_door: str, chunked: bool) -> None:
     """The 413 goes out before the body is read (declared too large) or while
     it is (chunked); the server then reads and drops the rest before it
     closes, so the client reads the 413 instead of a connection reset."""
     server, _ = make_server()
-    async with serving("h11", server, max_body_size=1000) as (port, _):
+    async with serving(front_door, server, max_body_size=1000) as (port, _):
         with trio.fail_after(30):
             got = await trio.to_thread.run_sync(post_too_much, port, chunked)
     assert got == [413] * 5

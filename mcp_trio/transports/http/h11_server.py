@@ -21,7 +21,15 @@ import trio
 
 from ... import _jsonrpc as rpc
 from ._replies import _BOTH_LENGTHS, _Reply, _send_reply
-from ._request import _HEADER_SESSION, Handler, HttpRequest, _declared_length, _routes
+from ._request import (
+    _HEADER_SESSION,
+    _LINGER_BYTES,
+    _LINGER_SECONDS,
+    Handler,
+    HttpRequest,
+    _declared_length,
+    _routes,
+)
 
 __all__ = ["serve_h11"]
 
@@ -32,10 +40,6 @@ log = logging.getLogger("mcp_trio.http")
 _H11_HEADERS: dict[tuple[tuple[str, str], ...], Any] = {}
 _H11_HEADERS_MAX = 256
 _READ_SIZE = 65536
-#: After an error answer that ends a connection, what is read (and dropped) of a
-#: request the client is still sending, so that it reads the answer instead of a reset.
-_LINGER_SECONDS = 2.0
-_LINGER_BYTES = 8 * 1024 * 1024
 #: How long a client's reset to the ``100 Continue`` probe is waited for
 #: (see :meth:`_H11Connection._left`): past any round trip.
 _PROBE_SECONDS = 2.0
