@@ -21,6 +21,10 @@ if TYPE_CHECKING:
     from ._request import Responder
 
 _SSE_HEADERS = [("content-type", "text/event-stream"), ("cache-control", "no-cache, no-transform")]
+#: Why a request with both ``Content-Length`` and ``Transfer-Encoding`` is
+#: refused (and its connection closed): its framing is ambiguous, the mark of
+#: request smuggling (RFC 9112 section 6.1).
+_BOTH_LENGTHS = "A request must not have both Content-Length and Transfer-Encoding"
 
 
 class _Message(msgspec.Struct):

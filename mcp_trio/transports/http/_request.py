@@ -22,6 +22,11 @@ ServeSession = Callable[..., Awaitable[Any]]
 
 DEFAULT_ALLOWED_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 _HEADER_SESSION = "mcp-session-id"
+#: What a front door reads and drops of a request still coming after its error
+#: answer (a body over the limit), so that the client reads the answer instead
+#: of the reset a close with unread input makes: at most this long, this much.
+_LINGER_SECONDS = 2.0
+_LINGER_BYTES = 8 * 1024 * 1024
 
 
 # ------------------------------------------------------------- interfaces

@@ -15,8 +15,15 @@ from typing import Any
 
 import trio
 
-from ._replies import _error_reply, _peek_body, _Reply, _send_reply
-from ._request import Handler, HttpRequest, _declared_length, _routes
+from ._replies import _BOTH_LENGTHS, _error_reply, _peek_body, _Reply, _send_reply
+from ._request import (
+    _LINGER_BYTES,
+    _LINGER_SECONDS,
+    Handler,
+    HttpRequest,
+    _declared_length,
+    _routes,
+)
 
 __all__ = ["ASGIApp", "serve_hypercorn"]
 
@@ -109,6 +116,13 @@ class ASGIApp:
             name = raw_name.decode("latin-1").lower()
             value = raw_value.decode("latin-1")
             headers[name] = f"{headers[name]}, {value}" if name in headers else value
+        if "transfer-encoding" in headers and "content-length" in headers:
+            # Ambiguous framing, a smuggling attempt: refused, and the
+            # connection closed (the server sees ``connection: close``).
+            reply = _error_reply(400, _BOTH_LENGTHS)
+            reply.headers.append(("connection", "close"))
+            await _send_reply(responder, reply)
+            return
         body = bytearray()
         limit = handler.max_body_size
         while True:
@@ -117,6 +131,7 @@ class ASGIApp:
                 return
             body += message.get("body", b"")
             if len(body) > limit:
+                await _drain(receive, message)
                 await _send_reply(responder, _error_reply(413, f"Request body larger than {limit} bytes"))
                 return
             if not message.get("more_body", False):
@@ -144,6 +159,23 @@ class ASGIApp:
             nursery.start_soon(watch_disconnect)
             await handler.handle(request, responder)
             nursery.cancel_scope.cancel()
+
+
+async def _drain(receive: Any, message: dict[str, Any]) -> None:
+    """Read and drop the rest of a body over the limit before its 413.
+
+    The server closes a connection whose request it has not read whole, and a
+    close with unread input resets it: a client still sending its body would
+    get that reset instead of the 413.  At most ``_LINGER_SECONDS`` and
+    ``_LINGER_BYTES`` (then the server closes as before).
+    """
+    left = _LINGER_BYTES
+    with trio.move_on_after(_LINGER_SECONDS):
+        while message.get("more_body", False) and left > 0:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            left -= len(message.get("body", b""))
 
 
 def _may_stay_open(body: bytes) -> bool:

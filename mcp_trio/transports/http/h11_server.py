@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -19,8 +20,16 @@ import h11
 import trio
 
 from ... import _jsonrpc as rpc
-from ._replies import _Reply, _send_reply
-from ._request import _HEADER_SESSION, Handler, HttpRequest, _declared_length, _routes
+from ._replies import _BOTH_LENGTHS, _Reply, _send_reply
+from ._request import (
+    _HEADER_SESSION,
+    _LINGER_BYTES,
+    _LINGER_SECONDS,
+    Handler,
+    HttpRequest,
+    _declared_length,
+    _routes,
+)
 
 __all__ = ["serve_h11"]
 
@@ -31,6 +40,9 @@ log = logging.getLogger("mcp_trio.http")
 _H11_HEADERS: dict[tuple[tuple[str, str], ...], Any] = {}
 _H11_HEADERS_MAX = 256
 _READ_SIZE = 65536
+#: How long a client's reset to the ``100 Continue`` probe is waited for
+#: (see :meth:`_H11Connection._left`): past any round trip.
+_PROBE_SECONDS = 2.0
 
 
 def _h11_headers(headers: Sequence[tuple[str, str]]) -> Any:
@@ -142,6 +154,19 @@ class _H11Responder:
         self._held = b""
         await self._write(out)
 
+    @property
+    def streaming(self) -> bool:
+        """Whether this is a streamed response (its head goes out at once)."""
+        return self._left < 0
+
+    def probe(self) -> bool:
+        """Write an interim ``100 Continue`` (before the response); whether it went out whole."""
+        data = self._conn.send(h11.InformationalResponse(status_code=100, headers=[], reason=b"Continue"))
+        try:
+            return self._write_now(data) == len(data)
+        except trio.BrokenResourceError:
+            return False
+
 
 @dataclass(frozen=True)
 class _H11Limits:
@@ -178,6 +203,7 @@ class _H11Connection:
         self.reader_lot = trio.lowlevel.ParkingLot()
         self.data_lot = trio.lowlevel.ParkingLot()
         self.cancel_scope = trio.CancelScope()
+        self.rejected = False  # an error answer ends the connection (then a lingering close)
 
     async def serve(self) -> None:
         async with trio.open_nursery() as nursery:
@@ -188,25 +214,90 @@ class _H11Connection:
                     pass
             finally:
                 nursery.cancel_scope.cancel()
+        if self.rejected:
+            await self._linger()
 
     async def _read_loop(self) -> None:
         while True:
             while not self.want and self.ahead >= _READ_SIZE:
                 await self.reader_lot.park()
             try:
-                data = await self.stream.receive_some(_READ_SIZE)
+                data: bytes | None = await self.stream.receive_some(_READ_SIZE)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
-                data = b""
-            if not data and self.answering is not None:  # EOF or a reset mid-answer: the client left
-                self.answering.gone = True
-                self.cancel_scope.cancel()
+                data = None  # a reset
+            if not data:
+                await self._closed(reset=data is None)
                 return
             self.ahead = 0 if self.want else self.ahead + len(data)
             self.want = False
-            self.conn.receive_data(data)  # b"": the client closed its side
+            self.conn.receive_data(data)
             self.data_lot.unpark()
-            if not data:
-                return
+
+    async def _closed(self, reset: bool) -> None:
+        """The client closed its side (EOF) or reset the connection.
+
+        Between requests, or before its request is answered, the parser sees
+        the end once it has taken what came before.  While an answer is under
+        way, a client that left ends it at once (the request goes on in its
+        session); a client that only closed its side for writing (a half-close
+        after a whole request) still gets its answer: see :meth:`_departed`.
+        """
+        self.conn.receive_data(b"")
+        self.data_lot.unpark()
+        responder = self.answering
+        if responder is not None and (reset or await self._departed(responder)):
+            responder.gone = True
+            self.cancel_scope.cancel()
+
+    async def _departed(self, responder: _H11Responder) -> bool:
+        """Whether a client whose EOF came while ``responder`` answers it has
+        left, rather than half-closed its socket (it then still reads).
+
+        TCP tells the two apart only by what the client's host does with data
+        sent after the EOF: a closed socket answers it with a reset.  Before
+        the answer starts, an interim ``100 Continue`` (HTTP/1.1 clients skip
+        it) is sent to find out, and the socket is watched for the reset for
+        ``_PROBE_SECONDS``.  A fixed-length answer under way is such data
+        itself (its write fails if the client left).  A stream under way may
+        send nothing for long, and an HTTP/1.0 client takes no interim answer:
+        for them the EOF is a departure.
+        """
+        conn = self.conn
+        if conn.our_state is h11.SEND_BODY:
+            return responder.streaming
+        if conn.our_state is not h11.SEND_RESPONSE:
+            return False  # the answer is out
+        if conn.their_http_version != b"1.1" or not responder.probe():
+            return True
+        sock = self.stream.socket
+        delay = 0.001
+        while delay < _PROBE_SECONDS:
+            await trio.sleep(delay)
+            if self.answering is not responder:
+                return False  # answered
+            if sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR):
+                return True
+            delay *= 2
+        return False
+
+    async def _linger(self) -> None:
+        """Close after an error answer without losing it to a reset.
+
+        Closing a socket with unread input makes the host send a reset, and a
+        client still sending its request (a body over the limit) would get
+        that instead of the answer.  So the write side is shut first, and
+        what comes in is read and dropped until the client closes, for at
+        most ``_LINGER_SECONDS`` and ``_LINGER_BYTES``.
+        """
+        stream = self.stream
+        left = _LINGER_BYTES
+        with trio.move_on_after(_LINGER_SECONDS):
+            try:
+                await stream.send_eof()
+                while left > 0 and (data := await stream.receive_some(_READ_SIZE)):
+                    left -= len(data)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                pass
 
     async def _next_event(self) -> Any:
         while True:
@@ -285,9 +376,13 @@ class _H11Connection:
         handler = self.table.get(target.rstrip("/") or "/")
         max_body = (handler or self.default).max_body_size
         length = headers.get("content-length")
-        if length is not None and int(length) > max_body:
-            await self._reject(413, f"Request body larger than {max_body} bytes")
-            return None
+        if length is not None:
+            if "transfer-encoding" in headers:  # ambiguous framing (smuggling): refused, closed
+                await self._reject(400, _BOTH_LENGTHS)
+                return None
+            if int(length) > max_body:
+                await self._reject(413, f"Request body larger than {max_body} bytes")
+                return None
         chunks: list[bytes] = []
         size = 0
         while True:
@@ -306,7 +401,9 @@ class _H11Connection:
         return handler, HttpRequest(event.method.decode("ascii"), headers, body, target, query)
 
     async def _reject(self, status: int, message: str) -> None:
-        """Answer with an error and ``connection: close`` (the caller then ends the connection)."""
+        """Answer with an error and ``connection: close`` (the caller then ends
+        the connection, with a lingering close)."""
+        self.rejected = True
         body = rpc.encode_error(None, rpc.INVALID_REQUEST, message)
         headers = [("content-type", "application/json"), ("content-length", str(len(body)))]
         conn = self.conn
@@ -341,6 +438,9 @@ async def serve_h11(
     keep-alive connections closed after ``keepalive_timeout``, writes to a
     client that stops reading abandoned after ``write_timeout``, at most
     ``max_connections`` at once (further ones wait in the listen backlog).
+    A request with both ``Content-Length`` and ``Transfer-Encoding`` gets 400;
+    every error answer closes its connection after a lingering close
+    (``_LINGER_SECONDS``, ``_LINGER_BYTES``).
 
     ``routes`` (path -> :class:`Handler`) serves more endpoints next to
     ``endpoint`` at ``path``.  ``task_status.started`` gets the bound URLs.
