@@ -503,6 +503,37 @@ async def test_idle_sessions_expire(front_door: str) -> None:
         assert (await client.post(url, headers=headers, json=rpc(3, "ping"))).status_code == 404
 
 
+async def test_a_full_session_table_evicts_the_oldest_half_open_session(front_door: str) -> None:
+    server, _ = make_server()
+    async with running(front_door, server, max_sessions=3) as (url, endpoint), httpx.AsyncClient() as client:
+        half_open = []
+        for _ in range(3):  # clients that POST initialize and nothing more
+            r = await client.post(url, headers=ACCEPT, json=init())
+            assert r.status_code == 200
+            session_id = r.headers["mcp-session-id"]
+            half_open.append({**ACCEPT, "mcp-session-id": session_id, "mcp-protocol-version": "2025-11-25"})
+        evicted = endpoint.sessions[half_open[0]["mcp-session-id"]]
+        with trio.fail_after(10):
+            headers = await open_http_session(client, url)  # room made: the oldest half-open one goes
+            r = await client.post(url, headers=headers, json=rpc(1, "tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}}))
+            assert r.status_code == 200 and r.json()["result"]["content"][0]["text"] == "5"
+            await evicted.wait_done()  # its engine session ended
+        assert (await client.post(url, headers=half_open[0], json=rpc(2, "ping"))).status_code == 404
+        assert (await client.post(url, headers=half_open[1], json=rpc(2, "ping"))).status_code == 200
+        assert len(endpoint.sessions) == 3
+
+
+async def test_a_table_of_initialized_sessions_refuses_a_new_one(front_door: str) -> None:
+    server, _ = make_server()
+    async with running(front_door, server, max_sessions=3) as (url, endpoint), httpx.AsyncClient() as client:
+        with trio.fail_after(10):
+            sessions = [await open_http_session(client, url) for _ in range(3)]
+            r = await client.post(url, headers=ACCEPT, json=init())
+            assert r.status_code == 503
+            for headers in sessions:  # none was evicted
+                assert (await client.post(url, headers=headers, json=rpc(1, "ping"))).status_code == 200
+
+
 async def test_batch_in_2025_03_26(front_door: str) -> None:
     server, _ = make_server()
     async with running(front_door, server) as (url, _), httpx.AsyncClient() as client:

@@ -20,7 +20,10 @@ Rules:
   base64) comes back in ``Mcp-Session-Id``.  Later requests without it get
   400, with an unknown or ended one 404.  ``DELETE`` ends it.  A session with
   no open stream and no request for ``idle_timeout`` seconds ends; at most
-  ``max_sessions`` exist (503 beyond).  Nothing of an ended session is kept.
+  ``max_sessions`` exist: an ``initialize`` finding the table full evicts the
+  oldest session that never got past its ``initialize`` POST (ended as by
+  ``DELETE``), and gets 503 only when there is none.  Nothing of an ended
+  session is kept.
   A session opened by one principal (``HttpRequest.principal``: whom an
   authorization layer verified) is unknown (404) to requests of any other.
 * Stateless requests (2026-07-28: the protocol version in ``_meta``) need no
@@ -105,7 +108,9 @@ class StreamableHTTP(_Endpoint):
         versions: Revisions accepted in ``MCP-Protocol-Version``.
         response_mode: ``"auto"``, ``"json"`` or ``"sse"`` (see the module doc).
         idle_timeout: Seconds an idle session lives.
-        max_sessions: Sessions at once.
+        max_sessions: Sessions at once; when full, a new ``initialize`` evicts
+            the oldest session with no request since its own ``initialize``
+            (503 when every session got past it).
         max_body_size: Bytes in a POST body.
         max_streams: Open POST streams per session.
         allowed_hosts: ``Host`` names accepted (any port; a ``name:port``
@@ -252,7 +257,24 @@ class StreamableHTTP(_Endpoint):
         session = self.sessions.get(session_id)
         if session is None or session.closed or session.principal != request.principal:
             return _session_ended()  # another principal's session does not exist for this one
+        session.past_initialize = True
         return session
+
+    def _evict_half_open(self) -> bool:
+        """Make room for a new session (the table is full): end the oldest one that
+        never got past its ``initialize`` POST, as ``DELETE`` would.  False: none."""
+        for session in self.sessions.values():  # insertion order: oldest first
+            if not session.past_initialize:
+                break
+        else:
+            return False
+        assert session.id is not None
+        log.info("session table full: evicting half-open session %s", session.id)
+        self.sessions.pop(session.id, None)
+        session.closed = True
+        session._end()
+        session.scope.cancel()  # _run_session's finally forgets the rest
+        return True
 
     async def _post(self, request: HttpRequest, responder: Responder) -> _Reply | None:
         accept = request.headers.get("accept", "")
@@ -311,7 +333,7 @@ class StreamableHTTP(_Endpoint):
         elif is_initialize:
             if len(messages) > 1:
                 return _error_reply(400, "Invalid Request: initialize must not be part of a batch")
-            if len(self.sessions) >= self.max_sessions:
+            if len(self.sessions) >= self.max_sessions and not self._evict_half_open():
                 return _error_reply(503, "Too many sessions")
             session = _HttpSession(self, secrets.token_urlsafe(32))
             assert session.id is not None

@@ -80,6 +80,9 @@ class _HttpSession(trio.abc.Channel[Frame]):
         #: ``initialize`` (``initialize_id``) names the negotiated one.
         self.version: str | None = None
         self.initialize_id: RequestId | None = None
+        #: Set by the first request after the ``initialize`` POST (see StreamableHTTP._session_for);
+        #: a full session table evicts the oldest session without it first.
+        self.past_initialize = False
         # Input: the engine takes each frame in the POST's own task once it has
         # attached (attach_receiver); frames that come before, or every frame
         # for an engine that reads with receive(), wait here (at most
