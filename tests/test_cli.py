@@ -220,3 +220,16 @@ def test_serve_stateless_http() -> None:
         r = client.post(url, headers={**HTTP_HEADERS, "mcp-protocol-version": "2025-11-25"}, json=call)
         assert r.json()["result"]["content"][0]["text"]
         assert client.get(url, headers={"accept": "text/event-stream"}).status_code == 405
+
+
+def test_serve_http_session_limits() -> None:
+    import httpx2
+
+    options = ("--max-sessions", "1", "--session-idle-timeout", "600")
+    with serving_everything_over_http(*options) as url, httpx2.Client(timeout=10) as client:
+        r = client.post(url, headers=HTTP_HEADERS, json=INIT)
+        assert r.status_code == 200
+        headers = {**HTTP_HEADERS, "mcp-session-id": r.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
+        initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        assert client.post(url, headers=headers, json=initialized).status_code == 202
+        assert client.post(url, headers=HTTP_HEADERS, json=INIT).status_code == 503

@@ -71,6 +71,20 @@ def add_parser(sub: Any) -> None:
         "no GET stream, no server-to-client requests)",
     )
     p.add_argument(
+        "--max-sessions",
+        type=_positive_int,
+        metavar="N",
+        help="with --http, sessions at once (default: 10000); when full, a new client evicts the "
+        "oldest session that never got past initialize, else gets 503",
+    )
+    p.add_argument(
+        "--session-idle-timeout",
+        type=_positive_float,
+        metavar="SECONDS",
+        help="with --http, a session with no request and no open stream for this long ends "
+        "(default: 1800)",
+    )
+    p.add_argument(
         "--legacy-sse",
         action="store_true",
         help="with --http, also serve the 2024-11-05 HTTP+SSE transport for old clients "
@@ -94,6 +108,20 @@ def add_parser(sub: Any) -> None:
         help="this server's resource identifier, the tokens' audience (default: the endpoint URL)",
     )
     p.set_defaults(func=_cmd_serve)
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
+    return value
 
 
 class _ServeError(Exception):
@@ -221,12 +249,12 @@ async def _serve_http(
     legacy_sse: bool = False,
     stateless: bool = False,
     auth: Any = None,
+    sessions: dict[str, Any] | None = None,
 ) -> None:
     import trio
 
-    serve = partial(
-        server.serve_http, host, port, path=path, front_door=front_door, legacy_sse=legacy_sse, stateless=stateless
-    )
+    options = dict(path=path, front_door=front_door, legacy_sse=legacy_sse, stateless=stateless, **(sessions or {}))
+    serve = partial(server.serve_http, host, port, **options)
     if auth is not None:
         serve = partial(serve, auth=auth)
     async with trio.open_nursery() as nursery:
@@ -267,6 +295,16 @@ def _resource_server(args: argparse.Namespace) -> Any:
     )
 
 
+def _session_options(args: argparse.Namespace) -> dict[str, Any]:
+    """--max-sessions and --session-idle-timeout, as StreamableHTTP keywords (only those given)."""
+    options: dict[str, Any] = {}
+    if args.max_sessions is not None:
+        options["max_sessions"] = args.max_sessions
+    if args.session_idle_timeout is not None:
+        options["idle_timeout"] = args.session_idle_timeout
+    return options
+
+
 def _cmd_serve(args: argparse.Namespace) -> int:
     import trio
 
@@ -299,7 +337,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             else:
                 host, port = _parse_host_port(args.http)
                 serve = partial(_serve_http, server, host, port, args.path, args.front_door)
-                trio.run(serve, args.legacy_sse, args.stateless, _resource_server(args))
+                trio.run(serve, args.legacy_sse, args.stateless, _resource_server(args), _session_options(args))
         except KeyboardInterrupt:
             return 130
         return 0
