@@ -12,6 +12,8 @@ import msgspec
 import pytest
 import trio
 
+from mcp_trio.server import Server
+
 from .test_http_server_fast_paths import VERSION, call, make_server, open_session, post, serving
 
 INIT = {
@@ -162,3 +164,84 @@ async def test_a_half_closed_client_gets_its_answer(front_door: str) -> None:
     ((status, body),) = final_responses(raw)
     assert status == 200 and msgspec.json.decode(body)["result"]["content"][0]["text"] == "slept"
 
+
+
+STATELESS_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+}
+
+
+def stateless_call(name: str) -> bytes:
+    """A raw 2026-07-28 ``tools/call`` of tool ``name`` (no arguments)."""
+    body = call(1, name)
+    body["params"]["_meta"] = STATELESS_META
+    modern = b"mcp-protocol-version: 2026-07-28\r\nmcp-method: tools/call\r\nmcp-name: " + name.encode()
+    return post(body).replace(b"mcp-protocol-version: " + VERSION.encode(), modern, 1)
+
+
+def lingering_tool(server: Server) -> dict[str, trio.Event]:
+    """Adds tool ``lingering`` (2 s) to ``server``: the events it sets."""
+    events = {"started": trio.Event(), "cancelled": trio.Event(), "finished": trio.Event()}
+
+    @server.tool
+    async def lingering() -> str:
+        events["started"].set()
+        try:
+            await trio.sleep(2)
+        except trio.Cancelled:
+            events["cancelled"].set()
+            raise
+        events["finished"].set()
+        return "done"
+
+    return events
+
+
+@pytest.mark.parametrize("version", ["2025-11-25", "2026-07-28"])
+@pytest.mark.parametrize("front_door", ["h11", "hypercorn"])
+async def test_a_client_that_leaves_cancels_its_request_only_from_2026_07_28(front_door: str, version: str) -> None:
+    """In 2026-07-28 closing the response stream is how a client cancels its
+    request: its handler is cancelled at once.  Before, a disconnect is no
+    cancellation: the request runs to its end."""
+    server, _ = make_server()
+    events = lingering_tool(server)
+    async with serving(front_door, server) as (port, _):
+        with trio.fail_after(10):
+            if version == VERSION:
+                opened, _, session_id = await open_session(port)
+                await opened.aclose()
+                request = post(call(1, "lingering"), session_id)
+            else:
+                request = stateless_call("lingering")
+            stream = await trio.open_tcp_stream("127.0.0.1", port)
+            await stream.send_all(request)
+            await events["started"].wait()
+            await stream.aclose()  # the client leaves, its response unread
+        if version == VERSION:
+            with trio.fail_after(5):
+                await events["finished"].wait()
+            assert not events["cancelled"].is_set()
+        else:
+            with trio.fail_after(1.5):  # well before the tool would end
+                await events["cancelled"].wait()
+            assert not events["finished"].is_set()
+
+
+@pytest.mark.parametrize("front_door", ["h11", "hypercorn"])
+async def test_a_half_closed_2026_07_28_client(front_door: str) -> None:
+    """A 2026-07-28 client that half-closes after its request: the h11 door
+    tells that from leaving (the client still reads) and answers it; hypercorn
+    reports it to the application as ``http.disconnect``, the same as leaving,
+    so on that door it is a cancellation (documented in docs/http.md)."""
+    server, _ = make_server()
+    events = lingering_tool(server)
+    async with serving(front_door, server) as (port, _):
+        with trio.fail_after(10):
+            raw = await half_closed_exchange(port, stateless_call("lingering"))
+    if front_door == "h11":
+        ((status, body),) = final_responses(raw)
+        assert status == 200 and msgspec.json.decode(body)["result"]["content"][0]["text"] == "done"
+    else:
+        assert raw == b"" and events["cancelled"].is_set() and not events["finished"].is_set()

@@ -4,7 +4,8 @@ hypercorn's trio worker.
 
 Bodies over the handler's ``max_body_size`` get 413, unknown paths 404.  A
 task watches for the client leaving only where a response may stay open
-indefinitely (``GET`` streams, ``subscriptions/listen``).
+indefinitely (``GET`` streams, ``subscriptions/listen``) or where leaving is
+a cancellation (a 2026-07-28 request: closing its response stream cancels it).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 import trio
 
+from ...types import _versions
 from ._replies import _BOTH_LENGTHS, _error_reply, _peek_body, _Reply, _send_reply
 from ._request import (
     _LINGER_BYTES,
@@ -138,12 +140,14 @@ class ASGIApp:
                 break
         query = scope.get("query_string", b"").decode("latin-1")
         request = HttpRequest(scope["method"], headers, bytes(body), scope["path"], query)
-        if request.method == "POST" and not _may_stay_open(request.body):
+        if request.method == "POST" and not _leaving_cancels(headers) and not _may_stay_open(request.body):
             # A POST's response ends with its answer: no task to watch for the
             # client leaving (it costs about a seventh of the server's CPU per
             # request); a client that left is noticed at the next write, and its
-            # requests go on in their session as they would anyway.  GET streams
-            # and subscriptions/listen may stay open indefinitely: watched.
+            # requests go on in their session as they would anyway (before
+            # 2026-07-28 a disconnect is no cancellation).  GET streams and
+            # subscriptions/listen may stay open indefinitely, and a 2026-07-28
+            # client cancels by closing its response stream: watched.
             await handler.handle(request, responder)
             return
         async with trio.open_nursery() as nursery:
@@ -176,6 +180,17 @@ async def _drain(receive: Any, message: dict[str, Any]) -> None:
             if message["type"] == "http.disconnect":
                 return
             left -= len(message.get("body", b""))
+
+
+def _leaving_cancels(headers: Mapping[str, str]) -> bool:
+    """Whether a client leaving cancels this POST's request: in 2026-07-28 and
+    later revisions, closing the response stream is the cancellation.  Such a
+    request must name its revision in ``MCP-Protocol-Version`` (one that does
+    not is refused at once with 400), so the header decides.  ASGI reports a
+    client that only half-closed its socket (``shutdown(SHUT_WR)``) as the same
+    ``http.disconnect`` (hypercorn does), so there it cancels too."""
+    version = headers.get("mcp-protocol-version")
+    return version is not None and _versions.is_stateless(version)
 
 
 def _may_stay_open(body: bytes) -> bool:
