@@ -28,14 +28,9 @@ async def _serve_until_eof(handler: Any, **options: Any) -> tuple[list[Any], flo
     channel = MemoryChannel(server_out, server_in)
     out: list[Any] = []
     with trio.fail_after(10):
-        async with open_session(
-            channel,
-            role="server",
-            info={"name": "s", "version": "1"},
-            capabilities={"tools": {}},
-            request_handlers={"tools/call": handler},
-            **options,
-        ) as session:
+        options.update(capabilities={"tools": {}}, request_handlers={"tools/call": handler})
+        info = {"name": "s", "version": "1"}
+        async with open_session(channel, role="server", info=info, **options) as session:
             for data in (INIT, INITIALIZED, CALL):
                 await to_server.send(Frame(data))
             while not any(m.get("method") == "roots/list" for m in out):

@@ -16,28 +16,19 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 ENV = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
 
 
+INIT = (
+    b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25",'
+    b'"capabilities":{},"clientInfo":{"name":"t","version":"1"}}}\n'
+    b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n'
+    b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}\n'
+)
+
+
 def _script(seconds: float) -> bytes:
-    messages = [
-        {
-            "jsonrpc": "2.0",
-            "id": 0,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "t", "version": "1"},
-            },
-        },
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
-        {
-            "jsonrpc": "2.0",
-            "id": 2,
-            "method": "tools/call",
-            "params": {"name": "sleep", "arguments": {"seconds": seconds}},
-        },
-    ]
-    return b"".join(json.dumps(m).encode() + b"\n" for m in messages)
+    """initialize, initialized, tools/list and a tools/call of ``sleep(seconds)``."""
+    call = {"name": "sleep", "arguments": {"seconds": seconds}}
+    request = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call}
+    return INIT + json.dumps(request).encode() + b"\n"
 
 
 def _answers(stdout: bytes) -> dict[int, dict]:
