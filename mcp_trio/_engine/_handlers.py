@@ -57,6 +57,7 @@ class _Handlers:
     channel: MessageChannel
     max_in_flight: int
     close_grace: float
+    eof_grace: float
     _handlers: Mapping[str, RequestHandler]
     _running: int
     _alive: int
@@ -66,6 +67,9 @@ class _Handlers:
     _stopping: bool
     _tasks: trio.Nursery | None
     _close_reason: str
+    _waiters: dict[Any, Any]
+    _input_eof: bool = False  # the reader met the end of the input (not an error)
+    _drained: trio.Event | None = None  # set when the last request after the input's end is done
 
     if TYPE_CHECKING:
 
@@ -106,7 +110,11 @@ class _Handlers:
         while True:
             try:
                 frame = await channel.receive()
-            except (trio.EndOfChannel, trio.ClosedResourceError, trio.BrokenResourceError):
+            except trio.EndOfChannel:
+                self._input_eof = True
+                self._close_reason = _ended("the peer closed the connection", channel)
+                return False
+            except (trio.ClosedResourceError, trio.BrokenResourceError):
                 self._close_reason = _ended("the peer closed the connection", channel)
                 return False
             if frame.error is not None:
@@ -145,7 +153,26 @@ class _Handlers:
     async def _next_reader(self) -> None:
         """A successor of a reader that took a request (see :meth:`_reader`)."""
         if not await self._reader():
+            await self._finish_after_eof()
             self._stop()
+
+    async def _finish_after_eof(self) -> None:
+        """The input ended (EOF, not an error): our own pending requests fail
+        with :class:`ConnectionClosed` (nobody can answer them now), and the
+        requests already read, running or queued, get up to ``eof_grace``
+        seconds to finish and queue their answers; the caller then stops the
+        session, which cancels what remains.  A failed write stops the session
+        at once, as always."""
+        if not self._input_eof or self._stopping or self.eof_grace <= 0:
+            return
+        error = ConnectionClosed(self._close_reason)
+        for waiter in list(self._waiters.values()):
+            waiter.finish(error=error)
+        if self._alive == 0 and not self._queued:
+            return
+        self._drained = trio.Event()
+        with trio.move_on_after(self.eof_grace):
+            await self._drained.wait()
 
     def _enqueue(self, event: RequestReceived) -> None:
         queued = self._queued
@@ -276,8 +303,11 @@ class _Handlers:
         """A request's work that may still write (counted in ``_alive``) is done:
         the last one out closes the outbox of a stopping session."""
         self._alive -= 1
-        if self._stopping and self._alive == 0:
-            self._close_outbox()
+        if self._alive == 0:
+            if self._stopping:
+                self._close_outbox()
+            elif self._drained is not None and not self._queued:
+                self._drained.set()
 
 
 def _nothing() -> None:

@@ -20,6 +20,9 @@ Rules (incoming requests: ``_handlers``; outgoing ones: ``_outgoing``):
 * The writer is the only task that waits on the channel; a frame written
   around it (``send_nowait``) is one all-or-nothing write made only while the
   writer is parked on an empty outbox, so nothing overtakes a queued frame.
+* When the input ends (EOF) our pending requests fail with
+  :class:`ConnectionClosed`; the requests already read get ``eof_grace`` to
+  be answered (``_Handlers._finish_after_eof``), then the session ends.
 * When the peer goes away every pending request fails at once with
   :class:`ConnectionClosed` and every handler is cancelled; the writer
   (shielded) flushes what is queued within ``close_grace``; nothing outlives
@@ -95,6 +98,7 @@ class Session(_Handlers, _Handshake, _Outgoing):
         keepalive_interval: float | None = None,
         keepalive_timeout: float = 10.0,
         close_grace: float = 2.0,
+        eof_grace: float | None = None,
     ) -> None:
         if max_in_flight < 1:
             raise ValueError("max_in_flight must be at least 1")
@@ -117,6 +121,11 @@ class Session(_Handlers, _Handshake, _Outgoing):
         self.keepalive_interval = keepalive_interval
         self.keepalive_timeout = keepalive_timeout
         self.close_grace = close_grace
+        #: Seconds requests already read get to finish once the input ends (EOF);
+        #: default: 2 over a transport whose output outlives its input (stdio), else 0.
+        if eof_grace is None:
+            eof_grace = 2.0 if getattr(channel, "output_outlives_input", False) else 0.0
+        self.eof_grace = eof_grace
         #: Set once the handshake (or era detection) finished.
         self.initialized = trio.Event()
         #: Set once the session has ended.
@@ -212,6 +221,7 @@ class Session(_Handlers, _Handshake, _Outgoing):
                     if attach is None:
                         if await self._reader():  # handed on: a successor reads
                             await trio.sleep_forever()  # until _stop()
+                        await self._finish_after_eof()
                     else:
                         await attach(self._feed, self._input_ended)
                         await trio.sleep_forever()  # until _input_ended() or _stop()
@@ -505,7 +515,9 @@ async def open_session(
         extra_methods: Non-spec methods this side handles (params arrive as JSON values).
         **options: Passed to :class:`Session`: ``request_handlers``,
             ``notification_handlers``, ``default_timeout``, ``max_in_flight``,
-            ``keepalive_interval``, ``keepalive_timeout``, ``close_grace``.
+            ``keepalive_interval``, ``keepalive_timeout``, ``close_grace``,
+            ``eof_grace`` (seconds the requests already read get to be answered
+            once the input ends; default 2 over stdio, 0 elsewhere).
 
     (``arguments`` are those of :func:`new_session` after ``role`` and ``info``.)
 

@@ -139,6 +139,10 @@ class StreamChannel(trio.abc.Channel[Frame]):
         max_message_size: Limit for one incoming message, in bytes.
     """
 
+    #: The input may end (stdin closed) while the peer still reads what we
+    #: write: a session answers what it already read (``eof_grace``).
+    output_outlives_input = True
+
     def __init__(
         self,
         receive_stream: trio.abc.ReceiveStream,
