@@ -6,14 +6,18 @@ a second per figure.  It never compares absolute times, only how mcp-trio
 fares against the official SDK (``mcp``, in the ``test`` extra) measured
 side by side on the same machine, and its margins are far below the targets
 and below what is measured today (see ``benchmarks/RESULTS.md``), so only a
-large regression fails it.  A ratio under its margin is measured once more
+large regression fails it.  One call at a time is bound by how fast the
+machine wakes a process blocked on a pipe: on virtual machines whose vCPUs
+wake slowly, both servers wait the same few hundred microseconds per call and
+the short sequential figure falls to 3.5–5× (the full benchmark, with warm-up
+and longer runs, measures 10–12× on the same machines).  A ratio under its margin is measured once more
 before the test fails: a real regression fails both times, a burst of load on
 a shared machine rarely does.
 
 ==========================================  ======  ==========  ===========
 figure                                      target  measured    fails below
 ==========================================  ======  ==========  ===========
-stdio sequential calls/s, ours / SDK        10×     about 9–12× 4×
+stdio sequential calls/s, ours / SDK        10×     3.5–12×     3×
 stdio pipelined calls/s (256), ours / SDK   20×     12–24×      6×
 HTTP ×64 clients req/s, ours / SDK (JSON)   2×      1.4–4×      1×
 cold start, SDK / ours                      4×      3–5×        2×
@@ -83,8 +87,8 @@ def _ratio(servers: dict[str, loadgen.StdioServer], measure: Measure, margin: fl
 
 
 def test_stdio_sequential_ratio(servers: dict[str, loadgen.StdioServer]) -> None:
-    failed = _ratio(servers, loadgen.stdio_sequential, 4)
-    assert not failed, f"stdio sequential, ours / SDK (target 10×, margin 4×): {failed}"
+    failed = _ratio(servers, loadgen.stdio_sequential, 3)
+    assert not failed, f"stdio sequential, ours / SDK (target 10×, margin 3×): {failed}"
 
 
 def test_stdio_pipelined_ratio(servers: dict[str, loadgen.StdioServer]) -> None:
