@@ -270,19 +270,19 @@ def _compact_json(value: Any) -> str:
 
 
 @tool
-def test_simple_text() -> str:
+async def test_simple_text() -> str:
     """Tests simple text content response."""
     return SIMPLE_TEXT
 
 
 @tool
-def test_image_content() -> Image:
+async def test_image_content() -> Image:
     """Tests image content response (a 1x1 PNG)."""
     return Image(RED_PIXEL_PNG, "image/png")
 
 
 @tool
-def test_audio_content(ctx: Context) -> Any:
+async def test_audio_content(ctx: Context) -> Any:
     """Tests audio content response (a tiny WAV file)."""
     if ctx.protocol_version < _FIRST_AUDIO:
         return _tool_error(
@@ -292,7 +292,7 @@ def test_audio_content(ctx: Context) -> Any:
 
 
 @tool
-def test_embedded_resource() -> dict[str, Any]:
+async def test_embedded_resource() -> dict[str, Any]:
     """Tests embedded resource content response."""
     return {
         "type": "resource",
@@ -305,7 +305,7 @@ def test_embedded_resource() -> dict[str, Any]:
 
 
 @tool
-def test_multiple_content_types() -> list[Any]:
+async def test_multiple_content_types() -> list[Any]:
     """Tests response with multiple content types (text, image, resource)."""
     return [
         _text("Multiple content types test:"),
@@ -344,7 +344,7 @@ async def test_tool_with_progress(ctx: Context) -> str:
 
 
 @tool
-def test_error_handling() -> dict[str, Any]:
+async def test_error_handling() -> dict[str, Any]:
     """Tests error response handling (a tool result with isError, not a JSON-RPC error)."""
     return _tool_error(ERROR_TEXT)
 
@@ -431,7 +431,7 @@ async def test_elicitation_sep1330_enums(ctx: Context) -> Any:
     "(SEP-1613, SEP-2106).",
     input_schema=JSON_SCHEMA_2020_12,
 )
-def json_schema_2020_12_tool(arguments: dict[str, Any]) -> str:
+async def json_schema_2020_12_tool(arguments: dict[str, Any]) -> str:
     return f"JSON Schema 2020-12 tool called with: {_compact_json(arguments)}"
 
 
@@ -599,7 +599,7 @@ async def test_input_required_result_capabilities(ctx: Context) -> str:
 
 
 @tool
-def greet(name: Annotated[str, msgspec.Meta(description="Who to greet")]) -> str:
+async def greet(name: Annotated[str, msgspec.Meta(description="Who to greet")]) -> str:
     """Greets by name; never runs as a task."""
     return f"Hello, {name}!"
 
@@ -670,7 +670,7 @@ async def test_tool_with_task(ctx: Context) -> str:
 
 
 @tool
-def test_custom_headers(
+async def test_custom_headers(
     region: Annotated[
         str,
         msgspec.Meta(
@@ -724,7 +724,7 @@ async def test_logging_tool(ctx: Context) -> str:
 
 
 @tool
-def test_trigger_tool_change() -> str:
+async def test_trigger_tool_change() -> str:
     """Adds ``test_dynamic_tool`` and takes it away again: the tool list
     changed (twice), and ends as it was."""
     server.tool(_dynamic, name="test_dynamic_tool")
@@ -733,7 +733,7 @@ def test_trigger_tool_change() -> str:
 
 
 @tool
-def test_trigger_prompt_change() -> str:
+async def test_trigger_prompt_change() -> str:
     """Adds ``test_dynamic_prompt`` and takes it away again: the prompt list
     changed (twice), and ends as it was."""
     server.prompt(_dynamic, name="test_dynamic_prompt")
@@ -750,25 +750,25 @@ def _dynamic() -> str:
 
 
 @server.resource("test://static-text", name="static-text", mime_type="text/plain")
-def static_text() -> str:
+async def static_text() -> str:
     """A static text resource for testing."""
     return STATIC_TEXT
 
 
 @server.resource("test://static-binary", name="static-binary", mime_type="image/png")
-def static_binary() -> bytes:
+async def static_binary() -> bytes:
     """A static binary resource (image) for testing."""
     return RED_PIXEL_PNG
 
 
 @server.resource(TEMPLATE, name="template", mime_type="application/json")
-def template_data(id: str) -> str:
+async def template_data(id: str) -> str:
     """A resource template with parameter substitution."""
     return _compact_json({"id": id, "templateTest": True, "data": f"Data for ID: {id}"})
 
 
 @server.resource(WATCHED_URI, name="watched-resource", mime_type="text/plain")
-def watched_resource() -> str:
+async def watched_resource() -> str:
     """A resource clients may subscribe to (resources/subscribe)."""
     return WATCHED_TEXT
 
@@ -777,19 +777,19 @@ def watched_resource() -> str:
 
 
 @server.prompt
-def test_simple_prompt() -> str:
+async def test_simple_prompt() -> str:
     """A simple prompt without arguments."""
     return "This is a simple prompt for testing."
 
 
 @server.prompt
-def test_prompt_with_arguments(arg1: str, arg2: str) -> str:
+async def test_prompt_with_arguments(arg1: str, arg2: str) -> str:
     """A prompt with required arguments (arg1 and arg2)."""
     return f"Prompt with arguments: arg1='{arg1}', arg2='{arg2}'"
 
 
 @server.prompt
-def test_prompt_with_embedded_resource(resourceUri: str) -> list[Any]:
+async def test_prompt_with_embedded_resource(resourceUri: str) -> list[Any]:
     """A prompt that includes an embedded resource (resourceUri names it)."""
     embedded = {
         "type": "resource",
@@ -806,7 +806,7 @@ def test_prompt_with_embedded_resource(resourceUri: str) -> list[Any]:
 
 
 @server.prompt
-def test_prompt_with_image() -> list[Any]:
+async def test_prompt_with_image() -> list[Any]:
     """A prompt that includes image content."""
     return [
         {"role": "user", "content": Image(RED_PIXEL_PNG, "image/png").block()},
@@ -833,12 +833,12 @@ def _starting_with(candidates: tuple[str, ...], prefix: str) -> list[str]:
 
 
 @server.completion("test_prompt_with_arguments", "arg1")
-def complete_arg1(value: str, context_arguments: dict[str, str]) -> list[str]:
+async def complete_arg1(value: str, context_arguments: dict[str, str]) -> list[str]:
     return _starting_with(ARG1_CANDIDATES, value)
 
 
 @server.completion(TEMPLATE, "id")
-def complete_template_id(value: str, context_arguments: dict[str, str]) -> list[str]:
+async def complete_template_id(value: str, context_arguments: dict[str, str]) -> list[str]:
     return _starting_with(ID_CANDIDATES, value)
 
 

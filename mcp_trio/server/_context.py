@@ -14,9 +14,11 @@ from __future__ import annotations
 import inspect
 import secrets
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import msgspec
+import trio
 
 from .. import _jsonrpc as rpc
 from .._engine._context import RequestContext
@@ -269,11 +271,37 @@ def _wants_context(annotation: Any) -> bool:
     return annotation is Context or annotation == "Context"
 
 
-async def _call(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
-    result = fn(**kwargs)
+async def _call(fn: Callable[..., Any], kwargs: dict[str, Any],
+                limiter: trio.CapacityLimiter | None = None) -> Any:
+    """Run a handler: on the event loop, or (with ``limiter``: a sync handler)
+    in a worker thread that ``limiter`` bounds.
+
+    A cancelled request does not wait for its thread (Python cannot stop
+    one): the answer is given up at once and the thread runs to its end,
+    keeping its limiter token until then.
+    """
+    if limiter is not None:
+        result = await trio.to_thread.run_sync(partial(fn, **kwargs), limiter=limiter, abandon_on_cancel=True)
+    else:
+        result = fn(**kwargs)
     if inspect.isawaitable(result):
         result = await result
     return result
+
+
+def _is_async(fn: Callable[..., Any]) -> bool:
+    """Whether calling ``fn`` gives an awaitable by its declaration (a coroutine
+    function, a partial of one, or an object whose ``__call__`` is one)."""
+    if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
+        return True
+    call = getattr(fn, "__call__", None)  # noqa: B004 - the declared method, not callable()
+    return call is not None and inspect.iscoroutinefunction(call)
+
+
+def _thread_for(fn: Callable[..., Any], on_loop: bool) -> bool:
+    """Whether handler ``fn`` runs in a worker thread: a sync one does, unless
+    registered with ``on_loop=True``."""
+    return not on_loop and not _is_async(fn)
 
 
 def _context_param(fn: Callable[..., Any]) -> str | None:

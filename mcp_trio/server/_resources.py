@@ -13,12 +13,14 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import trio
+
 from .. import _jsonrpc as rpc
 from .._engine._context import RequestContext
 from .._engine._session import Session
 from .._exceptions import McpError
 from ..types import _versions
-from ._context import Context, _call, _context_param
+from ._context import Context, _call, _context_param, _thread_for
 from ._results import resource_contents
 from ._uritemplate import UriTemplate
 
@@ -32,8 +34,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 class _Resource:
     def __init__(self, fn: Callable[..., Any], definition: dict[str, Any], template: UriTemplate | None,
-                 mime_type: str | None, context_param: str | None) -> None:
+                 mime_type: str | None, context_param: str | None, threaded: bool = False) -> None:
         self.fn = fn
+        self.threaded = threaded
         self.definition = definition
         self.template = template
         self.mime_type = mime_type
@@ -50,6 +53,7 @@ class _ResourcesMixin:
     _changed: Callable[[str], None]
     _page: Callable[..., dict[str, Any]]
     _cacheable: Callable[..., dict[str, Any]]
+    _sync_limiter: trio.CapacityLimiter
 
     def resource(
         self,
@@ -62,13 +66,30 @@ class _ResourcesMixin:
         annotations: dict[str, Any] | None = None,
         size: int | None = None,
         icons: list[dict[str, Any]] | None = None,
+        on_loop: bool = False,
+        replace: bool = False,
     ) -> Callable[[F], F]:
         """Register a resource; a URI with ``{...}`` is an RFC 6570 template whose
         variables are passed to the handler as keyword arguments.  The handler
-        returns ``str`` (text), ``bytes`` (blob) or a list of contents dicts."""
+        returns ``str`` (text), ``bytes`` (blob) or a list of contents dicts.
+
+        The handler's parameters must match the template's variables (a
+        mismatch raises ``TypeError`` here, naming both).  A sync handler
+        runs in a worker thread unless ``on_loop=True``; a second resource
+        with the same URI raises ``ValueError`` unless ``replace=True``.
+        """
+        if not isinstance(uri, str):
+            shown = getattr(uri, "__name__", repr(uri))
+            raise TypeError(f"@server.resource needs the resource's URI first: write "
+                            f"@server.resource('scheme://path') above def {shown}(...)")
+        template = UriTemplate(uri) if "{" in uri else None
 
         def register(fn: F) -> F:
-            template = UriTemplate(uri) if "{" in uri else None
+            if uri in (self._templates if template else self._resources) and not replace:
+                raise ValueError(f"a resource {uri!r} is already registered "
+                                 f"(pass replace=True to replace it)")
+            context_param = _context_param(fn)
+            _check_parameters(fn, uri, template.variables if template else (), context_param)
             definition: dict[str, Any] = {"name": name or fn.__name__}
             definition["uriTemplate" if template else "uri"] = uri
             doc = description if description is not None else inspect.getdoc(fn)
@@ -78,7 +99,7 @@ class _ResourcesMixin:
                                ("size", size), ("icons", icons)):
                 if value is not None and not (template and key == "size"):
                     definition[key] = value
-            entry = _Resource(fn, definition, template, mime_type, _context_param(fn))
+            entry = _Resource(fn, definition, template, mime_type, context_param, _thread_for(fn, on_loop))
             if template:
                 self._templates[uri] = entry
             else:
@@ -133,7 +154,7 @@ class _ResourcesMixin:
         kwargs = dict(values)
         if entry.context_param is not None:
             kwargs[entry.context_param] = Context(self, ctx)
-        value = await _call(entry.fn, kwargs)
+        value = await _call(entry.fn, kwargs, self._sync_limiter if entry.threaded else None)
         return self._cacheable(ctx, {"contents": resource_contents(uri, value, entry.mime_type)})
 
     async def _subscribe(self, ctx: RequestContext, params: Any) -> Any:
@@ -143,3 +164,26 @@ class _ResourcesMixin:
     async def _unsubscribe(self, ctx: RequestContext, params: Any) -> Any:
         self._subscriptions.get(ctx.session, set()).discard(params.uri)
         return {}
+
+
+def _check_parameters(fn: Callable[..., Any], uri: str, variables: tuple[str, ...],
+                      context_param: str | None) -> None:
+    """Registration-time check: the template's variables are exactly what the
+    handler takes (its parameters with defaults may be left out)."""
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return  # a builtin or another callable without a signature: checked when read
+    name = getattr(fn, "__qualname__", repr(fn))
+    takes_any = any(p.kind is p.VAR_KEYWORD for p in params.values())
+    named = [n for n, p in params.items()
+             if n != context_param and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
+    unknown = [v for v in variables if v not in named and not takes_any]
+    if unknown:
+        raise TypeError(f"resource {uri!r}: handler {name}() has no parameter for template variable(s) "
+                        f"{', '.join(unknown)} (its parameters: {', '.join(named) or 'none'})")
+    required = [n for n in named if params[n].default is inspect.Parameter.empty and n not in variables]
+    if required:
+        what = "template variables" if variables else "variables: this URI has none"
+        raise TypeError(f"resource {uri!r}: handler {name}() requires {', '.join(required)}, which the URI "
+                        f"does not supply ({what}: {', '.join(variables) or '-'})")

@@ -77,7 +77,7 @@ from ._context import _LEVEL_RANK, Context, _only
 from ._cursor import decode_cursor, encode_cursor
 from ._listen import SubscriptionHub
 from ._mrtr import InputRequired, InputSession, StateCodec
-from ._prompts import _Prompt, _PromptsMixin
+from ._prompts import _Completion, _Prompt, _PromptsMixin
 from ._resources import _Resource, _ResourcesMixin
 from ._tasks import TaskManager
 from ._tools import _Tool, _ToolsMixin
@@ -106,6 +106,10 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin):
         tasks: The :class:`~mcp_trio.server._tasks.TaskManager` that runs the tools
             registered with ``task_support`` (ttl, limits, owner); by default
             one with its defaults.  Available as ``server.tasks``.
+        sync_limiter: Bounds the worker threads that run sync handlers
+            (tools, resources, prompts, completions not registered with
+            ``on_loop=True``); by default 40 at once, shared by every
+            session of this server.
     """
 
     def __init__(
@@ -122,6 +126,7 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin):
         state_key: bytes | None = None,
         state_ttl: float = 600.0,
         tasks: TaskManager | None = None,
+        sync_limiter: trio.CapacityLimiter | None = None,
         **session_options: Any,
     ) -> None:
         if page_size < 1:
@@ -139,7 +144,8 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin):
         self._resources: dict[str, _Resource] = {}
         self._templates: dict[str, _Resource] = {}
         self._prompts: dict[str, _Prompt] = {}
-        self._completions: dict[tuple[str, str], Callable[..., Any]] = {}
+        self._completions: dict[tuple[str, str], _Completion] = {}
+        self._sync_limiter = sync_limiter if sync_limiter is not None else trio.CapacityLimiter(40)
         self._sessions: set[Session] = set()
         self._log_levels: dict[Session, str] = {}
         self._subscriptions: dict[Session, set[str]] = {}

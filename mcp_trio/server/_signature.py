@@ -182,6 +182,7 @@ class ToolSignature:
         skip: Callable[[Any], bool] = _skip_nothing,
         structured_output: bool | None = None,
         is_content: Callable[[Any], bool] = _skip_nothing,
+        kind: str = "tool",
     ) -> ToolSignature:
         """Inspect ``fn`` and build its schemas (see the module docstring for the rules).
 
@@ -192,17 +193,17 @@ class ToolSignature:
         """
         name = _describe(fn)
         if not callable(fn):
-            raise TypeError(f"tool {name} is not callable")
+            raise TypeError(f"{kind} {name} is not callable")
         try:
             sig = inspect.signature(fn)
         except (TypeError, ValueError) as exc:
-            raise TypeError(f"cannot read the signature of tool function {name}: {exc}") from exc
+            raise TypeError(f"cannot read the signature of {kind} function {name}: {exc}") from exc
         source = _annotation_source(fn)
         try:
             hints = typing.get_type_hints(source, include_extras=True)
         except Exception as exc:
             raise TypeError(
-                f"cannot resolve the annotations of tool function {name}: {exc}"
+                f"cannot resolve the annotations of {kind} function {name}: {exc}"
             ) from exc
         docs = _docstring_params(inspect.getdoc(source))
 
@@ -212,18 +213,18 @@ class ToolSignature:
         for param in sig.parameters.values():
             if param.kind is param.VAR_POSITIONAL:
                 raise TypeError(
-                    f"tool function {name} takes *{param.name}; "
-                    "tool parameters must be named (no *args)"
+                    f"{kind} function {name} takes *{param.name}; "
+                    f"{kind} parameters must be named (no *args)"
                 )
             if param.kind is param.VAR_KEYWORD:
                 raise TypeError(
-                    f"tool function {name} takes **{param.name}; "
-                    "tool parameters must be declared (no **kwargs)"
+                    f"{kind} function {name} takes **{param.name}; "
+                    f"{kind} parameters must be declared (no **kwargs)"
                 )
             if param.kind is param.POSITIONAL_ONLY:
                 raise TypeError(
-                    f"tool function {name} has positional-only parameter {param.name!r}; "
-                    "tool arguments are passed by keyword"
+                    f"{kind} function {name} has positional-only parameter {param.name!r}; "
+                    f"{kind} arguments are passed by keyword"
                 )
             if param.name in hints:
                 hint = hints[param.name]
@@ -267,7 +268,7 @@ class ToolSignature:
             except msgspec.ValidationError:
                 pass
         except (TypeError, ValueError) as exc:
-            raise TypeError(f"unsupported parameter type in tool function {name}: {exc}") from exc
+            raise TypeError(_unsupported(f"{kind} function {name}", struct_fields, exc)) from None
         self._args_type = args_type
 
         schema.pop("title", None)
@@ -358,8 +359,11 @@ class ToolSignature:
 
     # ------------------------------------------------------------------ #
 
-    def bind(self, arguments: dict[str, Any] | None) -> dict[str, Any]:
+    def bind(self, arguments: dict[str, Any] | None, *, strict: bool = True) -> dict[str, Any]:
         """Validate MCP ``arguments`` and convert them to keyword arguments.
+
+        ``strict=False`` also converts strings to the annotated numbers and
+        booleans (prompt arguments are strings on the wire).
 
         Injected parameters are not included; omitted optional ones are left
         out so the function's own defaults apply.  Raises `ArgumentError`.
@@ -367,22 +371,22 @@ class ToolSignature:
         if arguments is None:
             arguments = {}
         try:
-            obj = msgspec.convert(arguments, self._args_type)
+            obj = msgspec.convert(arguments, self._args_type, strict=strict)
         except msgspec.ValidationError as exc:
-            obj = self._retry(arguments, exc)
+            obj = self._retry(arguments, exc, strict)
         kwargs = msgspec.structs.asdict(obj)
         for field in self._fields:
             if kwargs[field] is msgspec.UNSET:
                 del kwargs[field]
         return kwargs
 
-    def _retry(self, arguments: Any, exc: msgspec.ValidationError) -> Any:
+    def _retry(self, arguments: Any, exc: msgspec.ValidationError, strict: bool = True) -> Any:
         # JSON Schema counts 1.0 as an integer; msgspec does not.  Only on the
         # error path, try again with integral floats turned into ints.
         normalised = _integral_floats_to_int(arguments)
         if normalised is not arguments:
             try:
-                return msgspec.convert(normalised, self._args_type)
+                return msgspec.convert(normalised, self._args_type, strict=strict)
             except msgspec.ValidationError as again:
                 exc = again
         raise self._argument_error(str(exc)) from None
@@ -436,3 +440,27 @@ class ToolSignature:
         if self.wraps_output:
             return {"result": plain}
         return plain
+
+
+SUPPORTED_TYPES = (
+    "str, int, float, bool, None, bytes, list/tuple/set/frozenset and dict[str, ...] of these, "
+    "Literal, Enum, Optional and unions, datetime/date/time/timedelta, UUID, Decimal, "
+    "dataclasses, TypedDict, NamedTuple and msgspec.Struct"
+)
+
+
+def _unsupported(what: str, fields: list[tuple[str, Any, Any]], exc: Exception) -> str:
+    """The registration error for a signature msgspec refuses, naming the parameter."""
+    for field, hint, _ in fields:
+        try:
+            probe = msgspec.defstruct("Probe", [(field, hint)], module=__name__)
+            msgspec.json.schema(probe)
+            msgspec.convert({}, probe)
+        except msgspec.ValidationError:
+            continue
+        except (TypeError, ValueError):
+            shown = hint.__qualname__ if isinstance(hint, type) else repr(hint)
+            return (f"unsupported parameter type in {what}: parameter {field!r} has a type "
+                    f"that cannot come from JSON "
+                    f"({shown}); supported: {SUPPORTED_TYPES}")
+    return f"unsupported parameter type in {what}: {exc}"

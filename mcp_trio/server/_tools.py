@@ -13,9 +13,10 @@ import inspect
 import logging
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import msgspec
+import trio
 
 from .. import _jsonrpc as rpc
 from .._engine._context import RequestContext
@@ -29,6 +30,7 @@ from ._context import (
     _context_param,
     _only,
     _StartTask,
+    _thread_for,
     _wants_context,
 )
 from ._mrtr import InputSession
@@ -50,8 +52,10 @@ _FIRST_STRUCTURED = "2025-06-18"  # outputSchema and structuredContent exist fro
 class _Tool:
     def __init__(self, fn: Callable[..., Any], definition: dict[str, Any], sig: ToolSignature | None,
                  input_schema: dict[str, Any] | None, context_param: str | None,
-                 task_support: str | None = None, defer_task: bool = False) -> None:
+                 task_support: str | None = None, defer_task: bool = False, threaded: bool = False) -> None:
         self.fn = fn
+        #: A sync handler, run in a worker thread.
+        self.threaded = threaded
         self.definition = definition
         self.sig = sig
         self.input_schema = input_schema
@@ -80,10 +84,16 @@ class _ToolsMixin:
     tasks: TaskManager
     _changed: Callable[[str], None]
     _page: Callable[..., dict[str, Any]]
+    _sync_limiter: trio.CapacityLimiter
 
+    @overload
+    def tool(self, fn: F, /) -> F: ...
+
+    @overload
     def tool(
         self,
-        fn: F | None = None,
+        fn: None = None,
+        /,
         *,
         name: str | None = None,
         title: str | None = None,
@@ -96,8 +106,37 @@ class _ToolsMixin:
         structured_output: bool | None = None,
         task_support: str | None = None,
         defer_task: bool = False,
-    ) -> Any:
-        """Register a tool (decorator, with or without arguments).
+        on_loop: bool = False,
+        replace: bool = False,
+    ) -> Callable[[F], F]: ...
+
+    def tool(
+        self,
+        fn: F | None = None,
+        /,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        input_schema: dict[str, Any] | None = None,
+        output_schema: dict[str, Any] | None = None,
+        annotations: dict[str, Any] | None = None,
+        icons: list[dict[str, Any]] | None = None,
+        meta: dict[str, Any] | None = None,
+        structured_output: bool | None = None,
+        task_support: str | None = None,
+        defer_task: bool = False,
+        on_loop: bool = False,
+        replace: bool = False,
+    ) -> F | Callable[[F], F]:
+        """Register a tool (decorator, with or without arguments); the function
+        is returned unchanged.
+
+        A sync function runs in a worker thread (at most the server's
+        ``sync_limiter`` at once), so a blocking call never holds up the
+        session; ``on_loop=True`` runs it on the event loop instead (for quick
+        handlers on hot paths).  A second tool of the same name raises
+        ``ValueError`` unless ``replace=True``.
 
         The input schema comes from the type hints unless ``input_schema`` is
         given (then arguments are passed to the handler as one ``arguments``
@@ -124,7 +163,12 @@ class _ToolsMixin:
             raise ValueError("defer_task needs task_support 'optional' or 'required'")
 
         def register(fn: F) -> F:
+            if not callable(fn):
+                raise TypeError(f"@server.tool decorates a function, not {fn!r}")
             tool_name = name or fn.__name__
+            if tool_name in self._tools and not replace:
+                raise ValueError(f"a tool named {tool_name!r} is already registered "
+                                 f"(pass replace=True to replace it, or choose another name)")
             ctx_param = _context_param(fn)
             sig = None
             schema = input_schema
@@ -151,7 +195,8 @@ class _ToolsMixin:
             if task_support is not None:
                 definition["execution"] = {"taskSupport": task_support}
             self._tools[tool_name] = _Tool(
-                fn, definition, sig, None if sig else schema, ctx_param, task_support, defer_task
+                fn, definition, sig, None if sig else schema, ctx_param, task_support, defer_task,
+                _thread_for(fn, on_loop),
             )
             self._changed("notifications/tools/list_changed")
             return fn
@@ -241,7 +286,7 @@ class _ToolsMixin:
         if tool.context_param is not None:
             kwargs[tool.context_param] = Context(self, ctx)
         try:
-            value = await _call(tool.fn, kwargs)
+            value = await _call(tool.fn, kwargs, self._sync_limiter if tool.threaded else None)
         except McpError:
             raise
         except Exception as exc:
