@@ -93,7 +93,9 @@ async def test_the_sync_limiter_bounds_the_worker_threads() -> None:
         with trio.fail_after(5):
             async with trio.open_nursery() as nursery:
                 for _ in range(4):
-                    nursery.start_soon(client.request, "tools/call", {"name": "work", "arguments": {}})
+                    nursery.start_soon(
+                        client.request, "tools/call", {"name": "work", "arguments": {}}
+                    )
     assert overlap == [1, 1, 1, 1]
 
 
@@ -167,7 +169,9 @@ def test_an_unsupported_parameter_type_names_the_parameter() -> None:
     def tool(count: int, lock: threading.Lock) -> str:  # type: ignore[valid-type]
         return ""
 
-    with pytest.raises(TypeError, match=r"tool function .*tool.*parameter 'lock'.*supported: str, int"):
+    with pytest.raises(
+        TypeError, match=r"tool function .*tool.*parameter 'lock'.*supported: str, int"
+    ):
         server.tool(tool)
 
 
@@ -182,7 +186,12 @@ async def test_prompt_arguments_are_converted_to_their_types() -> None:
 
     @server.prompt
     def shaped(
-        count: int, ratio: float, loud: bool, color: Color, mode: Literal["a", "b"] = "a", note: str = ""
+        count: int,
+        ratio: float,
+        loud: bool,
+        color: Color,
+        mode: Literal["a", "b"] = "a",
+        note: str = "",
     ) -> str:
         """A prompt.
 
@@ -196,7 +205,14 @@ async def test_prompt_arguments_are_converted_to_their_types() -> None:
         with trio.fail_after(5):
             listed = await client.request("prompts/list", {})
             (prompt,) = listed.prompts
-            assert [a.name for a in prompt.arguments] == ["count", "ratio", "loud", "color", "mode", "note"]
+            assert [a.name for a in prompt.arguments] == [
+                "count",
+                "ratio",
+                "loud",
+                "color",
+                "mode",
+                "note",
+            ]
             assert [a.name for a in prompt.arguments if a.required is True] == [
                 "count",
                 "ratio",
@@ -228,4 +244,7 @@ async def test_prompt_arguments_are_converted_to_their_types() -> None:
                     },
                 )
     assert caught.value.code == -32602
-    assert "Invalid arguments for prompt shaped" in caught.value.message and "count" in caught.value.message
+    assert (
+        "Invalid arguments for prompt shaped" in caught.value.message
+        and "count" in caught.value.message
+    )
