@@ -6,7 +6,10 @@ re-exported here.
 
 from ._cache import ResultCache as ResultCache
 from ._client import Client as Client
+from ._connect import ServesSessions as ServesSessions
+from ._connect import connect as connect
 from ._connect import connect_http as connect_http
+from ._connect import connect_server as connect_server
 from ._connect import connect_stdio as connect_stdio
 from ._connect import connect_websocket as connect_websocket
 from ._connect import open_client as open_client
@@ -16,8 +19,11 @@ from ._listen import Subscription as Subscription
 __all__ = [
     "Client",
     "ResultCache",
+    "ServesSessions",
     "Subscription",
+    "connect",
     "connect_http",
+    "connect_server",
     "connect_stdio",
     "connect_websocket",
     "elicitation_defaults",

@@ -13,14 +13,16 @@ Rules:
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 
-from .._engine._session import Session, open_session
+from .._engine._session import Session, _unwrap, open_session
 from ..transports._base import MessageChannel
+from ..transports.memory import open_memory_transport_pair
 from ..transports.stdio import open_stdio_client
 from ._cache import _INVALIDATES, ResultCache
 from ._client import Client
@@ -28,6 +30,13 @@ from ._handlers import Handler, NotificationHook, _client_capabilities
 
 if TYPE_CHECKING:
     from ..transports.http.client import HTTPAuth
+
+
+class ServesSessions(Protocol):
+    """What :func:`connect_server` serves: a :class:`~mcp_trio.server.Server`, or
+    any object with the same ``serve_session``."""
+
+    async def serve_session(self, channel: MessageChannel, *, task_status: Any = ...) -> None: ...
 
 
 @asynccontextmanager
@@ -241,3 +250,46 @@ async def _connect_over(
     async with open_channel(url, **options) as channel:
         async with open_client(channel, **client_options) as client:
             yield client
+
+
+@asynccontextmanager
+async def connect_server(server: ServesSessions, **client_options: Any) -> AsyncIterator[Client]:
+    """Serve ``server`` (a :class:`~mcp_trio.server.Server`, or anything with an
+    async ``serve_session(channel, task_status=...)``) in this process over an
+    in-memory pair and connect to it: the one-line way to test a server.
+
+    ``client_options`` are those of :func:`open_client`.  The server's side
+    ends with the block; an exception in the block comes out as itself, not
+    wrapped in an exception group.
+    """
+    ours, theirs = open_memory_transport_pair()
+    try:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(server.serve_session, theirs)
+            async with open_client(ours, **client_options) as client:
+                yield client
+            nursery.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        raise _unwrap(group) from None
+
+
+def connect(target: str | Sequence[str] | ServesSessions, **options: Any) -> AbstractAsyncContextManager[Client]:
+    """Connect to ``target``, whatever it is: an ``http(s)://`` URL (Streamable
+    HTTP), a ``ws(s)://`` URL (WebSocket), a server object (in process), or a
+    command line to start as a stdio server (a string split like a shell
+    would, or a list of arguments).  ``options`` go to the matching
+    ``connect_*`` function."""
+    if isinstance(target, str):
+        scheme = target.split(":", 1)[0].lower()
+        if scheme in ("http", "https"):
+            return connect_http(target, **options)
+        if scheme in ("ws", "wss"):
+            return connect_websocket(target, **options)
+        target = shlex.split(target)
+    if isinstance(target, Sequence) and not isinstance(target, str):
+        if not target:
+            raise ValueError("connect() needs a command to start, a URL or a server; got an empty command")
+        return connect_stdio(*target, **options)
+    if callable(getattr(target, "serve_session", None)):
+        return connect_server(target, **options)
+    raise TypeError(f"connect() takes a URL, a command or a server, not {type(target).__name__}")

@@ -8,7 +8,13 @@ from ._context import (
     Context as Context,
 )
 from ._context import (
+    LogLevel as LogLevel,
+)
+from ._context import (
     MissingClientCapability as MissingClientCapability,
+)
+from ._elicit import (
+    Elicited as Elicited,
 )
 from ._results import (
     Audio as Audio,
@@ -21,4 +27,6 @@ from ._server import (
 )
 from ._tasks import TaskManager as TaskManager
 
-__all__ = ["Audio", "Context", "Image", "MissingClientCapability", "Server", "TaskManager"]
+__all__ = [
+    "Audio", "Context", "Elicited", "Image", "LogLevel", "MissingClientCapability", "Server", "TaskManager",
+]

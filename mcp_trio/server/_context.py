@@ -15,7 +15,7 @@ import inspect
 import secrets
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, TypeVar, get_args, overload
 
 import msgspec
 import trio
@@ -25,6 +25,7 @@ from .._engine._context import RequestContext
 from .._engine._session import Session
 from .._exceptions import LocalProtocolError, McpError
 from ..types import _versions
+from ._elicit import Elicited, form_schema, typed_answer
 from ._mrtr import MISSING
 from ._task_context import TaskRequestContext
 
@@ -33,7 +34,13 @@ if TYPE_CHECKING:
 
 __all__ = ["Context", "MissingClientCapability"]
 
-LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+LogLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
+LOG_LEVELS: tuple[LogLevel, ...] = get_args(LogLevel)
+T = TypeVar("T")
+
+#: Client capabilities newer than the first revision, and the revision they came with.
+_SINCE = {"elicitation": "2025-06-18", "elicitation.url": "2025-11-25", "sampling.tools": "2025-11-25"}
+
 _LEVEL_RANK = {name: i for i, name in enumerate(LOG_LEVELS)}
 _FIRST_ISERROR_ARGS = "2025-11-25"  # from here on, bad tool arguments are tool execution errors
 
@@ -115,7 +122,7 @@ class Context:
         resumes the stream.  False on transports without response streams."""
         return await self.request.close_stream()
 
-    async def log(self, level: str, data: Any, logger: str | None = None) -> None:
+    async def log(self, level: LogLevel, data: Any, logger: str | None = None) -> None:
         """Send ``notifications/message`` if ``level`` passes the client's threshold."""
         if level not in _LEVEL_RANK:
             raise ValueError(f"unknown log level {level!r}; one of {', '.join(LOG_LEVELS)}")
@@ -140,6 +147,13 @@ class Context:
         await self.log("error", data)
 
     def _require(self, capability: str, detail: str | None = None) -> dict[str, Any]:
+        since = _SINCE.get(capability if detail is None else f"{capability}.{detail}")
+        if since is not None and self.protocol_version < since:
+            what = capability if detail is None else f"{capability}.{detail}"
+            raise LocalProtocolError(
+                f"{what} does not exist in protocol revision {self.protocol_version}, the one negotiated "
+                f"with this client (it needs {since} or later)"
+            )
         caps = self.client_capabilities.get(capability)
         if not isinstance(caps, dict):
             self._missing(
@@ -226,22 +240,44 @@ class Context:
             "sampling/createMessage", body, "CreateMessageResult", timeout, input_key
         )
 
+    @overload
+    async def elicit(
+        self, message: str, requested_schema: type[T], *, timeout: float | None = None,
+        input_key: str | None = None,
+    ) -> Elicited[T]: ...
+
+    @overload
+    async def elicit(
+        self, message: str, requested_schema: dict[str, Any], *, timeout: float | None = None,
+        input_key: str | None = None,
+    ) -> Any: ...
+
     async def elicit(
         self,
         message: str,
-        requested_schema: dict[str, Any],
+        requested_schema: type[T] | dict[str, Any],
         *,
         timeout: float | None = None,
         input_key: str | None = None,
-    ) -> Any:
-        """Ask the user for input (``elicitation/create``, form mode); returns the result Struct."""
+    ) -> Elicited[T] | Any:
+        """Ask the user to fill a form (``elicitation/create``, form mode).
+
+        ``requested_schema`` is a type (a dataclass, TypedDict or msgspec
+        Struct of str, int, float, bool and Literal/Enum-of-strings fields):
+        the form is built from it and the answer comes back as
+        :class:`Elicited` with ``data`` of that type; or a raw JSON Schema
+        dict, and the answer is the ``ElicitResult`` as received.
+        """
+        kind = requested_schema if isinstance(requested_schema, type) else None
+        schema = form_schema(kind) if kind is not None else requested_schema
         caps = self._require("elicitation")
         if caps and "form" not in caps and "url" in caps:
             self._missing("the client supports only URL mode elicitation", {"elicitation": {"form": {}}})
-        body: dict[str, Any] = {"message": message, "requestedSchema": requested_schema}
+        body: dict[str, Any] = {"message": message, "requestedSchema": schema}
         if self.protocol_version >= _FIRST_ISERROR_ARGS:
             body["mode"] = "form"
-        return await self._input("elicitation/create", body, "ElicitResult", timeout, input_key)
+        result = await self._input("elicitation/create", body, "ElicitResult", timeout, input_key)
+        return typed_answer(result, kind) if kind is not None else result
 
     async def elicit_url(
         self,
