@@ -192,7 +192,8 @@ def request_decoder(params_types: dict[str, type]) -> msgspec.json.Decoder[Any]:
 
 def request_method(message: Any) -> str:
     """The method of a message decoded by :func:`request_decoder` (its tag)."""
-    return type(message).__struct_config__.tag
+    tag: str = type(message).__struct_config__.tag
+    return tag
 
 
 def decode_batch(data: bytes) -> list[Raw]:

@@ -290,6 +290,6 @@ def connect(target: str | Sequence[str] | ServesSessions, **options: Any) -> Abs
         if not target:
             raise ValueError("connect() needs a command to start, a URL or a server; got an empty command")
         return connect_stdio(*target, **options)
-    if callable(getattr(target, "serve_session", None)):
+    if not isinstance(target, str) and callable(getattr(target, "serve_session", None)):
         return connect_server(target, **options)
     raise TypeError(f"connect() takes a URL, a command or a server, not {type(target).__name__}")

@@ -41,7 +41,7 @@ T = TypeVar("T")
 #: Client capabilities newer than the first revision, and the revision they came with.
 _SINCE = {"elicitation": "2025-06-18", "elicitation.url": "2025-11-25", "sampling.tools": "2025-11-25"}
 
-_LEVEL_RANK = {name: i for i, name in enumerate(LOG_LEVELS)}
+_LEVEL_RANK: dict[str, int] = {name: i for i, name in enumerate(LOG_LEVELS)}
 _FIRST_ISERROR_ARGS = "2025-11-25"  # from here on, bad tool arguments are tool execution errors
 
 

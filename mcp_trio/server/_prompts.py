@@ -46,6 +46,7 @@ class _PromptsMixin:
     _prompts: dict[str, _Prompt]
     _completions: dict[tuple[str, str], _Completion]
     _sync_limiter: trio.CapacityLimiter
+    _context: Callable[[RequestContext], Context]
     _changed: Callable[[str], None]
     _page: Callable[..., dict[str, Any]]
 
@@ -163,17 +164,17 @@ class _PromptsMixin:
         except ArgumentError as exc:
             raise McpError(rpc.INVALID_PARAMS, f"Invalid arguments for prompt {params.name}: {exc}") from None
         if prompt.context_param is not None:
-            kwargs[prompt.context_param] = Context(self, ctx)
+            kwargs[prompt.context_param] = self._context(ctx)
         value = await _call(prompt.fn, kwargs, self._sync_limiter if prompt.threaded else None)
         return prompt_result(value, prompt.definition.get("description"))
 
     async def _complete(self, ctx: RequestContext, params: Any) -> Any:
         ref = params.ref
         ref_key = getattr(ref, "name", None) or getattr(ref, "uri", None)
-        handler = self._completions.get((ref_key, params.argument.name))
+        handler = self._completions.get((str(ref_key), params.argument.name))
         values: list[str] = []
         if handler is not None:
-            context_args = {}
+            context_args: dict[str, Any] = {}
             context = getattr(params, "context", msgspec.UNSET)
             if context is not msgspec.UNSET and context is not None:
                 context_args = getattr(context, "arguments", None) or {}

@@ -54,6 +54,7 @@ class _ResourcesMixin:
     _page: Callable[..., dict[str, Any]]
     _cacheable: Callable[..., dict[str, Any]]
     _sync_limiter: trio.CapacityLimiter
+    _context: Callable[[RequestContext], Context]
 
     def resource(
         self,
@@ -153,7 +154,7 @@ class _ResourcesMixin:
         entry, values = found
         kwargs = dict(values)
         if entry.context_param is not None:
-            kwargs[entry.context_param] = Context(self, ctx)
+            kwargs[entry.context_param] = self._context(ctx)
         value = await _call(entry.fn, kwargs, self._sync_limiter if entry.threaded else None)
         return self._cacheable(ctx, {"contents": resource_contents(uri, value, entry.mime_type)})
 

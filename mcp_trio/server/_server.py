@@ -292,6 +292,10 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin):
 
     # -------------------------------------------------------------- serving
 
+    def _context(self, ctx: RequestContext) -> Context:
+        """What a handler of this server sees for request ``ctx``."""
+        return Context(self, ctx)
+
     async def serve_session(self, channel: MessageChannel, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         """Serve one session over ``channel`` until the peer goes away."""
         # The session runs in this task: no nursery or task of its own around

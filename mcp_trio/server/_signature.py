@@ -167,6 +167,12 @@ class ToolSignature:
     output_schema: dict[str, Any] | None
     wraps_output: bool
     injected: tuple[str, ...]
+    _name: str
+    _args_type: Any
+    _fields: tuple[str, ...]
+    _all_fields: tuple[str, ...]
+    _result_type: Any
+    _result_str_keys: Any
 
     def __init__(self) -> None:  # pragma: no cover - use from_function
         raise TypeError("use ToolSignature.from_function(fn)")

@@ -401,7 +401,7 @@ class TaskManager(_TaskStatus):
             if wait is None or wait.answered.is_set():
                 continue  # never issued, already answered or superseded: ignored
             try:
-                value = msgspec.convert(response, wait.result_type)
+                value: Any = msgspec.convert(response, wait.result_type)
             except msgspec.ValidationError as exc:
                 raise McpError(
                     rpc.INVALID_PARAMS,

@@ -85,6 +85,7 @@ class _ToolsMixin:
     _changed: Callable[[str], None]
     _page: Callable[..., dict[str, Any]]
     _sync_limiter: trio.CapacityLimiter
+    _context: Callable[[RequestContext], Context]
 
     @overload
     def tool(self, fn: F, /) -> F: ...
@@ -284,7 +285,7 @@ class _ToolsMixin:
                 return {"content": [{"type": "text", "text": message}], "isError": True}
             raise McpError(rpc.INVALID_PARAMS, message) from None
         if tool.context_param is not None:
-            kwargs[tool.context_param] = Context(self, ctx)
+            kwargs[tool.context_param] = self._context(ctx)
         try:
             value = await _call(tool.fn, kwargs, self._sync_limiter if tool.threaded else None)
         except McpError:
