@@ -378,7 +378,7 @@ def _with_related(params: Any, task_id: str) -> Any:
         meta = params.get("_meta")
         return {**params, "_meta": {**meta, **related} if isinstance(meta, dict) else related}
     if isinstance(params, msgspec.Struct) and hasattr(params, "meta"):
-        meta = params.meta
+        meta = getattr(params, "meta")  # noqa: B009 - a generated Struct's optional member
         return msgspec.structs.replace(
             params, meta={**meta, **related} if isinstance(meta, dict) else related
         )
