@@ -248,3 +248,13 @@ async def test_prompt_arguments_are_converted_to_their_types() -> None:
         "Invalid arguments for prompt shaped" in caught.value.message
         and "count" in caught.value.message
     )
+
+
+def test_decorator_misuse_is_named() -> None:
+    server = Server("s")
+    with pytest.raises(TypeError, match=r"write @server.tool\(name='add'\), not @server.tool\('add'\)"):
+        server.tool("add")  # type: ignore[call-overload]
+    with pytest.raises(TypeError, match=r"write @server.prompt\(name='p'\)"):
+        server.prompt("p")  # type: ignore[call-overload]
+    with pytest.raises(TypeError, match=r"@server.tool decorates a function, not 3"):
+        server.tool()(3)  # type: ignore[type-var]

@@ -93,6 +93,10 @@ class _PromptsMixin:
         ``replace=True``.
         """
 
+        if fn is not None and not callable(fn):
+            raise TypeError(f"@server.prompt takes its options by keyword: write @server.prompt(name={fn!r}), "
+                            f"not @server.prompt({fn!r})")
+
         def register(fn: F) -> F:
             if not callable(fn):
                 raise TypeError(f"@server.prompt decorates a function, not {fn!r}")

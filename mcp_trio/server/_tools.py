@@ -156,6 +156,9 @@ class _ToolsMixin:
         and becomes a task only when it calls ``await ctx.start_task()`` (a
         tool that returns before that answers inline).
         """
+        if fn is not None and not callable(fn):
+            raise TypeError(f"@server.tool takes its options by keyword: write @server.tool(name={fn!r}), "
+                            f"not @server.tool({fn!r})")
         if task_support is not None and task_support not in TASK_SUPPORT:
             raise ValueError(
                 f"task_support must be one of {', '.join(TASK_SUPPORT)}, not {task_support!r}"
