@@ -28,5 +28,12 @@ from ._server import (
 from ._tasks import TaskManager as TaskManager
 
 __all__ = [
-    "Audio", "Context", "Elicited", "Image", "LogLevel", "MissingClientCapability", "Server", "TaskManager",
+    "Audio",
+    "Context",
+    "Elicited",
+    "Image",
+    "LogLevel",
+    "MissingClientCapability",
+    "Server",
+    "TaskManager",
 ]

@@ -39,7 +39,11 @@ LOG_LEVELS: tuple[LogLevel, ...] = get_args(LogLevel)
 T = TypeVar("T")
 
 #: Client capabilities newer than the first revision, and the revision they came with.
-_SINCE = {"elicitation": "2025-06-18", "elicitation.url": "2025-11-25", "sampling.tools": "2025-11-25"}
+_SINCE = {
+    "elicitation": "2025-06-18",
+    "elicitation.url": "2025-11-25",
+    "sampling.tools": "2025-11-25",
+}
 
 _LEVEL_RANK: dict[str, int] = {name: i for i, name in enumerate(LOG_LEVELS)}
 _FIRST_ISERROR_ARGS = "2025-11-25"  # from here on, bad tool arguments are tool execution errors
@@ -151,8 +155,8 @@ class Context:
         if since is not None and self.protocol_version < since:
             what = capability if detail is None else f"{capability}.{detail}"
             raise LocalProtocolError(
-                f"{what} does not exist in protocol revision {self.protocol_version}, the one negotiated "
-                f"with this client (it needs {since} or later)"
+                f"{what} does not exist in protocol revision {self.protocol_version}, "
+                f"the one negotiated with this client (it needs {since} or later)"
             )
         caps = self.client_capabilities.get(capability)
         if not isinstance(caps, dict):
@@ -167,7 +171,9 @@ class Context:
 
     def _missing(self, message: str, required: dict[str, Any]) -> NoReturn:
         if _versions.is_stateless(self.protocol_version):
-            raise MissingClientCapability(f"Missing required client capability: {message}", required)
+            raise MissingClientCapability(
+                f"Missing required client capability: {message}", required
+            )
         raise LocalProtocolError(message)
 
     async def _input(
@@ -242,13 +248,21 @@ class Context:
 
     @overload
     async def elicit(
-        self, message: str, requested_schema: type[T], *, timeout: float | None = None,
+        self,
+        message: str,
+        requested_schema: type[T],
+        *,
+        timeout: float | None = None,
         input_key: str | None = None,
     ) -> Elicited[T]: ...
 
     @overload
     async def elicit(
-        self, message: str, requested_schema: dict[str, Any], *, timeout: float | None = None,
+        self,
+        message: str,
+        requested_schema: dict[str, Any],
+        *,
+        timeout: float | None = None,
         input_key: str | None = None,
     ) -> Any: ...
 
@@ -272,7 +286,9 @@ class Context:
         schema = form_schema(kind) if kind is not None else requested_schema
         caps = self._require("elicitation")
         if caps and "form" not in caps and "url" in caps:
-            self._missing("the client supports only URL mode elicitation", {"elicitation": {"form": {}}})
+            self._missing(
+                "the client supports only URL mode elicitation", {"elicitation": {"form": {}}}
+            )
         body: dict[str, Any] = {"message": message, "requestedSchema": schema}
         if self.protocol_version >= _FIRST_ISERROR_ARGS:
             body["mode"] = "form"
@@ -290,14 +306,18 @@ class Context:
     ) -> Any:
         """Send the user to ``url`` (``elicitation/create``, URL mode, 2025-11-25+)."""
         if self.protocol_version < _FIRST_ISERROR_ARGS:
-            raise LocalProtocolError(f"URL mode elicitation does not exist in {self.protocol_version}")
+            raise LocalProtocolError(
+                f"URL mode elicitation does not exist in {self.protocol_version}"
+            )
         self._require("elicitation", "url")
         body: dict[str, Any] = {"mode": "url", "message": message, "url": url}
         if not _versions.is_stateless(self.protocol_version):
             body["elicitationId"] = elicitation_id or secrets.token_urlsafe(16)
         return await self._input("elicitation/create", body, "ElicitResult", timeout, input_key)
 
-    async def list_roots(self, *, timeout: float | None = None, input_key: str | None = None) -> Any:
+    async def list_roots(
+        self, *, timeout: float | None = None, input_key: str | None = None
+    ) -> Any:
         """The client's roots (``roots/list``)."""
         self._require("roots")
         return await self._input("roots/list", {}, "ListRootsResult", timeout, input_key)
@@ -307,8 +327,9 @@ def _wants_context(annotation: Any) -> bool:
     return annotation is Context or annotation == "Context"
 
 
-async def _call(fn: Callable[..., Any], kwargs: dict[str, Any],
-                limiter: trio.CapacityLimiter | None = None) -> Any:
+async def _call(
+    fn: Callable[..., Any], kwargs: dict[str, Any], limiter: trio.CapacityLimiter | None = None
+) -> Any:
     """Run a handler: on the event loop, or (with ``limiter``: a sync handler)
     in a worker thread that ``limiter`` bounds.
 
@@ -317,7 +338,9 @@ async def _call(fn: Callable[..., Any], kwargs: dict[str, Any],
     keeping its limiter token until then.
     """
     if limiter is not None:
-        result = await trio.to_thread.run_sync(partial(fn, **kwargs), limiter=limiter, abandon_on_cancel=True)
+        result = await trio.to_thread.run_sync(
+            partial(fn, **kwargs), limiter=limiter, abandon_on_cancel=True
+        )
     else:
         result = fn(**kwargs)
     if inspect.isawaitable(result):

@@ -21,8 +21,19 @@ T = TypeVar("T")
 ElicitAction = Literal["accept", "decline", "cancel"]
 
 _PRIMITIVES = {"string", "number", "integer", "boolean"}
-_KEPT = {"type", "title", "description", "format", "minLength", "maxLength", "minimum", "maximum",
-         "default", "enum", "enumNames"}
+_KEPT = {
+    "type",
+    "title",
+    "description",
+    "format",
+    "minLength",
+    "maxLength",
+    "minimum",
+    "maximum",
+    "default",
+    "enum",
+    "enumNames",
+}
 
 
 @dataclass(frozen=True)
@@ -46,7 +57,9 @@ def form_schema(kind: type[Any]) -> dict[str, Any]:
     ref = schema.get("$ref", "")
     body = defs.get(ref.rpartition("/")[2], schema) if ref else schema
     if body.get("type") != "object" or not isinstance(body.get("properties"), dict):
-        raise TypeError(f"an elicitation form is an object: {name} is not a dataclass, TypedDict or Struct")
+        raise TypeError(
+            f"an elicitation form is an object: {name} is not a dataclass, TypedDict or Struct"
+        )
     choices = _declared_choices(kind)
     properties: dict[str, Any] = {}
     for field, prop in body["properties"].items():
@@ -55,10 +68,12 @@ def form_schema(kind: type[Any]) -> dict[str, Any]:
         if isinstance(values, list) and values and all(isinstance(v, str) for v in values):
             # msgspec sorts choices; the form shows them in the order they are declared
             prop = {**prop, "type": "string", "enum": choices.get(field, values)}
-        if prop.get("type") not in _PRIMITIVES or (prop.get("enum") and prop.get("type") != "string"):
+        if prop.get("type") not in _PRIMITIVES or (
+            prop.get("enum") and prop.get("type") != "string"
+        ):
             raise TypeError(
-                f"elicitation form {name}: field {field!r} must be str, int, float, bool, or a Literal or "
-                f"Enum of strings (forms hold flat primitive fields only)"
+                f"elicitation form {name}: field {field!r} must be str, int, float, bool, "
+                f"or a Literal or Enum of strings (forms hold flat primitive fields only)"
             )
         properties[field] = {k: v for k, v in prop.items() if k in _KEPT}
     out: dict[str, Any] = {"type": "object", "properties": properties}

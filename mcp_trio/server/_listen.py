@@ -89,7 +89,11 @@ class SubscriptionHub:
         methods: set[str] = set()
         for field, (method, capability, flag) in _LIST_FILTERS.items():
             offered = capabilities.get(capability)
-            if getattr(requested, field, None) is True and isinstance(offered, dict) and offered.get(flag):
+            if (
+                getattr(requested, field, None) is True
+                and isinstance(offered, dict)
+                and offered.get(flag)
+            ):
                 agreed[field] = True
                 methods.add(method)
         uris: set[str] = set()
@@ -107,7 +111,9 @@ class SubscriptionHub:
         listener = _Listener(methods, uris)
         self._listeners.add(listener)  # before the acknowledgment: nothing after it is missed
         try:
-            await ctx.notify("notifications/subscriptions/acknowledged", {"_meta": meta, "notifications": agreed})
+            await ctx.notify(
+                "notifications/subscriptions/acknowledged", {"_meta": meta, "notifications": agreed}
+            )
             while True:
                 while not listener.pending and not listener.ended:
                     listener.wakeup = trio.Event()

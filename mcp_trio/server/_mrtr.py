@@ -101,7 +101,9 @@ class StateCodec:
         payload = msgspec.json.encode(state)
         return f"{_b64(payload)}.{_b64(self._mac(payload))}"
 
-    def verify(self, token: str, *, method: str, digest: str, principal: str | None) -> dict[str, Any]:
+    def verify(
+        self, token: str, *, method: str, digest: str, principal: str | None
+    ) -> dict[str, Any]:
         """The state inside ``token``, or -32602 if it is not ours, expired or misplaced."""
         try:
             payload_text, mac_text = token.split(".", 1)
@@ -127,7 +129,13 @@ class StateCodec:
         return state
 
     def new_state(
-        self, *, method: str, digest: str, principal: str | None, answers: dict[str, Any], asked: list[str]
+        self,
+        *,
+        method: str,
+        digest: str,
+        principal: str | None,
+        answers: dict[str, Any],
+        asked: list[str],
     ) -> dict[str, Any]:
         return {
             "v": _STATE_VERSION,

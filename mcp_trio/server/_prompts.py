@@ -25,8 +25,14 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 class _Prompt:
-    def __init__(self, fn: Callable[..., Any], definition: dict[str, Any], context_param: str | None,
-                 sig: ToolSignature, threaded: bool) -> None:
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        definition: dict[str, Any],
+        context_param: str | None,
+        sig: ToolSignature,
+        threaded: bool,
+    ) -> None:
         self.fn = fn
         self.definition = definition
         self.context_param = context_param
@@ -94,17 +100,23 @@ class _PromptsMixin:
         """
 
         if fn is not None and not callable(fn):
-            raise TypeError(f"@server.prompt takes its options by keyword: write @server.prompt(name={fn!r}), "
-                            f"not @server.prompt({fn!r})")
+            raise TypeError(
+                f"@server.prompt takes its options by keyword: write @server.prompt(name={fn!r}), "
+                f"not @server.prompt({fn!r})"
+            )
 
         def register(fn: F) -> F:
             if not callable(fn):
                 raise TypeError(f"@server.prompt decorates a function, not {fn!r}")
             prompt_name = name or fn.__name__
             if prompt_name in self._prompts and not replace:
-                raise ValueError(f"a prompt named {prompt_name!r} is already registered "
-                                 f"(pass replace=True to replace it, or choose another name)")
-            sig = ToolSignature.from_function(fn, skip=_wants_context, structured_output=False, kind="prompt")
+                raise ValueError(
+                    f"a prompt named {prompt_name!r} is already registered "
+                    f"(pass replace=True to replace it, or choose another name)"
+                )
+            sig = ToolSignature.from_function(
+                fn, skip=_wants_context, structured_output=False, kind="prompt"
+            )
             properties = sig.input_schema.get("properties", {})
             required = set(sig.input_schema.get("required", ()))
             arguments = []
@@ -123,7 +135,9 @@ class _PromptsMixin:
                 definition["title"] = title
             if arguments:
                 definition["arguments"] = arguments
-            self._prompts[prompt_name] = _Prompt(fn, definition, _context_param(fn), sig, _thread_for(fn, on_loop))
+            self._prompts[prompt_name] = _Prompt(
+                fn, definition, _context_param(fn), sig, _thread_for(fn, on_loop)
+            )
             self._changed("notifications/prompts/list_changed")
             return fn
 
@@ -139,8 +153,10 @@ class _PromptsMixin:
         ``(value, context_arguments)`` and returns a list of strings; a sync
         one runs in a worker thread unless ``on_loop=True``."""
         if not isinstance(ref, str) or not isinstance(argument, str):
-            raise TypeError("@server.completion needs the prompt name (or URI template) and the argument: "
-                            "@server.completion('greet', 'name')")
+            raise TypeError(
+                "@server.completion needs the prompt name (or URI template) and the argument: "
+                "@server.completion('greet', 'name')"
+            )
 
         def register(fn: F) -> F:
             self._completions[(ref, argument)] = _Completion(fn, _thread_for(fn, on_loop))
@@ -159,14 +175,22 @@ class _PromptsMixin:
         declared = {a["name"]: a for a in prompt.definition.get("arguments", [])}
         missing = [n for n, a in declared.items() if a.get("required") and n not in args]
         if missing:
-            raise McpError(rpc.INVALID_PARAMS, f"Missing required arguments for prompt {params.name}: {', '.join(missing)}")
+            raise McpError(
+                rpc.INVALID_PARAMS,
+                f"Missing required arguments for prompt {params.name}: {', '.join(missing)}",
+            )
         unknown = [n for n in args if n not in declared]
         if unknown:
-            raise McpError(rpc.INVALID_PARAMS, f"Unknown arguments for prompt {params.name}: {', '.join(unknown)}")
+            raise McpError(
+                rpc.INVALID_PARAMS,
+                f"Unknown arguments for prompt {params.name}: {', '.join(unknown)}",
+            )
         try:
             kwargs = prompt.sig.bind(args, strict=False)
         except ArgumentError as exc:
-            raise McpError(rpc.INVALID_PARAMS, f"Invalid arguments for prompt {params.name}: {exc}") from None
+            raise McpError(
+                rpc.INVALID_PARAMS, f"Invalid arguments for prompt {params.name}: {exc}"
+            ) from None
         if prompt.context_param is not None:
             kwargs[prompt.context_param] = self._context(ctx)
         value = await _call(prompt.fn, kwargs, self._sync_limiter if prompt.threaded else None)
@@ -183,6 +207,14 @@ class _PromptsMixin:
             if context is not msgspec.UNSET and context is not None:
                 context_args = getattr(context, "arguments", None) or {}
             arguments = {"value": params.argument.value, "context_arguments": context_args}
-            values = list(await _call(handler.fn, arguments, self._sync_limiter if handler.threaded else None))
-        result = {"completion": {"values": values[:100], "total": len(values), "hasMore": len(values) > 100}}
+            values = list(
+                await _call(handler.fn, arguments, self._sync_limiter if handler.threaded else None)
+            )
+        result = {
+            "completion": {
+                "values": values[:100],
+                "total": len(values),
+                "hasMore": len(values) > 100,
+            }
+        }
         return result

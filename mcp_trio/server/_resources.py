@@ -33,8 +33,15 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 class _Resource:
-    def __init__(self, fn: Callable[..., Any], definition: dict[str, Any], template: UriTemplate | None,
-                 mime_type: str | None, context_param: str | None, threaded: bool = False) -> None:
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        definition: dict[str, Any],
+        template: UriTemplate | None,
+        mime_type: str | None,
+        context_param: str | None,
+        threaded: bool = False,
+    ) -> None:
         self.fn = fn
         self.threaded = threaded
         self.definition = definition
@@ -81,14 +88,17 @@ class _ResourcesMixin:
         """
         if not isinstance(uri, str):
             shown = getattr(uri, "__name__", repr(uri))
-            raise TypeError(f"@server.resource needs the resource's URI first: write "
-                            f"@server.resource('scheme://path') above def {shown}(...)")
+            raise TypeError(
+                f"@server.resource needs the resource's URI first: write "
+                f"@server.resource('scheme://path') above def {shown}(...)"
+            )
         template = UriTemplate(uri) if "{" in uri else None
 
         def register(fn: F) -> F:
             if uri in (self._templates if template else self._resources) and not replace:
-                raise ValueError(f"a resource {uri!r} is already registered "
-                                 f"(pass replace=True to replace it)")
+                raise ValueError(
+                    f"a resource {uri!r} is already registered (pass replace=True to replace it)"
+                )
             context_param = _context_param(fn)
             _check_parameters(fn, uri, template.variables if template else (), context_param)
             definition: dict[str, Any] = {"name": name or fn.__name__}
@@ -96,11 +106,18 @@ class _ResourcesMixin:
             doc = description if description is not None else inspect.getdoc(fn)
             if doc:
                 definition["description"] = doc.strip()
-            for key, value in (("title", title), ("mimeType", mime_type), ("annotations", annotations),
-                               ("size", size), ("icons", icons)):
+            for key, value in (
+                ("title", title),
+                ("mimeType", mime_type),
+                ("annotations", annotations),
+                ("size", size),
+                ("icons", icons),
+            ):
                 if value is not None and not (template and key == "size"):
                     definition[key] = value
-            entry = _Resource(fn, definition, template, mime_type, context_param, _thread_for(fn, on_loop))
+            entry = _Resource(
+                fn, definition, template, mime_type, context_param, _thread_for(fn, on_loop)
+            )
             if template:
                 self._templates[uri] = entry
             else:
@@ -132,7 +149,9 @@ class _ResourcesMixin:
         return self._page(ctx, [r.definition for r in self._resources.values()], "resources")
 
     async def _list_templates(self, ctx: RequestContext, params: Any) -> Any:
-        return self._page(ctx, [r.definition for r in self._templates.values()], "resourceTemplates")
+        return self._page(
+            ctx, [r.definition for r in self._templates.values()], "resourceTemplates"
+        )
 
     def _find_resource(self, uri: str) -> tuple[_Resource, dict[str, Any]] | None:
         entry = self._resources.get(uri)
@@ -149,7 +168,11 @@ class _ResourcesMixin:
         uri = params.uri
         found = self._find_resource(uri)
         if found is None:
-            code = rpc.INVALID_PARAMS if _versions.is_stateless(ctx.version) else rpc.RESOURCE_NOT_FOUND
+            code = (
+                rpc.INVALID_PARAMS
+                if _versions.is_stateless(ctx.version)
+                else rpc.RESOURCE_NOT_FOUND
+            )
             raise McpError(code, f"Resource not found: {uri}", {"uri": uri})
         entry, values = found
         kwargs = dict(values)
@@ -167,8 +190,9 @@ class _ResourcesMixin:
         return {}
 
 
-def _check_parameters(fn: Callable[..., Any], uri: str, variables: tuple[str, ...],
-                      context_param: str | None) -> None:
+def _check_parameters(
+    fn: Callable[..., Any], uri: str, variables: tuple[str, ...], context_param: str | None
+) -> None:
     """Registration-time check: the template's variables are exactly what the
     handler takes (its parameters with defaults may be left out)."""
     try:
@@ -177,14 +201,23 @@ def _check_parameters(fn: Callable[..., Any], uri: str, variables: tuple[str, ..
         return  # a builtin or another callable without a signature: checked when read
     name = getattr(fn, "__qualname__", repr(fn))
     takes_any = any(p.kind is p.VAR_KEYWORD for p in params.values())
-    named = [n for n, p in params.items()
-             if n != context_param and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
+    named = [
+        n
+        for n, p in params.items()
+        if n != context_param and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
+    ]
     unknown = [v for v in variables if v not in named and not takes_any]
     if unknown:
-        raise TypeError(f"resource {uri!r}: handler {name}() has no parameter for template variable(s) "
-                        f"{', '.join(unknown)} (its parameters: {', '.join(named) or 'none'})")
-    required = [n for n in named if params[n].default is inspect.Parameter.empty and n not in variables]
+        raise TypeError(
+            f"resource {uri!r}: handler {name}() has no parameter for template variable(s) "
+            f"{', '.join(unknown)} (its parameters: {', '.join(named) or 'none'})"
+        )
+    required = [
+        n for n in named if params[n].default is inspect.Parameter.empty and n not in variables
+    ]
     if required:
         what = "template variables" if variables else "variables: this URI has none"
-        raise TypeError(f"resource {uri!r}: handler {name}() requires {', '.join(required)}, which the URI "
-                        f"does not supply ({what}: {', '.join(variables) or '-'})")
+        raise TypeError(
+            f"resource {uri!r}: handler {name}() requires {', '.join(required)}, which the URI "
+            f"does not supply ({what}: {', '.join(variables) or '-'})"
+        )

@@ -25,7 +25,11 @@ class Image:
         self.mime_type = mime_type
 
     def block(self) -> dict[str, Any]:
-        return {"type": "image", "data": base64.b64encode(self.data).decode(), "mimeType": self.mime_type}
+        return {
+            "type": "image",
+            "data": base64.b64encode(self.data).decode(),
+            "mimeType": self.mime_type,
+        }
 
 
 class Audio(Image):
@@ -35,7 +39,11 @@ class Audio(Image):
         super().__init__(data, mime_type)
 
     def block(self) -> dict[str, Any]:
-        return {"type": "audio", "data": base64.b64encode(self.data).decode(), "mimeType": self.mime_type}
+        return {
+            "type": "audio",
+            "data": base64.b64encode(self.data).decode(),
+            "mimeType": self.mime_type,
+        }
 
 
 def _block(value: Any) -> dict[str, Any] | None:

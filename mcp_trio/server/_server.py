@@ -155,7 +155,9 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin):
         self._rounds: dict[int, InputSession] = {}
         self._deferred: set[int] = set()  # requests whose tool may still call start_task()
         self._handlers: Mapping[str, Any] | None = None  # see _handler_table
-        self._shared_capabilities: tuple[bool, dict[str, Any]] | None = None  # see _session_capabilities
+        self._shared_capabilities: tuple[bool, dict[str, Any]] | None = (
+            None  # see _session_capabilities
+        )
         self.tasks = tasks if tasks is not None else TaskManager(page_size=page_size)
 
     # ----------------------------------------------------------- capabilities
@@ -189,7 +191,9 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin):
     def _changed(self, method: str) -> None:
         self.subscriptions.changed(method)
         for session in list(self._sessions):
-            if session.initialized.is_set() and not _versions.is_stateless(session.protocol_version or ""):
+            if session.initialized.is_set() and not _versions.is_stateless(
+                session.protocol_version or ""
+            ):
                 self._spawn_notify(session, method, None)
 
     def _spawn_notify(self, session: Session, method: str, params: Any) -> None:
@@ -220,7 +224,11 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin):
         return result
 
     def _page(self, ctx: RequestContext, items: list[dict[str, Any]], key: str) -> dict[str, Any]:
-        cursor = getattr(ctx.params, "cursor", msgspec.UNSET) if ctx.params is not None else msgspec.UNSET
+        cursor = (
+            getattr(ctx.params, "cursor", msgspec.UNSET)
+            if ctx.params is not None
+            else msgspec.UNSET
+        )
         start = 0
         if cursor is not msgspec.UNSET and cursor is not None:
             start = _decode_cursor(cursor, len(items))
@@ -240,7 +248,9 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin):
 
         async def rounds(ctx: RequestContext, params: Any) -> Any:
             principal = getattr(ctx.session, "principal", None)
-            inputs = InputSession(self._state, method=ctx.method, params=params, principal=principal)
+            inputs = InputSession(
+                self._state, method=ctx.method, params=params, principal=principal
+            )
             self._rounds[id(ctx)] = inputs
             try:
                 return await handler(ctx, params)
@@ -296,7 +306,9 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin):
         """What a handler of this server sees for request ``ctx``."""
         return Context(self, ctx)
 
-    async def serve_session(self, channel: MessageChannel, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+    async def serve_session(
+        self, channel: MessageChannel, *, task_status: Any = trio.TASK_STATUS_IGNORED
+    ) -> None:
         """Serve one session over ``channel`` until the peer goes away."""
         # The session runs in this task: no nursery or task of its own around
         # it (an idle Streamable HTTP session is one parked task).
@@ -376,9 +388,13 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin):
                 routes = {p: auth.protect(h) for p, h in routes.items()}
                 routes.update(auth.metadata_routes(path))
             if front_door == "h11":
-                urls = await nursery.start(partial(serve_h11, front, host, port, path=path, routes=routes))
+                urls = await nursery.start(
+                    partial(serve_h11, front, host, port, path=path, routes=routes)
+                )
             else:
-                urls = await nursery.start(serve_hypercorn, ASGIApp(front, path, routes), host, port)
+                urls = await nursery.start(
+                    serve_hypercorn, ASGIApp(front, path, routes), host, port
+                )
             if auth is not None:
                 auth.bind_resource(urls[0] + path)
             task_status.started([url + path for url in urls])

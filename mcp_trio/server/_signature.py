@@ -54,7 +54,8 @@ import inspect
 import keyword
 import re
 import typing
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import msgspec
 import msgspec.inspect as mi
@@ -136,7 +137,7 @@ def _integral_floats_to_int(value: Any) -> Any:
         return out if changed else value
     if type(value) in (list, tuple):
         items = [_integral_floats_to_int(item) for item in value]
-        if any(new is not old for new, old in zip(items, value)):
+        if any(new is not old for new, old in zip(items, value, strict=False)):
             return items
         return value
     return value
@@ -247,7 +248,7 @@ class ToolSignature:
                 struct_fields.append((param.name, hint, msgspec.NODEFAULT))
             else:
                 struct_fields.append(
-                    (param.name, typing.Union[hint, msgspec.UnsetType], msgspec.UNSET)
+                    (param.name, typing.Union[hint, msgspec.UnsetType], msgspec.UNSET)  # noqa: UP007 - hint may be a string
                 )
                 default = _json_default(param.default)
                 if default is not _MISSING:
@@ -439,7 +440,7 @@ class ToolSignature:
             elif unknown is not None:
                 path, reason = _join(path, unknown["name"]), "unknown field"
             if not self.wraps_output:
-                path = "$" + path[len("$.result"):]
+                path = "$" + path[len("$.result") :]
             raise ResultError(f"{path}: {reason}", path) from None
         if self._result_str_keys:
             plain = msgspec.to_builtins(plain, str_keys=True)
@@ -466,7 +467,9 @@ def _unsupported(what: str, fields: list[tuple[str, Any, Any]], exc: Exception) 
             continue
         except (TypeError, ValueError):
             shown = hint.__qualname__ if isinstance(hint, type) else repr(hint)
-            return (f"unsupported parameter type in {what}: parameter {field!r} has a type "
-                    f"that cannot come from JSON "
-                    f"({shown}); supported: {SUPPORTED_TYPES}")
+            return (
+                f"unsupported parameter type in {what}: parameter {field!r} has a type "
+                f"that cannot come from JSON "
+                f"({shown}); supported: {SUPPORTED_TYPES}"
+            )
     return f"unsupported parameter type in {what}: {exc}"

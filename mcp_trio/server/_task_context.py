@@ -121,7 +121,6 @@ class _Task:
         return self.status in _TERMINAL
 
 
-
 class _TaskStatus:
     """A task's status, its shapes and its input requests: the part of
     :class:`~mcp_trio.server._tasks.TaskManager` a running task reaches."""
@@ -350,9 +349,7 @@ class TaskRequestContext(RequestContext):
         task = self.task
         limit = timeout if isinstance(timeout, int | float) else None
         if task.stateless:
-            return await self._manager._ask(
-                task, self.version, method, params, limit, input_key
-            )
+            return await self._manager._ask(task, self.version, method, params, limit, input_key)
         task.asking += 1
         self._manager._set(task, "input_required", None)
         try:

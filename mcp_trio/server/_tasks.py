@@ -140,7 +140,12 @@ def _authorization_context(auth: Any) -> Hashable | None:
     the same user through another client is another context."""
     if auth is None:
         return None
-    return ("auth", getattr(auth, "issuer", None), getattr(auth, "subject", None), getattr(auth, "client_id", None))
+    return (
+        "auth",
+        getattr(auth, "issuer", None),
+        getattr(auth, "subject", None),
+        getattr(auth, "client_id", None),
+    )
 
 
 class TaskManager(_TaskStatus):

@@ -50,9 +50,17 @@ _FIRST_STRUCTURED = "2025-06-18"  # outputSchema and structuredContent exist fro
 
 
 class _Tool:
-    def __init__(self, fn: Callable[..., Any], definition: dict[str, Any], sig: ToolSignature | None,
-                 input_schema: dict[str, Any] | None, context_param: str | None,
-                 task_support: str | None = None, defer_task: bool = False, threaded: bool = False) -> None:
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        definition: dict[str, Any],
+        sig: ToolSignature | None,
+        input_schema: dict[str, Any] | None,
+        context_param: str | None,
+        task_support: str | None = None,
+        defer_task: bool = False,
+        threaded: bool = False,
+    ) -> None:
         self.fn = fn
         #: A sync handler, run in a worker thread.
         self.threaded = threaded
@@ -157,8 +165,10 @@ class _ToolsMixin:
         tool that returns before that answers inline).
         """
         if fn is not None and not callable(fn):
-            raise TypeError(f"@server.tool takes its options by keyword: write @server.tool(name={fn!r}), "
-                            f"not @server.tool({fn!r})")
+            raise TypeError(
+                f"@server.tool takes its options by keyword: write @server.tool(name={fn!r}), "
+                f"not @server.tool({fn!r})"
+            )
         if task_support is not None and task_support not in TASK_SUPPORT:
             raise ValueError(
                 f"task_support must be one of {', '.join(TASK_SUPPORT)}, not {task_support!r}"
@@ -171,8 +181,10 @@ class _ToolsMixin:
                 raise TypeError(f"@server.tool decorates a function, not {fn!r}")
             tool_name = name or fn.__name__
             if tool_name in self._tools and not replace:
-                raise ValueError(f"a tool named {tool_name!r} is already registered "
-                                 f"(pass replace=True to replace it, or choose another name)")
+                raise ValueError(
+                    f"a tool named {tool_name!r} is already registered "
+                    f"(pass replace=True to replace it, or choose another name)"
+                )
             ctx_param = _context_param(fn)
             sig = None
             schema = input_schema
@@ -180,7 +192,11 @@ class _ToolsMixin:
             if schema is None:
                 sig = ToolSignature.from_function(fn, skip=_wants_context)
                 schema = sig.input_schema
-                if out_schema is None and structured_output is not False and sig.output_schema is not None:
+                if (
+                    out_schema is None
+                    and structured_output is not False
+                    and sig.output_schema is not None
+                ):
                     out_schema = sig.output_schema
             definition: dict[str, Any] = {"name": tool_name, "inputSchema": schema}
             doc = description if description is not None else inspect.getdoc(fn)
@@ -199,7 +215,13 @@ class _ToolsMixin:
             if task_support is not None:
                 definition["execution"] = {"taskSupport": task_support}
             self._tools[tool_name] = _Tool(
-                fn, definition, sig, None if sig else schema, ctx_param, task_support, defer_task,
+                fn,
+                definition,
+                sig,
+                None if sig else schema,
+                ctx_param,
+                task_support,
+                defer_task,
                 _thread_for(fn, on_loop),
             )
             self._changed("notifications/tools/list_changed")
@@ -260,9 +282,7 @@ class _ToolsMixin:
                     params=params,
                     answers=dict(inputs.answers) if inputs is not None else {},
                 )
-            return await self.tasks.create(
-                ctx, work, ttl_ms=ttl if isinstance(ttl, int) else None
-            )
+            return await self.tasks.create(ctx, work, ttl_ms=ttl if isinstance(ttl, int) else None)
         return await self._run_tool(ctx, tool, params)
 
     async def _replay_tool(
@@ -295,7 +315,10 @@ class _ToolsMixin:
             raise
         except Exception as exc:
             log.info("tool %s raised %s", params.name, exc, exc_info=True)
-            return {"content": [{"type": "text", "text": f"{type(exc).__name__}: {exc}"}], "isError": True}
+            return {
+                "content": [{"type": "text", "text": f"{type(exc).__name__}: {exc}"}],
+                "isError": True,
+            }
         if type(value) is str and not tool.structured:
             return _text_result(value, ctx.version)
         result = tool_result(value, tool.sig if tool.structured else None)
@@ -304,7 +327,9 @@ class _ToolsMixin:
         return result
 
 
-def _bind_raw(fn: Callable[..., Any], arguments: dict[str, Any], ctx_param: str | None) -> dict[str, Any]:
+def _bind_raw(
+    fn: Callable[..., Any], arguments: dict[str, Any], ctx_param: str | None
+) -> dict[str, Any]:
     params = [p for n, p in inspect.signature(fn).parameters.items() if n != ctx_param]
     if len(params) == 1 and params[0].name == "arguments":
         return {"arguments": arguments}

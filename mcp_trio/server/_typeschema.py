@@ -17,7 +17,8 @@ import inspect
 import re
 import types
 import typing
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import msgspec
 import msgspec.inspect as mi
@@ -54,7 +55,7 @@ def _annotation_source(fn: Any) -> Any:
     if inspect.isclass(fn):
         return fn.__init__
     if not (inspect.isfunction(fn) or inspect.isbuiltin(fn)) and callable(fn):
-        call = getattr(type(fn), "__call__", None)
+        call = getattr(type(fn), "__call__", None)  # noqa: B004 - the class's method itself
         if call is not None:
             return call
     return fn
@@ -138,7 +139,7 @@ def _json_equal(plain: Any, decoded: Any) -> bool:
         return (
             isinstance(decoded, list)
             and len(plain) == len(decoded)
-            and all(_json_equal(a, b) for a, b in zip(plain, decoded))
+            and all(_json_equal(a, b) for a, b in zip(plain, decoded, strict=False))
         )
     if isinstance(plain, dict):
         return (
