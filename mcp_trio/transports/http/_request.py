@@ -49,6 +49,9 @@ class HttpRequest:
             layer; ``None`` without one).  A session belongs to the principal
             of the request that opened it: a request of another principal
             naming it is answered as if it did not exist.
+        client: The client's network address (IP, no port) as the front
+            door saw it: the socket's peer, or ASGI's ``scope["client"]``;
+            ``None`` when unknown.  Per-client limits apply to it.
     """
 
     method: str
@@ -58,6 +61,7 @@ class HttpRequest:
     query: str = ""
     auth: Any = None
     principal: Hashable | None = None
+    client: str | None = None
 
 
 class Handler(Protocol):
