@@ -234,3 +234,32 @@ async def test_legacy_sse_streams_share_the_bounds(front_door: str) -> None:
                 await s.aclose()
         nursery.cancel_scope.cancel()
 
+
+
+@pytest.mark.parametrize("version", ["2025-03-26", "2025-11-25"])
+async def test_our_client_keeps_its_get_stream_through_idle_ends(version: str) -> None:
+    """The library's client reconnects after each idle end (with Last-Event-ID
+    from 2025-11-25, a plain GET before): a notification sent after several
+    of them still arrives."""
+    from mcp_trio.client import connect_http
+
+    server, _ = make_server()
+    changed = trio.Event()
+
+    async def on_list_changed(method: str) -> None:
+        changed.set()
+
+    async with trio.open_nursery() as nursery:
+        serve = partial(server.serve_http, "127.0.0.1", 0, stream_idle_timeout=0.1, retry_ms=10)
+        urls = await nursery.start(serve)
+        with trio.fail_after(10):
+            async with connect_http(urls[0], versions=[version], on_list_changed=on_list_changed) as client:
+                await trio.sleep(0.5)  # several idle ends and reconnections
+
+                @server.tool
+                async def added() -> str:
+                    return "new"
+
+                await changed.wait()
+                assert (await client.call_tool("added", {})).content[0].text == "new"
+        nursery.cancel_scope.cancel()
