@@ -11,10 +11,12 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
+import msgspec
 import pytest
 import trio
 
 from mcp_trio.server import Server
+from mcp_trio.transports.http.server import HttpRequest, StreamableHTTP
 
 from .test_http_server_fast_paths import VERSION, Reader, call, make_server, post, serving
 
@@ -262,4 +264,60 @@ async def test_our_client_keeps_its_get_stream_through_idle_ends(version: str) -
 
                 await changed.wait()
                 assert (await client.call_tool("added", {})).content[0].text == "new"
+        nursery.cancel_scope.cancel()
+
+
+class Recorder:
+    """An in-memory Responder; ``end()`` waits for ``release`` when one is given."""
+
+    def __init__(self, release: trio.Event | None = None) -> None:
+        self.status = 0
+        self.headers: dict[str, str] = {}
+        self.body = b""
+        self.release = release
+        self.ending = trio.Event()
+
+    async def start(self, status: int, headers: Any) -> None:
+        self.status, self.headers = status, dict(headers)
+
+    async def send(self, data: bytes) -> None:
+        self.body += data
+
+    async def end(self) -> None:
+        self.ending.set()
+        if self.release is not None:
+            await self.release.wait()
+
+
+async def test_a_message_racing_an_idle_end_goes_out_on_the_next_get() -> None:
+    """A message sent while an idle GET stream is ending (its retry hint and end
+    are being written) is not lost for a client with no event id to resume
+    from (2025-03-26: no priming event): the next plain GET sends it."""
+    server, _ = make_server()
+    endpoint = StreamableHTTP(server.serve_session, stream_idle_timeout=0.1)
+    base = {"host": "127.0.0.1", "accept": "application/json, text/event-stream", "content-type": "application/json"}
+    init = {**INIT, "params": {**INIT["params"], "protocolVersion": "2025-03-26"}}  # type: ignore[dict-item]
+    async with trio.open_nursery() as nursery:
+        await nursery.start(endpoint.run)
+        with trio.fail_after(10):
+            answer = Recorder()
+            await endpoint.handle(HttpRequest("POST", base, msgspec.json.encode(init), "/mcp"), answer)
+            headers = {**base, "mcp-session-id": answer.headers["mcp-session-id"], "mcp-protocol-version": "2025-03-26"}
+            await endpoint.handle(HttpRequest("POST", headers, msgspec.json.encode(INITIALIZED), "/mcp"), Recorder())
+            release = trio.Event()
+            first = Recorder(release)
+            nursery.start_soon(endpoint.handle, HttpRequest("GET", headers, b"", "/mcp"), first)
+            await first.ending.wait()  # idle: the retry hint is out, the end is being written
+
+            @server.tool
+            async def added() -> str:  # notifications/tools/list_changed, for the GET stream
+                return "new"
+
+            await trio.sleep(0.05)
+            release.set()
+            await trio.sleep(0.05)
+            second = Recorder()
+            await endpoint.handle(HttpRequest("GET", headers, b"", "/mcp"), second)  # ends idle in turn
+        assert first.body == b"retry: 1000\n\n"
+        assert b"notifications/tools/list_changed" in second.body
         nursery.cancel_scope.cancel()

@@ -488,8 +488,12 @@ class StreamableHTTP(_SessionTable, _Endpoint):
             slot = self.stream_slots.take(request.client, partial(stream.push, _CLOSE))
             if isinstance(slot, _Reply):
                 return slot
-            # Attach before reading the store, so nothing sent meanwhile is lost.
+            # Attach before reading the store, so nothing sent meanwhile is lost.  A plain
+            # GET keeps what the last one left unsent (an idle end races with a message; the
+            # client may have no event id to resume from); a resumption replays it from the store.
+            kept = [item for item in stream.items if isinstance(item, tuple) and not last_event_id]
             stream.items.clear()
+            stream.items.extend(kept)
             stream.attached = True
             if key == "0":
                 backlog = list(session.backlog or ())
