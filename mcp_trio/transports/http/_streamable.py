@@ -81,6 +81,7 @@ from ._request import (
     ServeSession,
     StreamSlots,
     _Endpoint,
+    _Slot,
 )
 from ._sse import encode_event
 from ._streams import (
@@ -482,12 +483,13 @@ class StreamableHTTP(_SessionTable, _Endpoint):
             return _error_reply(409, "Conflict: that stream is already connected")
         if stream is None and key == "0":
             stream = session.get_stream = _Stream("0", set(), self.stream_buffer)
-        slot = None
+        slot: _Slot | None = None
         backlog: list[bytes] = []
         if stream is not None:  # a stream to hold open: it needs room
-            slot = self.stream_slots.take(request.client, partial(stream.push, _CLOSE))
-            if isinstance(slot, _Reply):
-                return slot
+            taken = self.stream_slots.take(request.client, partial(stream.push, _CLOSE))
+            if isinstance(taken, _Reply):
+                return taken
+            slot = taken
             # Attach before reading the store, so nothing sent meanwhile is lost.  A plain
             # GET keeps what the last one left unsent (an idle end races with a message; the
             # client may have no event id to resume from); a resumption replays it from the store.
