@@ -233,3 +233,30 @@ def test_serve_http_session_limits() -> None:
         initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
         assert client.post(url, headers=headers, json=initialized).status_code == 202
         assert client.post(url, headers=HTTP_HEADERS, json=INIT).status_code == 503
+
+
+def test_serve_http_stream_and_client_limits() -> None:
+    """--max-body-size, --max-sessions-per-client, --max-streams(-per-client) and
+    --stream-idle-timeout reach the endpoint."""
+    import time
+
+    import httpx2
+
+    options = ("--max-body-size", "1000", "--max-sessions-per-client", "1", "--max-streams", "1",
+               "--max-streams-per-client", "1", "--stream-idle-timeout", "0.5")
+    with serving_everything_over_http(*options) as url, httpx2.Client(timeout=10) as client:
+        assert client.post(url, headers=HTTP_HEADERS, content=b" " * 2000).status_code == 413
+        r = client.post(url, headers=HTTP_HEADERS, json=INIT)
+        headers = {**HTTP_HEADERS, "mcp-session-id": r.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
+        initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        assert client.post(url, headers=headers, json=initialized).status_code == 202
+        refused = client.post(url, headers=HTTP_HEADERS, json=INIT)  # this address holds its one session
+        assert refused.status_code == 429 and refused.headers["retry-after"] == "5"
+        started = time.monotonic()
+        with client.stream("GET", url, headers={**headers, "accept": "text/event-stream"}) as stream:
+            assert stream.status_code == 200
+            other = httpx2.Client(timeout=10)
+            with other:
+                assert other.get(url, headers={**headers, "accept": "text/event-stream"}).status_code == 409
+            body = b"".join(stream.iter_bytes())  # ends by itself: idle
+        assert body.endswith(b"retry: 1000\n\n") and time.monotonic() - started >= 0.4

@@ -85,6 +85,42 @@ def add_parser(sub: Any) -> None:
         "(default: 1800)",
     )
     p.add_argument(
+        "--max-sessions-per-client",
+        type=_positive_int,
+        metavar="N",
+        help="with --http, sessions opened from one client address (default: 1000); past it, "
+        "that address's oldest session that never got past initialize is evicted, else 429",
+    )
+    p.add_argument(
+        "--max-body-size",
+        type=_positive_int,
+        metavar="BYTES",
+        help="with --http, bytes in a POST body (default: 4194304); a larger body gets 413",
+    )
+    p.add_argument(
+        "--max-streams",
+        type=_positive_int,
+        metavar="N",
+        help="with --http, open GET/SSE streams in the process (default: 512); when full, the "
+        "oldest stream of the address holding the most is closed for a new one (its client "
+        "reconnects), else 503 with Retry-After",
+    )
+    p.add_argument(
+        "--max-streams-per-client",
+        type=_positive_int,
+        metavar="N",
+        help="with --http, open GET/SSE streams of one client address (default: 64); past it, "
+        "429 with Retry-After",
+    )
+    p.add_argument(
+        "--stream-idle-timeout",
+        type=_positive_float,
+        metavar="SECONDS",
+        help="with --http, a GET/SSE stream that sent nothing for this long is closed after an "
+        "SSE retry hint, and the client reconnects (default: 300); an HTTP+SSE (--legacy-sse) "
+        "session without messages or POSTs for this long ends",
+    )
+    p.add_argument(
         "--legacy-sse",
         action="store_true",
         help="with --http, also serve the 2024-11-05 HTTP+SSE transport for old clients "
@@ -295,14 +331,22 @@ def _resource_server(args: argparse.Namespace) -> Any:
     )
 
 
+#: Endpoint flags of ``serve --http`` -> the StreamableHTTP keyword each sets.
+_ENDPOINT_OPTIONS = {
+    "max_sessions": "max_sessions",
+    "session_idle_timeout": "idle_timeout",
+    "max_sessions_per_client": "max_sessions_per_client",
+    "max_body_size": "max_body_size",
+    "max_streams": "max_streams_total",
+    "max_streams_per_client": "max_streams_per_client",
+    "stream_idle_timeout": "stream_idle_timeout",
+}
+
+
 def _session_options(args: argparse.Namespace) -> dict[str, Any]:
-    """--max-sessions and --session-idle-timeout, as StreamableHTTP keywords (only those given)."""
-    options: dict[str, Any] = {}
-    if args.max_sessions is not None:
-        options["max_sessions"] = args.max_sessions
-    if args.session_idle_timeout is not None:
-        options["idle_timeout"] = args.session_idle_timeout
-    return options
+    """The endpoint flags given (--max-sessions, --max-streams ...), as StreamableHTTP keywords."""
+    given = {flag: getattr(args, flag) for flag in _ENDPOINT_OPTIONS}
+    return {_ENDPOINT_OPTIONS[flag]: value for flag, value in given.items() if value is not None}
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:

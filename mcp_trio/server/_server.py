@@ -378,6 +378,8 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin):
                     max_body_size=endpoint.max_body_size,
                     allowed_hosts=endpoint.guard.allowed_hosts,
                     allowed_origins=endpoint.guard.allowed_origins,
+                    stream_slots=endpoint.stream_slots,  # one bound on the streams of both
+                    stream_idle_timeout=endpoint.stream_idle_timeout,
                 )
                 await nursery.start(legacy.run)
                 routes = {"/sse": legacy, legacy.messages_path: legacy}

@@ -27,6 +27,12 @@ _HEADER_SESSION = "mcp-session-id"
 #: of the reset a close with unread input makes: at most this long, this much.
 _LINGER_SECONDS = 2.0
 _LINGER_BYTES = 8 * 1024 * 1024
+#: Default bounds on long-lived streams (see :class:`StreamSlots`): open at
+#: once in the process, and held by one client address.
+DEFAULT_MAX_STREAMS_TOTAL = 512
+DEFAULT_MAX_STREAMS_PER_CLIENT = 64
+#: Seconds a client refused for lack of room (429, 503) is told to wait.
+RETRY_AFTER = 5
 
 
 # ------------------------------------------------------------- interfaces
@@ -49,6 +55,9 @@ class HttpRequest:
             layer; ``None`` without one).  A session belongs to the principal
             of the request that opened it: a request of another principal
             naming it is answered as if it did not exist.
+        client: The client's network address (IP, no port) as the front
+            door saw it: the socket's peer, or ASGI's ``scope["client"]``;
+            ``None`` when unknown.  Per-client limits apply to it.
     """
 
     method: str
@@ -58,6 +67,7 @@ class HttpRequest:
     query: str = ""
     auth: Any = None
     principal: Hashable | None = None
+    client: str | None = None
 
 
 class Handler(Protocol):
@@ -176,6 +186,83 @@ def _routes(endpoint: Handler, path: str, routes: Mapping[str, Handler] | None) 
 
 
 # -------------------------------------------------------------- endpoints
+
+
+def _busy(status: int, message: str) -> _Reply:
+    """A refusal for lack of room, with ``Retry-After``: 429 when the client's
+    own address holds its share (RFC 6585: too many requests from this
+    client), 503 when the server as a whole is full (RFC 9110 section 15.6.4)."""
+    reply = _error_reply(status, message)
+    reply.headers.append(("retry-after", str(RETRY_AFTER)))
+    return reply
+
+
+class _Slot:
+    """One open stream's place in :class:`StreamSlots`."""
+
+    __slots__ = ("client", "close")
+
+    def __init__(self, client: str | None, close: Callable[[], None]) -> None:
+        self.client = client
+        self.close = close  # ends the stream at once (cleanly: a resumable one can be resumed)
+
+
+class StreamSlots:
+    """Bounds on long-lived streams, shared by the endpoints of one server:
+    Streamable HTTP ``GET`` streams and HTTP+SSE (2024-11-05) streams.
+
+    At most ``total`` are open at once, and at most ``per_client`` of them for
+    one client address (``HttpRequest.client``; ``None``: no per-address
+    bound; a request of unknown address is bound by the total only).  A client
+    address past its share gets 429.  When the total is reached, the oldest
+    stream of the address holding the most is closed to make room (its client
+    may reconnect), provided that address holds more than the asking one
+    would; otherwise 503.  Both refusals carry ``Retry-After``.  So one
+    address, or a few, cannot keep another from opening its stream.
+    """
+
+    def __init__(
+        self, total: int = DEFAULT_MAX_STREAMS_TOTAL, per_client: int | None = DEFAULT_MAX_STREAMS_PER_CLIENT
+    ) -> None:
+        if total < 1 or (per_client is not None and per_client < 1):
+            raise ValueError("stream limits must be at least 1")
+        self.total = total
+        self.per_client = per_client
+        self.open = 0
+        self._by_client: dict[str | None, dict[_Slot, None]] = {}  # oldest first
+
+    def take(self, client: str | None, close: Callable[[], None]) -> _Slot | _Reply:
+        """A place for a new stream (``close()`` ends it if it is evicted), or the refusal."""
+        held = self._by_client.get(client)
+        count = len(held) if held else 0
+        if client is not None and self.per_client is not None and count >= self.per_client:
+            return _busy(429, f"Too many open streams from this client address (at most {self.per_client})")
+        if self.open >= self.total and not self._evict(count + 1):
+            return _busy(503, f"Too many open streams (at most {self.total})")
+        slot = _Slot(client, close)
+        self._by_client.setdefault(client, {})[slot] = None
+        self.open += 1
+        return slot
+
+    def _evict(self, floor: int) -> bool:
+        """Close the oldest stream of the address holding the most, if it holds more than ``floor``."""
+        top = max(self._by_client.values(), key=len, default=None)
+        if top is None or len(top) <= floor:
+            return False
+        victim = next(iter(top))
+        self.release(victim)
+        victim.close()
+        return True
+
+    def release(self, slot: _Slot | None) -> None:
+        """Give ``slot`` back (again: nothing)."""
+        held = None if slot is None else self._by_client.get(slot.client)
+        if slot is None or held is None or slot not in held:
+            return
+        del held[slot]
+        if not held:
+            del self._by_client[slot.client]
+        self.open -= 1
 
 
 class _Endpoint:

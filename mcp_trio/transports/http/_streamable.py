@@ -20,17 +20,22 @@ Rules:
   base64) comes back in ``Mcp-Session-Id``.  Later requests without it get
   400, with an unknown or ended one 404.  ``DELETE`` ends it.  A session with
   no open stream and no request for ``idle_timeout`` seconds ends; at most
-  ``max_sessions`` exist: an ``initialize`` finding the table full evicts the
-  oldest session that never got past its ``initialize`` POST (ended as by
-  ``DELETE``), and gets 503 only when there is none.  Nothing of an ended
-  session is kept.
+  ``max_sessions`` exist, at most ``max_sessions_per_client`` opened from one
+  client address: an ``initialize`` finding either full evicts the oldest
+  session (of that address, or of all) that never got past its ``initialize``
+  POST (ended as by ``DELETE``), and gets 429 (its address) or 503 (all) with
+  ``Retry-After`` only when there is none.  Nothing of an ended session is kept.
   A session opened by one principal (``HttpRequest.principal``: whom an
   authorization layer verified) is unknown (404) to requests of any other.
 * Stateless requests (2026-07-28: the protocol version in ``_meta``) need no
   session: each POST is served by a session of its own.
 * ``GET`` opens the stream for messages unrelated to any request (one per
   session, 409 for a second).  Messages sent while no GET stream is open are
-  kept (bounded) and delivered when one opens.
+  kept (bounded) and delivered when one opens.  GET streams (resumed ones
+  included) are bounded per process and per client address
+  (:class:`StreamSlots`: 429 / 503 with ``Retry-After``), and one that sent
+  nothing for ``stream_idle_timeout`` seconds ends after a ``retry`` hint (the
+  client reconnects, with ``Last-Event-ID`` where it got an event id).
 * SSE events carry ids ``<stream>.<n>`` unique within the session; with an
   :class:`EventStore` (an in-memory bounded one by default) a client that lost
   a stream reconnects with ``GET`` and ``Last-Event-ID`` and gets the rest of
@@ -56,6 +61,7 @@ from __future__ import annotations
 import logging
 import secrets
 from collections.abc import Callable, Iterable
+from functools import partial
 
 import trio
 
@@ -68,10 +74,14 @@ from ._replies import _SSE_HEADERS, _error_reply, _Message, _Reply, _send_reply
 from ._request import (
     _HEADER_SESSION,
     DEFAULT_ALLOWED_HOSTS,
+    DEFAULT_MAX_STREAMS_PER_CLIENT,
+    DEFAULT_MAX_STREAMS_TOTAL,
     HttpRequest,
     Responder,
     ServeSession,
+    StreamSlots,
     _Endpoint,
+    _Slot,
 )
 from ._sse import encode_event
 from ._streams import (
@@ -82,6 +92,7 @@ from ._streams import (
     _pump,
     _send_empty_stream,
     _send_json,
+    _SessionTable,
     _status,
     _Stream,
 )
@@ -99,7 +110,7 @@ def _session_ended() -> _Reply:
     return _error_reply(404, "Session not found", code=rpc.INVALID_REQUEST)
 
 
-class StreamableHTTP(_Endpoint):
+class StreamableHTTP(_SessionTable, _Endpoint):
     """The Streamable HTTP endpoint logic.
 
     Args:
@@ -113,6 +124,13 @@ class StreamableHTTP(_Endpoint):
             (503 when every session got past it).
         max_body_size: Bytes in a POST body.
         max_streams: Open POST streams per session.
+        max_streams_total: Open GET streams of the process (shared with a
+            legacy HTTP+SSE endpoint given ``stream_slots``); see :class:`StreamSlots`.
+        max_streams_per_client: Open GET streams of one client address (``None``: no bound).
+        stream_idle_timeout: Seconds a GET stream may send nothing before it
+            is closed with a ``retry`` hint (``None``: never).
+        max_sessions_per_client: Sessions opened from one client address
+            (``None``: no bound); see the module doc.
         allowed_hosts: ``Host`` names accepted (any port; a ``name:port``
             entry: that port only); ``None`` accepts any.  Default: loopback names.
         allowed_origins: ``Origin`` values accepted when the header is
@@ -152,6 +170,10 @@ class StreamableHTTP(_Endpoint):
         max_sessions: int = 10_000,
         max_body_size: int = 4 * 1024 * 1024,
         max_streams: int = 64,
+        max_streams_total: int = DEFAULT_MAX_STREAMS_TOTAL,
+        max_streams_per_client: int | None = DEFAULT_MAX_STREAMS_PER_CLIENT,
+        stream_idle_timeout: float | None = 300.0,
+        max_sessions_per_client: int | None = 1000,
         allowed_hosts: Iterable[str] | None = DEFAULT_ALLOWED_HOSTS,
         allowed_origins: Iterable[str] | None = None,
         event_store: EventStore | None = None,
@@ -169,6 +191,9 @@ class StreamableHTTP(_Endpoint):
         self.response_mode = response_mode
         self.idle_timeout = idle_timeout
         self.max_streams = max_streams
+        self.stream_slots = StreamSlots(max_streams_total, max_streams_per_client)
+        self.stream_idle_timeout = stream_idle_timeout
+        self.max_sessions_per_client = max_sessions_per_client
         self.event_store = event_store if event_store is not None else InMemoryEventStore()
         self.retry_ms = retry_ms
         self.stateless = stateless
@@ -180,6 +205,7 @@ class StreamableHTTP(_Endpoint):
         self.stream_buffer = stream_buffer
         self.backlog = backlog
         self.sessions: dict[str, _HttpSession] = {}
+        self._by_client: dict[str | None, dict[str, _HttpSession]] = {}  # oldest first
 
     # -------------------------------------------------------------- running
 
@@ -202,7 +228,7 @@ class StreamableHTTP(_Endpoint):
         session.closed = True
         session._end()  # a POST still handing over a frame learns it at once
         if session.id is not None:
-            self.sessions.pop(session.id, None)
+            self._drop(session)
             if self.event_store is not None:
                 with trio.CancelScope(shield=True):
                     await self.event_store.forget(session.id)
@@ -259,22 +285,6 @@ class StreamableHTTP(_Endpoint):
             return _session_ended()  # another principal's session does not exist for this one
         session.past_initialize = True
         return session
-
-    def _evict_half_open(self) -> bool:
-        """Make room for a new session (the table is full): end the oldest one that
-        never got past its ``initialize`` POST, as ``DELETE`` would.  False: none."""
-        for session in self.sessions.values():  # insertion order: oldest first
-            if not session.past_initialize:
-                break
-        else:
-            return False
-        assert session.id is not None
-        log.info("session table full: evicting half-open session %s", session.id)
-        self.sessions.pop(session.id, None)
-        session.closed = True
-        session._end()
-        session.scope.cancel()  # _run_session's finally forgets the rest
-        return True
 
     async def _post(self, request: HttpRequest, responder: Responder) -> _Reply | None:
         accept = request.headers.get("accept", "")
@@ -333,12 +343,14 @@ class StreamableHTTP(_Endpoint):
         elif is_initialize:
             if len(messages) > 1:
                 return _error_reply(400, "Invalid Request: initialize must not be part of a batch")
-            if len(self.sessions) >= self.max_sessions and not self._evict_half_open():
-                return _error_reply(503, "Too many sessions")
+            refused = self._make_room(request.client)
+            if refused is not None:
+                return refused
             session = _HttpSession(self, secrets.token_urlsafe(32))
             assert session.id is not None
-            session.principal = request.principal
+            session.principal, session.client = request.principal, request.client
             self.sessions[session.id] = session
+            self._by_client.setdefault(session.client, {})[session.id] = session
             self._start_session(session)
             reply_headers.append(("mcp-session-id", session.id))
         else:
@@ -471,10 +483,19 @@ class StreamableHTTP(_Endpoint):
             return _error_reply(409, "Conflict: that stream is already connected")
         if stream is None and key == "0":
             stream = session.get_stream = _Stream("0", set(), self.stream_buffer)
+        slot: _Slot | None = None
         backlog: list[bytes] = []
-        if stream is not None:
-            # Attach before reading the store, so nothing sent meanwhile is lost.
+        if stream is not None:  # a stream to hold open: it needs room
+            taken = self.stream_slots.take(request.client, partial(stream.push, _CLOSE))
+            if isinstance(taken, _Reply):
+                return taken
+            slot = taken
+            # Attach before reading the store, so nothing sent meanwhile is lost.  A plain
+            # GET keeps what the last one left unsent (an idle end races with a message; the
+            # client may have no event id to resume from); a resumption replays it from the store.
+            kept = [item for item in stream.items if isinstance(item, tuple) and not last_event_id]
             stream.items.clear()
+            stream.items.extend(kept)
             stream.attached = True
             if key == "0":
                 backlog = list(session.backlog or ())
@@ -482,12 +503,12 @@ class StreamableHTTP(_Endpoint):
         if stream is not None and not last_event_id:
             self._reserve_prime(session, stream, session.version or _DEFAULT_VERSION)
         replayed: list[tuple[str, bytes]] = []
-        if last_event_id and self.event_store is not None and session.id is not None:
-            found_replay = await self.event_store.replay_after(session.id, last_event_id)
-            if found_replay is not None:
-                replayed = found_replay[1]
-        session.touch()
         try:
+            if last_event_id and self.event_store is not None and session.id is not None:
+                found_replay = await self.event_store.replay_after(session.id, last_event_id)
+                if found_replay is not None:
+                    replayed = found_replay[1]
+            session.touch()
             await responder.start(200, _SSE_HEADERS)
             if not last_event_id:
                 await self._prime(session, stream, responder, session.version or _DEFAULT_VERSION)
@@ -501,10 +522,12 @@ class StreamableHTTP(_Endpoint):
                 return None
             for data in backlog:
                 await session.deliver(stream, data)
-            await _pump(stream, responder, None, skip=sent, retry_ms=self.retry_ms)
+            idle = self.stream_idle_timeout
+            await _pump(stream, responder, None, skip=sent, retry_ms=self.retry_ms, idle_timeout=idle)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             log.debug("client left stream %s of session %s", key, session.id)
         finally:
+            self.stream_slots.release(slot)
             if stream is not None:
                 stream.attached = False
                 if stream.complete:
@@ -518,7 +541,7 @@ class StreamableHTTP(_Endpoint):
             return found
         session = found
         if session.id is not None:
-            self.sessions.pop(session.id, None)
+            self._drop(session)
         session.closed = True
         await session.end_input()
         with trio.move_on_after(5):

@@ -7,14 +7,15 @@ while none is connected); a lone answer that is its POST's whole reply goes
 out as a JSON body, with no event id and no event store work.  Events get
 ids ``<stream>.<n>`` and are stored (priming event first) for resumption.
 :func:`_pump` writes a stream out; :func:`_send_json` and
-:func:`_send_empty_stream` answer a POST without SSE.
+:func:`_send_empty_stream` answer a POST without SSE.  :class:`_SessionTable`
+keeps the endpoint's sessions within their bounds.
 """
 
 from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Awaitable, Callable, Hashable
+from collections.abc import Awaitable, Callable, Hashable, Iterable
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -23,7 +24,7 @@ import trio
 from ... import _jsonrpc as rpc
 from .._base import CLOSE_STREAM, Frame, RequestId
 from ._replies import _SSE_HEADERS, _peek, _Reply, _send_reply
-from ._request import Responder
+from ._request import Responder, _busy
 from ._sse import encode_event, encode_retry
 
 if TYPE_CHECKING:
@@ -117,6 +118,8 @@ class _HttpSession(trio.abc.Channel[Frame]):
         #: The ``HttpRequest.principal`` of the ``initialize`` that opened it
         #: (only that principal's requests find the session).
         self.principal: Hashable | None = None
+        #: The ``HttpRequest.client`` (address) of the ``initialize`` that opened it.
+        self.client: str | None = None
 
     def auth_for(self, request_id: RequestId) -> Any:
         """The authorization the request ``request_id`` came with (``HttpRequest.auth``)."""
@@ -368,6 +371,51 @@ class _HttpSession(trio.abc.Channel[Frame]):
             self.scope.deadline = trio.current_time() + self.owner.idle_timeout
 
 
+class _SessionTable:
+    """The session table of :class:`StreamableHTTP` (its ``sessions``, and the
+    same sessions by client address) and its bounds: ``max_sessions`` in all,
+    ``max_sessions_per_client`` of one address."""
+
+    sessions: dict[str, _HttpSession]
+    _by_client: dict[str | None, dict[str, _HttpSession]]  # oldest first
+    max_sessions: int
+    max_sessions_per_client: int | None
+
+    def _make_room(self, client: str | None) -> _Reply | None:
+        """Room for a new session of ``client``, or the refusal (429: its address holds its share; 503: full)."""
+        mine = self._by_client.get(client) if client is not None else None
+        cap = self.max_sessions_per_client
+        if mine is not None and cap is not None and len(mine) >= cap and not self._evict_half_open(mine.values()):
+            return _busy(429, f"Too many sessions from this client address (at most {cap})")
+        if len(self.sessions) >= self.max_sessions and not self._evict_half_open(self.sessions.values()):
+            return _busy(503, "Too many sessions")
+        return None
+
+    def _drop(self, session: _HttpSession) -> None:
+        """Take ``session`` out of the session tables."""
+        assert session.id is not None
+        self.sessions.pop(session.id, None)
+        mine = self._by_client.get(session.client)
+        if mine is not None and mine.pop(session.id, None) is not None and not mine:
+            del self._by_client[session.client]
+
+    def _evict_half_open(self, candidates: Iterable[_HttpSession]) -> bool:
+        """Make room for a new session: end the oldest of ``candidates`` that never
+        got past its ``initialize`` POST, as ``DELETE`` would.  False: none."""
+        for session in candidates:  # insertion order: oldest first
+            if not session.past_initialize:
+                break
+        else:
+            return False
+        assert session.id is not None
+        log.info("session table full: evicting half-open session %s", session.id)
+        self._drop(session)
+        session.closed = True
+        session._end()
+        session.scope.cancel()  # _run_session's finally forgets the rest
+        return True
+
+
 # ---------------------------------------------------------------- answers
 
 
@@ -377,10 +425,12 @@ async def _pump(
     first: Any,
     skip: set[str] = frozenset(),  # type: ignore[assignment]
     retry_ms: int | None = None,
+    idle_timeout: float | None = None,
 ) -> None:
     """Write the stream's events until it completes (or is closed early for the
-    client to resume it); end the response."""
-    item = first if first is not None else await stream.next()
+    client to resume it, or sent nothing for ``idle_timeout`` seconds: closed
+    the same way); end the response."""
+    item = first if first is not None else await _next(stream, idle_timeout)
     try:
         while item is not _END:
             if item is _CLOSE:
@@ -390,10 +440,19 @@ async def _pump(
             event_id, data = item
             if event_id not in skip:
                 await responder.send(encode_event(data, id=event_id))
-            item = await stream.next()
+            item = await _next(stream, idle_timeout)
         await responder.end()
     except (trio.BrokenResourceError, trio.ClosedResourceError):
         log.debug("client left SSE stream %s", stream.key)
+
+
+async def _next(stream: _Stream, idle_timeout: float | None) -> Any:
+    """The stream's next item, or ``_CLOSE`` when none came within ``idle_timeout``."""
+    if idle_timeout is None:
+        return await stream.next()
+    with trio.move_on_after(idle_timeout):
+        return await stream.next()
+    return _CLOSE
 
 
 def _is_response(data: bytes) -> bool:

@@ -139,7 +139,8 @@ class ASGIApp:
             if not message.get("more_body", False):
                 break
         query = scope.get("query_string", b"").decode("latin-1")
-        request = HttpRequest(scope["method"], headers, bytes(body), scope["path"], query)
+        peer = scope.get("client")  # the client's (host, port), for per-client limits
+        request = HttpRequest(scope["method"], headers, bytes(body), scope["path"], query, client=peer and peer[0])
         if request.method == "POST" and not _leaving_cancels(headers) and not _may_stay_open(request.body):
             # A POST's response ends with its answer: no task to watch for the
             # client leaving (it costs about a seventh of the server's CPU per

@@ -204,6 +204,7 @@ class _H11Connection:
         self.data_lot = trio.lowlevel.ParkingLot()
         self.cancel_scope = trio.CancelScope()
         self.rejected = False  # an error answer ends the connection (then a lingering close)
+        self.client = _peer_address(stream)  # for per-client limits
 
     async def serve(self) -> None:
         async with trio.open_nursery() as nursery:
@@ -398,7 +399,7 @@ class _H11Connection:
             else:
                 return None
         body = bytes(chunks[0]) if len(chunks) == 1 else b"".join(chunks)
-        return handler, HttpRequest(event.method.decode("ascii"), headers, body, target, query)
+        return handler, HttpRequest(event.method.decode("ascii"), headers, body, target, query, client=self.client)
 
     async def _reject(self, status: int, message: str) -> None:
         """Answer with an error and ``connection: close`` (the caller then ends
@@ -466,6 +467,14 @@ async def serve_h11(
         shown = f"[{address[0]}]" if ":" in address[0] else address[0]
         urls.append(f"http://{shown}:{address[1]}")
     await trio.serve_listeners(connection, listeners, handler_nursery=None, task_status=_Relay(task_status, urls))
+
+
+def _peer_address(stream: trio.SocketStream) -> str | None:
+    """The client's IP address (``None`` once the socket is gone)."""
+    try:
+        return str(stream.socket.getpeername()[0])
+    except OSError:
+        return None
 
 
 class _Relay:

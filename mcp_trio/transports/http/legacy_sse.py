@@ -21,7 +21,12 @@ Errors: a POST without ``session_id`` gets 400, an unknown or ended session
 404, a body that is not JSON 400 (and nothing reaches the session), a body
 over ``max_body_size`` 413, a non-JSON ``Content-Type`` 415.  ``Host`` and
 ``Origin`` are checked as for Streamable HTTP.  Comments (``: ping``) keep an
-idle stream alive through proxies every ``ping_interval`` seconds.
+idle stream alive through proxies every ``ping_interval`` seconds.  Streams
+are bounded as Streamable HTTP's GET streams (:class:`StreamSlots`, shared
+with that endpoint when served next to it: 429 / 503 with ``Retry-After``), and
+a session whose stream sent no message and got no POST for
+``stream_idle_timeout`` seconds ends (its stream closes: without resumption
+in this transport, the client opens a new session).
 
 Behind an authorization layer (``HttpRequest.auth``), each POSTed request
 keeps the authorization of its POST until it is answered: its handler reads
@@ -42,7 +47,14 @@ import trio
 
 from .._base import Frame, RequestId
 from ._replies import _SSE_HEADERS, _error_reply, _Message, _peek_body, _Reply, _send_reply
-from ._request import DEFAULT_ALLOWED_HOSTS, HttpRequest, Responder, ServeSession, _Endpoint
+from ._request import (
+    DEFAULT_ALLOWED_HOSTS,
+    HttpRequest,
+    Responder,
+    ServeSession,
+    StreamSlots,
+    _Endpoint,
+)
 from ._sse import encode_comment, encode_event
 
 __all__ = ["LegacySSE"]
@@ -64,6 +76,8 @@ class _LegacySession(trio.abc.Channel[Frame]):
         self.scope = trio.CancelScope()
         #: request id -> the ``HttpRequest.auth`` of the POST that carried it, until answered.
         self.auth: dict[RequestId, Any] = {}
+        #: When its stream closes for idleness (a message sent or a POST received puts it off).
+        self.idle_at = float("inf")
 
     def auth_for(self, request_id: RequestId) -> Any:
         """The authorization the request ``request_id`` came with (``HttpRequest.auth``)."""
@@ -122,6 +136,10 @@ class LegacySSE(_Endpoint):
             (a POST waits beyond that).
         outbound_buffer: Messages queued for a slow stream before the
             session's writer waits.
+        stream_slots: The bounds on open streams, shared with other endpoints
+            (default: bounds of this endpoint's own, with the default limits).
+        stream_idle_timeout: Seconds without a message or a POST after which
+            a session's stream closes, ending it (``None``: never).
     """
 
     def __init__(
@@ -136,12 +154,16 @@ class LegacySSE(_Endpoint):
         ping_interval: float | None = 15.0,
         inbound_buffer: int = 16,
         outbound_buffer: int = 256,
+        stream_slots: StreamSlots | None = None,
+        stream_idle_timeout: float | None = 300.0,
     ) -> None:
         super().__init__(serve_session, max_sessions, max_body_size, allowed_hosts, allowed_origins)
         self.messages_path = messages_path
         self.ping_interval = ping_interval
         self.inbound_buffer = inbound_buffer
         self.outbound_buffer = outbound_buffer
+        self.stream_slots = stream_slots if stream_slots is not None else StreamSlots()
+        self.stream_idle_timeout = stream_idle_timeout
         self.sessions: dict[str, _LegacySession] = {}
 
     async def handle(self, request: HttpRequest, responder: Responder) -> None:
@@ -169,6 +191,10 @@ class LegacySSE(_Endpoint):
             raise RuntimeError("LegacySSE.run() is not running")
         if len(self.sessions) >= self.max_sessions:
             return _error_reply(503, "Too many sessions")
+        evicted = trio.CancelScope()  # cancelled when the stream must make room for another
+        slot = self.stream_slots.take(request.client, evicted.cancel)
+        if isinstance(slot, _Reply):
+            return slot
         session = _LegacySession(
             secrets.token_hex(16), self.inbound_buffer, self.outbound_buffer, request.principal
         )
@@ -177,25 +203,40 @@ class LegacySSE(_Endpoint):
         try:
             await responder.start(200, _SSE_HEADERS)
             await responder.send(encode_event(f"{self.messages_path}?session_id={session.id}", event="endpoint"))
-            interval = self.ping_interval if self.ping_interval is not None else float("inf")
-            while True:
-                with trio.move_on_after(interval) as idle:
-                    data = await session.out_recv.receive()
-                if idle.cancelled_caught:
-                    await responder.send(encode_comment("ping"))
-                    continue
-                await responder.send(encode_event(data, event="message"))
-        except trio.EndOfChannel:  # the session ended
-            await responder.end()
+            with evicted:
+                await self._write_out(session, responder)
+            await responder.end()  # the session ended, was evicted, or was idle too long
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             log.debug("client left legacy SSE session %s", session.id)
         finally:
+            self.stream_slots.release(slot)
             # The stream is the session: without it nothing can reach the client.
             self.sessions.pop(session.id, None)
             with trio.CancelScope(shield=True):
                 await session.end_input()
             session.scope.cancel()
         return None
+
+    async def _write_out(self, session: _LegacySession, responder: Responder) -> None:
+        """Send the session's messages, with a ping after ``ping_interval`` seconds
+        of silence, until it ends or is idle for ``stream_idle_timeout``."""
+        ping = self.ping_interval if self.ping_interval is not None else float("inf")
+        idle = self.stream_idle_timeout if self.stream_idle_timeout is not None else float("inf")
+        session.idle_at = trio.current_time() + idle
+        while True:
+            with trio.move_on_at(min(trio.current_time() + ping, session.idle_at)) as waiting:
+                try:
+                    data = await session.out_recv.receive()
+                except trio.EndOfChannel:  # the session ended
+                    return
+            if not waiting.cancelled_caught:
+                session.idle_at = trio.current_time() + idle
+                await responder.send(encode_event(data, event="message"))
+            elif trio.current_time() >= session.idle_at:
+                log.info("legacy SSE session %s idle: closing its stream", session.id)
+                return
+            else:
+                await responder.send(encode_comment("ping"))
 
     async def _run_session(self, session: _LegacySession) -> None:
         try:
@@ -217,6 +258,7 @@ class LegacySSE(_Endpoint):
         peeked = self._json_body(request)
         if isinstance(peeked, _Reply):
             return peeked
+        session.idle_at = trio.current_time() + (self.stream_idle_timeout or float("inf"))
         if request.auth is not None:
             session.remember_auth(peeked, request.auth)
         try:

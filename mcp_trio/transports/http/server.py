@@ -7,8 +7,8 @@ does its job.
 * :class:`EventStore`, :class:`InMemoryEventStore` (``_events``): events kept
   for clients that resume a lost stream.
 * :class:`HttpRequest`, :class:`Responder`, :class:`Handler`,
-  :class:`HostGuard`, ``DEFAULT_ALLOWED_HOSTS`` (``_request``): what endpoints
-  and front doors share.
+  :class:`HostGuard`, :class:`StreamSlots`, ``DEFAULT_ALLOWED_HOSTS``
+  (``_request``): what endpoints and front doors share.
 * The front doors: :func:`serve_h11` (``h11_server``, the lean HTTP/1.1 one)
   and :class:`ASGIApp` with :func:`serve_hypercorn` (``asgi``).
 """
@@ -23,6 +23,7 @@ from ._request import HostGuard as HostGuard
 from ._request import HttpRequest as HttpRequest
 from ._request import Responder as Responder
 from ._request import ServeSession as ServeSession
+from ._request import StreamSlots as StreamSlots
 from ._streamable import StreamableHTTP as StreamableHTTP
 from .asgi import ASGIApp as ASGIApp
 from .asgi import serve_hypercorn as serve_hypercorn
@@ -36,6 +37,7 @@ __all__ = [
     "HttpRequest",
     "InMemoryEventStore",
     "Responder",
+    "StreamSlots",
     "StreamableHTTP",
     "serve_h11",
     "serve_hypercorn",
