@@ -1,9 +1,10 @@
 """The high-level MCP client: ``Client``, ``open_client`` and the ``connect_*`` entry points.
 
 The modules of this package split the client by job; everything public is
-re-exported here.
+re-exported here; the result types are in :mod:`mcp_trio.client.results`.
 """
 
+from . import results as results
 from ._cache import ResultCache as ResultCache
 from ._client import Client as Client
 from ._connect import connect_http as connect_http
@@ -22,4 +23,5 @@ __all__ = [
     "connect_websocket",
     "elicitation_defaults",
     "open_client",
+    "results",
 ]

@@ -18,6 +18,10 @@ Rules:
   request with (at most ``max_input_rounds`` times).  Handlers do not see the
   difference.  The capabilities the client advertises follow from the
   handlers given.
+* Results are the types of :mod:`mcp_trio.client.results`, the same whatever
+  revision was negotiated (absent fields ``None``, never ``UNSET``).  A
+  peer's extras (content of an unknown type, members the revision lacks) are
+  kept and logged; ``strict=True`` rejects them instead.
 * Every call takes ``timeout`` (seconds; ``None`` waits forever) and, where
   the server may report progress, ``on_progress``.  Cancelling the calling task
   cancels the request at the server.
@@ -32,7 +36,7 @@ Rules:
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 import trio
@@ -46,6 +50,24 @@ from ..types._versions import SUBSCRIPTION_ID
 from ._cache import _CACHEABLE, _INVALIDATES, ResultCache, _cache_params
 from ._handlers import Handler, _builtins, _maybe_await
 from ._listen import ListenMixin, Subscription
+from ._reading import RESULTS, Reader, call_tool_result, read
+from .results import (
+    CallToolResult,
+    CompleteResult,
+    GetPromptResult,
+    ListPromptsResult,
+    ListResourcesResult,
+    ListResourceTemplatesResult,
+    ListToolsResult,
+    Prompt,
+    ReadResourceResult,
+    Resource,
+    ResourceTemplate,
+    Tool,
+)
+
+T = TypeVar("T")
+_AS_DICT = dict[str, Any]
 
 _DEFAULT: Any = object()
 _LOG_LEVEL_META = "io.modelcontextprotocol/logLevel"
@@ -71,6 +93,7 @@ class Client(ListenMixin):
         auth_context: Any,
         max_input_rounds: int,
         max_pages: int,
+        strict: bool = False,
     ) -> None:
         self.session = session
         self._sampling = sampling
@@ -81,6 +104,10 @@ class Client(ListenMixin):
         self._auth = auth_context if auth_context is not None else object()
         self.max_input_rounds = max_input_rounds
         self.max_pages = max_pages
+        #: Reject a result with anything the negotiated revision does not define
+        #: (an unknown content type, a member it lacks) instead of keeping it.
+        self.strict = strict
+        self._warned: set[str] = set()
         self._log_level: str | None = None
         self._listening: dict[Any, Subscription] = {}
 
@@ -139,7 +166,16 @@ class Client(ListenMixin):
             options["timeout"] = timeout
         if on_progress is not None:
             options["on_progress"] = on_progress
+        typed = RESULTS.get(method)
+        if typed is not None:
+            options["result_type"] = _AS_DICT
         result, retried = await self._with_input(method, params, options)
+        if typed is not None and type(result) is dict:
+            reader = Reader(self.protocol_version, self.strict, method, self._warned)
+            if typed is CallToolResult:
+                result = call_tool_result(reader, result)
+            else:
+                result = read(reader, result, typed)
         if cacheable and not retried:
             assert self._cache is not None
             self._cache.put(self._namespace, self._auth, method, key, result)
@@ -218,13 +254,22 @@ class Client(ListenMixin):
     def _page_params(self, cursor: str | None) -> dict[str, Any]:
         return {} if cursor is None else {"cursor": cursor}
 
+    @staticmethod
+    def _as(kind: type[T], result: Any) -> T:
+        if not isinstance(result, kind):
+            raise RemoteProtocolError(f"expected a {kind.__name__}, got {type(result).__name__}")
+        return result
+
     # ----------------------------------------------------------------- tools
 
-    async def list_tools(self, cursor: str | None = None, *, timeout: Any = _DEFAULT, fresh: bool = False) -> Any:
+    async def list_tools(
+        self, cursor: str | None = None, *, timeout: Any = _DEFAULT, fresh: bool = False
+    ) -> ListToolsResult:
         """One page of ``tools/list``."""
-        return await self._request("tools/list", self._page_params(cursor), timeout=timeout, fresh=fresh)
+        result = await self._request("tools/list", self._page_params(cursor), timeout=timeout, fresh=fresh)
+        return self._as(ListToolsResult, result)
 
-    async def list_all_tools(self, *, timeout: Any = _DEFAULT) -> list[Any]:
+    async def list_all_tools(self, *, timeout: Any = _DEFAULT) -> list[Tool]:
         """Every tool, following all pages."""
         return await self._all_pages("tools/list", "tools", {}, timeout)
 
@@ -237,8 +282,8 @@ class Client(ListenMixin):
         on_progress: ProgressCallback | None = None,
         meta: Mapping[str, Any] | None = None,
         **options: Any,
-    ) -> Any:
-        """Call a tool; returns the ``CallToolResult``.
+    ) -> CallToolResult:
+        """Call a tool; returns its :class:`~mcp_trio.client.results.CallToolResult`.
 
         A tool that fails reports it in the result (``isError``); protocol
         faults (unknown tool, ...) raise :class:`McpError`.  ``options`` go to
@@ -253,33 +298,38 @@ class Client(ListenMixin):
         if arguments is not None:
             params["arguments"] = dict(arguments)
         try:
-            return await self._request(
+            result = await self._request(
                 "tools/call", params, timeout=timeout, on_progress=on_progress, meta=meta, **options
             )
         except McpError as exc:
             if exc.code != rpc.HEADER_MISMATCH or not self.modern:
                 raise
-        await self._all_pages("tools/list", "tools", {}, timeout, fresh=True)
-        return await self._request(
-            "tools/call", params, timeout=timeout, on_progress=on_progress, meta=meta, **options
-        )
+            await self._all_pages("tools/list", "tools", {}, timeout, fresh=True)
+            result = await self._request(
+                "tools/call", params, timeout=timeout, on_progress=on_progress, meta=meta, **options
+            )
+        return self._as(CallToolResult, result)
 
     # ------------------------------------------------------------- resources
 
-    async def list_resources(self, cursor: str | None = None, *, timeout: Any = _DEFAULT, fresh: bool = False) -> Any:
-        return await self._request("resources/list", self._page_params(cursor), timeout=timeout, fresh=fresh)
+    async def list_resources(
+        self, cursor: str | None = None, *, timeout: Any = _DEFAULT, fresh: bool = False
+    ) -> ListResourcesResult:
+        result = await self._request("resources/list", self._page_params(cursor), timeout=timeout, fresh=fresh)
+        return self._as(ListResourcesResult, result)
 
-    async def list_all_resources(self, *, timeout: Any = _DEFAULT) -> list[Any]:
+    async def list_all_resources(self, *, timeout: Any = _DEFAULT) -> list[Resource]:
         return await self._all_pages("resources/list", "resources", {}, timeout)
 
     async def list_resource_templates(
         self, cursor: str | None = None, *, timeout: Any = _DEFAULT, fresh: bool = False
-    ) -> Any:
-        return await self._request(
+    ) -> ListResourceTemplatesResult:
+        result = await self._request(
             "resources/templates/list", self._page_params(cursor), timeout=timeout, fresh=fresh
         )
+        return self._as(ListResourceTemplatesResult, result)
 
-    async def list_all_resource_templates(self, *, timeout: Any = _DEFAULT) -> list[Any]:
+    async def list_all_resource_templates(self, *, timeout: Any = _DEFAULT) -> list[ResourceTemplate]:
         return await self._all_pages("resources/templates/list", "resourceTemplates", {}, timeout)
 
     async def read_resource(
@@ -289,11 +339,12 @@ class Client(ListenMixin):
         timeout: Any = _DEFAULT,
         on_progress: ProgressCallback | None = None,
         fresh: bool = False,
-    ) -> Any:
-        """``resources/read``; returns the ``ReadResourceResult``."""
-        return await self._request(
+    ) -> ReadResourceResult:
+        """``resources/read``."""
+        result = await self._request(
             "resources/read", {"uri": uri}, timeout=timeout, on_progress=on_progress, fresh=fresh
         )
+        return self._as(ReadResourceResult, result)
 
     async def subscribe_resource(self, uri: str, *, timeout: Any = _DEFAULT) -> None:
         """Ask for ``notifications/resources/updated`` about ``uri`` (up to 2025-11-25)."""
@@ -304,10 +355,13 @@ class Client(ListenMixin):
 
     # --------------------------------------------------------------- prompts
 
-    async def list_prompts(self, cursor: str | None = None, *, timeout: Any = _DEFAULT, fresh: bool = False) -> Any:
-        return await self._request("prompts/list", self._page_params(cursor), timeout=timeout, fresh=fresh)
+    async def list_prompts(
+        self, cursor: str | None = None, *, timeout: Any = _DEFAULT, fresh: bool = False
+    ) -> ListPromptsResult:
+        result = await self._request("prompts/list", self._page_params(cursor), timeout=timeout, fresh=fresh)
+        return self._as(ListPromptsResult, result)
 
-    async def list_all_prompts(self, *, timeout: Any = _DEFAULT) -> list[Any]:
+    async def list_all_prompts(self, *, timeout: Any = _DEFAULT) -> list[Prompt]:
         return await self._all_pages("prompts/list", "prompts", {}, timeout)
 
     async def get_prompt(
@@ -317,12 +371,13 @@ class Client(ListenMixin):
         *,
         timeout: Any = _DEFAULT,
         on_progress: ProgressCallback | None = None,
-    ) -> Any:
-        """``prompts/get``; returns the ``GetPromptResult``."""
+    ) -> GetPromptResult:
+        """``prompts/get``."""
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = dict(arguments)
-        return await self._request("prompts/get", params, timeout=timeout, on_progress=on_progress)
+        result = await self._request("prompts/get", params, timeout=timeout, on_progress=on_progress)
+        return self._as(GetPromptResult, result)
 
     # ------------------------------------------------------------ utilities
 
@@ -335,12 +390,12 @@ class Client(ListenMixin):
         resource_template: str | None = None,
         context: Mapping[str, str] | None = None,
         timeout: Any = _DEFAULT,
-    ) -> Any:
+    ) -> CompleteResult:
         """Completions for a prompt's argument or a resource template's variable.
 
         Give exactly one of ``prompt`` (its name) and ``resource_template``
         (its URI template).  ``context`` holds arguments already chosen
-        (2025-06-18+).  Returns the ``CompleteResult``.
+        (2025-06-18+).
         """
         if (prompt is None) == (resource_template is None):
             raise ValueError("give exactly one of prompt= and resource_template=")
@@ -352,7 +407,8 @@ class Client(ListenMixin):
         params: dict[str, Any] = {"ref": ref, "argument": {"name": argument, "value": value}}
         if context is not None:
             params["context"] = {"arguments": dict(context)}
-        return await self._request("completion/complete", params, timeout=timeout)
+        result = await self._request("completion/complete", params, timeout=timeout)
+        return self._as(CompleteResult, result)
 
     async def set_log_level(self, level: str, *, timeout: Any = _DEFAULT) -> None:
         """The lowest level of log messages to receive.
