@@ -11,11 +11,13 @@ from ._connect import connect_http as connect_http
 from ._connect import connect_stdio as connect_stdio
 from ._connect import connect_websocket as connect_websocket
 from ._connect import open_client as open_client
+from ._handlers import HandlerError as HandlerError
 from ._handlers import elicitation_defaults as elicitation_defaults
 from ._listen import Subscription as Subscription
 
 __all__ = [
     "Client",
+    "HandlerError",
     "ResultCache",
     "Subscription",
     "connect_http",

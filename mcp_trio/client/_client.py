@@ -22,6 +22,12 @@ Rules:
   revision was negotiated (absent fields ``None``, never ``UNSET``).  A
   peer's extras (content of an unknown type, members the revision lacks) are
   kept and logged; ``strict=True`` rejects them instead.
+* No call raises an ``ExceptionGroup``.  A handler that fails while a
+  2026-07-28 request waits for its answer raises :class:`HandlerError` from
+  that call (its ``__cause__`` is the handler's exception); an ask of
+  something this client did not advertise, :class:`RemoteProtocolError`.  A
+  feature the negotiated revision lacks raises :class:`LocalProtocolError`
+  naming that revision.
 * Every call takes ``timeout`` (seconds; ``None`` waits forever) and, where
   the server may report progress, ``on_progress``.  Cancelling the calling task
   cancels the request at the server.
@@ -48,7 +54,7 @@ from .._exceptions import LocalProtocolError, McpError, RemoteProtocolError
 from ..types import _versions
 from ..types._versions import SUBSCRIPTION_ID
 from ._cache import _CACHEABLE, _INVALIDATES, ResultCache, _cache_params
-from ._handlers import Handler, _builtins, _maybe_await
+from ._handlers import Handler, HandlerError, _builtins, _maybe_await, _NotAdvertised, _unwrap
 from ._listen import ListenMixin, Subscription
 from ._reading import RESULTS, Reader, call_tool_result, read
 from .results import (
@@ -203,14 +209,28 @@ class Client(ListenMixin):
     async def _answer_inputs(self, requests: Mapping[str, Any]) -> dict[str, Any]:
         answers: dict[str, Any] = {}
 
-        async def answer(key: str, request: Any) -> None:
+        failed: list[tuple[str, Exception]] = []
+
+        async def answer(key: str, request: Any, cancel_scope: trio.CancelScope) -> None:
             params = getattr(request, "params", None)
             method = getattr(request, "method", None) or request.__struct_config__.tag
-            answers[key] = _builtins(await self._answer(method, params))
+            try:
+                answers[key] = _builtins(await self._answer(method, params))
+            except Exception as exc:  # the first failure ends the round
+                failed.append((method, exc))
+                cancel_scope.cancel()
 
-        async with trio.open_nursery() as nursery:
-            for key, request in requests.items():
-                nursery.start_soon(answer, key, request)
+        try:
+            async with trio.open_nursery() as nursery:
+                for key, request in requests.items():
+                    nursery.start_soon(answer, key, request, nursery.cancel_scope)
+        except BaseExceptionGroup as group:  # only cancellation: the answers catch the rest
+            raise _unwrap(group) from None
+        if failed:
+            method, exc = failed[0]
+            if isinstance(exc, _NotAdvertised):
+                raise RemoteProtocolError(str(exc)) from None
+            raise HandlerError(method, exc) from exc
         return answers
 
     async def _answer(self, method: str, params: Any) -> Any:
@@ -222,7 +242,7 @@ class Client(ListenMixin):
         if method == "roots/list" and self._roots is not None:
             roots = self._roots() if callable(self._roots) else self._roots
             return {"roots": [_builtins(r) for r in await _maybe_await(roots)]}
-        raise RemoteProtocolError(f"the server asked for {method}, which this client did not advertise")
+        raise _NotAdvertised(f"the server asked for {method}, which this client did not advertise")
 
     def _legacy_handler(self, method: str) -> Callable[[RequestContext, Any], Awaitable[Any]]:
         async def handle(ctx: RequestContext, params: Any) -> Any:
@@ -250,6 +270,13 @@ class Client(ListenMixin):
             seen.add(next_cursor)
             cursor = next_cursor
         raise RemoteProtocolError(f"{method}: more than {self.max_pages} pages")
+
+    def _before_stateless(self, method: str, instead: str) -> None:
+        if self.modern:
+            raise LocalProtocolError(
+                f"{method} exists up to protocol version 2025-11-25 (this session speaks "
+                f"{self.protocol_version}); {instead}"
+            )
 
     def _page_params(self, cursor: str | None) -> dict[str, Any]:
         return {} if cursor is None else {"cursor": cursor}
@@ -347,10 +374,13 @@ class Client(ListenMixin):
         return self._as(ReadResourceResult, result)
 
     async def subscribe_resource(self, uri: str, *, timeout: Any = _DEFAULT) -> None:
-        """Ask for ``notifications/resources/updated`` about ``uri`` (up to 2025-11-25)."""
+        """Ask for ``notifications/resources/updated`` about ``uri`` (up to 2025-11-25;
+        later, :meth:`listen` with ``resource_uris``)."""
+        self._before_stateless("resources/subscribe", "use listen(resource_uris=...)")
         await self._request("resources/subscribe", {"uri": uri}, timeout=timeout)
 
     async def unsubscribe_resource(self, uri: str, *, timeout: Any = _DEFAULT) -> None:
+        self._before_stateless("resources/unsubscribe", "leave the listen() block")
         await self._request("resources/unsubscribe", {"uri": uri}, timeout=timeout)
 
     # --------------------------------------------------------------- prompts
@@ -406,6 +436,11 @@ class Client(ListenMixin):
         )
         params: dict[str, Any] = {"ref": ref, "argument": {"name": argument, "value": value}}
         if context is not None:
+            if self.protocol_version < "2025-06-18":
+                raise LocalProtocolError(
+                    "completion context needs protocol version 2025-06-18 or later "
+                    f"(this session speaks {self.protocol_version})"
+                )
             params["context"] = {"arguments": dict(context)}
         result = await self._request("completion/complete", params, timeout=timeout)
         return self._as(CompleteResult, result)
@@ -425,6 +460,7 @@ class Client(ListenMixin):
 
     async def ping(self, *, timeout: Any = _DEFAULT) -> None:
         """``ping`` (up to 2025-11-25; later revisions have none)."""
+        self._before_stateless("ping", "stateless revisions have none")
         await self._request("ping", timeout=timeout)
 
     async def set_roots(self, roots: Sequence[Mapping[str, Any]] | Callable[[], Any]) -> None:
