@@ -14,10 +14,12 @@ from ._connect import open_client as open_client
 from ._handlers import HandlerError as HandlerError
 from ._handlers import elicitation_defaults as elicitation_defaults
 from ._listen import Subscription as Subscription
+from ._output import OutputValidationError as OutputValidationError
 
 __all__ = [
     "Client",
     "HandlerError",
+    "OutputValidationError",
     "ResultCache",
     "Subscription",
     "connect_http",

@@ -56,6 +56,7 @@ from ..types._versions import SUBSCRIPTION_ID
 from ._cache import _CACHEABLE, _INVALIDATES, ResultCache, _cache_params
 from ._handlers import Handler, HandlerError, _builtins, _maybe_await, _NotAdvertised, _unwrap
 from ._listen import ListenMixin, Subscription
+from ._output import OutputSchemas
 from ._reading import RESULTS, Reader, call_tool_result, read
 from .results import (
     CallToolResult,
@@ -100,6 +101,7 @@ class Client(ListenMixin):
         max_input_rounds: int,
         max_pages: int,
         strict: bool = False,
+        validate_output: bool = True,
     ) -> None:
         self.session = session
         self._sampling = sampling
@@ -114,6 +116,7 @@ class Client(ListenMixin):
         #: (an unknown content type, a member it lacks) instead of keeping it.
         self.strict = strict
         self._warned: set[str] = set()
+        self._outputs = OutputSchemas(validate_output)
         self._log_level: str | None = None
         self._listening: dict[Any, Subscription] = {}
 
@@ -182,6 +185,8 @@ class Client(ListenMixin):
                 result = call_tool_result(reader, result)
             else:
                 result = read(reader, result, typed)
+                if typed is ListToolsResult:
+                    self._outputs.record(result.tools)
         if cacheable and not retried:
             assert self._cache is not None
             self._cache.put(self._namespace, self._auth, method, key, result)
@@ -313,7 +318,10 @@ class Client(ListenMixin):
         """Call a tool; returns its :class:`~mcp_trio.client.results.CallToolResult`.
 
         A tool that fails reports it in the result (``isError``); protocol
-        faults (unknown tool, ...) raise :class:`McpError`.  ``options`` go to
+        faults (unknown tool, ...) raise :class:`McpError`.  When the last
+        ``tools/list`` gave the tool an ``outputSchema``, a ``structuredContent``
+        that does not match it raises :class:`OutputValidationError` (which
+        holds the result).  ``options`` go to
         :meth:`Session.request` (``max_total_timeout`` ...).
 
         Over Streamable HTTP (2026-07-28) a ``HeaderMismatch`` refusal means
@@ -335,7 +343,9 @@ class Client(ListenMixin):
             result = await self._request(
                 "tools/call", params, timeout=timeout, on_progress=on_progress, meta=meta, **options
             )
-        return self._as(CallToolResult, result)
+        checked = self._as(CallToolResult, result)
+        self._outputs.check(name, checked)
+        return checked
 
     # ------------------------------------------------------------- resources
 
@@ -479,6 +489,8 @@ class Client(ListenMixin):
     # --------------------------------------------------------- notifications
 
     def _on_notification(self, method: str, params: Any) -> None:
+        if method == "notifications/tools/list_changed":
+            self._outputs.forget()
         meta = getattr(params, "meta", None)
         if isinstance(meta, dict) and SUBSCRIPTION_ID in meta:
             subscription = self._listening.get(meta[SUBSCRIPTION_ID])

@@ -54,6 +54,7 @@ async def open_client(
     max_input_rounds: int = 16,
     max_pages: int = 10_000,
     strict: bool = False,
+    validate_output: bool = True,
     connect_timeout: float | None = 30.0,
     **session_options: Any,
 ) -> AsyncIterator[Client]:
@@ -88,6 +89,10 @@ async def open_client(
             it lacks) with :class:`RemoteProtocolError`.  By default such
             extras are kept (``extra``, :class:`~mcp_trio.client.results.UnknownContent`)
             and logged as a warning (see :mod:`mcp_trio.client.results`).
+        validate_output: Check each ``structuredContent`` against the
+            ``outputSchema`` of its tool in the last ``tools/list`` (needs the
+            ``validation`` extra, ``jsonschema-rs``; without it the first
+            result that would be checked logs a warning).
         connect_timeout: Seconds allowed for the negotiation; past them
             :class:`trio.TooSlowError` names the server and the timeout.
         session_options: Passed to :func:`open_session` (``default_timeout`` ...).
@@ -142,6 +147,7 @@ async def open_client(
             max_input_rounds=max_input_rounds,
             max_pages=max_pages,
             strict=strict,
+            validate_output=validate_output,
         )
         holder.append(client)
         for method, present in (
