@@ -66,6 +66,7 @@ from .results import (
     ListResourcesResult,
     ListResourceTemplatesResult,
     ListToolsResult,
+    LogLevel,
     Prompt,
     ReadResourceResult,
     Resource,
@@ -152,7 +153,7 @@ class Client(ListenMixin):
         method: str,
         params: dict[str, Any] | None = None,
         *,
-        timeout: Any = _DEFAULT,
+        timeout: float | None = _DEFAULT,
         on_progress: ProgressCallback | None = None,
         meta: Mapping[str, Any] | None = None,
         fresh: bool = False,
@@ -295,13 +296,13 @@ class Client(ListenMixin):
     # ----------------------------------------------------------------- tools
 
     async def list_tools(
-        self, cursor: str | None = None, *, timeout: Any = _DEFAULT, fresh: bool = False
+        self, cursor: str | None = None, *, timeout: float | None = _DEFAULT, fresh: bool = False
     ) -> ListToolsResult:
         """One page of ``tools/list``."""
         result = await self._request("tools/list", self._page_params(cursor), timeout=timeout, fresh=fresh)
         return self._as(ListToolsResult, result)
 
-    async def list_all_tools(self, *, timeout: Any = _DEFAULT) -> list[Tool]:
+    async def list_all_tools(self, *, timeout: float | None = _DEFAULT) -> list[Tool]:
         """Every tool, following all pages."""
         return await self._all_pages("tools/list", "tools", {}, timeout)
 
@@ -310,7 +311,7 @@ class Client(ListenMixin):
         name: str,
         arguments: Mapping[str, Any] | None = None,
         *,
-        timeout: Any = _DEFAULT,
+        timeout: float | None = _DEFAULT,
         on_progress: ProgressCallback | None = None,
         meta: Mapping[str, Any] | None = None,
         **options: Any,
@@ -350,30 +351,30 @@ class Client(ListenMixin):
     # ------------------------------------------------------------- resources
 
     async def list_resources(
-        self, cursor: str | None = None, *, timeout: Any = _DEFAULT, fresh: bool = False
+        self, cursor: str | None = None, *, timeout: float | None = _DEFAULT, fresh: bool = False
     ) -> ListResourcesResult:
         result = await self._request("resources/list", self._page_params(cursor), timeout=timeout, fresh=fresh)
         return self._as(ListResourcesResult, result)
 
-    async def list_all_resources(self, *, timeout: Any = _DEFAULT) -> list[Resource]:
+    async def list_all_resources(self, *, timeout: float | None = _DEFAULT) -> list[Resource]:
         return await self._all_pages("resources/list", "resources", {}, timeout)
 
     async def list_resource_templates(
-        self, cursor: str | None = None, *, timeout: Any = _DEFAULT, fresh: bool = False
+        self, cursor: str | None = None, *, timeout: float | None = _DEFAULT, fresh: bool = False
     ) -> ListResourceTemplatesResult:
         result = await self._request(
             "resources/templates/list", self._page_params(cursor), timeout=timeout, fresh=fresh
         )
         return self._as(ListResourceTemplatesResult, result)
 
-    async def list_all_resource_templates(self, *, timeout: Any = _DEFAULT) -> list[ResourceTemplate]:
+    async def list_all_resource_templates(self, *, timeout: float | None = _DEFAULT) -> list[ResourceTemplate]:
         return await self._all_pages("resources/templates/list", "resourceTemplates", {}, timeout)
 
     async def read_resource(
         self,
         uri: str,
         *,
-        timeout: Any = _DEFAULT,
+        timeout: float | None = _DEFAULT,
         on_progress: ProgressCallback | None = None,
         fresh: bool = False,
     ) -> ReadResourceResult:
@@ -383,25 +384,25 @@ class Client(ListenMixin):
         )
         return self._as(ReadResourceResult, result)
 
-    async def subscribe_resource(self, uri: str, *, timeout: Any = _DEFAULT) -> None:
+    async def subscribe_resource(self, uri: str, *, timeout: float | None = _DEFAULT) -> None:
         """Ask for ``notifications/resources/updated`` about ``uri`` (up to 2025-11-25;
         later, :meth:`listen` with ``resource_uris``)."""
         self._before_stateless("resources/subscribe", "use listen(resource_uris=...)")
         await self._request("resources/subscribe", {"uri": uri}, timeout=timeout)
 
-    async def unsubscribe_resource(self, uri: str, *, timeout: Any = _DEFAULT) -> None:
+    async def unsubscribe_resource(self, uri: str, *, timeout: float | None = _DEFAULT) -> None:
         self._before_stateless("resources/unsubscribe", "leave the listen() block")
         await self._request("resources/unsubscribe", {"uri": uri}, timeout=timeout)
 
     # --------------------------------------------------------------- prompts
 
     async def list_prompts(
-        self, cursor: str | None = None, *, timeout: Any = _DEFAULT, fresh: bool = False
+        self, cursor: str | None = None, *, timeout: float | None = _DEFAULT, fresh: bool = False
     ) -> ListPromptsResult:
         result = await self._request("prompts/list", self._page_params(cursor), timeout=timeout, fresh=fresh)
         return self._as(ListPromptsResult, result)
 
-    async def list_all_prompts(self, *, timeout: Any = _DEFAULT) -> list[Prompt]:
+    async def list_all_prompts(self, *, timeout: float | None = _DEFAULT) -> list[Prompt]:
         return await self._all_pages("prompts/list", "prompts", {}, timeout)
 
     async def get_prompt(
@@ -409,7 +410,7 @@ class Client(ListenMixin):
         name: str,
         arguments: Mapping[str, str] | None = None,
         *,
-        timeout: Any = _DEFAULT,
+        timeout: float | None = _DEFAULT,
         on_progress: ProgressCallback | None = None,
     ) -> GetPromptResult:
         """``prompts/get``."""
@@ -429,7 +430,7 @@ class Client(ListenMixin):
         prompt: str | None = None,
         resource_template: str | None = None,
         context: Mapping[str, str] | None = None,
-        timeout: Any = _DEFAULT,
+        timeout: float | None = _DEFAULT,
     ) -> CompleteResult:
         """Completions for a prompt's argument or a resource template's variable.
 
@@ -455,7 +456,7 @@ class Client(ListenMixin):
         result = await self._request("completion/complete", params, timeout=timeout)
         return self._as(CompleteResult, result)
 
-    async def set_log_level(self, level: str, *, timeout: Any = _DEFAULT) -> None:
+    async def set_log_level(self, level: LogLevel, *, timeout: float | None = _DEFAULT) -> None:
         """The lowest level of log messages to receive.
 
         Up to 2025-11-25 this is ``logging/setLevel``; from 2026-07-28 on the
@@ -468,7 +469,7 @@ class Client(ListenMixin):
             return
         await self._request("logging/setLevel", {"level": level}, timeout=timeout)
 
-    async def ping(self, *, timeout: Any = _DEFAULT) -> None:
+    async def ping(self, *, timeout: float | None = _DEFAULT) -> None:
         """``ping`` (up to 2025-11-25; later revisions have none)."""
         self._before_stateless("ping", "stateless revisions have none")
         await self._request("ping", timeout=timeout)

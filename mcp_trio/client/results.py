@@ -47,6 +47,7 @@ __all__ = [
     "ListResourceTemplatesResult",
     "ListResourcesResult",
     "ListToolsResult",
+    "LogLevel",
     "Prompt",
     "PromptArgument",
     "PromptMessage",
@@ -60,6 +61,12 @@ __all__ = [
     "Tool",
     "ToolAnnotations",
     "UnknownContent",
+]
+
+
+#: A log level (the RFC 5424 severities), for ``Client.set_log_level``.
+LogLevel: TypeAlias = Literal[
+    "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"
 ]
 
 
