@@ -340,6 +340,8 @@ class Client(ListenMixin):
         except McpError as exc:
             if exc.code != rpc.HEADER_MISMATCH or not self.modern:
                 raise
+            result = None
+        if result is None:
             await self._all_pages("tools/list", "tools", {}, timeout, fresh=True)
             result = await self._request(
                 "tools/call", params, timeout=timeout, on_progress=on_progress, meta=meta, **options
