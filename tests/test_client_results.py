@@ -105,8 +105,11 @@ def unset_anywhere(value: Any) -> bool:
 
 
 @pytest.mark.parametrize("version", ALL)
-async def test_the_same_types_in_every_revision(version: str) -> None:
-    async with connected(version) as client:
+async def test_the_same_types_in_every_revision(
+    version: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, "mcp_trio.client")
+    async with connected(version, strict=True) as client:
         page = await client.list_tools()
         assert isinstance(page, ListToolsResult) and page.nextCursor is None and page.extra == {}
         tools = {t.name: t for t in await client.list_all_tools()}
@@ -151,6 +154,7 @@ async def test_the_same_types_in_every_revision(version: str) -> None:
 
         for value in (page, result, failed, shaped, read, prompts, got, done):
             assert not unset_anywhere(value)
+    assert caplog.records == []  # our server sends nothing its revision lacks
 
 
 async def test_to_builtins_gives_the_wire_shape() -> None:
