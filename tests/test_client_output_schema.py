@@ -129,3 +129,20 @@ async def test_the_servers_own_schemas_pass(version: str) -> None:
         assert all(t.outputSchema is not None for t in tools if t.name in ("point", "echo"))
         assert (await client.call_tool("point")).structuredContent == {"x": 1, "y": 2}
         assert (await client.call_tool("echo", {"text": "a"})).structuredContent == {"result": "a"}
+
+
+async def test_structured_content_need_not_be_an_object() -> None:
+    """Any JSON value from 2026-07-28 on (read as sent in earlier revisions too)."""
+    schema = {"type": "array", "items": {"type": "integer"}}
+
+    def answer(method: str, params: Any) -> Any:
+        if method == "tools/list":
+            return {"tools": [{"name": "p", "inputSchema": {}, "outputSchema": schema}]}
+        return {"content": [], "structuredContent": params["arguments"]["v"]}
+
+    async with raw_peer("2025-06-18", answer) as client:
+        await client.list_tools()
+        assert (await client.call_tool("p", {"v": [1, 2]})).structuredContent == [1, 2]
+        with pytest.raises(OutputValidationError) as info:
+            await client.call_tool("p", {"v": [1, "a"]})
+    assert info.value.path == "$[1]"

@@ -96,7 +96,7 @@ class OutputSchemas:
             if validator is _BROKEN:
                 return
         structured = result.structuredContent
-        if structured is None:
+        if structured is None and not validator.is_valid(None):  # absent (or JSON null)
             raise OutputValidationError(
                 name, "$", "missing (the tool declares an outputSchema)", result
             )

@@ -247,11 +247,7 @@ def call_tool_result(reader: Reader, data: Any) -> CallToolResult:
                     break
                 blocks.append(TextContent(text=item["text"]))
             else:
-                if (
-                    type(is_error) is bool
-                    and type(structured) in _OPTIONAL_DICT
-                    and type(meta) in _OPTIONAL_DICT
-                ):
+                if type(is_error) is bool and type(meta) in _OPTIONAL_DICT:
                     return CallToolResult(
                         content=blocks, structuredContent=structured, isError=is_error, meta=meta
                     )

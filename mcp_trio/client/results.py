@@ -222,8 +222,9 @@ class ListToolsResult(_Base, frozen=True):
 
 class CallToolResult(_Base, frozen=True):
     content: list[ContentBlock]
-    structuredContent: dict[str, Any] | None = None
-    """2025-06-18+ (``None`` when absent)."""
+    structuredContent: Any = None
+    """2025-06-18+: a JSON object up to 2025-11-25, any JSON value from 2026-07-28
+    on (``None`` when absent, or JSON ``null``)."""
     isError: bool = False
     meta: dict[str, Any] | None = field(default=None, name="_meta")
     extra: dict[str, Any] = {}

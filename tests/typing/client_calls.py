@@ -66,7 +66,7 @@ async def tools(client: Client) -> None:
     result = await client.call_tool("add", {"a": 1}, timeout=3.5, meta={"k": "v"})
     assert_type(result, CallToolResult)
     assert_type(result.isError, bool)
-    assert_type(result.structuredContent, dict[str, Any] | None)
+    assert_type(result.structuredContent, Any)
     assert_type(result.meta, dict[str, Any] | None)
     assert_type(result.content, list[ContentBlock])
     for block in result.content:
