@@ -3,14 +3,16 @@
 Whatever revision the session negotiated, ``call_tool`` returns a
 :class:`CallToolResult`, ``list_all_tools`` a ``list[Tool]`` and so on.  These
 are frozen :class:`msgspec.Struct`\\ s, so ``msgspec.to_builtins(result)`` gives
-the wire JSON back (fields left at their default are omitted).
+the wire JSON back (fields left at their default are omitted; a non-empty
+``extra`` and an :class:`UnknownContent` come out under their own names).
 
 Rules:
 
 * Attribute names are the wire names (``structuredContent``, ``isError``,
   ``inputSchema`` ...), as in the specification and the generated wire types,
-  so a field read in the specification is read the same way here; only
-  ``_meta`` is ``meta``.
+  so a field read in the specification is read the same way here and code
+  written against the generated types keeps working; only ``_meta`` is
+  ``meta`` (as there).  Snake-case aliases would give every field two names.
 * Nothing is ever ``msgspec.UNSET``.  A field the peer left out (or that its
   revision does not have) is ``None``, except where an empty value means the
   same: ``isError`` is ``False`` (the specification's default), lists
