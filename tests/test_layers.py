@@ -63,6 +63,8 @@ THIRD_PARTY: dict[str, set[str]] = {
     "mcp_trio.transports": {"msgspec", "trio", "h11", "wsproto", "hypercorn"},
     "mcp_trio._engine": {"msgspec", "trio"},
     "mcp_trio.fuzzing": {"msgspec", "h11", "hypothesis"},
+    # the ``validation`` extra, imported where structured results are checked
+    "mcp_trio.client._output": {"msgspec", "jsonschema_rs"},
     # OAuth: JOSE (the ``auth`` extra: PyJWT and cryptography) imported where JWTs are made
     "mcp_trio.auth": {"msgspec", "trio", "h11", "hypercorn", "jwt", "cryptography"},
     "mcp_trio": {"msgspec", "trio", "h11", "wsproto", "hypercorn"},

@@ -33,6 +33,7 @@ sent) and pops ``_in_flight``.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -144,7 +145,7 @@ class _Sending(_CoreState):
             ) from None
 
     def start_request(
-        self, method: str, params: Any = None, *, progress: bool = False
+        self, method: str, params: Any = None, *, progress: bool = False, result_type: Any = None
     ) -> tuple[RequestId, bytes]:
         """Prepare a request.
 
@@ -153,6 +154,8 @@ class _Sending(_CoreState):
             params: A params Struct, a dict (validated against the revision's
                 params type), or ``None``.
             progress: Ask the peer for progress (adds ``_meta.progressToken``).
+            result_type: Decode the ordinary result as this type instead of
+                the revision's (the alternatives keep theirs).
 
         Returns:
             The new request id and the bytes to send.
@@ -178,6 +181,8 @@ class _Sending(_CoreState):
         self._next_id = id
         data = rpc.encode_request(id, method, typed)
         task = spec is not None and getattr(typed, "task", UNSET) not in (UNSET, None)
+        if result_type is not None and spec is not None and spec.results:
+            spec = _retyped(spec, result_type)
         self._pending[id] = _Pending(method, spec, id if progress else None, task)
         if progress:
             self._progress_tokens[id] = id
@@ -334,3 +339,9 @@ def _with_meta(params: Any, extra: dict[str, Any]) -> Any:
     raise LocalProtocolError(
         f"cannot add _meta to params of type {type(params).__name__}; pass a dict or a params Struct"
     )
+
+
+@functools.cache
+def _retyped(spec: MethodSpec, result_type: Any) -> MethodSpec:
+    """``spec`` with its ordinary result type replaced (built once per pair)."""
+    return msgspec.structs.replace(spec, results=(result_type, *spec.results[1:]))

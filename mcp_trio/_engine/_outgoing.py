@@ -92,6 +92,7 @@ class _Outgoing:
         max_total_timeout: float | None = None,
         related: Any = None,
         on_sent: Callable[[Any], None] | None = None,
+        result_type: Any = None,
     ) -> Any:
         """Send a request and wait for its result.
 
@@ -110,6 +111,10 @@ class _Outgoing:
                 of (Streamable HTTP sends it on that request's stream).
             on_sent: Called with the request's id before it is written (to
                 correlate what the peer sends about it, e.g. a subscription).
+            result_type: Decode the method's ordinary result as this type
+                instead of the revision's (e.g. ``dict[str, Any]`` for a
+                caller that reads it tolerantly); alternatives it names by
+                ``resultType`` keep their types.
 
         Returns:
             The decoded result Struct (a ``dict`` for custom methods).
@@ -129,7 +134,9 @@ class _Outgoing:
         if timeout is _DEFAULT:
             timeout = self.default_timeout
         assert timeout is None or isinstance(timeout, int | float)
-        id, data = self.core.start_request(method, params, progress=on_progress is not None)
+        id, data = self.core.start_request(
+            method, params, progress=on_progress is not None, result_type=result_type
+        )
         if on_sent is not None:
             on_sent(id)
         waiter = _Waiter()

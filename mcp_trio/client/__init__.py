@@ -1,9 +1,10 @@
 """The high-level MCP client: ``Client``, ``open_client`` and the ``connect_*`` entry points.
 
 The modules of this package split the client by job; everything public is
-re-exported here.
+re-exported here; the result types are in :mod:`mcp_trio.client.results`.
 """
 
+from . import results as results
 from ._cache import ResultCache as ResultCache
 from ._client import Client as Client
 from ._connect import ServesSessions as ServesSessions
@@ -13,11 +14,15 @@ from ._connect import connect_server as connect_server
 from ._connect import connect_stdio as connect_stdio
 from ._connect import connect_websocket as connect_websocket
 from ._connect import open_client as open_client
+from ._handlers import HandlerError as HandlerError
 from ._handlers import elicitation_defaults as elicitation_defaults
 from ._listen import Subscription as Subscription
+from ._output import OutputValidationError as OutputValidationError
 
 __all__ = [
     "Client",
+    "HandlerError",
+    "OutputValidationError",
     "ResultCache",
     "ServesSessions",
     "Subscription",
@@ -28,4 +33,5 @@ __all__ = [
     "connect_websocket",
     "elicitation_defaults",
     "open_client",
+    "results",
 ]

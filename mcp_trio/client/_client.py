@@ -18,6 +18,16 @@ Rules:
   request with (at most ``max_input_rounds`` times).  Handlers do not see the
   difference.  The capabilities the client advertises follow from the
   handlers given.
+* Results are the types of :mod:`mcp_trio.client.results`, the same whatever
+  revision was negotiated (absent fields ``None``, never ``UNSET``).  A
+  peer's extras (content of an unknown type, members the revision lacks) are
+  kept and logged; ``strict=True`` rejects them instead.
+* No call raises an ``ExceptionGroup``.  A handler that fails while a
+  2026-07-28 request waits for its answer raises :class:`HandlerError` from
+  that call (its ``__cause__`` is the handler's exception); an ask of
+  something this client did not advertise, :class:`RemoteProtocolError`.  A
+  feature the negotiated revision lacks raises :class:`LocalProtocolError`
+  naming that revision.
 * Every call takes ``timeout`` (seconds; ``None`` waits forever) and, where
   the server may report progress, ``on_progress``.  Cancelling the calling task
   cancels the request at the server.
@@ -32,7 +42,7 @@ Rules:
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 import trio
@@ -44,8 +54,28 @@ from .._exceptions import LocalProtocolError, McpError, RemoteProtocolError
 from ..types import _versions
 from ..types._versions import SUBSCRIPTION_ID
 from ._cache import _CACHEABLE, _INVALIDATES, ResultCache, _cache_params
-from ._handlers import Handler, _builtins, _maybe_await
+from ._handlers import Handler, HandlerError, _builtins, _maybe_await, _NotAdvertised, _unwrap
 from ._listen import ListenMixin, Subscription
+from ._output import OutputSchemas
+from ._reading import RESULTS, Reader, call_tool_result, read
+from .results import (
+    CallToolResult,
+    CompleteResult,
+    GetPromptResult,
+    ListPromptsResult,
+    ListResourcesResult,
+    ListResourceTemplatesResult,
+    ListToolsResult,
+    LogLevel,
+    Prompt,
+    ReadResourceResult,
+    Resource,
+    ResourceTemplate,
+    Tool,
+)
+
+T = TypeVar("T")
+_AS_DICT = dict[str, Any]
 
 _DEFAULT: Any = object()
 _LOG_LEVEL_META = "io.modelcontextprotocol/logLevel"
@@ -71,6 +101,8 @@ class Client(ListenMixin):
         auth_context: Any,
         max_input_rounds: int,
         max_pages: int,
+        strict: bool = False,
+        validate_output: bool = True,
     ) -> None:
         self.session = session
         self._sampling = sampling
@@ -81,6 +113,11 @@ class Client(ListenMixin):
         self._auth = auth_context if auth_context is not None else object()
         self.max_input_rounds = max_input_rounds
         self.max_pages = max_pages
+        #: Reject a result with anything the negotiated revision does not define
+        #: (an unknown content type, a member it lacks) instead of keeping it.
+        self.strict = strict
+        self._warned: set[str] = set()
+        self._outputs = OutputSchemas(validate_output)
         self._log_level: str | None = None
         self._listening: dict[Any, Subscription] = {}
 
@@ -116,7 +153,7 @@ class Client(ListenMixin):
         method: str,
         params: dict[str, Any] | None = None,
         *,
-        timeout: Any = _DEFAULT,
+        timeout: float | None = _DEFAULT,
         on_progress: ProgressCallback | None = None,
         meta: Mapping[str, Any] | None = None,
         fresh: bool = False,
@@ -139,7 +176,18 @@ class Client(ListenMixin):
             options["timeout"] = timeout
         if on_progress is not None:
             options["on_progress"] = on_progress
+        typed = RESULTS.get(method)
+        if typed is not None:
+            options["result_type"] = _AS_DICT
         result, retried = await self._with_input(method, params, options)
+        if typed is not None and type(result) is dict:
+            reader = Reader(self.protocol_version, self.strict, method, self._warned)
+            if typed is CallToolResult:
+                result = call_tool_result(reader, result)
+            else:
+                result = read(reader, result, typed)
+                if typed is ListToolsResult:
+                    self._outputs.record(result.tools)
         if cacheable and not retried:
             assert self._cache is not None
             self._cache.put(self._namespace, self._auth, method, key, result)
@@ -167,14 +215,28 @@ class Client(ListenMixin):
     async def _answer_inputs(self, requests: Mapping[str, Any]) -> dict[str, Any]:
         answers: dict[str, Any] = {}
 
-        async def answer(key: str, request: Any) -> None:
+        failed: list[tuple[str, Exception]] = []
+
+        async def answer(key: str, request: Any, cancel_scope: trio.CancelScope) -> None:
             params = getattr(request, "params", None)
             method = getattr(request, "method", None) or request.__struct_config__.tag
-            answers[key] = _builtins(await self._answer(method, params))
+            try:
+                answers[key] = _builtins(await self._answer(method, params))
+            except Exception as exc:  # the first failure ends the round
+                failed.append((method, exc))
+                cancel_scope.cancel()
 
-        async with trio.open_nursery() as nursery:
-            for key, request in requests.items():
-                nursery.start_soon(answer, key, request)
+        try:
+            async with trio.open_nursery() as nursery:
+                for key, request in requests.items():
+                    nursery.start_soon(answer, key, request, nursery.cancel_scope)
+        except BaseExceptionGroup as group:  # only cancellation: the answers catch the rest
+            raise _unwrap(group) from None
+        if failed:
+            method, exc = failed[0]
+            if isinstance(exc, _NotAdvertised):
+                raise RemoteProtocolError(str(exc)) from None
+            raise HandlerError(method, exc) from exc
         return answers
 
     async def _answer(self, method: str, params: Any) -> Any:
@@ -186,7 +248,7 @@ class Client(ListenMixin):
         if method == "roots/list" and self._roots is not None:
             roots = self._roots() if callable(self._roots) else self._roots
             return {"roots": [_builtins(r) for r in await _maybe_await(roots)]}
-        raise RemoteProtocolError(f"the server asked for {method}, which this client did not advertise")
+        raise _NotAdvertised(f"the server asked for {method}, which this client did not advertise")
 
     def _legacy_handler(self, method: str) -> Callable[[RequestContext, Any], Awaitable[Any]]:
         async def handle(ctx: RequestContext, params: Any) -> Any:
@@ -215,16 +277,32 @@ class Client(ListenMixin):
             cursor = next_cursor
         raise RemoteProtocolError(f"{method}: more than {self.max_pages} pages")
 
+    def _before_stateless(self, method: str, instead: str) -> None:
+        if self.modern:
+            raise LocalProtocolError(
+                f"{method} exists up to protocol version 2025-11-25 (this session speaks "
+                f"{self.protocol_version}); {instead}"
+            )
+
     def _page_params(self, cursor: str | None) -> dict[str, Any]:
         return {} if cursor is None else {"cursor": cursor}
 
+    @staticmethod
+    def _as(kind: type[T], result: Any) -> T:
+        if not isinstance(result, kind):
+            raise RemoteProtocolError(f"expected a {kind.__name__}, got {type(result).__name__}")
+        return result
+
     # ----------------------------------------------------------------- tools
 
-    async def list_tools(self, cursor: str | None = None, *, timeout: Any = _DEFAULT, fresh: bool = False) -> Any:
+    async def list_tools(
+        self, cursor: str | None = None, *, timeout: float | None = _DEFAULT, fresh: bool = False
+    ) -> ListToolsResult:
         """One page of ``tools/list``."""
-        return await self._request("tools/list", self._page_params(cursor), timeout=timeout, fresh=fresh)
+        result = await self._request("tools/list", self._page_params(cursor), timeout=timeout, fresh=fresh)
+        return self._as(ListToolsResult, result)
 
-    async def list_all_tools(self, *, timeout: Any = _DEFAULT) -> list[Any]:
+    async def list_all_tools(self, *, timeout: float | None = _DEFAULT) -> list[Tool]:
         """Every tool, following all pages."""
         return await self._all_pages("tools/list", "tools", {}, timeout)
 
@@ -233,15 +311,18 @@ class Client(ListenMixin):
         name: str,
         arguments: Mapping[str, Any] | None = None,
         *,
-        timeout: Any = _DEFAULT,
+        timeout: float | None = _DEFAULT,
         on_progress: ProgressCallback | None = None,
         meta: Mapping[str, Any] | None = None,
         **options: Any,
-    ) -> Any:
-        """Call a tool; returns the ``CallToolResult``.
+    ) -> CallToolResult:
+        """Call a tool; returns its :class:`~mcp_trio.client.results.CallToolResult`.
 
         A tool that fails reports it in the result (``isError``); protocol
-        faults (unknown tool, ...) raise :class:`McpError`.  ``options`` go to
+        faults (unknown tool, ...) raise :class:`McpError`.  When the last
+        ``tools/list`` gave the tool an ``outputSchema``, a ``structuredContent``
+        that does not match it raises :class:`OutputValidationError` (which
+        holds the result).  ``options`` go to
         :meth:`Session.request` (``max_total_timeout`` ...).
 
         Over Streamable HTTP (2026-07-28) a ``HeaderMismatch`` refusal means
@@ -253,61 +334,77 @@ class Client(ListenMixin):
         if arguments is not None:
             params["arguments"] = dict(arguments)
         try:
-            return await self._request(
+            result = await self._request(
                 "tools/call", params, timeout=timeout, on_progress=on_progress, meta=meta, **options
             )
         except McpError as exc:
             if exc.code != rpc.HEADER_MISMATCH or not self.modern:
                 raise
-        await self._all_pages("tools/list", "tools", {}, timeout, fresh=True)
-        return await self._request(
-            "tools/call", params, timeout=timeout, on_progress=on_progress, meta=meta, **options
-        )
+            result = None
+        if result is None:
+            await self._all_pages("tools/list", "tools", {}, timeout, fresh=True)
+            result = await self._request(
+                "tools/call", params, timeout=timeout, on_progress=on_progress, meta=meta, **options
+            )
+        checked = self._as(CallToolResult, result)
+        self._outputs.check(name, checked)
+        return checked
 
     # ------------------------------------------------------------- resources
 
-    async def list_resources(self, cursor: str | None = None, *, timeout: Any = _DEFAULT, fresh: bool = False) -> Any:
-        return await self._request("resources/list", self._page_params(cursor), timeout=timeout, fresh=fresh)
+    async def list_resources(
+        self, cursor: str | None = None, *, timeout: float | None = _DEFAULT, fresh: bool = False
+    ) -> ListResourcesResult:
+        result = await self._request("resources/list", self._page_params(cursor), timeout=timeout, fresh=fresh)
+        return self._as(ListResourcesResult, result)
 
-    async def list_all_resources(self, *, timeout: Any = _DEFAULT) -> list[Any]:
+    async def list_all_resources(self, *, timeout: float | None = _DEFAULT) -> list[Resource]:
         return await self._all_pages("resources/list", "resources", {}, timeout)
 
     async def list_resource_templates(
-        self, cursor: str | None = None, *, timeout: Any = _DEFAULT, fresh: bool = False
-    ) -> Any:
-        return await self._request(
+        self, cursor: str | None = None, *, timeout: float | None = _DEFAULT, fresh: bool = False
+    ) -> ListResourceTemplatesResult:
+        result = await self._request(
             "resources/templates/list", self._page_params(cursor), timeout=timeout, fresh=fresh
         )
+        return self._as(ListResourceTemplatesResult, result)
 
-    async def list_all_resource_templates(self, *, timeout: Any = _DEFAULT) -> list[Any]:
+    async def list_all_resource_templates(self, *, timeout: float | None = _DEFAULT) -> list[ResourceTemplate]:
         return await self._all_pages("resources/templates/list", "resourceTemplates", {}, timeout)
 
     async def read_resource(
         self,
         uri: str,
         *,
-        timeout: Any = _DEFAULT,
+        timeout: float | None = _DEFAULT,
         on_progress: ProgressCallback | None = None,
         fresh: bool = False,
-    ) -> Any:
-        """``resources/read``; returns the ``ReadResourceResult``."""
-        return await self._request(
+    ) -> ReadResourceResult:
+        """``resources/read``."""
+        result = await self._request(
             "resources/read", {"uri": uri}, timeout=timeout, on_progress=on_progress, fresh=fresh
         )
+        return self._as(ReadResourceResult, result)
 
-    async def subscribe_resource(self, uri: str, *, timeout: Any = _DEFAULT) -> None:
-        """Ask for ``notifications/resources/updated`` about ``uri`` (up to 2025-11-25)."""
+    async def subscribe_resource(self, uri: str, *, timeout: float | None = _DEFAULT) -> None:
+        """Ask for ``notifications/resources/updated`` about ``uri`` (up to 2025-11-25;
+        later, :meth:`listen` with ``resource_uris``)."""
+        self._before_stateless("resources/subscribe", "use listen(resource_uris=...)")
         await self._request("resources/subscribe", {"uri": uri}, timeout=timeout)
 
-    async def unsubscribe_resource(self, uri: str, *, timeout: Any = _DEFAULT) -> None:
+    async def unsubscribe_resource(self, uri: str, *, timeout: float | None = _DEFAULT) -> None:
+        self._before_stateless("resources/unsubscribe", "leave the listen() block")
         await self._request("resources/unsubscribe", {"uri": uri}, timeout=timeout)
 
     # --------------------------------------------------------------- prompts
 
-    async def list_prompts(self, cursor: str | None = None, *, timeout: Any = _DEFAULT, fresh: bool = False) -> Any:
-        return await self._request("prompts/list", self._page_params(cursor), timeout=timeout, fresh=fresh)
+    async def list_prompts(
+        self, cursor: str | None = None, *, timeout: float | None = _DEFAULT, fresh: bool = False
+    ) -> ListPromptsResult:
+        result = await self._request("prompts/list", self._page_params(cursor), timeout=timeout, fresh=fresh)
+        return self._as(ListPromptsResult, result)
 
-    async def list_all_prompts(self, *, timeout: Any = _DEFAULT) -> list[Any]:
+    async def list_all_prompts(self, *, timeout: float | None = _DEFAULT) -> list[Prompt]:
         return await self._all_pages("prompts/list", "prompts", {}, timeout)
 
     async def get_prompt(
@@ -315,14 +412,15 @@ class Client(ListenMixin):
         name: str,
         arguments: Mapping[str, str] | None = None,
         *,
-        timeout: Any = _DEFAULT,
+        timeout: float | None = _DEFAULT,
         on_progress: ProgressCallback | None = None,
-    ) -> Any:
-        """``prompts/get``; returns the ``GetPromptResult``."""
+    ) -> GetPromptResult:
+        """``prompts/get``."""
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = dict(arguments)
-        return await self._request("prompts/get", params, timeout=timeout, on_progress=on_progress)
+        result = await self._request("prompts/get", params, timeout=timeout, on_progress=on_progress)
+        return self._as(GetPromptResult, result)
 
     # ------------------------------------------------------------ utilities
 
@@ -334,13 +432,13 @@ class Client(ListenMixin):
         prompt: str | None = None,
         resource_template: str | None = None,
         context: Mapping[str, str] | None = None,
-        timeout: Any = _DEFAULT,
-    ) -> Any:
+        timeout: float | None = _DEFAULT,
+    ) -> CompleteResult:
         """Completions for a prompt's argument or a resource template's variable.
 
         Give exactly one of ``prompt`` (its name) and ``resource_template``
         (its URI template).  ``context`` holds arguments already chosen
-        (2025-06-18+).  Returns the ``CompleteResult``.
+        (2025-06-18+).
         """
         if (prompt is None) == (resource_template is None):
             raise ValueError("give exactly one of prompt= and resource_template=")
@@ -351,10 +449,16 @@ class Client(ListenMixin):
         )
         params: dict[str, Any] = {"ref": ref, "argument": {"name": argument, "value": value}}
         if context is not None:
+            if self.protocol_version < "2025-06-18":
+                raise LocalProtocolError(
+                    "completion context needs protocol version 2025-06-18 or later "
+                    f"(this session speaks {self.protocol_version})"
+                )
             params["context"] = {"arguments": dict(context)}
-        return await self._request("completion/complete", params, timeout=timeout)
+        result = await self._request("completion/complete", params, timeout=timeout)
+        return self._as(CompleteResult, result)
 
-    async def set_log_level(self, level: str, *, timeout: Any = _DEFAULT) -> None:
+    async def set_log_level(self, level: LogLevel, *, timeout: float | None = _DEFAULT) -> None:
         """The lowest level of log messages to receive.
 
         Up to 2025-11-25 this is ``logging/setLevel``; from 2026-07-28 on the
@@ -367,8 +471,9 @@ class Client(ListenMixin):
             return
         await self._request("logging/setLevel", {"level": level}, timeout=timeout)
 
-    async def ping(self, *, timeout: Any = _DEFAULT) -> None:
+    async def ping(self, *, timeout: float | None = _DEFAULT) -> None:
         """``ping`` (up to 2025-11-25; later revisions have none)."""
+        self._before_stateless("ping", "stateless revisions have none")
         await self._request("ping", timeout=timeout)
 
     async def set_roots(self, roots: Sequence[Mapping[str, Any]] | Callable[[], Any]) -> None:
@@ -387,6 +492,8 @@ class Client(ListenMixin):
     # --------------------------------------------------------- notifications
 
     def _on_notification(self, method: str, params: Any) -> None:
+        if method == "notifications/tools/list_changed":
+            self._outputs.forget()
         meta = getattr(params, "meta", None)
         if isinstance(meta, dict) and SUBSCRIPTION_ID in meta:
             subscription = self._listening.get(meta[SUBSCRIPTION_ID])

@@ -62,6 +62,8 @@ async def open_client(
     auth_context: Any = None,
     max_input_rounds: int = 16,
     max_pages: int = 10_000,
+    strict: bool = False,
+    validate_output: bool = True,
     connect_timeout: float | None = 30.0,
     **session_options: Any,
 ) -> AsyncIterator[Client]:
@@ -91,6 +93,15 @@ async def open_client(
             results in a shared cache (default: this client alone).
         max_input_rounds: Multi-round-trip retries allowed per request.
         max_pages: Pages ``list_all_*`` follow before giving up.
+        strict: Reject a result holding anything the negotiated revision
+            does not define (a content block of an unknown type, a member
+            it lacks) with :class:`RemoteProtocolError`.  By default such
+            extras are kept (``extra``, :class:`~mcp_trio.client.results.UnknownContent`)
+            and logged as a warning (see :mod:`mcp_trio.client.results`).
+        validate_output: Check each ``structuredContent`` against the
+            ``outputSchema`` of its tool in the last ``tools/list`` (needs the
+            ``validation`` extra, ``jsonschema-rs``; without it the first
+            result that would be checked logs a warning).
         connect_timeout: Seconds allowed for the negotiation; past them
             :class:`trio.TooSlowError` names the server and the timeout.
         session_options: Passed to :func:`open_session` (``default_timeout`` ...).
@@ -144,6 +155,8 @@ async def open_client(
             auth_context=auth_context,
             max_input_rounds=max_input_rounds,
             max_pages=max_pages,
+            strict=strict,
+            validate_output=validate_output,
         )
         holder.append(client)
         for method, present in (

@@ -9,6 +9,8 @@ from typing import Any
 
 import msgspec
 
+from .._exceptions import RemoteProtocolError
+
 Handler = Callable[[Any], Awaitable[Any]]
 NotificationHook = Callable[[Any], Awaitable[None]]
 
@@ -65,3 +67,33 @@ def _client_capabilities(
     for key, value in (extra or {}).items():
         caps[key] = value
     return caps
+
+
+class HandlerError(Exception):
+    """A handler of the server's asks (``sampling``, ``elicitation``, ``roots``) failed.
+
+    Raised by the call that the server asked for input (2026-07-28
+    multi-round-trip requests): there is no way to send the failure back, so
+    the call is abandoned.  The handler's exception is ``__cause__``.  (Up to
+    2025-11-25 the server's request is answered with the error instead, and
+    the server decides what the call returns.)
+
+    Attributes:
+        method: What the server asked for (``"sampling/createMessage"`` ...).
+    """
+
+    def __init__(self, method: str, cause: BaseException) -> None:
+        super().__init__(f"the {method} handler failed: {cause!r}")
+        self.method = method
+
+
+class _NotAdvertised(RemoteProtocolError):
+    """The server asked for something this client did not advertise."""
+
+
+def _unwrap(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The single exception inside (nested) one-member groups, else the group."""
+    exc: BaseException = group
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc

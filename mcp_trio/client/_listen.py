@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from .._exceptions import LocalProtocolError
-from ._handlers import _builtins
+from ._handlers import _builtins, _unwrap
 
 if TYPE_CHECKING:
     from .._engine._session import Session
@@ -119,6 +119,9 @@ class ListenMixin:
 
         Raises:
             LocalProtocolError: the session speaks an older revision.
+            McpError: the server refused (``-32601`` from one without listen).
+
+        Neither this nor what the block raises comes wrapped in an ``ExceptionGroup``.
         """
         if not self.modern:
             raise LocalProtocolError(
@@ -148,12 +151,19 @@ class ListenMixin:
             finally:
                 self._listening.pop(subscription.id, None)
 
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(run)
-            await subscription._acknowledged.wait()
-            if subscription._error is not None and subscription.acknowledged is None:
-                raise subscription._error
-            try:
-                yield subscription
-            finally:
-                nursery.cancel_scope.cancel()
+        refused: BaseException | None = None
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(run)
+                await subscription._acknowledged.wait()
+                if subscription._error is not None and subscription.acknowledged is None:
+                    refused = subscription._error
+                else:
+                    try:
+                        yield subscription
+                    finally:
+                        nursery.cancel_scope.cancel()
+        except BaseExceptionGroup as group:  # what the block raised, alone: run() raises nothing
+            raise _unwrap(group) from None
+        if refused is not None:
+            raise refused

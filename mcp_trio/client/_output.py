@@ -1,0 +1,142 @@
+"""Checking a tool's ``structuredContent`` against its ``outputSchema``, as clients SHOULD.
+
+Rules:
+
+* The schemas are those of the last ``tools/list`` pages read; a
+  ``tools/list_changed`` notification forgets them (a tool not listed since
+  is not checked).  Each is compiled once, on the first call of its tool.
+* A result with ``isError`` is not checked.  A tool with an ``outputSchema``
+  must send ``structuredContent`` that matches it; otherwise the call raises
+  :class:`OutputValidationError` naming the first mismatch as
+  ``<JSON path>: <reason>``, the format of the server's argument errors.
+* The validator is ``jsonschema-rs`` (the ``validation`` extra).  Without it
+  nothing is checked, and the first result that would have been says so in
+  a warning.  A schema it cannot compile is logged and not checked.
+"""
+
+from __future__ import annotations
+
+import keyword
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+import msgspec
+
+from .._exceptions import RemoteProtocolError
+from .results import CallToolResult, Tool
+
+log = logging.getLogger("mcp_trio.client")
+
+jsonschema_rs: Any
+try:
+    import jsonschema_rs
+except ImportError:  # pragma: no cover - the validation extra is not installed
+    jsonschema_rs = None
+
+
+class OutputValidationError(RemoteProtocolError):
+    """A tool's ``structuredContent`` does not match its ``outputSchema``.
+
+    ``str(error)`` ends with ``<path>: <reason>``.
+
+    Attributes:
+        tool: The tool's name.
+        path: The JSON path of the first mismatch in ``structuredContent`` (``$`` is its root).
+        result: The result as received, for a caller that wants it anyway.
+    """
+
+    def __init__(self, tool: str, path: str, reason: str, result: CallToolResult) -> None:
+        super().__init__(
+            f"the structured content of tool {tool} does not match its outputSchema: "
+            f"{path}: {reason}"
+        )
+        self.tool = tool
+        self.path = path
+        self.result = result
+
+
+_UNCOMPILED: Any = object()
+_BROKEN: Any = object()
+
+
+class OutputSchemas:
+    """The ``outputSchema`` of each tool listed, compiled on first use."""
+
+    def __init__(self, enabled: bool = True) -> None:
+        self.enabled = enabled
+        self._schemas: dict[str, dict[str, Any]] = {}
+        self._validators: dict[str, Any] = {}
+        self._warned_missing = False
+
+    def record(self, tools: Iterable[Tool]) -> None:
+        """Remember the schemas of ``tools`` (one page of ``tools/list``)."""
+        for tool in tools:
+            schema = tool.outputSchema
+            if schema is None:
+                if self._schemas.pop(tool.name, None) is not None:
+                    self._validators.pop(tool.name, None)
+            elif self._schemas.get(tool.name) != schema:
+                self._schemas[tool.name] = schema
+                self._validators[tool.name] = _UNCOMPILED
+
+    def forget(self) -> None:
+        self._schemas.clear()
+        self._validators.clear()
+
+    def check(self, name: str, result: CallToolResult) -> None:
+        """Raise :class:`OutputValidationError` if ``result`` does not match the tool's schema."""
+        if not self.enabled or result.isError:
+            return
+        validator = self._validators.get(name)
+        if validator is None or validator is _BROKEN:
+            return
+        if validator is _UNCOMPILED:
+            validator = self._validators[name] = self._compile(name)
+            if validator is _BROKEN:
+                return
+        structured = result.structuredContent
+        if structured is None and not validator.is_valid(None):  # absent (or JSON null)
+            raise OutputValidationError(
+                name, "$", "missing (the tool declares an outputSchema)", result
+            )
+        for error in validator.iter_errors(structured):
+            path, reason = _where(error)
+            raise OutputValidationError(name, path, reason, result)
+
+    def _compile(self, name: str) -> Any:
+        if jsonschema_rs is None:
+            if not self._warned_missing:
+                self._warned_missing = True
+                log.warning(
+                    "structuredContent is not checked against outputSchema: "
+                    "install mcp-trio[validation] (jsonschema-rs)"
+                )
+            return _BROKEN
+        try:
+            return jsonschema_rs.validator_for(self._schemas[name])
+        except (jsonschema_rs.ValidationError, ValueError) as exc:
+            first = str(exc).splitlines()[0]
+            log.warning(
+                "tool %s: its outputSchema is not a valid JSON Schema, not checked: %s", name, first
+            )
+            return _BROKEN
+
+
+def _where(error: Any) -> tuple[str, str]:
+    """``(JSON path, reason)`` of a ``jsonschema_rs`` error."""
+    path = "$"
+    for part in error.instance_path:
+        path = _join(path, part)
+    kind = error.kind
+    if type(kind).__name__ == "Required":
+        return _join(path, kind.property), "missing required property"
+    return path, str(error.message)
+
+
+def _join(path: str, part: str | int) -> str:
+    if isinstance(part, int):
+        return f"{path}[{part}]"
+    if part.isidentifier() and not keyword.iskeyword(part):
+        return f"{path}.{part}"
+    return f"{path}[{msgspec.json.encode(part).decode()}]"

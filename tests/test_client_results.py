@@ -1,0 +1,322 @@
+"""The client's result types: the same in every revision, never UNSET, tolerant of a peer's
+extras (kept and logged) unless ``strict=True``."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any, TypedDict
+
+import msgspec
+import pytest
+import trio
+
+from mcp_trio import RemoteProtocolError, open_memory_transport_pair
+from mcp_trio.client import Client, open_client
+from mcp_trio.client.results import (
+    BlobResourceContents,
+    CallToolResult,
+    CompleteResult,
+    EmbeddedResource,
+    GetPromptResult,
+    ImageContent,
+    ListToolsResult,
+    Prompt,
+    PromptMessage,
+    ReadResourceResult,
+    ResourceLink,
+    TextContent,
+    TextResourceContents,
+    Tool,
+    UnknownContent,
+)
+from mcp_trio.server import Server
+from mcp_trio.transports import Frame
+from mcp_trio.types import _versions
+
+ALL = list(_versions.SUPPORTED_VERSIONS)
+
+
+class Point(TypedDict):
+    x: int
+    y: int
+
+
+def make_server() -> Server:
+    server = Server("results", "1.0")
+
+    @server.tool
+    def echo(text: str) -> str:
+        """Echo."""
+        return text
+
+    @server.tool
+    def boom() -> str:
+        raise ValueError("no")
+
+    @server.tool
+    def point() -> Point:
+        return {"x": 1, "y": 2}
+
+    @server.resource("test://note", mime_type="text/plain")
+    def note() -> str:
+        return "a note"
+
+    @server.resource("test://blob", mime_type="application/octet-stream")
+    def blob() -> bytes:
+        return b"\x00\x01"
+
+    @server.prompt
+    def plain(topic: str) -> str:
+        """About a topic."""
+        return f"talk about {topic}"
+
+    @server.completion("plain", "topic")
+    def topics(value: str, context_arguments: dict[str, str]) -> list[str]:
+        return [t for t in ("trio", "tasks") if t.startswith(value)]
+
+    return server
+
+
+@asynccontextmanager
+async def connected(
+    version: str, server: Server | None = None, **options: Any
+) -> AsyncIterator[Client]:
+    a, b = open_memory_transport_pair()
+    async with trio.open_nursery() as nursery:
+        await nursery.start((server or make_server()).serve_session, a)
+        with trio.fail_after(10):
+            async with open_client(b, versions=[version], **options) as client:
+                yield client
+        nursery.cancel_scope.cancel()
+
+
+def unset_anywhere(value: Any) -> bool:
+    if value is msgspec.UNSET:
+        return True
+    if isinstance(value, msgspec.Struct):
+        return any(unset_anywhere(getattr(value, f)) for f in value.__struct_fields__)
+    if isinstance(value, list | tuple):
+        return any(unset_anywhere(v) for v in value)
+    if isinstance(value, dict):
+        return any(unset_anywhere(v) for v in value.values())
+    return False
+
+
+@pytest.mark.parametrize("version", ALL)
+async def test_the_same_types_in_every_revision(
+    version: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, "mcp_trio.client")
+    async with connected(version, strict=True) as client:
+        page = await client.list_tools()
+        assert isinstance(page, ListToolsResult) and page.nextCursor is None and page.extra == {}
+        tools = {t.name: t for t in await client.list_all_tools()}
+        assert all(isinstance(t, Tool) for t in tools.values())
+        assert (
+            tools["echo"].description == "Echo." and tools["echo"].inputSchema["type"] == "object"
+        )
+        assert tools["echo"].icons == [] and tools["echo"].meta is None
+        structured = version >= "2025-06-18"
+        assert (tools["point"].outputSchema is not None) is structured
+
+        result = await client.call_tool("echo", {"text": "hi"})
+        assert isinstance(result, CallToolResult)
+        assert result.content == [TextContent(text="hi")] and result.content[0].type == "text"
+        assert result.isError is False and result.meta is None
+        assert result.structuredContent == ({"result": "hi"} if structured else None)
+        failed = await client.call_tool("boom")
+        assert failed.isError is True
+        shaped = await client.call_tool("point")
+        assert shaped.structuredContent == ({"x": 1, "y": 2} if structured else None)
+
+        read = await client.read_resource("test://note")
+        assert isinstance(read, ReadResourceResult)
+        assert read.contents == [
+            TextResourceContents(uri="test://note", text="a note", mimeType="text/plain")
+        ]
+        (blob,) = (await client.read_resource("test://blob")).contents
+        assert isinstance(blob, BlobResourceContents) and blob.blob == "AAE="
+
+        prompts = await client.list_all_prompts()
+        assert [type(p) for p in prompts] == [Prompt] and prompts[0].arguments[0].required is True
+        got = await client.get_prompt("plain", {"topic": "trio"})
+        assert isinstance(got, GetPromptResult)
+        assert got.messages == [
+            PromptMessage(role="user", content=TextContent(text="talk about trio"))
+        ]
+
+        done = await client.complete("topic", "t", prompt="plain")
+        assert isinstance(done, CompleteResult) and done.completion.values == ["trio", "tasks"]
+        assert (await client.list_all_resources())[0].uri in ("test://note", "test://blob")
+        assert await client.list_all_resource_templates() == []
+
+        for value in (page, result, failed, shaped, read, prompts, got, done):
+            assert not unset_anywhere(value)
+    assert caplog.records == []  # our server sends nothing its revision lacks
+
+
+async def test_to_builtins_gives_the_wire_shape() -> None:
+    async with connected("2025-06-18") as client:
+        shaped = await client.call_tool("point")
+    assert msgspec.to_builtins(shaped) == {
+        "content": [{"type": "text", "text": '{"x":1,"y":2}'}],
+        "structuredContent": {"x": 1, "y": 2},
+    }
+
+
+# ------------------------------------------------------------ a peer's extras
+
+
+INIT_CAPS = {"tools": {}, "prompts": {}, "resources": {}}
+
+
+async def raw_server(channel: Any, version: str, answer: Callable[[str, Any], Any]) -> None:
+    """A peer that answers ``initialize`` and then whatever ``answer(method, params)`` gives."""
+    while True:
+        try:
+            frame = await channel.receive()
+        except (trio.EndOfChannel, trio.ClosedResourceError):
+            return
+        message = msgspec.json.decode(frame.data)
+        if "id" not in message or "method" not in message:
+            continue
+        method = message["method"]
+        if method == "initialize":
+            result = {
+                "protocolVersion": version,
+                "capabilities": INIT_CAPS,
+                "serverInfo": {"name": "raw", "version": "1"},
+            }
+        else:
+            result = answer(method, message.get("params"))
+        reply = {"jsonrpc": "2.0", "id": message["id"], "result": result}
+        await channel.send(Frame(msgspec.json.encode(reply)))
+
+
+@asynccontextmanager
+async def raw_peer(
+    version: str, answer: Callable[[str, Any], Any], **options: Any
+) -> AsyncIterator[Client]:
+    a, b = open_memory_transport_pair()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(raw_server, a, version, answer)
+        with trio.fail_after(10):
+            async with open_client(b, versions=[version], **options) as client:
+                yield client
+        nursery.cancel_scope.cancel()
+
+
+LINK = {"type": "resource_link", "uri": "file:///x", "name": "x"}
+VIDEO = {"type": "video", "url": "https://example.com/v.mp4"}
+
+
+def tool_result(*blocks: Any, **members: Any) -> Callable[[str, Any], Any]:
+    return lambda method, params: {"content": list(blocks), **members}
+
+
+async def test_a_resource_link_in_2025_03_26_is_kept_with_one_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG, "mcp_trio.client")
+    async with raw_peer("2025-03-26", tool_result({"type": "text", "text": "see"}, LINK)) as client:
+        result = await client.call_tool("x")
+        assert result.content == [TextContent(text="see"), ResourceLink(uri="file:///x", name="x")]
+        await client.call_tool("x")
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1
+    assert "content type 'resource_link' is not defined in 2025-03-26" in warnings[0].getMessage()
+    assert "$.result.content[1]" in warnings[0].getMessage()
+    assert (
+        sum("resource_link" in r.getMessage() for r in caplog.records) == 2
+    )  # then at debug level
+
+
+async def test_unknown_blocks_and_members_are_kept() -> None:
+    embedded = {"type": "resource", "resource": {"uri": "a://b", "blob": "AA==", "hash": "h"}}
+    answer = tool_result(
+        VIDEO,
+        {"type": "image", "data": "AA==", "mimeType": "image/png", "alt": "a dot"},
+        embedded,
+        structuredContent={"n": 1},
+        fancy=[1],
+        resultType="complete",
+    )
+    async with raw_peer("2025-03-26", answer) as client:
+        result = await client.call_tool("x")
+    video, image, resource = result.content
+    assert isinstance(video, UnknownContent) and video.type == "video" and video.raw == VIDEO
+    assert isinstance(image, ImageContent) and image.extra == {"alt": "a dot"}
+    assert isinstance(resource, EmbeddedResource)
+    assert resource.resource == BlobResourceContents(uri="a://b", blob="AA==", extra={"hash": "h"})
+    # a later revision's member goes to its field, an unknown one to extra
+    assert result.structuredContent == {"n": 1} and result.extra == {"fancy": [1]}
+
+
+async def test_unknown_members_of_list_items_are_kept() -> None:
+    def answer(method: str, params: Any) -> Any:
+        assert method == "tools/list"
+        return {"tools": [{"name": "t", "inputSchema": {"type": "object"}, "color": "red"}]}
+
+    async with raw_peer("2025-06-18", answer) as client:
+        (tool,) = await client.list_all_tools()
+    assert tool.extra == {"color": "red"}
+
+
+@pytest.mark.parametrize(
+    ("answer", "complaint"),
+    [
+        (tool_result(LINK), "content type 'resource_link' is not defined in 2025-03-26 (strict)"),
+        (tool_result(VIDEO), "unknown content type 'video' (strict)"),
+        (tool_result(structuredContent={}), "'structuredContent' not defined for CallToolResult"),
+        (tool_result({"type": "text", "text": "a", "x": 1}), "'x' not defined for TextContent"),
+    ],
+)
+async def test_strict_rejects_what_the_revision_does_not_define(
+    answer: Any, complaint: str
+) -> None:
+    async with raw_peer("2025-03-26", answer, strict=True) as client:
+        with pytest.raises(RemoteProtocolError) as info:
+            await client.call_tool("x")
+    assert complaint in str(info.value) and "invalid result for tools/call" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("answer", "complaint"),
+    [
+        (
+            tool_result({"type": "text", "text": 5}),
+            "Expected `str`, got `int` - at `$.result.content[0].text`",
+        ),
+        (
+            tool_result({"text": "a"}),
+            "a content block without a string `type` - at `$.result.content[0]`",
+        ),
+        (tool_result("a"), "expected a content block, got str - at `$.result.content[0]`"),
+        (lambda m, p: {"isError": True}, "missing required field `content` - at `$.result`"),
+        (tool_result(isError="yes"), "Expected `bool`, got `str` - at `$.result.isError`"),
+    ],
+)
+async def test_broken_results_fail_even_when_tolerant(answer: Any, complaint: str) -> None:
+    async with raw_peer("2025-06-18", answer) as client:
+        with pytest.raises(RemoteProtocolError) as info:
+            await client.call_tool("x")
+    assert complaint in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
+        {"content": [], "isError": True, "_meta": {"k": 1}, "structuredContent": {"a": 1}},
+        {"content": [{"type": "text", "text": "a", "_meta": {}}]},
+        {"content": [{"type": "text", "text": "a"}], "more": 1},
+        {"content": [{"type": "image", "data": "", "mimeType": "image/png"}]},
+    ],
+)
+def test_the_call_tool_shortcut_agrees_with_the_general_reader(data: dict[str, Any]) -> None:
+    from mcp_trio.client._reading import Reader, call_tool_result, read
+
+    reader = Reader("2025-11-25", False, "tools/call", set())
+    assert call_tool_result(reader, data) == read(reader, data, CallToolResult)

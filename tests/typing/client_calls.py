@@ -1,0 +1,172 @@
+"""A user's file: every public call of the client, with the types a checker must infer.
+
+Checked by mypy --strict (tests/typing/test_client_typing.py); never run.  Each
+``assert_type`` pins a type, and each ``# type: ignore[...]`` pins a mistake the
+checker must catch (``warn_unused_ignores`` fails the check if it stops catching it).
+"""
+
+from __future__ import annotations
+
+from typing import Any, assert_type
+
+from mcp_trio.client import (
+    Client,
+    HandlerError,
+    OutputValidationError,
+    Subscription,
+    connect_http,
+    connect_stdio,
+    connect_websocket,
+    open_client,
+)
+from mcp_trio.client.results import (
+    BlobResourceContents,
+    CallToolResult,
+    CompleteResult,
+    Completion,
+    ContentBlock,
+    EmbeddedResource,
+    GetPromptResult,
+    ImageContent,
+    ListPromptsResult,
+    ListResourcesResult,
+    ListResourceTemplatesResult,
+    ListToolsResult,
+    Prompt,
+    PromptMessage,
+    ReadResourceResult,
+    Resource,
+    ResourceContents,
+    ResourceLink,
+    ResourceTemplate,
+    TextContent,
+    TextResourceContents,
+    Tool,
+    ToolAnnotations,
+    UnknownContent,
+)
+from mcp_trio.transports import MessageChannel
+
+
+async def tools(client: Client) -> None:
+    page = await client.list_tools()
+    assert_type(page, ListToolsResult)
+    assert_type(page.nextCursor, str | None)
+    assert_type(page.tools, list[Tool])
+    assert_type(await client.list_tools(page.nextCursor, timeout=5, fresh=True), ListToolsResult)
+    everything = await client.list_all_tools(timeout=None)
+    assert_type(everything, list[Tool])
+    tool = everything[0]
+    assert_type(tool.name, str)
+    assert_type(tool.inputSchema, dict[str, Any])
+    assert_type(tool.outputSchema, dict[str, Any] | None)
+    assert_type(tool.annotations, ToolAnnotations | None)
+    assert_type(tool.extra, dict[str, Any])
+
+    result = await client.call_tool("add", {"a": 1}, timeout=3.5, meta={"k": "v"})
+    assert_type(result, CallToolResult)
+    assert_type(result.isError, bool)
+    assert_type(result.structuredContent, Any)
+    assert_type(result.meta, dict[str, Any] | None)
+    assert_type(result.content, list[ContentBlock])
+    for block in result.content:
+        if isinstance(block, TextContent):
+            assert_type(block.text, str)
+        elif isinstance(block, ImageContent):
+            assert_type(block.data, str)
+        elif isinstance(block, EmbeddedResource):
+            assert_type(block.resource, TextResourceContents | BlobResourceContents)
+        elif isinstance(block, ResourceLink):
+            assert_type(block.uri, str)
+        elif isinstance(block, UnknownContent):
+            assert_type(block.raw, dict[str, Any])
+        assert_type(block.type, str)
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        pass
+
+    assert_type(await client.call_tool("slow", on_progress=on_progress), CallToolResult)
+
+    # mistakes a checker must catch
+    print(result.nonexistent)  # type: ignore[attr-defined]
+    print(result.content[0].text)  # type: ignore[union-attr]
+    await client.call_tool(5)  # type: ignore[arg-type]
+    await client.call_tool("x", timeout="soon")  # type: ignore[arg-type]
+
+
+async def resources(client: Client) -> None:
+    assert_type(await client.list_resources(), ListResourcesResult)
+    assert_type(await client.list_all_resources(), list[Resource])
+    assert_type(await client.list_resource_templates(), ListResourceTemplatesResult)
+    templates = await client.list_all_resource_templates()
+    assert_type(templates, list[ResourceTemplate])
+    assert_type(templates[0].uriTemplate, str)
+    read = await client.read_resource("file:///a", fresh=True)
+    assert_type(read, ReadResourceResult)
+    assert_type(read.contents, list[ResourceContents])
+    first = read.contents[0]
+    if isinstance(first, TextResourceContents):
+        assert_type(first.text, str)
+    else:
+        assert_type(first.blob, str)
+    assert_type(await client.subscribe_resource("file:///a"), None)
+    assert_type(await client.unsubscribe_resource("file:///a"), None)
+
+
+async def prompts(client: Client) -> None:
+    assert_type(await client.list_prompts(), ListPromptsResult)
+    listed = await client.list_all_prompts()
+    assert_type(listed, list[Prompt])
+    assert_type(listed[0].arguments[0].required, bool)
+    got = await client.get_prompt("greet", {"name": "ada"})
+    assert_type(got, GetPromptResult)
+    assert_type(got.messages, list[PromptMessage])
+    assert_type(got.messages[0].content, ContentBlock)
+    done = await client.complete("name", "a", prompt="greet", context={"x": "y"})
+    assert_type(done, CompleteResult)
+    assert_type(done.completion, Completion)
+    assert_type(done.completion.values, list[str])
+    await client.get_prompt("greet", {"n": 5})  # type: ignore[dict-item]
+
+
+async def utilities(client: Client) -> None:
+    assert_type(await client.set_log_level("warning"), None)
+    await client.set_log_level("loud")  # type: ignore[arg-type]
+    assert_type(await client.ping(), None)
+    assert_type(await client.set_roots([{"uri": "file:///"}]), None)
+    assert_type(client.invalidate_cache(), None)
+    assert_type(client.protocol_version, str)
+    assert_type(client.modern, bool)
+    assert_type(client.server_info, dict[str, Any])
+    assert_type(client.server_capabilities, dict[str, Any])
+    assert_type(client.instructions, str | None)
+    assert_type(client.strict, bool)
+    async with client.listen(tools=True, resource_uris=["file:///a"]) as subscription:
+        assert_type(subscription, Subscription)
+        async for method, params in subscription:
+            assert_type(method, str)
+            assert_type(params, Any)
+
+
+async def opening(channel: MessageChannel) -> None:
+    async def sampling(params: Any) -> dict[str, Any]:
+        return {}
+
+    async with open_client(
+        channel, sampling=sampling, strict=True, validate_output=False
+    ) as client:
+        assert_type(client, Client)
+    async with connect_stdio("python", "server.py") as client:
+        assert_type(client, Client)
+    async with connect_http("http://localhost/mcp") as client:
+        assert_type(client, Client)
+    async with connect_websocket("ws://localhost/mcp") as client:
+        assert_type(client, Client)
+
+
+def errors(exc: Exception) -> None:
+    if isinstance(exc, HandlerError):
+        assert_type(exc.method, str)
+    if isinstance(exc, OutputValidationError):
+        assert_type(exc.result, CallToolResult)
+        assert_type(exc.path, str)
