@@ -88,3 +88,16 @@ def test_update_writes_the_committed_files(
     assert targets[0].read_text().startswith("# Benchmark results")
     assert json.loads(targets[1].read_text()) == json.loads(RESULTS_JSON.read_text())
     assert _digests() == before
+
+
+def test_the_targets_table_is_marked_for_the_documentation() -> None:
+    """docs/guide/benchmarks.md includes the committed table between these markers."""
+    text = RESULTS_MD.read_text()
+    table = text.split("<!-- --8<-- [start:targets] -->\n", 1)[1].split(
+        "<!-- --8<-- [end:targets] -->", 1
+    )[0]
+    rows = table.strip().splitlines()
+    assert rows[0] == "| target | wanted | measured | |" and len(rows) > 2
+    assert all(row.startswith("|") and row.endswith("|") for row in rows)
+    page = (RESULTS_MD.parents[1] / "docs" / "guide" / "benchmarks.md").read_text()
+    assert '--8<-- "benchmarks/RESULTS.md:targets"' in page
