@@ -10,6 +10,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from functools import partial
@@ -27,6 +28,9 @@ def example_env() -> dict[str, str]:
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
     env["PYTHONUNBUFFERED"] = "1"
     env["PYTHONDONTWRITEBYTECODE"] = "1"  # no __pycache__ in docs/examples
+    # nor a .hypothesis folder (the fuzzing example)
+    storage = os.path.join(tempfile.gettempdir(), "mcp-trio-docs-hypothesis")
+    env["HYPOTHESIS_STORAGE_DIRECTORY"] = storage
     return env
 
 
