@@ -10,7 +10,7 @@ import trio
 
 from mcp_trio import McpError, open_memory_transport_pair
 from mcp_trio.client import open_client
-from mcp_trio.server import Image, Server
+from mcp_trio.server import Audio, Image, Server
 
 server = Server("tools-demo", "1.0")
 
@@ -69,6 +69,12 @@ async def pixel() -> list:
     return [{"type": "text", "text": "one red pixel"}, Image(png, "image/png")]
 
 
+@server.tool
+async def beep() -> Audio:
+    """A short sound: Audio (like Image) takes the bytes and a MIME type."""
+    return Audio(b"RIFF....WAVEfmt ", "audio/wav")
+
+
 async def main() -> None:
     server_end, client_end = open_memory_transport_pair()
     async with trio.open_nursery() as nursery:
@@ -99,6 +105,8 @@ async def main() -> None:
             result = await client.call_tool("pixel")
             text, image = result.content
             print("content:", text.text, "+", type(image).__name__, image.mimeType)
+            (sound,) = (await client.call_tool("beep")).content
+            print("content:", type(sound).__name__, sound.mimeType, sound.data)
 
 
 trio.run(main)
