@@ -1,4 +1,5 @@
-"""A tool that runs as a task (2025-11-25): answered at once, polled, its result fetched later."""
+"""A tool that runs as a task: answered at once, polled, its result fetched later; in 2025-11-25
+(the client asks for a task) and with the 2026-07-28 Tasks extension (the server decides)."""
 
 import trio
 
@@ -18,7 +19,7 @@ async def render(scene: str, ctx: Context) -> str:
     return f"rendered {scene}"
 
 
-async def main() -> None:
+async def legacy() -> None:
     server_end, client_end = open_memory_transport_pair()
     async with trio.open_nursery() as nursery:
         await nursery.start(server.serve_session, server_end)
@@ -48,6 +49,37 @@ async def main() -> None:
             listed = await client.session.request("tasks/list")
             print("tasks listed:", len(listed.tasks))
         nursery.cancel_scope.cancel()
+
+
+EXTENSION = "io.modelcontextprotocol/tasks"
+
+
+async def extension() -> None:
+    server_end, client_end = open_memory_transport_pair()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(server.serve_session, server_end)
+        # a client that declares the extension gets a task for every task-capable tool
+        async with open_client(client_end, capabilities={"extensions": {EXTENSION: {}}}) as client:
+            print(client.protocol_version, "extension offered:",
+                  EXTENSION in client.server_capabilities["extensions"])
+            created = await client.session.request(
+                "tools/call", {"name": "render", "arguments": {"scene": "teapot"}}
+            )
+            print("created:", type(created).__name__, created.resultType, created.status)
+            while True:  # tasks/get carries the result (or the error) once there is one
+                task = await client.session.request("tasks/get", {"taskId": created.taskId})
+                if task.status not in ("working", "input_required"):
+                    break
+                await trio.sleep(0.05)  # the server suggests created.pollIntervalMs
+            print("then:", task.status, "->", task.result["content"][0]["text"])
+        nursery.cancel_scope.cancel()
+
+
+async def main() -> None:
+    print("-- 2025-11-25")
+    await legacy()
+    print("-- 2026-07-28, Tasks extension")
+    await extension()
 
 
 trio.run(main)
