@@ -19,6 +19,7 @@ REQUIREMENTS = HERE / "requirements.txt"
 RESULTS_MD = HERE / "RESULTS.md"
 RESULTS_JSON = HERE / "results.json"
 CHART = HERE / "ratios.png"
+RESULTS_DIR = HERE / "results"
 ANALYSIS_MARKER = (
     "<!-- Everything below this line is written by hand and kept by benchmarks/run.py. -->"
 )

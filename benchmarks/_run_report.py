@@ -49,13 +49,15 @@ def render_markdown(results: dict[str, Any], table: dict[str, Peer]) -> str:
         "",
         "## Targets",
         "",
+        # the documentation site includes the table between these markers (docs/guide/benchmarks.md)
+        "<!-- --8<-- [start:targets] -->",
         "| target | wanted | measured | |",
         "|---|---|---|---|",
     ]
     for target in targets(results):
         mark = {True: "met", False: "**missed**", None: "not measured"}[target.met]
         lines.append(f"| {target.name} | {target.wanted} | {_x(target.value)} | {mark} |")
-    lines += ["", "![ratios](ratios.png)", ""]
+    lines += ["<!-- --8<-- [end:targets] -->", "", "![ratios](ratios.png)", ""]
 
     def throughput_table(
         title: str, data: dict[str, Any] | None, unit: str, note: str = ""

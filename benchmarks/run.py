@@ -9,8 +9,11 @@ It creates (once) a virtual environment with the pinned peers of
 ``benchmarks/requirements.txt`` and this checkout (editable), by default in
 ``~/.cache/mcp-trio-bench/venv`` (``--venv`` or ``$MCP_TRIO_BENCH_VENV`` to
 change it), re-runs itself inside it, starts every server, measures, and
-writes ``benchmarks/RESULTS.md``, ``benchmarks/ratios.png`` and the raw
-figures in ``benchmarks/results.json``.
+writes ``RESULTS.md``, ``ratios.png`` and the raw figures in ``results.json``
+into a folder of its own, ``benchmarks/results/<UTC date and time>/`` (ignored
+by git).  ``--update`` writes them over the committed ``benchmarks/RESULTS.md``,
+``benchmarks/ratios.png`` and ``benchmarks/results.json`` instead; it refuses a
+partial run (``--only``), so the committed figures always come from one whole run.
 
 Every figure is the median of ``repeats`` runs; the servers of a workload
 run side by side and the repeats go round them in turn, so a change in the
@@ -44,6 +47,7 @@ from benchmarks._run_common import (
     DEFAULT_VENV,
     FULL,
     QUICK,
+    RESULTS_DIR,
     RESULTS_JSON,
     RESULTS_MD,
     ROOT,
@@ -63,6 +67,8 @@ from benchmarks._run_workloads import (
     run_own_clients,
     run_stdio,
 )
+
+COMMITTED = (RESULTS_MD, RESULTS_JSON, CHART)
 
 
 def run_suite(python: str, mode: Mode, only: set[str] | None) -> dict[str, Any]:
@@ -119,11 +125,29 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--no-write", action="store_true", help="print, do not write the report")
     parser.add_argument(
-        "--from-json",
+        "--update",
         action="store_true",
-        help="measure nothing: rewrite RESULTS.md and ratios.png from results.json",
+        help="write over the committed benchmarks/RESULTS.md, results.json and ratios.png "
+        "(a whole run only, not with --only)",
+    )
+    parser.add_argument(
+        "--results-dir",
+        type=Path,
+        default=RESULTS_DIR,
+        help="where a run's own folder goes without --update "
+        f"(default {RESULTS_DIR.relative_to(ROOT)})",
+    )
+    parser.add_argument(
+        "--from-json",
+        type=Path,
+        nargs="?",
+        const=RESULTS_JSON,
+        help="measure nothing: write RESULTS.md and ratios.png again from a results.json "
+        "(default: the committed one)",
     )
     args = parser.parse_args(argv)
+    if args.update and args.only:
+        parser.error("--update rewrites the committed results: it needs a whole run, not --only")
     venv = args.venv.expanduser().resolve()
     _run_servers.LOGS = venv.parent / "logs"
     if not _in_venv(venv):
@@ -133,28 +157,57 @@ def main(argv: list[str] | None = None) -> int:
         os.execv(str(python), [str(python), "-m", "benchmarks.run", *forwarded])
     os.chdir(ROOT)
     if args.from_json:
-        results = json.loads(RESULTS_JSON.read_text())
+        results = json.loads(args.from_json.read_text())
     else:
         mode = FULL if args.full else QUICK
         only = set(args.only.split(",")) if args.only else None
         log(f"mode {mode.name}; python {sys.executable}; load {loadavg()}")
         results = run_suite(sys.executable, mode, only)
+        if only:
+            results["meta"]["only"] = sorted(only)
         if args.no_write:
             print(json.dumps(results, indent=1, default=str))
             return 0
-        RESULTS_JSON.write_text(json.dumps(results, indent=1, default=str) + "\n")
-    report = render_markdown(results, peers(sys.executable))
-    kept = _kept_analysis()
-    RESULTS_MD.write_text(report + "\n" + ANALYSIS_MARKER + "\n\n" + kept + ("\n" if kept else ""))
-    charted = write_chart(results, CHART)
-    log(
-        f"wrote {RESULTS_MD.relative_to(ROOT)}"
-        + (f" and {CHART.relative_to(ROOT)}" if charted else "")
-    )
+    if args.update and results["meta"].get("only"):
+        partial = ",".join(results["meta"]["only"])
+        log(f"{args.from_json} holds a partial run ({partial}): not written")
+        return 2
+    written = write_results(results, COMMITTED if args.update else run_folder(args.results_dir))
+    log("wrote " + ", ".join(_shown(path) for path in written))
     for target in targets(results):
         mark = {True: "met", False: "MISSED", None: "not measured"}[target.met]
         print(f"  {mark:>12}  {target.name}: {_x(target.value)} (wanted {target.wanted})")
     return 0
+
+
+def run_folder(results_dir: Path) -> tuple[Path, Path, Path]:
+    """``RESULTS.md``, ``results.json`` and ``ratios.png`` in a new folder under ``results_dir``."""
+    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H%M%SZ")
+    folder = results_dir / stamp
+    n = 1
+    while folder.exists():
+        n += 1
+        folder = results_dir / f"{stamp}-{n}"
+    folder.mkdir(parents=True)
+    return folder / RESULTS_MD.name, folder / RESULTS_JSON.name, folder / CHART.name
+
+
+def write_results(results: dict[str, Any], paths: tuple[Path, Path, Path]) -> list[Path]:
+    """Write the report, the raw figures and the chart; the hand-written analysis comes along.
+
+    The analysis is the section after the marker of the committed ``RESULTS.md``. Returns the
+    files written (the chart only with matplotlib installed).
+    """
+    markdown, raw, chart = paths
+    raw.write_text(json.dumps(results, indent=1, default=str) + "\n")
+    report = render_markdown(results, peers(sys.executable))
+    kept = _kept_analysis()
+    markdown.write_text(report + "\n" + ANALYSIS_MARKER + "\n\n" + kept + ("\n" if kept else ""))
+    return [markdown, raw] + ([chart] if write_chart(results, chart) else [])
+
+
+def _shown(path: Path) -> str:
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
 if __name__ == "__main__":

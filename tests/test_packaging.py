@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import sysconfig
+import tarfile
 import textwrap
+import tomllib
 import venv
 import zipfile
 from collections.abc import Iterator
@@ -153,3 +156,44 @@ async def test_installed_serve_runs_a_server_file(installed: Path, tmp_path: Pat
                 assert result.content[0].text == "42"
             await proc.process.wait()
         assert proc.process.returncode == 0
+
+
+def _requirement_names(requirements: list[str]) -> set[str]:
+    return {re.split(r"[\[<>=!~ ;]", r, maxsplit=1)[0].lower() for r in requirements}
+
+
+def test_the_test_extra_pulls_every_other_extra() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]
+    assert {"http", "auth", "fuzz", "codegen"} <= set(extras)
+    wanted = _requirement_names(project["dependencies"]) | _requirement_names(extras["test"])
+    for name, requirements in extras.items():
+        if name not in ("test", "docs"):
+            assert _requirement_names(requirements) <= wanted, name
+
+
+def test_the_sdist_builds_the_wheel_and_holds_no_tests(tmp_path: Path) -> None:
+    """No tests rather than some: the suite needs the whole repository (MANIFEST.in says why)."""
+    subprocess.run(
+        [sys.executable, "-m", "build", "--sdist", "--no-isolation", "-o", str(tmp_path),
+         str(ROOT)],
+        check=True, capture_output=True, cwd=tmp_path,
+    )
+    (sdist,) = tmp_path.glob("mcp_trio-*.tar.gz")
+    with tarfile.open(sdist) as tar:
+        names = [name.split("/", 1)[1] for name in tar.getnames() if "/" in name]
+        top_pkg_info = next(m for m in tar.getmembers() if m.name.count("/") == 1
+                            and m.name.endswith("/PKG-INFO"))
+        pkg_info = tar.extractfile(top_pkg_info)
+        assert pkg_info is not None
+        metadata = pkg_info.read().decode()
+    assert not [n for n in names if n == "tests" or n.startswith("tests/")]
+    for needed in ("LICENSE", "README.md", "pyproject.toml", "setup.py", "mcp_trio/py.typed",
+                   "mcp_trio/server/__init__.py", "codegen/__main__.py", "schema/revisions.toml"):
+        assert needed in names, needed
+    assert "License-Expression: MIT" in metadata
+    assert "License-File: LICENSE" in metadata
+    assert "Classifier: Framework :: Trio" in metadata
+    assert "Project-URL: " in metadata
+    for extra in ("http", "auth", "fuzz", "codegen", "test"):
+        assert f"Provides-Extra: {extra}" in metadata
