@@ -1,7 +1,8 @@
-"""Call the comparison server with mcp-trio's client: python compare.py [SERVER_FILE].
+"""Call the comparison server with mcp-trio's client: python compare.py [SERVER_FILE [PYTHON]].
 
 The same calls, and the same output, whichever of trio_server.py, sdk_server.py or
-fastmcp_server.py is given (trio_server.py by default).
+fastmcp_server.py is given (trio_server.py by default), run by PYTHON (by default this
+interpreter; the other libraries may live in an environment of their own).
 """
 
 import sys
@@ -11,8 +12,8 @@ import trio
 from mcp_trio.client import connect_stdio
 
 
-async def main(server_file: str) -> None:
-    async with connect_stdio(sys.executable, server_file) as client:
+async def main(server_file: str, python: str) -> None:
+    async with connect_stdio(python, server_file) as client:
         print("tools:", sorted(tool.name for tool in await client.list_all_tools()))
         result = await client.call_tool("add", {"a": 2, "b": 3})
         print("add:", result.content[0].text, result.structuredContent)
@@ -36,4 +37,6 @@ async def main(server_file: str) -> None:
         print("prompt:", prompt.messages[0].role, repr(prompt.messages[0].content.text))
 
 
-trio.run(main, sys.argv[1] if len(sys.argv) > 1 else "trio_server.py")
+server_file = sys.argv[1] if len(sys.argv) > 1 else "trio_server.py"
+python = sys.argv[2] if len(sys.argv) > 2 else sys.executable
+trio.run(main, server_file, python)
