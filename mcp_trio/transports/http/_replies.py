@@ -51,6 +51,30 @@ class _Message(msgspec.Struct):
 _peek = msgspec.json.Decoder(_Message | list[_Message])
 
 
+class _BatchMember(msgspec.Struct):
+    """A member of a batch, peeked at as :class:`_Message` is, but with its
+    ``params`` left as raw JSON until somebody reads them (a large batch's
+    members are routed by id and method alone: building every member's params
+    would cost several times the decoding itself)."""
+
+    id: Any = msgspec.UNSET
+    method: Any = msgspec.UNSET
+    params_raw: msgspec.Raw | msgspec.UnsetType = msgspec.field(default=msgspec.UNSET, name="params")
+    result: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+    error: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+
+    kind = _Message.kind
+
+    @property
+    def params(self) -> Any:
+        raw = self.params_raw
+        return msgspec.UNSET if raw is msgspec.UNSET else msgspec.json.decode(raw)
+
+
+_peek_batch = msgspec.json.Decoder(list[_BatchMember])
+_WHITESPACE = b" \t\r\n"
+
+
 @dataclass
 class _Reply:
     status: int
@@ -62,11 +86,15 @@ def _error_reply(status: int, message: str, code: int = rpc.INVALID_REQUEST, id:
     return _Reply(status, rpc.encode_error(id, code, message), [("content-type", "application/json")])
 
 
-def _peek_body(body: bytes) -> _Message | list[_Message] | _Reply:
+def _peek_body(body: bytes) -> _Message | list[_BatchMember] | _Reply:
     """A POST body's message(s), or the 400 parse error for a body that is not
     JSON text (not JSON, nested deeper than the decoder goes, or not UTF-8)."""
     try:
-        peeked = _peek.decode(body)
+        peeked: _Message | list[_BatchMember]
+        if body.lstrip(_WHITESPACE)[:1] == b"[":
+            peeked = _peek_batch.decode(body)
+        else:
+            peeked = _peek.decode(body)  # type: ignore[assignment]  # (an object: a _Message)
         body.decode("utf-8")  # JSON text is UTF-8 (msgspec checks only what it decodes)
     except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as exc:
         reason = "the body is nested too deeply" if isinstance(exc, RecursionError) else str(exc)

@@ -64,7 +64,7 @@ from ...types import _versions
 from .._base import Frame
 from ._events import DEFAULT_EVENT_STORE_BYTES, EventStore, InMemoryEventStore
 from ._headers import Annotations, check_request_headers
-from ._replies import _SSE_HEADERS, _error_reply, _Message, _Reply, _send_reply
+from ._replies import _SSE_HEADERS, _BatchMember, _error_reply, _Message, _Reply, _send_reply
 from ._request import (
     _HEADER_SESSION,
     DEFAULT_ALLOWED_HOSTS,
@@ -557,7 +557,7 @@ class StreamableHTTP(_Endpoint):
         return _Reply(200)
 
 
-def _refuse_batch(peeked: _Message | list[_Message], version: str | None) -> _Reply | None:
+def _refuse_batch(peeked: _Message | list[_BatchMember], version: str | None) -> _Reply | None:
     """The answer to a batch in a revision without batches (all but 2025-03-26):
     400 with one -32600 error of id ``null``, at once, so none of its ids is
     ever waited for; ``None`` for anything else."""
