@@ -14,10 +14,10 @@ import msgspec
 import trio
 
 from mcp_trio._engine._handlers import _ProcessQueue
-from mcp_trio.server import Server
+from mcp_trio.server import Context, Server
 from mcp_trio.transports.http.server import InMemoryEventStore
 
-from .test_http_server import open_http_session, rpc, running
+from .test_http_server import events, open_http_session, rpc, running
 
 BUSY = -32603
 
@@ -222,3 +222,28 @@ async def test_the_in_memory_event_store_drops_the_oldest_past_its_byte_bounds()
     for session in "abcd":
         await store.forget(session)
     assert store.size == 0 and len(store) == 0
+
+
+async def test_resuming_from_an_event_the_store_dropped_replays_nothing() -> None:
+    server, _ = gated_server()
+
+    @server.tool
+    async def chatty(n: int, ctx: Context) -> str:
+        for i in range(n):
+            await ctx.report_progress(i + 1, n, "x" * 200)
+        return "said"
+
+    async with running("h11", server, event_store_bytes=2048) as (url, endpoint), httpx.AsyncClient() as client:
+        headers = await open_http_session(client, url)
+        params = {"name": "chatty", "arguments": {"n": 40}, "_meta": {"progressToken": "t"}}
+        r = await client.post(url, headers=headers, json=rpc(7, "tools/call", params))
+        got = events(r.content)
+        assert got[-1][1]["result"]["content"][0]["text"] == "said" and len(got) == 41
+        assert endpoint.event_store.size <= 2048  # type: ignore[attr-defined]
+        # the first event is long gone: nothing is replayed, and the stream (answered) ends
+        with trio.fail_after(5):
+            r = await client.get(url, headers={**headers, "accept": "text/event-stream", "last-event-id": got[0][0]})
+        assert r.status_code == 200 and events(r.content) == []
+        # the newest is kept: the stream resumes after it (nothing left)
+        r = await client.get(url, headers={**headers, "accept": "text/event-stream", "last-event-id": got[-2][0]})
+        assert [m["id"] for _, m in events(r.content)] == [7]

@@ -71,14 +71,15 @@ class InMemoryEventStore:
         self._total += size
         while kept.events and (len(kept.events) > self.max_events or kept.size > self.max_bytes):
             self._drop_oldest(kept)
-        for sid in list(self._sessions):
-            if self._total <= self.max_total_bytes:
-                break
-            other = self._sessions[sid]
-            while other.events and self._total > self.max_total_bytes:
-                self._drop_oldest(other)
-            if not other.events:
-                del self._sessions[sid]
+        if self._total > self.max_total_bytes:
+            for sid in list(self._sessions):  # least recently stored first
+                other = self._sessions[sid]
+                while other.events and self._total > self.max_total_bytes:
+                    self._drop_oldest(other)
+                if not other.events:
+                    del self._sessions[sid]
+                if self._total <= self.max_total_bytes:
+                    break
 
     def _drop_oldest(self, kept: _SessionEvents) -> None:
         _, _, data = kept.events.popleft()
