@@ -38,14 +38,19 @@ class _Message(msgspec.Struct):
 
     @property
     def kind(self) -> str:
-        has_id = self.id is not msgspec.UNSET
-        if isinstance(self.method, str):
-            if not has_id:
-                return "notification"
-            return "request" if isinstance(self.id, int | str) and not isinstance(self.id, bool) else "invalid"
-        if has_id and (self.result is not msgspec.UNSET) != (self.error is not msgspec.UNSET):
-            return "response"
-        return "invalid"
+        return _kind(self.id, self.method, self.result, self.error)
+
+
+def _kind(id: Any, method: Any, result: Any, error: Any) -> str:
+    """``"request"``, ``"notification"``, ``"response"`` or ``"invalid"``."""
+    has_id = id is not msgspec.UNSET
+    if isinstance(method, str):
+        if not has_id:
+            return "notification"
+        return "request" if isinstance(id, int | str) and not isinstance(id, bool) else "invalid"
+    if has_id and (result is not msgspec.UNSET) != (error is not msgspec.UNSET):
+        return "response"
+    return "invalid"
 
 
 _peek = msgspec.json.Decoder(_Message | list[_Message])
@@ -63,7 +68,9 @@ class _BatchMember(msgspec.Struct):
     result: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
     error: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
 
-    kind = _Message.kind
+    @property
+    def kind(self) -> str:
+        return _kind(self.id, self.method, self.result, self.error)
 
     @property
     def params(self) -> Any:

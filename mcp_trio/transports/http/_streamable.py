@@ -312,7 +312,7 @@ class StreamableHTTP(_Endpoint):
         peeked = self._json_body(request)
         if isinstance(peeked, _Reply):
             return peeked
-        messages = peeked if isinstance(peeked, list) else [peeked]
+        messages: list[_Message | _BatchMember] = [*peeked] if isinstance(peeked, list) else [peeked]
         if not messages:
             return _error_reply(400, "Invalid Request: empty batch")
         kinds = [m.kind for m in messages]
@@ -566,7 +566,7 @@ def _refuse_batch(peeked: _Message | list[_BatchMember], version: str | None) ->
     return _error_reply(400, f"Invalid Request: JSON-RPC batches are not allowed in protocol version {version}")
 
 
-def _modern_version(message: _Message) -> str | None:
+def _modern_version(message: _Message | _BatchMember) -> str | None:
     params = message.params
     if not isinstance(params, dict):
         return None
