@@ -222,14 +222,16 @@ class _Handlers:
         its requests are queued, when no room is left refused (``push``: a
         transport's push input) or waited for (the reader)."""
         core = self.core
-        first = True
-        for events in core.receive_slices(data, _SLICE):
-            if not first:
-                # Other tasks (other sessions) run between slices; a batch is never
-                # left half read, or its reply would wait for members never received.
-                await trio.lowlevel.cancel_shielded_checkpoint()
-            first = False
+        slices = core.receive_slices(data, _SLICE)
+        while True:
+            # Other tasks (other sessions) run before each slice (and before the
+            # batch is split into members); a batch is never left half read, or its
+            # reply would wait for members never received.
+            await trio.lowlevel.cancel_shielded_checkpoint()
             if core.closed:
+                return
+            events = next(slices, None)
+            if events is None:
                 return
             for event in events:
                 if push and isinstance(event, RequestReceived):

@@ -92,6 +92,7 @@ _DEFAULT_VERSION = "2025-03-26"  # assumed when MCP-Protocol-Version is absent
 _FIRST_PRIMING = "2025-11-25"
 _META_VERSION = "io.modelcontextprotocol/protocolVersion"
 _HEADER_VERSION = "mcp-protocol-version"
+_KIND_SLICE = 2048  # batch members classified between two checkpoints
 
 
 def _session_ended() -> _Reply:
@@ -315,7 +316,7 @@ class StreamableHTTP(_Endpoint):
         messages: list[_Message | _BatchMember] = [*peeked] if isinstance(peeked, list) else [peeked]
         if not messages:
             return _error_reply(400, "Invalid Request: empty batch")
-        kinds = [m.kind for m in messages]
+        kinds = await _kinds(messages)
         if "invalid" in kinds:
             return _error_reply(400, "Invalid Request: not a JSON-RPC request, notification or response")
         requests = [m for m, kind in zip(messages, kinds) if kind == "request"]
@@ -555,6 +556,16 @@ class StreamableHTTP(_Endpoint):
             await session.wait_done()
         session.scope.cancel()
         return _Reply(200)
+
+
+async def _kinds(messages: list[_Message | _BatchMember]) -> list[str]:
+    """The kind of each message; a large batch's a slice at a time, other tasks
+    running in between (the engine reads its members the same way)."""
+    kinds = [m.kind for m in messages[:_KIND_SLICE]]
+    for start in range(_KIND_SLICE, len(messages), _KIND_SLICE):
+        await trio.lowlevel.checkpoint()
+        kinds += [m.kind for m in messages[start : start + _KIND_SLICE]]
+    return kinds
 
 
 def _refuse_batch(peeked: _Message | list[_BatchMember], version: str | None) -> _Reply | None:
