@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import subprocess
 import sys
@@ -260,3 +261,32 @@ def test_serve_http_stream_and_client_limits() -> None:
                 assert other.get(url, headers={**headers, "accept": "text/event-stream"}).status_code == 409
             body = b"".join(stream.iter_bytes())  # ends by itself: idle
         assert body.endswith(b"retry: 1000\n\n") and time.monotonic() - started >= 0.4
+
+
+def test_serve_http_queue_and_event_store_bounds() -> None:
+    import httpx2
+
+    options = ("--max-queued", "2", "--max-queued-total", "1000", "--event-store-bytes", "4096")
+    with serving_everything_over_http(*options) as url, httpx2.Client(timeout=20) as client:
+        init = {**INIT, "params": {**INIT["params"], "protocolVersion": "2025-03-26"}}
+        r = client.post(url, headers=HTTP_HEADERS, json=init)
+        headers = {**HTTP_HEADERS, "mcp-session-id": r.headers["mcp-session-id"], "mcp-protocol-version": "2025-03-26"}
+        initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        assert client.post(url, headers=headers, json=initialized).status_code == 202
+        slow = {"name": "slow_compute", "arguments": {"seconds": 0.5}}
+        batch = [{"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": slow} for i in range(70)]
+        replies = client.post(url, headers=headers, json=batch).json()
+        # 64 run (max_in_flight), 2 wait, the other 4 are refused at once
+        errors = [m["error"] for m in replies if "error" in m]
+        assert len(replies) == 70 and len(errors) == 4
+        assert all(e["code"] == -32603 and "max_queued=2" in e["message"] for e in errors)
+
+
+def test_serve_queue_options_reach_every_transport() -> None:
+    from mcp_trio._cli._serve import _queue_options
+
+    args = argparse.Namespace(max_queued=5, max_queued_total=None, event_store_bytes=4096)
+    assert _queue_options(args, http=True) == {"max_queued": 5, "event_store_bytes": 4096}
+    assert _queue_options(args, http=False) == {"max_queued": 5}  # Session options (stdio, --ws)
+    with pytest.raises(SystemExit):
+        main(["serve", "x.py", "--max-queued", "-1"])

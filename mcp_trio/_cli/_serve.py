@@ -121,6 +121,30 @@ def add_parser(sub: Any) -> None:
         "session without messages or POSTs for this long ends",
     )
     p.add_argument(
+        "--max-queued",
+        type=_count,
+        metavar="N",
+        help="requests of one session that may wait for a free handler slot (default: 1024 over "
+        "--http, 64 (max_in_flight) over stdio and --ws); past it an HTTP request (a batch member, "
+        "say) is answered at once with JSON-RPC error -32603 and the session goes on, while stdio "
+        "and --ws stop reading until a slot frees",
+    )
+    p.add_argument(
+        "--max-queued-total",
+        type=_count,
+        metavar="N",
+        help="requests of all sessions together that may wait for a free handler slot "
+        "(default: 16384); past it a request is answered at once with JSON-RPC error -32603",
+    )
+    p.add_argument(
+        "--event-store-bytes",
+        type=_count,
+        metavar="N",
+        help="with --http, bytes of SSE events kept per session for clients resuming a stream "
+        "(default: 1048576; 64 MiB for all sessions); past it the oldest are dropped, and a "
+        "Last-Event-ID naming a dropped event resumes nothing",
+    )
+    p.add_argument(
         "--legacy-sse",
         action="store_true",
         help="with --http, also serve the 2024-11-05 HTTP+SSE transport for old clients "
@@ -150,6 +174,13 @@ def _positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
+    return value
+
+
+def _count(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, got {text}")
     return value
 
 
@@ -349,6 +380,13 @@ def _session_options(args: argparse.Namespace) -> dict[str, Any]:
     return {_ENDPOINT_OPTIONS[flag]: value for flag, value in given.items() if value is not None}
 
 
+def _queue_options(args: argparse.Namespace, http: bool) -> dict[str, Any]:
+    """--max-queued, --max-queued-total (and with --http --event-store-bytes), as keywords of
+    StreamableHTTP (``http``) or of each Session (only those given)."""
+    names = ["max_queued", "max_queued_total"] + (["event_store_bytes"] if http else [])
+    return {name: getattr(args, name) for name in names if getattr(args, name) is not None}
+
+
 def _cmd_serve(args: argparse.Namespace) -> int:
     import trio
 
@@ -369,6 +407,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             print(f"mcp-trio serve: error: importing {args.target} failed:", file=sys.stderr)
             traceback.print_exc(file=sys.stderr)
             return 1
+        if args.http is None:
+            server.session_options.update(_queue_options(args, http=False))
         try:
             if args.ws is not None:
                 if args.http is not None:
@@ -381,7 +421,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             else:
                 host, port = _parse_host_port(args.http)
                 serve = partial(_serve_http, server, host, port, args.path, args.front_door)
-                trio.run(serve, args.legacy_sse, args.stateless, _resource_server(args), _session_options(args))
+                options = {**_session_options(args), **_queue_options(args, http=True)}
+                trio.run(serve, args.legacy_sse, args.stateless, _resource_server(args), options)
         except KeyboardInterrupt:
             return 130
         return 0

@@ -5,7 +5,15 @@ Rules:
 
 * At most ``max_in_flight`` requests run at once; up to ``max_queued`` more
   wait in arrival order while the reader goes on; beyond that the reader stops
-  reading until a slot frees (backpressure).
+  reading until a slot frees (backpressure).  A request that cannot wait (any
+  request a transport pushes in, Streamable HTTP's) is refused instead, at
+  once, with -32603 naming the bound; so is, over any transport, a request
+  past ``max_queued_total`` waiting in the whole process.  The session goes on.
+* A batch is taken ``_SLICE`` members at a time, with a checkpoint between
+  slices that cannot be cancelled, so other tasks run while a large one is
+  read, and it is never left half read; a handler task that goes on with
+  queued requests passes one every ``_SLICE`` requests too.
+* A stopping session starts nothing more from its queue and drops it at once.
 * Reader relay: over a channel with ``buffered()``, a request that is the last
   thing read and finds a free slot runs in the reader's task and cancel scope,
   in a copy of its context.  If it never yields, the reader reads on; the first
@@ -45,9 +53,38 @@ __all__ = ["RequestHandler"]
 
 RequestHandler = Callable[[RequestContext, Any], Awaitable[Any]]
 
+_SLICE = 128  # batch members taken between two checkpoints
+DEFAULT_MAX_QUEUED_TOTAL = 16_384
+
 _HANDLER_NAME = "mcp_trio._engine._session.Session._handle_request"  # trio task name of request handlers
 _READER_NAME = "mcp_trio._engine._session.Session._next_reader"  # of successor readers (reader relay)
 _T = TypeVar("_T")
+
+
+def _queue_bounds(
+    channel: object, max_in_flight: int, max_queued: int | None, max_queued_total: int | None
+) -> tuple[int, int]:
+    """A session's ``max_queued`` and ``max_queued_total``: as given, else the
+    channel's (a transport's own defaults, Streamable HTTP's), else
+    ``max_in_flight`` and ``DEFAULT_MAX_QUEUED_TOTAL``."""
+    if max_queued is None:
+        max_queued = getattr(channel, "max_queued", None)
+    if max_queued_total is None:
+        max_queued_total = getattr(channel, "max_queued_total", None)
+    if max_queued is not None and max_queued < 0:
+        raise ValueError("max_queued must not be negative")
+    if max_queued_total is not None and max_queued_total < 0:
+        raise ValueError("max_queued_total must not be negative")
+    return (
+        max_in_flight if max_queued is None else max_queued,
+        DEFAULT_MAX_QUEUED_TOTAL if max_queued_total is None else max_queued_total,
+    )
+
+
+class _ProcessQueue:
+    """Requests waiting for a handler slot in all the sessions of the process."""
+
+    count = 0
 
 
 class _Handlers:
@@ -56,6 +93,8 @@ class _Handlers:
     core: SessionCore
     channel: MessageChannel
     max_in_flight: int
+    max_queued: int
+    max_queued_total: int
     close_grace: float
     eof_grace: float
     _handlers: Mapping[str, RequestHandler]
@@ -78,6 +117,7 @@ class _Handlers:
         async def _put_answer(self, frame: Frame) -> None: ...
         def _queue_nowait(self, frame: Frame) -> None: ...
         def _write_now(self, frame: Frame) -> bool: ...
+        def _write_alone(self, frame: Frame) -> bool: ...
         def _close_outbox(self) -> None: ...
         def _stop(self) -> None: ...
 
@@ -120,6 +160,9 @@ class _Handlers:
             if frame.error is not None:
                 log.warning("framing error from peer: %s", frame.error)
                 events = core.framing_error(frame.error)
+            elif core.is_batch(frame.data):
+                await self._take_batch(frame.data, push=False)
+                continue
             else:
                 events = core.receive(frame.data)
             if not events:
@@ -174,12 +217,68 @@ class _Handlers:
         with trio.move_on_after(self.eof_grace):
             await self._drained.wait()
 
+    async def _take_batch(self, data: bytes, push: bool) -> None:
+        """Take a batch, ``_SLICE`` members at a time (see the module's rules):
+        its requests are queued, when no room is left refused (``push``: a
+        transport's push input) or waited for (the reader)."""
+        core = self.core
+        slices = core.receive_slices(data, _SLICE)
+        while True:
+            # Other tasks (other sessions) run before each slice (and before the
+            # batch is split into members); a batch is never left half read, or its
+            # reply would wait for members never received.
+            await trio.lowlevel.cancel_shielded_checkpoint()
+            if core.closed:
+                return
+            events = next(slices, None)
+            if events is None:
+                return
+            for event in events:
+                if push and isinstance(event, RequestReceived):
+                    await self._admit(event)
+                else:
+                    await self._dispatch(event)
+
+    async def _admit(self, event: RequestReceived) -> None:
+        """Queue a request that cannot wait for room (see the module's rules), or refuse it."""
+        if self._stopping:
+            return  # nothing more starts (the core has ended: nobody to answer)
+        bound = self._queue_full()
+        if bound is None:
+            self._enqueue(event)
+            return
+        data = self.core.error(event.id, rpc.INTERNAL_ERROR, bound)
+        if data is not None:  # (None: a batch reply still waits for others)
+            frame = Frame(data, event.id, True)
+            if not self._write_alone(frame):
+                await self._put(frame)
+
+    def _queue_full(self) -> str | None:
+        """Why a request cannot be queued now (the bound it meets), or ``None``."""
+        if self._running < self.max_in_flight:
+            return None  # it runs at once
+        if len(self._queued) >= self.max_queued:
+            return f"Server busy: the session's queue is full (max_queued={self.max_queued}); retry later"
+        if _ProcessQueue.count >= self.max_queued_total:
+            return f"Server busy: the server's queue is full (max_queued_total={self.max_queued_total}); retry later"
+        return None
+
     def _enqueue(self, event: RequestReceived) -> None:
         queued = self._queued
         if not isinstance(queued, deque):
             queued = self._queued = deque()
         queued.append(event)
+        _ProcessQueue.count += 1
         self._start_queued()
+
+    def _dequeue(self) -> RequestReceived:
+        _ProcessQueue.count -= 1
+        return self._queued.popleft()  # type: ignore[union-attr]
+
+    def _drop_queue(self) -> None:
+        """The session stops: what waits in its queue is never started."""
+        _ProcessQueue.count -= len(self._queued)
+        self._queued = ()
 
     def _take_slot(self) -> None:
         """Count a request about to be handled (``_handle_request`` gives the slot back)."""
@@ -189,10 +288,10 @@ class _Handlers:
     def _start_queued(self) -> None:
         """Start queued requests while slots are free, each in a task of its own."""
         assert self._tasks is not None
-        while self._queued and self._running < self.max_in_flight:
+        while self._queued and self._running < self.max_in_flight and not self._stopping:
             self._take_slot()
             # (a name given: trio need not build one from the method per task)
-            self._tasks.start_soon(self._handler_task, self._queued.popleft(), name=_HANDLER_NAME)  # type: ignore[union-attr]
+            self._tasks.start_soon(self._handler_task, self._dequeue(), name=_HANDLER_NAME)
         if self._room is not None:
             self._room.set()
 
@@ -205,6 +304,7 @@ class _Handlers:
         the task).
         """
         context = contextvars.copy_context()
+        taken = 1
         try:
             with trio.CancelScope() as scope:
                 fit = await self._handle_request(event, scope)
@@ -217,10 +317,14 @@ class _Handlers:
                     and not scope.cancel_called
                 ):
                     self._take_slot()
-                    event = self._queued.popleft()  # type: ignore[union-attr]
+                    event = self._dequeue()
                     if self._room is not None:
                         self._room.set()
                     _, fit = await _until_it_waits(self._handle_request(event, scope), context.copy(), _nothing)
+                    taken += 1
+                    if taken % _SLICE == 0:
+                        # Handlers that never wait: other tasks run now and then all the same.
+                        await trio.lowlevel.cancel_shielded_checkpoint()
         finally:
             # (from the context the task started with: the first handler may have changed its own)
             context.run(self._start_queued)

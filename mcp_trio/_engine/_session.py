@@ -55,7 +55,7 @@ from .._exceptions import ConnectionClosed, McpError
 from ..transports._base import Frame, MessageChannel
 from ..types import _versions
 from ._common import _ended, log
-from ._handlers import RequestHandler, _Handlers
+from ._handlers import RequestHandler, _Handlers, _queue_bounds
 from ._handshake import _Handshake
 from ._outgoing import ProgressCallback, RequestTimeout, _Outgoing, _Waiter
 
@@ -94,6 +94,7 @@ class Session(_Handlers, _Handshake, _Outgoing):
         default_timeout: float | None = 60.0,
         max_in_flight: int = 64,
         max_queued: int | None = None,
+        max_queued_total: int | None = None,
         outbox_size: int = 256,
         keepalive_interval: float | None = None,
         keepalive_timeout: float = 10.0,
@@ -102,8 +103,6 @@ class Session(_Handlers, _Handshake, _Outgoing):
     ) -> None:
         if max_in_flight < 1:
             raise ValueError("max_in_flight must be at least 1")
-        if max_queued is not None and max_queued < 0:
-            raise ValueError("max_queued must not be negative")
         self.core = core
         self.channel = channel
         # A read-only table (a MappingProxyType, as a Server hands every session)
@@ -116,8 +115,9 @@ class Session(_Handlers, _Handshake, _Outgoing):
         )
         self.default_timeout = default_timeout
         self.max_in_flight = max_in_flight
-        #: Requests that may wait for a free slot (default: ``max_in_flight``).
-        self.max_queued = max_in_flight if max_queued is None else max_queued
+        #: Requests that may wait for a free slot, of this session and of all
+        #: sessions of the process (see ``_queue_bounds``).
+        self.max_queued, self.max_queued_total = _queue_bounds(channel, max_in_flight, max_queued, max_queued_total)
         self.keepalive_interval = keepalive_interval
         self.keepalive_timeout = keepalive_timeout
         self.close_grace = close_grace
@@ -250,8 +250,10 @@ class Session(_Handlers, _Handshake, _Outgoing):
         """Push input (a transport with ``attach_receiver``, such as Streamable
         HTTP): take ``frame`` in the task of the transport that received it,
         as the reader would, but without waiting for room: such a transport
-        bounds the requests it hands over itself.  Request handlers still run
-        in tasks of their own, never in the caller's.
+        bounds the open requests (POSTs) it hands over itself, and a request
+        finding no room in the queue is refused (``max_queued``,
+        ``max_queued_total``).  Request handlers still run in tasks of their
+        own, never in the caller's.
 
         Raises:
             trio.ClosedResourceError: the session has ended.
@@ -259,26 +261,29 @@ class Session(_Handlers, _Handshake, _Outgoing):
         core = self.core
         if core.closed:
             raise trio.ClosedResourceError(self._close_reason)
-        if frame.error is not None:
-            log.warning("framing error from peer: %s", frame.error)
-            events = core.framing_error(frame.error)
-        else:
-            events = core.receive(frame.data)
-        for event in events:
-            if isinstance(event, RequestReceived):
-                self._enqueue(event)
+        try:
+            if frame.error is not None:
+                log.warning("framing error from peer: %s", frame.error)
+                events = core.framing_error(frame.error)
+            elif core.is_batch(frame.data):
+                await self._take_batch(frame.data, push=True)
+                return
             else:
-                try:
+                events = core.receive(frame.data)
+            for event in events:
+                if isinstance(event, RequestReceived):
+                    await self._admit(event)
+                else:
                     await self._dispatch(event)
-                except ConnectionClosed:
-                    raise trio.ClosedResourceError(self._close_reason) from None
+        except ConnectionClosed:
+            raise trio.ClosedResourceError(self._close_reason) from None
 
     async def _dispatch(self, event: Any) -> None:
         if isinstance(event, RequestReceived):
             while len(self._queued) >= self.max_queued and self._running >= self.max_in_flight:
                 self._room = trio.Event()
                 await self._room.wait()  # backpressure: stop reading
-            self._enqueue(event)
+            await self._admit(event)  # (refused past max_queued_total)
         elif isinstance(event, ResponseReceived):
             waiter = self._waiters.get(event.id)
             if waiter is not None:
@@ -379,6 +384,7 @@ class Session(_Handlers, _Handshake, _Outgoing):
         if self._stopping:
             return
         self._stopping = True
+        self._drop_queue()
         if self._tasks is None:
             return  # not running yet: run() returns at once
         self._writer_scope.deadline = trio.current_time() + self.close_grace

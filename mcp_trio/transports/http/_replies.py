@@ -16,6 +16,7 @@ import msgspec
 import trio
 
 from ... import _jsonrpc as rpc
+from ...types import _versions
 
 if TYPE_CHECKING:
     from ._request import Responder
@@ -38,17 +39,48 @@ class _Message(msgspec.Struct):
 
     @property
     def kind(self) -> str:
-        has_id = self.id is not msgspec.UNSET
-        if isinstance(self.method, str):
-            if not has_id:
-                return "notification"
-            return "request" if isinstance(self.id, int | str) and not isinstance(self.id, bool) else "invalid"
-        if has_id and (self.result is not msgspec.UNSET) != (self.error is not msgspec.UNSET):
-            return "response"
-        return "invalid"
+        return _kind(self.id, self.method, self.result, self.error)
+
+
+def _kind(id: Any, method: Any, result: Any, error: Any) -> str:
+    """``"request"``, ``"notification"``, ``"response"`` or ``"invalid"``."""
+    has_id = id is not msgspec.UNSET
+    if isinstance(method, str):
+        if not has_id:
+            return "notification"
+        return "request" if isinstance(id, int | str) and not isinstance(id, bool) else "invalid"
+    if has_id and (result is not msgspec.UNSET) != (error is not msgspec.UNSET):
+        return "response"
+    return "invalid"
 
 
 _peek = msgspec.json.Decoder(_Message | list[_Message])
+
+
+class _BatchMember(msgspec.Struct):
+    """A member of a batch, peeked at as :class:`_Message` is, but with its
+    ``params`` left as raw JSON until somebody reads them (a large batch's
+    members are routed by id and method alone: building every member's params
+    would cost several times the decoding itself)."""
+
+    id: Any = msgspec.UNSET
+    method: Any = msgspec.UNSET
+    params_raw: msgspec.Raw | msgspec.UnsetType = msgspec.field(default=msgspec.UNSET, name="params")
+    result: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+    error: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+
+    @property
+    def kind(self) -> str:
+        return _kind(self.id, self.method, self.result, self.error)
+
+    @property
+    def params(self) -> Any:
+        raw = self.params_raw
+        return msgspec.UNSET if raw is msgspec.UNSET else msgspec.json.decode(raw)
+
+
+_peek_batch = msgspec.json.Decoder(list[_BatchMember])
+_WHITESPACE = b" \t\r\n"
 
 
 @dataclass
@@ -62,11 +94,15 @@ def _error_reply(status: int, message: str, code: int = rpc.INVALID_REQUEST, id:
     return _Reply(status, rpc.encode_error(id, code, message), [("content-type", "application/json")])
 
 
-def _peek_body(body: bytes) -> _Message | list[_Message] | _Reply:
+def _peek_body(body: bytes) -> _Message | list[_BatchMember] | _Reply:
     """A POST body's message(s), or the 400 parse error for a body that is not
     JSON text (not JSON, nested deeper than the decoder goes, or not UTF-8)."""
     try:
-        peeked = _peek.decode(body)
+        peeked: _Message | list[_BatchMember]
+        if body.lstrip(_WHITESPACE)[:1] == b"[":
+            peeked = _peek_batch.decode(body)
+        else:
+            peeked = _peek.decode(body)  # type: ignore[assignment]  # (an object: a _Message)
         body.decode("utf-8")  # JSON text is UTF-8 (msgspec checks only what it decodes)
     except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as exc:
         reason = "the body is nested too deeply" if isinstance(exc, RecursionError) else str(exc)
@@ -84,3 +120,37 @@ async def _send_reply(responder: Responder, reply: _Reply) -> None:
         await responder.end()
     except (trio.BrokenResourceError, trio.ClosedResourceError):
         pass
+
+
+_META_VERSION = "io.modelcontextprotocol/protocolVersion"
+_KIND_SLICE = 2048  # batch members classified between two checkpoints
+
+
+async def _kinds(messages: list[_Message | _BatchMember]) -> list[str]:
+    """The kind of each message; a large batch's a slice at a time, other tasks
+    running in between (the engine reads its members the same way)."""
+    kinds = [m.kind for m in messages[:_KIND_SLICE]]
+    for start in range(_KIND_SLICE, len(messages), _KIND_SLICE):
+        await trio.lowlevel.checkpoint()
+        kinds += [m.kind for m in messages[start : start + _KIND_SLICE]]
+    return kinds
+
+
+def _refuse_batch(peeked: _Message | list[_BatchMember], version: str | None) -> _Reply | None:
+    """The answer to a batch in a revision without batches (all but 2025-03-26):
+    400 with one -32600 error of id ``null``, at once, so none of its ids is
+    ever waited for; ``None`` for anything else."""
+    if not isinstance(peeked, list) or version is None or _versions.supports_batching(version):
+        return None
+    return _error_reply(400, f"Invalid Request: JSON-RPC batches are not allowed in protocol version {version}")
+
+
+def _modern_version(message: _Message | _BatchMember) -> str | None:
+    params = message.params
+    if not isinstance(params, dict):
+        return None
+    meta = params.get("_meta")
+    if not isinstance(meta, dict):
+        return None
+    version = meta.get(_META_VERSION)
+    return version if isinstance(version, str) else None

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 import trio
 
-from ._replies import _error_reply, _Message, _peek_body, _Reply
+from ._replies import _BatchMember, _error_reply, _Message, _peek_body, _Reply
 
 ServeSession = Callable[..., Awaitable[Any]]
 
@@ -294,7 +294,7 @@ class _Endpoint:
             task_status.started(self if self._started_with_self else None)
             await trio.sleep_forever()
 
-    def _json_body(self, request: HttpRequest) -> _Message | list[_Message] | _Reply:
+    def _json_body(self, request: HttpRequest) -> _Message | list[_BatchMember] | _Reply:
         """A POST body's message(s), or the reply refusing it: 415 for a
         ``Content-Type`` other than JSON, 413 over ``max_body_size``, 400 for a
         body that is not JSON text."""

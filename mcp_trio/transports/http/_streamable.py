@@ -68,9 +68,19 @@ import trio
 from ... import _jsonrpc as rpc
 from ...types import _versions
 from .._base import Frame
-from ._events import EventStore, InMemoryEventStore
+from ._events import DEFAULT_EVENT_STORE_BYTES, EventStore, InMemoryEventStore
 from ._headers import Annotations, check_request_headers
-from ._replies import _SSE_HEADERS, _error_reply, _Message, _Reply, _send_reply
+from ._replies import (
+    _SSE_HEADERS,
+    _BatchMember,
+    _error_reply,
+    _kinds,
+    _Message,
+    _modern_version,
+    _refuse_batch,
+    _Reply,
+    _send_reply,
+)
 from ._request import (
     _HEADER_SESSION,
     DEFAULT_ALLOWED_HOSTS,
@@ -101,7 +111,6 @@ log = logging.getLogger("mcp_trio.http")
 
 _DEFAULT_VERSION = "2025-03-26"  # assumed when MCP-Protocol-Version is absent
 _FIRST_PRIMING = "2025-11-25"
-_META_VERSION = "io.modelcontextprotocol/protocolVersion"
 _HEADER_VERSION = "mcp-protocol-version"
 
 
@@ -136,8 +145,20 @@ class StreamableHTTP(_SessionTable, _Endpoint):
         allowed_origins: ``Origin`` values accepted when the header is
             present (exact ``scheme://host[:port]``); default: same origin,
             ``http(s)://`` + an allowed host on the ``Host`` port (see :class:`HostGuard`).
-        event_store: Keeps events for resumption (default: a bounded
-            :class:`InMemoryEventStore`).
+        event_store: Keeps events for resumption (default: an
+            :class:`InMemoryEventStore` of ``event_store_bytes`` per session
+            and 64 MiB in all).  Only events a client can resume are stored:
+            those of SSE responses and of the GET stream, never a reply sent
+            as a plain JSON body.
+        event_store_bytes: Bytes of events the default store keeps per
+            session (default 1 MiB); the oldest are dropped first, and a
+            ``Last-Event-ID`` naming a dropped event resumes nothing (see
+            docs/http.md).  Only with the default store.
+        max_queued: Requests of one session that may wait for a handler slot
+            (``Session.max_queued``, default 1024); a request past it (a
+            batch member, say) is answered at once with -32603 naming the bound.
+        max_queued_total: The same for all sessions of the process together
+            (``Session.max_queued_total``, default 16384).
         stateless: Keep no sessions in any revision: ``initialize`` is
             answered without ``Mcp-Session-Id``, every later request is served
             on a fresh session at the version its ``MCP-Protocol-Version``
@@ -177,6 +198,9 @@ class StreamableHTTP(_SessionTable, _Endpoint):
         allowed_hosts: Iterable[str] | None = DEFAULT_ALLOWED_HOSTS,
         allowed_origins: Iterable[str] | None = None,
         event_store: EventStore | None = None,
+        event_store_bytes: int | None = None,
+        max_queued: int = 1024,
+        max_queued_total: int | None = None,
         retry_ms: int | None = 1000,
         stateless: bool = False,
         tool_headers: Callable[[str], Annotations | None] | None = None,
@@ -194,7 +218,19 @@ class StreamableHTTP(_SessionTable, _Endpoint):
         self.stream_slots = StreamSlots(max_streams_total, max_streams_per_client)
         self.stream_idle_timeout = stream_idle_timeout
         self.max_sessions_per_client = max_sessions_per_client
-        self.event_store = event_store if event_store is not None else InMemoryEventStore()
+        if event_store is not None and event_store_bytes is not None:
+            raise ValueError("event_store_bytes sizes the default event store: give one or the other")
+        if event_store is None:
+            event_store = InMemoryEventStore(
+                max_bytes=DEFAULT_EVENT_STORE_BYTES if event_store_bytes is None else event_store_bytes
+            )
+        self.event_store = event_store
+        if max_queued < 0 or max_queued_total is not None and max_queued_total < 0:
+            raise ValueError("max_queued and max_queued_total must not be negative")
+        #: Given to each session's engine (``Session.max_queued``, ``max_queued_total``;
+        #: None: the engine's default).
+        self.max_queued: int | None = max_queued
+        self.max_queued_total = max_queued_total
         self.retry_ms = retry_ms
         self.stateless = stateless
         if tool_headers is None:
@@ -295,10 +331,10 @@ class StreamableHTTP(_SessionTable, _Endpoint):
         peeked = self._json_body(request)
         if isinstance(peeked, _Reply):
             return peeked
-        messages = peeked if isinstance(peeked, list) else [peeked]
+        messages: list[_Message | _BatchMember] = [*peeked] if isinstance(peeked, list) else [peeked]
         if not messages:
             return _error_reply(400, "Invalid Request: empty batch")
-        kinds = [m.kind for m in messages]
+        kinds = await _kinds(messages)
         if "invalid" in kinds:
             return _error_reply(400, "Invalid Request: not a JSON-RPC request, notification or response")
         requests = [m for m, kind in zip(messages, kinds) if kind == "request"]
@@ -400,6 +436,9 @@ class StreamableHTTP(_SessionTable, _Endpoint):
         if is_initialize and isinstance(version, str):
             session.version = version  # until the answer names the negotiated one
             session.initialize_id = requests[0].id
+        # What was peeked at is not kept while the POST is answered (a large batch's would be
+        # as large as its body again).
+        del peeked, messages, kinds, requests
         try:
             self._reserve_prime(session, stream, str(version))
             try:
@@ -548,23 +587,3 @@ class StreamableHTTP(_SessionTable, _Endpoint):
             await session.wait_done()
         session.scope.cancel()
         return _Reply(200)
-
-
-def _refuse_batch(peeked: _Message | list[_Message], version: str | None) -> _Reply | None:
-    """The answer to a batch in a revision without batches (all but 2025-03-26):
-    400 with one -32600 error of id ``null``, at once, so none of its ids is
-    ever waited for; ``None`` for anything else."""
-    if not isinstance(peeked, list) or version is None or _versions.supports_batching(version):
-        return None
-    return _error_reply(400, f"Invalid Request: JSON-RPC batches are not allowed in protocol version {version}")
-
-
-def _modern_version(message: _Message) -> str | None:
-    params = message.params
-    if not isinstance(params, dict):
-        return None
-    meta = params.get("_meta")
-    if not isinstance(meta, dict):
-        return None
-    version = meta.get(_META_VERSION)
-    return version if isinstance(version, str) else None

@@ -121,6 +121,16 @@ class _HttpSession(trio.abc.Channel[Frame]):
         #: The ``HttpRequest.client`` (address) of the ``initialize`` that opened it.
         self.client: str | None = None
 
+    @property
+    def max_queued(self) -> int | None:
+        """The endpoint's bound on this session's waiting requests (the engine reads it)."""
+        return self.owner.max_queued
+
+    @property
+    def max_queued_total(self) -> int | None:
+        """The endpoint's bound on all sessions' waiting requests (the engine reads it)."""
+        return self.owner.max_queued_total
+
     def auth_for(self, request_id: RequestId) -> Any:
         """The authorization the request ``request_id`` came with (``HttpRequest.auth``)."""
         return self.auth.get(request_id)
@@ -189,6 +199,12 @@ class _HttpSession(trio.abc.Channel[Frame]):
         if frame.final and not batch_reply and self._plain_answer(stream, frame.related):
             self._push_answer(stream, frame)
             return
+        if batch_reply and self._plain_batch_reply(stream):
+            stream.delivered += 1
+            stream.push((None, frame.data))  # no event id: it goes out as a JSON body
+            for request_id in list(stream.pending):
+                self.finish(request_id)
+            return
         await self.deliver(stream, frame.data)
         if batch_reply and stream is not self.get_stream:
             for request_id in list(stream.pending):  # a batch reply answers them all
@@ -250,6 +266,17 @@ class _HttpSession(trio.abc.Channel[Frame]):
             and self.owner.response_mode != "sse"
             and len(stream.pending) == 1
             and request_id in stream.pending
+        )
+
+    def _plain_batch_reply(self, stream: _Stream) -> bool:
+        """True when a batch's reply will be its POST's whole reply, a JSON
+        body (as :meth:`_plain_answer` for a lone answer): nothing came before
+        it on the stream, which no SSE response began.  It is not stored."""
+        return (
+            stream.delivered == 0
+            and not stream.prime_stored
+            and stream is not self.get_stream
+            and self.owner.response_mode != "sse"
         )
 
     def _stream_of(self, batch_reply: bytes) -> _Stream | None:
@@ -322,7 +349,9 @@ class _HttpSession(trio.abc.Channel[Frame]):
     async def deliver(self, stream: _Stream, data: bytes) -> None:
         event_id = self.next_event_id(stream)
         store = self.owner.event_store
-        if store is not None and self.id is not None:
+        # A POST's reply in "json" mode is a JSON body: nothing in it can be resumed.
+        resumable = stream is self.get_stream or self.owner.response_mode != "json"
+        if store is not None and self.id is not None and resumable:
             await self.store_prime(stream)
             await store.store(self.id, stream.key, event_id, data)
         stream.delivered += 1

@@ -46,7 +46,15 @@ from urllib.parse import parse_qs
 import trio
 
 from .._base import Frame, RequestId
-from ._replies import _SSE_HEADERS, _error_reply, _Message, _peek_body, _Reply, _send_reply
+from ._replies import (
+    _SSE_HEADERS,
+    _BatchMember,
+    _error_reply,
+    _Message,
+    _peek_body,
+    _Reply,
+    _send_reply,
+)
 from ._request import (
     DEFAULT_ALLOWED_HOSTS,
     HttpRequest,
@@ -83,7 +91,7 @@ class _LegacySession(trio.abc.Channel[Frame]):
         """The authorization the request ``request_id`` came with (``HttpRequest.auth``)."""
         return self.auth.get(request_id)
 
-    def remember_auth(self, messages: _Message | list[_Message], auth: Any) -> None:
+    def remember_auth(self, messages: _Message | list[_BatchMember], auth: Any) -> None:
         """Keep ``auth`` for the requests among the POSTed ``messages``."""
         for message in messages if isinstance(messages, list) else [messages]:
             if message.kind == "request":
