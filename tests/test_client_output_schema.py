@@ -9,7 +9,8 @@ from typing import Any
 import jsonschema_rs
 import pytest
 
-from mcp_trio.client import OutputValidationError, _output
+from mcp_trio import _jsonschema as _output
+from mcp_trio.client import OutputValidationError
 from tests.test_client_results import connected, raw_peer
 
 SCHEMA = {

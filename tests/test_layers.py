@@ -35,6 +35,7 @@ LAYERS: dict[str, int] = {
     "_exceptions": 0,
     "types": 1,  # types._wire is layer 0 inside it: the generated modules import it
     "_jsonrpc": 2,
+    "_jsonschema": 1,  # JSON Schema checks (the validation extra), for the server and the client
     "_core": 3,
     "transports": 3,
     "_engine": 4,
@@ -64,7 +65,7 @@ THIRD_PARTY: dict[str, set[str]] = {
     "mcp_trio._engine": {"msgspec", "trio"},
     "mcp_trio.fuzzing": {"msgspec", "h11", "hypothesis"},
     # the ``validation`` extra, imported where structured results are checked
-    "mcp_trio.client._output": {"msgspec", "jsonschema_rs"},
+    "mcp_trio._jsonschema": {"msgspec", "jsonschema_rs"},
     # OAuth: JOSE (the ``auth`` extra: PyJWT and cryptography) imported where JWTs are made
     "mcp_trio.auth": {"msgspec", "trio", "h11", "hypercorn", "jwt", "cryptography"},
     "mcp_trio": {"msgspec", "trio", "h11", "wsproto", "hypercorn"},

@@ -252,9 +252,52 @@ async def test_prompt_arguments_are_converted_to_their_types() -> None:
 
 def test_decorator_misuse_is_named() -> None:
     server = Server("s")
-    with pytest.raises(TypeError, match=r"write @server.tool\(name='add'\), not @server.tool\('add'\)"):
+    with pytest.raises(
+        TypeError, match=r"write @server.tool\(name='add'\), not @server.tool\('add'\)"
+    ):
         server.tool("add")  # type: ignore[call-overload]
     with pytest.raises(TypeError, match=r"write @server.prompt\(name='p'\)"):
         server.prompt("p")  # type: ignore[call-overload]
     with pytest.raises(TypeError, match=r"@server.tool decorates a function, not 3"):
         server.tool()(3)  # type: ignore[type-var]
+
+
+async def test_arguments_of_a_hand_written_input_schema_are_validated() -> None:
+    server = Server("s")
+    schema = {
+        "type": "object",
+        "properties": {"name": {"type": "string"}, "count": {"type": "integer", "minimum": 1}},
+        "required": ["name"],
+        "additionalProperties": False,
+    }
+
+    @server.tool(input_schema=schema)
+    async def order(arguments: dict[str, object]) -> str:
+        return f"ordered {arguments}"
+
+    async with connected(server, "2025-11-25") as client:
+        with trio.fail_after(5):
+            ok = await client.request(
+                "tools/call", {"name": "order", "arguments": {"name": "tea", "count": 2}}
+            )
+            low = await client.request(
+                "tools/call", {"name": "order", "arguments": {"name": "tea", "count": 0}}
+            )
+            missing = await client.request("tools/call", {"name": "order", "arguments": {}})
+    assert text_of(ok) == "ordered {'name': 'tea', 'count': 2}"
+    assert low.isError and text_of(low).startswith(
+        "Invalid arguments for tool order: $.count: 0 is"
+    )
+    assert missing.isError
+    assert text_of(missing) == "Invalid arguments for tool order: $.name: missing required property"
+
+    async with connected(server, "2025-03-26") as client:
+        with trio.fail_after(5), pytest.raises(McpError) as caught:
+            await client.request("tools/call", {"name": "order", "arguments": {"name": 3}})
+    assert caught.value.code == -32602 and "$.name: 3 is not of type" in caught.value.message
+
+
+def test_an_input_schema_that_is_not_json_schema_is_refused() -> None:
+    server = Server("s")
+    with pytest.raises(ValueError, match="tool 'bad': input_schema is not a valid JSON Schema"):
+        server.tool(name="bad", input_schema={"type": "no-such-type"})(lambda arguments: "")

@@ -16,23 +16,15 @@ Rules:
 
 from __future__ import annotations
 
-import keyword
 import logging
 from collections.abc import Iterable
 from typing import Any
 
-import msgspec
-
+from .. import _jsonschema
 from .._exceptions import RemoteProtocolError
 from .results import CallToolResult, Tool
 
 log = logging.getLogger("mcp_trio.client")
-
-jsonschema_rs: Any
-try:
-    import jsonschema_rs
-except ImportError:  # pragma: no cover - the validation extra is not installed
-    jsonschema_rs = None
 
 
 class OutputValidationError(RemoteProtocolError):
@@ -100,43 +92,23 @@ class OutputSchemas:
             raise OutputValidationError(
                 name, "$", "missing (the tool declares an outputSchema)", result
             )
-        for error in validator.iter_errors(structured):
-            path, reason = _where(error)
-            raise OutputValidationError(name, path, reason, result)
+        found = _jsonschema.first_error(validator, structured)
+        if found is not None:
+            raise OutputValidationError(name, *found, result)
 
     def _compile(self, name: str) -> Any:
-        if jsonschema_rs is None:
+        if not _jsonschema.available():
             if not self._warned_missing:
                 self._warned_missing = True
                 log.warning(
-                    "structuredContent is not checked against outputSchema: "
-                    "install mcp-trio[validation] (jsonschema-rs)"
+                    "structuredContent is not checked against outputSchema: %s",
+                    _jsonschema.INSTALL_HINT,
                 )
             return _BROKEN
         try:
-            return jsonschema_rs.validator_for(self._schemas[name])
-        except (jsonschema_rs.ValidationError, ValueError) as exc:
-            first = str(exc).splitlines()[0]
+            return _jsonschema.compile_schema(self._schemas[name])
+        except ValueError as exc:
             log.warning(
-                "tool %s: its outputSchema is not a valid JSON Schema, not checked: %s", name, first
+                "tool %s: its outputSchema is not a valid JSON Schema, not checked: %s", name, exc
             )
             return _BROKEN
-
-
-def _where(error: Any) -> tuple[str, str]:
-    """``(JSON path, reason)`` of a ``jsonschema_rs`` error."""
-    path = "$"
-    for part in error.instance_path:
-        path = _join(path, part)
-    kind = error.kind
-    if type(kind).__name__ == "Required":
-        return _join(path, kind.property), "missing required property"
-    return path, str(error.message)
-
-
-def _join(path: str, part: str | int) -> str:
-    if isinstance(part, int):
-        return f"{path}[{part}]"
-    if part.isidentifier() and not keyword.iskeyword(part):
-        return f"{path}.{part}"
-    return f"{path}[{msgspec.json.encode(part).decode()}]"

@@ -19,6 +19,7 @@ import msgspec
 import trio
 
 from .. import _jsonrpc as rpc
+from .. import _jsonschema
 from .._engine._context import RequestContext
 from .._exceptions import McpError
 from ..transports.http._headers import header_annotations
@@ -78,6 +79,9 @@ class _Tool:
         found = header_annotations(definition.get("inputSchema"))
         if isinstance(found, str):
             raise ValueError(f"tool {definition.get('name')!r}: {found}")
+        #: A hand-written ``input_schema``'s compiled validator (None: the
+        #: signature validates, or the validation extra is missing).
+        self.validator = _input_validator(definition["name"], input_schema)
         #: The ``x-mcp-header`` annotations of its input schema (2026-07-28 HTTP).
         self.header_annotations = found
 
@@ -301,6 +305,10 @@ class _ToolsMixin:
             if tool.sig is not None:
                 kwargs = tool.sig.bind(arguments)
             else:
+                if tool.validator is not None:
+                    mismatch = _jsonschema.first_error(tool.validator, arguments)
+                    if mismatch is not None:
+                        raise ArgumentError(f"{mismatch[0]}: {mismatch[1]}", mismatch[0])
                 kwargs = _bind_raw(tool.fn, arguments, tool.context_param)
         except ArgumentError as exc:
             message = f"Invalid arguments for tool {params.name}: {exc}"
@@ -325,6 +333,20 @@ class _ToolsMixin:
         if ctx.version < _FIRST_STRUCTURED:
             result.pop("structuredContent", None)
         return result
+
+
+def _input_validator(name: str, schema: dict[str, Any] | None) -> Any:
+    """The compiled ``input_schema`` of tool ``name``; a schema that is not valid
+    JSON Schema is refused at registration."""
+    if schema is None:
+        return None
+    if not _jsonschema.available():
+        log.warning("tool %s: its input_schema arguments are not checked: %s", name, _jsonschema.INSTALL_HINT)
+        return None
+    try:
+        return _jsonschema.compile_schema(schema)
+    except ValueError as exc:
+        raise ValueError(f"tool {name!r}: input_schema is not a valid JSON Schema: {exc}") from None
 
 
 def _bind_raw(

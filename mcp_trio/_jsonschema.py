@@ -1,0 +1,63 @@
+"""JSON Schema checks for the server and the client.
+
+``jsonschema-rs`` (the ``validation`` extra) checks the arguments of tools
+declared with ``input_schema=`` (server) and ``structuredContent`` against
+``outputSchema`` (client).
+
+Errors are one line, ``<JSON path>: <reason>``, the format of the server's
+argument errors (``$`` is the checked value's root).
+"""
+
+from __future__ import annotations
+
+import keyword
+from typing import Any
+
+import msgspec
+
+jsonschema_rs: Any
+try:
+    import jsonschema_rs
+except ImportError:  # pragma: no cover - the validation extra is not installed
+    jsonschema_rs = None
+
+INSTALL_HINT = "install mcp-trio[validation] (jsonschema-rs)"
+
+
+def available() -> bool:
+    """Whether the validator is installed."""
+    return jsonschema_rs is not None
+
+
+def compile_schema(schema: Any) -> Any:
+    """A validator for ``schema``; ``ValueError`` (its first line) when the schema
+    is not valid JSON Schema.  Needs :func:`available`."""
+    try:
+        return jsonschema_rs.validator_for(schema)
+    except (jsonschema_rs.ValidationError, ValueError) as exc:
+        raise ValueError(str(exc).splitlines()[0]) from None
+
+
+def first_error(validator: Any, instance: Any) -> tuple[str, str] | None:
+    """``(JSON path, reason)`` of the first mismatch of ``instance``, or None."""
+    for error in validator.iter_errors(instance):
+        return _where(error)
+    return None
+
+
+def _where(error: Any) -> tuple[str, str]:
+    path = "$"
+    for part in error.instance_path:
+        path = _join(path, part)
+    kind = error.kind
+    if type(kind).__name__ == "Required":
+        return _join(path, kind.property), "missing required property"
+    return path, str(error.message)
+
+
+def _join(path: str, part: str | int) -> str:
+    if isinstance(part, int):
+        return f"{path}[{part}]"
+    if part.isidentifier() and not keyword.iskeyword(part):
+        return f"{path}.{part}"
+    return f"{path}[{msgspec.json.encode(part).decode()}]"
