@@ -45,7 +45,7 @@ def _cmd_versions(args: argparse.Namespace) -> int:
 
 def _cmd_codegen(args: argparse.Namespace) -> int:
     try:
-        from mcp_trio_codegen.__main__ import main as codegen_main
+        from mcp_trio_codegen.__main__ import main as codegen_main  # type: ignore[import-not-found,unused-ignore]
     except ImportError as exc:  # pragma: no cover - depends on the install
         print(
             f"mcp-trio codegen: the code generator is not available ({exc}); "

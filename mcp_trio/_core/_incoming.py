@@ -38,7 +38,7 @@ on ``notifications/initialized`` and ``_task_tokens`` on a terminal task status.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 from msgspec import UNSET, Raw
@@ -393,7 +393,7 @@ class _Incoming(_CoreState):
             if entry is not None and entry.method not in _NOT_CANCELLABLE and not entry.cancelled:
                 entry.cancelled = True
                 reason = getattr(params, "reason", None)
-                events.append(CancelRequested(request_id, reason if isinstance(reason, str) else None))
+                events.append(CancelRequested(cast("int | str", request_id), reason if isinstance(reason, str) else None))
             return
         if method == "notifications/progress":
             self._on_progress(params, events, spec, version)

@@ -69,7 +69,8 @@ _result_type_peek = msgspec.json.Decoder(_ResultTypePeek)
 def _has_plain_field(struct: type, name: str) -> bool:
     """``struct`` has a field ``name`` that is also its name on the wire."""
     fields = getattr(struct, "__struct_fields__", ())
-    return name in fields and struct.__struct_encode_fields__[fields.index(name)] == name
+    encoded: tuple[str, ...] = getattr(struct, "__struct_encode_fields__", ())
+    return name in fields and encoded[fields.index(name)] == name
 
 
 
@@ -101,6 +102,7 @@ class _Responses(_CoreState):
         pending.last_progress = progress
         total = params.total if params.total is not UNSET else None
         message = getattr(params, "message", UNSET)
+        assert request_id is not None  # a pending request has an id
         events.append(
             ProgressReceived(
                 request_id,

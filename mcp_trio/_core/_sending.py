@@ -333,7 +333,7 @@ def _with_meta(params: Any, extra: dict[str, Any]) -> Any:
         merged = {**meta, **extra} if isinstance(meta, dict) else extra
         return {**params, "_meta": merged}
     if isinstance(params, msgspec.Struct) and hasattr(params, "meta"):
-        meta = params.meta
+        meta = getattr(params, "meta")  # noqa: B009 - a generated Struct's optional member
         merged = {**meta, **extra} if isinstance(meta, dict) else extra
         return msgspec.structs.replace(params, meta=merged)
     raise LocalProtocolError(

@@ -345,6 +345,7 @@ class Session(_Handlers, _Handshake, _Outgoing):
                     if len(batch) == 1:
                         await channel.send(frame)
                     else:
+                        assert send_many is not None  # only it batches
                         await send_many(batch)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 self._close_reason = _ended("the connection to the peer broke", channel)

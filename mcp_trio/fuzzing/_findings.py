@@ -145,7 +145,8 @@ def load_transcript(path: str | Path) -> dict[str, Any]:
     data = json.loads(Path(path).read_text())
     if data.get("format") != TRANSCRIPT_FORMAT:
         raise ValueError(f"{path} is not a {TRANSCRIPT_FORMAT} transcript")
-    return data
+    loaded: dict[str, Any] = data
+    return loaded
 
 
 def write_report(cfg: FuzzConfig, stats: Sequence[CampaignStats]) -> None:

@@ -12,7 +12,7 @@ import json
 import socket
 import time
 import urllib.parse
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import h11
@@ -242,7 +242,7 @@ def _request_ids(body: bytes) -> set[Any]:
     }
 
 
-def replace_headers(headers: dict[str, str], changes: dict[str, str | None]) -> None:
+def replace_headers(headers: dict[str, str], changes: Mapping[str, str | None]) -> None:
     """Set each header of ``changes`` in ``headers``, in place of one of that name in any case
     (a value None removes it)."""
     for k, v in changes.items():

@@ -79,7 +79,7 @@ def server_hunt(cfg: FuzzConfig, revision: str, campaign: str, stats: CampaignSt
         return payloads, result.notes, result.violations
 
     def replay_best(payloads: list[bytes], notes: list[str]) -> tuple[dict[str, Any], list[orc.Violation]]:
-        return _replay_payloads(cfg.target, revision, campaign, payloads, notes,  # type: ignore[arg-type]
+        return _replay_payloads(cfg.target, revision, campaign, payloads, notes,
                                 cfg.timeout, seed=cfg.seed)
 
     return Hunt(strategy, execute, replay_best, drop)

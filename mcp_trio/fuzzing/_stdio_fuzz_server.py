@@ -17,6 +17,10 @@ from ._plans import Plan
 
 __all__ = ["StdioFuzzServer"]
 
+#: The HTTP connection and socket the shared handlers take: never used over stdio
+#: (this class's _send, _reply and _event write lines instead).
+_NO_HTTP: Any = None
+
 
 class StdioFuzzServer(FuzzServer):
     """The same plan served over stdio, one JSON-RPC message per line.
@@ -40,7 +44,7 @@ class StdioFuzzServer(FuzzServer):
         if self.conn is not None:
             self.conn.close()
 
-    def _serve(self, fn: Any, *args: Any) -> None:
+    def _serve_in_thread(self, fn: Any, *args: Any) -> None:
         self._spawn(fn, *args)
         self.serving.append(self.threads[-1])
 
@@ -104,20 +108,20 @@ class StdioFuzzServer(FuzzServer):
                 with self.cond:
                     self.log.events.append({"t": self.log.now(), "dir": "refused-batch"})
             if is_request:
-                self._serve(self._stateless_post, None, None, msg)
+                self._serve_in_thread(self._stateless_post, _NO_HTTP, _NO_HTTP, msg)
             elif not (isinstance(msg, dict) and isinstance(msg.get("method"), str)):
-                self._stateless_post(None, None, msg)  # a batch or a response: refused at once
+                self._stateless_post(_NO_HTTP, _NO_HTTP, msg)  # a batch or a response: refused at once
         elif isinstance(msg, list):
-            self._serve(self._batch_lines, msg)
+            self._serve_in_thread(self._batch_lines, msg)
         elif not is_request:
             return  # responses (recorded above) and notifications
         elif msg["method"] == "initialize":
-            self._initialize(None, None, msg)  # in this thread: the session exists before the next line
+            self._initialize(_NO_HTTP, _NO_HTTP, msg)  # in this thread: the session exists before the next line
         elif self.log.session_id is None:
             self._write(_dump({"jsonrpc": "2.0", "id": msg["id"], "error": {
                 "code": -32601, "message": f"{msg['method']} is not a method of {self.revision}"}}))
         else:
-            self._serve(self._answer_stream, None, None, [msg])
+            self._serve_in_thread(self._answer_stream, None, None, [msg])
 
     def _batch_lines(self, batch: list[Any]) -> None:
         requests, refused = self._batch_requests(batch)
@@ -144,7 +148,8 @@ class StdioFuzzServer(FuzzServer):
     def _send(self, conn: Any, sock: Any, *events: Any) -> None:
         pass  # (HTTP framing)
 
-    def _reply(self, conn: Any, sock: Any, status: int, body: bytes = b"", extra: Any = None) -> None:
+    def _reply(self, conn: Any, sock: Any, status: int, body: bytes = b"",
+               content_type: str = "application/json", extra: Any = ()) -> None:
         if body:
             self._write(body)
 

@@ -349,7 +349,8 @@ def gated_requests(revision: str, payloads: Sequence[bytes], capabilities: dict[
         for msg in value if isinstance(value, list) else [value]:
             if not isinstance(msg, dict) or "id" not in msg or not _valid_id(msg["id"]):
                 continue
-            path = gate(revision, msg.get("method")) if isinstance(msg.get("method"), str) else None
+            method = msg.get("method")
+            path = gate(revision, method) if isinstance(method, str) else None
             if path is not None and not advertised(capabilities, path) and accepts(revision, msg):
                 out[idkey(msg["id"])] = msg["method"]
     return out

@@ -26,10 +26,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
+from hypothesis import Phase, Verbosity, given, seed, settings
 
 from ..types import _versions
 from . import client as cli
@@ -56,6 +57,7 @@ from ._session import CaseResult as CaseResult
 from ._session import Session as Session
 from .client import ClientTarget
 from .stateful import run_stateful, run_steps
+from .strategies import ALL_HEALTH_CHECKS
 
 __all__ = ["CAMPAIGNS", "Finding", "FuzzConfig", "Session", "load_transcript", "replay", "run"]
 
@@ -150,7 +152,7 @@ def _search(cfg: FuzzConfig, revision: str, campaign: str, stats: CampaignStats,
         chunk = 25 if cfg.time_budget is not None else max(1, (cfg.max_examples or 0) - stats.examples)
 
         @settings(database=None, max_examples=chunk, deadline=None, derandomize=False,
-                  suppress_health_check=list(HealthCheck), verbosity=Verbosity.quiet,
+                  suppress_health_check=ALL_HEALTH_CHECKS, verbosity=Verbosity.quiet,
                   phases=[Phase.generate, Phase.shrink], report_multiple_bugs=False)
         @seed(cfg.seed * 1000 + round_no)
         @given(hunt.strategy)
@@ -197,7 +199,7 @@ def _search(cfg: FuzzConfig, revision: str, campaign: str, stats: CampaignStats,
         hunt.reset()
         transcript, violations = hunt.replay(best[1], best[2])
         keep_if_replayed(cfg, stats, revision, campaign, focus[0], violations, len(best[1]),
-                         lambda transcript=transcript: transcript)
+                         partial(dict, transcript))
     if len(stats.findings) >= cfg.max_findings:
         stats.capped = True
 
@@ -206,7 +208,7 @@ def _size(payloads: Sequence[bytes]) -> tuple[int, int]:
     return len(payloads), sum(len(p) for p in payloads)
 
 
-def target_from(description: dict[str, Any]) -> drv.StdioTarget | drv.HttpTarget:
+def target_from(description: dict[str, Any]) -> drv.StdioTarget | drv.HttpTarget | ClientTarget:
     if description.get("kind") == "stdio":
         return drv.StdioTarget(description["command"], cwd=description.get("cwd"))
     if description.get("kind") == "http":
@@ -228,5 +230,8 @@ def replay(path: str | Path, *, target: drv.StdioTarget | drv.HttpTarget | None 
         return stateful_transcript(cfg, data["revision"], data["steps"], violations, runner), violations
     payloads = [drv.decode_bytes(c) for c in data["case"]]
     notes = [c.get("note", "") for c in data["case"]]
-    return _replay_payloads(target or target_from(data["target"]), data["revision"], data["campaign"],
+    chosen = target or target_from(data["target"])
+    if isinstance(chosen, ClientTarget):
+        raise ValueError(f"{path} is a server transcript; replay it against a server, not a client")
+    return _replay_payloads(chosen, data["revision"], data["campaign"],
                             payloads, notes, timeout or data.get("timeout", 5.0))

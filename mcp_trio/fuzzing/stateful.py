@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import json
 import time
+from functools import partial
 from typing import Any, ClassVar
 
-from hypothesis import HealthCheck, Phase, Verbosity, seed, settings
+from hypothesis import Phase, Verbosity, seed, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule, run_state_machine_as_test
 
@@ -32,7 +33,7 @@ from . import oracles as orc
 from ._findings import TargetError, keep_if_replayed, stateful_transcript
 from ._http_probes import _http_case
 from ._session import Session
-from .strategies import client_methods, valid_message
+from .strategies import ALL_HEALTH_CHECKS, client_methods, valid_message
 
 __all__ = ["ServerMachine", "run_stateful", "run_steps"]
 
@@ -88,7 +89,8 @@ class StepRunner:
             self.sessions += 1
             return []
         payloads = [p.encode("utf-8") for p in step["payloads"]]
-        return self.session.run_case(payloads, [kind] * len(payloads)).violations
+        violations: list[orc.Violation] = self.session.run_case(payloads, [kind] * len(payloads)).violations
+        return violations
 
     def _initialize(self, version: str, capabilities: dict[str, Any]) -> list[orc.Violation]:
         answer = self.session.initialize(version, capabilities)
@@ -250,7 +252,7 @@ def run_stateful(cfg: Any, revision: str, stats: Any, steps_per_run: int = 12) -
         try:
             run_state_machine_as_test(seed(cfg.seed * 1000 + round_no)(machine), settings=settings(
                 max_examples=left, stateful_step_count=steps_per_run, deadline=None, database=None,
-                suppress_health_check=list(HealthCheck), verbosity=Verbosity.quiet,
+                suppress_health_check=ALL_HEALTH_CHECKS, verbosity=Verbosity.quiet,
                 phases=[Phase.generate, Phase.shrink], report_multiple_bugs=False))
         except TargetError:
             raise
@@ -270,7 +272,6 @@ def run_stateful(cfg: Any, revision: str, stats: Any, steps_per_run: int = 12) -
         violations, runner = run_steps(cfg.target, revision, best, cfg.timeout)
         stats.sessions += runner.sessions
         keep_if_replayed(cfg, stats, revision, "stateful", key, violations, len(best),
-                         lambda best=best, violations=violations, runner=runner:
-                         stateful_transcript(cfg, revision, best, violations, runner))
+                         partial(stateful_transcript, cfg, revision, best, violations, runner))
     if len(stats.findings) >= cfg.max_findings:
         stats.capped = True

@@ -22,10 +22,11 @@ import datetime
 import functools
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 import msgspec.inspect as mi
+from hypothesis import HealthCheck
 from hypothesis import strategies as st
 
 from ..types import _versions
@@ -86,8 +87,13 @@ class Item:
 
 # ----------------------------------------------------------------- basics
 
+#: Every health check, for campaigns that generate big inputs on purpose.
+ALL_HEALTH_CHECKS = cast("list[HealthCheck]", list(HealthCheck))  # (iterating skips deprecated ones)
+
+_NO_SURROGATES: Any = ("Cs",)  # surrogate code points cannot be encoded
+
 texts = st.one_of(
-    st.text(st.characters(exclude_categories=("Cs",)), max_size=16),
+    st.text(st.characters(exclude_categories=_NO_SURROGATES), max_size=16),
     st.sampled_from(EDGE_STRINGS),
 )
 json_scalars = st.one_of(
@@ -135,7 +141,7 @@ def _strategy(t: Any, depth: int) -> st.SearchStrategy[Any]:
             return st.from_regex(t.pattern, fullmatch=True)
         lo = t.min_length or 0
         hi = t.max_length if t.max_length is not None else max(lo, 16)
-        return st.text(st.characters(exclude_categories=("Cs",)), min_size=lo, max_size=hi) | (
+        return st.text(st.characters(exclude_categories=_NO_SURROGATES), min_size=lo, max_size=hi) | (
             st.sampled_from([s for s in EDGE_STRINGS if lo <= len(s) <= hi] or ["x" * lo])
         )
     if isinstance(t, mi.IntType):
@@ -158,10 +164,10 @@ def _strategy(t: Any, depth: int) -> st.SearchStrategy[Any]:
     if isinstance(t, mi.AnyType | mi.RawType):
         return json_scalars if deep else json_values
     if isinstance(t, mi.ListType | mi.VarTupleType | mi.SetType | mi.FrozenSetType):
-        lo = getattr(t, "min_length", None) or 0
-        hi = getattr(t, "max_length", None)
-        hi = min(hi if hi is not None else 3, lo + (0 if deep else 3))
-        return st.lists(_strategy(t.item_type, depth + 1), min_size=lo, max_size=hi)
+        shortest: int = getattr(t, "min_length", None) or 0
+        longest: int | None = getattr(t, "max_length", None)
+        most = min(longest if longest is not None else 3, shortest + (0 if deep else 3))
+        return st.lists(_strategy(t.item_type, depth + 1), min_size=shortest, max_size=most)
     if isinstance(t, mi.DictType):
         keys = _strategy(t.key_type, depth + 1) if not isinstance(t.key_type, mi.StrType) else texts
         return st.dictionaries(keys, _strategy(t.value_type, depth + 1), max_size=0 if deep else 3)
@@ -277,7 +283,7 @@ def valid_items(revision: str) -> st.SearchStrategy[Item]:
 # ---------------------------------------------------------------- invalid
 
 _WRONG = st.sampled_from([None, True, 1.5, -1, "x", [], {}, [1, [2]], {"a": {"b": None}}, 2**64])
-_BAD_IDS = st.sampled_from([None, True, False, 1.5, -0.0, 2**64, 10**30, -(2**63) - 1, [], {}, [1]])
+_BAD_IDS: st.SearchStrategy[Any] = st.sampled_from([None, True, False, 1.5, -0.0, 2**64, 10**30, -(2**63) - 1, [], {}, [1]])
 
 
 def _mutate_params(draw: Any, msg: dict[str, Any]) -> tuple[dict[str, Any], str]:

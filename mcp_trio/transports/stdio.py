@@ -61,7 +61,7 @@ class LineFramer:
         self._discarding = False
         self._discarded = 0
 
-    def feed(self, data: bytes) -> list[Frame]:
+    def feed(self, data: bytes | bytearray) -> list[Frame]:
         """Add bytes; return every frame they complete, in order."""
         if data and not self._buf and not self._discarding and data.find(b"\n") == len(data) - 1:
             # The common case, one whole line and nothing held back: no copy
@@ -71,7 +71,7 @@ class LineFramer:
                 end -= 1
             if end <= self.max_message_size:
                 line = data[:end]
-                return [Frame(line)] if line and not line.isspace() else []
+                return [Frame(bytes(line))] if line and not line.isspace() else []
         frames: list[Frame] = []
         buf = self._buf
         if self._discarding:

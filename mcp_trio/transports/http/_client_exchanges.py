@@ -172,7 +172,7 @@ class _ExchangeMixin(_SessionMixin, _LegacyMixin):
                 env = rpc.decode_envelope(raw)
                 if env.error is UNSET or env.method is not UNSET or env.id is UNSET:
                     return []
-                err = rpc.decode_error(env.error)  # type: ignore[arg-type]
+                err = rpc.decode_error(env.error)
                 found.append(
                     (env.id, err.code, err.message, None if err.data is UNSET else err.data)
                 )

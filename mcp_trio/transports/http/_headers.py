@@ -178,7 +178,7 @@ def _same(header_value: str, body_value: Any) -> bool:
             return float(header_value) == float(body_value)  # 42 and 42.0 are equal
         except ValueError:
             return False
-    return header_value == body_value
+    return bool(header_value == body_value)
 
 
 def check_request_headers(

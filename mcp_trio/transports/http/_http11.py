@@ -12,7 +12,7 @@ import http
 import select
 import ssl
 import urllib.parse
-from typing import Any
+from typing import Any, cast
 
 import h11
 import trio
@@ -176,6 +176,7 @@ class Connection:
                 if isinstance(event, h11.ConnectionClosed):
                     raise self._broken("the server closed the connection")
                 return event
+            data: bytes | bytearray = b""
             try:
                 if self.read_timeout is None:
                     data = await self.stream.receive_some(READ_SIZE)
@@ -190,14 +191,14 @@ class Connection:
                 raise self._broken(f"the connection broke: {exc or type(exc).__name__}") from None
             self.received += len(data)
             self._eof = self._eof or not data
-            self.h11.receive_data(data)
+            self.h11.receive_data(cast(bytes, data))
 
     async def start(self, method: str, target: str, headers: Headers, body: bytes | None) -> Any:
         """Send a whole request and wait for the response head."""
         try:
             # One write for head and body: two small segments in a row would
             # meet the peer's delayed ACK (tens of ms per request).
-            data = self.h11.send(h11.Request(method=method, target=target, headers=headers)) or b""
+            data = self.h11.send(h11.Request(method=method, target=target, headers=cast(Any, headers))) or b""
             if body:
                 data += self.h11.send(h11.Data(data=body)) or b""
             data += self.h11.send(h11.EndOfMessage()) or b""

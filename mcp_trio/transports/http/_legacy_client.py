@@ -53,9 +53,10 @@ class _LegacyMixin(_ChannelBase):
         """Open the SSE stream, wait for its ``endpoint`` event, then deliver its messages."""
         headers = self._headers(accept="text/event-stream", session=False)
         started = False
+        resp = None
         with trio.move_on_after(self.timeout) as opening:
             resp = await self._send("GET", self._target.path, headers)
-        if opening.cancelled_caught:
+        if resp is None:
             raise Failure("connect", f"the SSE endpoint did not answer within {self.timeout} s")
         reason = "the server closed the SSE stream"
         try:

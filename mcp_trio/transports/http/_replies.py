@@ -102,7 +102,7 @@ def _peek_body(body: bytes) -> _Message | list[_BatchMember] | _Reply:
         if body.lstrip(_WHITESPACE)[:1] == b"[":
             peeked = _peek_batch.decode(body)
         else:
-            peeked = _peek.decode(body)  # type: ignore[assignment]  # (an object: a _Message)
+            peeked = _peek.decode(body)  # an object: a _Message
         body.decode("utf-8")  # JSON text is UTF-8 (msgspec checks only what it decodes)
     except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as exc:
         reason = "the body is nested too deeply" if isinstance(exc, RecursionError) else str(exc)

@@ -549,7 +549,7 @@ class StreamableHTTP(_SessionTable, _Endpoint):
                     replayed = found_replay[1]
             session.touch()
             await responder.start(200, _SSE_HEADERS)
-            if not last_event_id:
+            if stream is not None and not last_event_id:
                 await self._prime(session, stream, responder, session.version or _DEFAULT_VERSION)
             sent = set()
             for event_id, data in replayed:

@@ -174,19 +174,19 @@ class _HttpSession(trio.abc.Channel[Frame]):
         self._feed = feed
         self._on_end = on_end
 
-    async def send(self, frame: Frame) -> None:
-        if frame.control == CLOSE_STREAM:
-            self.close_stream(frame.related)
+    async def send(self, value: Frame) -> None:
+        if value.control == CLOSE_STREAM:
+            self.close_stream(value.related)
             return
-        if not frame.data:
+        if not value.data:
             return
-        self._learn_version(frame)
-        batch_reply = frame.final and frame.data[:1] == b"["
-        stream = self.by_request.get(frame.related) if frame.related is not None else None
+        self._learn_version(value)
+        batch_reply = value.final and value.data[:1] == b"["
+        stream = self.by_request.get(value.related) if value.related is not None else None
         if stream is None and batch_reply:
             # A batch the core answered by itself (e.g. pings only): find it by its ids.
-            stream = self._stream_of(frame.data)
-        if stream is None and frame.related is None and frame.final and len(self.streams) == 1:
+            stream = self._stream_of(value.data)
+        if stream is None and value.related is None and value.final and len(self.streams) == 1:
             # A reply with no id (a parse error of a POST): its POST's stream.
             stream = next(iter(self.streams.values()))
         if stream is None:
@@ -194,23 +194,23 @@ class _HttpSession(trio.abc.Channel[Frame]):
             if stream is None or not stream.attached:
                 if self.backlog is None:
                     self.backlog = deque(maxlen=self.owner.backlog)
-                self.backlog.append(frame.data)
+                self.backlog.append(value.data)
                 return
-        if frame.final and not batch_reply and self._plain_answer(stream, frame.related):
-            self._push_answer(stream, frame)
+        if value.final and not batch_reply and self._plain_answer(stream, value.related):
+            self._push_answer(stream, value)
             return
         if batch_reply and self._plain_batch_reply(stream):
             stream.delivered += 1
-            stream.push((None, frame.data))  # no event id: it goes out as a JSON body
+            stream.push((None, value.data))  # no event id: it goes out as a JSON body
             for request_id in list(stream.pending):
                 self.finish(request_id)
             return
-        await self.deliver(stream, frame.data)
+        await self.deliver(stream, value.data)
         if batch_reply and stream is not self.get_stream:
             for request_id in list(stream.pending):  # a batch reply answers them all
                 self.finish(request_id)
-        elif frame.final and frame.related is not None:
-            self.finish(frame.related)
+        elif value.final and value.related is not None:
+            self.finish(value.related)
 
     def send_nowait(self, frame: Frame) -> None:
         """Deliver an answer at once, from the task that produced it, or nothing.

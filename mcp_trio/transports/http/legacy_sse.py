@@ -112,10 +112,10 @@ class _LegacySession(trio.abc.Channel[Frame]):
     async def receive(self) -> Frame:
         return await self._in_recv.receive()
 
-    async def send(self, frame: Frame) -> None:
-        self._answered(frame)
-        if frame.data:
-            await self.out_send.send(frame.data)
+    async def send(self, value: Frame) -> None:
+        self._answered(value)
+        if value.data:
+            await self.out_send.send(value.data)
 
     async def aclose(self) -> None:
         await self._in_recv.aclose()
@@ -232,6 +232,7 @@ class LegacySSE(_Endpoint):
         idle = self.stream_idle_timeout if self.stream_idle_timeout is not None else float("inf")
         session.idle_at = trio.current_time() + idle
         while True:
+            data = b""
             with trio.move_on_at(min(trio.current_time() + ping, session.idle_at)) as waiting:
                 try:
                     data = await session.out_recv.receive()

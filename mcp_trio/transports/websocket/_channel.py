@@ -14,7 +14,7 @@ import logging
 from collections.abc import Iterable
 
 import trio
-from wsproto.frame_protocol import CloseReason
+from wsproto.frame_protocol import CloseReason as CloseReason
 
 from .._base import Frame
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import ssl
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, cast
 
 import trio
 from wsproto import ConnectionType, WSConnection
@@ -95,7 +95,7 @@ async def _client_handshake(
     while not finished:
         data = await stream.receive_some(_READ_SIZE)
         try:
-            ws.receive_data(data or None)
+            ws.receive_data(cast(bytes, data) or None)
         except RemoteProtocolError as exc:
             raise WebSocketConnectError(
                 f"invalid WebSocket handshake answer from {target.url}: {exc}"
@@ -139,10 +139,11 @@ async def _connect(
         stream = (await pool._connect()).stream
     except Failure as exc:
         raise WebSocketConnectError(exc.message) from None
+    handshake = None
     try:
-        with trio.move_on_at(deadline) as timer:
-            ws, subprotocol = await _client_handshake(stream, target, extra)
-        if timer.cancelled_caught:
+        with trio.move_on_at(deadline):
+            handshake = await _client_handshake(stream, target, extra)
+        if handshake is None:
             raise WebSocketConnectError(
                 f"{url} did not complete the WebSocket handshake within {connect_timeout} s"
             )
@@ -154,6 +155,7 @@ async def _connect(
     except BaseException:
         close_stream(stream)
         raise
+    ws, subprotocol = handshake
     return stream, ws, subprotocol
 
 

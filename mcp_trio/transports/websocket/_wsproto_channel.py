@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import struct
-from typing import Any
+from typing import Any, cast
 
 import trio
 from wsproto import WSConnection
@@ -271,6 +271,7 @@ class _WsprotoChannel(WebSocketChannel):
     async def _read(self) -> None:
         await self._process()  # frames that came with the handshake
         while not self._done_reading:
+            data: bytes | bytearray = b""
             with trio.move_on_at(self._linger_until) as linger:
                 try:
                     data = await self._stream.receive_some(_READ_SIZE)
@@ -284,7 +285,7 @@ class _WsprotoChannel(WebSocketChannel):
                 return
             if self._parse_broken or self._ws.state is ConnectionState.CLOSED:
                 continue  # lingering after a failure or the close handshake: discard
-            self._ws.receive_data(data)
+            self._ws.receive_data(cast(bytes, data))
             await self._process()
 
     async def _process(self) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ssl
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import h11
 import trio
@@ -80,6 +80,7 @@ async def _wsproto_connection(
 ) -> None:
     ws = WSConnection(ConnectionType.SERVER)
     handed_over = False
+    served: tuple[_WsprotoChannel, Any] | None = None
     try:
         with trio.move_on_after(handshake_timeout):
             request = await _read_request(ws, stream, routes)
@@ -109,8 +110,9 @@ async def _wsproto_connection(
                 inbound_buffer=endpoint.inbound_buffer,
             )
             handed_over = True
-        if handed_over:
-            await endpoint._serve_channel(channel, admission)
+            served = (channel, admission)
+        if served is not None:
+            await endpoint._serve_channel(*served)
     except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
         pass
     finally:
@@ -135,7 +137,7 @@ async def _read_request(
         if routes and len(head) < _REJECT_BODY_LIMIT:
             head += data
         try:
-            ws.receive_data(data)
+            ws.receive_data(cast(bytes, data))
         except UnicodeError as exc:  # a Host header that is not IDNA
             await _wsproto_refuse(ws, stream, _Refusal(400, f"Bad WebSocket handshake: {exc}"))
             return None
