@@ -1,0 +1,157 @@
+"""What both front doors bound per connection: how many connections at once
+(in all and per client address) and how long a write may wait.
+
+:class:`ConnectionGate` is the accept loop of :func:`serve_h11` and
+:func:`serve_hypercorn`.  It accepts a connection only while fewer than
+``max_connections`` are open: further clients wait in the kernel's listen
+backlog (and their connections cost no file descriptor here) until one ends.
+A connection from an address that already has ``max_per_client`` open is
+closed at once, so that one address (one attacker) cannot take the whole
+table from the others.
+
+:class:`TimedStream` gives a socket stream a write deadline: a ``send_all``
+that waits longer than ``write_timeout`` (a client that does not read)
+closes the connection and fails, which frees what the write held.  It
+bounds writes made under a shielded cancel scope too (hypercorn's).
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+
+import trio
+
+__all__ = ["ConnectionGate", "TimedStream", "default_per_client"]
+
+log = logging.getLogger("mcp_trio.http")
+
+#: accept() errors that mean "out of descriptors or memory for now" (as in
+#: trio.serve_listeners): wait a little and accept again.
+_ACCEPT_CAPACITY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
+_ACCEPT_PAUSE = 0.1
+
+
+def default_per_client(max_connections: int) -> int:
+    """The default ``max_connections_per_client``: a quarter of the table (at least 1)."""
+    return max(1, max_connections // 4)
+
+
+class ConnectionGate:
+    """Accepts connections while fewer than ``max_connections`` are open, at
+    most ``max_per_client`` from one address (by its IP address)."""
+
+    def __init__(self, max_connections: int, max_per_client: int | None = None) -> None:
+        if max_connections < 1:
+            raise ValueError("max_connections must be at least 1")
+        per_client = default_per_client(max_connections) if max_per_client is None else max_per_client
+        if per_client < 1:
+            raise ValueError("max_connections_per_client must be at least 1")
+        self.max_connections = max_connections
+        self.max_per_client = per_client
+        self._slots = trio.Semaphore(max_connections)
+        self._clients: dict[str, int] = {}
+
+    @property
+    def open(self) -> int:
+        """Connections open now."""
+        return self.max_connections - self._slots.value
+
+    async def serve(
+        self,
+        listeners: Sequence[trio.SocketListener],
+        handler: Callable[[trio.SocketStream], Awaitable[None]],
+        handler_nursery: trio.Nursery | None = None,
+    ) -> None:
+        """Accept on every listener until cancelled; each connection runs
+        ``handler(stream)`` in ``handler_nursery`` (default: this call's own),
+        which must close the stream."""
+        async with trio.open_nursery() as nursery:
+            for listener in listeners:
+                nursery.start_soon(self._accept_loop, listener, handler, handler_nursery or nursery)
+
+    async def _accept_loop(
+        self,
+        listener: trio.SocketListener,
+        handler: Callable[[trio.SocketStream], Awaitable[None]],
+        nursery: trio.Nursery,
+    ) -> None:
+        while True:
+            await self._slots.acquire()  # a free slot first: else the client waits in the backlog
+            try:
+                stream = await listener.accept()
+            except OSError as exc:
+                self._slots.release()
+                if exc.errno not in _ACCEPT_CAPACITY_ERRNOS:
+                    raise
+                log.error("accept() failed (%s); accepting again in %s s", exc, _ACCEPT_PAUSE)
+                await trio.sleep(_ACCEPT_PAUSE)
+                continue
+            except BaseException:
+                self._slots.release()
+                raise
+            try:
+                address = str(stream.socket.getpeername()[0])
+            except OSError:  # already gone
+                address = ""
+            count = self._clients.get(address, 0)
+            if not address or count >= self.max_per_client:
+                stream.socket.close()  # over this address's share: closed at once
+                self._slots.release()
+                if address:
+                    log.debug("connection from %s refused: %d open from it", address, count)
+                continue
+            self._clients[address] = count + 1
+            nursery.start_soon(self._run, handler, stream, address)
+
+    async def _run(
+        self, handler: Callable[[trio.SocketStream], Awaitable[None]], stream: trio.SocketStream, address: str
+    ) -> None:
+        try:
+            await handler(stream)
+        finally:
+            stream.socket.close()  # whatever the handler did (a no-op if it closed it)
+            left = self._clients[address] - 1
+            if left:
+                self._clients[address] = left
+            else:
+                del self._clients[address]
+            self._slots.release()
+
+
+class TimedStream(trio.abc.HalfCloseableStream):
+    """``stream`` with a deadline on each ``send_all``: past ``write_timeout``
+    the connection is closed and :class:`trio.BrokenResourceError` raised.
+    ``closed`` is set once the connection is closed, by either side."""
+
+    def __init__(self, stream: trio.SocketStream, write_timeout: float) -> None:
+        self.transport_stream = stream
+        self.socket = stream.socket
+        self.write_timeout = write_timeout
+        self.closed = trio.Event()
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        # A scope of our own: its deadline applies even under a caller's shield.
+        with trio.move_on_after(self.write_timeout) as scope:
+            await self.transport_stream.send_all(data)
+        if scope.cancelled_caught:
+            self.socket.close()
+            self.closed.set()
+            raise trio.BrokenResourceError(f"the client read nothing for {self.write_timeout} s")
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await self.transport_stream.wait_send_all_might_not_block()
+
+    async def send_eof(self) -> None:
+        # Quick, and shielded: hypercorn closes the socket after it, and a
+        # cancellation here (its app's, on the same task) would leave it open.
+        with trio.CancelScope(shield=True):
+            await self.transport_stream.send_eof()
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        return await self.transport_stream.receive_some(max_bytes)
+
+    async def aclose(self) -> None:
+        self.closed.set()
+        await self.transport_stream.aclose()
