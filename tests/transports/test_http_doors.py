@@ -222,3 +222,23 @@ async def test_the_h11_door_writes_a_large_answer_without_copying_it() -> None:
         tracemalloc.stop()
     assert handler.big_outcome == "dropped"
     assert 0 <= handler.extra_bytes < BIG // 4, f"the write held {handler.extra_bytes} bytes beyond the body"
+
+
+@pytest.mark.parametrize("door", DOORS)
+async def test_a_connection_the_client_closed_frees_its_slot_at_once(door: str) -> None:
+    limits = dict(max_connections=4, max_connections_per_client=2, header_timeout=30.0)
+    async with serving(door, Answer(), **limits) as port:
+        with trio.fail_after(5):
+            for i in range(12):  # a request, nothing, or a part of a head; then the client closes
+                sock = await connect(port, "127.0.0.2")
+                try:
+                    if i % 3 == 0:
+                        assert (await ask(sock)).startswith(b"HTTP/1.1 200")
+                    elif i % 3 == 1:
+                        await sock.send(REQUEST[:10])
+                finally:
+                    sock.close()
+                await trio.sleep(0.05)
+            sock = await connect(port, "127.0.0.2")
+            assert (await ask(sock)).startswith(b"HTTP/1.1 200")
+            sock.close()

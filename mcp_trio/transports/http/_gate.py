@@ -123,13 +123,21 @@ class ConnectionGate:
 class TimedStream(trio.abc.HalfCloseableStream):
     """``stream`` with a deadline on each ``send_all``: past ``write_timeout``
     the connection is closed and :class:`trio.BrokenResourceError` raised.
-    ``closed`` is set once the connection is closed, by either side."""
+    ``closed`` tells whether the connection was closed here, ``eof`` whether
+    the client closed its side; ``changed`` is unparked when either becomes
+    true (and may be by the stream's user)."""
 
     def __init__(self, stream: trio.SocketStream, write_timeout: float) -> None:
         self.transport_stream = stream
         self.socket = stream.socket
         self.write_timeout = write_timeout
-        self.closed = trio.Event()
+        self.closed = False
+        self.eof = False
+        self.changed = trio.lowlevel.ParkingLot()
+
+    def _close(self) -> None:
+        self.closed = True
+        self.changed.unpark_all()
 
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:
         # A scope of our own: its deadline applies even under a caller's shield.
@@ -137,7 +145,7 @@ class TimedStream(trio.abc.HalfCloseableStream):
             await self.transport_stream.send_all(data)
         if scope.cancelled_caught:
             self.socket.close()
-            self.closed.set()
+            self._close()
             raise trio.BrokenResourceError(f"the client read nothing for {self.write_timeout} s")
 
     async def wait_send_all_might_not_block(self) -> None:
@@ -150,8 +158,12 @@ class TimedStream(trio.abc.HalfCloseableStream):
             await self.transport_stream.send_eof()
 
     async def receive_some(self, max_bytes: int | None = None) -> bytes:
-        return await self.transport_stream.receive_some(max_bytes)
+        data = await self.transport_stream.receive_some(max_bytes)
+        if not data:
+            self.eof = True
+            self.changed.unpark_all()
+        return data
 
     async def aclose(self) -> None:
-        self.closed.set()
+        self._close()
         await self.transport_stream.aclose()

@@ -259,6 +259,7 @@ async def serve_hypercorn(
     """
     from hypercorn.app_wrappers import ASGIWrapper
     from hypercorn.config import Config
+    from hypercorn.events import Event, Updated
     from hypercorn.trio.tcp_server import TCPServer
     from hypercorn.trio.worker_context import WorkerContext
     from hypercorn.typing import ConnectionState
@@ -286,22 +287,39 @@ async def serve_hypercorn(
         shown = f"[{address[0]}]" if ":" in address[0] else address[0]
         urls.append(f"{'https' if secure else 'http'}://{shown}:{address[1]}")
 
+    class Connection(TCPServer):  # type: ignore[misc]
+        """Hypercorn's connection server, telling when it is idle (no request under way)."""
+
+        idle = True
+        timed: TimedStream
+
+        async def protocol_send(self, event: Event) -> None:
+            await super().protocol_send(event)
+            if isinstance(event, Updated):
+                self.idle = event.idle
+                self.timed.changed.unpark_all()
+
     async def connection(stream: trio.SocketStream, secure: bool) -> None:
         timed = TimedStream(stream, write_timeout)
         outer: Any = trio.SSLStream(timed, ssl_context, server_side=True, https_compatible=True) if secure else timed
+        server = Connection(wrapped, config, context, ConnectionState({}), outer)
+        server.timed = timed
 
         async def run(cancel_scope: trio.CancelScope) -> None:
             try:
-                await TCPServer(wrapped, config, context, ConnectionState({}), outer)
+                await server
             except Exception:
                 log.exception("HTTP connection failed")
             cancel_scope.cancel()
 
-        # Hypercorn's connection task may outlive its socket (until its idle
-        # timer runs out): it ends with the socket, which frees its slot.
+        # Hypercorn keeps a connection the client closed while idle until its
+        # idle timer runs out, and may outlive a socket closed here: the
+        # connection ends at once then, which frees its slot.  (A client that
+        # closed its side during a request still gets its answer.)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(run, nursery.cancel_scope)
-            await timed.closed.wait()
+            while not (timed.closed or (timed.eof and server.idle)):
+                await timed.changed.park()
             nursery.cancel_scope.cancel()
 
     async with trio.open_nursery() as connections:
