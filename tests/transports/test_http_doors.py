@@ -117,7 +117,8 @@ async def test_connections_past_the_limit_wait_in_the_backlog(door: str) -> None
     limits = dict(max_connections=4, max_connections_per_client=4, header_timeout=30.0)
     async with serving(door, Answer(), **limits) as port:
         first = [await connect(port) for _ in range(4)]
-        await ask(first[0])  # the server has taken (accepted) the first ones
+        for sock in first:  # each has sent a request: none is evicted to make room
+            await ask(sock)
         before = open_fds()
         waiting = [await connect(port) for _ in range(60)]  # left in the backlog: our fds only
         await trio.sleep(0.2)
@@ -152,6 +153,27 @@ async def test_a_slowloris_from_one_address_never_blocks_another(door: str) -> N
             for sock in attackers[4:]:
                 assert await closed_by_server(sock)
         for sock in [*attackers, legitimate]:
+            sock.close()
+
+
+@pytest.mark.parametrize("door", DOORS)
+async def test_a_full_table_of_connections_that_sent_no_request_never_blocks_a_client(door: str) -> None:
+    limits = dict(max_connections=8, max_connections_per_client=2, header_timeout=30.0)
+    async with serving(door, Answer(), **limits) as port:
+        kept = await connect(port, "127.0.0.2")
+        await ask(kept)  # a client that sent its request: kept
+        attackers = []
+        for i in range(40):  # from many addresses, each within its share: the table fills
+            sock = await connect(port, f"127.0.0.{3 + i % 20}")
+            if i % 2:
+                await sock.send(b"GET /mcp HTTP/1.1\r\nX-A: ")
+            attackers.append(sock)
+        await trio.sleep(0.1)
+        with trio.fail_after(2):  # the oldest connection without a request makes room
+            legitimate = await connect(port, "127.0.0.2")
+            assert (await ask(legitimate)).startswith(b"HTTP/1.1 200")
+            assert (await ask(kept)).startswith(b"HTTP/1.1 200")
+        for sock in [*attackers, legitimate, kept]:
             sock.close()
 
 

@@ -297,6 +297,8 @@ async def serve_hypercorn(
             await super().protocol_send(event)
             if isinstance(event, Updated):
                 self.idle = event.idle
+                if not event.idle:  # a request head came whole
+                    gate.prove(self.timed.transport_stream)
                 self.timed.changed.unpark_all()
 
     async def connection(stream: trio.SocketStream, secure: bool) -> None:

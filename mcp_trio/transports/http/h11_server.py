@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -203,9 +203,15 @@ class _H11Connection:
     """
 
     def __init__(
-        self, stream: trio.SocketStream, limits: _H11Limits, table: dict[str, Handler], default: Handler
+        self,
+        stream: trio.SocketStream,
+        limits: _H11Limits,
+        table: dict[str, Handler],
+        default: Handler,
+        on_head: Callable[[trio.SocketStream], None] | None = None,
     ) -> None:
         self.stream = stream
+        self.on_head = on_head  # called once, when the first request head is whole
         self.limits = limits
         self.table = table
         self.default = default
@@ -392,6 +398,9 @@ class _H11Connection:
                 if not isinstance(event, h11.Request):
                     return None
                 in_request = True
+                if self.on_head is not None:
+                    self.on_head(self.stream)
+                    self.on_head = None
                 scope.deadline = trio.current_time() + self.limits.request_timeout
                 return await self._read_body(event)
             if in_request or self.received != mark:  # a request (or its head) came too slowly
@@ -504,7 +513,7 @@ async def serve_h11(
         # One connection's failure must never take the listener down.
         try:
             async with stream:
-                await _H11Connection(stream, limits, table, endpoint).serve()
+                await _H11Connection(stream, limits, table, endpoint, gate.prove).serve()
         except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
             log.debug("HTTP connection ended abruptly: %s", exc)  # a reset by the client
         except Exception:
