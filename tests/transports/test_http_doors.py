@@ -71,8 +71,8 @@ async def serving(door: str, handler: Answer, **limits: Any) -> AsyncIterator[in
         if door == "h11":
             serve = partial(serve_h11, handler, "127.0.0.1", 0, **limits)
         else:
-            limits.pop("request_timeout", None)
-            serve = partial(serve_hypercorn, ASGIApp(handler), "127.0.0.1", 0, **limits)
+            app = ASGIApp(handler, request_timeout=limits.pop("request_timeout", 30.0))
+            serve = partial(serve_hypercorn, app, "127.0.0.1", 0, **limits)
         urls = await nursery.start(serve)
         yield int(urls[0].rsplit(":", 1)[1])
         nursery.cancel_scope.cancel()
@@ -264,3 +264,19 @@ async def test_a_connection_the_client_closed_frees_its_slot_at_once(door: str) 
             sock = await connect(port, "127.0.0.2")
             assert (await ask(sock)).startswith(b"HTTP/1.1 200")
             sock.close()
+
+
+@pytest.mark.parametrize("door", DOORS)
+async def test_a_body_trickled_past_the_request_timeout_gets_408(door: str) -> None:
+    async with serving(door, Answer(), request_timeout=0.5) as port:
+        sock = await connect(port, "127.0.0.2")
+        await sock.send(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n0123456789")
+        got = b""
+        with trio.fail_after(3):
+            try:
+                while data := await sock.recv(65536):
+                    got += data
+            except ConnectionResetError:
+                pass
+        assert got.startswith(b"HTTP/1.1 408")
+        sock.close()
