@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 import trio
 
-__all__ = ["ConnectionGate", "TimedStream", "default_per_client"]
+__all__ = ["ConnectionGate", "TimedStream", "default_per_client", "listener_url"]
 
 log = logging.getLogger("mcp_trio.http")
 
@@ -38,6 +38,13 @@ _ACCEPT_PAUSE = 0.1
 #: request is on its way is not cut off; a flood of connections waits this
 #: long for each other).
 _EVICT_AFTER = 0.25
+
+
+def listener_url(listener: trio.SocketListener, scheme: str = "http") -> str:
+    """The URL of the server bound by ``listener`` (``http://127.0.0.1:43121``)."""
+    address = listener.socket.getsockname()
+    shown = f"[{address[0]}]" if ":" in address[0] else address[0]
+    return f"{scheme}://{shown}:{address[1]}"
 
 
 def default_per_client(max_connections: int) -> int:

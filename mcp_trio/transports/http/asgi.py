@@ -18,7 +18,7 @@ from typing import Any
 import trio
 
 from ...types import _versions
-from ._gate import ConnectionGate, TimedStream
+from ._gate import ConnectionGate, TimedStream, listener_url
 from ._replies import _BOTH_LENGTHS, _error_reply, _peek_body, _Reply, _send_reply
 from ._request import (
     _LINGER_BYTES,
@@ -281,11 +281,7 @@ async def serve_hypercorn(
         for sock in group:
             sock.listen(config.backlog)
             listeners.append((trio.SocketListener(trio.socket.from_stdlib_socket(sock)), secure))
-    urls = []
-    for listener, secure in listeners:
-        address = listener.socket.getsockname()
-        shown = f"[{address[0]}]" if ":" in address[0] else address[0]
-        urls.append(f"{'https' if secure else 'http'}://{shown}:{address[1]}")
+    urls = [listener_url(listener, "https" if secure else "http") for listener, secure in listeners]
 
     class Connection(TCPServer):  # type: ignore[misc]
         """Hypercorn's connection server, telling when it is idle (no request under way)."""

@@ -20,7 +20,7 @@ import h11
 import trio
 
 from ... import _jsonrpc as rpc
-from ._gate import ConnectionGate
+from ._gate import ConnectionGate, listener_url
 from ._replies import _BOTH_LENGTHS, _Reply, _send_reply
 from ._request import (
     _HEADER_SESSION,
@@ -520,11 +520,7 @@ async def serve_h11(
             log.exception("HTTP connection failed")
 
     listeners = await trio.open_tcp_listeners(port, host=host)
-    urls = []
-    for listener in listeners:
-        address = listener.socket.getsockname()
-        shown = f"[{address[0]}]" if ":" in address[0] else address[0]
-        urls.append(f"http://{shown}:{address[1]}")
+    urls = [listener_url(listener) for listener in listeners]
     try:
         task_status.started(urls)
         await gate.serve(listeners, connection)
