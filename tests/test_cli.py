@@ -258,15 +258,15 @@ def test_serve_http_connection_limits(front_door: str) -> None:
             pass
         return time.monotonic() - start
 
-    options = ("--max-connections", "4", "--max-connections-per-client", "1", "--header-timeout", "0.5")
+    options = ("--max-connections", "4", "--max-connections-per-client", "1", "--header-timeout", "2")
     options += ("--keepalive-timeout", "5", "--request-timeout", "5", "--write-timeout", "5")
     options += ("--front-door", front_door)
     with serving_everything_over_http(*options) as url, httpx2.Client(timeout=10) as client:
         port = int(url.rsplit(":", 1)[1].split("/")[0])
         first = connect(port, "127.0.0.3")
         second = connect(port, "127.0.0.3")  # past this address's share: closed at once
-        assert closed_within(second) < 0.4
-        assert closed_within(first) < 3  # sent no head: closed at the header timeout
+        assert closed_within(second) < 1
+        assert closed_within(first) < 4  # sent no head: closed at the header timeout
         first.close()
         second.close()
         assert client.post(url, headers=HTTP_HEADERS, json=INIT).status_code == 200
