@@ -236,6 +236,43 @@ def test_serve_http_session_limits() -> None:
         assert client.post(url, headers=HTTP_HEADERS, json=INIT).status_code == 503
 
 
+@pytest.mark.parametrize("front_door", ["h11", "hypercorn"])
+def test_serve_http_connection_limits(front_door: str) -> None:
+    import socket
+    import time
+
+    import httpx2
+
+    def connect(port: int, source: str) -> socket.socket:
+        sock = socket.socket()
+        sock.settimeout(5)
+        sock.bind((source, 0))
+        sock.connect(("127.0.0.1", port))
+        return sock
+
+    def closed_within(sock: socket.socket) -> float:
+        start = time.monotonic()
+        try:
+            while sock.recv(4096):
+                pass
+        except ConnectionResetError:
+            pass
+        return time.monotonic() - start
+
+    options = ("--max-connections", "4", "--max-connections-per-client", "1", "--header-timeout", "2")
+    options += ("--keepalive-timeout", "5", "--request-timeout", "5", "--write-timeout", "5")
+    options += ("--front-door", front_door)
+    with serving_everything_over_http(*options) as url, httpx2.Client(timeout=10) as client:
+        port = int(url.rsplit(":", 1)[1].split("/")[0])
+        first = connect(port, "127.0.0.3")
+        second = connect(port, "127.0.0.3")  # past this address's share: closed at once
+        assert closed_within(second) < 1
+        assert closed_within(first) < 4  # sent no head: closed at the header timeout
+        first.close()
+        second.close()
+        assert client.post(url, headers=HTTP_HEADERS, json=INIT).status_code == 200
+
+
 def test_serve_http_stream_and_client_limits() -> None:
     """--max-body-size, --max-sessions-per-client, --max-streams(-per-client) and
     --stream-idle-timeout reach the endpoint."""

@@ -84,6 +84,7 @@ def add_parser(sub: Any) -> None:
         help="with --http, a session with no request and no open stream for this long ends "
         "(default: 1800)",
     )
+    _add_door_arguments(p)
     p.add_argument(
         "--max-sessions-per-client",
         type=_positive_int,
@@ -168,6 +169,68 @@ def add_parser(sub: Any) -> None:
         help="this server's resource identifier, the tokens' audience (default: the endpoint URL)",
     )
     p.set_defaults(func=_cmd_serve)
+
+
+def _add_door_arguments(p: Any) -> None:
+    """The connection limits of the HTTP front doors (both of them)."""
+    p.add_argument(
+        "--max-connections",
+        type=_positive_int,
+        metavar="N",
+        help="with --http, connections at once (default: 1024); further clients wait in the "
+        "listen backlog until one ends",
+    )
+    p.add_argument(
+        "--max-connections-per-client",
+        type=_positive_int,
+        metavar="N",
+        help="with --http, connections at once from one IP address (default: a quarter of "
+        "--max-connections); further ones are closed at once",
+    )
+    p.add_argument(
+        "--header-timeout",
+        type=_positive_float,
+        metavar="SECONDS",
+        help="with --http, a request head must arrive whole within this time of the accept "
+        "(or of its first byte on a kept-alive connection) (default: 10); else 408 and the "
+        "connection is closed",
+    )
+    p.add_argument(
+        "--keepalive-timeout",
+        type=_positive_float,
+        metavar="SECONDS",
+        help="with --http, an idle keep-alive connection is closed after this long (default: 60; "
+        "the hypercorn door uses the smaller of this and --header-timeout)",
+    )
+    p.add_argument(
+        "--request-timeout",
+        type=_positive_float,
+        metavar="SECONDS",
+        help="with --http, a request body must arrive whole within this time of its head "
+        "(default: 30); else 408 and the connection is closed",
+    )
+    p.add_argument(
+        "--write-timeout",
+        type=_positive_float,
+        metavar="SECONDS",
+        help="with --http, a write to a client that does not read waits this long at most "
+        "(default: 30); then the response is abandoned and the connection closed",
+    )
+
+
+_DOOR_OPTIONS = (
+    "max_connections",
+    "max_connections_per_client",
+    "header_timeout",
+    "keepalive_timeout",
+    "request_timeout",
+    "write_timeout",
+)
+
+
+def _door_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The front door's connection limits given on the command line, as serve_http keywords."""
+    return {name: getattr(args, name) for name in _DOOR_OPTIONS if getattr(args, name) is not None}
 
 
 def _positive_int(text: str) -> int:
@@ -421,7 +484,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             else:
                 host, port = _parse_host_port(args.http)
                 serve = partial(_serve_http, server, host, port, args.path, args.front_door)
-                options = {**_session_options(args), **_queue_options(args, http=True)}
+                options = {**_session_options(args), **_queue_options(args, http=True), **_door_options(args)}
                 trio.run(serve, args.legacy_sse, args.stateless, _resource_server(args), options)
         except KeyboardInterrupt:
             return 130

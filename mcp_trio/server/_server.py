@@ -345,6 +345,12 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin):
         front_door: str = "h11",
         legacy_sse: bool = False,
         auth: Any = None,
+        max_connections: int = 1024,
+        max_connections_per_client: int | None = None,
+        header_timeout: float = 10.0,
+        keepalive_timeout: float = 60.0,
+        request_timeout: float = 30.0,
+        write_timeout: float = 30.0,
         task_status: Any = trio.TASK_STATUS_IGNORED,
         **http_options: Any,
     ) -> None:
@@ -357,6 +363,14 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin):
         ``auth`` (an :class:`mcp_trio.auth.server.ResourceServer`) makes every
         endpoint require a bearer token and serves the protected resource
         metadata; see docs/authorization.md.
+        The connection limits go to the front door (see docs/http.md):
+        ``max_connections`` at once (further clients wait in the listen
+        backlog), ``max_connections_per_client`` from one IP address (default
+        a quarter of ``max_connections``; further ones closed at once), a
+        request head whole within ``header_timeout`` seconds, idle keep-alive
+        connections closed after ``keepalive_timeout``, a request body whole
+        within ``request_timeout`` (408), writes to a client that does not
+        read abandoned after ``write_timeout`` (the connection closed).
         ``task_status.started`` gets the endpoint URLs.  ``http_options`` go to
         :class:`~mcp_trio.transports.http.server.StreamableHTTP` (allowed
         hosts, response mode, session limits, event store ...).
@@ -389,14 +403,19 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin):
                 front = auth.protect(endpoint)
                 routes = {p: auth.protect(h) for p, h in routes.items()}
                 routes.update(auth.metadata_routes(path))
+            door = dict(
+                max_connections=max_connections,
+                max_connections_per_client=max_connections_per_client,
+                header_timeout=header_timeout,
+                keepalive_timeout=keepalive_timeout,
+                write_timeout=write_timeout,
+            )
             if front_door == "h11":
-                urls = await nursery.start(
-                    partial(serve_h11, front, host, port, path=path, routes=routes)
-                )
+                serve = partial(serve_h11, front, path=path, routes=routes, request_timeout=request_timeout, **door)
             else:
-                urls = await nursery.start(
-                    serve_hypercorn, ASGIApp(front, path, routes), host, port
-                )
+                app = ASGIApp(front, path, routes, request_timeout=request_timeout)
+                serve = partial(serve_hypercorn, app, **door)
+            urls = await nursery.start(serve, host, port)
             if auth is not None:
                 auth.bind_resource(urls[0] + path)
             task_status.started([url + path for url in urls])

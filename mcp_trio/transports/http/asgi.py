@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 import trio
 
 from ...types import _versions
+from ._gate import ConnectionGate, TimedStream, listener_url
 from ._replies import _BOTH_LENGTHS, _error_reply, _peek_body, _Reply, _send_reply
 from ._request import (
     _LINGER_BYTES,
@@ -89,13 +91,23 @@ class ASGIApp:
     ``routes`` (path -> :class:`Handler`) at its path; other paths get 404.
 
     Serve it with hypercorn's trio worker (see :func:`serve_hypercorn`) or any
-    ASGI server running under trio.
+    ASGI server running under trio.  A request body must arrive whole within
+    ``request_timeout`` seconds of the request's start (408 and
+    ``connection: close`` otherwise).
     """
 
-    def __init__(self, endpoint: Handler, path: str = "/mcp", routes: Mapping[str, Handler] | None = None) -> None:
+    def __init__(
+        self,
+        endpoint: Handler,
+        path: str = "/mcp",
+        routes: Mapping[str, Handler] | None = None,
+        *,
+        request_timeout: float = 30.0,
+    ) -> None:
         self.endpoint = endpoint
         self.path = path
         self.routes = _routes(endpoint, path, routes)
+        self.request_timeout = request_timeout
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
@@ -127,17 +139,23 @@ class ASGIApp:
             return
         body = bytearray()
         limit = handler.max_body_size
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            body += message.get("body", b"")
-            if len(body) > limit:
-                await _drain(receive, message)
-                await _send_reply(responder, _error_reply(413, f"Request body larger than {limit} bytes"))
-                return
-            if not message.get("more_body", False):
-                break
+        with trio.move_on_after(self.request_timeout) as reading:
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    return
+                body += message.get("body", b"")
+                if len(body) > limit:
+                    await _drain(receive, message)
+                    await _send_reply(responder, _error_reply(413, f"Request body larger than {limit} bytes"))
+                    return
+                if not message.get("more_body", False):
+                    break
+        if reading.cancelled_caught:  # a body trickled in too slowly
+            reply = _error_reply(408, "Request Timeout")
+            reply.headers.append(("connection", "close"))
+            await _send_reply(responder, reply)
+            return
         query = scope.get("query_string", b"").decode("latin-1")
         peer = scope.get("client")  # the client's (host, port), for per-client limits
         request = HttpRequest(scope["method"], headers, bytes(body), scope["path"], query, client=peer and peer[0])
@@ -216,20 +234,103 @@ async def serve_hypercorn(
     port: int = 0,
     *,
     shutdown_trigger: Callable[[], Awaitable[Any]] | None = None,
+    max_connections: int = 1024,
+    max_connections_per_client: int | None = None,
+    header_timeout: float = 10.0,
+    keepalive_timeout: float = 60.0,
+    write_timeout: float = 30.0,
     task_status: Any = trio.TASK_STATUS_IGNORED,
     **config_options: Any,
 ) -> None:
     """Serve ``app`` with hypercorn (trio worker) until ``shutdown_trigger`` returns.
 
+    Connections are accepted by :class:`ConnectionGate` (at most
+    ``max_connections`` at once, further ones wait in the listen backlog; at
+    most ``max_connections_per_client`` from one IP address, default a
+    quarter of ``max_connections``, further ones closed at once) and each is
+    served by hypercorn's connection server.  Every write to a client waits
+    at most ``write_timeout`` seconds, then the connection is closed (the
+    response abandoned, its memory freed).  Hypercorn has one timer for an
+    idle connection and an incomplete request head: its ``keep_alive_timeout``
+    is set to the smaller of ``keepalive_timeout`` and ``header_timeout``.
+    ``config_options`` set other attributes of hypercorn's ``Config``
+    (``certfile``, ``h11_max_incomplete_size`` ...).
+
     ``task_status.started`` gets the bound URLs (``["http://127.0.0.1:43121"]``).
     """
+    from hypercorn.app_wrappers import ASGIWrapper
     from hypercorn.config import Config
-    from hypercorn.trio import serve
+    from hypercorn.events import Event, Updated
+    from hypercorn.trio.tcp_server import TCPServer
+    from hypercorn.trio.worker_context import WorkerContext
+    from hypercorn.typing import ConnectionState
 
     config = Config()
     config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
     config.accesslog = None
     config.errorlog = log
+    config.keep_alive_timeout = min(keepalive_timeout, header_timeout)
     for key, value in config_options.items():
         setattr(config, key, value)
-    await serve(app, config, shutdown_trigger=shutdown_trigger or trio.sleep_forever, task_status=task_status)
+    gate = ConnectionGate(max_connections, max_connections_per_client)
+    context = WorkerContext(None)
+    wrapped = ASGIWrapper(app)
+    ssl_context = config.create_ssl_context()
+    sockets = config.create_sockets()
+    listeners: list[tuple[trio.SocketListener, bool]] = []
+    for secure, group in ((True, sockets.secure_sockets), (False, sockets.insecure_sockets)):
+        for sock in group:
+            sock.listen(config.backlog)
+            listeners.append((trio.SocketListener(trio.socket.from_stdlib_socket(sock)), secure))
+    urls = [listener_url(listener, "https" if secure else "http") for listener, secure in listeners]
+
+    class Connection(TCPServer):  # type: ignore[misc]
+        """Hypercorn's connection server, telling when it is idle (no request under way)."""
+
+        idle = True
+        timed: TimedStream
+
+        async def protocol_send(self, event: Event) -> None:
+            await super().protocol_send(event)
+            if isinstance(event, Updated):
+                self.idle = event.idle
+                if not event.idle:  # a request head came whole
+                    gate.prove(self.timed.transport_stream)
+                self.timed.changed.unpark_all()
+
+    async def connection(stream: trio.SocketStream, secure: bool) -> None:
+        timed = TimedStream(stream, write_timeout)
+        outer: Any = trio.SSLStream(timed, ssl_context, server_side=True, https_compatible=True) if secure else timed
+        server = Connection(wrapped, config, context, ConnectionState({}), outer)
+        server.timed = timed
+
+        async def run(cancel_scope: trio.CancelScope) -> None:
+            try:
+                await server
+            except Exception:
+                log.exception("HTTP connection failed")
+            cancel_scope.cancel()
+
+        # Hypercorn keeps a connection the client closed while idle until its
+        # idle timer runs out, and may outlive a socket closed here: the
+        # connection ends at once then, which frees its slot.  (A client that
+        # closed its side during a request still gets its answer.)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(run, nursery.cancel_scope)
+            while not (timed.closed or (timed.eof and server.idle)):
+                await timed.changed.park()
+            nursery.cancel_scope.cancel()
+
+    async with trio.open_nursery() as connections:
+        try:
+            async with trio.open_nursery() as nursery:
+                for listener, secure in listeners:
+                    nursery.start_soon(gate.serve, [listener], partial(connection, secure=secure), connections)
+                task_status.started(urls)
+                await (shutdown_trigger or trio.sleep_forever)()
+                nursery.cancel_scope.cancel()  # no more connections
+        finally:
+            for listener, _ in listeners:
+                listener.socket.close()
+            await context.terminated.set()  # hypercorn's connections end when idle
+            connections.cancel_scope.deadline = trio.current_time() + config.graceful_timeout

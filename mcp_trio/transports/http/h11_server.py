@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +20,7 @@ import h11
 import trio
 
 from ... import _jsonrpc as rpc
+from ._gate import ConnectionGate, listener_url
 from ._replies import _BOTH_LENGTHS, _Reply, _send_reply
 from ._request import (
     _HEADER_SESSION,
@@ -89,36 +90,46 @@ class _H11Responder:
         self._left = -1  # body bytes still to come (-1: a streamed response)
         self._ended = False
 
-    def _write_now(self, data: bytes) -> int:
+    def _write_now(self, parts: Sequence[bytes | memoryview]) -> int:
         """Write what the socket takes at once, without waiting; the bytes written.
 
         Most answers fit in the socket's buffer: they need no timeout and no
         trip through the scheduler.  Whatever is left goes out through
-        ``send_all`` under the write timeout.
+        ``send_all`` under the write timeout.  ``parts`` go out in one
+        system call, none of them copied.
         """
         fd = -1 if self._socket is None else self._socket.fileno()  # -1 once closed
         if fd < 0:
             return 0
         try:
-            return os.write(fd, data)
+            return os.writev(fd, parts) if len(parts) > 1 else os.write(fd, parts[0])
         except (BlockingIOError, InterruptedError):
             return 0
         except OSError:
             self.gone = True  # reset, or a broken pipe
             raise trio.BrokenResourceError("the client disconnected") from None
 
-    async def _write(self, data: bytes) -> None:
+    async def _write(self, *parts: bytes | memoryview) -> None:
+        """Write ``parts`` in order, within the write timeout.
+
+        The body of a large answer is written from the caller's buffer (views
+        of it, never a copy), so a client that reads slowly holds the answer
+        once, for ``write_timeout`` at most.
+        """
         if self.gone:
             raise trio.BrokenResourceError("the client disconnected")
-        if not data:
+        parts = tuple(part for part in parts if len(part))
+        if not parts:
             return
-        written = self._write_now(data)
-        if written == len(data):
-            return
-        data = data[written:]
+        written = self._write_now(parts)
         with trio.move_on_after(self._write_timeout) as scope:
             try:
-                await self._stream.send_all(data)
+                for part in parts:
+                    if written >= len(part):
+                        written -= len(part)
+                        continue
+                    await self._stream.send_all(memoryview(part)[written:] if written else part)
+                    written = 0
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 self.gone = True
                 raise trio.BrokenResourceError("the client disconnected") from None
@@ -137,22 +148,23 @@ class _H11Responder:
     async def send(self, data: bytes) -> None:
         if not data:
             return
-        out = self._held + (b"" if self._head_only else self._conn.send(h11.Data(data=data)))
-        self._held = b""
+        # Passed through, not joined: the body stays the caller's buffer.
+        body = [] if self._head_only else self._conn.send_with_data_passthrough(h11.Data(data=data))
+        head, self._held = self._held, b""
+        end = b""
         if self._left >= 0:
             self._left -= len(data)
             if self._left <= 0:  # the whole body: the message ends with it
-                out += self._conn.send(h11.EndOfMessage())
+                end = self._conn.send(h11.EndOfMessage())
                 self._ended = True
-        await self._write(out)
+        await self._write(head, *body, end)
 
     async def end(self) -> None:
         if self._ended:
             return
         self._ended = True
-        out = self._held + self._conn.send(h11.EndOfMessage())
-        self._held = b""
-        await self._write(out)
+        head, self._held = self._held, b""
+        await self._write(head, self._conn.send(h11.EndOfMessage()))
 
     @property
     def streaming(self) -> bool:
@@ -163,7 +175,7 @@ class _H11Responder:
         """Write an interim ``100 Continue`` (before the response); whether it went out whole."""
         data = self._conn.send(h11.InformationalResponse(status_code=100, headers=[], reason=b"Continue"))
         try:
-            return self._write_now(data) == len(data)
+            return self._write_now((data,)) == len(data)
         except trio.BrokenResourceError:
             return False
 
@@ -174,6 +186,7 @@ class _H11Limits:
     keepalive_timeout: float
     request_timeout: float
     write_timeout: float
+    header_timeout: float
 
 
 class _H11Connection:
@@ -190,9 +203,15 @@ class _H11Connection:
     """
 
     def __init__(
-        self, stream: trio.SocketStream, limits: _H11Limits, table: dict[str, Handler], default: Handler
+        self,
+        stream: trio.SocketStream,
+        limits: _H11Limits,
+        table: dict[str, Handler],
+        default: Handler,
+        on_head: Callable[[trio.SocketStream], None] | None = None,
     ) -> None:
         self.stream = stream
+        self.on_head = on_head  # called once, when the first request head is whole
         self.limits = limits
         self.table = table
         self.default = default
@@ -200,6 +219,8 @@ class _H11Connection:
         self.want = False  # the parser waits for bytes
         self.answering: _H11Responder | None = None
         self.ahead = 0  # bytes read since the parser last asked for more
+        self.received = 0  # bytes read in all
+        self.served = 0  # requests answered
         self.reader_lot = trio.lowlevel.ParkingLot()
         self.data_lot = trio.lowlevel.ParkingLot()
         self.cancel_scope = trio.CancelScope()
@@ -230,6 +251,7 @@ class _H11Connection:
                 await self._closed(reset=data is None)
                 return
             self.ahead = 0 if self.want else self.ahead + len(data)
+            self.received += len(data)
             self.want = False
             self.conn.receive_data(data)
             self.data_lot.unpark()
@@ -305,10 +327,37 @@ class _H11Connection:
             event = self.conn.next_event()
             if event is not h11.NEED_DATA:
                 return event
-            self.want = True
-            self.ahead = 0
-            self.reader_lot.unpark()
-            await self.data_lot.park()
+            await self._more()
+
+    async def _more(self) -> None:
+        """Wait for the reader to feed the parser more bytes (or the end)."""
+        self.want = True
+        self.ahead = 0
+        self.reader_lot.unpark()
+        await self.data_lot.park()
+
+    async def _next_head(self, scope: trio.CancelScope) -> Any:
+        """The next request's head (or the end), within the header timeout.
+
+        The head of a connection's first request must be whole within
+        ``header_timeout`` of the accept.  A kept-alive connection may then
+        wait idle for up to ``keepalive_timeout``; once the next request's
+        first bytes come, its head must be whole within ``header_timeout``.
+        So a client trickling its head (slowloris) holds a connection for
+        ``header_timeout`` at most.
+        """
+        limits = self.limits
+        idle = self.served > 0
+        scope.deadline = trio.current_time() + (limits.keepalive_timeout if idle else limits.header_timeout)
+        mark = self.received
+        while True:
+            event = self.conn.next_event()
+            if event is not h11.NEED_DATA:
+                return event
+            if idle and self.received != mark:  # the head has begun
+                idle = False
+                scope.deadline = trio.current_time() + limits.header_timeout
+            await self._more()
 
     async def _exchange(self) -> bool:
         """Read one request and answer it; False once the connection must end."""
@@ -331,6 +380,7 @@ class _H11Connection:
         conn = self.conn
         if responder.gone or conn.our_state is not h11.DONE or conn.their_state is not h11.DONE:
             return False
+        self.served += 1
         try:
             conn.start_next_cycle()
         except h11.LocalProtocolError:
@@ -340,18 +390,21 @@ class _H11Connection:
     async def _read_request(self) -> tuple[Handler | None, HttpRequest] | None:
         """The next request, whole; None (after an error answer if one is due)
         when the connection must end: closed, idle too long, or a bad request."""
-        limits = self.limits
         in_request = False
         try:
-            # One deadline: the keep-alive wait for a head, then the time allowed for the rest.
-            with trio.CancelScope(deadline=trio.current_time() + limits.keepalive_timeout) as scope:
-                event = await self._next_event()
+            # One deadline: the head's (see _next_head), then the time allowed for the rest.
+            with trio.CancelScope() as scope:
+                mark = self.received
+                event = await self._next_head(scope)
                 if not isinstance(event, h11.Request):
                     return None
                 in_request = True
-                scope.deadline = trio.current_time() + limits.request_timeout
+                if self.on_head is not None:
+                    self.on_head(self.stream)
+                    self.on_head = None
+                scope.deadline = trio.current_time() + self.limits.request_timeout
                 return await self._read_body(event)
-            if in_request:
+            if in_request or self.received != mark:  # a request (or its head) came too slowly
                 await self._reject(408, "Request Timeout")
             return None
         except h11.RemoteProtocolError as exc:
@@ -425,20 +478,27 @@ async def serve_h11(
     path: str = "/mcp",
     routes: Mapping[str, Handler] | None = None,
     max_header_size: int = 64 * 1024,
+    header_timeout: float = 10.0,
     keepalive_timeout: float = 60.0,
     request_timeout: float = 30.0,
     write_timeout: float = 30.0,
     max_connections: int = 1024,
+    max_connections_per_client: int | None = None,
     task_status: Any = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve ``endpoint`` over HTTP/1.1 with h11 on trio sockets (no ASGI layer).
 
     Limits: request heads up to ``max_header_size`` bytes (431 beyond),
+    whole within ``header_timeout`` seconds of the accept (or, on a
+    kept-alive connection, of their first byte; 408 or a plain close),
     bodies up to the endpoint's ``max_body_size`` (413), a whole request
     within ``request_timeout`` seconds of its head (408), idle
     keep-alive connections closed after ``keepalive_timeout``, writes to a
-    client that stops reading abandoned after ``write_timeout``, at most
-    ``max_connections`` at once (further ones wait in the listen backlog).
+    client that stops reading abandoned (and the connection closed) after
+    ``write_timeout``, at most ``max_connections`` at once (further ones
+    wait in the listen backlog, not accepted) and at most
+    ``max_connections_per_client`` from one IP address (default: a quarter
+    of ``max_connections``; further ones are closed at once).
     A request with both ``Content-Length`` and ``Transfer-Encoding`` gets 400;
     every error answer closes its connection after a lingering close
     (``_LINGER_SECONDS``, ``_LINGER_BYTES``).
@@ -446,27 +506,28 @@ async def serve_h11(
     ``routes`` (path -> :class:`Handler`) serves more endpoints next to
     ``endpoint`` at ``path``.  ``task_status.started`` gets the bound URLs.
     """
-    limit = trio.CapacityLimiter(max_connections)
+    gate = ConnectionGate(max_connections, max_connections_per_client)
     table = _routes(endpoint, path, routes)
-    limits = _H11Limits(max_header_size, keepalive_timeout, request_timeout, write_timeout)
+    limits = _H11Limits(max_header_size, keepalive_timeout, request_timeout, write_timeout, header_timeout)
 
     async def connection(stream: trio.SocketStream) -> None:
         # One connection's failure must never take the listener down.
         try:
-            async with limit, stream:
-                await _H11Connection(stream, limits, table, endpoint).serve()
+            async with stream:
+                await _H11Connection(stream, limits, table, endpoint, gate.prove).serve()
         except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
             log.debug("HTTP connection ended abruptly: %s", exc)  # a reset by the client
         except Exception:
             log.exception("HTTP connection failed")
 
     listeners = await trio.open_tcp_listeners(port, host=host)
-    urls = []
-    for listener in listeners:
-        address = listener.socket.getsockname()
-        shown = f"[{address[0]}]" if ":" in address[0] else address[0]
-        urls.append(f"http://{shown}:{address[1]}")
-    await trio.serve_listeners(connection, listeners, handler_nursery=None, task_status=_Relay(task_status, urls))
+    urls = [listener_url(listener) for listener in listeners]
+    try:
+        task_status.started(urls)
+        await gate.serve(listeners, connection)
+    finally:
+        for listener in listeners:
+            listener.socket.close()
 
 
 def _peer_address(stream: trio.SocketStream) -> str | None:
@@ -475,14 +536,3 @@ def _peer_address(stream: trio.SocketStream) -> str | None:
         return str(stream.socket.getpeername()[0])
     except OSError:
         return None
-
-
-class _Relay:
-    """Passes our URLs to ``task_status`` instead of trio's listener list."""
-
-    def __init__(self, task_status: Any, urls: list[str]) -> None:
-        self._task_status = task_status
-        self._urls = urls
-
-    def started(self, value: Any = None) -> None:
-        self._task_status.started(self._urls)

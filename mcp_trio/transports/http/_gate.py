@@ -1,0 +1,240 @@
+"""What both front doors bound per connection: how many connections at once
+(in all and per client address) and how long a write may wait.
+
+:class:`ConnectionGate` is the accept loop of :func:`serve_h11` and
+:func:`serve_hypercorn`.  It accepts a connection only while fewer than
+``max_connections`` are open: further clients wait in the kernel's listen
+backlog (and their connections cost no file descriptor here) until one ends,
+except that a connection that has not sent a whole request head yet is
+evicted, oldest first, to make room.  A connection from an address that
+already has ``max_per_client`` open is closed at once, so that one address
+(one attacker) cannot take the whole table from the others.
+
+:class:`TimedStream` gives a socket stream a write deadline: a ``send_all``
+that waits longer than ``write_timeout`` (a client that does not read)
+closes the connection and fails, which frees what the write held.  It
+bounds writes made under a shielded cancel scope too (hypercorn's).
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import math
+from collections.abc import Awaitable, Callable, Sequence
+
+import trio
+
+__all__ = ["ConnectionGate", "TimedStream", "default_per_client", "listener_url"]
+
+log = logging.getLogger("mcp_trio.http")
+
+#: accept() errors that mean "out of descriptors or memory for now" (as in
+#: trio.serve_listeners): wait a little and accept again.
+_ACCEPT_CAPACITY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
+_ACCEPT_PAUSE = 0.1
+#: How long a new connection may take to send its first request head before
+#: it can be evicted to make room (past any round trip, so a client whose
+#: request is on its way is not cut off; a flood of connections waits this
+#: long for each other).
+_EVICT_AFTER = 0.25
+
+
+def listener_url(listener: trio.SocketListener, scheme: str = "http") -> str:
+    """The URL of the server bound by ``listener`` (``http://127.0.0.1:43121``)."""
+    address = listener.socket.getsockname()
+    shown = f"[{address[0]}]" if ":" in address[0] else address[0]
+    return f"{scheme}://{shown}:{address[1]}"
+
+
+def default_per_client(max_connections: int) -> int:
+    """The default ``max_connections_per_client``: a quarter of the table (at least 1)."""
+    return max(1, max_connections // 4)
+
+
+class _Ticket:
+    """One accepted connection: its address, and the scope its handler runs in."""
+
+    __slots__ = ("address", "scope", "held", "since")
+
+    def __init__(self, address: str) -> None:
+        self.address = address
+        self.scope = trio.CancelScope()
+        self.held = True  # counts against the limits (until it ends or is evicted)
+        self.since = trio.current_time()
+
+
+class ConnectionGate:
+    """Accepts connections while fewer than ``max_connections`` are open, at
+    most ``max_per_client`` from one address (by its IP address).
+
+    A connection is *unproven* until its door calls :meth:`prove` (its first
+    request head came whole).  When the table is full, a new connection
+    evicts the oldest unproven one (closed at once) that is at least
+    ``_EVICT_AFTER`` seconds old, so connections that
+    send nothing or trickle a head, from any number of addresses, cannot keep
+    clients that do send requests waiting; only when every open connection
+    has sent a request does the next client wait in the listen backlog.
+    """
+
+    def __init__(self, max_connections: int, max_per_client: int | None = None) -> None:
+        if max_connections < 1:
+            raise ValueError("max_connections must be at least 1")
+        per_client = default_per_client(max_connections) if max_per_client is None else max_per_client
+        if per_client < 1:
+            raise ValueError("max_connections_per_client must be at least 1")
+        self.max_connections = max_connections
+        self.max_per_client = per_client
+        self.open = 0  # connections counted now
+        self._clients: dict[str, int] = {}
+        self._unproven: dict[int, _Ticket] = {}  # by id of the stream, oldest first
+        self._space = trio.lowlevel.ParkingLot()
+
+    async def serve(
+        self,
+        listeners: Sequence[trio.SocketListener],
+        handler: Callable[[trio.SocketStream], Awaitable[None]],
+        handler_nursery: trio.Nursery | None = None,
+    ) -> None:
+        """Accept on every listener until cancelled; each connection runs
+        ``handler(stream)`` in ``handler_nursery`` (default: this call's own),
+        which must close the stream."""
+        async with trio.open_nursery() as nursery:
+            for listener in listeners:
+                nursery.start_soon(self._accept_loop, listener, handler, handler_nursery or nursery)
+
+    def prove(self, stream: trio.SocketStream) -> None:
+        """``stream``'s client sent a whole request head: it is no longer evicted first."""
+        if self._unproven.pop(id(stream), None) is not None:
+            self._space.unpark_all()
+
+    async def _room(self) -> None:
+        """Wait until a connection fits: a free slot, or an unproven
+        connection old enough to be evicted."""
+        while self.open >= self.max_connections:
+            wait = math.inf
+            if self._unproven:
+                oldest = next(iter(self._unproven.values()))
+                wait = oldest.since + _EVICT_AFTER - trio.current_time()
+                if wait <= 0:
+                    return
+            with trio.move_on_after(wait):
+                await self._space.park()
+
+    async def _accept_loop(
+        self,
+        listener: trio.SocketListener,
+        handler: Callable[[trio.SocketStream], Awaitable[None]],
+        nursery: trio.Nursery,
+    ) -> None:
+        while True:
+            # Room first (a free slot, or an unproven connection to evict):
+            # else the client waits in the backlog, not accepted.
+            await self._room()
+            try:
+                stream = await listener.accept()
+            except OSError as exc:
+                if exc.errno not in _ACCEPT_CAPACITY_ERRNOS:
+                    raise
+                log.error("accept() failed (%s); accepting again in %s s", exc, _ACCEPT_PAUSE)
+                await trio.sleep(_ACCEPT_PAUSE)
+                continue
+            try:
+                address = str(stream.socket.getpeername()[0])
+            except OSError:  # already gone
+                address = ""
+            count = self._clients.get(address, 0)
+            if not address or count >= self.max_per_client:
+                stream.socket.close()  # over this address's share: closed at once
+                if address:
+                    log.debug("connection from %s refused: %d open from it", address, count)
+                continue
+            try:
+                await self._room()  # (the room seen before may have gone while accepting)
+            except BaseException:
+                stream.socket.close()
+                raise
+            if self.open >= self.max_connections:
+                oldest = next(iter(self._unproven))
+                self._release(self._unproven.pop(oldest))
+                log.debug("full: the oldest connection that sent no request evicted")
+            ticket = _Ticket(address)
+            self._clients[address] = count + 1
+            self.open += 1
+            self._unproven[id(stream)] = ticket
+            nursery.start_soon(self._run, handler, stream, ticket)
+
+    def _release(self, ticket: _Ticket) -> None:
+        """``ticket``'s connection no longer counts (it ended, or is evicted: cancelled)."""
+        ticket.scope.cancel()
+        if not ticket.held:
+            return
+        ticket.held = False
+        left = self._clients[ticket.address] - 1
+        if left:
+            self._clients[ticket.address] = left
+        else:
+            del self._clients[ticket.address]
+        self.open -= 1
+        self._space.unpark_all()
+
+    async def _run(
+        self, handler: Callable[[trio.SocketStream], Awaitable[None]], stream: trio.SocketStream, ticket: _Ticket
+    ) -> None:
+        try:
+            with ticket.scope:
+                await handler(stream)
+        finally:
+            stream.socket.close()  # whatever the handler did (a no-op if it closed it)
+            if self._unproven.get(id(stream)) is ticket:
+                del self._unproven[id(stream)]
+            self._release(ticket)
+
+
+class TimedStream(trio.abc.HalfCloseableStream):
+    """``stream`` with a deadline on each ``send_all``: past ``write_timeout``
+    the connection is closed and :class:`trio.BrokenResourceError` raised.
+    ``closed`` tells whether the connection was closed here, ``eof`` whether
+    the client closed its side; ``changed`` is unparked when either becomes
+    true (and may be by the stream's user)."""
+
+    def __init__(self, stream: trio.SocketStream, write_timeout: float) -> None:
+        self.transport_stream = stream
+        self.socket = stream.socket
+        self.write_timeout = write_timeout
+        self.closed = False
+        self.eof = False
+        self.changed = trio.lowlevel.ParkingLot()
+
+    def _close(self) -> None:
+        self.closed = True
+        self.changed.unpark_all()
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        # A scope of our own: its deadline applies even under a caller's shield.
+        with trio.move_on_after(self.write_timeout) as scope:
+            await self.transport_stream.send_all(data)
+        if scope.cancelled_caught:
+            self.socket.close()
+            self._close()
+            raise trio.BrokenResourceError(f"the client read nothing for {self.write_timeout} s")
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await self.transport_stream.wait_send_all_might_not_block()
+
+    async def send_eof(self) -> None:
+        # Quick, and shielded: hypercorn closes the socket after it, and a
+        # cancellation here (its app's, on the same task) would leave it open.
+        with trio.CancelScope(shield=True):
+            await self.transport_stream.send_eof()
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        data = await self.transport_stream.receive_some(max_bytes)
+        if not data:
+            self.eof = True
+            self.changed.unpark_all()
+        return data
+
+    async def aclose(self) -> None:
+        self._close()
+        await self.transport_stream.aclose()

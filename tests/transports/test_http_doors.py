@@ -1,0 +1,282 @@
+"""The front doors' connection limits, attacked over real sockets on both
+doors: connections past ``max_connections`` wait in the listen backlog (file
+descriptors stay bounded), one client address cannot take the whole table,
+request heads must come within ``header_timeout``, and a client that never
+reads a large answer is dropped after ``write_timeout`` with what the answer
+held freed.  Clients tell "legitimate" (127.0.0.2) from "attacker"
+(127.0.0.3) by source address."""
+
+from __future__ import annotations
+
+import os
+import tracemalloc
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from functools import partial
+from typing import Any
+
+import pytest
+import trio
+
+from mcp_trio.transports.http.server import (
+    ASGIApp,
+    HttpRequest,
+    Responder,
+    serve_h11,
+    serve_hypercorn,
+)
+
+DOORS = ["h11", "hypercorn"]
+REQUEST = b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+BIG = 4 * 1024 * 1024
+
+
+class Answer:
+    """Answers ``ok``, or ``BIG`` bytes at ``/mcp?big``, and records how a big answer ended."""
+
+    max_body_size = 1024
+
+    def __init__(self) -> None:
+        self.big_ended = trio.Event()
+        self.big_outcome = ""
+        self.extra_bytes = -1  # memory the big answer's write took beyond its body (traced)
+
+    async def handle(self, request: HttpRequest, responder: Responder) -> None:
+        if request.query != "big":
+            await responder.start(200, [("content-type", "text/plain"), ("content-length", "2")])
+            await responder.send(b"ok")
+            await responder.end()
+            return
+        body = b"x" * BIG
+        try:
+            await responder.start(200, [("content-type", "text/plain"), ("content-length", str(BIG))])
+            if tracemalloc.is_tracing():
+                tracemalloc.reset_peak()
+                before = tracemalloc.get_traced_memory()[0]
+            await responder.send(body)
+            self.big_outcome = "sent"
+        except trio.BrokenResourceError:
+            self.big_outcome = "dropped"
+        finally:
+            self.big_outcome = self.big_outcome or "cancelled"  # by the door, its connection closed
+            if tracemalloc.is_tracing():
+                self.extra_bytes = tracemalloc.get_traced_memory()[1] - before
+            self.big_ended.set()
+
+
+@asynccontextmanager
+async def serving(door: str, handler: Answer, **limits: Any) -> AsyncIterator[int]:
+    """Serve ``handler`` at /mcp on ``door`` with ``limits``; yields the port."""
+    async with trio.open_nursery() as nursery:
+        if door == "h11":
+            serve = partial(serve_h11, handler, "127.0.0.1", 0, **limits)
+        else:
+            app = ASGIApp(handler, request_timeout=limits.pop("request_timeout", 30.0))
+            serve = partial(serve_hypercorn, app, "127.0.0.1", 0, **limits)
+        urls = await nursery.start(serve)
+        yield int(urls[0].rsplit(":", 1)[1])
+        nursery.cancel_scope.cancel()
+
+
+async def connect(port: int, source: str = "127.0.0.1", rcvbuf: int = 0) -> trio.socket.SocketType:
+    sock = trio.socket.socket()
+    if rcvbuf:
+        sock.setsockopt(trio.socket.SOL_SOCKET, trio.socket.SO_RCVBUF, rcvbuf)
+    await sock.bind((source, 0))
+    await sock.connect(("127.0.0.1", port))
+    return sock
+
+
+async def ask(sock: trio.socket.SocketType) -> bytes:
+    """Send a plain request on ``sock`` and read until its ``ok`` answer."""
+    await sock.send(REQUEST)
+    got = b""
+    while not got.endswith(b"ok"):
+        data = await sock.recv(65536)
+        assert data, f"closed before the answer: {got!r}"
+        got += data
+    return got
+
+
+async def closed_by_server(sock: trio.socket.SocketType) -> bool:
+    """Whether the server closed ``sock`` (EOF or reset), reading what comes before."""
+    try:
+        while await sock.recv(65536):
+            pass
+    except ConnectionResetError:
+        pass
+    return True
+
+
+def open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.parametrize("door", DOORS)
+async def test_connections_past_the_limit_wait_in_the_backlog(door: str) -> None:
+    limits = dict(max_connections=4, max_connections_per_client=4, header_timeout=30.0)
+    async with serving(door, Answer(), **limits) as port:
+        first = [await connect(port) for _ in range(4)]
+        for sock in first:  # each has sent a request: none is evicted to make room
+            await ask(sock)
+        before = open_fds()
+        waiting = [await connect(port) for _ in range(60)]  # left in the backlog: our fds only
+        await trio.sleep(0.2)
+        assert open_fds() - before <= 60 + 4
+        with trio.fail_after(5):
+            await waiting[0].send(REQUEST)  # sits in the backlog until a slot frees
+            with trio.move_on_after(0.3):
+                assert not await waiting[0].recv(100), "answered past max_connections"
+            await first[1].send(b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+            assert await closed_by_server(first[1])  # answered, and its slot is free
+            got = b""
+            while not got.endswith(b"ok"):
+                got += await waiting[0].recv(65536)
+        for sock in first + waiting:
+            sock.close()
+
+
+@pytest.mark.parametrize("door", DOORS)
+async def test_a_slowloris_from_one_address_never_blocks_another(door: str) -> None:
+    limits = dict(max_connections=8, max_connections_per_client=4, header_timeout=30.0)
+    async with serving(door, Answer(), **limits) as port:
+        attackers = []
+        for _ in range(12):  # each sends a piece of a head, never the end
+            sock = await connect(port, "127.0.0.3")
+            await sock.send(b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-A: ")
+            attackers.append(sock)
+        await trio.sleep(0.1)
+        with trio.fail_after(2):
+            legitimate = await connect(port, "127.0.0.2")
+            assert (await ask(legitimate)).startswith(b"HTTP/1.1 200")
+        with trio.fail_after(2):  # past its share, the attacker's connections were closed at once
+            for sock in attackers[4:]:
+                assert await closed_by_server(sock)
+        for sock in [*attackers, legitimate]:
+            sock.close()
+
+
+@pytest.mark.parametrize("door", DOORS)
+async def test_a_full_table_of_connections_that_sent_no_request_never_blocks_a_client(door: str) -> None:
+    limits = dict(max_connections=8, max_connections_per_client=2, header_timeout=30.0)
+    async with serving(door, Answer(), **limits) as port:
+        kept = await connect(port, "127.0.0.2")
+        await ask(kept)  # a client that sent its request: kept
+        attackers = []
+        for i in range(40):  # from many addresses, each within its share: the table fills
+            sock = await connect(port, f"127.0.0.{3 + i % 20}")
+            if i % 2:
+                await sock.send(b"GET /mcp HTTP/1.1\r\nX-A: ")
+            attackers.append(sock)
+        await trio.sleep(0.1)
+        with trio.fail_after(2):  # the oldest connection without a request makes room
+            legitimate = await connect(port, "127.0.0.2")
+            assert (await ask(legitimate)).startswith(b"HTTP/1.1 200")
+            assert (await ask(kept)).startswith(b"HTTP/1.1 200")
+        for sock in [*attackers, legitimate, kept]:
+            sock.close()
+
+
+@pytest.mark.parametrize("door", DOORS)
+async def test_a_trickled_head_is_cut_off_at_the_header_timeout(door: str) -> None:
+    async with serving(door, Answer(), header_timeout=0.5, keepalive_timeout=30.0) as port:
+        trickler = await connect(port)
+        idle = await connect(port)
+        kept = await connect(port)
+        await ask(kept)  # kept alive, then idle: keepalive_timeout applies, not header_timeout
+        start = trio.current_time()
+        with trio.fail_after(3):
+            async with trio.open_nursery() as nursery:
+
+                async def trickle() -> None:
+                    try:
+                        for byte in REQUEST[:-2]:
+                            await trickler.send(bytes([byte]))
+                            await trio.sleep(0.05)
+                    except OSError:
+                        pass
+
+                nursery.start_soon(trickle)
+                assert await closed_by_server(trickler)
+                nursery.cancel_scope.cancel()
+            assert await closed_by_server(idle)
+        assert trio.current_time() - start < 2
+        assert (await ask(kept)).startswith(b"HTTP/1.1 200")
+        for sock in (trickler, idle, kept):
+            sock.close()
+
+
+@pytest.mark.parametrize("door", DOORS)
+async def test_a_client_that_never_reads_a_large_answer_is_dropped_at_the_write_timeout(door: str) -> None:
+    handler = Answer()
+    async with serving(door, handler, write_timeout=0.5) as port:
+        sock = await connect(port, "127.0.0.2", rcvbuf=4096)
+        await sock.send(b"GET /mcp?big HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        with trio.fail_after(4):  # the answer is abandoned and its handler ends
+            await handler.big_ended.wait()
+        assert handler.big_outcome == "dropped" if door == "h11" else handler.big_outcome != "sent"
+        with trio.fail_after(4):  # and the connection is closed: the client finds its end
+            got = 0
+            try:
+                while data := await sock.recv(65536):
+                    got += len(data)
+            except ConnectionResetError:
+                pass
+        assert got < BIG
+        sock.close()
+        with trio.fail_after(2):  # the server goes on
+            sock = await connect(port, "127.0.0.2")
+            assert (await ask(sock)).startswith(b"HTTP/1.1 200")
+        sock.close()
+
+
+async def test_the_h11_door_writes_a_large_answer_without_copying_it() -> None:
+    handler = Answer()
+    tracemalloc.start()
+    try:
+        async with serving("h11", handler, write_timeout=0.5) as port:
+            sock = await connect(port, rcvbuf=4096)
+            await sock.send(b"GET /mcp?big HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            with trio.fail_after(4):
+                await handler.big_ended.wait()
+            sock.close()
+    finally:
+        tracemalloc.stop()
+    assert handler.big_outcome == "dropped"
+    assert 0 <= handler.extra_bytes < BIG // 4, f"the write held {handler.extra_bytes} bytes beyond the body"
+
+
+@pytest.mark.parametrize("door", DOORS)
+async def test_a_connection_the_client_closed_frees_its_slot_at_once(door: str) -> None:
+    limits = dict(max_connections=4, max_connections_per_client=2, header_timeout=30.0)
+    async with serving(door, Answer(), **limits) as port:
+        with trio.fail_after(5):
+            for i in range(12):  # a request, nothing, or a part of a head; then the client closes
+                sock = await connect(port, "127.0.0.2")
+                try:
+                    if i % 3 == 0:
+                        assert (await ask(sock)).startswith(b"HTTP/1.1 200")
+                    elif i % 3 == 1:
+                        await sock.send(REQUEST[:10])
+                finally:
+                    sock.close()
+                await trio.sleep(0.05)
+            sock = await connect(port, "127.0.0.2")
+            assert (await ask(sock)).startswith(b"HTTP/1.1 200")
+            sock.close()
+
+
+@pytest.mark.parametrize("door", DOORS)
+async def test_a_body_trickled_past_the_request_timeout_gets_408(door: str) -> None:
+    async with serving(door, Answer(), request_timeout=0.5) as port:
+        sock = await connect(port, "127.0.0.2")
+        await sock.send(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n0123456789")
+        got = b""
+        with trio.fail_after(3):
+            try:
+                while data := await sock.recv(65536):
+                    got += data
+            except ConnectionResetError:
+                pass
+        assert got.startswith(b"HTTP/1.1 408")
+        sock.close()
