@@ -403,18 +403,23 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin):
                 front = auth.protect(endpoint)
                 routes = {p: auth.protect(h) for p, h in routes.items()}
                 routes.update(auth.metadata_routes(path))
-            door = dict(
+            # the front door's connection limits, the same for both doors
+            serve: Callable[..., Awaitable[None]]
+            if front_door == "h11":
+                serve = partial(
+                    serve_h11, front, path=path, routes=routes, request_timeout=request_timeout
+                )
+            else:
+                app = ASGIApp(front, path, routes, request_timeout=request_timeout)
+                serve = partial(serve_hypercorn, app)
+            serve = partial(
+                serve,
                 max_connections=max_connections,
                 max_connections_per_client=max_connections_per_client,
                 header_timeout=header_timeout,
                 keepalive_timeout=keepalive_timeout,
                 write_timeout=write_timeout,
             )
-            if front_door == "h11":
-                serve = partial(serve_h11, front, path=path, routes=routes, request_timeout=request_timeout, **door)
-            else:
-                app = ASGIApp(front, path, routes, request_timeout=request_timeout)
-                serve = partial(serve_hypercorn, app, **door)
             urls = await nursery.start(serve, host, port)
             if auth is not None:
                 auth.bind_resource(urls[0] + path)

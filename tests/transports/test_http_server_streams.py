@@ -92,7 +92,8 @@ async def test_idle_get_streams_of_one_address_never_lock_another_out(front_door
     server, _ = make_server()
     held: list[trio.SocketStream] = []
     refused: list[tuple[int, dict[str, str]]] = []
-    async with serving(front_door, server, h11_options={"max_connections": 80}) as (port, _):
+    door = {"max_connections": 80, "max_connections_per_client": 80}  # the stream bounds, not the door's, at work
+    async with serving(front_door, server, h11_options=door) as (port, _):
         try:
             with trio.fail_after(20):
                 for _ in range(80):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 import trio
 
@@ -274,7 +274,7 @@ async def serve_hypercorn(
         setattr(config, key, value)
     gate = ConnectionGate(max_connections, max_connections_per_client)
     context = WorkerContext(None)
-    wrapped = ASGIWrapper(app)
+    wrapped = ASGIWrapper(cast(Any, app))  # hypercorn's ASGI types are narrower than our dict scope
     ssl_context = config.create_ssl_context()
     sockets = config.create_sockets()
     listeners: list[tuple[trio.SocketListener, bool]] = []
@@ -284,7 +284,7 @@ async def serve_hypercorn(
             listeners.append((trio.SocketListener(trio.socket.from_stdlib_socket(sock)), secure))
     urls = [listener_url(listener, "https" if secure else "http") for listener, secure in listeners]
 
-    class Connection(TCPServer):  # type: ignore[misc]
+    class Connection(TCPServer):
         """Hypercorn's connection server, telling when it is idle (no request under way)."""
 
         idle = True
@@ -300,7 +300,10 @@ async def serve_hypercorn(
 
     async def connection(stream: trio.SocketStream, secure: bool) -> None:
         timed = TimedStream(stream, write_timeout)
-        outer: Any = trio.SSLStream(timed, ssl_context, server_side=True, https_compatible=True) if secure else timed
+        outer: Any = timed
+        if secure:
+            assert ssl_context is not None  # a secure socket exists only with a certificate
+            outer = trio.SSLStream(timed, ssl_context, server_side=True, https_compatible=True)
         server = Connection(wrapped, config, context, ConnectionState({}), outer)
         server.timed = timed
 

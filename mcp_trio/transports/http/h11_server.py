@@ -149,7 +149,7 @@ class _H11Responder:
         if not data:
             return
         # Passed through, not joined: the body stays the caller's buffer.
-        body = [] if self._head_only else self._conn.send_with_data_passthrough(h11.Data(data=data))
+        body: list[bytes] = [] if self._head_only else list(self._conn.send_with_data_passthrough(h11.Data(data=data)) or ())
         head, self._held = self._held, b""
         end = b""
         if self._left >= 0:
@@ -393,8 +393,8 @@ class _H11Connection:
         in_request = False
         try:
             # One deadline: the head's (see _next_head), then the time allowed for the rest.
+            mark = self.received
             with trio.CancelScope() as scope:
-                mark = self.received
                 event = await self._next_head(scope)
                 if not isinstance(event, h11.Request):
                     return None

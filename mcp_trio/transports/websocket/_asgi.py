@@ -57,11 +57,12 @@ class _ASGIChannel(WebSocketChannel):
         while True:
             if self._ended:
                 raise trio.EndOfChannel
+            message = None
             with trio.CancelScope() as scope:
                 self._receive_scope = scope
                 message = await self._receive()
             self._receive_scope = None
-            if scope.cancelled_caught:
+            if message is None:
                 raise trio.EndOfChannel
             kind = message.get("type")
             if kind == "websocket.disconnect":
@@ -227,7 +228,7 @@ class WebSocketASGI:
         if message.get("type") != "websocket.connect":
             return
         endpoint = self.endpoint
-        offered = list(scope.get("subprotocols") or ())
+        offered: list[str] = list(scope.get("subprotocols") or ())
         query = scope.get("query_string", b"").decode("latin-1")
         decision = await endpoint._handshake(scope["path"], query, _asgi_headers(scope), offered)
         if isinstance(decision, _Refusal):
