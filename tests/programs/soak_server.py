@@ -1,28 +1,25 @@
-"""The server the soak test attacks (tests/soak): a fast tool, a slow one, one with a big answer."""
+"""The server the soak test attacks (tests/soak): the benchmarks' server (``echo(text)``, fast,
+and ``sleep(ms)``, slow) with two more tools, one with a big answer."""
 
 from __future__ import annotations
 
-import trio
+import gc
+import sys
 
-from mcp_trio.server import Server
+from benchmarks.echo_server import server
 
-server = Server("soak", "1.0")
-
-
-@server.tool(structured_output=False)
-async def fast(text: str) -> str:
-    """Return the text unchanged."""
-    return text
-
-
-@server.tool(structured_output=False)
-async def slow(ms: float) -> str:
-    """Sleep for ``ms`` milliseconds (at most 10 s), then answer "slept"."""
-    await trio.sleep(min(ms, 10_000) / 1000)
-    return "slept"
+__all__ = ["server"]
 
 
 @server.tool(structured_output=False)
 async def blob(kb: int) -> str:
     """Return ``kb`` KiB of text (at most 8 MiB)."""
     return "x" * (min(kb, 8192) * 1024)
+
+
+@server.tool(structured_output=False)
+async def live_blocks() -> str:
+    """After a full collection, the blocks Python's small-object allocator holds (the soak test
+    reports them next to RSS: objects still alive, or memory the allocator keeps)."""
+    gc.collect()
+    return str(sys.getallocatedblocks())

@@ -81,7 +81,7 @@ async def one_session(
             text = f"{ident}-{n}"
             started = trio.current_time()
             reply = await client.request(
-                "POST", headers(session, LATEST), encode(call(n + 1, "fast", text=text)), timeout
+                "POST", headers(session, LATEST), encode(call(n + 1, "echo", text=text)), timeout
             )
             answer = reply.messages() if reply.status == 200 else []
             content = answer[-1].get("result", {}).get("content", []) if answer else []

@@ -44,7 +44,18 @@ import trio
 from ._conn_attacks import ATTACKS as CONNECTION_ATTACKS
 from ._msg_attacks import ATTACKS as MESSAGE_ATTACKS
 from ._tally import Attack, Stats
-from ._wire import BATCHES, LATEST, Client, call, connect, encode, headers, open_session, rpc
+from ._wire import (
+    BATCHES,
+    LATEST,
+    Client,
+    Failed,
+    call,
+    connect,
+    encode,
+    headers,
+    open_session,
+    rpc,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -207,7 +218,7 @@ async def warm_up(port: int) -> None:
         client = await Client.open(WARM_SOURCE, port)
         old = await open_session(client, BATCHES)
         for batch in (
-            [call(n, "slow", ms=10) for n in range(20)],
+            [call(n, "sleep", ms=10) for n in range(20)],
             [call(100 + n, "blob", kb=32) for n in range(8)],
         ):
             assert (
@@ -236,6 +247,23 @@ async def warm_up(port: int) -> None:
             stream.socket.close()
 
 
+async def live_blocks(port: int) -> int:
+    """The server's live small objects (its ``live_blocks`` tool); 0 if it cannot tell in 5 s."""
+    client = None
+    try:
+        with trio.fail_after(5):
+            client = await Client.open(WARM_SOURCE, port)
+            session = await open_session(client)
+            message = encode(call(1, "live_blocks"))
+            reply = await client.request("POST", headers(session, LATEST), message)
+            return int(reply.messages()[0]["result"]["content"][0]["text"])
+    except (Failed, OSError, trio.TooSlowError, LookupError, ValueError):
+        return 0
+    finally:
+        if client is not None:
+            client.close()
+
+
 class _OneShot(Stats):
     """Stats that make a counted attack loop stop after its first round."""
 
@@ -255,6 +283,8 @@ class Report:
     rss_before: float = math.nan
     rss_peak: float = math.nan
     rss_after: float = math.nan
+    blocks_before: int = 0
+    blocks_after: int = 0
     settled_in: float = math.nan
     files_peak: int = 0
     server_cpu: float = math.nan
@@ -288,7 +318,7 @@ class Report:
             found.append(
                 f"server RSS {self.rss_after:.1f} MiB {self.settled_in:.0f} s after the attacks vs "
                 f"{self.rss_before:.1f} MiB before ({self._growth(self.rss_after)}, "
-                f"bound +{RSS_MARGIN:.0%}; peak {self.rss_peak:.1f} MiB)"
+                f"bound +{RSS_MARGIN:.0%}; peak {self.rss_peak:.1f} MiB); {self._blocks()}"
             )
         for attack in self.attacks:
             stats = self.stats.get(attack.name)
@@ -296,6 +326,21 @@ class Report:
                 did = stats.summary() if stats else "no stats"
                 found.append(f"attack {attack.name} did not really run: {did}")
         return found
+
+    def _blocks(self) -> str:
+        if not self.blocks_before or not self.blocks_after:
+            return "live small objects not measured"
+        growth = self.blocks_after / self.blocks_before - 1
+        verdict = (
+            "small objects freed; the rest is large buffers still held or memory the "
+            "allocators keep (fragmentation)"
+            if growth <= RSS_MARGIN
+            else "objects still alive"
+        )
+        return (
+            f"live small objects (sys.getallocatedblocks) {self.blocks_before} before, "
+            f"{self.blocks_after} after ({growth:+.0%}): {verdict}"
+        )
 
     def _growth(self, value: float) -> str:
         return f"{(value / self.rss_before - 1):+.0%}"
@@ -325,6 +370,7 @@ class Report:
             f"({self._growth(self.rss_after)}, read {self.settled_in:.1f} s after the attacks); "
             f"open files peak {self.files_peak}; CPU {self.server_cpu:.1f} s in "
             f"{UNDER_ATTACK:g} s; {fate}",
+            f"server memory: {self._blocks()}",
             f"attackers' own CPU (test process): {self.attackers_cpu:.1f} s",
             "attacks, all at once:",
         ]
@@ -369,6 +415,7 @@ async def soak(door: str, tmp: Path) -> Report:
         async with serving(door, tmp) as server:
             await warm_up(server.port)
             report.unloaded = await legit(server.port, UNLOADED)
+            report.blocks_before = await live_blocks(server.port)
             await trio.sleep(0.5)
             report.rss_before = server.rss_mib()
             report.rss_peak = report.rss_before
@@ -392,6 +439,9 @@ async def soak(door: str, tmp: Path) -> Report:
                     or report.settled_in >= SETTLE
                 ):
                     break
+            if server.alive():  # after a full collection, as "before" was read
+                report.blocks_after = await live_blocks(server.port)
+                report.rss_after = min(report.rss_after, server.rss_mib())
             if not server.alive() and report.died is None:
                 report.died = f"exit code {server.proc.returncode}; stderr: {server.stderr_tail()}"
     return report
