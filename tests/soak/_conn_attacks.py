@@ -182,7 +182,7 @@ async def _slow_reader(
                 s.release()
                 held.pop(local_port, None)
         except ERRORS as exc:
-            s.add(f"failed: {type(exc).__name__}")
+            s.add(f"failed: {_why(exc)}")
             await trio.sleep(0.5)
         finally:
             close(stream)
@@ -249,7 +249,7 @@ async def cl_te(port: int, s: Stats) -> None:
             answer = b"+".join(statuses).decode() or "nothing"
             s.add(f"answered {answer}, {'closed' if closed else 'left open 3 s'}")
         except ERRORS as exc:
-            s.add(f"failed: {type(exc).__name__}")
+            s.add(f"failed: {_why(exc)}")
         finally:
             close(stream)
 
