@@ -1,0 +1,475 @@
+"""Soak test: legitimate clients keep their service while every attack of issue 19 runs at once.
+
+For each front door, ``mcp-trio serve tests/programs/soak_server.py --http 127.0.0.1:0`` runs
+as a real process with the default limits (only the timeouts in ``SHORTENED`` are cut so that
+they fire within the test's window).  Then:
+
+1. warm-up: every code path the attacks take, once, at a small scale (so first-use allocations
+   do not count as growth);
+2. unloaded: legitimate clients from 127.0.0.2 (a process of their own, ``_legit``: sessions on
+   new connections, ``initialize`` + ``tools/call`` in a loop) give ``p99_unloaded``; the
+   server's RSS is read after it ("before");
+3. under attack: the same legitimate load while every attack of ``_conn_attacks`` and
+   ``_msg_attacks`` runs at once, each from its own address (127.0.0.3, 127.0.0.4 ...), bounded
+   in count and rate, counting what it did and what the server answered; the server's RSS, open
+   files and liveness are sampled;
+4. settle: the attackers close everything; the server's RSS is read until it is back or
+   ``SETTLE`` seconds pass ("after").
+
+It asserts: 0 errors for the legitimate clients under attack; their p99 within
+``P99_FACTOR`` x max(p99_unloaded, ``P99_FLOOR_MS``); RSS after within ``RSS_MARGIN`` of before;
+the server alive; and that every attack really ran.  The failure message carries the whole
+report: per attack what it did, what the server answered and, where its counters show it, the
+bound that is missing (with the knob that sets it).  ``MCP_TRIO_SOAK_ATTACKS=name,name`` runs a
+subset of the attacks (to tell which one breaks a bound).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import resource
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from ._conn_attacks import ATTACKS as CONNECTION_ATTACKS
+from ._msg_attacks import ATTACKS as MESSAGE_ATTACKS
+from ._tally import Attack, Stats
+from ._wire import (
+    BATCHES,
+    LATEST,
+    Client,
+    Failed,
+    call,
+    connect,
+    encode,
+    headers,
+    open_session,
+    rpc,
+)
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+SERVER_FILE = "tests/programs/soak_server.py"
+
+# ---------------------------------------------------------------------------------------------
+# Flags that cut a timeout so that it fires within the test's window; every other limit is the
+# shipped default.  Lines commented out name flags `mcp-trio serve` does not have on a7ca122 yet
+# (issue 19): enable them when they exist.
+SHORTENED: list[str] = [
+    "--session-idle-timeout",
+    "4",  # sessions the attackers leave behind end before "after"
+    # "--header-timeout", "2",  # slowloris heads, silent connections (default far above 15 s)
+    # "--write-timeout", "3",  # clients that never read a 4 MiB answer
+    # "--stream-idle-timeout", "5",  # idle GET streams
+]
+# ---------------------------------------------------------------------------------------------
+
+# glibc raises its mmap threshold up to the size of the largest block freed (4 MiB answers here),
+# after which big buffers come from the heap, whose freed pages stay in RSS: memory that is free
+# would read as held.  Pinning the threshold at its default (128 KiB) keeps RSS a measure of live
+# memory; nothing else changes for the server.
+SERVER_ENV = {"MALLOC_MMAP_THRESHOLD_": "131072"}
+
+LEGIT_SOURCE = "127.0.0.2"
+LEGIT_CLIENTS = 4
+UNLOADED = 4.0  # seconds measured without attacks (after 1 s of warm-up)
+UNDER_ATTACK = 12.0  # seconds measured with every attack on
+SETTLE = 8.0  # seconds at most for the server's memory to come back
+P99_FACTOR = 5.0
+P99_FLOOR_MS = 5.0  # so that noise on a tiny unloaded p99 does not decide
+RSS_MARGIN = 0.10
+WARM_SOURCE = "127.0.1.1"
+
+
+def _selected() -> list[Attack]:
+    attacks = CONNECTION_ATTACKS + MESSAGE_ATTACKS
+    wanted = os.environ.get("MCP_TRIO_SOAK_ATTACKS")
+    if not wanted:
+        return attacks
+    names = {name.strip() for name in wanted.split(",")}
+    unknown = names - {attack.name for attack in attacks}
+    assert not unknown, f"MCP_TRIO_SOAK_ATTACKS names unknown attacks {sorted(unknown)}"
+    return [attack for attack in attacks if attack.name in names]
+
+
+@dataclass
+class Server:
+    proc: trio.Process
+    port: int
+    stderr: Path
+
+    def rss_mib(self) -> float:
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+        raise AssertionError("no VmRSS")
+
+    def cpu_seconds(self) -> float:
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def open_files(self) -> int:
+        return len(os.listdir(f"/proc/{self.proc.pid}/fd"))
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def stderr_tail(self) -> str:
+        return self.stderr.read_text(errors="replace")[-1500:]
+
+
+@asynccontextmanager
+async def serving(door: str, tmp: Path) -> AsyncIterator[Server]:
+    argv = [
+        sys.executable,
+        "-m",
+        "mcp_trio._cli",
+        "serve",
+        SERVER_FILE,
+        "--http",
+        "127.0.0.1:0",
+        "--front-door",
+        door,
+        *SHORTENED,
+    ]
+    stderr = tmp / f"server-{door}.stderr"
+    with stderr.open("wb") as sink:  # a file, never a pipe nobody reads: logging must not block it
+        proc = await trio.lowlevel.open_process(
+            argv,
+            cwd=ROOT,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=sink,
+            env={**os.environ, **SERVER_ENV, "PYTHONPATH": str(ROOT)},
+        )
+    try:
+        with trio.fail_after(15):
+            while " at http://127.0.0.1:" not in (text := stderr.read_text(errors="replace")):
+                assert proc.poll() is None, f"the server did not start: {text}"
+                await trio.sleep(0.05)
+        port = int(text.split(" at http://127.0.0.1:")[1].split("/")[0])
+        yield Server(proc, port, stderr)
+    finally:
+        proc.kill()
+        with trio.CancelScope(shield=True), trio.move_on_after(10):
+            await proc.wait()
+
+
+async def legit(port: int, seconds: float) -> dict[str, Any]:
+    argv = [
+        sys.executable,
+        "-m",
+        "tests.soak._legit",
+        "--port",
+        str(port),
+        "--source",
+        LEGIT_SOURCE,
+        "--clients",
+        str(LEGIT_CLIENTS),
+        "--warmup",
+        "1",
+        "--seconds",
+        str(seconds),
+    ]
+    with trio.fail_after(seconds + 30):
+        done = await trio.run_process(
+            argv,
+            cwd=ROOT,
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
+    assert done.returncode == 0, (
+        f"the legitimate clients failed to run: {done.stderr.decode()[-2000:]}"
+    )
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+async def warm_up(port: int) -> None:
+    """Each path the attacks take, once and small: a GET stream, 2025-03-26 batches (slow
+    calls, big answers), a batch in 2025-11-25, a 4 MiB answer, ambiguous framing, a body over
+    the limit, a silent connection and a partial head."""
+    with trio.fail_after(30):
+        client = await Client.open(WARM_SOURCE, port)
+        session = await open_session(client)
+        reply = await client.start(
+            "GET",
+            {
+                "accept": "text/event-stream",
+                "mcp-session-id": session,
+                "mcp-protocol-version": LATEST,
+            },
+        )
+        assert reply.status == 200, reply
+        client.close()
+        client = await Client.open(WARM_SOURCE, port)
+        old = await open_session(client, BATCHES)
+        for batch in (
+            [call(n, "sleep", ms=10) for n in range(20)],
+            [call(100 + n, "blob", kb=32) for n in range(8)],
+        ):
+            assert (
+                await client.request("POST", headers(old, BATCHES), encode(batch))
+            ).status == 200
+        client.close()
+        client = await Client.open(WARM_SOURCE, port)
+        session = await open_session(client)
+        await client.request(
+            "POST", headers(session, LATEST), encode([rpc("a", "ping"), rpc("b", "ping")])
+        )
+        client.close()
+        client = await Client.open(WARM_SOURCE, port)
+        big = await client.request(
+            "POST", headers(session, LATEST), encode(call(1, "blob", kb=4096)), timeout=15
+        )
+        assert big.status == 200 and len(big.body) > 4 << 20, big.status
+        client.close()
+        for attack in CONNECTION_ATTACKS:
+            if attack.name in ("cl_te", "oversize"):
+                with trio.move_on_after(4):
+                    await attack.run(port, _OneShot(attack.name, WARM_SOURCE))
+        for _ in range(3):  # a silent connection and a partial head, dropped
+            stream = await connect(WARM_SOURCE, port)
+            await stream.send_all(b"POST /mcp HTTP/1.1\r\n")
+            stream.socket.close()
+
+
+async def live_blocks(port: int) -> int:
+    """The server's live small objects (its ``live_blocks`` tool); 0 if it cannot tell in 5 s."""
+    client = None
+    try:
+        with trio.fail_after(5):
+            client = await Client.open(WARM_SOURCE, port)
+            session = await open_session(client)
+            message = encode(call(1, "live_blocks"))
+            reply = await client.request("POST", headers(session, LATEST), message)
+            return int(reply.messages()[0]["result"]["content"][0]["text"])
+    except (Failed, OSError, trio.TooSlowError, LookupError, ValueError):
+        return 0
+    finally:
+        if client is not None:
+            client.close()
+
+
+class _OneShot(Stats):
+    """Stats that make a counted attack loop stop after its first round."""
+
+    def add(self, key: str, n: int = 1) -> None:
+        super().add(key, n)
+        if key == "sent":
+            self.counts[key] += 10**6
+
+
+@dataclass
+class Report:
+    door: str
+    attacks: list[Attack]
+    stats: dict[str, Stats] = field(default_factory=dict)
+    unloaded: dict[str, Any] = field(default_factory=dict)
+    loaded: dict[str, Any] = field(default_factory=dict)
+    rss_before: float = math.nan
+    rss_peak: float = math.nan
+    rss_after: float = math.nan
+    blocks_before: int = 0
+    blocks_after: int = 0
+    settled_in: float = math.nan
+    files_peak: int = 0
+    server_cpu: float = math.nan
+    attackers_cpu: float = math.nan
+    died: str | None = None
+
+    def problems(self) -> list[str]:
+        """Every assertion that fails, each saying which bound it is."""
+        found = []
+        if self.died is not None:
+            found.append(f"the server process died: {self.died}")
+        before, loaded = self.unloaded, self.loaded
+        if before.get("errors", 1) or before.get("warmup_errors", 1):
+            found.append(
+                f"legitimate clients failed without attacks: {before.get('error_samples')}"
+            )
+        if loaded.get("errors", 1):
+            found.append(
+                f"legitimate clients got {loaded.get('errors')} errors under attack (bound: 0) "
+                f"in {loaded.get('requests')} requests, e.g. {loaded.get('error_samples')}"
+            )
+        unloaded_p99 = before.get("p99_ms", math.nan)
+        bound = P99_FACTOR * max(unloaded_p99, P99_FLOOR_MS)
+        if not loaded.get("p99_ms", math.nan) <= bound:
+            found.append(
+                f"legitimate p99 under attack {loaded.get('p99_ms', math.nan):.1f} ms > "
+                f"{P99_FACTOR:g} x max(p99 unloaded {unloaded_p99:.1f} ms, "
+                f"floor {P99_FLOOR_MS:g} ms) = {bound:.1f} ms"
+            )
+        if not self.rss_after <= self.rss_before * (1 + RSS_MARGIN):
+            found.append(
+                f"server RSS {self.rss_after:.1f} MiB {self.settled_in:.0f} s after the attacks vs "
+                f"{self.rss_before:.1f} MiB before ({self._growth(self.rss_after)}, "
+                f"bound +{RSS_MARGIN:.0%}; peak {self.rss_peak:.1f} MiB); {self._blocks()}"
+            )
+        for attack in self.attacks:
+            stats = self.stats.get(attack.name)
+            if stats is None or not attack.ran(stats):
+                did = stats.summary() if stats else "no stats"
+                found.append(f"attack {attack.name} did not really run: {did}")
+        return found
+
+    def _blocks(self) -> str:
+        if not self.blocks_before or not self.blocks_after:
+            return "live small objects not measured"
+        growth = self.blocks_after / self.blocks_before - 1
+        verdict = (
+            "small objects freed; the rest is large buffers still held or memory the "
+            "allocators keep (fragmentation)"
+            if growth <= RSS_MARGIN
+            else "objects still alive"
+        )
+        return (
+            f"live small objects (sys.getallocatedblocks) {self.blocks_before} before, "
+            f"{self.blocks_after} after ({growth:+.0%}): {verdict}"
+        )
+
+    def _growth(self, value: float) -> str:
+        return f"{(value / self.rss_before - 1):+.0%}"
+
+    def render(self, problems: list[str]) -> str:
+        def legit_line(label: str, r: dict[str, Any]) -> str:
+            p = {
+                key: r.get(key, math.nan)
+                for key in ("p50_ms", "p90_ms", "p99_ms", "max_ms", "cpu_s")
+            }
+            return (
+                f"  {label:<13}{r.get('requests', 0):>6} requests in {r.get('sessions', 0)} "
+                f"sessions, {r.get('errors', '?')} errors, p50 {p['p50_ms']:.1f} ms, "
+                f"p90 {p['p90_ms']:.1f} ms, p99 {p['p99_ms']:.1f} ms, max {p['max_ms']:.1f} ms, "
+                f"client CPU {p['cpu_s']:.1f} s"
+            )
+
+        flags = " ".join(SHORTENED) or "(none)"
+        fate = f"died: {self.died}" if self.died else "alive"
+        lines = [
+            f"soak test, front door {self.door}, flags {flags}, {os.cpu_count()} cores",
+            f"legitimate clients: {LEGIT_CLIENTS} from {LEGIT_SOURCE}, sessions on new connections",
+            legit_line("unloaded", self.unloaded),
+            legit_line("under attack", self.loaded),
+            f"server: RSS before {self.rss_before:.1f} MiB, peak {self.rss_peak:.1f} MiB "
+            f"({self._growth(self.rss_peak)}), after {self.rss_after:.1f} MiB "
+            f"({self._growth(self.rss_after)}, read {self.settled_in:.1f} s after the attacks); "
+            f"open files peak {self.files_peak}; CPU {self.server_cpu:.1f} s in "
+            f"{UNDER_ATTACK:g} s; {fate}",
+            f"server memory: {self._blocks()}",
+            f"attackers' own CPU (test process): {self.attackers_cpu:.1f} s",
+            "attacks, all at once:",
+        ]
+        for attack in self.attacks:
+            stats = self.stats.get(attack.name)
+            lines.append(f"  {attack.name} ({stats.source if stats else '?'}): {attack.does}")
+            if stats is not None:
+                lines.append(f"      did/saw: {stats.summary()}")
+                missing = attack.unbounded(stats)
+                if missing:
+                    lines.append(f"      NO BOUND SEEN: {missing}")
+        if problems:
+            lines.append("FAILED:")
+            lines.extend(f"  - {problem}" for problem in problems)
+        return "\n".join(lines)
+
+
+async def _run_attack(attack: Attack, port: int, stats: Stats) -> None:
+    try:
+        await attack.run(port, stats)
+    except (OSError, trio.BrokenResourceError, trio.ClosedResourceError, ValueError) as exc:
+        stats.add(f"stopped: {type(exc).__name__}: {str(exc)[:60]}")
+    except Exception as exc:  # the harness must report, not hide, its own failures
+        stats.add(f"attack crashed: {type(exc).__name__}: {str(exc)[:80]}")
+    stats.add("budget used up before the end")
+
+
+async def _sample(server: Server, report: Report) -> None:
+    while True:
+        if not server.alive():
+            report.died = f"exit code {server.proc.returncode}; stderr: {server.stderr_tail()}"
+            return
+        report.rss_peak = max(report.rss_peak, server.rss_mib())
+        report.files_peak = max(report.files_peak, server.open_files())
+        await trio.sleep(0.25)
+
+
+async def soak(door: str, tmp: Path) -> Report:
+    attacks = _selected()
+    report = Report(door, attacks)
+    with trio.fail_after(UNLOADED + UNDER_ATTACK + SETTLE + 120):  # never hang
+        async with serving(door, tmp) as server:
+            await warm_up(server.port)
+            report.unloaded = await legit(server.port, UNLOADED)
+            report.blocks_before = await live_blocks(server.port)
+            await trio.sleep(0.5)
+            report.rss_before = server.rss_mib()
+            report.rss_peak = report.rss_before
+            cpu_before, mine_before = server.cpu_seconds(), _own_cpu()
+            async with trio.open_nursery() as nursery:
+                for number, attack in enumerate(attacks):
+                    stats = report.stats[attack.name] = Stats(attack.name, f"127.0.0.{3 + number}")
+                    nursery.start_soon(_run_attack, attack, server.port, stats)
+                nursery.start_soon(_sample, server, report)
+                report.loaded = await legit(server.port, UNDER_ATTACK)
+                nursery.cancel_scope.cancel()  # every attacker socket is closed on the way out
+            report.server_cpu = server.cpu_seconds() - cpu_before if server.alive() else math.nan
+            report.attackers_cpu = _own_cpu() - mine_before
+            ended = trio.current_time()
+            while server.alive():
+                await trio.sleep(0.5)
+                report.rss_after = server.rss_mib()
+                report.settled_in = trio.current_time() - ended
+                if (
+                    report.rss_after <= report.rss_before * (1 + RSS_MARGIN)
+                    or report.settled_in >= SETTLE
+                ):
+                    break
+            if server.alive():  # after a full collection, as "before" was read
+                report.blocks_after = await live_blocks(server.port)
+                report.rss_after = min(report.rss_after, server.rss_mib())
+            if not server.alive() and report.died is None:
+                report.died = f"exit code {server.proc.returncode}; stderr: {server.stderr_tail()}"
+    return report
+
+
+def _own_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+@pytest.fixture
+def open_files_limit() -> object:
+    """Enough descriptors for the attackers (and the server, which inherits the limit)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = min(hard, 16384) if hard != resource.RLIM_INFINITY else 16384
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, wanted), hard))
+    yield
+    resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="127.0.0.0/8 source addresses and /proc"
+)
+@pytest.mark.parametrize("door", ["h11", "hypercorn"])
+def test_legitimate_clients_keep_their_service_under_every_attack_at_once(
+    door: str, tmp_path: Path, open_files_limit: object
+) -> None:
+    report = trio.run(soak, door, tmp_path)
+    problems = report.problems()
+    assert not problems, report.render(problems)
+    print(report.render(problems))  # with -s: the numbers of a run that passed
