@@ -69,9 +69,9 @@ SERVER_FILE = "tests/programs/soak_server.py"
 SHORTENED: list[str] = [
     "--session-idle-timeout",
     "4",  # sessions the attackers leave behind end before "after"
-    # "--header-timeout", "2",  # slowloris heads, silent connections (default far above 15 s)
-    # "--write-timeout", "3",  # clients that never read a 4 MiB answer
-    # "--stream-idle-timeout", "5",  # idle GET streams
+    "--header-timeout", "2",  # slowloris heads, silent connections (default far above 15 s)
+    "--write-timeout", "3",  # clients that never read a 4 MiB answer
+    "--stream-idle-timeout", "5",  # idle GET streams
 ]
 # ---------------------------------------------------------------------------------------------
 
