@@ -40,6 +40,8 @@ def compile_schema(schema: Any) -> Any:
 
 def first_error(validator: Any, instance: Any) -> tuple[str, str] | None:
     """``(JSON path, reason)`` of the first mismatch of ``instance``, or None."""
+    if validator.is_valid(instance):  # the common case, without building errors
+        return None
     for error in validator.iter_errors(instance):
         return _where(error)
     return None
