@@ -1,9 +1,11 @@
 """The high-level MCP client: ``Client``, ``open_client`` and the ``connect_*`` entry points.
 
 The modules of this package split the client by job; everything public is
-re-exported here; the result types are in :mod:`mcp_trio.client.results`.
+re-exported here; the result types are in :mod:`mcp_trio.client.results`, what the
+handlers of the server's asks receive and return in :mod:`mcp_trio.client.asks`.
 """
 
+from . import asks as asks
 from . import results as results
 from ._cache import ResultCache as ResultCache
 from ._client import Client as Client
@@ -26,6 +28,7 @@ __all__ = [
     "ResultCache",
     "ServesSessions",
     "Subscription",
+    "asks",
     "connect",
     "connect_http",
     "connect_server",

@@ -26,7 +26,8 @@ from ..transports.memory import open_memory_transport_pair
 from ..transports.stdio import open_stdio_client
 from ._cache import _INVALIDATES, ResultCache
 from ._client import Client
-from ._handlers import Handler, NotificationHook, _client_capabilities
+from ._handlers import NotificationHook, _client_capabilities
+from .asks import ElicitationHandler, RootsProvider, SamplingHandler
 
 if TYPE_CHECKING:
     from ..transports.http.client import HTTPAuth
@@ -47,11 +48,11 @@ async def open_client(
     version: str = "0",
     title: str | None = None,
     versions: Sequence[str] | None = None,
-    sampling: Handler | None = None,
+    sampling: SamplingHandler | None = None,
     sampling_tools: bool = False,
-    elicitation: Handler | None = None,
+    elicitation: ElicitationHandler | None = None,
     elicitation_modes: Sequence[str] = ("form",),
-    roots: Sequence[Mapping[str, Any]] | Callable[[], Any] | None = None,
+    roots: RootsProvider | None = None,
     on_log: NotificationHook | None = None,
     on_list_changed: Callable[[str], Awaitable[None]] | None = None,
     on_resource_updated: Callable[[str], Awaitable[None]] | None = None,
@@ -72,13 +73,17 @@ async def open_client(
     Args:
         name, version, title: ``clientInfo``.
         versions: Protocol revisions to accept (default: all supported).
-        sampling: ``async (CreateMessageRequestParams) -> CreateMessageResult``
-            (a dict or Struct).  Advertises ``sampling`` (with ``tools`` when
-            ``sampling_tools``).
-        elicitation: ``async (ElicitRequestParams) -> ElicitResult``.
+        sampling: ``async (CreateMessageParams) -> CreateMessageResult``
+            (:data:`~mcp_trio.client.asks.SamplingHandler`; the result may
+            also be a dict of wire names).  Advertises ``sampling`` (with
+            ``tools`` when ``sampling_tools``).
+        elicitation: ``async (ElicitParams) -> ElicitResult``
+            (:data:`~mcp_trio.client.asks.ElicitationHandler`; or a dict).
             Advertises ``elicitation`` with ``elicitation_modes``.
-        roots: The roots (a list of ``{"uri", "name"}``) or a callable
-            returning them (sync or async).  Advertises ``roots``.
+        roots: The roots (:class:`~mcp_trio.client.asks.Root` objects or
+            ``{"uri", "name"}`` dicts) or a callable returning them (sync or
+            async).  Advertises ``roots``.  The handlers' types are those of
+            :mod:`mcp_trio.client.asks`, the same in every revision.
         on_log: ``async (LoggingMessageNotificationParams)``.
         on_list_changed: ``async ("tools" | "resources" | "prompts")``.
         on_resource_updated: ``async (uri)``.

@@ -7,7 +7,7 @@ checker must catch (``warn_unused_ignores`` fails the check if it stops catching
 
 from __future__ import annotations
 
-from typing import Any, assert_type
+from typing import Any, Literal, assert_type
 
 from mcp_trio.client import (
     Client,
@@ -17,7 +17,21 @@ from mcp_trio.client import (
     connect_http,
     connect_stdio,
     connect_websocket,
+    elicitation_defaults,
     open_client,
+)
+from mcp_trio.client.asks import (
+    CreateMessageParams,
+    CreateMessageResult,
+    ElicitationHandler,
+    ElicitParams,
+    ElicitResult,
+    ModelPreferences,
+    Root,
+    RootsProvider,
+    SamplingContent,
+    SamplingHandler,
+    SamplingMessage,
 )
 from mcp_trio.client.results import (
     BlobResourceContents,
@@ -149,19 +163,69 @@ async def utilities(client: Client) -> None:
 
 
 async def opening(channel: MessageChannel) -> None:
-    async def sampling(params: Any) -> dict[str, Any]:
+    async def sampling(params: CreateMessageParams) -> CreateMessageResult:
+        assert_type(params.messages, list[SamplingMessage])
+        assert_type(params.maxTokens, int)
+        assert_type(params.systemPrompt, str | None)
+        assert_type(params.tools, list[Tool])
+        assert_type(params.modelPreferences, ModelPreferences | None)
+        content = params.messages[0].content
+        assert_type(content, SamplingContent | list[SamplingContent])
+        if isinstance(content, TextContent):
+            assert_type(content.text, str)
+        return CreateMessageResult(role="assistant", content=TextContent(text="4"), model="m")
+
+    async def elicitation(params: ElicitParams) -> ElicitResult:
+        assert_type(params.mode, Literal["form", "url"])
+        assert_type(params.requestedSchema, dict[str, Any] | None)
+        assert_type(params.url, str | None)
+        return ElicitResult(action="accept", content=elicitation_defaults(params.requestedSchema))
+
+    async def as_dict(params: ElicitParams) -> dict[str, Any]:
+        return {"action": "decline"}
+
+    async def untyped(params: Any) -> Any:
         return {}
 
+    def roots() -> list[Root]:
+        return [Root(uri="file:///", name="all")]
+
+    async def async_roots() -> list[dict[str, str]]:
+        return [{"uri": "file:///"}]
+
+    typed_sampling: SamplingHandler = sampling
+    typed_elicitation: ElicitationHandler = as_dict
+    roots_provider: RootsProvider = async_roots
+    print(typed_sampling, typed_elicitation, roots_provider)
+
     async with open_client(
-        channel, sampling=sampling, strict=True, validate_output=False
+        channel,
+        sampling=sampling,
+        elicitation=elicitation,
+        roots=roots,
+        strict=True,
+        validate_output=False,
     ) as client:
         assert_type(client, Client)
+    any_roots = [Root(uri="file:///")]
+    async with open_client(channel, sampling=untyped, elicitation=untyped, roots=any_roots):
+        pass
     async with connect_stdio("python", "server.py") as client:
         assert_type(client, Client)
     async with connect_http("http://localhost/mcp") as client:
         assert_type(client, Client)
     async with connect_websocket("ws://localhost/mcp") as client:
         assert_type(client, Client)
+
+    # mistakes a checker must catch
+    async with open_client(channel, sampling=elicitation):  # type: ignore[arg-type]
+        pass
+    async with open_client(channel, elicitation=sampling):  # type: ignore[arg-type]
+        pass
+    async with open_client(channel, roots="file:///"):  # type: ignore[arg-type]
+        pass
+    ElicitResult(action="maybe")  # type: ignore[arg-type]
+    CreateMessageResult(content=TextContent(text="4"), model="m")  # type: ignore[call-arg]
 
 
 def errors(exc: Exception) -> None:
