@@ -19,14 +19,22 @@ from ._connect import open_client as open_client
 from ._handlers import HandlerError as HandlerError
 from ._handlers import elicitation_defaults as elicitation_defaults
 from ._listen import Subscription as Subscription
+from ._options import ClientOptions as ClientOptions
+from ._options import ConnectOptions as ConnectOptions
+from ._options import RequestOptions as RequestOptions
+from ._options import SessionOptions as SessionOptions
 from ._output import OutputValidationError as OutputValidationError
 
 __all__ = [
     "Client",
+    "ClientOptions",
+    "ConnectOptions",
     "HandlerError",
     "OutputValidationError",
+    "RequestOptions",
     "ResultCache",
     "ServesSessions",
+    "SessionOptions",
     "Subscription",
     "asks",
     "connect",

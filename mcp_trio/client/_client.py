@@ -42,7 +42,7 @@ Rules:
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any, TypeVar, Unpack
 
 import msgspec
 import trio
@@ -56,6 +56,7 @@ from ..types._versions import SUBSCRIPTION_ID
 from ._cache import _CACHEABLE, _INVALIDATES, ResultCache, _cache_params
 from ._handlers import HandlerError, _maybe_await, _NotAdvertised, _to_wire, _unwrap
 from ._listen import ListenMixin, Subscription
+from ._options import RequestOptions
 from ._output import OutputSchemas
 from ._reading import RESULTS, Reader, ask_params, call_tool_result, read
 from .asks import (
@@ -327,7 +328,7 @@ class Client(ListenMixin):
         timeout: float | None = _DEFAULT,
         on_progress: ProgressCallback | None = None,
         meta: Mapping[str, Any] | None = None,
-        **options: Any,
+        **options: Unpack[RequestOptions],
     ) -> CallToolResult:
         """Call a tool; returns its :class:`~mcp_trio.client.results.CallToolResult`.
 
@@ -335,8 +336,9 @@ class Client(ListenMixin):
         faults (unknown tool, ...) raise :class:`McpError`.  When the last
         ``tools/list`` gave the tool an ``outputSchema``, a ``structuredContent``
         that does not match it raises :class:`OutputValidationError` (which
-        holds the result).  ``options`` go to
-        :meth:`Session.request` (``max_total_timeout`` ...).
+        holds the result).  ``options`` go to :meth:`Session.request`
+        (:class:`~mcp_trio.client.RequestOptions`: ``max_total_timeout``,
+        ``reset_timeout_on_progress``).
 
         Over Streamable HTTP (2026-07-28) a ``HeaderMismatch`` refusal means
         the tool's ``x-mcp-header`` annotations are unknown or changed: the

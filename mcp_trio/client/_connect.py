@@ -16,7 +16,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, Unpack, overload
 
 import trio
 
@@ -27,6 +27,7 @@ from ..transports.stdio import open_stdio_client
 from ._cache import _INVALIDATES, ResultCache
 from ._client import Client
 from ._handlers import NotificationHook, _client_capabilities
+from ._options import ClientOptions, ConnectOptions, SessionOptions
 from .asks import ElicitationHandler, RootsProvider, SamplingHandler
 
 if TYPE_CHECKING:
@@ -66,7 +67,7 @@ async def open_client(
     strict: bool = False,
     validate_output: bool = True,
     connect_timeout: float | None = 30.0,
-    **session_options: Any,
+    **session_options: Unpack[SessionOptions],
 ) -> AsyncIterator[Client]:
     """Open a session over ``channel`` as a client and connect.
 
@@ -109,7 +110,12 @@ async def open_client(
             result that would be checked logs a warning).
         connect_timeout: Seconds allowed for the negotiation; past them
             :class:`trio.TooSlowError` names the server and the timeout.
-        session_options: Passed to :func:`open_session` (``default_timeout`` ...).
+        session_options: Passed to :func:`open_session` (``default_timeout`` ...;
+            see :class:`~mcp_trio.client.SessionOptions`).
+
+    The keywords after ``channel`` are typed as :class:`~mcp_trio.client.ClientOptions`,
+    which every ``connect_*`` function takes as ``**client_options``: a type
+    checker rejects a misspelled one.
     """
     info: dict[str, Any] = {"name": name, "version": version}
     if title is not None:
@@ -190,7 +196,7 @@ async def connect_stdio(
     env: Mapping[str, str] | None = None,
     cwd: str | None = None,
     stderr: Any = None,
-    **client_options: Any,
+    **client_options: Unpack[ClientOptions],
 ) -> AsyncIterator[Client]:
     """Start ``command *args`` as a stdio MCP server and connect to it.
 
@@ -208,7 +214,7 @@ async def connect_http(
     *,
     http_options: Mapping[str, Any] | None = None,
     auth: HTTPAuth | None = None,
-    **client_options: Any,
+    **client_options: Unpack[ClientOptions],
 ) -> AsyncIterator[Client]:
     """Connect to the Streamable HTTP endpoint ``url``.
 
@@ -231,7 +237,7 @@ async def connect_websocket(
     *,
     websocket_options: Mapping[str, Any] | None = None,
     auth: HTTPAuth | None = None,
-    **client_options: Any,
+    **client_options: Unpack[ClientOptions],
 ) -> AsyncIterator[Client]:
     """Connect to the MCP WebSocket endpoint ``url`` (``ws://`` or ``wss://``).
 
@@ -259,7 +265,7 @@ async def _connect_over(
     url: str,
     transport_options: Mapping[str, Any] | None,
     auth: HTTPAuth | None,
-    client_options: dict[str, Any],
+    client_options: ClientOptions,
 ) -> AsyncIterator[Client]:
     """``open_client`` over ``open_channel(url, **transport_options, auth=auth)``."""
     options = dict(transport_options or {})
@@ -271,7 +277,9 @@ async def _connect_over(
 
 
 @asynccontextmanager
-async def connect_server(server: ServesSessions, **client_options: Any) -> AsyncIterator[Client]:
+async def connect_server(
+    server: ServesSessions, **client_options: Unpack[ClientOptions]
+) -> AsyncIterator[Client]:
     """Serve ``server`` (a :class:`~mcp_trio.server.Server`, or anything with an
     async ``serve_session(channel, task_status=...)``) in this process over an
     in-memory pair and connect to it: the one-line way to test a server.
@@ -291,12 +299,27 @@ async def connect_server(server: ServesSessions, **client_options: Any) -> Async
         raise _unwrap(group) from None
 
 
-def connect(target: str | Sequence[str] | ServesSessions, **options: Any) -> AbstractAsyncContextManager[Client]:
+@overload
+def connect(
+    target: ServesSessions, **options: Unpack[ClientOptions]
+) -> AbstractAsyncContextManager[Client]: ...
+
+
+@overload
+def connect(
+    target: str | Sequence[str], **options: Unpack[ConnectOptions]
+) -> AbstractAsyncContextManager[Client]: ...
+
+
+def connect(
+    target: str | Sequence[str] | ServesSessions, **options: Any
+) -> AbstractAsyncContextManager[Client]:
     """Connect to ``target``, whatever it is: an ``http(s)://`` URL (Streamable
     HTTP), a ``ws(s)://`` URL (WebSocket), a server object (in process), or a
     command line to start as a stdio server (a string split like a shell
     would, or a list of arguments).  ``options`` go to the matching
-    ``connect_*`` function."""
+    ``connect_*`` function (:class:`~mcp_trio.client.ConnectOptions`; a
+    server object takes :class:`~mcp_trio.client.ClientOptions` only)."""
     if isinstance(target, str):
         scheme = target.split(":", 1)[0].lower()
         if scheme in ("http", "https"):

@@ -11,10 +11,13 @@ from typing import Any, Literal, assert_type
 
 from mcp_trio.client import (
     Client,
+    ClientOptions,
     HandlerError,
     OutputValidationError,
     Subscription,
+    connect,
     connect_http,
+    connect_server,
     connect_stdio,
     connect_websocket,
     elicitation_defaults,
@@ -59,6 +62,7 @@ from mcp_trio.client.results import (
     ToolAnnotations,
     UnknownContent,
 )
+from mcp_trio.server import Server
 from mcp_trio.transports import MessageChannel
 
 
@@ -101,7 +105,12 @@ async def tools(client: Client) -> None:
 
     assert_type(await client.call_tool("slow", on_progress=on_progress), CallToolResult)
 
+    assert_type(await client.call_tool("slow", max_total_timeout=60), CallToolResult)
+    await client.call_tool("slow", reset_timeout_on_progress=False)
+
     # mistakes a checker must catch
+    await client.call_tool("slow", max_total_timout=60)  # type: ignore[call-arg]
+    await client.call_tool("slow", reset_timeout_on_progress="no")  # type: ignore[arg-type]
     print(result.nonexistent)  # type: ignore[attr-defined]
     print(result.content[0].text)  # type: ignore[union-attr]
     await client.call_tool(5)  # type: ignore[arg-type]
@@ -226,6 +235,43 @@ async def opening(channel: MessageChannel) -> None:
         pass
     ElicitResult(action="maybe")  # type: ignore[arg-type]
     CreateMessageResult(content=TextContent(text="4"), model="m")  # type: ignore[call-arg]
+
+
+async def options(server: Server) -> None:
+    """The options of open_client, taken by every connect_* function, are typed."""
+    async with connect_stdio("python", "server.py", cwd="/", max_pages=3, default_timeout=5) as c:
+        assert_type(c, Client)
+    async with connect_http("http://localhost/mcp", http_options={}, cache=False) as c:
+        assert_type(c, Client)
+    async with connect_websocket("ws://localhost/mcp", versions=["2025-06-18"]) as c:
+        assert_type(c, Client)
+    async with connect_server(server, strict=True, keepalive_interval=None) as c:
+        assert_type(c, Client)
+    async with connect(server, connect_timeout=1) as c:
+        assert_type(c, Client)
+    async with connect("python server.py", env={"A": "1"}, validate_output=False) as c:
+        assert_type(c, Client)
+    async with connect(["python", "server.py"], cwd="/tmp") as c:
+        assert_type(c, Client)
+    options: ClientOptions = {"name": "me", "max_input_rounds": 2}
+    async with connect_server(server, **options) as c:
+        assert_type(c, Client)
+
+    # mistakes a checker must catch
+    async with connect_stdio("python", "server.py", max_page=3):  # type: ignore[call-arg]
+        pass
+    async with connect_http("http://localhost/mcp", strict="yes"):  # type: ignore[arg-type]
+        pass
+    async with connect_websocket("ws://x", version=2):  # type: ignore[arg-type]
+        pass
+    async with connect_server(server, sampling_tool=True):  # type: ignore[call-arg]
+        pass
+    async with connect(server, env={"A": "1"}):  # type: ignore[call-overload]
+        pass
+    async with connect("python server.py", cache_namespaces="x"):  # type: ignore[call-overload]
+        pass
+    wrong: ClientOptions = {"max_pages": "many"}  # type: ignore[typeddict-item]
+    print(wrong)
 
 
 def errors(exc: Exception) -> None:
