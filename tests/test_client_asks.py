@@ -7,6 +7,7 @@ from typing import Any
 
 import msgspec
 import pytest
+import trio
 
 from mcp_trio.client import connect_server
 from mcp_trio.client._handlers import _to_wire
@@ -15,6 +16,7 @@ from mcp_trio.client.asks import (
     CreateMessageResult,
     ElicitParams,
     ElicitResult,
+    LogMessage,
     ModelHint,
     ModelPreferences,
     Root,
@@ -183,6 +185,37 @@ async def test_sampling_with_tools_reads_tool_blocks(version: str) -> None:
         ToolResultContent(toolUseId="u1", content=[TextContent(text="rain")])
     ]
     no_unset(params)
+
+
+@pytest.mark.parametrize("version", ALL)
+async def test_on_log_gets_log_messages(version: str) -> None:
+    server = Server("logs", "1")
+
+    @server.tool
+    async def work(ctx: Context) -> str:
+        await ctx.log("warning", {"disk": "full"}, logger="db")
+        await ctx.info("plain")
+        return "done"
+
+    logs: list[LogMessage] = []
+    both = trio.Event()
+
+    async def on_log(message: LogMessage) -> None:
+        logs.append(message)
+        if len(logs) == 2:
+            both.set()
+
+    async with connect_server(server, versions=[version], on_log=on_log) as client:
+        await client.set_log_level("info")
+        await client.call_tool("work")
+        with trio.fail_after(5):
+            await both.wait()
+    assert logs == [
+        LogMessage(level="warning", data={"disk": "full"}, logger="db"),
+        LogMessage(level="info", data="plain"),
+    ]
+    assert logs[1].logger is None
+    no_unset(logs)
 
 
 def test_answers_go_out_by_their_wire_names() -> None:

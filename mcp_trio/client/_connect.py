@@ -26,9 +26,9 @@ from ..transports.memory import open_memory_transport_pair
 from ..transports.stdio import open_stdio_client
 from ._cache import _INVALIDATES, ResultCache
 from ._client import Client
-from ._handlers import NotificationHook, _client_capabilities
+from ._handlers import _client_capabilities, _log_message
 from ._options import ClientOptions, ConnectOptions, SessionOptions
-from .asks import ElicitationHandler, RootsProvider, SamplingHandler
+from .asks import ElicitationHandler, LogHandler, RootsProvider, SamplingHandler
 
 if TYPE_CHECKING:
     from ..transports.http.client import HTTPAuth
@@ -54,7 +54,7 @@ async def open_client(
     elicitation: ElicitationHandler | None = None,
     elicitation_modes: Sequence[str] = ("form",),
     roots: RootsProvider | None = None,
-    on_log: NotificationHook | None = None,
+    on_log: LogHandler | None = None,
     on_list_changed: Callable[[str], Awaitable[None]] | None = None,
     on_resource_updated: Callable[[str], Awaitable[None]] | None = None,
     on_notification: Callable[[str, Any], Awaitable[None]] | None = None,
@@ -85,7 +85,8 @@ async def open_client(
             ``{"uri", "name"}`` dicts) or a callable returning them (sync or
             async).  Advertises ``roots``.  The handlers' types are those of
             :mod:`mcp_trio.client.asks`, the same in every revision.
-        on_log: ``async (LoggingMessageNotificationParams)``.
+        on_log: ``async (LogMessage)`` (:class:`~mcp_trio.client.asks.LogMessage`:
+            ``level``, ``data``, ``logger``, absent ones ``None``).
         on_list_changed: ``async ("tools" | "resources" | "prompts")``.
         on_resource_updated: ``async (uri)``.
         on_notification: ``async (method, params)`` for every notification.
@@ -128,7 +129,7 @@ async def open_client(
             if holder:
                 holder[0]._on_notification(method, params)
             if method == "notifications/message" and on_log is not None:
-                await on_log(params)
+                await on_log(_log_message(params))
             elif method in _INVALIDATES and on_list_changed is not None:
                 await on_list_changed(method.split("/")[1])
             elif method == "notifications/resources/updated" and on_resource_updated is not None:

@@ -4,20 +4,24 @@ and helpers for writing them (:func:`elicitation_defaults`)."""
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import msgspec
 
 from .._exceptions import RemoteProtocolError
-from .asks import ElicitationHandler, RootsProvider, SamplingHandler
+from .asks import ElicitationHandler, LogMessage, RootsProvider, SamplingHandler
 from .results import UnknownContent, _Base
-
-NotificationHook = Callable[[Any], Awaitable[None]]
 
 
 def _builtins(value: Any) -> Any:
     return msgspec.to_builtins(value) if isinstance(value, msgspec.Struct) else value
+
+
+def _log_message(params: Any) -> LogMessage:
+    """A ``notifications/message``'s params (read by the session against the
+    revision) as a :class:`LogMessage`."""
+    return msgspec.convert(_builtins(params), LogMessage)
 
 
 def _to_wire(value: Any) -> Any:

@@ -11,8 +11,7 @@ from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from ._cache import ResultCache
-from ._handlers import NotificationHook
-from .asks import ElicitationHandler, RootsProvider, SamplingHandler
+from .asks import ElicitationHandler, LogHandler, RootsProvider, SamplingHandler
 
 if TYPE_CHECKING:
     from .._engine._context import RequestContext
@@ -48,7 +47,7 @@ class ClientOptions(SessionOptions, total=False):
     elicitation: ElicitationHandler | None
     elicitation_modes: Sequence[str]
     roots: RootsProvider | None
-    on_log: NotificationHook | None
+    on_log: LogHandler | None
     on_list_changed: Callable[[str], Awaitable[None]] | None
     on_resource_updated: Callable[[str], Awaitable[None]] | None
     on_notification: Callable[[str, Any], Awaitable[None]] | None

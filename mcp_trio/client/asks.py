@@ -15,6 +15,9 @@ the handler gets the same types:
 * ``roots=`` is a list of :class:`Root` (or ``{"uri", "name"}`` dicts), or a
   function returning one, sync or async (:data:`RootsProvider`).
 
+The ``on_log=`` hook (:data:`LogHandler`) gets each ``notifications/message``
+as a :class:`LogMessage`, on the same terms.
+
 The rules of :mod:`mcp_trio.client.results` hold here too: attribute names are
 the wire names; nothing is ever ``msgspec.UNSET``: a member the server left out
 (or that its revision does not have) is ``None``, or the value that means the
@@ -42,6 +45,7 @@ from .results import (
     AudioContent,
     ContentBlock,
     ImageContent,
+    LogLevel,
     TextContent,
     Tool,
     UnknownContent,
@@ -54,6 +58,8 @@ __all__ = [
     "ElicitParams",
     "ElicitResult",
     "ElicitationHandler",
+    "LogHandler",
+    "LogMessage",
     "ModelHint",
     "ModelPreferences",
     "Root",
@@ -189,6 +195,19 @@ class Root(_Base, frozen=True):
     meta: dict[str, Any] | None = field(default=None, name="_meta")
 
 
+# ---------------------------------------------------------------------- logging
+
+
+class LogMessage(_Base, frozen=True):
+    """A ``notifications/message``: one entry of the server's log."""
+
+    level: LogLevel
+    data: Any
+    """Any JSON value: a message, an object of details ..."""
+    logger: str | None = None
+    meta: dict[str, Any] | None = field(default=None, name="_meta")
+
+
 # --------------------------------------------------------------------- handlers
 
 #: ``async (CreateMessageParams) -> CreateMessageResult`` (or the result as a dict).
@@ -199,6 +218,8 @@ SamplingHandler: TypeAlias = Callable[
 ElicitationHandler: TypeAlias = Callable[
     [ElicitParams], Awaitable[ElicitResult | Mapping[str, Any]]
 ]
+#: ``on_log=``: ``async (LogMessage) -> None``.
+LogHandler: TypeAlias = Callable[[LogMessage], Awaitable[None]]
 #: The client's roots: :class:`Root` objects or ``{"uri", "name"}`` dicts.
 RootsList: TypeAlias = Sequence[Root | Mapping[str, Any]]
 #: ``roots=``: the roots, or a function returning them (sync or async), called per ``roots/list``.

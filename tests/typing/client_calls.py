@@ -29,6 +29,7 @@ from mcp_trio.client.asks import (
     ElicitationHandler,
     ElicitParams,
     ElicitResult,
+    LogMessage,
     ModelPreferences,
     Root,
     RootsProvider,
@@ -49,6 +50,7 @@ from mcp_trio.client.results import (
     ListResourcesResult,
     ListResourceTemplatesResult,
     ListToolsResult,
+    LogLevel,
     Prompt,
     PromptMessage,
     ReadResourceResult,
@@ -202,6 +204,11 @@ async def opening(channel: MessageChannel) -> None:
     async def async_roots() -> list[dict[str, str]]:
         return [{"uri": "file:///"}]
 
+    async def on_log(message: LogMessage) -> None:
+        assert_type(message.level, LogLevel)
+        assert_type(message.logger, str | None)
+        assert_type(message.data, Any)
+
     typed_sampling: SamplingHandler = sampling
     typed_elicitation: ElicitationHandler = as_dict
     roots_provider: RootsProvider = async_roots
@@ -212,6 +219,7 @@ async def opening(channel: MessageChannel) -> None:
         sampling=sampling,
         elicitation=elicitation,
         roots=roots,
+        on_log=on_log,
         strict=True,
         validate_output=False,
     ) as client:
@@ -232,6 +240,8 @@ async def opening(channel: MessageChannel) -> None:
     async with open_client(channel, elicitation=sampling):  # type: ignore[arg-type]
         pass
     async with open_client(channel, roots="file:///"):  # type: ignore[arg-type]
+        pass
+    async with open_client(channel, on_log=sampling):  # type: ignore[arg-type]
         pass
     ElicitResult(action="maybe")  # type: ignore[arg-type]
     CreateMessageResult(content=TextContent(text="4"), model="m")  # type: ignore[call-arg]
