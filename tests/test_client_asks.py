@@ -10,7 +10,7 @@ import pytest
 import trio
 
 from mcp_trio.client import connect_server
-from mcp_trio.client._handlers import _to_wire
+from mcp_trio.client._handlers import _log_message, _to_wire
 from mcp_trio.client.asks import (
     CreateMessageParams,
     CreateMessageResult,
@@ -216,6 +216,14 @@ async def test_on_log_gets_log_messages(version: str) -> None:
     ]
     assert logs[1].logger is None
     no_unset(logs)
+
+
+def test_a_log_message_that_does_not_fit_is_logged_not_raised(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    assert _log_message({"level": "info", "data": [1]}) == LogMessage(level="info", data=[1])
+    assert _log_message({"level": "loud", "data": 1}) is None
+    assert "not passed to on_log" in caplog.text
 
 
 def test_answers_go_out_by_their_wire_names() -> None:

@@ -129,7 +129,9 @@ async def open_client(
             if holder:
                 holder[0]._on_notification(method, params)
             if method == "notifications/message" and on_log is not None:
-                await on_log(_log_message(params))
+                message = _log_message(params)
+                if message is not None:
+                    await on_log(message)
             elif method in _INVALIDATES and on_list_changed is not None:
                 await on_list_changed(method.split("/")[1])
             elif method == "notifications/resources/updated" and on_resource_updated is not None:

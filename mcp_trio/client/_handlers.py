@@ -4,6 +4,7 @@ and helpers for writing them (:func:`elicitation_defaults`)."""
 from __future__ import annotations
 
 import inspect
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -13,15 +14,21 @@ from .._exceptions import RemoteProtocolError
 from .asks import ElicitationHandler, LogMessage, RootsProvider, SamplingHandler
 from .results import UnknownContent, _Base
 
+log = logging.getLogger("mcp_trio.client")
+
 
 def _builtins(value: Any) -> Any:
     return msgspec.to_builtins(value) if isinstance(value, msgspec.Struct) else value
 
 
-def _log_message(params: Any) -> LogMessage:
+def _log_message(params: Any) -> LogMessage | None:
     """A ``notifications/message``'s params (read by the session against the
-    revision) as a :class:`LogMessage`."""
-    return msgspec.convert(_builtins(params), LogMessage)
+    revision) as a :class:`LogMessage`; ``None`` (logged) if they do not fit."""
+    try:
+        return msgspec.convert(_builtins(params), LogMessage)
+    except msgspec.ValidationError as exc:
+        log.warning("notifications/message: %s; not passed to on_log", exc)
+        return None
 
 
 def _to_wire(value: Any) -> Any:

@@ -1,5 +1,8 @@
 """Reading a result into the types of :mod:`.results`; tolerant of a peer's extras, or strict.
 
+The params of the server's asks (sampling, elicitation) are read the same
+way into the types of :mod:`.asks` (:func:`ask_params`).
+
 Rules:
 
 * The session hands the result over as a plain ``dict`` (see ``result_type``
@@ -313,6 +316,7 @@ _READERS: dict[tuple[type, str], Callable[[Reader, Any, str], Any]] = {
     (SamplingMessage, "content"): _sampling_content,
     (ToolResultContent, "content"): _blocks,
 }
+
 
 def ask_params(reader: Reader, params: Any, cls: type[T]) -> T:
     """The params of one of the server's asks (a Struct of the revision's) as ``cls``."""
