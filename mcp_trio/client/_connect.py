@@ -28,10 +28,24 @@ from ._cache import _INVALIDATES, ResultCache
 from ._client import Client
 from ._handlers import _client_capabilities, _log_message
 from ._options import ClientOptions, ConnectOptions, SessionOptions
-from .asks import ElicitationHandler, LogHandler, RootsProvider, SamplingHandler
+from .asks import (
+    ElicitationHandler,
+    ListChangedHandler,
+    ListName,
+    LogHandler,
+    RootsProvider,
+    SamplingHandler,
+)
 
 if TYPE_CHECKING:
     from ..transports.http.client import HTTPAuth
+
+
+_LIST_NAMES: dict[str, ListName] = {
+    "notifications/tools/list_changed": "tools",
+    "notifications/resources/list_changed": "resources",
+    "notifications/prompts/list_changed": "prompts",
+}
 
 
 class ServesSessions(Protocol):
@@ -55,7 +69,7 @@ async def open_client(
     elicitation_modes: Sequence[str] = ("form",),
     roots: RootsProvider | None = None,
     on_log: LogHandler | None = None,
-    on_list_changed: Callable[[str], Awaitable[None]] | None = None,
+    on_list_changed: ListChangedHandler | None = None,
     on_resource_updated: Callable[[str], Awaitable[None]] | None = None,
     on_notification: Callable[[str, Any], Awaitable[None]] | None = None,
     capabilities: Mapping[str, Any] | None = None,
@@ -132,8 +146,8 @@ async def open_client(
                 message = _log_message(params)
                 if message is not None:
                     await on_log(message)
-            elif method in _INVALIDATES and on_list_changed is not None:
-                await on_list_changed(method.split("/")[1])
+            elif method in _LIST_NAMES and on_list_changed is not None:
+                await on_list_changed(_LIST_NAMES[method])
             elif method == "notifications/resources/updated" and on_resource_updated is not None:
                 await on_resource_updated(params.uri)
             if on_notification is not None:

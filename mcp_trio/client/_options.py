@@ -11,7 +11,13 @@ from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from ._cache import ResultCache
-from .asks import ElicitationHandler, LogHandler, RootsProvider, SamplingHandler
+from .asks import (
+    ElicitationHandler,
+    ListChangedHandler,
+    LogHandler,
+    RootsProvider,
+    SamplingHandler,
+)
 
 if TYPE_CHECKING:
     from .._engine._context import RequestContext
@@ -48,7 +54,7 @@ class ClientOptions(SessionOptions, total=False):
     elicitation_modes: Sequence[str]
     roots: RootsProvider | None
     on_log: LogHandler | None
-    on_list_changed: Callable[[str], Awaitable[None]] | None
+    on_list_changed: ListChangedHandler | None
     on_resource_updated: Callable[[str], Awaitable[None]] | None
     on_notification: Callable[[str, Any], Awaitable[None]] | None
     capabilities: Mapping[str, Any] | None

@@ -16,7 +16,8 @@ the handler gets the same types:
   function returning one, sync or async (:data:`RootsProvider`).
 
 The ``on_log=`` hook (:data:`LogHandler`) gets each ``notifications/message``
-as a :class:`LogMessage`, on the same terms.
+as a :class:`LogMessage`, on the same terms; ``on_list_changed=``
+(:data:`ListChangedHandler`) the name of the list that changed.
 
 The rules of :mod:`mcp_trio.client.results` hold here too: attribute names are
 the wire names; nothing is ever ``msgspec.UNSET``: a member the server left out
@@ -58,6 +59,8 @@ __all__ = [
     "ElicitParams",
     "ElicitResult",
     "ElicitationHandler",
+    "ListChangedHandler",
+    "ListName",
     "LogHandler",
     "LogMessage",
     "ModelHint",
@@ -220,6 +223,10 @@ ElicitationHandler: TypeAlias = Callable[
 ]
 #: ``on_log=``: ``async (LogMessage) -> None``.
 LogHandler: TypeAlias = Callable[[LogMessage], Awaitable[None]]
+#: The lists a server may say changed (``notifications/<name>/list_changed``).
+ListName: TypeAlias = Literal["tools", "resources", "prompts"]
+#: ``on_list_changed=``: ``async (ListName) -> None``.
+ListChangedHandler: TypeAlias = Callable[[ListName], Awaitable[None]]
 #: The client's roots: :class:`Root` objects or ``{"uri", "name"}`` dicts.
 RootsList: TypeAlias = Sequence[Root | Mapping[str, Any]]
 #: ``roots=``: the roots, or a function returning them (sync or async), called per ``roots/list``.

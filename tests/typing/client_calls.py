@@ -29,6 +29,7 @@ from mcp_trio.client.asks import (
     ElicitationHandler,
     ElicitParams,
     ElicitResult,
+    ListName,
     LogMessage,
     ModelPreferences,
     Root,
@@ -209,6 +210,15 @@ async def opening(channel: MessageChannel) -> None:
         assert_type(message.logger, str | None)
         assert_type(message.data, Any)
 
+    async def changed(name: ListName) -> None:
+        assert_type(name, Literal["tools", "resources", "prompts"])
+
+    async def changed_str(name: str) -> None:
+        pass
+
+    async def changed_number(name: int) -> None:
+        pass
+
     typed_sampling: SamplingHandler = sampling
     typed_elicitation: ElicitationHandler = as_dict
     roots_provider: RootsProvider = async_roots
@@ -220,6 +230,7 @@ async def opening(channel: MessageChannel) -> None:
         elicitation=elicitation,
         roots=roots,
         on_log=on_log,
+        on_list_changed=changed,
         strict=True,
         validate_output=False,
     ) as client:
@@ -242,6 +253,10 @@ async def opening(channel: MessageChannel) -> None:
     async with open_client(channel, roots="file:///"):  # type: ignore[arg-type]
         pass
     async with open_client(channel, on_log=sampling):  # type: ignore[arg-type]
+        pass
+    async with open_client(channel, on_list_changed=changed_str):
+        pass
+    async with open_client(channel, on_list_changed=changed_number):  # type: ignore[arg-type]
         pass
     ElicitResult(action="maybe")  # type: ignore[arg-type]
     CreateMessageResult(content=TextContent(text="4"), model="m")  # type: ignore[call-arg]
