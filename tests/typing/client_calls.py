@@ -63,6 +63,7 @@ from mcp_trio.client.results import (
     TextResourceContents,
     Tool,
     ToolAnnotations,
+    ToolExecution,
     UnknownContent,
 )
 from mcp_trio.server import Server
@@ -82,6 +83,9 @@ async def tools(client: Client) -> None:
     assert_type(tool.inputSchema, dict[str, Any])
     assert_type(tool.outputSchema, dict[str, Any] | None)
     assert_type(tool.annotations, ToolAnnotations | None)
+    assert_type(tool.execution, ToolExecution | None)
+    if tool.execution is not None:
+        assert_type(tool.execution.taskSupport, str | None)
     assert_type(tool.extra, dict[str, Any])
 
     result = await client.call_tool("add", {"a": 1}, timeout=3.5, meta={"k": "v"})
