@@ -29,6 +29,7 @@ from mcp_trio.client.results import (
     TextContent,
     TextResourceContents,
     Tool,
+    ToolExecution,
     UnknownContent,
 )
 from mcp_trio.server import Server
@@ -262,6 +263,17 @@ async def test_unknown_members_of_list_items_are_kept() -> None:
     async with raw_peer("2025-06-18", answer) as client:
         (tool,) = await client.list_all_tools()
     assert tool.extra == {"color": "red"}
+
+
+async def test_a_tools_execution_is_typed() -> None:
+    def answer(method: str, params: Any) -> Any:
+        tool = {"name": "t", "inputSchema": {"type": "object"}}
+        return {"tools": [{**tool, "execution": {"taskSupport": "optional"}}, tool]}
+
+    async with raw_peer("2025-11-25", answer) as client:
+        with_tasks, plain = await client.list_all_tools()
+    assert with_tasks.execution == ToolExecution(taskSupport="optional")
+    assert plain.execution is None
 
 
 @pytest.mark.parametrize(

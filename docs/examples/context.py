@@ -5,7 +5,6 @@ to the client, and in 2026-07-28, where it is a multi-round-trip result the clie
 calling again. The handlers and the output are the same.
 """
 
-import msgspec
 import trio
 
 from mcp_trio import open_memory_transport_pair
@@ -73,7 +72,7 @@ async def elicitation(params):
 
 
 async def on_log(params):
-    source = "" if params.logger is msgspec.UNSET else f" ({params.logger})"
+    source = "" if params.logger is None else f" ({params.logger})"
     print(f"  log {params.level}{source}: {params.data}")
 
 

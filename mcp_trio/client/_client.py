@@ -41,8 +41,8 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeVar, Unpack
 
 import msgspec
 import trio
@@ -54,10 +54,18 @@ from .._exceptions import LocalProtocolError, McpError, RemoteProtocolError
 from ..types import _versions
 from ..types._versions import SUBSCRIPTION_ID
 from ._cache import _CACHEABLE, _INVALIDATES, ResultCache, _cache_params
-from ._handlers import Handler, HandlerError, _builtins, _maybe_await, _NotAdvertised, _unwrap
+from ._handlers import HandlerError, _maybe_await, _NotAdvertised, _to_wire, _unwrap
 from ._listen import ListenMixin, Subscription
+from ._options import RequestOptions
 from ._output import OutputSchemas
-from ._reading import RESULTS, Reader, call_tool_result, read
+from ._reading import RESULTS, Reader, ask_params, call_tool_result, read
+from .asks import (
+    CreateMessageParams,
+    ElicitationHandler,
+    ElicitParams,
+    RootsProvider,
+    SamplingHandler,
+)
 from .results import (
     CallToolResult,
     CompleteResult,
@@ -93,9 +101,9 @@ class Client(ListenMixin):
         self,
         session: Session,
         *,
-        sampling: Handler | None,
-        elicitation: Handler | None,
-        roots: Sequence[Mapping[str, Any]] | Callable[[], Any] | None,
+        sampling: SamplingHandler | None,
+        elicitation: ElicitationHandler | None,
+        roots: RootsProvider | None,
         cache: ResultCache | None,
         cache_namespace: str,
         auth_context: Any,
@@ -221,7 +229,7 @@ class Client(ListenMixin):
             params = getattr(request, "params", None)
             method = getattr(request, "method", None) or request.__struct_config__.tag
             try:
-                answers[key] = _builtins(await self._answer(method, params))
+                answers[key] = await self._answer(method, params)
             except Exception as exc:  # the first failure ends the round
                 failed.append((method, exc))
                 cancel_scope.cancel()
@@ -240,15 +248,21 @@ class Client(ListenMixin):
         return answers
 
     async def _answer(self, method: str, params: Any) -> Any:
-        """Run the handler for one of the server's asks."""
+        """Run the handler for one of the server's asks; its answer as JSON values."""
+        reader = Reader(self.protocol_version, self.strict, method, self._warned)
+        answer: Any
         if method == "sampling/createMessage" and self._sampling is not None:
-            return await self._sampling(params)
-        if method == "elicitation/create" and self._elicitation is not None:
-            return await self._elicitation(params)
-        if method == "roots/list" and self._roots is not None:
+            answer = await self._sampling(ask_params(reader, params, CreateMessageParams))
+        elif method == "elicitation/create" and self._elicitation is not None:
+            answer = await self._elicitation(ask_params(reader, params, ElicitParams))
+        elif method == "roots/list" and self._roots is not None:
             roots = self._roots() if callable(self._roots) else self._roots
-            return {"roots": [_builtins(r) for r in await _maybe_await(roots)]}
-        raise _NotAdvertised(f"the server asked for {method}, which this client did not advertise")
+            answer = {"roots": list(await _maybe_await(roots))}
+        else:
+            raise _NotAdvertised(
+                f"the server asked for {method}, which this client did not advertise"
+            )
+        return _to_wire(answer)
 
     def _legacy_handler(self, method: str) -> Callable[[RequestContext, Any], Awaitable[Any]]:
         async def handle(ctx: RequestContext, params: Any) -> Any:
@@ -314,7 +328,7 @@ class Client(ListenMixin):
         timeout: float | None = _DEFAULT,
         on_progress: ProgressCallback | None = None,
         meta: Mapping[str, Any] | None = None,
-        **options: Any,
+        **options: Unpack[RequestOptions],
     ) -> CallToolResult:
         """Call a tool; returns its :class:`~mcp_trio.client.results.CallToolResult`.
 
@@ -322,8 +336,9 @@ class Client(ListenMixin):
         faults (unknown tool, ...) raise :class:`McpError`.  When the last
         ``tools/list`` gave the tool an ``outputSchema``, a ``structuredContent``
         that does not match it raises :class:`OutputValidationError` (which
-        holds the result).  ``options`` go to
-        :meth:`Session.request` (``max_total_timeout`` ...).
+        holds the result).  ``options`` go to :meth:`Session.request`
+        (:class:`~mcp_trio.client.RequestOptions`: ``max_total_timeout``,
+        ``reset_timeout_on_progress``).
 
         Over Streamable HTTP (2026-07-28) a ``HeaderMismatch`` refusal means
         the tool's ``x-mcp-header`` annotations are unknown or changed: the
@@ -476,7 +491,7 @@ class Client(ListenMixin):
         self._before_stateless("ping", "stateless revisions have none")
         await self._request("ping", timeout=timeout)
 
-    async def set_roots(self, roots: Sequence[Mapping[str, Any]] | Callable[[], Any]) -> None:
+    async def set_roots(self, roots: RootsProvider) -> None:
         """Replace the roots and tell the server (``notifications/roots/list_changed``)."""
         if self._roots is None:
             raise LocalProtocolError("this client was opened without roots")

@@ -16,7 +16,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, Unpack, overload
 
 import trio
 
@@ -26,10 +26,26 @@ from ..transports.memory import open_memory_transport_pair
 from ..transports.stdio import open_stdio_client
 from ._cache import _INVALIDATES, ResultCache
 from ._client import Client
-from ._handlers import Handler, NotificationHook, _client_capabilities
+from ._handlers import _client_capabilities, _log_message
+from ._options import ClientOptions, ConnectOptions, SessionOptions
+from .asks import (
+    ElicitationHandler,
+    ListChangedHandler,
+    ListName,
+    LogHandler,
+    RootsProvider,
+    SamplingHandler,
+)
 
 if TYPE_CHECKING:
     from ..transports.http.client import HTTPAuth
+
+
+_LIST_NAMES: dict[str, ListName] = {
+    "notifications/tools/list_changed": "tools",
+    "notifications/resources/list_changed": "resources",
+    "notifications/prompts/list_changed": "prompts",
+}
 
 
 class ServesSessions(Protocol):
@@ -47,13 +63,13 @@ async def open_client(
     version: str = "0",
     title: str | None = None,
     versions: Sequence[str] | None = None,
-    sampling: Handler | None = None,
+    sampling: SamplingHandler | None = None,
     sampling_tools: bool = False,
-    elicitation: Handler | None = None,
+    elicitation: ElicitationHandler | None = None,
     elicitation_modes: Sequence[str] = ("form",),
-    roots: Sequence[Mapping[str, Any]] | Callable[[], Any] | None = None,
-    on_log: NotificationHook | None = None,
-    on_list_changed: Callable[[str], Awaitable[None]] | None = None,
+    roots: RootsProvider | None = None,
+    on_log: LogHandler | None = None,
+    on_list_changed: ListChangedHandler | None = None,
     on_resource_updated: Callable[[str], Awaitable[None]] | None = None,
     on_notification: Callable[[str, Any], Awaitable[None]] | None = None,
     capabilities: Mapping[str, Any] | None = None,
@@ -65,21 +81,26 @@ async def open_client(
     strict: bool = False,
     validate_output: bool = True,
     connect_timeout: float | None = 30.0,
-    **session_options: Any,
+    **session_options: Unpack[SessionOptions],
 ) -> AsyncIterator[Client]:
     """Open a session over ``channel`` as a client and connect.
 
     Args:
         name, version, title: ``clientInfo``.
         versions: Protocol revisions to accept (default: all supported).
-        sampling: ``async (CreateMessageRequestParams) -> CreateMessageResult``
-            (a dict or Struct).  Advertises ``sampling`` (with ``tools`` when
-            ``sampling_tools``).
-        elicitation: ``async (ElicitRequestParams) -> ElicitResult``.
+        sampling: ``async (CreateMessageParams) -> CreateMessageResult``
+            (:data:`~mcp_trio.client.asks.SamplingHandler`; the result may
+            also be a dict of wire names).  Advertises ``sampling`` (with
+            ``tools`` when ``sampling_tools``).
+        elicitation: ``async (ElicitParams) -> ElicitResult``
+            (:data:`~mcp_trio.client.asks.ElicitationHandler`; or a dict).
             Advertises ``elicitation`` with ``elicitation_modes``.
-        roots: The roots (a list of ``{"uri", "name"}``) or a callable
-            returning them (sync or async).  Advertises ``roots``.
-        on_log: ``async (LoggingMessageNotificationParams)``.
+        roots: The roots (:class:`~mcp_trio.client.asks.Root` objects or
+            ``{"uri", "name"}`` dicts) or a callable returning them (sync or
+            async).  Advertises ``roots``.  The handlers' types are those of
+            :mod:`mcp_trio.client.asks`, the same in every revision.
+        on_log: ``async (LogMessage)`` (:class:`~mcp_trio.client.asks.LogMessage`:
+            ``level``, ``data``, ``logger``, absent ones ``None``).
         on_list_changed: ``async ("tools" | "resources" | "prompts")``.
         on_resource_updated: ``async (uri)``.
         on_notification: ``async (method, params)`` for every notification.
@@ -104,7 +125,12 @@ async def open_client(
             result that would be checked logs a warning).
         connect_timeout: Seconds allowed for the negotiation; past them
             :class:`trio.TooSlowError` names the server and the timeout.
-        session_options: Passed to :func:`open_session` (``default_timeout`` ...).
+        session_options: Passed to :func:`open_session` (``default_timeout`` ...;
+            see :class:`~mcp_trio.client.SessionOptions`).
+
+    The keywords after ``channel`` are typed as :class:`~mcp_trio.client.ClientOptions`,
+    which every ``connect_*`` function takes as ``**client_options``: a type
+    checker rejects a misspelled one.
     """
     info: dict[str, Any] = {"name": name, "version": version}
     if title is not None:
@@ -117,9 +143,11 @@ async def open_client(
             if holder:
                 holder[0]._on_notification(method, params)
             if method == "notifications/message" and on_log is not None:
-                await on_log(params)
-            elif method in _INVALIDATES and on_list_changed is not None:
-                await on_list_changed(method.split("/")[1])
+                message = _log_message(params)
+                if message is not None:
+                    await on_log(message)
+            elif method in _LIST_NAMES and on_list_changed is not None:
+                await on_list_changed(_LIST_NAMES[method])
             elif method == "notifications/resources/updated" and on_resource_updated is not None:
                 await on_resource_updated(params.uri)
             if on_notification is not None:
@@ -185,7 +213,7 @@ async def connect_stdio(
     env: Mapping[str, str] | None = None,
     cwd: str | None = None,
     stderr: Any = None,
-    **client_options: Any,
+    **client_options: Unpack[ClientOptions],
 ) -> AsyncIterator[Client]:
     """Start ``command *args`` as a stdio MCP server and connect to it.
 
@@ -203,7 +231,7 @@ async def connect_http(
     *,
     http_options: Mapping[str, Any] | None = None,
     auth: HTTPAuth | None = None,
-    **client_options: Any,
+    **client_options: Unpack[ClientOptions],
 ) -> AsyncIterator[Client]:
     """Connect to the Streamable HTTP endpoint ``url``.
 
@@ -226,7 +254,7 @@ async def connect_websocket(
     *,
     websocket_options: Mapping[str, Any] | None = None,
     auth: HTTPAuth | None = None,
-    **client_options: Any,
+    **client_options: Unpack[ClientOptions],
 ) -> AsyncIterator[Client]:
     """Connect to the MCP WebSocket endpoint ``url`` (``ws://`` or ``wss://``).
 
@@ -254,7 +282,7 @@ async def _connect_over(
     url: str,
     transport_options: Mapping[str, Any] | None,
     auth: HTTPAuth | None,
-    client_options: dict[str, Any],
+    client_options: ClientOptions,
 ) -> AsyncIterator[Client]:
     """``open_client`` over ``open_channel(url, **transport_options, auth=auth)``."""
     options = dict(transport_options or {})
@@ -266,7 +294,9 @@ async def _connect_over(
 
 
 @asynccontextmanager
-async def connect_server(server: ServesSessions, **client_options: Any) -> AsyncIterator[Client]:
+async def connect_server(
+    server: ServesSessions, **client_options: Unpack[ClientOptions]
+) -> AsyncIterator[Client]:
     """Serve ``server`` (a :class:`~mcp_trio.server.Server`, or anything with an
     async ``serve_session(channel, task_status=...)``) in this process over an
     in-memory pair and connect to it: the one-line way to test a server.
@@ -286,12 +316,27 @@ async def connect_server(server: ServesSessions, **client_options: Any) -> Async
         raise _unwrap(group) from None
 
 
-def connect(target: str | Sequence[str] | ServesSessions, **options: Any) -> AbstractAsyncContextManager[Client]:
+@overload
+def connect(
+    target: ServesSessions, **options: Unpack[ClientOptions]
+) -> AbstractAsyncContextManager[Client]: ...
+
+
+@overload
+def connect(
+    target: str | Sequence[str], **options: Unpack[ConnectOptions]
+) -> AbstractAsyncContextManager[Client]: ...
+
+
+def connect(
+    target: str | Sequence[str] | ServesSessions, **options: Any
+) -> AbstractAsyncContextManager[Client]:
     """Connect to ``target``, whatever it is: an ``http(s)://`` URL (Streamable
     HTTP), a ``ws(s)://`` URL (WebSocket), a server object (in process), or a
     command line to start as a stdio server (a string split like a shell
     would, or a list of arguments).  ``options`` go to the matching
-    ``connect_*`` function."""
+    ``connect_*`` function (:class:`~mcp_trio.client.ConnectOptions`; a
+    server object takes :class:`~mcp_trio.client.ClientOptions` only)."""
     if isinstance(target, str):
         scheme = target.split(":", 1)[0].lower()
         if scheme in ("http", "https"):

@@ -4,19 +4,64 @@ and helpers for writing them (:func:`elicitation_defaults`)."""
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+import logging
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import msgspec
 
 from .._exceptions import RemoteProtocolError
+from .asks import ElicitationHandler, LogMessage, RootsProvider, SamplingHandler
+from .results import UnknownContent, _Base
 
-Handler = Callable[[Any], Awaitable[Any]]
-NotificationHook = Callable[[Any], Awaitable[None]]
+log = logging.getLogger("mcp_trio.client")
 
 
 def _builtins(value: Any) -> Any:
     return msgspec.to_builtins(value) if isinstance(value, msgspec.Struct) else value
+
+
+def _log_message(params: Any) -> LogMessage | None:
+    """A ``notifications/message``'s params (read by the session against the
+    revision) as a :class:`LogMessage`; ``None`` (logged) if they do not fit."""
+    try:
+        return msgspec.convert(_builtins(params), LogMessage)
+    except msgspec.ValidationError as exc:
+        log.warning("notifications/message: %s; not passed to on_log", exc)
+        return None
+
+
+def _to_wire(value: Any) -> Any:
+    """A handler's answer as JSON values: the types of :mod:`.asks` and
+    :mod:`.results` by their wire names (``extra`` merged in, an
+    :class:`UnknownContent` as sent, defaults left out), other Structs by
+    ``msgspec.to_builtins``; dicts and lists looked into."""
+    if isinstance(value, UnknownContent):
+        return dict(value.raw)
+    if isinstance(value, _Base):
+        out: dict[str, Any] = {}
+        config = value.__struct_config__
+        if config.tag_field is not None:
+            out[config.tag_field] = config.tag
+        extra: dict[str, Any] = {}
+        for f in msgspec.structs.fields(value):
+            member = getattr(value, f.name)
+            if f.name == "extra":
+                extra = member
+            elif f.required or member != (
+                f.default if f.default is not msgspec.NODEFAULT else f.default_factory()
+            ):
+                out[f.encode_name] = _to_wire(member)
+        for key, member in extra.items():
+            out.setdefault(key, member)
+        return out
+    if isinstance(value, msgspec.Struct):
+        return msgspec.to_builtins(value)
+    if isinstance(value, Mapping):
+        return {key: _to_wire(member) for key, member in value.items()}
+    if isinstance(value, list | tuple):
+        return [_to_wire(member) for member in value]
+    return value
 
 
 async def _maybe_await(value: Any) -> Any:
@@ -47,9 +92,9 @@ def elicitation_defaults(requested_schema: Any) -> dict[str, Any]:
 
 
 def _client_capabilities(
-    sampling: Handler | None,
-    elicitation: Handler | None,
-    roots: Any,
+    sampling: SamplingHandler | None,
+    elicitation: ElicitationHandler | None,
+    roots: RootsProvider | None,
     sampling_tools: bool,
     elicitation_modes: Sequence[str],
     extra: Mapping[str, Any] | None,

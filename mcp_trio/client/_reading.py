@@ -1,5 +1,8 @@
 """Reading a result into the types of :mod:`.results`; tolerant of a peer's extras, or strict.
 
+The params of the server's asks (sampling, elicitation) are read the same
+way into the types of :mod:`.asks` (:func:`ask_params`).
+
 Rules:
 
 * The session hands the result over as a plain ``dict`` (see ``result_type``
@@ -23,12 +26,19 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import msgspec
 
 from .._exceptions import RemoteProtocolError
 from ..types import _versions
+from .asks import (
+    CreateMessageParams,
+    SamplingContent,
+    SamplingMessage,
+    ToolResultContent,
+    ToolUseContent,
+)
 from .results import (
     AudioContent,
     BlobResourceContents,
@@ -128,6 +138,9 @@ _NESTED: dict[type, dict[str, Any]] = {
     ListResourcesResult: {"resources": list[Any]},
     ListResourceTemplatesResult: {"resourceTemplates": list[Any]},
     ListPromptsResult: {"prompts": list[Any]},
+    CreateMessageParams: {"messages": list[Any]},
+    SamplingMessage: {"content": Any},
+    ToolResultContent: {"content": list[Any]},
 }
 
 
@@ -262,6 +275,25 @@ def _resource_contents(reader: Reader, data: Any, path: str) -> ResourceContents
     raise reader.fail("resource contents need `text` or `blob`", path)
 
 
+def _sampling_block(reader: Reader, data: Any, path: str) -> SamplingContent:
+    kind = data.get("type") if type(data) is dict else None
+    if kind == "tool_use":
+        return read(reader, data, ToolUseContent, path)
+    if kind == "tool_result":
+        return read(reader, data, ToolResultContent, path)
+    # the session read the params against the revision: no resource blocks here
+    return cast("SamplingContent", block(reader, data, path))
+
+
+def _sampling_content(
+    reader: Reader, data: Any, path: str
+) -> SamplingContent | list[SamplingContent]:
+    """A sampling message's content: one block or (2025-11-25+) a list of them."""
+    if type(data) is list:
+        return [_sampling_block(reader, item, f"{path}[{i}]") for i, item in enumerate(data)]
+    return _sampling_block(reader, data, path)
+
+
 def _message(reader: Reader, data: Any, path: str) -> PromptMessage:
     return read(reader, data, PromptMessage, path)
 
@@ -280,7 +312,17 @@ _READERS: dict[tuple[type, str], Callable[[Reader, Any, str], Any]] = {
     (ListResourcesResult, "resources"): _items(Resource),
     (ListResourceTemplatesResult, "resourceTemplates"): _items(ResourceTemplate),
     (ListPromptsResult, "prompts"): _items(Prompt),
+    (CreateMessageParams, "messages"): _items(SamplingMessage),
+    (SamplingMessage, "content"): _sampling_content,
+    (ToolResultContent, "content"): _blocks,
 }
+
+
+def ask_params(reader: Reader, params: Any, cls: type[T]) -> T:
+    """The params of one of the server's asks (a Struct of the revision's) as ``cls``."""
+    data = msgspec.to_builtins(params) if params is not None else {}
+    return read(reader, data, cls, "$.params")
+
 
 #: The result type of each method the client reads.
 RESULTS: dict[str, type] = {

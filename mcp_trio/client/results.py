@@ -62,6 +62,7 @@ __all__ = [
     "TextResourceContents",
     "Tool",
     "ToolAnnotations",
+    "ToolExecution",
     "UnknownContent",
 ]
 
@@ -198,6 +199,14 @@ class ToolAnnotations(_Base, frozen=True):
     openWorldHint: bool | None = None
 
 
+class ToolExecution(_Base, frozen=True):
+    """How a tool may be run (2025-11-25, with tasks)."""
+
+    taskSupport: str | None = None
+    """``"forbidden"`` (the default when absent), ``"optional"`` or ``"required"``:
+    whether a ``tools/call`` may (or must) ask for a task."""
+
+
 class Tool(_Base, frozen=True):
     name: str
     inputSchema: dict[str, Any]
@@ -206,8 +215,8 @@ class Tool(_Base, frozen=True):
     outputSchema: dict[str, Any] | None = None
     annotations: ToolAnnotations | None = None
     icons: list[Icon] = []
-    execution: dict[str, Any] | None = None
-    """2025-11-25 only (``taskSupport``)."""
+    execution: ToolExecution | None = None
+    """2025-11-25 only."""
     meta: dict[str, Any] | None = field(default=None, name="_meta")
     extra: dict[str, Any] = {}
 

@@ -7,17 +7,36 @@ checker must catch (``warn_unused_ignores`` fails the check if it stops catching
 
 from __future__ import annotations
 
-from typing import Any, assert_type
+from typing import Any, Literal, assert_type
 
 from mcp_trio.client import (
     Client,
+    ClientOptions,
     HandlerError,
     OutputValidationError,
     Subscription,
+    connect,
     connect_http,
+    connect_server,
     connect_stdio,
     connect_websocket,
+    elicitation_defaults,
     open_client,
+)
+from mcp_trio.client.asks import (
+    CreateMessageParams,
+    CreateMessageResult,
+    ElicitationHandler,
+    ElicitParams,
+    ElicitResult,
+    ListName,
+    LogMessage,
+    ModelPreferences,
+    Root,
+    RootsProvider,
+    SamplingContent,
+    SamplingHandler,
+    SamplingMessage,
 )
 from mcp_trio.client.results import (
     BlobResourceContents,
@@ -32,6 +51,7 @@ from mcp_trio.client.results import (
     ListResourcesResult,
     ListResourceTemplatesResult,
     ListToolsResult,
+    LogLevel,
     Prompt,
     PromptMessage,
     ReadResourceResult,
@@ -43,8 +63,10 @@ from mcp_trio.client.results import (
     TextResourceContents,
     Tool,
     ToolAnnotations,
+    ToolExecution,
     UnknownContent,
 )
+from mcp_trio.server import Server
 from mcp_trio.transports import MessageChannel
 
 
@@ -61,6 +83,9 @@ async def tools(client: Client) -> None:
     assert_type(tool.inputSchema, dict[str, Any])
     assert_type(tool.outputSchema, dict[str, Any] | None)
     assert_type(tool.annotations, ToolAnnotations | None)
+    assert_type(tool.execution, ToolExecution | None)
+    if tool.execution is not None:
+        assert_type(tool.execution.taskSupport, str | None)
     assert_type(tool.extra, dict[str, Any])
 
     result = await client.call_tool("add", {"a": 1}, timeout=3.5, meta={"k": "v"})
@@ -87,7 +112,12 @@ async def tools(client: Client) -> None:
 
     assert_type(await client.call_tool("slow", on_progress=on_progress), CallToolResult)
 
+    assert_type(await client.call_tool("slow", max_total_timeout=60), CallToolResult)
+    await client.call_tool("slow", reset_timeout_on_progress=False)
+
     # mistakes a checker must catch
+    await client.call_tool("slow", max_total_timout=60)  # type: ignore[call-arg]
+    await client.call_tool("slow", reset_timeout_on_progress="no")  # type: ignore[arg-type]
     print(result.nonexistent)  # type: ignore[attr-defined]
     print(result.content[0].text)  # type: ignore[union-attr]
     await client.call_tool(5)  # type: ignore[arg-type]
@@ -149,19 +179,128 @@ async def utilities(client: Client) -> None:
 
 
 async def opening(channel: MessageChannel) -> None:
-    async def sampling(params: Any) -> dict[str, Any]:
+    async def sampling(params: CreateMessageParams) -> CreateMessageResult:
+        assert_type(params.messages, list[SamplingMessage])
+        assert_type(params.maxTokens, int)
+        assert_type(params.systemPrompt, str | None)
+        assert_type(params.tools, list[Tool])
+        assert_type(params.modelPreferences, ModelPreferences | None)
+        content = params.messages[0].content
+        assert_type(content, SamplingContent | list[SamplingContent])
+        if isinstance(content, TextContent):
+            assert_type(content.text, str)
+        return CreateMessageResult(role="assistant", content=TextContent(text="4"), model="m")
+
+    async def elicitation(params: ElicitParams) -> ElicitResult:
+        assert_type(params.mode, Literal["form", "url"])
+        assert_type(params.requestedSchema, dict[str, Any] | None)
+        assert_type(params.url, str | None)
+        return ElicitResult(action="accept", content=elicitation_defaults(params.requestedSchema))
+
+    async def as_dict(params: ElicitParams) -> dict[str, Any]:
+        return {"action": "decline"}
+
+    async def untyped(params: Any) -> Any:
         return {}
 
+    def roots() -> list[Root]:
+        return [Root(uri="file:///", name="all")]
+
+    async def async_roots() -> list[dict[str, str]]:
+        return [{"uri": "file:///"}]
+
+    async def on_log(message: LogMessage) -> None:
+        assert_type(message.level, LogLevel)
+        assert_type(message.logger, str | None)
+        assert_type(message.data, Any)
+
+    async def changed(name: ListName) -> None:
+        assert_type(name, Literal["tools", "resources", "prompts"])
+
+    async def changed_str(name: str) -> None:
+        pass
+
+    async def changed_number(name: int) -> None:
+        pass
+
+    typed_sampling: SamplingHandler = sampling
+    typed_elicitation: ElicitationHandler = as_dict
+    roots_provider: RootsProvider = async_roots
+    print(typed_sampling, typed_elicitation, roots_provider)
+
     async with open_client(
-        channel, sampling=sampling, strict=True, validate_output=False
+        channel,
+        sampling=sampling,
+        elicitation=elicitation,
+        roots=roots,
+        on_log=on_log,
+        on_list_changed=changed,
+        strict=True,
+        validate_output=False,
     ) as client:
         assert_type(client, Client)
+    any_roots = [Root(uri="file:///")]
+    async with open_client(channel, sampling=untyped, elicitation=untyped, roots=any_roots):
+        pass
     async with connect_stdio("python", "server.py") as client:
         assert_type(client, Client)
     async with connect_http("http://localhost/mcp") as client:
         assert_type(client, Client)
     async with connect_websocket("ws://localhost/mcp") as client:
         assert_type(client, Client)
+
+    # mistakes a checker must catch
+    async with open_client(channel, sampling=elicitation):  # type: ignore[arg-type]
+        pass
+    async with open_client(channel, elicitation=sampling):  # type: ignore[arg-type]
+        pass
+    async with open_client(channel, roots="file:///"):  # type: ignore[arg-type]
+        pass
+    async with open_client(channel, on_log=sampling):  # type: ignore[arg-type]
+        pass
+    async with open_client(channel, on_list_changed=changed_str):
+        pass
+    async with open_client(channel, on_list_changed=changed_number):  # type: ignore[arg-type]
+        pass
+    ElicitResult(action="maybe")  # type: ignore[arg-type]
+    CreateMessageResult(content=TextContent(text="4"), model="m")  # type: ignore[call-arg]
+
+
+async def options(server: Server) -> None:
+    """The options of open_client, taken by every connect_* function, are typed."""
+    async with connect_stdio("python", "server.py", cwd="/", max_pages=3, default_timeout=5) as c:
+        assert_type(c, Client)
+    async with connect_http("http://localhost/mcp", http_options={}, cache=False) as c:
+        assert_type(c, Client)
+    async with connect_websocket("ws://localhost/mcp", versions=["2025-06-18"]) as c:
+        assert_type(c, Client)
+    async with connect_server(server, strict=True, keepalive_interval=None) as c:
+        assert_type(c, Client)
+    async with connect(server, connect_timeout=1) as c:
+        assert_type(c, Client)
+    async with connect("python server.py", env={"A": "1"}, validate_output=False) as c:
+        assert_type(c, Client)
+    async with connect(["python", "server.py"], cwd="/tmp") as c:
+        assert_type(c, Client)
+    options: ClientOptions = {"name": "me", "max_input_rounds": 2}
+    async with connect_server(server, **options) as c:
+        assert_type(c, Client)
+
+    # mistakes a checker must catch
+    async with connect_stdio("python", "server.py", max_page=3):  # type: ignore[call-arg]
+        pass
+    async with connect_http("http://localhost/mcp", strict="yes"):  # type: ignore[arg-type]
+        pass
+    async with connect_websocket("ws://x", version=2):  # type: ignore[arg-type]
+        pass
+    async with connect_server(server, sampling_tool=True):  # type: ignore[call-arg]
+        pass
+    async with connect(server, env={"A": "1"}):  # type: ignore[call-overload]
+        pass
+    async with connect("python server.py", cache_namespaces="x"):  # type: ignore[call-overload]
+        pass
+    wrong: ClientOptions = {"max_pages": "many"}  # type: ignore[typeddict-item]
+    print(wrong)
 
 
 def errors(exc: Exception) -> None:

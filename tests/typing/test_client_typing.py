@@ -1,4 +1,8 @@
-"""mypy --strict on tests/typing/client_calls.py: the client's public types stay precise."""
+"""mypy --strict on the user files of tests/typing: the public types stay precise.
+
+client_calls.py holds every public call of the client, server_calls.py every
+public decorator of the server and the Context calls.
+"""
 
 from __future__ import annotations
 
@@ -12,8 +16,7 @@ HERE = Path(__file__).parent
 ROOT = HERE.parent.parent
 
 
-@pytest.mark.slow
-def test_the_client_calls_type_check() -> None:
+def check(name: str) -> None:
     pytest.importorskip("mypy")
     run = subprocess.run(
         [
@@ -24,7 +27,7 @@ def test_the_client_calls_type_check() -> None:
             "--follow-imports=silent",  # this file's errors only, not the library's
             "--no-incremental",
             "--cache-dir=/dev/null",
-            str(HERE / "client_calls.py"),
+            str(HERE / name),
         ],
         cwd=ROOT,
         capture_output=True,
@@ -32,3 +35,13 @@ def test_the_client_calls_type_check() -> None:
         timeout=600,
     )
     assert run.returncode == 0, run.stdout + run.stderr
+
+
+@pytest.mark.slow
+def test_the_client_calls_type_check() -> None:
+    check("client_calls.py")
+
+
+@pytest.mark.slow
+def test_the_server_decorators_type_check() -> None:
+    check("server_calls.py")
