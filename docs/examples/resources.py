@@ -86,7 +86,7 @@ async def modern() -> None:
                 seen = []
                 async for method, params in events:
                     seen.append(method)
-                    print(method, getattr(params, "uri", ""))
+                    print(method, params.uri or "")
                     if len(seen) == 2:
                         break
         nursery.cancel_scope.cancel()

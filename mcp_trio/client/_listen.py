@@ -20,6 +20,7 @@ import trio
 
 from .._exceptions import LocalProtocolError
 from ._handlers import _builtins, _unwrap
+from .results import Notice
 
 if TYPE_CHECKING:
     from .._engine._session import Session
@@ -39,7 +40,7 @@ class Subscription:
     def __init__(self, buffer: int) -> None:
         self.id: Any = None
         self.acknowledged: dict[str, Any] | None = None
-        self._send, self._receive = trio.open_memory_channel[tuple[str, Any]](buffer)
+        self._send, self._receive = trio.open_memory_channel[tuple[str, Notice]](buffer)
         self._acknowledged = trio.Event()
         self._error: BaseException | None = None
         self._done = False
@@ -52,7 +53,7 @@ class Subscription:
             self._acknowledged.set()
             return
         try:
-            self._send.send_nowait((method, params))
+            self._send.send_nowait((method, _notice(params)))
         except trio.WouldBlock:
             # A reader this far behind re-reads the lists anyway; never block the session.
             self.dropped += 1
@@ -74,8 +75,9 @@ class Subscription:
     def __aiter__(self) -> Subscription:
         return self
 
-    async def __anext__(self) -> tuple[str, Any]:
-        """The next ``(method, params)``; stops when the server ends the
+    async def __anext__(self) -> tuple[str, Notice]:
+        """The next ``(method, params)`` (params typed, the same in every
+        notification: :class:`~mcp_trio.client.results.Notice`); stops when the server ends the
         subscription, raises what ended it otherwise (``ConnectionClosed`` ...)."""
         try:
             return await self._receive.receive()
@@ -83,6 +85,16 @@ class Subscription:
             if self._error is not None:
                 raise self._error from None
             raise StopAsyncIteration from None
+
+
+def _notice(params: Any) -> Notice:
+    data = _builtins(params) if params is not None else {}
+    if not isinstance(data, dict):
+        data = {}
+    uri, meta = data.get("uri"), data.get("_meta")
+    extra = {k: v for k, v in data.items() if k not in ("uri", "_meta")}
+    return Notice(uri=uri if isinstance(uri, str) else None, meta=meta if isinstance(meta, dict) else {},
+                  extra=extra)
 
 
 class ListenMixin:

@@ -58,6 +58,7 @@ __all__ = [
     "ResourceContents",
     "ResourceLink",
     "ResourceTemplate",
+    "Notice",
     "TextContent",
     "TextResourceContents",
     "Tool",
@@ -218,6 +219,16 @@ class Tool(_Base, frozen=True):
     execution: ToolExecution | None = None
     """2025-11-25 only."""
     meta: dict[str, Any] | None = field(default=None, name="_meta")
+    extra: dict[str, Any] = {}
+
+
+class Notice(_Base, frozen=True):
+    """The params of a notification a subscription delivers (:meth:`Client.listen`)."""
+
+    uri: str | None = None
+    """``notifications/resources/updated``: the resource that changed."""
+    meta: dict[str, Any] = field(default_factory=dict, name="_meta")
+    """Holds the subscription id (``io.modelcontextprotocol/subscriptionId``)."""
     extra: dict[str, Any] = {}
 
 

@@ -48,10 +48,11 @@ from mcp_trio.client.results import (
     GetPromptResult,
     ImageContent,
     ListPromptsResult,
-    ListResourcesResult,
     ListResourceTemplatesResult,
+    ListResourcesResult,
     ListToolsResult,
     LogLevel,
+    Notice,
     Prompt,
     PromptMessage,
     ReadResourceResult,
@@ -175,7 +176,7 @@ async def utilities(client: Client) -> None:
         assert_type(subscription, Subscription)
         async for method, params in subscription:
             assert_type(method, str)
-            assert_type(params, Any)
+            assert_type(params, Notice)
 
 
 async def opening(channel: MessageChannel) -> None:
