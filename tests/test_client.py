@@ -13,7 +13,7 @@ import trio
 import trio.testing
 
 from mcp_trio import McpError, RemoteProtocolError, open_memory_transport_pair, open_session
-from mcp_trio.client import Client, ResultCache, open_client
+from mcp_trio.client import Client, ResultCache, connect_server, open_client
 from mcp_trio.server import Context, Server
 from mcp_trio.types import _versions
 
@@ -131,14 +131,10 @@ def handlers(calls: Calls, *, name: str = "ada") -> dict[str, Any]:
 async def pair(version: str, calls: Calls | None = None, server: Server | None = None, **client_options: Any) -> AsyncIterator[tuple[Client, Server, Calls]]:
     calls = calls or Calls()
     server = server or make_server(calls)
-    a, b = open_memory_transport_pair()
     options = {**handlers(calls), **client_options}
-    async with trio.open_nursery() as nursery:
-        await nursery.start(server.serve_session, a)
-        with trio.fail_after(10):
-            async with open_client(b, versions=[version], **options) as client:
-                yield client, server, calls
-        nursery.cancel_scope.cancel()
+    with trio.fail_after(10):
+        async with connect_server(server, versions=[version], **options) as client:
+            yield client, server, calls
 
 
 @pytest.mark.parametrize("version", ALL)

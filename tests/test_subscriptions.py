@@ -10,8 +10,8 @@ import pytest
 import trio
 import trio.testing
 
-from mcp_trio import LocalProtocolError, McpError, open_memory_transport_pair
-from mcp_trio.client import Client, connect_http, open_client
+from mcp_trio import LocalProtocolError, McpError
+from mcp_trio.client import Client, connect_http, connect_server
 from mcp_trio.server import Server
 from mcp_trio.server._listen import SUBSCRIPTION_ID, SubscriptionHub
 
@@ -34,13 +34,9 @@ def make_server() -> Server:
 
 @asynccontextmanager
 async def pair(server: Server, version: str = MODERN) -> AsyncIterator[Client]:
-    a, b = open_memory_transport_pair()
-    async with trio.open_nursery() as nursery:
-        await nursery.start(server.serve_session, a)
-        with trio.fail_after(10):
-            async with open_client(b, versions=[version]) as client:
-                yield client
-        nursery.cancel_scope.cancel()
+    with trio.fail_after(10):
+        async with connect_server(server, versions=[version]) as client:
+            yield client
 
 
 def add_tool(server: Server, name: str) -> None:
