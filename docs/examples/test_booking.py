@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 import trio
 
-from mcp_trio import RequestTimeout, open_memory_transport_pair
-from mcp_trio.client import Client, open_client
+from mcp_trio import RequestTimeout
+from mcp_trio.client import Client, connect_server
 from mcp_trio.server import Context, Server
 
 server = Server("booking", "1.0")
@@ -36,12 +36,8 @@ async def slow() -> str:
 @asynccontextmanager
 async def connected(version: str, **client_options: Any) -> AsyncIterator[Client]:
     """The server and a client of the given revision, in memory."""
-    server_end, client_end = open_memory_transport_pair()
-    async with trio.open_nursery() as nursery:
-        await nursery.start(server.serve_session, server_end)
-        async with open_client(client_end, versions=[version], **client_options) as client:
-            yield client
-        nursery.cancel_scope.cancel()
+    async with connect_server(server, versions=[version], **client_options) as client:
+        yield client
 
 
 def answering(reply: dict[str, Any]) -> Any:

@@ -3,21 +3,15 @@
 from collections.abc import AsyncIterator
 
 import pytest
-import trio
 from first_server import server
 
-from mcp_trio import open_memory_transport_pair
-from mcp_trio.client import Client, open_client
+from mcp_trio.client import Client, connect_server
 
 
 @pytest.fixture
 async def client() -> AsyncIterator[Client]:
-    server_end, client_end = open_memory_transport_pair()
-    async with trio.open_nursery() as nursery:
-        await nursery.start(server.serve_session, server_end)
-        async with open_client(client_end) as client:
-            yield client
-        nursery.cancel_scope.cancel()
+    async with connect_server(server) as client:
+        yield client
 
 
 @pytest.mark.trio
