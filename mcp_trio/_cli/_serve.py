@@ -16,6 +16,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from ._tuning import settle_heap
+
 if TYPE_CHECKING:
     from ..server import Server
 
@@ -472,6 +474,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             return 1
         if args.http is None:
             server.session_options.update(_queue_options(args, http=False))
+        settle_heap()  # (after the import: what it built is never garbage)
         try:
             if args.ws is not None:
                 if args.http is not None:
