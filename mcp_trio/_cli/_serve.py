@@ -91,8 +91,9 @@ def add_parser(sub: Any) -> None:
         "--max-sessions-per-client",
         type=_positive_int,
         metavar="N",
-        help="with --http, sessions opened from one client address (default: 1000); past it, "
-        "that address's oldest session that never got past initialize is evicted, else 429",
+        help="with --http, sessions opened from one client address (default: 128); past it, "
+        "that address's oldest session that never got past initialize (if 10 s old) is "
+        "evicted, else 429",
     )
     p.add_argument(
         "--max-body-size",
