@@ -1,5 +1,7 @@
-"""What ``mcp-trio serve`` does to its own process so that a busy server answers every client
-promptly: the garbage collector's full passes kept short.
+"""What mcp-trio serve does to its own process: short GC pauses.
+
+So that a busy server answers every client promptly, the garbage collector's full passes are
+kept short.
 
 CPython's full collection walks every tracked object of the process.  A server that imported
 its tools, the generated types and the transports holds some 100,000 objects that are never
