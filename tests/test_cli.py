@@ -178,6 +178,34 @@ async def test_serve_speaks_stdio_and_logs_to_stderr(tmp_path: Path) -> None:
     assert "INFO cli_logging_app: shouting hi" in err
 
 
+async def test_serve_freezes_what_startup_built(tmp_path: Path) -> None:
+    """The serve process moves what its import built out of the GC's way (gc.freeze), so that
+    full collections under load walk only what the server builds as it serves."""
+    write_module(
+        tmp_path,
+        "cli_gc_app",
+        """
+        import gc
+
+        app = Server("gc-app", "1.0")
+
+        @app.tool
+        def frozen() -> str:
+            "The objects in the permanent generation."
+            return str(gc.get_freeze_count())
+        """,
+    )
+    argv = [sys.executable, "-m", "mcp_trio._cli", "serve", "cli_gc_app.py:app"]
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+    with trio.fail_after(20):
+        async with open_stdio_client(argv, env=env, cwd=tmp_path) as proc:
+            async with open_session(proc.channel, role="client", info={"name": "t", "version": "1"}) as client:
+                await client.connect()
+                result = await client.request("tools/call", {"name": "frozen", "arguments": {}})
+            await proc.process.wait()
+    assert int(result.content[0].text) > 10_000  # the library, its types and the server
+
+
 HTTP_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 INIT = {
     "jsonrpc": "2.0",

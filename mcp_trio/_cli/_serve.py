@@ -16,6 +16,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from ._tuning import settle_heap
+
 if TYPE_CHECKING:
     from ..server import Server
 
@@ -89,8 +91,9 @@ def add_parser(sub: Any) -> None:
         "--max-sessions-per-client",
         type=_positive_int,
         metavar="N",
-        help="with --http, sessions opened from one client address (default: 1000); past it, "
-        "that address's oldest session that never got past initialize is evicted, else 429",
+        help="with --http, sessions opened from one client address (default: 128); past it, "
+        "that address's oldest session that never got past initialize (if 10 s old) is "
+        "evicted, else 429",
     )
     p.add_argument(
         "--max-body-size",
@@ -472,6 +475,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             return 1
         if args.http is None:
             server.session_options.update(_queue_options(args, http=False))
+        settle_heap()  # (after the import: what it built is never garbage)
         try:
             if args.ws is not None:
                 if args.http is not None:

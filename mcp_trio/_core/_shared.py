@@ -15,6 +15,7 @@ declare an extension only with an object under ``extensions``.
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 import msgspec
@@ -121,6 +122,7 @@ def _progress_token(params: Any) -> int | str | None:
     return None
 
 
+@cache  # msgspec's fields() evaluates the type hints again on every call
 def _has_meta_dict(params_type: type) -> bool:
     """``params_type`` keeps ``_meta`` as a plain dict in ``.meta`` (what the
     ``_meta`` peek of the two-pass path reads)."""

@@ -1,5 +1,5 @@
 """What the engine's modules share: the ``mcp_trio`` logger, the default-timeout
-marker and the wording of a session's end."""
+marker, the wording of a session's end and the unwrapping of one-member exception groups."""
 
 from __future__ import annotations
 
@@ -16,3 +16,11 @@ def _ended(what: str, channel: Any) -> str:
     such as a WebSocket close code."""
     reason = getattr(channel, "end_reason", None)
     return f"{what} ({reason})" if reason else what
+
+
+def _unwrap(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The single exception inside (nested) one-member groups, else the group."""
+    exc: BaseException = group
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc

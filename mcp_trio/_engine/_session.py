@@ -54,7 +54,7 @@ from .._core import (
 from .._exceptions import ConnectionClosed, McpError
 from ..transports._base import Frame, MessageChannel
 from ..types import _versions
-from ._common import _ended, log
+from ._common import _ended, _unwrap, log
 from ._handlers import RequestHandler, _Handlers, _queue_bounds
 from ._handshake import _Handshake
 from ._outgoing import ProgressCallback, RequestTimeout, _Outgoing, _Waiter
@@ -206,29 +206,7 @@ class Session(_Handlers, _Handshake, _Outgoing):
         :func:`open_session` already run: use this only with :func:`new_session`.
         """
         try:
-            # One nursery for everything; _stop() cancels it, but the writer
-            # (shielded) sends what is queued, and the outbox closes once the
-            # last request handler is done (its answer may still be on the way).
-            async with trio.open_nursery() as tasks:
-                self._tasks = tasks
-                try:
-                    if self._stopping:
-                        return  # closed before it ran
-                    if self.keepalive_interval is not None:
-                        tasks.start_soon(self._keepalive)
-                    task_status.started(self)
-                    attach = getattr(self.channel, "attach_receiver", None)
-                    if attach is None:
-                        if await self._reader():  # handed on: a successor reads
-                            await trio.sleep_forever()  # until _stop()
-                        await self._finish_after_eof()
-                    else:
-                        await attach(self._feed, self._input_ended)
-                        await trio.sleep_forever()  # until _input_ended() or _stop()
-                finally:
-                    self._stop()
-        except BaseExceptionGroup as group:
-            raise _unwrap(group) from None
+            await self._run_tasks(task_status)
         finally:
             self._outbox_closed = True
             self._shutdown()
@@ -397,6 +375,40 @@ class Session(_Handlers, _Handshake, _Outgoing):
         self._outbox_closed = True
         if self._outbox_send is not None:
             self._outbox_send.close()  # the writer sends what is in it, then ends
+
+    async def _run_tasks(self, task_status: trio.TaskStatus[Session]) -> None:
+        """:meth:`run` up to its shutdown: the session's nursery, its exception unwrapped."""
+        unwrapped: BaseException | None = None
+        try:
+            # One nursery for everything; _stop() cancels it, but the writer
+            # (shielded) sends what is queued, and the outbox closes once the
+            # last request handler is done (its answer may still be on the way).
+            async with trio.open_nursery() as tasks:
+                self._tasks = tasks
+                try:
+                    if self._stopping:
+                        return  # closed before it ran
+                    if self.keepalive_interval is not None:
+                        tasks.start_soon(self._keepalive)
+                    task_status.started(self)
+                    attach = getattr(self.channel, "attach_receiver", None)
+                    if attach is None:
+                        if await self._reader():  # handed on: a successor reads
+                            await trio.sleep_forever()  # until _stop()
+                        await self._finish_after_eof()
+                    else:
+                        await attach(self._feed, self._input_ended)
+                        await trio.sleep_forever()  # until _input_ended() or _stop()
+                finally:
+                    self._stop()
+        except BaseExceptionGroup as group:
+            if (unwrapped := _unwrap(group)) is group:
+                raise
+        if unwrapped is not None:  # raised out of the handler: no cycle via __context__ (the GC's work)
+            try:
+                raise unwrapped
+            finally:
+                unwrapped = None  # (nor via this frame)
 
     def _shutdown(self) -> None:
         if self.core.closed and not self._waiters:
@@ -584,10 +596,3 @@ def new_session(
         session.initialized.set()
     return session
 
-
-def _unwrap(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    """The single exception inside (nested) one-member groups, else the group."""
-    exc: BaseException = group
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
-    return exc

@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any, Protocol, Unpack, overload
 
 import trio
 
-from .._engine._session import Session, _unwrap, open_session
+from .._engine._common import _unwrap
+from .._engine._session import Session, open_session
 from ..transports._base import MessageChannel
 from ..transports.memory import open_memory_transport_pair
 from ..transports.stdio import open_stdio_client

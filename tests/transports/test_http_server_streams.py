@@ -16,6 +16,7 @@ import pytest
 import trio
 
 from mcp_trio.server import Server
+from mcp_trio.transports.http import _streams
 from mcp_trio.transports.http.server import HttpRequest, StreamableHTTP
 
 from .test_http_server_fast_paths import VERSION, Reader, call, make_server, post, serving
@@ -176,28 +177,59 @@ async def test_an_idle_get_stream_ends_with_a_retry_hint_and_resumes(front_door:
 
 @pytest.mark.parametrize("front_door", ["h11", "hypercorn"])
 async def test_an_initialize_flood_from_one_address_leaves_another_its_sessions(front_door: str) -> None:
-    """Past ``max_sessions_per_client`` an address's ``initialize`` evicts that
-    address's own oldest half-open session, never another address's; when all
-    of its sessions got past ``initialize`` it gets 429 with Retry-After, and
-    another address still starts sessions."""
+    """Past ``max_sessions_per_client`` an address's ``initialize`` gets 429 with
+    Retry-After (its own half-open sessions are younger than ``_REPLACE_AFTER``);
+    another address's sessions stay and it still starts sessions."""
     server, _ = make_server()
     options = {"max_sessions": 20, "max_sessions_per_client": 5}
     async with serving(front_door, server, **options) as (port, endpoint):
         with trio.fail_after(20):
             stream, reader, session_id = await initialize(port, CLIENT, initialized=False)
             flood, flood_reader = await connect(port, ATTACKER)
-            for _ in range(60):  # half-open sessions, three times the whole table
+            for n in range(60):  # three times the whole table
                 await flood.send_all(post(INIT))
-                assert (await flood_reader.response())[0] == 200
+                status, headers, body = await flood_reader.response()
+                if n < 5:
+                    assert status == 200
+                else:
+                    assert status == 429 and headers["retry-after"] == "5" and b"client address" in body
             await stream.send_all(post(INITIALIZED, session_id))
             assert (await reader.response())[0] == 202  # still there
             assert len(endpoint.sessions) == 6
-            attackers = [await initialize(port, ATTACKER) for _ in range(5)]
-            await flood.send_all(post(INIT))
-            status, headers, body = await flood_reader.response()
-            assert status == 429 and headers["retry-after"] == "5" and b"client address" in body
             other, _, _ = await initialize(port, CLIENT)
-            for s in (stream, flood, other, *(a[0] for a in attackers)):
+            for s in (stream, flood, other):
+                await s.aclose()
+
+
+@pytest.mark.parametrize("front_door", ["h11", "hypercorn"])
+async def test_an_address_replaces_only_its_half_open_sessions_older_than_10_s(
+    front_door: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At its share an address's ``initialize`` evicts its own oldest half-open session
+    only once that one is ``_REPLACE_AFTER`` old (10 s; shortened here); never one that
+    got past ``initialize``."""
+    monkeypatch.setattr(_streams, "_REPLACE_AFTER", 0.5)
+    server, _ = make_server()
+    options = {"max_sessions": 20, "max_sessions_per_client": 2}
+    async with serving(front_door, server, **options) as (port, endpoint):
+        with trio.fail_after(20):
+            done, _, kept = await initialize(port, ATTACKER)  # past initialize: never evicted
+            flood, flood_reader = await connect(port, ATTACKER)
+            await flood.send_all(post(INIT))
+            status, headers, _ = await flood_reader.response()
+            assert status == 200
+            half_open = headers["mcp-session-id"]
+            await flood.send_all(post(INIT))
+            assert (await flood_reader.response())[0] == 429  # its half-open one is too young
+            await trio.sleep(0.6)
+            await flood.send_all(post(INIT))
+            status, headers, _ = await flood_reader.response()
+            assert status == 200
+            assert half_open not in endpoint.sessions and kept in endpoint.sessions
+            assert headers["mcp-session-id"] in endpoint.sessions
+            await flood.send_all(post(INIT))
+            assert (await flood_reader.response())[0] == 429
+            for s in (done, flood):
                 await s.aclose()
 
 

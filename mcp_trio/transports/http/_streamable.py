@@ -23,8 +23,9 @@ Rules:
   ``max_sessions`` exist, at most ``max_sessions_per_client`` opened from one
   client address: an ``initialize`` finding either full evicts the oldest
   session (of that address, or of all) that never got past its ``initialize``
-  POST (ended as by ``DELETE``), and gets 429 (its address) or 503 (all) with
-  ``Retry-After`` only when there is none.  Nothing of an ended session is kept.
+  POST (ended as by ``DELETE``; of its own address only one at least 10 s old),
+  and gets 429 (its address) or 503 (all) with ``Retry-After`` only when there
+  is none.  Nothing of an ended session is kept.
   A session opened by one principal (``HttpRequest.principal``: whom an
   authorization layer verified) is unknown (404) to requests of any other.
 * Stateless requests (2026-07-28: the protocol version in ``_meta``) need no
@@ -194,7 +195,7 @@ class StreamableHTTP(_SessionTable, _Endpoint):
         max_streams_total: int = DEFAULT_MAX_STREAMS_TOTAL,
         max_streams_per_client: int | None = DEFAULT_MAX_STREAMS_PER_CLIENT,
         stream_idle_timeout: float | None = 300.0,
-        max_sessions_per_client: int | None = 1000,
+        max_sessions_per_client: int | None = 128,
         allowed_hosts: Iterable[str] | None = DEFAULT_ALLOWED_HOSTS,
         allowed_origins: Iterable[str] | None = None,
         event_store: EventStore | None = None,

@@ -34,6 +34,10 @@ log = logging.getLogger("mcp_trio.http")
 
 _END = object()
 _CLOSE = object()  # end the response now; the stream goes on for a resuming client
+#: Seconds a half-open session must be old before a new ``initialize`` of its own address
+#: may replace it: a handshake takes a round trip, so one younger may be a client's in
+#: progress, and an address refused (429) until then cannot churn sessions at will.
+_REPLACE_AFTER = 10.0
 
 
 class _Stream:
@@ -84,6 +88,7 @@ class _HttpSession(trio.abc.Channel[Frame]):
         #: Set by the first request after the ``initialize`` POST (see StreamableHTTP._session_for);
         #: a full session table evicts the oldest session without it first.
         self.past_initialize = False
+        self.opened = trio.current_time()
         # Input: the engine takes each frame in the POST's own task once it has
         # attached (attach_receiver); frames that come before, or every frame
         # for an engine that reads with receive(), wait here (at most
@@ -414,7 +419,9 @@ class _SessionTable:
         """Room for a new session of ``client``, or the refusal (429: its address holds its share; 503: full)."""
         mine = self._by_client.get(client) if client is not None else None
         cap = self.max_sessions_per_client
-        if mine is not None and cap is not None and len(mine) >= cap and not self._evict_half_open(mine.values()):
+        if mine is not None and cap is not None and len(mine) >= cap and not self._evict_half_open(
+            mine.values(), _REPLACE_AFTER
+        ):
             return _busy(429, f"Too many sessions from this client address (at most {cap})")
         if len(self.sessions) >= self.max_sessions and not self._evict_half_open(self.sessions.values()):
             return _busy(503, "Too many sessions")
@@ -428,14 +435,17 @@ class _SessionTable:
         if mine is not None and mine.pop(session.id, None) is not None and not mine:
             del self._by_client[session.client]
 
-    def _evict_half_open(self, candidates: Iterable[_HttpSession]) -> bool:
+    def _evict_half_open(self, candidates: Iterable[_HttpSession], min_age: float = 0.0) -> bool:
         """Make room for a new session: end the oldest of ``candidates`` that never
-        got past its ``initialize`` POST, as ``DELETE`` would.  False: none."""
+        got past its ``initialize`` POST (and is ``min_age`` seconds old), as ``DELETE``
+        would.  False: none."""
         for session in candidates:  # insertion order: oldest first
             if not session.past_initialize:
                 break
         else:
             return False
+        if trio.current_time() - session.opened < min_age:
+            return False  # the oldest is too young, so are the others
         assert session.id is not None
         log.info("session table full: evicting half-open session %s", session.id)
         self._drop(session)

@@ -228,6 +228,17 @@ def _may_stay_open(body: bytes) -> bool:
     return any(m.method == "subscriptions/listen" for m in (peeked if isinstance(peeked, list) else [peeked]))
 
 
+def _forget_connection(server: Any) -> None:
+    """Break the reference cycles of an ended hypercorn connection (its server, protocol wrapper
+    and protocol point at each other through their send callbacks and task group), so that its
+    objects are freed at once, not by the cyclic GC's full passes (which under a flood of
+    connections grew long enough to delay every client)."""
+    wrapper = getattr(server, "protocol", None)
+    for part in (getattr(wrapper, "protocol", None), wrapper, server):
+        if part is not None and hasattr(part, "__dict__"):
+            vars(part).clear()
+
+
 async def serve_hypercorn(
     app: ASGIApp,
     host: str = "127.0.0.1",
@@ -318,11 +329,14 @@ async def serve_hypercorn(
         # idle timer runs out, and may outlive a socket closed here: the
         # connection ends at once then, which frees its slot.  (A client that
         # closed its side during a request still gets its answer.)
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(run, nursery.cancel_scope)
-            while not (timed.closed or (timed.eof and server.idle)):
-                await timed.changed.park()
-            nursery.cancel_scope.cancel()
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(run, nursery.cancel_scope)
+                while not (timed.closed or (timed.eof and server.idle)):
+                    await timed.changed.park()
+                nursery.cancel_scope.cancel()
+        finally:
+            _forget_connection(server)
 
     async with trio.open_nursery() as connections:
         try:

@@ -1,0 +1,39 @@
+"""A session that ends leaves no reference cycles behind: under load (thousands of HTTP
+sessions ending by cancellation: DELETE, idle expiry, eviction) each cycle would wait for the
+cyclic garbage collector, whose full passes then take long enough to delay every client."""
+
+from __future__ import annotations
+
+import gc
+
+import trio
+import trio.testing
+
+from mcp_trio import open_memory_transport_pair
+from mcp_trio._engine._session import new_session
+
+from .test_engine import SERVER_CAPS
+
+SERVER = {"role": "server", "info": {"name": "s", "version": "1"}, "capabilities": SERVER_CAPS}
+
+
+async def _run_and_cancel() -> None:
+    near, _far = open_memory_transport_pair()
+    session = new_session(near, **SERVER)  # type: ignore[arg-type]
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(session.run)
+        await trio.testing.wait_all_tasks_blocked()
+        nursery.cancel_scope.cancel()  # as the HTTP transport ends a session
+
+
+async def test_a_cancelled_session_leaves_no_reference_cycles() -> None:
+    await _run_and_cancel()  # first use: whatever is built once
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(5):
+            await _run_and_cancel()
+        found = gc.collect()
+    finally:
+        gc.enable()
+    assert found == 0, f"{found} objects in reference cycles after 5 sessions ended"
