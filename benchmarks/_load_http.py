@@ -47,9 +47,7 @@ def _open_session(session: _Session) -> Flow:
     session.next_id = 0
     response = yield HttpRequest("POST", INITIALIZED, session.headers)
     if response.status not in (200, 202, 204):
-        raise LoadError(
-            f"notifications/initialized got HTTP {response.status}: {response.body[:200]!r}"
-        )
+        raise LoadError(f"notifications/initialized got HTTP {response.status}: {response.body[:200]!r}")
 
 
 def _close_session(session: _Session) -> Flow:
@@ -117,9 +115,7 @@ def open_idle_sessions(target: HttpTarget, count: int, *, connections: int = 16)
     return opened[0]
 
 
-def wait_for_port(
-    host: str, port: int, timeout: float, alive: Callable[[], bool] | None = None
-) -> None:
+def wait_for_port(host: str, port: int, timeout: float, alive: Callable[[], bool] | None = None) -> None:
     """Wait until ``host:port`` accepts connections (and ``alive()`` stays true)."""
     deadline = time.monotonic() + timeout
     while True:

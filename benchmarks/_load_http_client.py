@@ -53,9 +53,7 @@ class HttpResponse:
             found: list[_Message] = []
             for event in self.body.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n\n"):
                 data = [
-                    line[5:].removeprefix(b" ")
-                    for line in event.split(b"\n")
-                    if line.startswith(b"data:")
+                    line[5:].removeprefix(b" ") for line in event.split(b"\n") if line.startswith(b"data:")
                 ]
                 payload = b"\n".join(data)
                 if payload.strip():

@@ -83,9 +83,7 @@ _call_result = msgspec.json.Decoder(_CallResult)
 _any = msgspec.json.Decoder()
 
 
-def _check_answer(
-    message: _Message, id: Any, expect_text: str | None, id_only: bool = False
-) -> None:
+def _check_answer(message: _Message, id: Any, expect_text: str | None, id_only: bool = False) -> None:
     if message.id != id:
         raise LoadError(f"answer for id {message.id!r}, expected {id!r}")
     if id_only:

@@ -253,9 +253,7 @@ def stdio_pipelined(
                         continue
                     sent = sent_at.pop(message.id, None)
                     if sent is None:
-                        raise LoadError(
-                            f"answer for an id never sent or answered twice: {message.id!r}"
-                        )
+                        raise LoadError(f"answer for an id never sent or answered twice: {message.id!r}")
                     _check_answer(message, message.id, expect, check == "id")
                     latencies.append(now - sent)
                     last = now
@@ -267,9 +265,7 @@ def stdio_pipelined(
     return Measurement(len(latencies), last - start, latencies)
 
 
-def cold_start(
-    argv: Sequence[str], *, env: dict[str, str] | None = None, cwd: str | None = None
-) -> float:
+def cold_start(argv: Sequence[str], *, env: dict[str, str] | None = None, cwd: str | None = None) -> float:
     """Seconds from spawning ``argv`` to its answer to ``initialize``."""
     with StdioServer(argv, env=env, cwd=cwd) as server:
         return server.initialize()

@@ -20,9 +20,7 @@ RESULTS_MD = HERE / "RESULTS.md"
 RESULTS_JSON = HERE / "results.json"
 CHART = HERE / "ratios.png"
 RESULTS_DIR = HERE / "results"
-ANALYSIS_MARKER = (
-    "<!-- Everything below this line is written by hand and kept by benchmarks/run.py. -->"
-)
+ANALYSIS_MARKER = "<!-- Everything below this line is written by hand and kept by benchmarks/run.py. -->"
 HOST = "127.0.0.1"
 
 

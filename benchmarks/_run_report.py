@@ -59,9 +59,7 @@ def render_markdown(results: dict[str, Any], table: dict[str, Peer]) -> str:
         lines.append(f"| {target.name} | {target.wanted} | {_x(target.value)} | {mark} |")
     lines += ["<!-- --8<-- [end:targets] -->", "", "![ratios](ratios.png)", ""]
 
-    def throughput_table(
-        title: str, data: dict[str, Any] | None, unit: str, note: str = ""
-    ) -> None:
+    def throughput_table(title: str, data: dict[str, Any] | None, unit: str, note: str = "") -> None:
         if not data:
             return
         lines.extend([f"## {title}", ""])
@@ -152,8 +150,7 @@ def render_markdown(results: dict[str, Any], table: dict[str, Peer]) -> str:
         lines += ["", "| import | s | runs |", "|---|---:|---|"]
         for key, row in startup["import"].items():
             lines.append(
-                f"| `{key}` | {_fmt(row['seconds'], 3)} | "
-                f"{', '.join(_fmt(x, 3) for x in row['runs'])} |"
+                f"| `{key}` | {_fmt(row['seconds'], 3)} | {', '.join(_fmt(x, 3) for x in row['runs'])} |"
             )
         lines.append("")
 

@@ -34,9 +34,7 @@ def peers(python: str) -> dict[str, Peer]:
         return [python, f"benchmarks/peers/{name}.py"]
 
     return {
-        "ours": Peer(
-            "ours", "mcp-trio", ours + [], lambda port: ours + ["--http", f"{HOST}:{port}"]
-        ),
+        "ours": Peer("ours", "mcp-trio", ours + [], lambda port: ours + ["--http", f"{HOST}:{port}"]),
         "ours_lowlevel": Peer(
             "ours_lowlevel",
             "mcp-trio low-level session (no Server)",

@@ -43,9 +43,7 @@ def rounds(keys: Sequence[str], repeats: int) -> Iterator[str]:
 
 
 def run_codec(python: str, mode: Mode) -> dict[str, Any]:
-    argv = [python, "-m", "benchmarks.wire_codec", "--json"] + (
-        ["--quick"] if not mode.full else []
-    )
+    argv = [python, "-m", "benchmarks.wire_codec", "--json"] + (["--quick"] if not mode.full else [])
     out = subprocess.run(argv, cwd=str(ROOT), check=True, capture_output=True, text=True).stdout
     return json.loads(out)
 
@@ -60,9 +58,7 @@ def run_stdio(table: dict[str, Peer], mode: Mode) -> dict[str, Any]:
     with stdio_servers(seq_keys, table) as servers:
         runs: dict[str, list[Any]] = {k: [] for k in seq_keys}
         for key in rounds(seq_keys, mode.repeats):
-            runs[key].append(
-                loadgen.stdio_sequential(servers[key], mode.duration, check=table[key].check)
-            )
+            runs[key].append(loadgen.stdio_sequential(servers[key], mode.duration, check=table[key].check))
         out["sequential"] = {k: summarize(v) for k, v in runs.items()}
         log(f"  stdio sequential: { {k: round(v['rate']) for k, v in out['sequential'].items()} }")
         runs = {k: [] for k in pipe_keys}
@@ -100,14 +96,9 @@ def run_http(table: dict[str, Peer], mode: Mode) -> dict[str, Any]:
         log(f"  HTTP sequential: { {k: round(v['rate']) for k, v in out['sequential'].items()} }")
         runs = {k: [] for k in keys}
         for key in rounds(keys, mode.repeats):
-            runs[key].append(
-                loadgen.http_calls(servers[key][0], mode.http_duration, clients=HTTP_CLIENTS)
-            )
+            runs[key].append(loadgen.http_calls(servers[key][0], mode.http_duration, clients=HTTP_CLIENTS))
         out["concurrent"] = {k: summarize(v) for k, v in runs.items()}
-        log(
-            f"  HTTP x{HTTP_CLIENTS}: "
-            f"{ {k: round(v['rate']) for k, v in out['concurrent'].items()} }"
-        )
+        log(f"  HTTP x{HTTP_CLIENTS}: { {k: round(v['rate']) for k, v in out['concurrent'].items()} }")
     return out
 
 
@@ -115,9 +106,7 @@ def run_memory(table: dict[str, Peer], mode: Mode) -> dict[str, Any]:
     """RSS growth of the server process per idle session, over ``mode.sessions`` sessions."""
     from benchmarks import loadgen
 
-    keys = ["ours", "sdk"] + (
-        ["sdk_sse", "sdk_high", "fastmcp", "ours_hypercorn"] if mode.full else []
-    )
+    keys = ["ours", "sdk"] + (["sdk_sse", "sdk_high", "fastmcp", "ours_hypercorn"] if mode.full else [])
     out: dict[str, Any] = {}
     with http_servers(keys, table) as servers:
         for key in keys:
@@ -160,9 +149,7 @@ def run_cold_start(python: str, table: dict[str, Peer], mode: Mode) -> dict[str,
         start = time.perf_counter()
         subprocess.run([python, "-c", modules[key]], check=True, cwd=str(ROOT))
         times[key].append(time.perf_counter() - start)
-    imports = {
-        k: {"seconds": median(v), "runs": [round(x, 3) for x in v]} for k, v in times.items()
-    }
+    imports = {k: {"seconds": median(v), "runs": [round(x, 3) for x in v]} for k, v in times.items()}
     log(f"  cold start s: { {k: round(v['seconds'], 3) for k, v in cold.items()} }")
     log(f"  import s: { {k: round(v['seconds'], 3) for k, v in imports.items()} }")
     return {"cold_start": cold, "import": imports}
@@ -205,8 +192,5 @@ def run_own_clients(python: str, table: dict[str, Peer], mode: Mode) -> dict[str
             }
             for k, v in samples.items()
         }
-        log(
-            f"  own clients {transport}: "
-            f"{ {k: round(v['rate']) for k, v in out[transport].items()} }"
-        )
+        log(f"  own clients {transport}: { {k: round(v['rate']) for k, v in out[transport].items()} }")
     return out

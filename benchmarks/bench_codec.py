@@ -167,9 +167,7 @@ def message_set(revision: str) -> list[Case]:
             },
         }
     )
-    content.append(
-        {"type": "resource", "resource": {"uri": "file:///src/b.bin", "blob": _blob(1024, 3)}}
-    )
+    content.append({"type": "resource", "resource": {"uri": "file:///src/b.bin", "blob": _blob(1024, 3)}})
     result: dict[str, Any] = {"content": content, "isError": False}
     if revision >= "2025-06-18":
         result["structuredContent"] = {"matches": 3, "files": ["a.py", "b.bin"]}
@@ -245,9 +243,7 @@ def _sdk(case: Case) -> tuple[Callable[[bytes], Any], Callable[[Any], Any]] | No
         model.model_validate_json(case.payload)
     except Exception:  # noqa: BLE001 - the SDK does not model this revision's shape
         return None
-    return model.model_validate_json, lambda obj: obj.model_dump_json(
-        by_alias=True, exclude_none=True
-    )
+    return model.model_validate_json, lambda obj: obj.model_dump_json(by_alias=True, exclude_none=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -266,9 +262,7 @@ def main(argv: list[str] | None = None) -> int:
         for case in message_set(revision):
             decode, encode = _ours(case)
             dec, enc = time_codec(decode, encode, case.payload, repeat=args.repeat)
-            line = (
-                f"{revision:<11} {case.name:<24} {len(case.payload):>6} {dec:>10.2f} {enc:>10.2f}"
-            )
+            line = f"{revision:<11} {case.name:<24} {len(case.payload):>6} {dec:>10.2f} {enc:>10.2f}"
             sdk = None if args.no_sdk else _sdk(case)
             if sdk is not None:
                 sdec, senc = time_codec(*sdk, case.payload, repeat=args.repeat)

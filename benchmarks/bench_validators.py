@@ -19,6 +19,7 @@ import json
 import sys
 import timeit
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import jsonschema
@@ -93,14 +94,21 @@ def measure(repeat: int = 5, target: float = 0.02) -> list[dict[str, Any]]:
         assert fast.is_valid(valid) and slow.is_valid(valid)
         assert not fast.is_valid(invalid) and not slow.is_valid(invalid)
         ops: dict[str, tuple[Callable[[], Any], Callable[[], Any]]] = {
-            "compile": (lambda s=schema: jsonschema_rs.validator_for(s), lambda s=schema: _compile_py(s)),
-            "valid value": (lambda: fast.is_valid(valid), lambda: slow.is_valid(valid)),
-            "first error": (lambda: _first_error_rs(fast, invalid), lambda: _first_error_py(slow, invalid)),
+            "compile": (partial(jsonschema_rs.validator_for, schema), partial(_compile_py, schema)),
+            "valid value": (partial(fast.is_valid, valid), partial(slow.is_valid, valid)),
+            "first error": (partial(_first_error_rs, fast, invalid), partial(_first_error_py, slow, invalid)),
         }
         for op, (rs, py) in ops.items():
             rs_us, py_us = _best_us(rs, repeat, target), _best_us(py, repeat, target)
-            rows.append({"schema": name, "operation": op, "jsonschema_rs_us": rs_us,
-                         "jsonschema_us": py_us, "ratio": py_us / rs_us})
+            rows.append(
+                {
+                    "schema": name,
+                    "operation": op,
+                    "jsonschema_rs_us": rs_us,
+                    "jsonschema_us": py_us,
+                    "ratio": py_us / rs_us,
+                }
+            )
     return rows
 
 
@@ -115,8 +123,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print(f"{'schema':<14} {'operation':<12} {'jsonschema-rs µs':>17} {'jsonschema µs':>14} {'×':>7}")
     for row in rows:
-        print(f"{row['schema']:<14} {row['operation']:<12} {row['jsonschema_rs_us']:>17.2f} "
-              f"{row['jsonschema_us']:>14.2f} {row['ratio']:>7.1f}")
+        print(
+            f"{row['schema']:<14} {row['operation']:<12} {row['jsonschema_rs_us']:>17.2f} "
+            f"{row['jsonschema_us']:>14.2f} {row['ratio']:>7.1f}"
+        )
     return 0
 
 

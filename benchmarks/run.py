@@ -134,8 +134,7 @@ def main(argv: list[str] | None = None) -> int:
         "--results-dir",
         type=Path,
         default=RESULTS_DIR,
-        help="where a run's own folder goes without --update "
-        f"(default {RESULTS_DIR.relative_to(ROOT)})",
+        help=f"where a run's own folder goes without --update (default {RESULTS_DIR.relative_to(ROOT)})",
     )
     parser.add_argument(
         "--from-json",

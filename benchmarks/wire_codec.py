@@ -241,9 +241,7 @@ def geomean(values: list[float]) -> float:
 def summary(rows: list[Row]) -> dict[str, Any]:
     ratios = [r.ratio for r in rows if r.ratio is not None]
     return {
-        "rows": [
-            {**asdict(r), "ours_us": r.ours_us, "sdk_us": r.sdk_us, "ratio": r.ratio} for r in rows
-        ],
+        "rows": [{**asdict(r), "ours_us": r.ours_us, "sdk_us": r.sdk_us, "ratio": r.ratio} for r in rows],
         "geomean_ratio": geomean(ratios),
         "min_ratio": min(ratios) if ratios else float("nan"),
         "compared": len(ratios),

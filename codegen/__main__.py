@@ -61,9 +61,7 @@ def _parser() -> argparse.ArgumentParser:
         help="regenerate in memory; exit 1 if a committed module differs",
     )
     p.add_argument("--schema-dir", metavar="DIR", help="directory holding <revision>/schema.json")
-    p.add_argument(
-        "--revision", metavar="R", help="only this revision (with --schema: any revision name)"
-    )
+    p.add_argument("--revision", metavar="R", help="only this revision (with --schema: any revision name)")
     p.add_argument(
         "--schema",
         metavar="FILE",
@@ -83,9 +81,7 @@ def _parser() -> argparse.ArgumentParser:
         help="where modules are written and compared (default: mcp_trio/types of the "
         "checkout this runs from; installed from a wheel, the current directory)",
     )
-    p.add_argument(
-        "--jobs", type=int, default=None, help="parallel processes (default: one per CPU)"
-    )
+    p.add_argument("--jobs", type=int, default=None, help="parallel processes (default: one per CPU)")
     p.add_argument("--no-download", action="store_true", help="never download schemas")
     p.add_argument("-q", "--quiet", action="store_true", help="print errors only")
     return p

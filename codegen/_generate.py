@@ -35,9 +35,7 @@ _ROOT = Path(__file__).resolve().parent.parent
 #: Where the modules are written and compared by default: the checkout's ``mcp_trio/types``
 #: when the generator runs from a source checkout; ``None`` when it runs installed from a
 #: wheel, where the default is the current directory (never the installed package).
-TYPES_DIR: Path | None = (
-    _ROOT / "mcp_trio" / "types" if (_ROOT / "pyproject.toml").is_file() else None
-)
+TYPES_DIR: Path | None = _ROOT / "mcp_trio" / "types" if (_ROOT / "pyproject.toml").is_file() else None
 
 #: The datamodel-code-generator version the committed modules were made with.
 #: Another version may print differently; ``--check`` then reports drift.
@@ -174,9 +172,7 @@ def _generate_job(job: tuple[str, bytes, str]) -> Generated:
     return generate_module(*job)
 
 
-def generate_all(
-    jobs: list[tuple[str, bytes, str]], *, workers: int | None = None
-) -> list[Generated]:
+def generate_all(jobs: list[tuple[str, bytes, str]], *, workers: int | None = None) -> list[Generated]:
     """Generate several revisions, in parallel processes when that helps.
 
     ``jobs`` are ``(revision, schema bytes, sha256)``; results keep their order.

@@ -101,9 +101,7 @@ def _has_path(ctx: SchemaView, root: str, path: tuple[str, ...]) -> bool | None:
     return True
 
 
-def _capability(
-    ctx: SchemaView, method: str, kind: str, senders: set[str]
-) -> tuple[str, ...] | None:
+def _capability(ctx: SchemaView, method: str, kind: str, senders: set[str]) -> tuple[str, ...] | None:
     path = CAPABILITIES.get(method)
     if path is None:
         return None
@@ -140,9 +138,7 @@ def _params(ctx: SchemaView, message: str) -> tuple[str | None, bool, dict[str, 
     return name, required, props
 
 
-def _results(
-    ctx: SchemaView, message: str, method: str, params_props: dict[str, Any]
-) -> tuple[str, ...]:
+def _results(ctx: SchemaView, message: str, method: str, params_props: dict[str, Any]) -> tuple[str, ...]:
     if method in RESULT_OVERRIDES:
         result = RESULT_OVERRIDES[method]
         if result == "EmptyResult" and result not in ctx.defs:
@@ -184,9 +180,7 @@ def derive(ctx: SchemaView) -> list[Entry]:
                 method, {"message": message, "kind": kind, "senders": set(), "unions": set()}
             )
             if row["message"] != message or row["kind"] != kind:
-                raise RegistryError(
-                    f"{ctx.revision}: method {method} is both {row['message']} and {message}"
-                )
+                raise RegistryError(f"{ctx.revision}: method {method} is both {row['message']} and {message}")
             row["unions"].add(union)
             if union != INPUT_REQUEST_UNION:
                 row["senders"].add("client" if union.startswith("Client") else "server")

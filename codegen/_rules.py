@@ -73,9 +73,7 @@ def rule_a0_restore_one_member_unions(ctx: SchemaView) -> bool:
             continue
         shape = _without_description(node)
         matches = [
-            name
-            for name, other in ctx.defs.items()
-            if name != union and _without_description(other) == shape
+            name for name, other in ctx.defs.items() if name != union and _without_description(other) == shape
         ]
         if len(matches) != 1:
             raise NormalizeError(
@@ -96,8 +94,7 @@ def rule_j_wire_messages(ctx: SchemaView) -> bool:
     touched: they are not JSON-RPC messages.)"""
     changed = False
     meta_doc = (
-        "Reserved by MCP for protocol-level metadata (for example `progressToken`); "
-        "other keys are allowed."
+        "Reserved by MCP for protocol-level metadata (for example `progressToken`); other keys are allowed."
     )
     for union in (*REQUEST_UNIONS, *NOTIFICATION_UNIONS):
         is_request = union in REQUEST_UNIONS
@@ -155,11 +152,7 @@ def rule_b2_open_empty_objects(ctx: SchemaView) -> bool:
     (``dict[str, Any]``), which is what an unconstrained object means."""
     changed = False
     for _owner, _path, node in _walk_defs(ctx):
-        if (
-            node.get("type") == "object"
-            and not node.get("properties")
-            and "additionalProperties" not in node
-        ):
+        if node.get("type") == "object" and not node.get("properties") and "additionalProperties" not in node:
             node.pop("properties", None)
             node["additionalProperties"] = {}
             changed = True
@@ -263,9 +256,7 @@ def rule_e_merge_resource_contents(ctx: SchemaView) -> bool:
         "One Struct for TextResourceContents | BlobResourceContents, which differ only by "
         "which of the two keys is present.",
     )
-    ctx.result.added[ANY_RESOURCE_CONTENTS] = (
-        "merged TextResourceContents | BlobResourceContents (rule e)"
-    )
+    ctx.result.added[ANY_RESOURCE_CONTENTS] = "merged TextResourceContents | BlobResourceContents (rule e)"
     return True
 
 

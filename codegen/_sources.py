@@ -105,9 +105,7 @@ def load_pins(path: Path = REVISIONS_TOML) -> dict[str, Pin]:
                 sha256=entry["sha256"].lower(),
             )
         except KeyError as exc:  # pragma: no cover - only on a broken toml
-            raise SchemaSourceError(
-                f"{path}: revision {revision!r} lacks the key {exc.args[0]!r}"
-            ) from None
+            raise SchemaSourceError(f"{path}: revision {revision!r} lacks the key {exc.args[0]!r}") from None
     return pins
 
 
@@ -231,8 +229,7 @@ def locate_schemas(
             data = download(pin.url)
         except Exception as exc:  # noqa: BLE001 - any download failure is reported the same way
             problems.append(
-                f"could not download revision {pin.revision} from {pin.url}: "
-                f"{type(exc).__name__}: {exc}"
+                f"could not download revision {pin.revision} from {pin.url}: {type(exc).__name__}: {exc}"
             )
             needs_help = True
             continue

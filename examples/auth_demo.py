@@ -20,8 +20,8 @@ import sys
 from functools import partial
 
 import trio
-
 from authorization_server import AuthorizationServer  # beside this file (sys.path[0])
+
 from mcp_trio.auth.client import AuthorizationCodeGrant, ClientMetadata, HeadlessRedirect, OAuthClient
 from mcp_trio.auth.server import JWTVerifier, ResourceServer
 from mcp_trio.client import connect_http

@@ -80,7 +80,9 @@ def _text(result: Any) -> str:
 async def _call(client: Client, tool: str, arguments: dict[str, Any]) -> None:
     tools = {t.name for t in await client.list_all_tools()}
     if tool not in tools:
-        raise RuntimeError(f"the server offers no tool {tool!r} (it has: {', '.join(sorted(tools)) or 'none'})")
+        raise RuntimeError(
+            f"the server offers no tool {tool!r} (it has: {', '.join(sorted(tools)) or 'none'})"
+        )
     result = await client.call_tool(tool, arguments)
     print(f"{tool}: {_text(result)}", file=sys.stderr)
     if result.isError:
@@ -92,7 +94,8 @@ def placeholder_arguments(input_schema: Any) -> dict[str, Any]:
     schema = msgspec.to_builtins(input_schema) if isinstance(input_schema, msgspec.Struct) else input_schema
     properties = schema.get("properties") or {}
     return {
-        name: _PLACEHOLDERS.get(properties.get(name, {}).get("type"), "x") for name in schema.get("required") or []
+        name: _PLACEHOLDERS.get(properties.get(name, {}).get("type"), "x")
+        for name in schema.get("required") or []
     }
 
 
@@ -128,7 +131,9 @@ def auth_for(scenario: str, context: dict[str, Any]) -> OAuthClient | None:
         )
         return _local_client(grant=grant, client=_preregistered(context))
     if scenario == "auth/wif-jwt-bearer":
-        return _local_client(grant=JwtBearerGrant(context["valid_jwt"]), client=_preregistered(context, "none"))
+        return _local_client(
+            grant=JwtBearerGrant(context["valid_jwt"]), client=_preregistered(context, "none")
+        )
     grant = AuthorizationCodeGrant(HeadlessRedirect("http://localhost:3000/callback"))
     if "client_id" in context:  # pre-registration
         return _local_client(grant=grant, client=_preregistered(context), client_issuer=context.get("issuer"))

@@ -285,9 +285,7 @@ async def test_image_content() -> Image:
 async def test_audio_content(ctx: Context) -> Any:
     """Tests audio content response (a tiny WAV file)."""
     if ctx.protocol_version < _FIRST_AUDIO:
-        return _tool_error(
-            f"Audio content does not exist in protocol revision {ctx.protocol_version}"
-        )
+        return _tool_error(f"Audio content does not exist in protocol revision {ctx.protocol_version}")
     return Audio(SILENCE_WAV, "audio/wav")
 
 
@@ -381,8 +379,7 @@ async def _elicit(
     if version < since:
         what = "elicitation" if version < _FIRST_ELICITATION else "this elicitation form"
         return _tool_error(
-            f"Elicitation not supported or error: {what} does not exist in "
-            f"protocol revision {version}"
+            f"Elicitation not supported or error: {what} does not exist in protocol revision {version}"
         )
     try:
         result = await ctx.elicit(message, schema)
@@ -427,8 +424,7 @@ async def test_elicitation_sep1330_enums(ctx: Context) -> Any:
 
 @server.tool(
     name="json_schema_2020_12_tool",
-    description="Tool with JSON Schema 2020-12 features for conformance testing "
-    "(SEP-1613, SEP-2106).",
+    description="Tool with JSON Schema 2020-12 features for conformance testing (SEP-1613, SEP-2106).",
     input_schema=JSON_SCHEMA_2020_12,
 )
 async def json_schema_2020_12_tool(arguments: dict[str, Any]) -> str:
@@ -514,9 +510,7 @@ async def test_input_required_result_elicitation(ctx: Context) -> str:
 @tool
 async def test_input_required_result_sampling(ctx: Context) -> str:
     """Asks the client's LLM a question (sampling, input key ``capital_question``)."""
-    result = await ctx.sample(
-        "What is the capital of France?", max_tokens=100, input_key="capital_question"
-    )
+    result = await ctx.sample("What is the capital of France?", max_tokens=100, input_key="capital_question")
     return f"LLM response: {_sampled_text(result)}"
 
 
@@ -547,19 +541,14 @@ async def test_input_required_result_multiple_inputs(ctx: Context) -> str:
         lambda: ctx.sample("Generate a greeting", max_tokens=50, input_key="greeting"),
         lambda: ctx.list_roots(input_key="client_roots"),
     )
-    return (
-        f"name={_field(name, 'name')}; greeting={_sampled_text(greeting)}; "
-        f"roots={len(roots.roots)}"
-    )
+    return f"name={_field(name, 'name')}; greeting={_sampled_text(greeting)}; roots={len(roots.roots)}"
 
 
 @tool
 async def test_input_required_result_multi_round(ctx: Context) -> str:
     """Asks in two rounds: a name (``step1``), then a colour (``step2``)."""
     name = await ctx.elicit("Step 1: What is your name?", NAME_SCHEMA, input_key="step1")
-    color = await ctx.elicit(
-        "Step 2: What is your favorite color?", COLOR_SCHEMA, input_key="step2"
-    )
+    color = await ctx.elicit("Step 2: What is your favorite color?", COLOR_SCHEMA, input_key="step2")
     return f"{_field(name, 'name')} likes {_field(color, 'color')}"
 
 
@@ -580,9 +569,7 @@ async def test_input_required_result_capabilities(ctx: Context) -> str:
     if isinstance(declared.get("sampling"), dict):
         asks["sampling"] = lambda: ctx.sample("Say hello", max_tokens=20, input_key="sampling")
     if isinstance(declared.get("elicitation"), dict):
-        asks["elicitation"] = lambda: ctx.elicit(
-            "What is your name?", NAME_SCHEMA, input_key="elicitation"
-        )
+        asks["elicitation"] = lambda: ctx.elicit("What is your name?", NAME_SCHEMA, input_key="elicitation")
     if isinstance(declared.get("roots"), dict):
         asks["roots"] = lambda: ctx.list_roots(input_key="roots")
     if not asks:
@@ -818,9 +805,7 @@ async def test_prompt_with_image() -> list[Any]:
 async def test_input_required_result_prompt(ctx: Context) -> str:
     """A prompt that first asks the user for its context (elicitation, key
     ``user_context``)."""
-    answer = await ctx.elicit(
-        "What context should the prompt use?", CONTEXT_SCHEMA, input_key="user_context"
-    )
+    answer = await ctx.elicit("What context should the prompt use?", CONTEXT_SCHEMA, input_key="user_context")
     return f"Use this context: {_field(answer, 'context')}"
 
 

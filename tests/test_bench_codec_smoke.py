@@ -51,9 +51,7 @@ def test_message_set_and_time_codec(revision: str) -> None:
         # The payload is valid for the revision and survives a round trip.
         again = msgspec.json.encode(decoder.decode(case.payload))
         assert json.loads(again) == json.loads(case.payload)
-        dec, enc = bench.time_codec(
-            decoder.decode, msgspec.json.encode, case.payload, repeat=1, target=0.001
-        )
+        dec, enc = bench.time_codec(decoder.decode, msgspec.json.encode, case.payload, repeat=1, target=0.001)
         assert 0 < dec < 1e6 and math.isfinite(dec), case.name
         assert 0 < enc < 1e6 and math.isfinite(enc), case.name
 

@@ -160,7 +160,9 @@ def test_idle_http_session_memory_ratio() -> None:
     seen = []
     for _ in range(2):
         with _http_servers() as servers:
-            kib = {name: _idle_session_kib(process, target, 400) for name, (process, target) in servers.items()}
+            kib = {
+                name: _idle_session_kib(process, target, 400) for name, (process, target) in servers.items()
+            }
         ours, sdk = kib["ours"], kib["sdk"]
         ratio = ours / sdk
         if ratio <= 0.5:
@@ -215,17 +217,13 @@ def test_response_parser_reads_sse_json_and_eof_bodies_byte_by_byte() -> None:
         b"id: 1\r\ndata: \r\n\r\n"  # a priming event: no data
         b'event: message\r\ndata: {"jsonrpc":"2.0","id":7,"result":{}}\r\n\r\n'
     )
-    chunked = (
-        b"".join(b"%x\r\n%s\r\n" % (len(part), part) for part in (sse[:20], sse[20:]))
-        + b"0\r\n\r\n"
-    )
+    chunked = b"".join(b"%x\r\n%s\r\n" % (len(part), part) for part in (sse[:20], sse[20:])) + b"0\r\n\r\n"
     json_body = b'{"jsonrpc":"2.0","id":8,"error":{"code":-1,"message":"no"}}'
     wire = (
         b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
         + chunked
         + b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n"
-        + b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
-        % len(json_body)
+        + b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(json_body)
         + json_body
         + b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n[]"
     )

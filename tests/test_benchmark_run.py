@@ -93,9 +93,7 @@ def test_update_writes_the_committed_files(
 def test_the_targets_table_is_marked_for_the_documentation() -> None:
     """docs/guide/benchmarks.md includes the committed table between these markers."""
     text = RESULTS_MD.read_text()
-    table = text.split("<!-- --8<-- [start:targets] -->\n", 1)[1].split(
-        "<!-- --8<-- [end:targets] -->", 1
-    )[0]
+    table = text.split("<!-- --8<-- [start:targets] -->\n", 1)[1].split("<!-- --8<-- [end:targets] -->", 1)[0]
     rows = table.strip().splitlines()
     assert rows[0] == "| target | wanted | measured | |" and len(rows) > 2
     assert all(row.startswith("|") and row.endswith("|") for row in rows)

@@ -77,9 +77,7 @@ def test_serve_missing_module(isolated_imports: Path, capsys: pytest.CaptureFixt
     assert "no such file or module: no_such_package.app" in err
 
 
-def test_serve_module_without_a_server(
-    isolated_imports: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_serve_module_without_a_server(isolated_imports: Path, capsys: pytest.CaptureFixture[str]) -> None:
     write_module(isolated_imports, "cli_empty", 'print("printed while importing")\nserver = 42\n')
     assert main(["serve", "cli_empty.py"]) == 2
     captured = capsys.readouterr()
@@ -116,13 +114,9 @@ def test_serve_import_failure(isolated_imports: Path, capsys: pytest.CaptureFixt
 
 
 def test_load_server_finds_the_server(isolated_imports: Path) -> None:
-    write_module(
-        isolated_imports, "cli_pick", 'server = Server("default")\nother = Server("other")\n'
-    )
+    write_module(isolated_imports, "cli_pick", 'server = Server("default")\nother = Server("other")\n')
     assert load_server("cli_pick.py").info["name"] == "default"
-    write_module(
-        isolated_imports, "cli_pick2", 'other = Server("other")\nserver = Server("default")\n'
-    )
+    write_module(isolated_imports, "cli_pick2", 'other = Server("other")\nserver = Server("default")\n')
     assert load_server(str(isolated_imports / "cli_pick2.py:other")).info["name"] == "other"
     # A single Server under any name is found without being named.
     write_module(isolated_imports, "cli_single", 'mcp = Server("single")\nalias = mcp\n')
@@ -165,9 +159,7 @@ async def test_serve_speaks_stdio_and_logs_to_stderr(tmp_path: Path) -> None:
             async with open_session(proc.channel, role="client", info=info) as client:
                 await client.connect()
                 assert client.peer_info["name"] == "logging-app"
-                result = await client.request(
-                    "tools/call", {"name": "shout", "arguments": {"text": "hi"}}
-                )
+                result = await client.request("tools/call", {"name": "shout", "arguments": {"text": "hi"}})
                 assert result.content[0].text == "HI"
             await proc.process.wait()
         assert proc.process.returncode == 0
@@ -199,7 +191,9 @@ async def test_serve_freezes_what_startup_built(tmp_path: Path) -> None:
     env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
     with trio.fail_after(20):
         async with open_stdio_client(argv, env=env, cwd=tmp_path) as proc:
-            async with open_session(proc.channel, role="client", info={"name": "t", "version": "1"}) as client:
+            async with open_session(
+                proc.channel, role="client", info={"name": "t", "version": "1"}
+            ) as client:
                 await client.connect()
                 result = await client.request("tools/call", {"name": "frozen", "arguments": {}})
             await proc.process.wait()
@@ -211,7 +205,11 @@ INIT = {
     "jsonrpc": "2.0",
     "id": 1,
     "method": "initialize",
-    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    },
 }
 
 
@@ -219,7 +217,9 @@ INIT = {
 def serving_everything_over_http(*options: str) -> Iterator[str]:
     """``mcp-trio serve examples/everything.py --http 127.0.0.1:0 *options``; yields its URL."""
     argv = [sys.executable, "-m", "mcp_trio._cli", "serve", "examples/everything.py", "--http", "127.0.0.1:0"]
-    proc = subprocess.Popen([*argv, *options], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [*argv, *options], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
     try:
         assert proc.stderr is not None
         line = proc.stderr.readline()
@@ -258,7 +258,11 @@ def test_serve_http_session_limits() -> None:
     with serving_everything_over_http(*options) as url, httpx2.Client(timeout=10) as client:
         r = client.post(url, headers=HTTP_HEADERS, json=INIT)
         assert r.status_code == 200
-        headers = {**HTTP_HEADERS, "mcp-session-id": r.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
+        headers = {
+            **HTTP_HEADERS,
+            "mcp-session-id": r.headers["mcp-session-id"],
+            "mcp-protocol-version": "2025-11-25",
+        }
         initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
         assert client.post(url, headers=headers, json=initialized).status_code == 202
         assert client.post(url, headers=HTTP_HEADERS, json=INIT).status_code == 503
@@ -308,12 +312,26 @@ def test_serve_http_stream_and_client_limits() -> None:
 
     import httpx2
 
-    options = ("--max-body-size", "1000", "--max-sessions-per-client", "1", "--max-streams", "1",
-               "--max-streams-per-client", "1", "--stream-idle-timeout", "0.5")
+    options = (
+        "--max-body-size",
+        "1000",
+        "--max-sessions-per-client",
+        "1",
+        "--max-streams",
+        "1",
+        "--max-streams-per-client",
+        "1",
+        "--stream-idle-timeout",
+        "0.5",
+    )
     with serving_everything_over_http(*options) as url, httpx2.Client(timeout=10) as client:
         assert client.post(url, headers=HTTP_HEADERS, content=b" " * 2000).status_code == 413
         r = client.post(url, headers=HTTP_HEADERS, json=INIT)
-        headers = {**HTTP_HEADERS, "mcp-session-id": r.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
+        headers = {
+            **HTTP_HEADERS,
+            "mcp-session-id": r.headers["mcp-session-id"],
+            "mcp-protocol-version": "2025-11-25",
+        }
         initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
         assert client.post(url, headers=headers, json=initialized).status_code == 202
         refused = client.post(url, headers=HTTP_HEADERS, json=INIT)  # this address holds its one session
@@ -335,7 +353,11 @@ def test_serve_http_queue_and_event_store_bounds() -> None:
     with serving_everything_over_http(*options) as url, httpx2.Client(timeout=20) as client:
         init = {**INIT, "params": {**INIT["params"], "protocolVersion": "2025-03-26"}}
         r = client.post(url, headers=HTTP_HEADERS, json=init)
-        headers = {**HTTP_HEADERS, "mcp-session-id": r.headers["mcp-session-id"], "mcp-protocol-version": "2025-03-26"}
+        headers = {
+            **HTTP_HEADERS,
+            "mcp-session-id": r.headers["mcp-session-id"],
+            "mcp-protocol-version": "2025-03-26",
+        }
         initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
         assert client.post(url, headers=headers, json=initialized).status_code == 202
         slow = {"name": "slow_compute", "arguments": {"seconds": 0.5}}

@@ -128,7 +128,9 @@ def handlers(calls: Calls, *, name: str = "ada") -> dict[str, Any]:
 
 
 @asynccontextmanager
-async def pair(version: str, calls: Calls | None = None, server: Server | None = None, **client_options: Any) -> AsyncIterator[tuple[Client, Server, Calls]]:
+async def pair(
+    version: str, calls: Calls | None = None, server: Server | None = None, **client_options: Any
+) -> AsyncIterator[tuple[Client, Server, Calls]]:
     calls = calls or Calls()
     server = server or make_server(calls)
     options = {**handlers(calls), **client_options}
@@ -348,7 +350,11 @@ class TestRequestState:
                 with pytest.raises(McpError) as info:
                     await client.session.request(
                         "tools/call",
-                        {"name": "two_steps", "requestState": bad, "inputResponses": {key: {"action": "decline"}}},
+                        {
+                            "name": "two_steps",
+                            "requestState": bad,
+                            "inputResponses": {key: {"action": "decline"}},
+                        },
                     )
                 assert info.value.code == -32602 and "requestState" in info.value.message
 
@@ -369,7 +375,11 @@ class TestRequestState:
             with pytest.raises(McpError, match="signature"):
                 await client.session.request(
                     "tools/call",
-                    {"name": "two_steps", "requestState": state, "inputResponses": {key: {"action": "decline"}}},
+                    {
+                        "name": "two_steps",
+                        "requestState": state,
+                        "inputResponses": {key: {"action": "decline"}},
+                    },
                 )
         # the same key on another process is accepted (load-balanced servers)
         async with pair(MODERN[0], calls, make_server(calls, state_key=b"k" * 32)) as (client, _, _):
@@ -386,7 +396,11 @@ class TestRequestState:
             with pytest.raises(McpError, match="expired"):
                 await client.session.request(
                     "tools/call",
-                    {"name": "two_steps", "requestState": state, "inputResponses": {key: {"action": "decline"}}},
+                    {
+                        "name": "two_steps",
+                        "requestState": state,
+                        "inputResponses": {key: {"action": "decline"}},
+                    },
                 )
 
     async def test_invalid_answer_is_invalid_params(self) -> None:
@@ -395,7 +409,11 @@ class TestRequestState:
             with pytest.raises(McpError) as info:
                 await client.session.request(
                     "tools/call",
-                    {"name": "two_steps", "requestState": state, "inputResponses": {key: {"action": "maybe"}}},
+                    {
+                        "name": "two_steps",
+                        "requestState": state,
+                        "inputResponses": {key: {"action": "maybe"}},
+                    },
                 )
             assert info.value.code == -32602 and key in info.value.message
 
@@ -515,7 +533,9 @@ async def test_low_level_session_sees_the_capabilities_the_handlers_imply() -> N
     a, b = open_memory_transport_pair()
     async with trio.open_nursery() as nursery:
         session = await nursery.start(server.serve_session, a)
-        async with open_client(b, versions=LEGACY[:1], **handlers(Calls()), elicitation_modes=("form", "url")):
+        async with open_client(
+            b, versions=LEGACY[:1], **handlers(Calls()), elicitation_modes=("form", "url")
+        ):
             assert session.peer_capabilities == {
                 "sampling": {},
                 "elicitation": {"form": {}, "url": {}},
@@ -552,7 +572,11 @@ async def test_url_mode_elicitation_needs_the_url_capability(version: str) -> No
         else:
             result = await client.call_tool("login")
             assert result.isError is True and "elicitation.url" in result.content[0].text
-    async with pair(version, server=server, elicitation=elicitation, elicitation_modes=("url",)) as (client, _, _c):
+    async with pair(version, server=server, elicitation=elicitation, elicitation_modes=("url",)) as (
+        client,
+        _,
+        _c,
+    ):
         result = await client.call_tool("login")
         assert result.content[0].text == "accept"
     assert asked[0].mode == "url" and asked[0].url == "https://example.test/login"
@@ -603,7 +627,14 @@ def test_elicitation_defaults_take_each_property_default() -> None:
             "nickname": {"type": "string"},
         },
     }
-    expected = {"name": "John Doe", "age": 30, "score": 95.5, "status": "active", "verified": True, "tags": ["b"]}
+    expected = {
+        "name": "John Doe",
+        "age": 30,
+        "score": 95.5,
+        "status": "active",
+        "verified": True,
+        "tags": ["b"],
+    }
     assert elicitation_defaults(schema) == expected
     # the same through the decoded request params (Structs, not dicts)
     params = msgspec.convert({"message": "m", "requestedSchema": schema}, t.ElicitRequestFormParams)

@@ -134,9 +134,7 @@ async def test_sampling_with_tools_reads_tool_blocks(version: str) -> None:
         {"role": "user", "content": {"type": "text", "text": "weather?"}},
         {
             "role": "assistant",
-            "content": [
-                {"type": "tool_use", "id": "u1", "name": "weather", "input": {"city": "Oslo"}}
-            ],
+            "content": [{"type": "tool_use", "id": "u1", "name": "weather", "input": {"city": "Oslo"}}],
         },
         {
             "role": "user",
@@ -167,20 +165,14 @@ async def test_sampling_with_tools_reads_tool_blocks(version: str) -> None:
         seen.append(params)
         return {"role": "assistant", "content": {"type": "text", "text": "rainy"}, "model": "m"}
 
-    async with connect_server(
-        server, versions=[version], sampling=sampling, sampling_tools=True
-    ) as client:
+    async with connect_server(server, versions=[version], sampling=sampling, sampling_tools=True) as client:
         result = await client.call_tool("agent")
     assert result.content == [TextContent(text="rainy")]
     params = seen[0]
     assert params.tools == [Tool(name="weather", inputSchema={"type": "object"})]
     assert params.toolChoice is not None and params.toolChoice.mode == "auto"
-    assert params.modelPreferences == ModelPreferences(
-        hints=[ModelHint(name="small")], speedPriority=1
-    )
-    assert params.messages[1].content == [
-        ToolUseContent(id="u1", name="weather", input={"city": "Oslo"})
-    ]
+    assert params.modelPreferences == ModelPreferences(hints=[ModelHint(name="small")], speedPriority=1)
+    assert params.messages[1].content == [ToolUseContent(id="u1", name="weather", input={"city": "Oslo"})]
     assert params.messages[2].content == [
         ToolResultContent(toolUseId="u1", content=[TextContent(text="rain")])
     ]

@@ -54,9 +54,7 @@ async def connected(version: str, **options: Any) -> AsyncIterator[Client]:
 
 
 @asynccontextmanager
-async def bare_server(
-    version: str, handlers: dict[str, Any], **options: Any
-) -> AsyncIterator[Client]:
+async def bare_server(version: str, handlers: dict[str, Any], **options: Any) -> AsyncIterator[Client]:
     """A low-level server with only ``handlers`` (no ``subscriptions/listen``)."""
     a, b = open_memory_transport_pair()
     async with trio.open_nursery() as nursery:
@@ -140,9 +138,7 @@ async def test_an_ask_the_client_did_not_advertise_is_a_remote_protocol_error() 
 )
 async def test_older_features_name_the_revision(call: Any, message: str) -> None:
     async with connected(MODERN) as client:
-        with pytest.raises(
-            LocalProtocolError, match=message.replace("(", r"\(").replace(")", r"\)")
-        ):
+        with pytest.raises(LocalProtocolError, match=message.replace("(", r"\(").replace(")", r"\)")):
             await call(client)
 
 
@@ -153,8 +149,6 @@ async def test_newer_features_name_the_revision() -> None:
         assert "needs protocol version 2025-06-18 or later (this session speaks 2025-03-26)" in str(
             info.value
         )
-        with pytest.raises(
-            LocalProtocolError, match="needs a stateless protocol version .* 2025-03-26"
-        ):
+        with pytest.raises(LocalProtocolError, match="needs a stateless protocol version .* 2025-03-26"):
             async with client.listen(tools=True):
                 pass  # pragma: no cover

@@ -103,8 +103,7 @@ async def test_without_the_validator_one_warning(
         await client.call_tool("p")
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert warnings == [
-        "structuredContent is not checked against outputSchema: "
-        "install mcp-trio[validation] (jsonschema-rs)"
+        "structuredContent is not checked against outputSchema: install mcp-trio[validation] (jsonschema-rs)"
     ]
 
 

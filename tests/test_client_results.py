@@ -81,9 +81,7 @@ def make_server() -> Server:
 
 
 @asynccontextmanager
-async def connected(
-    version: str, server: Server | None = None, **options: Any
-) -> AsyncIterator[Client]:
+async def connected(version: str, server: Server | None = None, **options: Any) -> AsyncIterator[Client]:
     a, b = open_memory_transport_pair()
     async with trio.open_nursery() as nursery:
         await nursery.start((server or make_server()).serve_session, a)
@@ -106,18 +104,14 @@ def unset_anywhere(value: Any) -> bool:
 
 
 @pytest.mark.parametrize("version", ALL)
-async def test_the_same_types_in_every_revision(
-    version: str, caplog: pytest.LogCaptureFixture
-) -> None:
+async def test_the_same_types_in_every_revision(version: str, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG, "mcp_trio.client")
     async with connected(version, strict=True) as client:
         page = await client.list_tools()
         assert isinstance(page, ListToolsResult) and page.nextCursor is None and page.extra == {}
         tools = {t.name: t for t in await client.list_all_tools()}
         assert all(isinstance(t, Tool) for t in tools.values())
-        assert (
-            tools["echo"].description == "Echo." and tools["echo"].inputSchema["type"] == "object"
-        )
+        assert tools["echo"].description == "Echo." and tools["echo"].inputSchema["type"] == "object"
         assert tools["echo"].icons == [] and tools["echo"].meta is None
         structured = version >= "2025-06-18"
         assert (tools["point"].outputSchema is not None) is structured
@@ -144,9 +138,7 @@ async def test_the_same_types_in_every_revision(
         assert [type(p) for p in prompts] == [Prompt] and prompts[0].arguments[0].required is True
         got = await client.get_prompt("plain", {"topic": "trio"})
         assert isinstance(got, GetPromptResult)
-        assert got.messages == [
-            PromptMessage(role="user", content=TextContent(text="talk about trio"))
-        ]
+        assert got.messages == [PromptMessage(role="user", content=TextContent(text="talk about trio"))]
 
         done = await client.complete("topic", "t", prompt="plain")
         assert isinstance(done, CompleteResult) and done.completion.values == ["trio", "tasks"]
@@ -197,9 +189,7 @@ async def raw_server(channel: Any, version: str, answer: Callable[[str, Any], An
 
 
 @asynccontextmanager
-async def raw_peer(
-    version: str, answer: Callable[[str, Any], Any], **options: Any
-) -> AsyncIterator[Client]:
+async def raw_peer(version: str, answer: Callable[[str, Any], Any], **options: Any) -> AsyncIterator[Client]:
     a, b = open_memory_transport_pair()
     async with trio.open_nursery() as nursery:
         nursery.start_soon(raw_server, a, version, answer)
@@ -229,9 +219,7 @@ async def test_a_resource_link_in_2025_03_26_is_kept_with_one_warning(
     assert len(warnings) == 1
     assert "content type 'resource_link' is not defined in 2025-03-26" in warnings[0].getMessage()
     assert "$.result.content[1]" in warnings[0].getMessage()
-    assert (
-        sum("resource_link" in r.getMessage() for r in caplog.records) == 2
-    )  # then at debug level
+    assert sum("resource_link" in r.getMessage() for r in caplog.records) == 2  # then at debug level
 
 
 async def test_unknown_blocks_and_members_are_kept() -> None:
@@ -285,9 +273,7 @@ async def test_a_tools_execution_is_typed() -> None:
         (tool_result({"type": "text", "text": "a", "x": 1}), "'x' not defined for TextContent"),
     ],
 )
-async def test_strict_rejects_what_the_revision_does_not_define(
-    answer: Any, complaint: str
-) -> None:
+async def test_strict_rejects_what_the_revision_does_not_define(answer: Any, complaint: str) -> None:
     async with raw_peer("2025-03-26", answer, strict=True) as client:
         with pytest.raises(RemoteProtocolError) as info:
             await client.call_tool("x")

@@ -55,9 +55,7 @@ async def test_a_command_line_is_started_as_a_stdio_server() -> None:
 
 
 def test_what_connect_cannot_take_is_named() -> None:
-    with pytest.raises(
-        TypeError, match="connect\\(\\) takes a URL, a command or a server, not int"
-    ):
+    with pytest.raises(TypeError, match="connect\\(\\) takes a URL, a command or a server, not int"):
         connect(42)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="empty command"):
         connect([])

@@ -159,13 +159,9 @@ async def connected(
         nursery.cancel_scope.cancel()
 
 
-async def call(
-    client: Session, name: str, arguments: dict[str, Any] | None = None, **kw: Any
-) -> Any:
+async def call(client: Session, name: str, arguments: dict[str, Any] | None = None, **kw: Any) -> Any:
     with trio.fail_after(5):
-        return await client.request(
-            "tools/call", {"name": name, "arguments": arguments or {}}, **kw
-        )
+        return await client.request("tools/call", {"name": name, "arguments": arguments or {}}, **kw)
 
 
 def only_text(result: Any) -> str:
@@ -201,9 +197,7 @@ def check_wav(data: str) -> None:
     """``data`` is base64 of a readable PCM WAV file."""
     with wave.open(io.BytesIO(base64.b64decode(data, validate=True))) as audio:
         assert audio.getnchannels() >= 1 and audio.getframerate() > 0
-        assert (
-            len(audio.readframes(audio.getnframes())) == audio.getnframes() * audio.getsampwidth()
-        )
+        assert len(audio.readframes(audio.getnframes())) == audio.getnframes() * audio.getsampwidth()
 
 
 class Inbox:
@@ -263,9 +257,7 @@ async def test_json_schema_2020_12_tool_keeps_its_schema(version: str) -> None:
         assert schema["if"]["properties"]["contactMethod"] == {"const": "phone"}
         assert schema["then"] == {"required": ["phone"]}
         assert schema["else"] == {"required": ["email"]}
-        r = await call(
-            client, "json_schema_2020_12_tool", {"name": "Ann", "email": "a@example.com"}
-        )
+        r = await call(client, "json_schema_2020_12_tool", {"name": "Ann", "email": "a@example.com"})
         assert not is_error(r)
         assert only_text(r) == (
             'JSON Schema 2020-12 tool called with: {"name":"Ann","email":"a@example.com"}'
@@ -355,12 +347,7 @@ async def test_tool_with_logging(version: str, autojump_clock: MockClock) -> Non
             r = await call(client, "test_tool_with_logging")
             assert only_text(r) == "Tool with logging executed successfully"
             with trio.fail_after(5):
-                assert (
-                    msgspec.to_builtins(
-                        await client.request("logging/setLevel", {"level": "debug"})
-                    )
-                    == {}
-                )
+                assert msgspec.to_builtins(await client.request("logging/setLevel", {"level": "debug"})) == {}
             assert logs.items == []
             r = await call(client, "test_tool_with_logging")
         assert only_text(r) == "Tool with logging executed successfully"
@@ -374,9 +361,7 @@ async def test_tool_with_logging(version: str, autojump_clock: MockClock) -> Non
 
 
 @pytest.mark.parametrize("version", LEGACY)
-async def test_log_level_above_info_silences_the_tool(
-    version: str, autojump_clock: MockClock
-) -> None:
+async def test_log_level_above_info_silences_the_tool(version: str, autojump_clock: MockClock) -> None:
     logs = Inbox()
 
     async def on_message(session: Session, method: str, params: Any) -> None:
@@ -404,9 +389,7 @@ async def test_tool_with_progress(version: str, autojump_clock: MockClock) -> No
         assert token.isdigit()
         assert [(p, t) for p, t, _ in progress] == [(0, 100), (50, 100), (100, 100)]
         if version >= "2025-03-26":  # the progress message exists from 2025-03-26 on
-            assert [m for _, _, m in progress] == [
-                f"Completed step {n} of 100" for n in (0, 50, 100)
-            ]
+            assert [m for _, _, m in progress] == [f"Completed step {n} of 100" for n in (0, 50, 100)]
         # Without a progress token the tool still runs, and says so.
         r = await call(client, "test_tool_with_progress")
         assert only_text(r) == "no progress token was given"
@@ -415,9 +398,7 @@ async def test_tool_with_progress(version: str, autojump_clock: MockClock) -> No
 # ----------------------------------------------------- sampling and elicitation
 
 
-def sampling_client(
-    seen: list[Any], reply: str = "This is a test response from the client"
-) -> Handler:
+def sampling_client(seen: list[Any], reply: str = "This is a test response from the client") -> Handler:
     async def create_message(ctx: RequestContext, params: Any) -> Any:
         seen.append(msgspec.to_builtins(params))
         return {
@@ -695,14 +676,10 @@ async def test_subscribe_to_the_watched_resource(version: str, autojump_clock: M
         updates.add(params.uri)
 
     uri = "test://watched-resource"
-    async with connected(
-        version, notifications={"notifications/resources/updated": on_updated}
-    ) as client:
+    async with connected(version, notifications={"notifications/resources/updated": on_updated}) as client:
         with trio.fail_after(5):
             assert client.peer_capabilities["resources"]["subscribe"] is True
-            assert (
-                msgspec.to_builtins(await client.request("resources/subscribe", {"uri": uri})) == {}
-            )
+            assert msgspec.to_builtins(await client.request("resources/subscribe", {"uri": uri})) == {}
             await everything.server.notify_resource_updated(uri)
             await updates.wait_for(1)
             assert updates.items == [uri]
@@ -741,9 +718,7 @@ async def test_prompts(version: str) -> None:
     assert set(prompts) == PROMPTS
     for prompt in prompts.values():
         assert prompt.description, prompt.name
-    arguments = {
-        name: [(a.name, a.required) for a in (p.arguments or [])] for name, p in prompts.items()
-    }
+    arguments = {name: [(a.name, a.required) for a in (p.arguments or [])] for name, p in prompts.items()}
     assert arguments == {
         "test_simple_prompt": [],
         "test_prompt_with_arguments": [("arg1", True), ("arg2", True)],
@@ -1003,9 +978,7 @@ async def test_input_required_respects_client_capabilities(
         first = await first_round(client, "tools/call", params)
         assert set(asked(first)) == keys
         answers = {"sampling": PARIS, "elicitation": ALICE, "roots": ROOTS}
-        result = await retry(
-            client, "tools/call", params, first, {k: answers[k] for k in keys}
-        )
+        result = await retry(client, "tools/call", params, first, {k: answers[k] for k in keys})
     assert only_text(result).startswith("Answered: ")
     assert set(only_text(result).removeprefix("Answered: ").split(", ")) == keys
 
@@ -1024,9 +997,7 @@ async def test_input_required_prompt(version: str) -> None:
         first = await first_round(client, "prompts/get", params)
         requests = asked(first)
         assert list(requests) == ["user_context"]
-        assert requests["user_context"]["params"]["message"] == (
-            "What context should the prompt use?"
-        )
+        assert requests["user_context"]["params"]["message"] == ("What context should the prompt use?")
         answer = {"action": "accept", "content": {"context": "test context"}}
         result = await retry(client, "prompts/get", params, first, {"user_context": answer})
     assert msgspec.to_builtins(result.messages) == [
@@ -1056,9 +1027,7 @@ async def test_input_tools_ask_with_requests_in_older_revisions(version: str) ->
         assert only_text(r) == "name=Alice; greeting=Paris; roots=1"
         assert sorted(seen) == ["elicitation/create", "roots/list", "sampling/createMessage"]
         with trio.fail_after(5):
-            prompt = await client.request(
-                "prompts/get", {"name": "test_input_required_result_prompt"}
-            )
+            prompt = await client.request("prompts/get", {"name": "test_input_required_result_prompt"})
     assert prompt.messages[0].content.text == "Use this context: (no answer)"
 
 
@@ -1092,9 +1061,7 @@ async def test_streaming_elicitation_answers_with_input_required(version: str) -
         notifications={"notifications/message": on_message},
     ) as client:
         first = await first_round(client, "tools/call", params)
-        assert {k: r["method"] for k, r in asked(first).items()} == {
-            "confirm": "elicitation/create"
-        }
+        assert {k: r["method"] for k, r in asked(first).items()} == {"confirm": "elicitation/create"}
         yes = {"action": "accept", "content": {"confirm": True}}
         r = await retry(client, "tools/call", params, first, {"confirm": yes})
         await trio.sleep(0.05)
@@ -1144,9 +1111,7 @@ async def test_custom_headers_tool(version: str) -> None:
         assert schema["properties"]["priority"]["x-mcp-header"] == "Priority"
         assert "x-mcp-header" not in schema["properties"]["query"]
         assert schema["required"] == ["region"]
-        r = await call(
-            client, "test_custom_headers", {"region": "eu-west1", "priority": 3, "query": "q"}
-        )
+        r = await call(client, "test_custom_headers", {"region": "eu-west1", "priority": 3, "query": "q"})
     assert only_text(r) == "region=eu-west1, priority=3, query=q"
     assert everything.server.tool_header_annotations("test_custom_headers") == [
         (("region",), "Region"),
@@ -1200,16 +1165,14 @@ async def test_task_tools_with_the_extension(version: str, autojump_clock: MockC
 
         long = await call(client, "slow_compute", {"seconds": 60})
         with trio.fail_after(5):
-            assert msgspec.to_builtins(
-                await client.request("tasks/cancel", {"taskId": long.taskId})
-            ) == {"resultType": "complete"}
+            assert msgspec.to_builtins(await client.request("tasks/cancel", {"taskId": long.taskId})) == {
+                "resultType": "complete"
+            }
         assert (await until_terminal(client, long.taskId)).status == "cancelled"
 
 
 @pytest.mark.parametrize("version", MODERN)
-async def test_task_tools_ask_through_task_input_requests(
-    version: str, autojump_clock: MockClock
-) -> None:
+async def test_task_tools_ask_through_task_input_requests(version: str, autojump_clock: MockClock) -> None:
     async with connected(version, capabilities=TASK_CAPS) as client:
         created = await call(client, "confirm_delete", {"filename": "notes.txt"})
         waiting = await until_terminal(client, created.taskId, "input_required")
@@ -1251,9 +1214,7 @@ async def test_task_tools_ask_through_task_input_requests(
 
 
 @pytest.mark.parametrize("version", MODERN)
-async def test_tool_with_task_asks_first_then_becomes_a_task(
-    version: str, autojump_clock: MockClock
-) -> None:
+async def test_tool_with_task_asks_first_then_becomes_a_task(version: str, autojump_clock: MockClock) -> None:
     params = {"name": "test_tool_with_task", "arguments": {}}
     async with connected(version, capabilities=TASK_CAPS) as client:
         first = await first_round(client, "tools/call", params)
@@ -1262,9 +1223,7 @@ async def test_tool_with_task_asks_first_then_becomes_a_task(
         assert created.resultType == "task" and created.taskId
         done = await until_terminal(client, created.taskId)
     assert done.status == "completed"
-    assert done.result["content"] == [
-        {"type": "text", "text": "Hello, Alice! (finished as a task)"}
-    ]
+    assert done.result["content"] == [{"type": "text", "text": "Hello, Alice! (finished as a task)"}]
 
 
 @pytest.mark.parametrize("version", MODERN)
@@ -1283,9 +1242,7 @@ async def test_task_support_in_2025_11_25() -> None:
     async with connected("2025-11-25") as client:
         with trio.fail_after(5):
             tools = (await client.request("tools/list")).tools
-        support = {
-            t.name: t.execution.taskSupport for t in tools if t.execution is not msgspec.UNSET
-        }
+        support = {t.name: t.execution.taskSupport for t in tools if t.execution is not msgspec.UNSET}
         assert support == TASK_SUPPORT
         with pytest.raises(McpError) as info:
             await call(client, "failing_job")  # required, called without a task

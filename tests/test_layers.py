@@ -146,9 +146,7 @@ def imports_of(path: Path) -> tuple[tuple[str, bool], ...]:
                         )
                 else:
                     found.append((child.module or "", top))
-            nested = top and not isinstance(
-                child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
-            )
+            nested = top and not isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)
             visit(child, nested)
 
     visit(tree, True)
@@ -172,9 +170,7 @@ def _resolve_internal(name: str) -> str:
 
 def internal_imports(path: Path) -> set[str]:
     importer = module_name(path)
-    targets = {
-        _resolve_internal(name) for name, _ in imports_of(path) if name.split(".")[0] == "mcp_trio"
-    }
+    targets = {_resolve_internal(name) for name, _ in imports_of(path) if name.split(".")[0] == "mcp_trio"}
     targets.discard(importer)
     return targets
 
@@ -286,9 +282,7 @@ def _import_graph() -> dict[str, set[str]]:
         targets = set()
         for target in internal_imports(path):
             targets.add(target)
-        graph[importer] = {
-            t for t in targets if not importer.startswith(t + ".")
-        }
+        graph[importer] = {t for t in targets if not importer.startswith(t + ".")}
     return graph
 
 

@@ -42,9 +42,21 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     base = tmp_path_factory.mktemp("wheel")
     dist = base / "dist"
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
-         "-w", str(dist), str(ROOT)],
-        check=True, cwd=base, capture_output=True,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(dist),
+            str(ROOT),
+        ],
+        check=True,
+        cwd=base,
+        capture_output=True,
     )
     (wheel,) = dist.glob("mcp_trio-*.whl")
     env_dir = base / "env"
@@ -53,13 +65,28 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     site = Path(
         subprocess.run(
             [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-            check=True, capture_output=True, text=True,
+            check=True,
+            capture_output=True,
+            text=True,
         ).stdout.strip()
     )
     subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps",
-         "--ignore-installed", str(wheel)],
-        check=True, cwd=base, capture_output=True, env=_env(),
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(python),
+            "install",
+            "-q",
+            "--no-deps",
+            "--ignore-installed",
+            str(wheel),
+        ],
+        check=True,
+        cwd=base,
+        capture_output=True,
+        env=_env(),
     )
     assert (site / "mcp_trio" / "__init__.py").is_file()
     # The dependencies come from this environment (added after the install, so pip
@@ -77,9 +104,20 @@ def _env() -> dict[str, str]:
 
 def test_the_wheel_ships_no_top_level_codegen_and_the_pins(tmp_path: Path) -> None:
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
-         "-w", str(tmp_path), str(ROOT)],
-        check=True, capture_output=True,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(tmp_path),
+            str(ROOT),
+        ],
+        check=True,
+        capture_output=True,
     )
     (wheel,) = tmp_path.glob("mcp_trio-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
@@ -98,7 +136,11 @@ def test_installed_packages_come_from_the_venv(installed: Path, tmp_path: Path) 
     )
     out = subprocess.run(
         [str(installed / "python"), "-c", probe],
-        check=True, capture_output=True, text=True, cwd=tmp_path, env=_env(),
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=_env(),
     ).stdout
     mcp_file, codegen_file, no_codegen = json.loads(out)
     venv_root = str(installed.parent)
@@ -114,7 +156,11 @@ def test_installed_codegen_writes_to_the_current_directory(installed: Path, tmp_
     work.mkdir()
     done = subprocess.run(
         [str(installed / "mcp-trio"), "codegen", "--revision", "2099-01-01", "--schema", str(schema)],
-        capture_output=True, text=True, cwd=work, env=_env(), timeout=300,
+        capture_output=True,
+        text=True,
+        cwd=work,
+        env=_env(),
+        timeout=300,
     )
     assert done.returncode == 0, done.stderr
     written = work / "v2099_01_01.py"
@@ -125,7 +171,11 @@ def test_installed_codegen_writes_to_the_current_directory(installed: Path, tmp_
     # the pins are package data: an unknown pinned revision is named from them
     bad = subprocess.run(
         [str(installed / "mcp-trio"), "codegen", "--revision", "2099-01-01", "--no-download"],
-        capture_output=True, text=True, cwd=work, env=_env(), timeout=120,
+        capture_output=True,
+        text=True,
+        cwd=work,
+        env=_env(),
+        timeout=120,
     )
     assert bad.returncode == 2
     assert "is not pinned in schema/revisions.toml (pinned: 2024-11-05" in bad.stderr
@@ -149,7 +199,9 @@ async def test_installed_serve_runs_a_server_file(installed: Path, tmp_path: Pat
     argv = [str(installed / "mcp-trio"), "serve", "small.py"]
     with trio.fail_after(30):
         async with open_stdio_client(argv, env=_env(), cwd=tmp_path) as proc:
-            async with open_session(proc.channel, role="client", info={"name": "t", "version": "1"}) as client:
+            async with open_session(
+                proc.channel, role="client", info={"name": "t", "version": "1"}
+            ) as client:
                 await client.connect()
                 assert client.peer_info["name"] == "small"
                 result = await client.request("tools/call", {"name": "double", "arguments": {"n": 21}})
@@ -175,21 +227,31 @@ def test_the_test_extra_pulls_every_other_extra() -> None:
 def test_the_sdist_builds_the_wheel_and_holds_no_tests(tmp_path: Path) -> None:
     """No tests rather than some: the suite needs the whole repository (MANIFEST.in says why)."""
     subprocess.run(
-        [sys.executable, "-m", "build", "--sdist", "--no-isolation", "-o", str(tmp_path),
-         str(ROOT)],
-        check=True, capture_output=True, cwd=tmp_path,
+        [sys.executable, "-m", "build", "--sdist", "--no-isolation", "-o", str(tmp_path), str(ROOT)],
+        check=True,
+        capture_output=True,
+        cwd=tmp_path,
     )
     (sdist,) = tmp_path.glob("mcp_trio-*.tar.gz")
     with tarfile.open(sdist) as tar:
         names = [name.split("/", 1)[1] for name in tar.getnames() if "/" in name]
-        top_pkg_info = next(m for m in tar.getmembers() if m.name.count("/") == 1
-                            and m.name.endswith("/PKG-INFO"))
+        top_pkg_info = next(
+            m for m in tar.getmembers() if m.name.count("/") == 1 and m.name.endswith("/PKG-INFO")
+        )
         pkg_info = tar.extractfile(top_pkg_info)
         assert pkg_info is not None
         metadata = pkg_info.read().decode()
     assert not [n for n in names if n == "tests" or n.startswith("tests/")]
-    for needed in ("LICENSE", "README.md", "pyproject.toml", "setup.py", "mcp_trio/py.typed",
-                   "mcp_trio/server/__init__.py", "codegen/__main__.py", "schema/revisions.toml"):
+    for needed in (
+        "LICENSE",
+        "README.md",
+        "pyproject.toml",
+        "setup.py",
+        "mcp_trio/py.typed",
+        "mcp_trio/server/__init__.py",
+        "codegen/__main__.py",
+        "schema/revisions.toml",
+    ):
         assert needed in names, needed
     assert "License-Expression: MIT" in metadata
     assert "License-File: LICENSE" in metadata

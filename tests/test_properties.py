@@ -37,7 +37,11 @@ def ready_server(version: str) -> SessionCore:
                 "jsonrpc": "2.0",
                 "id": 0,
                 "method": "initialize",
-                "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}},
+                "params": {
+                    "protocolVersion": version,
+                    "capabilities": {},
+                    "clientInfo": {"name": "c", "version": "1"},
+                },
             }
         ).encode()
     )
@@ -126,14 +130,21 @@ def test_no_bytes_crash_the_core(data: bytes) -> None:
 
 json_values = st.recursive(
     # JSON has no NaN or infinities (json.dumps would write the non-JSON `Infinity`)
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(max_size=10),
-    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=6), children, max_size=4),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=6), children, max_size=4)
+    ),
     max_leaves=20,
 )
 
 
-@given(st.dictionaries(st.sampled_from(["jsonrpc", "id", "method", "params", "result", "error"]), json_values))
+@given(
+    st.dictionaries(st.sampled_from(["jsonrpc", "id", "method", "params", "result", "error"]), json_values)
+)
 @settings(max_examples=500, deadline=None)
 def test_any_json_object_gets_a_valid_reaction(message: dict[str, Any]) -> None:
     srv = ready_server(_versions.SUPPORTED_VERSIONS[1])
@@ -154,9 +165,7 @@ def test_ids_never_repeat_under_concurrency_and_cancellation() -> None:
     on_the_wire_then_cancelled = 0
 
     @given(
-        st.lists(
-            st.tuples(st.integers(0, 30), st.none() | st.integers(0, 30)), min_size=1, max_size=25
-        ),
+        st.lists(st.tuples(st.integers(0, 30), st.none() | st.integers(0, 30)), min_size=1, max_size=25),
     )
     @settings(max_examples=40, deadline=None)
     def check(plan: list[tuple[int, int | None]]) -> None:
@@ -193,10 +202,16 @@ def test_ids_never_repeat_under_concurrency_and_cancellation() -> None:
 
         async def main() -> None:
             a, b = open_memory_transport_pair()
-            async with open_session(
-                a, role="server", info={"name": "s", "version": "1"}, capabilities={"tools": {}},
-                request_handlers={"tools/call": handler},
-            ) as _srv, open_session(Tap(b), role="client", info={"name": "c", "version": "1"}) as cli:
+            async with (
+                open_session(
+                    a,
+                    role="server",
+                    info={"name": "s", "version": "1"},
+                    capabilities={"tools": {}},
+                    request_handlers={"tools/call": handler},
+                ) as _srv,
+                open_session(Tap(b), role="client", info={"name": "c", "version": "1"}) as cli,
+            ):
                 await cli.connect()
 
                 async def one(delay_checkpoints: int, cancel_at: int | None) -> None:

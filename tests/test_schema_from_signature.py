@@ -11,7 +11,7 @@ import datetime
 import enum
 import functools
 import math
-from typing import Annotated, Any, Literal, Optional, TypedDict, Union
+from typing import Annotated, Any, Literal, TypedDict
 
 import jsonschema
 import msgspec
@@ -219,9 +219,7 @@ def test_search_schemas(fn: Any, hit: str, score_required: bool) -> None:
     assert ts.wraps_output is True
     out = ts.output_schema
     assert out is not None
-    assert out["properties"] == {
-        "result": {"type": "array", "items": {"$ref": f"#/$defs/{hit}"}}
-    }
+    assert out["properties"] == {"result": {"type": "array", "items": {"$ref": f"#/$defs/{hit}"}}}
     assert out["required"] == ["result"]
     hit_schema = out["$defs"][hit]
     assert hit_schema["type"] == "object"
@@ -353,7 +351,7 @@ def test_defaults_shown_only_when_json_serialisable() -> None:
         c: float = math.inf,
         d: tuple[int, int] = (1, 2),
         e: Color = Color.RED,
-        g: Optional[str] = None,
+        g: str | None = None,
         h: dict[str, int] | None = None,
     ) -> None: ...
 
@@ -381,8 +379,8 @@ def test_keyword_only_required_after_optional() -> None:
 
 def test_optional_union_literal_enum() -> None:
     def f(
-        a: Optional[int],
-        b: Union[int, str] = 0,
+        a: int | None,
+        b: int | str = 0,
         c: Literal["x", "y"] = "x",
         d: Color = Color.GREEN,
         e: int | None = None,
@@ -411,7 +409,9 @@ def test_optional_union_literal_enum() -> None:
 
 
 def test_nested_types_go_to_defs() -> None:
-    def f(box: Box, points: list[Point], tree: Tree | None = None, hit: HitTypedDict | None = None) -> None: ...
+    def f(
+        box: Box, points: list[Point], tree: Tree | None = None, hit: HitTypedDict | None = None
+    ) -> None: ...
 
     ts = sig(f)
     schema = ts.input_schema
@@ -598,9 +598,7 @@ def test_rejects_var_args() -> None:
         ToolSignature.from_function(star)
     with pytest.raises(TypeError, match=r"tool function `.*double_star` takes \*\*extra"):
         ToolSignature.from_function(double_star)
-    with pytest.raises(
-        TypeError, match=r"tool function `.*positional` has positional-only parameter 'a'"
-    ):
+    with pytest.raises(TypeError, match=r"tool function `.*positional` has positional-only parameter 'a'"):
         ToolSignature.from_function(positional)
 
 
@@ -659,8 +657,10 @@ def limits(
             {"query": "q", "limt": 5},
             "$.limt: unknown argument; expected one of: query, limit, ratio, flag, tags",
         ),
-        ({"query": "q", "a b": 5}, '$["a b"]: unknown argument; expected one of: '
-         "query, limit, ratio, flag, tags"),
+        (
+            {"query": "q", "a b": 5},
+            '$["a b"]: unknown argument; expected one of: query, limit, ratio, flag, tags',
+        ),
         ([], "$: Expected `object`, got `array`"),
         ("x", "$: Expected `object`, got `str`"),
     ],
@@ -856,7 +856,7 @@ def test_special_types_in_results() -> None:
     def g() -> dict[int, str]: ...
 
     ts = sig(f)
-    when = datetime.datetime(2025, 1, 2, 3, 4, 5, tzinfo=datetime.timezone.utc)
+    when = datetime.datetime(2025, 1, 2, 3, 4, 5, tzinfo=datetime.UTC)
     content = ts.structured(Stamped(when, Color.RED))
     assert content == {"at": "2025-01-02T03:04:05Z", "color": "red"}
     assert validates(ts.output_schema, content)
@@ -961,8 +961,9 @@ scalars = (
 )
 json_values = st.recursive(
     scalars,
-    lambda children: st.lists(children, max_size=5)
-    | st.dictionaries(st.text(max_size=4), children, max_size=3),
+    lambda children: (
+        st.lists(children, max_size=5) | st.dictionaries(st.text(max_size=4), children, max_size=3)
+    ),
     max_leaves=8,
 )
 keys = st.sampled_from([*FIELDS, "extra", "Count"])

@@ -87,8 +87,12 @@ async def connected(
     async with trio.open_nursery() as nursery:
         await nursery.start(server.serve_session, a)
         async with open_session(
-            b, role="client", info={"name": "c", "version": "1"}, versions=[version],
-            notification_handlers={}, capabilities=capabilities,
+            b,
+            role="client",
+            info={"name": "c", "version": "1"},
+            versions=[version],
+            notification_handlers={},
+            capabilities=capabilities,
         ) as client:
             await client.connect()
             yield client
@@ -199,7 +203,10 @@ async def test_logging_level_filters_messages() -> None:
     async with trio.open_nursery() as nursery:
         await nursery.start(server.serve_session, a)
         async with open_session(
-            b, role="client", info={"name": "c", "version": "1"}, versions=[LEGACY[0]],
+            b,
+            role="client",
+            info={"name": "c", "version": "1"},
+            versions=[LEGACY[0]],
             notification_handlers={"notifications/message": on_log},
         ) as c:
             await c.connect()
@@ -227,7 +234,10 @@ async def test_list_changed_is_sent_to_open_sessions() -> None:
     async with trio.open_nursery() as nursery:
         await nursery.start(server.serve_session, a)
         async with open_session(
-            b, role="client", info={"name": "c", "version": "1"}, versions=[LEGACY[0]],
+            b,
+            role="client",
+            info={"name": "c", "version": "1"},
+            versions=[LEGACY[0]],
             notification_handlers={"notifications/tools/list_changed": on_change},
         ) as c:
             await c.connect()

@@ -94,7 +94,7 @@ def expected(result: dict[str, Any], version: str) -> dict[str, Any]:
 async def test_text_results_are_those_of_the_general_path(version: str) -> None:
     async with raw_session(make_server(), version) as ask:
         for tool in ("text", "sync_text", "maybe_task"):
-            for value in ("hello", "", "héllo ☃ \n \"quoted\""):
+            for value in ("hello", "", 'héllo ☃ \n "quoted"'):
                 answer = await ask("tools/call", {"name": tool, "arguments": {"value": value}})
                 assert answer["result"] == expected(tool_result(value), version), (tool, value)
         answer = await ask("tools/call", {"name": "blocks", "arguments": {"value": "a"}})

@@ -93,9 +93,7 @@ async def test_the_sync_limiter_bounds_the_worker_threads() -> None:
         with trio.fail_after(5):
             async with trio.open_nursery() as nursery:
                 for _ in range(4):
-                    nursery.start_soon(
-                        client.request, "tools/call", {"name": "work", "arguments": {}}
-                    )
+                    nursery.start_soon(client.request, "tools/call", {"name": "work", "arguments": {}})
     assert overlap == [1, 1, 1, 1]
 
 
@@ -169,9 +167,7 @@ def test_an_unsupported_parameter_type_names_the_parameter() -> None:
     def tool(count: int, lock: threading.Lock) -> str:  # type: ignore[valid-type]
         return ""
 
-    with pytest.raises(
-        TypeError, match=r"tool function .*tool.*parameter 'lock'.*supported: str, int"
-    ):
+    with pytest.raises(TypeError, match=r"tool function .*tool.*parameter 'lock'.*supported: str, int"):
         server.tool(tool)
 
 
@@ -244,17 +240,12 @@ async def test_prompt_arguments_are_converted_to_their_types() -> None:
                     },
                 )
     assert caught.value.code == -32602
-    assert (
-        "Invalid arguments for prompt shaped" in caught.value.message
-        and "count" in caught.value.message
-    )
+    assert "Invalid arguments for prompt shaped" in caught.value.message and "count" in caught.value.message
 
 
 def test_decorator_misuse_is_named() -> None:
     server = Server("s")
-    with pytest.raises(
-        TypeError, match=r"write @server.tool\(name='add'\), not @server.tool\('add'\)"
-    ):
+    with pytest.raises(TypeError, match=r"write @server.tool\(name='add'\), not @server.tool\('add'\)"):
         server.tool("add")  # type: ignore[call-overload]
     with pytest.raises(TypeError, match=r"write @server.prompt\(name='p'\)"):
         server.prompt("p")  # type: ignore[call-overload]
@@ -285,9 +276,7 @@ async def test_arguments_of_a_hand_written_input_schema_are_validated() -> None:
             )
             missing = await client.request("tools/call", {"name": "order", "arguments": {}})
     assert text_of(ok) == "ordered {'name': 'tea', 'count': 2}"
-    assert low.isError and text_of(low).startswith(
-        "Invalid arguments for tool order: $.count: 0 is"
-    )
+    assert low.isError and text_of(low).startswith("Invalid arguments for tool order: $.count: 0 is")
     assert missing.isError
     assert text_of(missing) == "Invalid arguments for tool order: $.name: missing required property"
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 import trio
+import trio.lowlevel
 import trio.testing
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -49,7 +50,7 @@ def make_server(running: set[int], cancelled: set[int]) -> Server:
         running.add(n)
         try:
             for _ in range(steps):
-                await trio.sleep(0)
+                await trio.lowlevel.checkpoint()
             return f"slow {n}"
         except trio.Cancelled:
             cancelled.add(n)
@@ -114,7 +115,7 @@ async def run_program(program: list[list[tuple[str, int]]], version: str) -> Non
                     async with trio.open_nursery() as inner:
                         inner.start_soon(call)
                         for _ in range(arg):
-                            await trio.sleep(0)
+                            await trio.lowlevel.checkpoint()
                         inner.cancel_scope.cancel()
                     assert answered == []  # the caller never sees an answer after cancelling
                 elif kind == "change":

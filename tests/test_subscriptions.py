@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ from mcp_trio.server import Server
 from mcp_trio.server._listen import SUBSCRIPTION_ID, SubscriptionHub
 
 MODERN = "2026-07-28"
+EVERYTHING = Path(__file__).resolve().parent.parent / "examples" / "everything.py"
 
 
 def make_server() -> Server:
@@ -83,7 +85,10 @@ async def test_changes_are_coalesced_while_the_client_has_not_received_them() ->
             server.resource("test://r2")(lambda: "r")
             first = await next_note(sub)
             second = await next_note(sub)
-            assert [first[0], second[0]] == ["notifications/tools/list_changed", "notifications/resources/list_changed"]
+            assert [first[0], second[0]] == [
+                "notifications/tools/list_changed",
+                "notifications/resources/list_changed",
+            ]
             add_tool(server, "t9")  # after delivery, a new change is announced again
             assert (await next_note(sub))[0] == "notifications/tools/list_changed"
             assert sub.dropped == 0
@@ -138,11 +143,18 @@ async def test_the_server_only_acknowledges_what_it_offers() -> None:
 async def test_listen_over_streamable_http(front_door: str) -> None:
     server = make_server()
     async with trio.open_nursery() as nursery:
-        urls = await nursery.start(lambda task_status: server.serve_http("127.0.0.1", 0, front_door=front_door, task_status=task_status))
+        urls = await nursery.start(
+            lambda task_status: server.serve_http(
+                "127.0.0.1", 0, front_door=front_door, task_status=task_status
+            )
+        )
         with trio.fail_after(10):
             async with connect_http(urls[0], versions=[MODERN]) as client:
                 async with client.listen(tools=True, resource_uris=["test://watched"]) as sub:
-                    assert sub.acknowledged == {"toolsListChanged": True, "resourceSubscriptions": ["test://watched"]}
+                    assert sub.acknowledged == {
+                        "toolsListChanged": True,
+                        "resourceSubscriptions": ["test://watched"],
+                    }
                     add_tool(server, "over_http")
                     assert (await next_note(sub))[0] == "notifications/tools/list_changed"
                     await server.notify_resource_updated("test://watched")
@@ -160,11 +172,10 @@ async def test_listen_over_stdio_against_the_everything_example() -> None:
     """Over stdio every subscription shares the one channel: notifications are told apart by
     their subscription id, and leaving the block sends notifications/cancelled."""
     import sys
-    from pathlib import Path
 
     from mcp_trio.client import connect_stdio
 
-    example = Path(__file__).resolve().parent.parent / "examples" / "everything.py"
+    example = EVERYTHING
     with trio.fail_after(30):
         async with connect_stdio(sys.executable, str(example), versions=[MODERN]) as client:
             async with client.listen(tools=True) as tools, client.listen(prompts=True) as prompts:
@@ -172,9 +183,14 @@ async def test_listen_over_stdio_against_the_everything_example() -> None:
                 assert prompts.acknowledged == {"promptsListChanged": True}
                 await client.call_tool("test_trigger_prompt_change")
                 method, params = await next_note(prompts)
-                assert method == "notifications/prompts/list_changed" and params.meta[SUBSCRIPTION_ID] == prompts.id
+                assert (
+                    method == "notifications/prompts/list_changed"
+                    and params.meta[SUBSCRIPTION_ID] == prompts.id
+                )
                 await client.call_tool("test_trigger_tool_change")
                 method, params = await next_note(tools)
-                assert method == "notifications/tools/list_changed" and params.meta[SUBSCRIPTION_ID] == tools.id
+                assert (
+                    method == "notifications/tools/list_changed" and params.meta[SUBSCRIPTION_ID] == tools.id
+                )
             # both subscriptions are over; the session goes on
             assert (await client.call_tool("test_simple_text")).content[0].text

@@ -95,9 +95,7 @@ def make_server(probe: Probe, tasks: TaskManager | None = None) -> Server:
 
     @server.tool(task_support="optional")
     async def ask(ctx: Context) -> str:
-        name = await ctx.elicit(
-            "Your name?", {"type": "object", "properties": {"name": {"type": "string"}}}
-        )
+        name = await ctx.elicit("Your name?", {"type": "object", "properties": {"name": {"type": "string"}}})
         color = await ctx.elicit(
             "Your color?", {"type": "object", "properties": {"color": {"type": "string"}}}
         )
@@ -152,9 +150,7 @@ def task_id(result: Any) -> str:
     return result.task.taskId if hasattr(result, "task") else result.taskId
 
 
-async def call_task(
-    c: Session, tool: str, arguments: dict[str, Any] | None = None, **task: Any
-) -> str:
+async def call_task(c: Session, tool: str, arguments: dict[str, Any] | None = None, **task: Any) -> str:
     params: dict[str, Any] = {"name": tool, "arguments": arguments or {}}
     if c.protocol_version == LEGACY:
         params["task"] = task
@@ -232,11 +228,7 @@ async def test_create_poll_and_result() -> None:
         assert len(task.taskId) >= 32
         parse_time(task.createdAt)
         got = await c.request("tasks/get", {"taskId": task.taskId})
-        assert (
-            got.status == "working"
-            and got.taskId == task.taskId
-            and got.createdAt == task.createdAt
-        )
+        assert got.status == "working" and got.taskId == task.taskId and got.createdAt == task.createdAt
         with trio.fail_after(5):
             await probe.started.wait()
         async with trio.open_nursery() as nursery:
@@ -310,9 +302,7 @@ async def test_progress_and_logs_of_a_task() -> None:
 
     async with connected(make_server(probe), LEGACY, notifications=on_note) as c:
         await c.request("logging/setLevel", {"level": "info"})
-        created = await c.request(
-            "tools/call", {"name": "steps", "task": {}}, on_progress=on_progress
-        )
+        created = await c.request("tools/call", {"name": "steps", "task": {}}, on_progress=on_progress)
         tid = created.task.taskId
         probe.step.set()  # the tool reports only after the task was created
         with trio.fail_after(5):
@@ -385,9 +375,7 @@ async def test_protocol_errors() -> None:
         for tool in ("plain", "never"):
             err = await error_of(c, "tools/call", {"name": tool, "task": {}})
             assert err.code == -32601
-        assert (
-            await error_of(c, "tools/call", {"name": "only_task", "arguments": {"x": 1}})
-        ).code == -32601
+        assert (await error_of(c, "tools/call", {"name": "only_task", "arguments": {"x": 1}})).code == -32601
         tid = await call_task(c, "only_task", {"x": 1})
         assert (await c.request("tasks/result", {"taskId": tid}))["content"][0]["text"] == "2"
         # a JSON-RPC error of the tool: the task fails and tasks/result gives the same error
@@ -457,14 +445,10 @@ async def test_ttl(autojump_clock: trio.testing.MockClock) -> None:
     probe = Probe()
     manager = TaskManager(default_ttl_ms=30_000, max_ttl_ms=60_000)
     async with connected(make_server(probe, manager), LEGACY) as c:
-        created = (
-            await c.request("tools/call", {"name": "quick", "arguments": {"x": 1}, "task": {}})
-        ).task
+        created = (await c.request("tools/call", {"name": "quick", "arguments": {"x": 1}, "task": {}})).task
         assert created.ttl == 30_000  # the default
         capped = (
-            await c.request(
-                "tools/call", {"name": "quick", "arguments": {"x": 1}, "task": {"ttl": 10**9}}
-            )
+            await c.request("tools/call", {"name": "quick", "arguments": {"x": 1}, "task": {"ttl": 10**9}})
         ).task
         assert capped.ttl == 60_000  # capped
         short = await call_task(c, "quick", {"x": 2}, ttl=1000)
@@ -510,9 +494,7 @@ async def test_extension_create_poll_complete() -> None:
         assert created.resultType == "task" and created.status == "working"
         assert created.ttlMs == 3_600_000 and created.pollIntervalMs == 1000
         got = await c.request("tasks/get", {"taskId": created.taskId})
-        assert (
-            got.resultType == "complete" and got.status == "working" and got.result is msgspec.UNSET
-        )
+        assert got.resultType == "complete" and got.status == "working" and got.result is msgspec.UNSET
         probe.release.set()
         done = await until_status(c, created.taskId, "completed")
         assert done.result["content"] == [{"type": "text", "text": "later"}]
@@ -527,9 +509,7 @@ async def test_extension_create_poll_complete() -> None:
 
 async def test_extension_never_gives_a_task_to_a_client_without_it() -> None:
     probe = Probe()
-    async with connected(
-        make_server(probe), MODERN, capabilities={}, extra_methods=("tasks/get",)
-    ) as c:
+    async with connected(make_server(probe), MODERN, capabilities={}, extra_methods=("tasks/get",)) as c:
         r = await c.request("tools/call", {"name": "quick", "arguments": {"x": 3}})
         assert r.content[0].text == "6"  # optional: runs inline
         err = await error_of(c, "tools/call", {"name": "only_task", "arguments": {"x": 1}})
@@ -550,9 +530,7 @@ async def test_extension_input_requests_and_update() -> None:
         again = await c.request("tasks/get", {"taskId": tid})
         assert list(again.inputRequests) == [first]  # the same request until answered
         # a response that does not fit the request's result type is refused
-        err = await error_of(
-            c, "tasks/update", {"taskId": tid, "inputResponses": {first: {"action": 7}}}
-        )
+        err = await error_of(c, "tasks/update", {"taskId": tid, "inputResponses": {first: {"action": 7}}})
         assert err.code == -32602
         # unknown keys are ignored; the right one is accepted
         ack = await c.request(
@@ -584,9 +562,7 @@ async def test_extension_input_requests_and_update() -> None:
         done = await until_status(c, tid, "completed")
         assert done.result["content"][0]["text"] == "Hello, Bo (red)"
         assert done.inputRequests is msgspec.UNSET
-        assert (
-            await error_of(c, "tasks/update", {"taskId": "nope", "inputResponses": {}})
-        ).code == -32602
+        assert (await error_of(c, "tasks/update", {"taskId": "nope", "inputResponses": {}})).code == -32602
 
 
 async def test_extension_cancel() -> None:
@@ -699,7 +675,7 @@ async def connected_as(server: Server, version: str, auth: Any) -> AsyncIterator
 
 
 async def test_extension_tasks_are_bound_to_the_authorization_context() -> None:
-    """"When an authorization context is provided, receivers MUST bind tasks to said context":
+    """ "When an authorization context is provided, receivers MUST bind tasks to said context":
     with no owner callback, the verified token's issuer, subject and client own the task."""
     from mcp_trio.auth.server import AccessToken
 
@@ -747,9 +723,7 @@ async def test_extension_task_dies_with_its_connection_unless_the_manager_runs()
     async with trio.open_nursery() as nursery:
         await nursery.start(server.tasks.run)
         async with connected(server, MODERN) as c:
-            tid = task_id(
-                await c.request("tools/call", {"name": "wait", "arguments": {"label": "kept"}})
-            )
+            tid = task_id(await c.request("tools/call", {"name": "wait", "arguments": {"label": "kept"}}))
         async with connected(server, MODERN) as c:
             assert (await c.request("tasks/get", {"taskId": tid})).status == "working"
             probe.release.set()
@@ -896,7 +870,11 @@ async def test_deferred_tool_without_a_task() -> None:
         assert list(first.inputRequests) == ["who"]
         r = await c.request(
             "tools/call",
-            {"name": "maybe", "inputResponses": {"who": accept(name="Bo")}, "requestState": first.requestState},
+            {
+                "name": "maybe",
+                "inputResponses": {"who": accept(name="Bo")},
+                "requestState": first.requestState,
+            },
         )
         assert r.content[0].text == "Bo: inline"
         err = await error_of(c, "tools/call", {"name": "book", "arguments": {"city": "x"}})
@@ -969,9 +947,7 @@ def test_mcp_name_of_task_requests_is_checked() -> None:
         # the routing header is checked when it is sent, not yet required
         assert check_request_headers(headers, method, params, MODERN) is None
     # still required where the core specification asks for it
-    problem = check_request_headers(
-        {**base, "mcp-method": "tools/call"}, "tools/call", {"name": "t"}, MODERN
-    )
+    problem = check_request_headers({**base, "mcp-method": "tools/call"}, "tools/call", {"name": "t"}, MODERN)
     assert problem == "the Mcp-Name header is missing"
 
 
@@ -1065,9 +1041,7 @@ async def test_extension_tasks_over_http_outlive_each_request() -> None:
                 while got["status"] == "working":
                     await trio.sleep(0.01)
                     got = await post(client, url, 3, "tasks/get", {"taskId": created["taskId"]})
-                assert (
-                    got["status"] == "completed" and got["result"]["content"][0]["text"] == "http"
-                )
+                assert got["status"] == "completed" and got["result"]["content"][0]["text"] == "http"
             nursery.cancel_scope.cancel()
     assert not probe.cancelled.is_set()
 

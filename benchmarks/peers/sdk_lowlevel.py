@@ -56,9 +56,7 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
     )
 
 
-server = Server(
-    "bench-sdk-lowlevel", version="1.0", on_list_tools=list_tools, on_call_tool=call_tool
-)
+server = Server("bench-sdk-lowlevel", version="1.0", on_list_tools=list_tools, on_call_tool=call_tool)
 
 
 async def serve_stdio() -> None:

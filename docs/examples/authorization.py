@@ -38,8 +38,7 @@ async def add_note(text: str, ctx: Context) -> str:
 async def main() -> None:
     async with trio.open_nursery() as nursery:
         # the authorization server (an example, for tests and demos)
-        authorization = AuthorizationServer(scopes_supported=["mcp", "notes:write"],
-                                            subject="ada")
+        authorization = AuthorizationServer(scopes_supported=["mcp", "notes:write"], subject="ada")
         issuer = await nursery.start(authorization.serve, "127.0.0.1", 0)
 
         # the MCP server, as an OAuth resource server: every request needs a token
@@ -62,13 +61,11 @@ async def main() -> None:
         # runs the code flow with PKCE (headless here: no browser) and steps up its scopes
         oauth = OAuthClient(
             grant=AuthorizationCodeGrant(HeadlessRedirect("http://127.0.0.1/callback")),
-            client_metadata=ClientMetadata(client_name="notes demo",
-                                           token_endpoint_auth_method="none"),
+            client_metadata=ClientMetadata(client_name="notes demo", token_endpoint_auth_method="none"),
             allow_insecure_loopback=True,  # plain http, on 127.0.0.1 only
         )
         async with connect_http(url, auth=oauth) as client:
-            for name, arguments in [("whoami", {}), ("add_note", {"text": "hello"}),
-                                    ("whoami", {})]:
+            for name, arguments in [("whoami", {}), ("add_note", {"text": "hello"}), ("whoami", {})]:
                 result = await client.call_tool(name, arguments)
                 print(f"{name}: {result.content[0].text}")
         nursery.cancel_scope.cancel()

@@ -7,8 +7,9 @@ from mcp_trio.client import ResultCache, open_client
 from mcp_trio.server import Server
 
 # cache_ttl_ms: lists and reads may be reused for a minute (2026-07-28 ttlMs)
-server = Server("client-demo", "1.0", page_size=2, cache_ttl_ms=60_000,
-                instructions="Tools t0 to t4 do nothing useful.")
+server = Server(
+    "client-demo", "1.0", page_size=2, cache_ttl_ms=60_000, instructions="Tools t0 to t4 do nothing useful."
+)
 reads = 0
 
 for i in range(5):
@@ -28,8 +29,7 @@ async def main() -> None:
 
     async with trio.open_nursery() as nursery:
         await nursery.start(server.serve_session, server_end)
-        async with open_client(client_end, name="demo-client", version="2.0",
-                               cache=cache) as client:
+        async with open_client(client_end, name="demo-client", version="2.0", cache=cache) as client:
             print(client.server_info["name"], client.protocol_version, client.modern)
             print("instructions:", client.instructions)
             print("capabilities:", sorted(client.server_capabilities))

@@ -12,8 +12,7 @@ from mcp_trio.client import open_client
 from mcp_trio.server import Context, Server
 
 server = Server("context-demo", "1.0")
-SEATS = {"type": "object", "properties": {"seats": {"type": "integer", "minimum": 1}},
-         "required": ["seats"]}
+SEATS = {"type": "object", "properties": {"seats": {"type": "integer", "minimum": 1}}, "required": ["seats"]}
 
 
 @server.tool
@@ -28,8 +27,9 @@ async def chatty(ctx: Context) -> str:
 @server.tool
 async def summarize(text: str, ctx: Context) -> str:
     """Asks the client's language model."""
-    answer = await ctx.sample(f"Summarize in three words: {text}", max_tokens=20,
-                              systemPrompt="You are terse.")
+    answer = await ctx.sample(
+        f"Summarize in three words: {text}", max_tokens=20, systemPrompt="You are terse."
+    )
     return f"{answer.model} says: {answer.content.text}"
 
 
@@ -58,10 +58,14 @@ async def workspace(ctx: Context) -> str:
 
 # --- the client's side: a handler per kind of question ---------------------------------------
 
+
 async def sampling(params):
     question = params.messages[0].content.text
-    return {"role": "assistant", "model": "tiny-llm",
-            "content": {"type": "text", "text": f"{len(question.split())} words, understood"}}
+    return {
+        "role": "assistant",
+        "model": "tiny-llm",
+        "content": {"type": "text", "text": f"{len(question.split())} words, understood"},
+    }
 
 
 async def elicitation(params):
@@ -83,16 +87,22 @@ async def main() -> None:
         async with trio.open_nursery() as nursery:
             await nursery.start(server.serve_session, server_end)
             async with open_client(
-                client_end, versions=[version],
+                client_end,
+                versions=[version],
                 sampling=sampling,
-                elicitation=elicitation, elicitation_modes=["form", "url"],
+                elicitation=elicitation,
+                elicitation_modes=["form", "url"],
                 roots=[{"uri": "file:///home/ada/project", "name": "project"}],
                 on_log=on_log,
             ) as client:
                 await client.set_log_level("info")
-                for name, arguments in [("chatty", {}), ("summarize", {"text": "a long story"}),
-                                        ("book_table", {}), ("link_account", {}),
-                                        ("workspace", {})]:
+                for name, arguments in [
+                    ("chatty", {}),
+                    ("summarize", {"text": "a long story"}),
+                    ("book_table", {}),
+                    ("link_account", {}),
+                    ("workspace", {}),
+                ]:
                     result = await client.call_tool(name, arguments)
                     print(f"  {name}: {result.content[0].text}")
 

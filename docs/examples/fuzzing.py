@@ -12,5 +12,4 @@ config = FuzzConfig(
     max_examples=10,  # per campaign and revision; --time S in the command
 )
 for stats in run(config):
-    print(f"{stats.revision} {stats.campaign}: {stats.examples} examples, "
-          f"{len(stats.findings)} findings")
+    print(f"{stats.revision} {stats.campaign}: {stats.examples} examples, {len(stats.findings)} findings")

@@ -4,9 +4,11 @@ import trio
 
 from mcp_trio import INVALID_PARAMS, McpError, open_memory_transport_pair, open_session
 
-ECHO = {"name": "echo", "description": "Echo a text.",
-        "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}},
-                        "required": ["text"]}}
+ECHO = {
+    "name": "echo",
+    "description": "Echo a text.",
+    "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+}
 
 
 async def list_tools(ctx, params):
@@ -26,10 +28,13 @@ async def call_tool(ctx, params):
 
 
 async def run_server(channel):
-    async with open_session(channel, role="server", info={"name": "echo", "version": "1.0"},
-                            capabilities={"tools": {}},
-                            request_handlers={"tools/list": list_tools,
-                                              "tools/call": call_tool}) as session:
+    async with open_session(
+        channel,
+        role="server",
+        info={"name": "echo", "version": "1.0"},
+        capabilities={"tools": {}},
+        request_handlers={"tools/list": list_tools, "tools/call": call_tool},
+    ) as session:
         await session.closed.wait()  # until the client goes away
 
 
@@ -42,17 +47,24 @@ async def main() -> None:
         server_end, client_end = open_memory_transport_pair()
         async with trio.open_nursery() as nursery:
             nursery.start_soon(run_server, server_end)
-            async with open_session(client_end, role="client",
-                                    info={"name": "demo", "version": "1.0"},
-                                    versions=versions) as session:
+            async with open_session(
+                client_end, role="client", info={"name": "demo", "version": "1.0"}, versions=versions
+            ) as session:
                 version = await session.connect()  # probe 2026-07-28, else initialize
                 tools = await session.request("tools/list")
                 result = await session.request(
-                    "tools/call", {"name": "echo", "arguments": {"text": "hi"}},
-                    timeout=10, on_progress=progress,
+                    "tools/call",
+                    {"name": "echo", "arguments": {"text": "hi"}},
+                    timeout=10,
+                    on_progress=progress,
                 )
-                print(version, session.peer_info["name"], [t.name for t in tools.tools],
-                      type(result).__name__, result.content[0].text)
+                print(
+                    version,
+                    session.peer_info["name"],
+                    [t.name for t in tools.tools],
+                    type(result).__name__,
+                    result.content[0].text,
+                )
                 try:
                     await session.request("tools/call", {"name": "nope", "arguments": {}})
                 except McpError as exc:

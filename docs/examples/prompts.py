@@ -60,8 +60,9 @@ async def main() -> None:
 
             done = await client.complete("language", "p", prompt="review")
             print("language p...", done.completion.values)
-            done = await client.complete("page", "t", resource_template="docs://{language}/{page}",
-                                         context={"language": "Rust"})
+            done = await client.complete(
+                "page", "t", resource_template="docs://{language}/{page}", context={"language": "Rust"}
+            )
             print("Rust pages t...", done.completion.values)
 
 

@@ -48,9 +48,12 @@ async def legacy() -> None:
 
     async with trio.open_nursery() as nursery:
         await nursery.start(server.serve_session, server_end)
-        async with open_client(client_end, versions=["2025-11-25"],
-                               on_resource_updated=on_resource_updated,
-                               on_list_changed=on_list_changed) as client:
+        async with open_client(
+            client_end,
+            versions=["2025-11-25"],
+            on_resource_updated=on_resource_updated,
+            on_list_changed=on_list_changed,
+        ) as client:
             print("resources:", [r.uri for r in await client.list_all_resources()])
             print("templates:", [t.uriTemplate for t in await client.list_all_resource_templates()])
             print("index:", (await client.read_resource("notes://index")).contents[0].text.split())

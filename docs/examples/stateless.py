@@ -33,9 +33,13 @@ async def call(server: Server, params: dict):
     error = None
     async with trio.open_nursery() as nursery:
         nursery.start_soon(server.serve_session, server_end)
-        async with open_session(client_end, role="client", info={"name": "raw", "version": "1"},
-                                capabilities={"elicitation": {"form": {}}},
-                                versions=["2026-07-28"]) as session:
+        async with open_session(
+            client_end,
+            role="client",
+            info={"name": "raw", "version": "1"},
+            capabilities={"elicitation": {"form": {}}},
+            versions=["2026-07-28"],
+        ) as session:
             await session.connect()
             try:
                 result = await session.request("tools/call", params)
@@ -52,7 +56,7 @@ async def main() -> None:
 
     round1 = await call(first, params)
     print(type(round1).__name__, round1.resultType)
-    (key, ask), = round1.inputRequests.items()
+    ((key, ask),) = round1.inputRequests.items()
     print("asks:", type(ask).__name__, repr(ask.params.message))
     print("requestState: opaque to the client, signed by the server:", bool(round1.requestState))
 

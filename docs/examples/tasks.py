@@ -60,8 +60,11 @@ async def extension() -> None:
         await nursery.start(server.serve_session, server_end)
         # a client that declares the extension gets a task for every task-capable tool
         async with open_client(client_end, capabilities={"extensions": {EXTENSION: {}}}) as client:
-            print(client.protocol_version, "extension offered:",
-                  EXTENSION in client.server_capabilities["extensions"])
+            print(
+                client.protocol_version,
+                "extension offered:",
+                EXTENSION in client.server_capabilities["extensions"],
+            )
             created = await client.session.request(
                 "tools/call", {"name": "render", "arguments": {"scene": "teapot"}}
             )

@@ -27,14 +27,15 @@ async def main() -> None:
 
     # hypercorn (ASGI: HTTP/2, TLS) with the 2024-11-05 transport at /sse for old clients
     async with trio.open_nursery() as nursery:
-        serve = partial(server.serve_http, "127.0.0.1", 0, front_door="hypercorn",
-                        legacy_sse=True)
+        serve = partial(server.serve_http, "127.0.0.1", 0, front_door="hypercorn", legacy_sse=True)
         (url,) = await nursery.start(serve)
         async with connect_http(url, http_options={"headers": {"X-Team": "docs"}}) as client:
             await show("hypercorn", client)
         sse_url = url.removesuffix("/mcp") + "/sse"
-        async with (open_legacy_sse_client(sse_url) as channel,
-                    open_client(channel, versions=["2024-11-05"]) as client):
+        async with (
+            open_legacy_sse_client(sse_url) as channel,
+            open_client(channel, versions=["2024-11-05"]) as client,
+        ):
             await show("HTTP+SSE", client)
         nursery.cancel_scope.cancel()
 

@@ -5,14 +5,14 @@ import msgspec
 from mcp_trio.types import v2025_11_25 as mcp
 
 # Every message of the revision is a msgspec Struct; decoding validates it against the schema.
-raw = (b'{"jsonrpc": "2.0", "id": 7, "method": "tools/call",'
-       b' "params": {"name": "add", "arguments": {"a": 1}}}')
+raw = b'{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "add", "arguments": {"a": 1}}}'
 request = msgspec.json.decode(raw, type=mcp.CallToolRequest)
 print(type(request.params).__name__, request.params.name, request.params.arguments)
 
 try:
-    msgspec.json.decode(b'{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {}}',
-                        type=mcp.CallToolRequest)
+    msgspec.json.decode(
+        b'{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {}}', type=mcp.CallToolRequest
+    )
 except msgspec.ValidationError as exc:
     print("invalid:", exc)
 
@@ -24,5 +24,4 @@ print(msgspec.json.encode(result).decode())
 spec = mcp.METHODS["tools/call"]
 print(spec.kind, spec.direction, spec.params.__name__, [r.__name__ for r in spec.results])
 requests = [m for m, s in mcp.METHODS.items() if s.kind == "request"]
-print(len(requests), "requests,", len(mcp.METHODS) - len(requests), "notifications in",
-      mcp.PROTOCOL_VERSION)
+print(len(requests), "requests,", len(mcp.METHODS) - len(requests), "notifications in", mcp.PROTOCOL_VERSION)

@@ -103,9 +103,7 @@ class _Authorize(_ServerBase):
         if response_type != "code":
             raise OAuthError("unsupported_response_type", "only response_type=code is supported")
         if "authorization_code" not in (client.grant_types or []):
-            raise OAuthError(
-                "unauthorized_client", "this client may not use the authorization code grant"
-            )
+            raise OAuthError("unauthorized_client", "this client may not use the authorization code grant")
         challenge = first(query, "code_challenge")
         method = first(query, "code_challenge_method") or "plain"
         if challenge is None:

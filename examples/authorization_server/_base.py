@@ -88,9 +88,7 @@ class _ServerBase:
     def _form(self, request: HttpRequest) -> dict[str, list[str]]:
         content_type = request.headers.get("content-type", "").partition(";")[0].strip().lower()
         if content_type != "application/x-www-form-urlencoded":
-            raise OAuthError(
-                "invalid_request", "the body must be application/x-www-form-urlencoded"
-            )
+            raise OAuthError("invalid_request", "the body must be application/x-www-form-urlencoded")
         try:
             return parse_form(request.body, repeatable=("resource",))
         except FormError as exc:

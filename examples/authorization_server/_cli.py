@@ -18,8 +18,7 @@ from ._server import AuthorizationServer
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m examples.authorization_server",
-        description="Run the example OAuth 2.1 authorization server "
-        "(state in memory; for tests and demos).",
+        description="Run the example OAuth 2.1 authorization server (state in memory; for tests and demos).",
     )
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 (default) picks a free port")
@@ -29,21 +28,16 @@ def _parser() -> argparse.ArgumentParser:
         "--resource", action="append", help="a resource tokens may be issued for (repeatable)"
     )
     parser.add_argument("--client", help="pre-register a client with this client_id")
-    parser.add_argument(
-        "--client-secret", help="its secret (then it authenticates with client_secret_basic)"
-    )
+    parser.add_argument("--client-secret", help="its secret (then it authenticates with client_secret_basic)")
     parser.add_argument(
         "--auth-method",
         choices=AUTH_METHODS,
         help="its token endpoint auth method (default: none, or basic with a secret)",
     )
-    parser.add_argument(
-        "--redirect-uri", action="append", default=[], help="its redirect URI (repeatable)"
-    )
+    parser.add_argument("--redirect-uri", action="append", default=[], help="its redirect URI (repeatable)")
     parser.add_argument(
         "--auth-methods",
-        help="comma-separated client authentication methods accepted "
-        f"(default: {','.join(AUTH_METHODS)})",
+        help=f"comma-separated client authentication methods accepted (default: {','.join(AUTH_METHODS)})",
     )
     parser.add_argument(
         "--deny", action="store_true", help="deny every authorization request (access_denied)"

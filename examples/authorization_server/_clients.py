@@ -55,21 +55,15 @@ class _Clients(_ServerBase):
     ) -> list[str]:
         """Refuse client metadata this server cannot serve; the response types."""
         if method not in self.auth_methods:
-            raise OAuthError(
-                "invalid_client_metadata", f"unsupported token_endpoint_auth_method {method!r}"
-            )
+            raise OAuthError("invalid_client_metadata", f"unsupported token_endpoint_auth_method {method!r}")
         unknown = [g for g in grants if g not in GRANT_TYPES]
         if unknown:
             raise OAuthError("invalid_client_metadata", f"unsupported grant type {unknown[0]!r}")
         if "client_credentials" in grants and method == "none":
-            raise OAuthError(
-                "invalid_client_metadata", "client_credentials needs a confidential client"
-            )
+            raise OAuthError("invalid_client_metadata", "client_credentials needs a confidential client")
         responses = metadata.response_types or (["code"] if "authorization_code" in grants else [])
         if any(r != "code" for r in responses):
-            raise OAuthError(
-                "invalid_client_metadata", "only the 'code' response type is supported"
-            )
+            raise OAuthError("invalid_client_metadata", "only the 'code' response type is supported")
         redirects = metadata.redirect_uris or []
         if "authorization_code" in grants and not redirects:
             raise OAuthError(
@@ -85,9 +79,7 @@ class _Clients(_ServerBase):
                 "private_key_jwt needs the client's public keys in 'jwks'",
             )
         if metadata.jwks is not None and not isinstance(metadata.jwks.get("keys"), list):
-            raise OAuthError(
-                "invalid_client_metadata", "'jwks' must be a JWK Set ({'keys': [...]})"
-            )
+            raise OAuthError("invalid_client_metadata", "'jwks' must be a JWK Set ({'keys': [...]})")
         if metadata.scope is not None:
             self._scopes(metadata.scope, [], error="invalid_client_metadata")
         return list(responses)
@@ -107,9 +99,7 @@ class _Clients(_ServerBase):
         secret = None
         if method in ("client_secret_basic", "client_secret_post"):
             secret = client_secret or secrets.token_urlsafe(32)
-        fields = {
-            f: getattr(metadata, f) for f in metadata.__struct_fields__ if f not in ("client_id",)
-        }
+        fields = {f: getattr(metadata, f) for f in metadata.__struct_fields__ if f not in ("client_id",)}
         fields.update(
             token_endpoint_auth_method=method,
             grant_types=list(grants),
@@ -156,9 +146,7 @@ class _Clients(_ServerBase):
         try:
             reply = await self._http.get(url, follow=0)
         except Failure as exc:
-            raise OAuthError(
-                "invalid_client", f"cannot fetch the client document: {exc.message}"
-            ) from None
+            raise OAuthError("invalid_client", f"cannot fetch the client document: {exc.message}") from None
         if reply.status != 200:
             raise OAuthError("invalid_client", f"the client document answered HTTP {reply.status}")
         try:
@@ -190,9 +178,7 @@ class _Clients(_ServerBase):
     async def _registration(self, request: HttpRequest) -> tuple[int, Any, list[tuple[str, str]]]:
         content_type = request.headers.get("content-type", "").partition(";")[0].strip().lower()
         if content_type != "application/json":
-            raise OAuthError(
-                "invalid_client_metadata", "the registration request must be application/json"
-            )
+            raise OAuthError("invalid_client_metadata", "the registration request must be application/json")
         try:
             raw = json.loads(request.body)
         except (ValueError, RecursionError):
@@ -210,9 +196,7 @@ class _Clients(_ServerBase):
 
     # ------------------------------------------------------ client auth
 
-    async def _authenticate(
-        self, request: HttpRequest, form: dict[str, list[str]]
-    ) -> md.ClientInformation:
+    async def _authenticate(self, request: HttpRequest, form: dict[str, list[str]]) -> md.ClientInformation:
         """The client a token, introspection or revocation request comes from
         (RFC 6749 2.3; RFC 7523 for ``private_key_jwt``)."""
         header = request.headers.get("authorization")
@@ -245,9 +229,7 @@ class _Clients(_ServerBase):
             raise OAuthError("invalid_request", "use exactly one client authentication method")
         method = used[0] if used else "none"
         if method not in self.auth_methods:
-            raise OAuthError(
-                "invalid_client", f"{method} client authentication is not accepted here", 401
-            )
+            raise OAuthError("invalid_client", f"{method} client authentication is not accepted here", 401)
         if method == "private_key_jwt":
             client_id = self._assertion_subject(form, client_id)
         if client_id is None:
@@ -275,9 +257,7 @@ class _Clients(_ServerBase):
 
     def _assertion_subject(self, form: dict[str, list[str]], client_id: str | None) -> str:
         if first(form, "client_assertion_type") != CLIENT_ASSERTION_TYPE:
-            raise OAuthError(
-                "invalid_client", f"client_assertion_type must be {CLIENT_ASSERTION_TYPE}", 401
-            )
+            raise OAuthError("invalid_client", f"client_assertion_type must be {CLIENT_ASSERTION_TYPE}", 401)
         assertion = first(form, "client_assertion")
         if assertion is None:
             raise OAuthError("invalid_client", "client_assertion is missing", 401)
@@ -300,9 +280,7 @@ class _Clients(_ServerBase):
             kid = header.get("kid")
             candidates = [k for k in keys if kid is None or k.get("kid") == kid]
             if not candidates:
-                raise OAuthError(
-                    "invalid_client", "no registered key matches the client_assertion", 401
-                )
+                raise OAuthError("invalid_client", "no registered key matches the client_assertion", 401)
             algorithm = header.get("alg")
             if algorithm not in ("RS256", "RS384", "RS512", "PS256", "ES256", "ES384", "EdDSA"):
                 raise OAuthError(
@@ -326,9 +304,7 @@ class _Clients(_ServerBase):
                 except jwt.InvalidSignatureError:
                     continue
             if claims is None:
-                raise OAuthError(
-                    "invalid_client", "client_assertion signature does not verify", 401
-                )
+                raise OAuthError("invalid_client", "client_assertion signature does not verify", 401)
         except jwt.PyJWTError as exc:
             raise OAuthError("invalid_client", f"client_assertion refused: {exc}", 401) from None
         self._expire()

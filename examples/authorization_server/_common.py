@@ -69,9 +69,7 @@ class _SigningKey:
 
     def sign(self, claims: dict[str, Any]) -> str:
         headers = {"kid": self.kid, "typ": "at+jwt"}
-        return str(
-            _jose().encode(claims, self.private_key, algorithm=self.algorithm, headers=headers)
-        )
+        return str(_jose().encode(claims, self.private_key, algorithm=self.algorithm, headers=headers))
 
 
 # ------------------------------------------------------------------ state

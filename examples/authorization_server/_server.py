@@ -230,9 +230,7 @@ class AuthorizationServer(_Clients, _Authorize, _Tokens):
         demos); ``expires_in`` may be negative for an expired token; ``claims``
         overrides any claim."""
         resources = [resource] if isinstance(resource, str) else list(resource or [])
-        grant = _Grant(
-            client_id=client_id, subject=subject, scopes=list(scopes), resources=resources
-        )
+        grant = _Grant(client_id=client_id, subject=subject, scopes=list(scopes), resources=resources)
         token, _ = self._access_token(grant, grant.scopes, resources, expires_in, claims)
         return token
 
@@ -310,9 +308,7 @@ class AuthorizationServer(_Clients, _Authorize, _Tokens):
     async def _get_metadata(self, request: HttpRequest) -> tuple[int, Any, list[tuple[str, str]]]:
         return 200, md.encode(self.metadata()), []
 
-    async def _get_openid_configuration(
-        self, request: HttpRequest
-    ) -> tuple[int, Any, list[tuple[str, str]]]:
+    async def _get_openid_configuration(self, request: HttpRequest) -> tuple[int, Any, list[tuple[str, str]]]:
         document = msgspec.structs.replace(
             self.metadata(),
             subject_types_supported=["public"],
@@ -333,9 +329,7 @@ class AuthorizationServer(_Clients, _Authorize, _Tokens):
             await send(responder, 404, b"Not Found", [("content-type", "text/plain")])
             return
         wanted = (
-            "GET"
-            if path in (md.OAUTH_AS_WELL_KNOWN, md.OIDC_WELL_KNOWN, "/jwks", "/authorize")
-            else "POST"
+            "GET" if path in (md.OAUTH_AS_WELL_KNOWN, md.OIDC_WELL_KNOWN, "/jwks", "/authorize") else "POST"
         )
         if request.method != wanted:
             await send(responder, 405, b"", [("allow", wanted)])

@@ -36,13 +36,9 @@ class _Tokens(_ServerBase):
         client = await self._authenticate(request, form)
         grant_type = _required(form, "grant_type")
         if grant_type not in GRANT_TYPES:
-            raise OAuthError(
-                "unsupported_grant_type", f"grant_type {grant_type!r} is not supported"
-            )
+            raise OAuthError("unsupported_grant_type", f"grant_type {grant_type!r} is not supported")
         if grant_type not in (client.grant_types or []):
-            raise OAuthError(
-                "unauthorized_client", f"this client may not use the {grant_type} grant"
-            )
+            raise OAuthError("unauthorized_client", f"this client may not use the {grant_type} grant")
         if grant_type == "authorization_code":
             document = self._redeem_code(client, form)
         elif grant_type == "refresh_token":
@@ -51,9 +47,7 @@ class _Tokens(_ServerBase):
             document = self._client_credentials(client, form)
         return 200, document, list(NO_STORE)
 
-    def _redeem_code(
-        self, client: md.ClientInformation, form: dict[str, list[str]]
-    ) -> dict[str, Any]:
+    def _redeem_code(self, client: md.ClientInformation, form: dict[str, list[str]]) -> dict[str, Any]:
         code_value = _required(form, "code")
         verifier = _required(form, "code_verifier", " (PKCE is required)")
         code = self._codes.get(code_value)
@@ -68,9 +62,7 @@ class _Tokens(_ServerBase):
             raise OAuthError("invalid_grant", "the authorization code has expired")
         redirect_uri = first(form, "redirect_uri")
         if redirect_uri != code.redirect_uri and (code.redirect_given or redirect_uri is not None):
-            raise OAuthError(
-                "invalid_grant", "redirect_uri does not match the authorization request"
-            )
+            raise OAuthError("invalid_grant", "redirect_uri does not match the authorization request")
         if not _PKCE_VALUE.match(verifier) or not hmac.compare_digest(
             _b64url_sha256(verifier), code.challenge
         ):
@@ -95,9 +87,7 @@ class _Tokens(_ServerBase):
         if granted:
             outside = [r for r in asked if r not in granted]
             if outside:
-                raise OAuthError(
-                    "invalid_target", f"{outside[0]!r} was not part of the authorization"
-                )
+                raise OAuthError("invalid_target", f"{outside[0]!r} was not part of the authorization")
         return asked
 
     def _refresh(self, client: md.ClientInformation, form: dict[str, list[str]]) -> dict[str, Any]:
@@ -121,9 +111,7 @@ class _Tokens(_ServerBase):
         grant.retired.add(value)
         return self._token_response(client, grant, scopes, resources)
 
-    def _client_credentials(
-        self, client: md.ClientInformation, form: dict[str, list[str]]
-    ) -> dict[str, Any]:
+    def _client_credentials(self, client: md.ClientInformation, form: dict[str, list[str]]) -> dict[str, Any]:
         scopes = self._scopes(first(form, "scope"), self._client_default_scopes(client))
         resources = self._check_resources(form.get("resource", []))
         grant = _Grant(

@@ -55,11 +55,17 @@ def _calls(client: Client) -> list[tuple[str, Callable[[], Awaitable[Any]]]]:
 
 async def run(server: list[str], bare: bool = False) -> None:
     """``server``: ``[URL]``, or a stdio server's command line."""
-    handlers: dict[str, Any] = {} if bare else {
-        "sampling": sample, "elicitation": elicit, "roots": [{"uri": "file:///tmp", "name": "tmp"}]}
+    handlers: dict[str, Any] = (
+        {}
+        if bare
+        else {"sampling": sample, "elicitation": elicit, "roots": [{"uri": "file:///tmp", "name": "tmp"}]}
+    )
     options: dict[str, Any] = {"name": "fuzz-target-mcp-trio-client", "version": "1", **handlers}
-    connected = (connect_http(server[0], cache=False, **options) if len(server) == 1 and "://" in server[0]
-                 else connect_stdio(server[0], *server[1:], **options))
+    connected = (
+        connect_http(server[0], cache=False, **options)
+        if len(server) == 1 and "://" in server[0]
+        else connect_stdio(server[0], *server[1:], **options)
+    )
     async with connected as client:
         for name, call in _calls(client):
             try:
@@ -72,11 +78,14 @@ def main() -> int:
     args = sys.argv[1:]
     if "--stdio" in args:
         at = args.index("--stdio")
-        options, server = args[:at], args[at + 1:]
+        options, server = args[:at], args[at + 1 :]
     else:
         options, server = args[:-1], args[-1:]
     if not server:
-        print("usage: mcp_trio_client.py [--bare] SERVER_URL | [--bare] --stdio SERVER_COMMAND...", file=sys.stderr)
+        print(
+            "usage: mcp_trio_client.py [--bare] SERVER_URL | [--bare] --stdio SERVER_COMMAND...",
+            file=sys.stderr,
+        )
         return 2
     try:
         trio.run(run, server, "--bare" in options)

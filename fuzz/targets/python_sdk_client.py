@@ -30,8 +30,9 @@ CALL_TIMEOUT = 10.0
 
 
 async def sample(context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
-    return types.CreateMessageResult(role="assistant", content=types.TextContent(type="text", text="fuzz"),
-                                     model="none")
+    return types.CreateMessageResult(
+        role="assistant", content=types.TextContent(type="text", text="fuzz"), model="none"
+    )
 
 
 async def elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
@@ -57,12 +58,21 @@ def _calls(client: Client) -> list[tuple[str, Callable[[], Awaitable[Any]]]]:
 
 async def run(server: list[str]) -> None:
     """``server``: ``[URL]``, or a stdio server's command line."""
-    target: Any = (server[0] if len(server) == 1 and "://" in server[0]
-                   else StdioServerParameters(command=server[0], args=server[1:]))
-    async with Client(target, mode="legacy", client_info=types.Implementation(name="fuzz-target-python-sdk-client",
-                                                                           version="1"),
-                      sampling_callback=sample, elicitation_callback=elicit, list_roots_callback=roots,
-                      read_timeout_seconds=CALL_TIMEOUT, cache=None) as client:
+    target: Any = (
+        server[0]
+        if len(server) == 1 and "://" in server[0]
+        else StdioServerParameters(command=server[0], args=server[1:])
+    )
+    async with Client(
+        target,
+        mode="legacy",
+        client_info=types.Implementation(name="fuzz-target-python-sdk-client", version="1"),
+        sampling_callback=sample,
+        elicitation_callback=elicit,
+        list_roots_callback=roots,
+        read_timeout_seconds=CALL_TIMEOUT,
+        cache=None,
+    ) as client:
         for name, call in _calls(client):
             try:
                 with anyio.fail_after(CALL_TIMEOUT):
@@ -73,7 +83,7 @@ async def run(server: list[str]) -> None:
 
 def main() -> int:
     args = sys.argv[1:]
-    server = args[args.index("--stdio") + 1:] if "--stdio" in args else args[-1:]
+    server = args[args.index("--stdio") + 1 :] if "--stdio" in args else args[-1:]
     if not server:
         print("usage: python_sdk_client.py SERVER_URL | --stdio SERVER_COMMAND...", file=sys.stderr)
         return 2

@@ -69,8 +69,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("rest", nargs=argparse.REMAINDER)
     p.set_defaults(func=_cmd_codegen)
     _serve.add_parser(sub)
-    sub.add_parser("fuzz", help="fuzz an MCP server (see 'mcp-trio fuzz --help'); "
-                   "'mcp-trio fuzz replay FILE' replays a finding", add_help=False)
+    sub.add_parser(
+        "fuzz",
+        help="fuzz an MCP server (see 'mcp-trio fuzz --help'); 'mcp-trio fuzz replay FILE' replays a finding",
+        add_help=False,
+    )
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["fuzz"]:
         return _fuzz.command(argv[1:])

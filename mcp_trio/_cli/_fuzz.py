@@ -26,14 +26,21 @@ def _import_fuzzing() -> Any:
 
 
 def _cmd_fuzz_replay(argv: Sequence[str]) -> int:
-    parser = argparse.ArgumentParser(prog="mcp-trio fuzz replay",
-                                     description="Send a saved finding's case again, on a fresh session.")
+    parser = argparse.ArgumentParser(
+        prog="mcp-trio fuzz replay", description="Send a saved finding's case again, on a fresh session."
+    )
     parser.add_argument("file", help="a transcript written by 'mcp-trio fuzz'")
     parser.add_argument("--stdio", metavar="CMD", help="replay against this command instead")
     parser.add_argument("--http", metavar="URL", help="replay against this endpoint instead")
-    parser.add_argument("--client", metavar="CMD", help="replay a client transcript against this client instead")
-    parser.add_argument("--client-transport", choices=("http", "stdio"), default=None,
-                        help="with --client: how the client reaches the fuzzing server (default: the transcript's)")
+    parser.add_argument(
+        "--client", metavar="CMD", help="replay a client transcript against this client instead"
+    )
+    parser.add_argument(
+        "--client-transport",
+        choices=("http", "stdio"),
+        default=None,
+        help="with --client: how the client reaches the fuzzing server (default: the transcript's)",
+    )
     parser.add_argument("--timeout", type=float, default=None, help="seconds to wait for answers")
     parser.add_argument("--out", metavar="FILE", help="write the new transcript here")
     args = parser.parse_args(argv)
@@ -43,9 +50,13 @@ def _cmd_fuzz_replay(argv: Sequence[str]) -> int:
     import json
 
     try:
-        target = (fuzzing.StdioTarget(args.stdio) if args.stdio else
-                  fuzzing.HttpTarget(args.http) if args.http else
-                  None)
+        target = (
+            fuzzing.StdioTarget(args.stdio)
+            if args.stdio
+            else fuzzing.HttpTarget(args.http)
+            if args.http
+            else None
+        )
         saved = fuzzing.load_transcript(args.file)
         if args.client:
             transport = args.client_transport or saved.get("target", {}).get("transport", "http")
@@ -85,36 +96,84 @@ def command(argv: Sequence[str]) -> int:
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--stdio", metavar="CMD", help='launch this server command ("CMD ARGS")')
     where.add_argument("--http", metavar="URL", help="a running Streamable HTTP endpoint")
-    where.add_argument("--client", metavar="CMD", help='launch this client ("CMD ARGS"; the URL of a fuzzing '
-                       "server on 127.0.0.1 is appended, or with --client-transport stdio the command of a "
-                       "server to launch; an argument {server} is replaced instead), once per example")
-    parser.add_argument("--client-transport", choices=("http", "stdio"), default="http",
-                        help="--client: Streamable HTTP (default) or stdio")
-    parser.add_argument("--revision", action="append", choices=_versions.SUPPORTED_VERSIONS,
-                        help="revision to speak (repeatable; default 2025-11-25)")
-    parser.add_argument("--campaign", action="append",
-                        choices=("valid", "invalid", "lifecycle", "capabilities", "http", "stateful", "client"),
-                        help="campaign to run (repeatable; default: valid, invalid, lifecycle, capabilities, "
-                        "and http with --http; client with --client; stateful only when asked)")
+    where.add_argument(
+        "--client",
+        metavar="CMD",
+        help='launch this client ("CMD ARGS"; the URL of a fuzzing '
+        "server on 127.0.0.1 is appended, or with --client-transport stdio the command of a "
+        "server to launch; an argument {server} is replaced instead), once per example",
+    )
+    parser.add_argument(
+        "--client-transport",
+        choices=("http", "stdio"),
+        default="http",
+        help="--client: Streamable HTTP (default) or stdio",
+    )
+    parser.add_argument(
+        "--revision",
+        action="append",
+        choices=_versions.SUPPORTED_VERSIONS,
+        help="revision to speak (repeatable; default 2025-11-25)",
+    )
+    parser.add_argument(
+        "--campaign",
+        action="append",
+        choices=("valid", "invalid", "lifecycle", "capabilities", "http", "stateful", "client"),
+        help="campaign to run (repeatable; default: valid, invalid, lifecycle, capabilities, "
+        "and http with --http; client with --client; stateful only when asked)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="hypothesis seed (default 0)")
     budget = parser.add_mutually_exclusive_group()
-    budget.add_argument("--max-examples", type=int, default=None,
-                        help="examples per campaign and revision (default 100)")
-    budget.add_argument("--time", type=float, default=None, metavar="SECONDS",
-                        help="time per campaign and revision instead of an example count")
+    budget.add_argument(
+        "--max-examples", type=int, default=None, help="examples per campaign and revision (default 100)"
+    )
+    budget.add_argument(
+        "--time",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="time per campaign and revision instead of an example count",
+    )
     parser.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for answers (default 5)")
-    parser.add_argument("--max-findings", type=int, default=5, metavar="N",
-                        help="stop a campaign after N findings (default 5; the summary says when it did)")
-    parser.add_argument("--shrink-time", type=float, default=20.0, metavar="SECONDS",
-                        help="seconds of shrinking per finding (default 20)")
-    parser.add_argument("--run-time", type=float, default=30.0, metavar="SECONDS",
-                        help="--client: seconds one client run may take before it counts as hung (default 30)")
-    parser.add_argument("--all-revisions", action="store_true",
-                        help="fuzz every --revision even if the server's initialize answer names another")
-    parser.add_argument("--skip", action="append", default=[], metavar="PROBE",
-                        help="leave out a probe kind, e.g. deep_nesting (repeatable)")
-    parser.add_argument("--out", metavar="DIR", default="fuzz-results",
-                        help="where the report, summary and transcripts go (default ./fuzz-results)")
+    parser.add_argument(
+        "--max-findings",
+        type=int,
+        default=5,
+        metavar="N",
+        help="stop a campaign after N findings (default 5; the summary says when it did)",
+    )
+    parser.add_argument(
+        "--shrink-time",
+        type=float,
+        default=20.0,
+        metavar="SECONDS",
+        help="seconds of shrinking per finding (default 20)",
+    )
+    parser.add_argument(
+        "--run-time",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="--client: seconds one client run may take before it counts as hung (default 30)",
+    )
+    parser.add_argument(
+        "--all-revisions",
+        action="store_true",
+        help="fuzz every --revision even if the server's initialize answer names another",
+    )
+    parser.add_argument(
+        "--skip",
+        action="append",
+        default=[],
+        metavar="PROBE",
+        help="leave out a probe kind, e.g. deep_nesting (repeatable)",
+    )
+    parser.add_argument(
+        "--out",
+        metavar="DIR",
+        default="fuzz-results",
+        help="where the report, summary and transcripts go (default ./fuzz-results)",
+    )
     args = parser.parse_args(argv)
     if args.max_findings < 1:
         parser.error("--max-findings must be at least 1")
@@ -122,14 +181,21 @@ def command(argv: Sequence[str]) -> int:
     if fuzzing is None:
         return 2
     try:
-        target = (fuzzing.StdioTarget(args.stdio) if args.stdio else
-                  fuzzing.ClientTarget(args.client, transport=args.client_transport) if args.client else
-                  fuzzing.HttpTarget(args.http))
+        target = (
+            fuzzing.StdioTarget(args.stdio)
+            if args.stdio
+            else fuzzing.ClientTarget(args.client, transport=args.client_transport)
+            if args.client
+            else fuzzing.HttpTarget(args.http)
+        )
     except ValueError as exc:
         print(f"mcp-trio fuzz: error: {exc}", file=sys.stderr)
         return 2
-    campaigns = args.campaign or (["client"] if args.client else
-                                  ["valid", "invalid", "lifecycle", "capabilities", *(["http"] if args.http else [])])
+    campaigns = args.campaign or (
+        ["client"]
+        if args.client
+        else ["valid", "invalid", "lifecycle", "capabilities", *(["http"] if args.http else [])]
+    )
     cfg = fuzzing.FuzzConfig(
         target=target,
         revisions=args.revision or ["2025-11-25"],
@@ -153,4 +219,3 @@ def command(argv: Sequence[str]) -> int:
     print(fuzzing.runner.summary(cfg, stats), end="")
     print(f"mcp-trio fuzz: report in {Path(args.out) / 'report.json'}", file=sys.stderr)
     return 1 if fuzzing.runner.violations_found(stats) else 0
-

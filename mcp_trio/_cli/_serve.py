@@ -83,8 +83,7 @@ def add_parser(sub: Any) -> None:
         "--session-idle-timeout",
         type=_positive_float,
         metavar="SECONDS",
-        help="with --http, a session with no request and no open stream for this long ends "
-        "(default: 1800)",
+        help="with --http, a session with no request and no open stream for this long ends (default: 1800)",
     )
     _add_door_arguments(p)
     p.add_argument(
@@ -160,15 +159,17 @@ def add_parser(sub: Any) -> None:
         help="with --http or --ws, require OAuth access tokens (JWTs) from this authorization server; "
         "serves the protected resource metadata (see docs/authorization.md)",
     )
+    p.add_argument("--auth-jwks", metavar="URL", help="its signing keys (default: its metadata's jwks_uri)")
     p.add_argument(
-        "--auth-jwks", metavar="URL", help="its signing keys (default: its metadata's jwks_uri)"
-    )
-    p.add_argument(
-        "--auth-scope", action="append", default=[], metavar="SCOPE",
+        "--auth-scope",
+        action="append",
+        default=[],
+        metavar="SCOPE",
         help="a scope every request needs (repeatable)",
     )
     p.add_argument(
-        "--auth-resource", metavar="URL",
+        "--auth-resource",
+        metavar="URL",
         help="this server's resource identifier, the tokens' audience (default: the endpoint URL)",
     )
     p.set_defaults(func=_cmd_serve)
@@ -386,7 +387,9 @@ async def _serve_http(
 ) -> None:
     import trio
 
-    options = dict(path=path, front_door=front_door, legacy_sse=legacy_sse, stateless=stateless, **(sessions or {}))
+    options = dict(
+        path=path, front_door=front_door, legacy_sse=legacy_sse, stateless=stateless, **(sessions or {})
+    )
     serve = partial(server.serve_http, host, port, **options)
     if auth is not None:
         serve = partial(serve, auth=auth)
@@ -496,4 +499,3 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     finally:
         root.removeHandler(handler)
         root.setLevel(saved_level)
-

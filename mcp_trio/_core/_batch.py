@@ -78,7 +78,12 @@ class _Batching(_CoreState):
                     self._receive_one(raw, events, batch)
             except RecursionError:
                 events.append(
-                    Outgoing(rpc.encode_error(None, rpc.PARSE_ERROR, "Parse error: the message is nested too deeply"), final=True)
+                    Outgoing(
+                        rpc.encode_error(
+                            None, rpc.PARSE_ERROR, "Parse error: the message is nested too deeply"
+                        ),
+                        final=True,
+                    )
                 )
             if start + size >= len(items):
                 batch.remaining -= 1
@@ -110,7 +115,9 @@ class _Batching(_CoreState):
             events.append(
                 Outgoing(
                     rpc.encode_error(
-                        None, rpc.INVALID_REQUEST, f"Invalid request: JSON-RPC batches are not allowed {where}"
+                        None,
+                        rpc.INVALID_REQUEST,
+                        f"Invalid request: JSON-RPC batches are not allowed {where}",
                     ),
                     final=True,
                 )

@@ -104,12 +104,18 @@ class _Incoming(_CoreState):
             # Nesting deeper than the decoder goes, or bytes that are not UTF-8:
             # not valid JSON text.
             what = "nested too deeply" if isinstance(exc, RecursionError) else "not valid UTF-8"
-            events = [Outgoing(rpc.encode_error(None, rpc.PARSE_ERROR, f"Parse error: the message is {what}"), final=True)]
+            events = [
+                Outgoing(
+                    rpc.encode_error(None, rpc.PARSE_ERROR, f"Parse error: the message is {what}"), final=True
+                )
+            ]
         return self._silent_client(events)
 
     def framing_error(self, message: str) -> list[Event]:
         """The transport could not deliver a message whole (e.g. it was too large)."""
-        return self._silent_client([Outgoing(rpc.encode_error(None, rpc.INVALID_REQUEST, message), final=True)])
+        return self._silent_client(
+            [Outgoing(rpc.encode_error(None, rpc.INVALID_REQUEST, message), final=True)]
+        )
 
     def _silent_client(self, events: list[Event]) -> list[Event]:
         """From 2026-07-28 on, "the client MUST NOT send JSON-RPC responses": the replies
@@ -124,9 +130,7 @@ class _Incoming(_CoreState):
             for e in events
         ]
 
-    def _reply(
-        self, events: list[Event], batch: _Batch | None, id: RequestId | None, data: bytes
-    ) -> None:
+    def _reply(self, events: list[Event], batch: _Batch | None, id: RequestId | None, data: bytes) -> None:
         if batch is not None:
             batch.parts.append(data)
         else:
@@ -216,9 +220,7 @@ class _Incoming(_CoreState):
         if env.id is UNSET or (env.result is UNSET) == (env.error is UNSET) or env.jsonrpc != "2.0":
             if env.id is UNSET and env.result is UNSET and env.error is UNSET:
                 # Not a response either: answer as an invalid request.
-                self._error_reply(
-                    events, batch, None, rpc.INVALID_REQUEST, "Invalid request: no method"
-                )
+                self._error_reply(events, batch, None, rpc.INVALID_REQUEST, "Invalid request: no method")
                 return
             events.append(ProtocolViolation("dropped an invalid response", bytes(data)))
             return
@@ -305,10 +307,7 @@ class _Incoming(_CoreState):
         except (msgspec.ValidationError, msgspec.DecodeError):
             return False
         id, params = env.id, env.params
-        if (
-            not self._plain_request(env)
-            or params is UNSET
-        ):
+        if not self._plain_request(env) or params is UNSET:
             return False
         meta = params.meta
         named = meta.get(META_PROTOCOL_VERSION) if meta is not UNSET else None
@@ -393,7 +392,11 @@ class _Incoming(_CoreState):
             if entry is not None and entry.method not in _NOT_CANCELLABLE and not entry.cancelled:
                 entry.cancelled = True
                 reason = getattr(params, "reason", None)
-                events.append(CancelRequested(cast("int | str", request_id), reason if isinstance(reason, str) else None))
+                events.append(
+                    CancelRequested(
+                        cast("int | str", request_id), reason if isinstance(reason, str) else None
+                    )
+                )
             return
         if method == "notifications/progress":
             self._on_progress(params, events, spec, version)

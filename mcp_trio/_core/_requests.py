@@ -210,13 +210,19 @@ class _Requests(_CoreState):
             # A method outside the spec that this side handles: params as plain JSON.
             params = UNSET if params_raw is UNSET else rpc.decode_any(params_raw)
             if params is not UNSET and not isinstance(params, dict | list):
-                self._error_reply(
-                    events, batch, id, rpc.INVALID_PARAMS, "Invalid params: expected an object"
-                )
+                self._error_reply(events, batch, id, rpc.INVALID_PARAMS, "Invalid params: expected an object")
                 return
             self._accept_request(
-                id, method, None if params is UNSET else params, None, version, modern,
-                client_caps, None, events, batch,
+                id,
+                method,
+                None if params is UNSET else params,
+                None,
+                version,
+                modern,
+                client_caps,
+                None,
+                events,
+                batch,
             )
             return
         if spec.extension is not None and modern and not _declares(client_caps, spec.extension):
@@ -245,9 +251,7 @@ class _Requests(_CoreState):
         if method == "server/discover" and self.role == "server":
             self._reply(events, batch, id, rpc.encode_response(id, self._discover_result(version)))
             return
-        self._accept_request(
-            id, method, params, spec, version, modern, client_caps, token, events, batch
-        )
+        self._accept_request(id, method, params, spec, version, modern, client_caps, token, events, batch)
 
     def _answer_ping(
         self,
@@ -289,7 +293,10 @@ class _Requests(_CoreState):
         core of its own, which then builds neither."""
         try:
             key: tuple[Any, ...] | None = (
-                version, self.extensions, self.role, msgspec.json.encode(self.capabilities, order="sorted")
+                version,
+                self.extensions,
+                self.role,
+                msgspec.json.encode(self.capabilities, order="sorted"),
             )
         except (TypeError, ValueError):  # capabilities that are not JSON: nothing shared
             key = None
@@ -399,7 +406,9 @@ class _Requests(_CoreState):
             )
             return
         if params_raw is UNSET:
-            self._error_reply(events, batch, id, rpc.INVALID_PARAMS, "Invalid params: initialize requires params")
+            self._error_reply(
+                events, batch, id, rpc.INVALID_PARAMS, "Invalid params: initialize requires params"
+            )
             return
         try:
             requested = _init_peek.decode(params_raw).protocolVersion

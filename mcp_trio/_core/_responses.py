@@ -73,13 +73,10 @@ def _has_plain_field(struct: type, name: str) -> bool:
     return name in fields and encoded[fields.index(name)] == name
 
 
-
 class _Responses(_CoreState):
     """The answering side of our requests in :class:`SessionCore`."""
 
-    def _on_progress(
-        self, params: Any, events: list[Event], spec: MethodSpec, version: str
-    ) -> None:
+    def _on_progress(self, params: Any, events: list[Event], spec: MethodSpec, version: str) -> None:
         token = params.progressToken
         request_id = self._progress_tokens.get(token)
         pending = self._pending.get(request_id) if request_id is not None else None

@@ -311,9 +311,7 @@ class _Sending(_CoreState):
         if not math.isfinite(progress):
             raise LocalProtocolError(f"progress must be a finite number, not {progress!r}")
         if entry.last_progress is not None and not progress > entry.last_progress:
-            raise LocalProtocolError(
-                f"progress must increase: {progress} after {entry.last_progress}"
-            )
+            raise LocalProtocolError(f"progress must increase: {progress} after {entry.last_progress}")
         entry.last_progress = progress
         params: dict[str, Any] = {"progressToken": entry.token, "progress": progress}
         if total is not None:
@@ -321,7 +319,6 @@ class _Sending(_CoreState):
         if message is not None:
             params["message"] = message
         return rpc.encode_notification("notifications/progress", params)
-
 
 
 def _with_meta(params: Any, extra: dict[str, Any]) -> Any:

@@ -45,9 +45,7 @@ class _Batch:
 class _InFlight:
     """A request we received and have not answered yet."""
 
-    __slots__ = (
-        "method", "token", "last_progress", "cancelled", "batch", "version", "modern", "client_caps"
-    )
+    __slots__ = ("method", "token", "last_progress", "cancelled", "batch", "version", "modern", "client_caps")
 
     def __init__(
         self,
@@ -73,9 +71,7 @@ class _Pending:
 
     __slots__ = ("method", "spec", "token", "last_progress", "task")
 
-    def __init__(
-        self, method: str, spec: MethodSpec | None, token: RequestId | None, task: bool
-    ) -> None:
+    def __init__(self, method: str, spec: MethodSpec | None, token: RequestId | None, task: bool) -> None:
         self.method = method
         self.spec = spec
         self.token = token
@@ -133,6 +129,7 @@ def _has_meta_dict(params_type: type) -> bool:
                 dict[str, Any] | msgspec.UnsetType,
             )
     return False
+
 
 def _valid_token(value: Any) -> bool:
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))

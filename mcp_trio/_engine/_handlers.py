@@ -260,7 +260,8 @@ class _Handlers:
         if len(self._queued) >= self.max_queued:
             return f"Server busy: the session's queue is full (max_queued={self.max_queued}); retry later"
         if _ProcessQueue.count >= self.max_queued_total:
-            return f"Server busy: the server's queue is full (max_queued_total={self.max_queued_total}); retry later"
+            total = self.max_queued_total
+            return f"Server busy: the server's queue is full (max_queued_total={total}); retry later"
         return None
 
     def _enqueue(self, event: RequestReceived) -> None:
@@ -320,7 +321,9 @@ class _Handlers:
                     event = self._dequeue()
                     if self._room is not None:
                         self._room.set()
-                    _, fit = await _until_it_waits(self._handle_request(event, scope), context.copy(), _nothing)
+                    _, fit = await _until_it_waits(
+                        self._handle_request(event, scope), context.copy(), _nothing
+                    )
                     taken += 1
                     if taken % _SLICE == 0:
                         # Handlers that never wait: other tasks run now and then all the same.
@@ -401,7 +404,6 @@ class _Handlers:
                         pass
             self._release()
         return fit and not (ctx is not None and ctx._scope_seen)
-
 
     def _release(self) -> None:
         """A request's work that may still write (counted in ``_alive``) is done:

@@ -108,16 +108,18 @@ class Session(_Handlers, _Handshake, _Outgoing):
         # A read-only table (a MappingProxyType, as a Server hands every session)
         # is shared until somebody asks for request_handlers to change it.
         self._handlers: Mapping[str, RequestHandler] = (
-            request_handlers if isinstance(request_handlers, MappingProxyType) else dict(request_handlers or {})
+            request_handlers
+            if isinstance(request_handlers, MappingProxyType)
+            else dict(request_handlers or {})
         )
-        self.notification_handlers: dict[str, NotificationHandler] = dict(
-            notification_handlers or {}
-        )
+        self.notification_handlers: dict[str, NotificationHandler] = dict(notification_handlers or {})
         self.default_timeout = default_timeout
         self.max_in_flight = max_in_flight
         #: Requests that may wait for a free slot, of this session and of all
         #: sessions of the process (see ``_queue_bounds``).
-        self.max_queued, self.max_queued_total = _queue_bounds(channel, max_in_flight, max_queued, max_queued_total)
+        self.max_queued, self.max_queued_total = _queue_bounds(
+            channel, max_in_flight, max_queued, max_queued_total
+        )
         self.keepalive_interval = keepalive_interval
         self.keepalive_timeout = keepalive_timeout
         self.close_grace = close_grace
@@ -329,7 +331,9 @@ class Session(_Handlers, _Handshake, _Outgoing):
                 self._close_reason = _ended("the connection to the peer broke", channel)
                 self._stop()
 
-    async def _notification_loop(self, notifications: trio.MemoryReceiveChannel[NotificationReceived]) -> None:
+    async def _notification_loop(
+        self, notifications: trio.MemoryReceiveChannel[NotificationReceived]
+    ) -> None:
         async for event in notifications:
             handler = self.notification_handlers.get(event.method)
             if handler is None:
@@ -476,9 +480,7 @@ class Session(_Handlers, _Handshake, _Outgoing):
 
     # ------------------------------------------------------------ public API
 
-    def spawn(
-        self, async_fn: Callable[..., Awaitable[Any]], *args: Any, name: str | None = None
-    ) -> None:
+    def spawn(self, async_fn: Callable[..., Awaitable[Any]], *args: Any, name: str | None = None) -> None:
         """Run ``async_fn(*args)`` in the background, inside the session's nursery.
 
         It runs until it returns or the session ends, whichever comes first
@@ -496,9 +498,7 @@ class Session(_Handlers, _Handshake, _Outgoing):
             try:
                 await async_fn(*args)
             except Exception:
-                log.exception(
-                    "background task %s failed", name or getattr(async_fn, "__name__", async_fn)
-                )
+                log.exception("background task %s failed", name or getattr(async_fn, "__name__", async_fn))
 
         try:
             nursery.start_soon(guarded, name=name or getattr(async_fn, "__qualname__", None))
@@ -595,4 +595,3 @@ def new_session(
     if assumed is not None and core.role == "server":
         session.initialized.set()
     return session
-

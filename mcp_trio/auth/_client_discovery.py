@@ -146,9 +146,7 @@ async def discover_resource(
                 f"its own origin ({_origin(server_url)}); refusing to fetch it"
             )
         urls = [metadata_url, *(u for u in urls if u != metadata_url)]
-    found = await _first_document(
-        http, urls, ProtectedResourceMetadata, "protected resource metadata"
-    )
+    found = await _first_document(http, urls, ProtectedResourceMetadata, "protected resource metadata")
     if found is None:
         return None
     url, prm = found
@@ -173,9 +171,7 @@ async def discover_authorization_server(
     """
     _guard(http, issuer, "the authorization server")
     urls = authorization_server_metadata_urls(issuer)
-    found = await _first_document(
-        http, urls, AuthorizationServerMetadata, "authorization server metadata"
-    )
+    found = await _first_document(http, urls, AuthorizationServerMetadata, "authorization server metadata")
     if found is None:
         return None
     url, metadata = found
@@ -210,9 +206,7 @@ async def discover(http: OAuthHttp, server_url: str, metadata_url: str | None) -
     resource = canonical_resource(server_url)
     metadata = await discover_authorization_server(http, issuer, same_origin=True)
     if metadata is not None:
-        return Discovery(
-            server_url=server_url, resource=resource, issuer=metadata.issuer, metadata=metadata
-        )
+        return Discovery(server_url=server_url, resource=resource, issuer=metadata.issuer, metadata=metadata)
     defaults = AuthorizationServerMetadata(
         issuer=issuer,
         authorization_endpoint=f"{issuer}/authorize",

@@ -74,9 +74,7 @@ class AuthorizationCodeGrant:
                 "S256 (code_challenge_methods_supported); refusing to authorize"
             )
         if not meta.authorization_endpoint or not meta.token_endpoint:
-            raise AuthorizationError(
-                "the authorization server has no authorization or token endpoint"
-            )
+            raise AuthorizationError("the authorization server has no authorization or token endpoint")
         _guard(flow.owner.http, meta.authorization_endpoint, "the authorization endpoint")
         client = await flow.client()
         verifier = secrets.token_urlsafe(48)

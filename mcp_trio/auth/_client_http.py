@@ -125,8 +125,7 @@ def same_origin(a: str, b: str) -> bool:
     return (
         pa.scheme.lower() == pb.scheme.lower()
         and (pa.hostname or "") == (pb.hostname or "")
-        and (ports[0] or default.get(pa.scheme.lower()))
-        == (ports[1] or default.get(pb.scheme.lower()))
+        and (ports[0] or default.get(pa.scheme.lower())) == (ports[1] or default.get(pb.scheme.lower()))
     )
 
 
@@ -200,9 +199,7 @@ class OAuthHttp:
                 finally:
                     resp.finish()
         except trio.TooSlowError:
-            raise Failure(
-                "connection", f"{method} {url}: no answer within {self.timeout} s"
-            ) from None
+            raise Failure("connection", f"{method} {url}: no answer within {self.timeout} s") from None
         finally:
             pool.close()
         return HttpReply(url, resp.status, dict(resp.headers), data)
@@ -218,9 +215,7 @@ class OAuthHttp:
             if url.startswith("https:") and not location.startswith("https:"):
                 raise Failure("redirect", f"{url} redirected to a non-https URL: {location}")
             if self.guard is not None and not same_origin(url, location):
-                raise Failure(
-                    "redirect", f"{url} redirected to another origin ({location}); not followed"
-                )
+                raise Failure("redirect", f"{url} redirected to another origin ({location}); not followed")
             url = location
             reply = await self.request("GET", url)
         return reply

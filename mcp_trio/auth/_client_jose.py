@@ -31,9 +31,7 @@ def b64url(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
 
 
-def client_assertion(
-    client_id: str, audience: str, private_key: Any, algorithm: str = "ES256"
-) -> str:
+def client_assertion(client_id: str, audience: str, private_key: Any, algorithm: str = "ES256") -> str:
     """A signed JWT that authenticates ``client_id`` to the authorization server
     ``audience`` (its issuer identifier): ``iss`` and ``sub`` are the client,
     with a fresh ``jti`` and a short lifetime, so it cannot be replayed later."""

@@ -35,8 +35,7 @@ __all__ = ["HeadlessRedirect", "LoopbackRedirect", "RedirectHandler", "RedirectE
 _MAX_HOPS = 5
 _MAX_REQUEST = 16 * 1024
 _PAGE = (
-    b"<!doctype html><title>Authorization</title>"
-    b"<p>Authorization finished. You can close this window.</p>"
+    b"<!doctype html><title>Authorization</title><p>Authorization finished. You can close this window.</p>"
 )
 _WRONG_STATE = (
     b"<!doctype html><title>Authorization</title>"
@@ -149,9 +148,7 @@ class LoopbackRedirect:
             raise RedirectError(f"no redirect arrived within {self.timeout} s")
         return received
 
-    async def _one_request(
-        self, stream: trio.SocketStream, state: str | None
-    ) -> dict[str, str] | None:
+    async def _one_request(self, stream: trio.SocketStream, state: str | None) -> dict[str, str] | None:
         """Read one request; the callback's parameters, or ``None`` for anything
         else (another path, or another ``state`` than the expected one)."""
         conn = h11.Connection(h11.SERVER, max_incomplete_event_size=_MAX_REQUEST)

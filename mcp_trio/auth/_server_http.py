@@ -42,9 +42,7 @@ def parse_form(text: bytes | str, *, repeatable: Iterable[str] = ()) -> dict[str
     allowed = set(repeatable)
     found: dict[str, list[str]] = {}
     try:
-        pairs = urllib.parse.parse_qsl(
-            text, keep_blank_values=True, errors="strict", max_num_fields=200
-        )
+        pairs = urllib.parse.parse_qsl(text, keep_blank_values=True, errors="strict", max_num_fields=200)
     except (UnicodeDecodeError, ValueError) as exc:
         raise FormError(f"unreadable parameters: {exc}") from None
     for name, value in pairs:

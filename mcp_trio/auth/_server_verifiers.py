@@ -74,11 +74,7 @@ class AccessToken:
             scopes = frozenset()
         aud = claims.get("aud")
         audience = (
-            (aud,)
-            if isinstance(aud, str)
-            else tuple(str(a) for a in aud)
-            if isinstance(aud, list)
-            else ()
+            (aud,) if isinstance(aud, str) else tuple(str(a) for a in aud) if isinstance(aud, list) else ()
         )
         exp = claims.get("exp")
         client_id = claims.get("client_id", claims.get("azp"))
@@ -87,9 +83,7 @@ class AccessToken:
             client_id=_str_or_none(client_id),
             scopes=scopes,
             audience=audience,
-            expires_at=float(exp)
-            if isinstance(exp, int | float) and not isinstance(exp, bool)
-            else None,
+            expires_at=float(exp) if isinstance(exp, int | float) and not isinstance(exp, bool) else None,
             issuer=_str_or_none(claims.get("iss")),
             claims=dict(claims),
         )
@@ -265,9 +259,7 @@ class JWTVerifier:
         (every key when the token names no ``kid``)."""
         jwt = _jose()
         entries = (
-            self._keys.get(kid, [])
-            if kid is not None
-            else [e for es in self._keys.values() for e in es]
+            self._keys.get(kid, []) if kid is not None else [e for es in self._keys.values() for e in es]
         )
         keys = []
         for entry in entries:
@@ -390,15 +382,9 @@ class IntrospectionVerifier:
         try:
             reply = await self.http.request("POST", self.url, headers=headers, form=form)
         except Failure as exc:
-            raise VerifierUnavailable(
-                f"cannot reach the introspection endpoint: {exc.message}"
-            ) from None
+            raise VerifierUnavailable(f"cannot reach the introspection endpoint: {exc.message}") from None
         answer = reply.json()
-        if (
-            reply.status != 200
-            or not isinstance(answer, dict)
-            or not isinstance(answer.get("active"), bool)
-        ):
+        if reply.status != 200 or not isinstance(answer, dict) or not isinstance(answer.get("active"), bool):
             raise VerifierUnavailable(
                 f"the introspection endpoint answered HTTP {reply.status} without a verdict"
             )

@@ -213,9 +213,7 @@ class OAuthClient:
         self._uses += 1
         return self._present(tokens, method, url)
 
-    async def challenge(
-        self, status: int, headers: Mapping[str, str], sent: list[tuple[str, str]]
-    ) -> bool:
+    async def challenge(self, status: int, headers: Mapping[str, str], sent: list[tuple[str, str]]) -> bool:
         """A 401/403 came back for a request that carried ``sent``: fix what can be fixed."""
         params = self._challenge_params(headers.get("www-authenticate", ""))
         async with self._lock:
@@ -251,9 +249,7 @@ class OAuthClient:
 
     def _present(self, tokens: Tokens, method: str, url: str) -> list[tuple[str, str]]:
         if tokens.token_type.lower() == "dpop" and self._dpop is not None:
-            proof = self._dpop.proof(
-                method, url, nonce=self._rs_nonce, access_token=tokens.access_token
-            )
+            proof = self._dpop.proof(method, url, nonce=self._rs_nonce, access_token=tokens.access_token)
             return [("Authorization", f"DPoP {tokens.access_token}"), ("DPoP", proof)]
         return [("Authorization", f"Bearer {tokens.access_token}")]
 
@@ -331,9 +327,7 @@ class OAuthClient:
         given = self.preregistered is not None and client.client_id == self.preregistered.client_id
         return not given and client.client_id != self.client_metadata_url
 
-    def _choose_scope(
-        self, discovery: Discovery, challenged: str | None, step_up: bool
-    ) -> str | None:
+    def _choose_scope(self, discovery: Discovery, challenged: str | None, step_up: bool) -> str | None:
         if self.scope is not None:
             return self.scope
         prm = discovery.resource_metadata
@@ -372,9 +366,7 @@ class OAuthClient:
         await self._keep(token, discovery, refresh_token=tokens.refresh_token)
         return True
 
-    async def _keep(
-        self, token: TokenResponse, discovery: Discovery, refresh_token: str | None
-    ) -> None:
+    async def _keep(self, token: TokenResponse, discovery: Discovery, refresh_token: str | None) -> None:
         expires_at = time.time() + float(token.expires_in) if token.expires_in else None
         self._tokens = Tokens(
             access_token=token.access_token,
@@ -404,9 +396,7 @@ class OAuthClient:
             and discovery.metadata.client_id_metadata_document_supported
         ):
             method = "private_key_jwt" if self._private_key is not None else "none"
-            client = ClientInformation(
-                client_id=self.client_metadata_url, token_endpoint_auth_method=method
-            )
+            client = ClientInformation(client_id=self.client_metadata_url, token_endpoint_auth_method=method)
         if client is None:
             client = await self._register(discovery)
         await self.storage.save_client(issuer, client)
@@ -437,9 +427,7 @@ class OAuthClient:
             application_type=self.client_metadata.application_type or "native",
         )
         try:
-            reply = await self.http.request(
-                "POST", endpoint, json_body=msgspec.to_builtins(request)
-            )
+            reply = await self.http.request("POST", endpoint, json_body=msgspec.to_builtins(request))
         except (Failure, ValueError) as exc:
             raise AuthorizationError(f"client registration at {endpoint} failed: {exc}") from None
         if not reply.ok:
@@ -490,9 +478,7 @@ class OAuthClient:
             # RFC 6749 section 2.3.1: both halves form-encoded before base64
             user = urllib.parse.quote(client_id, safe="")
             password = urllib.parse.quote(client.client_secret, safe="")
-            headers["Authorization"] = (
-                "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
-            )
+            headers["Authorization"] = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
         elif method == "client_secret_post" and client.client_secret:
             body["client_id"] = client_id
             body["client_secret"] = client.client_secret

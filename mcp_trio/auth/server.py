@@ -217,9 +217,7 @@ class ResourceServer:
         try:
             info = await self.verifier.verify(token)
         except InvalidToken as exc:
-            return Refusal(
-                401, "invalid_token", str(exc) or "the token is not valid", self._scope_hint()
-            )
+            return Refusal(401, "invalid_token", str(exc) or "the token is not valid", self._scope_hint())
         if info.expires_at is not None and info.expires_at <= time.time():
             return Refusal(401, "invalid_token", "the token has expired", self._scope_hint())
         if self.check_audience and not self._audience_ok(info, self._resource_for(request)):
@@ -233,9 +231,7 @@ class ResourceServer:
         missing = [s for s in dict.fromkeys(needed) if s not in info.scopes]
         if missing:
             scope = " ".join(dict.fromkeys([*sorted(info.scopes), *needed]))
-            return Refusal(
-                403, "insufficient_scope", f"the request needs scope {' '.join(missing)}", scope
-            )
+            return Refusal(403, "insufficient_scope", f"the request needs scope {' '.join(missing)}", scope)
         return info
 
     def principal(self, token: AccessToken) -> Hashable:
@@ -446,9 +442,7 @@ class _Guarded:
             outcome = await self.owner.check(request)
         except VerifierUnavailable as exc:
             document = {"error": "temporarily_unavailable", "error_description": str(exc)}
-            await send_json(
-                responder, 503, document, [("retry-after", "5"), ("cache-control", "no-store")]
-            )
+            await send_json(responder, 503, document, [("retry-after", "5"), ("cache-control", "no-store")])
             return
         if isinstance(outcome, Refusal):
             log.debug(

@@ -49,7 +49,9 @@ class ResultCache:
         return len(self._entries)
 
     @staticmethod
-    def _keys(namespace: str, auth: Any, method: str, params: bytes) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    def _keys(
+        namespace: str, auth: Any, method: str, params: bytes
+    ) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
         return (namespace, "public", method, params), (namespace, "private", auth, method, params)
 
     def get(self, namespace: str, auth: Any, method: str, params: bytes) -> Any:
@@ -75,7 +77,9 @@ class ResultCache:
         while len(self._entries) > self.max_entries:
             del self._entries[next(iter(self._entries))]
 
-    def invalidate(self, namespace: str, methods: Sequence[str] | None = None, params: bytes | None = None) -> None:
+    def invalidate(
+        self, namespace: str, methods: Sequence[str] | None = None, params: bytes | None = None
+    ) -> None:
         """Forget results of ``methods`` (all if ``None``), optionally only for ``params``."""
         for key in list(self._entries):
             if key[0] != namespace:

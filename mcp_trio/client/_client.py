@@ -201,7 +201,9 @@ class Client(ListenMixin):
             self._cache.put(self._namespace, self._auth, method, key, result)
         return result
 
-    async def _with_input(self, method: str, params: dict[str, Any], options: dict[str, Any]) -> tuple[Any, bool]:
+    async def _with_input(
+        self, method: str, params: dict[str, Any], options: dict[str, Any]
+    ) -> tuple[Any, bool]:
         """Send, answering ``InputRequiredResult`` rounds; returns (result, whether retried)."""
         rounds = 0
         while True:
@@ -259,9 +261,7 @@ class Client(ListenMixin):
             roots = self._roots() if callable(self._roots) else self._roots
             answer = {"roots": list(await _maybe_await(roots))}
         else:
-            raise _NotAdvertised(
-                f"the server asked for {method}, which this client did not advertise"
-            )
+            raise _NotAdvertised(f"the server asked for {method}, which this client did not advertise")
         return _to_wire(answer)
 
     def _legacy_handler(self, method: str) -> Callable[[RequestContext, Any], Awaitable[Any]]:
@@ -370,7 +370,9 @@ class Client(ListenMixin):
     async def list_resources(
         self, cursor: str | None = None, *, timeout: float | None = _DEFAULT, fresh: bool = False
     ) -> ListResourcesResult:
-        result = await self._request("resources/list", self._page_params(cursor), timeout=timeout, fresh=fresh)
+        result = await self._request(
+            "resources/list", self._page_params(cursor), timeout=timeout, fresh=fresh
+        )
         return self._as(ListResourcesResult, result)
 
     async def list_all_resources(self, *, timeout: float | None = _DEFAULT) -> list[Resource]:
@@ -384,7 +386,9 @@ class Client(ListenMixin):
         )
         return self._as(ListResourceTemplatesResult, result)
 
-    async def list_all_resource_templates(self, *, timeout: float | None = _DEFAULT) -> list[ResourceTemplate]:
+    async def list_all_resource_templates(
+        self, *, timeout: float | None = _DEFAULT
+    ) -> list[ResourceTemplate]:
         return await self._all_pages("resources/templates/list", "resourceTemplates", {}, timeout)
 
     async def read_resource(

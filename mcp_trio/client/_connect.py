@@ -203,7 +203,9 @@ async def open_client(
                 f"connecting to {where} timed out after {connect_timeout} s "
                 "(no connection, or no answer to initialize)"
             )
-        client._namespace = cache_namespace if cache_namespace is not None else str(session.peer_info.get("name", ""))
+        client._namespace = (
+            cache_namespace if cache_namespace is not None else str(session.peer_info.get("name", ""))
+        )
         yield client
 
 
@@ -271,9 +273,7 @@ async def connect_websocket(
     """
     from ..transports.websocket import open_websocket_client
 
-    async with _connect_over(
-        open_websocket_client, url, websocket_options, auth, client_options
-    ) as client:
+    async with _connect_over(open_websocket_client, url, websocket_options, auth, client_options) as client:
         yield client
 
 

@@ -105,7 +105,9 @@ def _client_capabilities(
     if elicitation is not None:
         unknown = set(elicitation_modes) - {"form", "url"}
         if unknown or not elicitation_modes:
-            raise ValueError(f"elicitation_modes must be a non-empty subset of form, url (got {elicitation_modes})")
+            raise ValueError(
+                f"elicitation_modes must be a non-empty subset of form, url (got {elicitation_modes})"
+            )
         caps["elicitation"] = {mode: {} for mode in elicitation_modes}
     if roots is not None:
         caps["roots"] = {"listChanged": True}

@@ -57,7 +57,12 @@ class Subscription:
         except trio.WouldBlock:
             # A reader this far behind re-reads the lists anyway; never block the session.
             self.dropped += 1
-            log.warning("subscription %r: dropped %s (the reader is %d behind)", self.id, method, self._send.statistics().current_buffer_used)
+            log.warning(
+                "subscription %r: dropped %s (the reader is %d behind)",
+                self.id,
+                method,
+                self._send.statistics().current_buffer_used,
+            )
         except trio.ClosedResourceError:
             pass
 
@@ -93,8 +98,9 @@ def _notice(params: Any) -> Notice:
         data = {}
     uri, meta = data.get("uri"), data.get("_meta")
     extra = {k: v for k, v in data.items() if k not in ("uri", "_meta")}
-    return Notice(uri=uri if isinstance(uri, str) else None, meta=meta if isinstance(meta, dict) else {},
-                  extra=extra)
+    return Notice(
+        uri=uri if isinstance(uri, str) else None, meta=meta if isinstance(meta, dict) else {}, extra=extra
+    )
 
 
 class ListenMixin:
@@ -141,7 +147,11 @@ class ListenMixin:
                 f"{self.protocol_version}); use subscribe_resource and on_list_changed instead"
             )
         wanted: dict[str, Any] = {}
-        for field, on in (("toolsListChanged", tools), ("promptsListChanged", prompts), ("resourcesListChanged", resources)):
+        for field, on in (
+            ("toolsListChanged", tools),
+            ("promptsListChanged", prompts),
+            ("resourcesListChanged", resources),
+        ):
             if on:
                 wanted[field] = True
         if resource_uris:

@@ -40,8 +40,7 @@ class OutputValidationError(RemoteProtocolError):
 
     def __init__(self, tool: str, path: str, reason: str, result: CallToolResult) -> None:
         super().__init__(
-            f"the structured content of tool {tool} does not match its outputSchema: "
-            f"{path}: {reason}"
+            f"the structured content of tool {tool} does not match its outputSchema: {path}: {reason}"
         )
         self.tool = tool
         self.path = path
@@ -89,9 +88,7 @@ class OutputSchemas:
                 return
         structured = result.structuredContent
         if structured is None and not validator.is_valid(None):  # absent (or JSON null)
-            raise OutputValidationError(
-                name, "$", "missing (the tool declares an outputSchema)", result
-            )
+            raise OutputValidationError(name, "$", "missing (the tool declares an outputSchema)", result)
         found = _jsonschema.first_error(validator, structured)
         if found is not None:
             raise OutputValidationError(name, *found, result)
@@ -108,7 +105,5 @@ class OutputSchemas:
         try:
             return _jsonschema.compile_schema(self._schemas[name])
         except ValueError as exc:
-            log.warning(
-                "tool %s: its outputSchema is not a valid JSON Schema, not checked: %s", name, exc
-            )
+            log.warning("tool %s: its outputSchema is not a valid JSON Schema, not checked: %s", name, exc)
             return _BROKEN

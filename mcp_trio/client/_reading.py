@@ -161,9 +161,7 @@ def _shallow(cls: Any) -> type:
             members.append((f.name, kind, f.default))
         else:
             members.append((f.name, kind, msgspec.field(default_factory=f.default_factory)))
-    return msgspec.defstruct(
-        f"_Shallow{cls.__name__}", members, kw_only=True, rename=rename, gc=False
-    )
+    return msgspec.defstruct(f"_Shallow{cls.__name__}", members, kw_only=True, rename=rename, gc=False)
 
 
 def _extra(reader: Reader, data: Any, cls: type, path: str) -> dict[str, Any] | None:
@@ -285,9 +283,7 @@ def _sampling_block(reader: Reader, data: Any, path: str) -> SamplingContent:
     return cast("SamplingContent", block(reader, data, path))
 
 
-def _sampling_content(
-    reader: Reader, data: Any, path: str
-) -> SamplingContent | list[SamplingContent]:
+def _sampling_content(reader: Reader, data: Any, path: str) -> SamplingContent | list[SamplingContent]:
     """A sampling message's content: one block or (2025-11-25+) a list of them."""
     if type(data) is list:
         return [_sampling_block(reader, item, f"{path}[{i}]") for i, item in enumerate(data)]

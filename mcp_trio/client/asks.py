@@ -218,9 +218,7 @@ SamplingHandler: TypeAlias = Callable[
     [CreateMessageParams], Awaitable[CreateMessageResult | Mapping[str, Any]]
 ]
 #: ``async (ElicitParams) -> ElicitResult`` (or the result as a dict).
-ElicitationHandler: TypeAlias = Callable[
-    [ElicitParams], Awaitable[ElicitResult | Mapping[str, Any]]
-]
+ElicitationHandler: TypeAlias = Callable[[ElicitParams], Awaitable[ElicitResult | Mapping[str, Any]]]
 #: ``on_log=``: ``async (LogMessage) -> None``.
 LogHandler: TypeAlias = Callable[[LogMessage], Awaitable[None]]
 #: The lists a server may say changed (``notifications/<name>/list_changed``).

@@ -69,9 +69,7 @@ __all__ = [
 
 
 #: A log level (the RFC 5424 severities), for ``Client.set_log_level``.
-LogLevel: TypeAlias = Literal[
-    "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"
-]
+LogLevel: TypeAlias = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
 
 
 class _Base(Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):

@@ -18,9 +18,7 @@ from __future__ import annotations
 try:
     import hypothesis as _hypothesis  # noqa: F401
 except ImportError as exc:  # pragma: no cover - depends on the install
-    raise ImportError(
-        "mcp_trio.fuzzing needs hypothesis: pip install 'mcp-trio[fuzz]'"
-    ) from exc
+    raise ImportError("mcp_trio.fuzzing needs hypothesis: pip install 'mcp-trio[fuzz]'") from exc
 
 from . import runner
 from .client import ClientTarget

@@ -43,10 +43,13 @@ def check_client(run: ClientRun, run_time: float) -> list[orc.Violation]:
     elif run.exit_code != 0:
         out.append(orc.Violation("alive", f"the client exited with status {run.exit_code}", "exit-status"))
     if log.negotiated is None:
-        out.append(orc.Violation("alive", "the client never sent initialize", "no-initialize")
-                   if log.session_id is None and not _versions.is_stateless(run.revision) else
-                   orc.Violation("alive", f"the client never sent a request naming {run.revision} in its _meta",
-                                 "no-request"))
+        out.append(
+            orc.Violation("alive", "the client never sent initialize", "no-initialize")
+            if log.session_id is None and not _versions.is_stateless(run.revision)
+            else orc.Violation(
+                "alive", f"the client never sent a request naming {run.revision} in its _meta", "no-request"
+            )
+        )
         return out
     out += _check_answers(log, alive=not run.hung and run.exit_code == 0)
     out += _check_messages(log)
@@ -61,9 +64,12 @@ def _check_answers(log: ServerLog, alive: bool) -> list[orc.Violation]:
         got = log.answers.get(key, [])
         if not got:
             if sent["note"] == "probe" or alive:
-                oracle, detail = ("alive", "no-ping-answer") if sent["note"] == "probe" else ("one-response",
-                                                                                               "missing")
-                out.append(orc.Violation(oracle, f"no answer to our {sent['method']!r} request (id {key})", detail))
+                oracle, detail = (
+                    ("alive", "no-ping-answer") if sent["note"] == "probe" else ("one-response", "missing")
+                )
+                out.append(
+                    orc.Violation(oracle, f"no answer to our {sent['method']!r} request (id {key})", detail)
+                )
             continue
         if len(got) > 1:
             out.append(orc.Violation("one-response", f"{len(got)} answers to our request id {key}", "extra"))
@@ -78,17 +84,33 @@ def _check_answers(log: ServerLog, alive: bool) -> list[orc.Violation]:
             continue
         codes = _expected_codes(revision, sent)
         if codes is not None and ("error" not in msg or msg["error"]["code"] not in codes):
-            out.append(orc.Violation("error-codes", f"expected error {sorted(codes)} to our {sent['method']!r} "
-                                     f"({sent['note']}), got {orc._excerpt(msg)}", f"want-{min(codes)}"))
+            out.append(
+                orc.Violation(
+                    "error-codes",
+                    f"expected error {sorted(codes)} to our {sent['method']!r} "
+                    f"({sent['note']}), got {orc._excerpt(msg)}",
+                    f"want-{min(codes)}",
+                )
+            )
         elif codes is None and "result" in msg:
             problem = orc._result_problem(revision, sent["method"], msg["result"])
             if problem:
-                out.append(orc.Violation("valid-response", f"the {sent['method']} result does not decode as "
-                                         f"{revision}: {problem[:300]}", f"result:{sent['method']}"))
+                out.append(
+                    orc.Violation(
+                        "valid-response",
+                        f"the {sent['method']} result does not decode as {revision}: {problem[:300]}",
+                        f"result:{sent['method']}",
+                    )
+                )
     for key, got in log.answers.items():
         if key not in log.sent:
-            out.append(orc.Violation("no-response-to-notification",
-                                     f"a response to an id we never sent: {orc._excerpt(got[0])}", "unknown-id"))
+            out.append(
+                orc.Violation(
+                    "no-response-to-notification",
+                    f"a response to an id we never sent: {orc._excerpt(got[0])}",
+                    "unknown-id",
+                )
+            )
     return out
 
 
@@ -111,24 +133,38 @@ def _check_messages(log: ServerLog) -> list[orc.Violation]:
     revision = log.negotiated or ""
     for msg, after_init in log.client_messages:
         if not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0":
-            out.append(orc.Violation("valid-message", f"not a JSON-RPC 2.0 message: {orc._excerpt(msg)}",
-                                     "envelope"))
+            out.append(
+                orc.Violation("valid-message", f"not a JSON-RPC 2.0 message: {orc._excerpt(msg)}", "envelope")
+            )
             continue
         if "method" not in msg:
             continue  # responses: judged with the requests they answer
         if "id" in msg:
             if not orc._valid_id(msg["id"]):
-                out.append(orc.Violation("client-ids", f"a request id that is not a string or an integer: "
-                                         f"{orc._excerpt(msg)}", "bad-id"))
+                out.append(
+                    orc.Violation(
+                        "client-ids",
+                        f"a request id that is not a string or an integer: {orc._excerpt(msg)}",
+                        "bad-id",
+                    )
+                )
             elif after_init and orc.idkey(msg["id"]) in seen and not _versions.is_stateless(revision):
                 # (the rule is per session; 2026-07-28 has none)
-                out.append(orc.Violation("client-ids", f"request id {msg['id']!r} used twice in the session",
-                                         "reused"))
+                out.append(
+                    orc.Violation(
+                        "client-ids", f"request id {msg['id']!r} used twice in the session", "reused"
+                    )
+                )
             if after_init:
                 seen.add(orc.idkey(msg["id"]))
         if after_init and not accepts(revision, msg):
-            out.append(orc.Violation("valid-message", f"not a valid {revision} client message: "
-                                     f"{orc._excerpt(msg)}", f"message:{msg.get('method')}"))
+            out.append(
+                orc.Violation(
+                    "valid-message",
+                    f"not a valid {revision} client message: {orc._excerpt(msg)}",
+                    f"message:{msg.get('method')}",
+                )
+            )
     return out
 
 
@@ -137,10 +173,17 @@ def _check_headers(log: ServerLog) -> list[orc.Violation]:
         return _check_stateless_headers(log)
     out: list[orc.Violation] = []
     if any(post.get("refused_batch") for post in log.posts if post["after_init"]) and not (
-            log.negotiated and _versions.supports_batching(log.negotiated)):
-        out.append(orc.Violation("valid-message", f"a JSON-RPC batch in {log.negotiated}, which has none "
-                                 "(\"The body of the POST request MUST be a single JSON-RPC request, "
-                                 "notification, or response\")", "batch"))
+        log.negotiated and _versions.supports_batching(log.negotiated)
+    ):
+        out.append(
+            orc.Violation(
+                "valid-message",
+                f"a JSON-RPC batch in {log.negotiated}, which has none "
+                '("The body of the POST request MUST be a single JSON-RPC request, '
+                'notification, or response")',
+                "batch",
+            )
+        )
     needs_version = log.negotiated is not None and log.negotiated >= "2025-06-18"
     for post in log.posts:
         headers = dict(post["headers"])
@@ -151,12 +194,23 @@ def _check_headers(log: ServerLog) -> list[orc.Violation]:
         if not post["after_init"]:
             continue
         if headers.get("mcp-session-id") != log.session_id:
-            out.append(orc.Violation("client-http", f"a {post['method']} after initialize with Mcp-Session-Id "
-                                     f"{headers.get('mcp-session-id')!r}", "session-id"))
+            out.append(
+                orc.Violation(
+                    "client-http",
+                    f"a {post['method']} after initialize with Mcp-Session-Id "
+                    f"{headers.get('mcp-session-id')!r}",
+                    "session-id",
+                )
+            )
         if needs_version and headers.get("mcp-protocol-version") != log.negotiated:
-            out.append(orc.Violation("client-http", f"a {post['method']} after initialize with "
-                                     f"MCP-Protocol-Version {headers.get('mcp-protocol-version')!r}",
-                                     "protocol-version"))
+            out.append(
+                orc.Violation(
+                    "client-http",
+                    f"a {post['method']} after initialize with "
+                    f"MCP-Protocol-Version {headers.get('mcp-protocol-version')!r}",
+                    "protocol-version",
+                )
+            )
     return out
 
 
@@ -170,8 +224,13 @@ def _check_stdio(log: ServerLog) -> list[orc.Violation]:
     if _versions.is_stateless(revision):
         for msg, _ in log.client_messages:
             if isinstance(msg, dict) and "method" not in msg:
-                out.append(orc.Violation("valid-message", "a response from a 2026-07-28 client, which gets no "
-                                         f"requests: {orc._excerpt(msg)}", "response"))
+                out.append(
+                    orc.Violation(
+                        "valid-message",
+                        f"a response from a 2026-07-28 client, which gets no requests: {orc._excerpt(msg)}",
+                        "response",
+                    )
+                )
     return out
 
 
@@ -191,14 +250,32 @@ def _check_stateless_headers(log: ServerLog) -> list[orc.Violation]:
             out.append(orc.Violation("client-http", f"a POST with Accept {accept!r}", "accept"))
         msg = post.get("message")
         if not isinstance(msg, dict) or not isinstance(msg.get("method"), str):
-            kind = "a batch" if isinstance(msg, list) else "a response" if isinstance(msg, dict) else "no message"
-            out.append(orc.Violation("valid-message", f"a POST body that is {kind} in {version} (\"The body of the "
-                                     "HTTP POST MUST be a single JSON-RPC request or notification\")", "body"))
+            kind = (
+                "a batch"
+                if isinstance(msg, list)
+                else "a response"
+                if isinstance(msg, dict)
+                else "no message"
+            )
+            out.append(
+                orc.Violation(
+                    "valid-message",
+                    f'a POST body that is {kind} in {version} ("The body of the '
+                    'HTTP POST MUST be a single JSON-RPC request or notification")',
+                    "body",
+                )
+            )
             continue
         if "id" not in msg:
             if headers.get("mcp-protocol-version") != version:
-                out.append(orc.Violation("client-http", f"a {msg['method']} notification with MCP-Protocol-Version "
-                                         f"{headers.get('mcp-protocol-version')!r}", "protocol-version"))
+                out.append(
+                    orc.Violation(
+                        "client-http",
+                        f"a {msg['method']} notification with MCP-Protocol-Version "
+                        f"{headers.get('mcp-protocol-version')!r}",
+                        "protocol-version",
+                    )
+                )
             continue
         params = msg.get("params")
         meta = params.get("_meta") if isinstance(params, dict) else None
@@ -208,6 +285,12 @@ def _check_stateless_headers(log: ServerLog) -> list[orc.Violation]:
         if problem:
             out.append(orc.Violation("client-http", f"{msg['method']}: {problem}", "headers"))
         if body_version != version or not isinstance(meta.get(CLIENT_META_KEYS[1]), dict):
-            out.append(orc.Violation("valid-message", f"a {msg['method']} request whose _meta does not name "
-                                     f"{version} and the client's capabilities: {orc._excerpt(meta)}", "meta"))
+            out.append(
+                orc.Violation(
+                    "valid-message",
+                    f"a {msg['method']} request whose _meta does not name "
+                    f"{version} and the client's capabilities: {orc._excerpt(meta)}",
+                    "meta",
+                )
+            )
     return out

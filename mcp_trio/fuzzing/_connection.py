@@ -18,8 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CommandTarget", "Connection", "HttpExchange", "Received", "decode_bytes",
-           "encode_bytes"]
+__all__ = ["CommandTarget", "Connection", "HttpExchange", "Received", "decode_bytes", "encode_bytes"]
 
 
 def encode_bytes(data: bytes) -> dict[str, str]:
@@ -82,8 +81,15 @@ class Connection:
         return round(time.monotonic() - self.started, 6)
 
     def log(self, direction: str, data: bytes, **extra: Any) -> None:
-        self.events.append({"t": self.now(), "dir": direction, **encode_bytes(data[:65536]),
-                            **({"size": len(data)} if len(data) > 65536 else {}), **extra})
+        self.events.append(
+            {
+                "t": self.now(),
+                "dir": direction,
+                **encode_bytes(data[:65536]),
+                **({"size": len(data)} if len(data) > 65536 else {}),
+                **extra,
+            }
+        )
 
     def _got(self, data: bytes, http: int | None = None) -> None:
         rec = Received(self.now(), data, http=http)
@@ -98,8 +104,14 @@ class Connection:
         self.log("recv", data, **({"http": http} if http is not None else {}))
 
     # interface
-    def send(self, payloads: Sequence[bytes], *, want: set[Any], timeout: float,
-             headers: Sequence[dict[str, str] | None] | None = None) -> None:
+    def send(
+        self,
+        payloads: Sequence[bytes],
+        *,
+        want: set[Any],
+        timeout: float,
+        headers: Sequence[dict[str, str] | None] | None = None,
+    ) -> None:
         raise NotImplementedError
 
     def wait(self, want: set[Any], timeout: float) -> None:
@@ -130,8 +142,13 @@ class Connection:
         rec = self.received[-1]
         for msg in _flatten(rec.message):
             if isinstance(msg, dict) and isinstance(msg.get("method"), str) and "id" in msg:
-                reply = json.dumps({"jsonrpc": "2.0", "id": msg["id"],
-                                    "error": {"code": -32601, "message": "the fuzzer answers no requests"}})
+                reply = json.dumps(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": msg["id"],
+                        "error": {"code": -32601, "message": "the fuzzer answers no requests"},
+                    }
+                )
                 self._send_reply(reply.encode())
 
     def _send_reply(self, reply: bytes) -> None:
@@ -159,8 +176,9 @@ class CommandTarget:
 
     kind = "command"
 
-    def __init__(self, command: str | Sequence[str], *, cwd: str | None = None,
-                 env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, command: str | Sequence[str], *, cwd: str | None = None, env: dict[str, str] | None = None
+    ) -> None:
         self.argv = shlex.split(command) if isinstance(command, str) else list(command)
         if not self.argv:
             raise ValueError("empty command")

@@ -235,8 +235,11 @@ def _classify_object(m: Any, revision: str, initialized: bool) -> Expect:
         e.ids[idkey(rid)] = x
         return e
     if spec is None or spec.kind != "request" or spec.direction == "server":
-        x.codes = {METHOD_NOT_FOUND} if spec is None or spec.kind == "request" else {METHOD_NOT_FOUND,
-                                                                                     INVALID_REQUEST}
+        x.codes = (
+            {METHOD_NOT_FOUND}
+            if spec is None or spec.kind == "request"
+            else {METHOD_NOT_FOUND, INVALID_REQUEST}
+        )
         e.valid_request = spec is None
     else:
         try:

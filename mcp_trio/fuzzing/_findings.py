@@ -18,8 +18,17 @@ from hypothesis import strategies as st
 from ..types import _versions
 from . import oracles as orc
 
-__all__ = ["CampaignStats", "Finding", "FuzzConfig", "Hunt", "TargetError", "load_transcript",
-           "summary", "violations_found", "write_report"]
+__all__ = [
+    "CampaignStats",
+    "Finding",
+    "FuzzConfig",
+    "Hunt",
+    "TargetError",
+    "load_transcript",
+    "summary",
+    "violations_found",
+    "write_report",
+]
 
 TRANSCRIPT_FORMAT = "mcp-trio-fuzz-transcript/1"
 
@@ -73,13 +82,26 @@ class CampaignStats:
     capped: bool = False  # stopped at FuzzConfig.max_findings
 
     def to_json(self) -> dict[str, Any]:
-        return {"revision": self.revision, "campaign": self.campaign, "examples": self.examples,
-                "sessions": self.sessions, "seconds": round(self.seconds, 2),
-                "findings": [{"key": f.violation.key, "message": f.violation.message,
-                              "severity": f.violation.severity,
-                              "transcript": str(f.path) if f.path else None} for f in self.findings],
-                "not_reproduced": self.not_reproduced, **({"skipped": self.skipped} if self.skipped else {}),
-                **({"aborted": self.aborted} if self.aborted else {}), **({"capped": True} if self.capped else {})}
+        return {
+            "revision": self.revision,
+            "campaign": self.campaign,
+            "examples": self.examples,
+            "sessions": self.sessions,
+            "seconds": round(self.seconds, 2),
+            "findings": [
+                {
+                    "key": f.violation.key,
+                    "message": f.violation.message,
+                    "severity": f.violation.severity,
+                    "transcript": str(f.path) if f.path else None,
+                }
+                for f in self.findings
+            ],
+            "not_reproduced": self.not_reproduced,
+            **({"skipped": self.skipped} if self.skipped else {}),
+            **({"aborted": self.aborted} if self.aborted else {}),
+            **({"capped": True} if self.capped else {}),
+        }
 
 
 @dataclass
@@ -97,9 +119,16 @@ class Hunt:
     reset: Callable[[], None]
 
 
-def keep_if_replayed(cfg: FuzzConfig, stats: CampaignStats, revision: str, campaign: str, key: str,
-                     violations: Sequence[orc.Violation], size: int,
-                     transcript: Callable[[], dict[str, Any]]) -> None:
+def keep_if_replayed(
+    cfg: FuzzConfig,
+    stats: CampaignStats,
+    revision: str,
+    campaign: str,
+    key: str,
+    violations: Sequence[orc.Violation],
+    size: int,
+    transcript: Callable[[], dict[str, Any]],
+) -> None:
     """Report ``key`` only if the replay's ``violations`` show it again (saving the
     ``transcript()`` of the replay); otherwise count it as not reproduced."""
     hit = next((v for v in violations if v.key == key), None)
@@ -122,13 +151,21 @@ def violations_found(stats: Sequence[CampaignStats]) -> bool:
 # ------------------------------------------------------------ transcripts
 
 
-def stateful_transcript(cfg: FuzzConfig, revision: str, steps: list[dict[str, Any]],
-                        violations: list[orc.Violation], runner: Any) -> dict[str, Any]:
+def stateful_transcript(
+    cfg: FuzzConfig, revision: str, steps: list[dict[str, Any]], violations: list[orc.Violation], runner: Any
+) -> dict[str, Any]:
     """The transcript of a replayed state-machine run: its steps instead of one case."""
     return {
-        "format": TRANSCRIPT_FORMAT, "target": cfg.target.describe(), "revision": revision,
-        "campaign": "stateful", "timeout": cfg.timeout, "seed": cfg.seed, "steps": steps, "case": [],
-        "violations": [v.to_json() for v in violations], "events": runner.events,
+        "format": TRANSCRIPT_FORMAT,
+        "target": cfg.target.describe(),
+        "revision": revision,
+        "campaign": "stateful",
+        "timeout": cfg.timeout,
+        "seed": cfg.seed,
+        "steps": steps,
+        "case": [],
+        "violations": [v.to_json() for v in violations],
+        "events": runner.events,
     }
 
 
@@ -159,7 +196,9 @@ def write_report(cfg: FuzzConfig, stats: Sequence[CampaignStats]) -> None:
         "max_examples": cfg.max_examples,
         "time_budget": cfg.time_budget,
         "campaigns": [s.to_json() for s in stats],
-        "oracles": {name: {"rule": o.rule, "spec": o.spec, "source": o.source} for name, o in orc.ORACLES.items()},
+        "oracles": {
+            name: {"rule": o.rule, "spec": o.spec, "source": o.source} for name, o in orc.ORACLES.items()
+        },
     }
     (cfg.out_dir / "report.json").write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n")
     (cfg.out_dir / "summary.txt").write_text(summary(cfg, stats))
@@ -169,8 +208,13 @@ def summary(cfg: FuzzConfig, stats: Sequence[CampaignStats]) -> str:
     lines = [f"mcp-trio fuzz: {json.dumps(cfg.target.describe())}, seed {cfg.seed}", ""]
     total = 0
     for s in stats:
-        status = f"skipped ({s.skipped})" if s.skipped else (
-            f"{s.examples} examples, {s.sessions} sessions, {s.seconds:.1f} s, {len(s.findings)} findings")
+        status = (
+            f"skipped ({s.skipped})"
+            if s.skipped
+            else (
+                f"{s.examples} examples, {s.sessions} sessions, {s.seconds:.1f} s, {len(s.findings)} findings"
+            )
+        )
         lines.append(f"{s.revision}  {s.campaign:<10} {status}")
         if s.aborted:
             lines.append(f"    ! ABORTED after {s.examples} examples: {s.aborted}")
@@ -184,6 +228,9 @@ def summary(cfg: FuzzConfig, stats: Sequence[CampaignStats]) -> str:
         for nr in s.not_reproduced:
             lines.append(f"    ~ {nr['key']}: seen, did not reproduce on replay (not reported)")
     notes = sum(1 for s in stats for f in s.findings if f.violation.severity == "note")
-    lines += ["", f"{total} finding(s)" + (f", {notes} of them notes (judgement calls, not violations)."
-                                           if notes else ".")]
+    lines += [
+        "",
+        f"{total} finding(s)"
+        + (f", {notes} of them notes (judgement calls, not violations)." if notes else "."),
+    ]
     return "\n".join(line for line in lines if line is not None) + "\n"

@@ -40,12 +40,18 @@ class ServerLog:
 
     started: float = field(default_factory=time.monotonic)
     events: list[dict[str, Any]] = field(default_factory=list)
-    posts: list[dict[str, Any]] = field(default_factory=list)  # every HTTP request: method, headers, after_init
+    posts: list[dict[str, Any]] = field(
+        default_factory=list
+    )  # every HTTP request: method, headers, after_init
     client_messages: list[tuple[Any, bool]] = field(default_factory=list)  # (message, after initialize)
     unparsed: list[bytes] = field(default_factory=list)
-    sent: dict[str, dict[str, Any]] = field(default_factory=dict)  # our request id key -> {method, note, message}
+    sent: dict[str, dict[str, Any]] = field(
+        default_factory=dict
+    )  # our request id key -> {method, note, message}
     notifications_sent: list[dict[str, Any]] = field(default_factory=list)
-    answers: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # id key -> responses from the client
+    answers: dict[str, list[dict[str, Any]]] = field(
+        default_factory=dict
+    )  # id key -> responses from the client
     negotiated: str | None = None
     session_id: str | None = None
     client_capabilities: dict[str, Any] = field(default_factory=dict)  # declared in initialize
@@ -151,13 +157,25 @@ class FuzzServer:
     def _send(self, conn: h11.Connection, sock: socket.socket, *events: Any) -> None:
         sock.sendall(b"".join(conn.send(e) or b"" for e in events))
 
-    def _reply(self, conn: h11.Connection, sock: socket.socket, status: int, body: bytes = b"",
-               content_type: str = "application/json", extra: Sequence[tuple[str, str]] = ()) -> None:
+    def _reply(
+        self,
+        conn: h11.Connection,
+        sock: socket.socket,
+        status: int,
+        body: bytes = b"",
+        content_type: str = "application/json",
+        extra: Sequence[tuple[str, str]] = (),
+    ) -> None:
         headers = [("Content-Length", str(len(body))), *extra]
         if body:
             headers.append(("Content-Type", content_type))
-        self._send(conn, sock, h11.Response(status_code=status, headers=headers), h11.Data(data=body),
-                   h11.EndOfMessage())
+        self._send(
+            conn,
+            sock,
+            h11.Response(status_code=status, headers=headers),
+            h11.Data(data=body),
+            h11.EndOfMessage(),
+        )
 
     # -- requests
 
@@ -166,9 +184,12 @@ class FuzzServer:
         headers = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in req.headers]
         with self.cond:
             index = len(self.log.posts)
-            self.log.posts.append({"method": method, "headers": headers, "after_init": self.log.session_id is not None})
-            self.log.events.append({"t": self.log.now(), "dir": "http", "method": method, "headers": headers,
-                                    "index": index})
+            self.log.posts.append(
+                {"method": method, "headers": headers, "after_init": self.log.session_id is not None}
+            )
+            self.log.events.append(
+                {"t": self.log.now(), "dir": "http", "method": method, "headers": headers, "index": index}
+            )
             if body:
                 self.log.log("recv", body, http=index)
         if method == "DELETE":
@@ -184,8 +205,12 @@ class FuzzServer:
         except (UnicodeDecodeError, ValueError, RecursionError):
             with self.cond:
                 self.log.unparsed.append(body)
-            self._reply(conn, sock, 400, _dump({"jsonrpc": "2.0", "id": None,
-                                                "error": {"code": -32700, "message": "parse error"}}))
+            self._reply(
+                conn,
+                sock,
+                400,
+                _dump({"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "parse error"}}),
+            )
             return
         self._record(msg, index)
         if self.stateless:
@@ -201,8 +226,21 @@ class FuzzServer:
             self._initialize(conn, sock, msg)
         elif self.log.session_id is None:
             # a stateless client's server/discover probe, or anything before initialize
-            self._reply(conn, sock, 200, _dump({"jsonrpc": "2.0", "id": msg["id"], "error": {
-                "code": -32601, "message": f"{msg['method']} is not a method of {self.revision}"}}))
+            self._reply(
+                conn,
+                sock,
+                200,
+                _dump(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": msg["id"],
+                        "error": {
+                            "code": -32601,
+                            "message": f"{msg['method']} is not a method of {self.revision}",
+                        },
+                    }
+                ),
+            )
         else:
             self._answer_stream(conn, sock, [msg])
 
@@ -228,24 +266,49 @@ class FuzzServer:
             if isinstance(msg, dict) and isinstance(msg.get("method"), str):
                 self._reply(conn, sock, 202)
             else:
-                self._reply(conn, sock, 400, _dump({"jsonrpc": "2.0", "id": None, "error": {
-                    "code": orc.INVALID_REQUEST, "message": "not accepted"}}))
+                self._reply(
+                    conn,
+                    sock,
+                    400,
+                    _dump(
+                        {
+                            "jsonrpc": "2.0",
+                            "id": None,
+                            "error": {"code": orc.INVALID_REQUEST, "message": "not accepted"},
+                        }
+                    ),
+                )
             return
         params = msg.get("params")
         meta = params.get("_meta") if isinstance(params, dict) else None
         meta = meta if isinstance(meta, dict) else {}
         caps = meta.get(CLIENT_META_KEYS[1])
         if meta.get(CLIENT_META_KEYS[0]) != self.revision or not isinstance(caps, dict):
-            self._reply(conn, sock, 400, _dump({"jsonrpc": "2.0", "id": msg["id"], "error": {
-                "code": orc.INVALID_PARAMS, "message": f"_meta must name {self.revision} and the client's "
-                                                       "capabilities"}}))
+            self._reply(
+                conn,
+                sock,
+                400,
+                _dump(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": msg["id"],
+                        "error": {
+                            "code": orc.INVALID_PARAMS,
+                            "message": f"_meta must name {self.revision} and the client's capabilities",
+                        },
+                    }
+                ),
+            )
             return
         with self.cond:
             self.log.negotiated = self.revision
             self.log.client_capabilities = caps
         if msg["method"] == "server/discover":
-            result = {**default_result(self.revision, "server/discover"), "supportedVersions": [self.revision],
-                      "capabilities": initialize_result(self.revision)["capabilities"]}
+            result = {
+                **default_result(self.revision, "server/discover"),
+                "supportedVersions": [self.revision],
+                "capabilities": initialize_result(self.revision)["capabilities"],
+            }
             body = _dump({"jsonrpc": "2.0", "id": msg["id"], "result": result})
             self.log.log("send", body)
             self._reply(conn, sock, 200, body)
@@ -260,8 +323,18 @@ class FuzzServer:
         if refused:
             with self.cond:
                 self.log.posts[index]["refused_batch"] = bool(batch)
-            self._reply(conn, sock, 400, _dump({"jsonrpc": "2.0", "id": None, "error": {
-                "code": orc.INVALID_REQUEST, "message": "batch not accepted here"}}))
+            self._reply(
+                conn,
+                sock,
+                400,
+                _dump(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": None,
+                        "error": {"code": orc.INVALID_REQUEST, "message": "batch not accepted here"},
+                    }
+                ),
+            )
         elif not requests:
             self._reply(conn, sock, 202)
         else:
@@ -270,9 +343,15 @@ class FuzzServer:
     def _batch_requests(self, batch: list[Any]) -> tuple[list[dict[str, Any]], bool]:
         """The requests of a batch, and whether the batch is refused (empty, in a revision
         without batches, before the session, or holding ``initialize``)."""
-        requests = [m for m in batch if isinstance(m, dict) and isinstance(m.get("method"), str) and "id" in m]
-        refused = (not batch or not _versions.supports_batching(self.revision) or self.log.session_id is None
-                   or any(m["method"] == "initialize" for m in requests))
+        requests = [
+            m for m in batch if isinstance(m, dict) and isinstance(m.get("method"), str) and "id" in m
+        ]
+        refused = (
+            not batch
+            or not _versions.supports_batching(self.revision)
+            or self.log.session_id is None
+            or any(m["method"] == "initialize" for m in requests)
+        )
         return requests, refused
 
     def _initialize(self, conn: h11.Connection, sock: socket.socket, msg: dict[str, Any]) -> None:
@@ -286,11 +365,19 @@ class FuzzServer:
         self.log.log("send", body)
         self._reply(conn, sock, 200, body, extra=[("Mcp-Session-Id", self.log.session_id)])
 
-    def _answer_stream(self, conn: h11.Connection, sock: socket.socket, requests: list[dict[str, Any]]) -> None:
+    def _answer_stream(
+        self, conn: h11.Connection, sock: socket.socket, requests: list[dict[str, Any]]
+    ) -> None:
         """Answer client requests (one, or a batch's) on an SSE stream: each one's step messages
         first, then the answers in order."""
-        self._send(conn, sock, h11.Response(status_code=200, headers=[("Content-Type", "text/event-stream"),
-                                                                      ("Cache-Control", "no-cache")]))
+        self._send(
+            conn,
+            sock,
+            h11.Response(
+                status_code=200,
+                headers=[("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache")],
+            ),
+        )
         for data in self._steps_then_answers(conn, sock, requests):
             self._event(conn, sock, data)
         self._send(conn, sock, h11.EndOfMessage())
@@ -328,9 +415,13 @@ class FuzzServer:
         always has one).  A capability probe for a capability the client declared is left out:
         it would be an ordinary request, not a violation."""
         steps = self.plan.get("steps") or []
-        injections = [inj for inj in (steps[step_no] if step_no < len(steps) else []) if not self._declared(inj)]
+        injections = [
+            inj for inj in (steps[step_no] if step_no < len(steps) else []) if not self._declared(inj)
+        ]
         if (injections or step_no == 0) and not self.stateless:  # (2026-07-28 has no ping)
-            injections.append({"note": "probe", "message": {"jsonrpc": "2.0", "id": "probe", "method": "ping"}})
+            injections.append(
+                {"note": "probe", "message": {"jsonrpc": "2.0", "id": "probe", "method": "ping"}}
+            )
         return injections
 
     def _declared(self, inj: dict[str, Any]) -> bool:
@@ -340,8 +431,14 @@ class FuzzServer:
         declared = path is None or advertised(self.log.client_capabilities, path)
         if declared:
             with self.cond:
-                self.log.events.append({"t": self.log.now(), "dir": "skip", "note": inj["note"],
-                                        "reason": "the client declared the capability"})
+                self.log.events.append(
+                    {
+                        "t": self.log.now(),
+                        "dir": "skip",
+                        "note": inj["note"],
+                        "reason": "the client declared the capability",
+                    }
+                )
         return declared
 
     def _number(self, inj: dict[str, Any]) -> dict[str, Any]:
@@ -351,8 +448,11 @@ class FuzzServer:
             if "id" in out:
                 self.counter += 1
                 out["id"] = 10_000 + self.counter if isinstance(out["id"], int) else f"fz-{self.counter}"
-                self.log.sent[orc.idkey(out["id"])] = {"method": out.get("method"), "note": inj["note"],
-                                                       "message": out}
+                self.log.sent[orc.idkey(out["id"])] = {
+                    "method": out.get("method"),
+                    "note": inj["note"],
+                    "message": out,
+                }
             else:
                 self.log.notifications_sent.append(out)
         return out
@@ -384,8 +484,11 @@ class FuzzServer:
     def _event(self, conn: h11.Connection, sock: socket.socket, data: bytes) -> None:
         self.log.log("send", data)
         lines = data.replace(b"\r\n", b"\n").split(b"\n")
-        self._send(conn, sock, h11.Data(data=b"event: message\n" + b"".join(b"data: " + ln + b"\n" for ln in lines)
-                                        + b"\n"))
+        self._send(
+            conn,
+            sock,
+            h11.Data(data=b"event: message\n" + b"".join(b"data: " + ln + b"\n" for ln in lines) + b"\n"),
+        )
 
 
 def _dump(obj: Any) -> bytes:

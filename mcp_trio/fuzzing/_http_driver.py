@@ -43,8 +43,14 @@ class HttpConnection(Connection):
             headers["MCP-Protocol-Version"] = self.protocol_version
         return headers
 
-    def send(self, payloads: Sequence[bytes], *, want: set[Any], timeout: float,
-             headers: Sequence[dict[str, str] | None] | None = None) -> None:
+    def send(
+        self,
+        payloads: Sequence[bytes],
+        *,
+        want: set[Any],
+        timeout: float,
+        headers: Sequence[dict[str, str] | None] | None = None,
+    ) -> None:
         deadline = time.monotonic() + timeout
         for i, body in enumerate(payloads):
             extra = headers[i] if headers is not None and i < len(headers) else None
@@ -60,9 +66,17 @@ class HttpConnection(Connection):
     def drain(self, settle: float) -> None:
         return
 
-    def request(self, method: str, body: bytes, headers: dict[str, str], want: set[Any], timeout: float,
-                payload: int | None = None, raw: bytes | None = None,
-                disconnect_at_event_id: bool = False) -> HttpExchange:
+    def request(
+        self,
+        method: str,
+        body: bytes,
+        headers: dict[str, str],
+        want: set[Any],
+        timeout: float,
+        payload: int | None = None,
+        raw: bytes | None = None,
+        disconnect_at_event_id: bool = False,
+    ) -> HttpExchange:
         """One exchange on a new connection: read the answer until every id in ``want``
         came back, the body ends, or ``timeout``.  With ``disconnect_at_event_id`` an SSE
         answer is read only up to its first event that has an ``id`` (kept in
@@ -72,7 +86,9 @@ class HttpConnection(Connection):
         index = len(self.http)
         ex.index = index
         self.http.append(ex)
-        self.events.append({"t": self.now(), "dir": "http", "method": method, "headers": hlist, "index": index})
+        self.events.append(
+            {"t": self.now(), "dir": "http", "method": method, "headers": hlist, "index": index}
+        )
         self.log("send", body if raw is None else raw, http=index)
         deadline = time.monotonic() + timeout
         try:
@@ -87,18 +103,40 @@ class HttpConnection(Connection):
             ex.error = f"{type(exc).__name__}: {exc}"
         finally:
             sock.close()
-        self.events.append({"t": self.now(), "dir": "http-status", "index": index, "status": ex.status,
-                            "headers": ex.response_headers, **({"error": ex.error} if ex.error else {})})
+        self.events.append(
+            {
+                "t": self.now(),
+                "dir": "http-status",
+                "index": index,
+                "status": ex.status,
+                "headers": ex.response_headers,
+                **({"error": ex.error} if ex.error else {}),
+            }
+        )
         return ex
 
-    def _exchange(self, sock: socket.socket, ex: HttpExchange, hlist: list[tuple[str, str]], body: bytes,
-                  raw: bytes | None, want: set[Any], deadline: float, index: int,
-                  disconnect_at_event_id: bool = False) -> None:
+    def _exchange(
+        self,
+        sock: socket.socket,
+        ex: HttpExchange,
+        hlist: list[tuple[str, str]],
+        body: bytes,
+        raw: bytes | None,
+        want: set[Any],
+        deadline: float,
+        index: int,
+        disconnect_at_event_id: bool = False,
+    ) -> None:
         conn = h11.Connection(h11.CLIENT)
         if raw is not None:
             # h11 only reads a response to a request it saw: tell it one went out
-            conn.send(h11.Request(method=ex.method, target=self.target.path,
-                                  headers=[("Host", self.target.host_header), ("Content-Length", "0")]))
+            conn.send(
+                h11.Request(
+                    method=ex.method,
+                    target=self.target.path,
+                    headers=[("Host", self.target.host_header), ("Content-Length", "0")],
+                )
+            )
             conn.send(h11.EndOfMessage())
             sock.sendall(raw)
             if b"Connection: close" in raw.split(b"\r\n\r\n", 1)[0]:
@@ -150,8 +188,14 @@ class HttpConnection(Connection):
                             self._answer_server_requests()
                         if disconnect_at_event_id and event_id is not None:
                             ex.event_id = event_id
-                            self.events.append({"t": self.now(), "dir": "note", "http": index,
-                                                "text": f"disconnected after SSE event id {event_id!r}"})
+                            self.events.append(
+                                {
+                                    "t": self.now(),
+                                    "dir": "note",
+                                    "http": index,
+                                    "text": f"disconnected after SSE event id {event_id!r}",
+                                }
+                            )
                             return
                     if want and want <= self.answered():
                         break
@@ -177,8 +221,13 @@ class HttpConnection(Connection):
 
     def close(self) -> None:
         if self.session_id is not None:
-            self.request("DELETE", b"", {k: v for k, v in self.base_headers().items() if k != "Content-Type"},
-                         set(), 2.0)
+            self.request(
+                "DELETE",
+                b"",
+                {k: v for k, v in self.base_headers().items() if k != "Content-Type"},
+                set(),
+                2.0,
+            )
 
 
 class HttpTarget:
@@ -194,7 +243,9 @@ class HttpTarget:
         self.host = parts.hostname
         self.port = parts.port or 80
         self.path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        self.host_header = f"{self.host}:{self.port}" if ":" not in self.host else f"[{self.host}]:{self.port}"
+        self.host_header = (
+            f"{self.host}:{self.port}" if ":" not in self.host else f"[{self.host}]:{self.port}"
+        )
 
     def describe(self) -> dict[str, Any]:
         return {"kind": "http", "url": self.url}
@@ -237,7 +288,8 @@ def _request_ids(body: bytes) -> set[Any]:
     except (ValueError, UnicodeDecodeError, RecursionError):
         return set()
     return {
-        _key(m["id"]) for m in _flatten(value)
+        _key(m["id"])
+        for m in _flatten(value)
         if isinstance(m, dict) and isinstance(m.get("method"), str) and "id" in m
     }
 

@@ -51,8 +51,13 @@ def _http_case(session: Session, probe: str) -> list[orc.Violation]:
         if ex.status is not None and 200 <= ex.status < 300:
             again = conn.request("POST", body, conn.base_headers(), {orc.idkey(pid)}, session.timeout)
             if again.status != 404:
-                out.append(orc.Violation("http-session", f"a request in a session ended by DELETE got "
-                                         f"{again.status}, not 404", "deleted-session"))
+                out.append(
+                    orc.Violation(
+                        "http-session",
+                        f"a request in a session ended by DELETE got {again.status}, not 404",
+                        "deleted-session",
+                    )
+                )
         conn.session_id = None  # the session is over either way: start another
         session._handshake()
         return out
@@ -69,17 +74,26 @@ def _http_case(session: Session, probe: str) -> list[orc.Violation]:
             base["Mcp-Method"] = "server/discover"
         extra = "".join(f"{k}: {v}\r\n" for k, v in base.items() if k != "Host")
         if probe == "truncated-body":
-            raw = (f"POST {conn.target.path} HTTP/1.1\r\nHost: {host}\r\n{extra}Content-Length: "
-                   f"{len(body) + 50}\r\nConnection: close\r\n\r\n").encode() + body
+            raw = (
+                f"POST {conn.target.path} HTTP/1.1\r\nHost: {host}\r\n{extra}Content-Length: "
+                f"{len(body) + 50}\r\nConnection: close\r\n\r\n"
+            ).encode() + body
         else:
-            raw = (f"POST {conn.target.path} HTTP/1.1\r\nHost: {host}\r\n{extra}Transfer-Encoding: chunked"
-                   f"\r\n\r\n{len(body):x}\r\n").encode() + body + b"\r\n0\r\n\r\n"
+            raw = (
+                (
+                    f"POST {conn.target.path} HTTP/1.1\r\nHost: {host}\r\n{extra}Transfer-Encoding: chunked"
+                    f"\r\n\r\n{len(body):x}\r\n"
+                ).encode()
+                + body
+                + b"\r\n0\r\n\r\n"
+            )
         ex = conn.request("POST", body, {}, {orc.idkey(pid)}, session.timeout, raw=raw)
         if ex.status is not None and ex.status >= 500:
             out.append(orc.Violation("http-status", f"{probe}: HTTP {ex.status}", "5xx"))
         if probe == "chunked-body" and ex.status != 200:
-            out.append(orc.Violation("http-status", f"a chunked POST of a valid request got {ex.status}",
-                                     "chunked"))
+            out.append(
+                orc.Violation("http-status", f"a chunked POST of a valid request got {ex.status}", "chunked")
+            )
         return out
     changes, expected = HTTP_PROBES[probe]
     if probe in ("no-session-id", "unknown-session-id") and (conn.session_id is None or session.stateless):
@@ -97,8 +111,14 @@ def _http_case(session: Session, probe: str) -> list[orc.Violation]:
     elif ex.status >= 500:
         out.append(orc.Violation("http-status", f"{probe}: HTTP {ex.status}", "5xx"))
     elif expected is not None and ex.status not in expected:
-        out.append(orc.Violation("http-session", f"{probe}: HTTP {ex.status}, expected {sorted(expected)}",
-                                 probe, severity="note" if probe in NOTE_PROBES else "violation"))
+        out.append(
+            orc.Violation(
+                "http-session",
+                f"{probe}: HTTP {ex.status}, expected {sorted(expected)}",
+                probe,
+                severity="note" if probe in NOTE_PROBES else "violation",
+            )
+        )
     return out
 
 
@@ -109,8 +129,13 @@ def _wrong_methods(session: Session, body: bytes) -> list[orc.Violation]:
     for method in WRONG_METHODS:
         ex = conn.request(method, body, conn.base_headers(), set(), session.timeout)
         if ex.status is None or not 400 <= ex.status < 500:
-            out.append(orc.Violation("http-status", f"{method} answered {ex.status or ex.error} (want a 4xx, "
-                                     "ideally 405)", "wrong-method"))
+            out.append(
+                orc.Violation(
+                    "http-status",
+                    f"{method} answered {ex.status or ex.error} (want a 4xx, ideally 405)",
+                    "wrong-method",
+                )
+            )
     return out
 
 
@@ -125,13 +150,28 @@ def _bad_last_event_id(session: Session) -> list[orc.Violation]:
     ex = conn.request("GET", b"", hdrs, set(), min(session.timeout, 0.5))
     out = []
     if ex.status is None or ex.status >= 500:
-        out.append(orc.Violation("http-status", f"GET with an unknown Last-Event-ID: {ex.status or ex.error}",
-                                 "last-event-id"))
-    replayed = [r for r in conn.received[before:] if ex.status == 200 and isinstance(r.message, dict)
-                and r.message.get("id") is not None and "method" not in r.message]
+        out.append(
+            orc.Violation(
+                "http-status", f"GET with an unknown Last-Event-ID: {ex.status or ex.error}", "last-event-id"
+            )
+        )
+    replayed = [
+        r
+        for r in conn.received[before:]
+        if ex.status == 200
+        and isinstance(r.message, dict)
+        and r.message.get("id") is not None
+        and "method" not in r.message
+    ]
     if replayed:
-        out.append(orc.Violation("http-session", "a GET with a Last-Event-ID the server never issued got "
-                                 f"responses: {orc._excerpt(replayed[0].message)}", "last-event-id-replay"))
+        out.append(
+            orc.Violation(
+                "http-session",
+                "a GET with a Last-Event-ID the server never issued got "
+                f"responses: {orc._excerpt(replayed[0].message)}",
+                "last-event-id-replay",
+            )
+        )
     return out
 
 
@@ -157,18 +197,47 @@ def _sse_disconnect_resume(session: Session, pid: str, body: bytes) -> list[orc.
     ex = conn.request("GET", b"", hdrs, {orc.idkey(pid)}, session.timeout)
     out = []
     if ex.status is None or ex.status >= 500:
-        out.append(orc.Violation("http-status", f"GET resuming after event {post.event_id!r}: "
-                                 f"{ex.status or ex.error}", "resume"))
-    foreign = [r.message for r in conn.received[start:] if isinstance(r.message, dict) and "method" not in r.message
-               and r.message.get("id") is not None and orc.idkey(r.message["id"]) != orc.idkey(pid)]
+        out.append(
+            orc.Violation(
+                "http-status",
+                f"GET resuming after event {post.event_id!r}: {ex.status or ex.error}",
+                "resume",
+            )
+        )
+    foreign = [
+        r.message
+        for r in conn.received[start:]
+        if isinstance(r.message, dict)
+        and "method" not in r.message
+        and r.message.get("id") is not None
+        and orc.idkey(r.message["id"]) != orc.idkey(pid)
+    ]
     if foreign:
-        out.append(orc.Violation("http-session", "a resumed stream replayed a response of another stream: "
-                                 f"{orc._excerpt(foreign[0])}", "resume-foreign"))
+        out.append(
+            orc.Violation(
+                "http-session",
+                f"a resumed stream replayed a response of another stream: {orc._excerpt(foreign[0])}",
+                "resume-foreign",
+            )
+        )
     if ex.status == 200 and orc.idkey(pid) not in conn.answered() - before:
-        out.append(orc.Violation("http-session", f"the answer after event {post.event_id!r} was not replayed on "
-                                 "the resumed stream", "resume-lost", severity="note"))
+        out.append(
+            orc.Violation(
+                "http-session",
+                f"the answer after event {post.event_id!r} was not replayed on the resumed stream",
+                "resume-lost",
+                severity="note",
+            )
+        )
     return out
 
 
-HTTP_CASES = [*HTTP_PROBES, "delete-then-reuse", "truncated-body", "chunked-body", "wrong-method",
-              "get-bad-last-event-id", "sse-disconnect-resume"]
+HTTP_CASES = [
+    *HTTP_PROBES,
+    "delete-then-reuse",
+    "truncated-body",
+    "chunked-body",
+    "wrong-method",
+    "get-bad-last-event-id",
+    "sse-disconnect-resume",
+]

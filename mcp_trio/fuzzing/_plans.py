@@ -26,8 +26,15 @@ from .strategies import (
     valid_message,
 )
 
-__all__ = ["Plan", "capability_plans", "default_result", "initialize_result", "minimal", "plans",
-           "server_methods"]
+__all__ = [
+    "Plan",
+    "capability_plans",
+    "default_result",
+    "initialize_result",
+    "minimal",
+    "plans",
+    "server_methods",
+]
 
 Plan = dict[str, Any]
 ERROR_CODES = (-32700, -32600, -32601, -32602, -32603, -32000, -32002, -1, 0, 1, 2**31)
@@ -82,15 +89,25 @@ def default_result(revision: str, method: str) -> Any:
 
 def server_methods(revision: str, kind: str) -> list[str]:
     """Methods a server may send to a client in ``revision``."""
-    return sorted(m for m, s in _versions.methods_for(revision).items()
-                  if s.direction in ("server", "both") and s.kind == kind and not s.input_request)
+    return sorted(
+        m
+        for m, s in _versions.methods_for(revision).items()
+        if s.direction in ("server", "both") and s.kind == kind and not s.input_request
+    )
 
 
 def initialize_result(revision: str) -> dict[str, Any]:
-    return {"protocolVersion": revision,
-            "capabilities": {"tools": {"listChanged": True}, "resources": {"subscribe": True, "listChanged": True},
-                             "prompts": {"listChanged": True}, "logging": {}, "completions": {}},
-            "serverInfo": {"name": "mcp-trio-fuzz-server", "version": "1"}}
+    return {
+        "protocolVersion": revision,
+        "capabilities": {
+            "tools": {"listChanged": True},
+            "resources": {"subscribe": True, "listChanged": True},
+            "prompts": {"listChanged": True},
+            "logging": {},
+            "completions": {},
+        },
+        "serverInfo": {"name": "mcp-trio-fuzz-server", "version": "1"},
+    }
 
 
 # -------------------------------------------------------------- strategies
@@ -116,8 +133,12 @@ def _answer(draw: Any, revision: str, method: str) -> dict[str, Any]:
             error["data"] = draw(json_values)
         return {"kind": "error", "error": error}
     if kind == "junk-event":
-        return {"kind": kind, "text": draw(st.sampled_from(["{", "not json", "[]", "null", '{"jsonrpc":"2.0"}',
-                                                            *EDGE_STRINGS[:3]]))}
+        return {
+            "kind": kind,
+            "text": draw(
+                st.sampled_from(["{", "not json", "[]", "null", '{"jsonrpc":"2.0"}', *EDGE_STRINGS[:3]])
+            ),
+        }
     return {"kind": kind}
 
 
@@ -125,13 +146,21 @@ def _answer(draw: Any, revision: str, method: str) -> dict[str, Any]:
 def _injection(draw: Any, revision: str) -> dict[str, Any]:
     requests, notes = server_methods(revision, "request"), server_methods(revision, "notification")
     # (2026-07-28 has no server-to-client JSON-RPC requests: notifications only)
-    kind = draw(st.sampled_from(["request", "notification", "mutated", "unknown-method"] if requests
-                                else ["notification", "mutated"]))
+    kind = draw(
+        st.sampled_from(
+            ["request", "notification", "mutated", "unknown-method"]
+            if requests
+            else ["notification", "mutated"]
+        )
+    )
     if kind == "unknown-method":
         method = draw(st.sampled_from(["nope", "tools/list", "fuzz/unknown", ""]))
         return {"note": "unknown_method", "message": {"jsonrpc": "2.0", "id": 1, "method": method}}
-    method = draw(st.sampled_from(notes if kind == "notification" else requests if kind == "request"
-                                  else requests + notes))
+    method = draw(
+        st.sampled_from(
+            notes if kind == "notification" else requests if kind == "request" else requests + notes
+        )
+    )
     msg = dict(draw(valid_message(revision, method, id_=1)))
     if kind == "mutated":
         msg, note = _mutate_params(draw, msg)
@@ -141,10 +170,14 @@ def _injection(draw: Any, revision: str) -> dict[str, Any]:
 
 def plans(revision: str) -> st.SearchStrategy[Plan]:
     """What the fuzzing server does with one client (see the module docstring)."""
-    methods = [m for m in client_methods(revision, "request")  # (these two are always answered validly)
-               if m not in ("initialize", "server/discover")]
+    methods = [
+        m
+        for m in client_methods(revision, "request")  # (these two are always answered validly)
+        if m not in ("initialize", "server/discover")
+    ]
     per_method = st.sampled_from(methods).flatmap(
-        lambda m: st.tuples(st.just(m), st.lists(_answer(revision, m), min_size=1, max_size=2)))
+        lambda m: st.tuples(st.just(m), st.lists(_answer(revision, m), min_size=1, max_size=2))
+    )
     answers = st.lists(per_method, max_size=4, unique_by=lambda mt: mt[0]).map(dict)
     steps = st.lists(st.lists(_injection(revision), max_size=3), max_size=4)
     return st.fixed_dictionaries({"answers": answers, "steps": steps})
@@ -154,8 +187,13 @@ def capability_plans(revision: str) -> st.SearchStrategy[Plan]:
     """Plans of the client ``capabilities`` campaign: steps of server-to-client requests that
     need a client capability (sampling, elicitation, roots, tasks), valid params.  The server
     sends only those the client did not declare in its initialize; calls are answered validly."""
-    methods = unadvertised_methods(revision, {}, initialize_result(revision)["capabilities"], direction="server")
+    methods = unadvertised_methods(
+        revision, {}, initialize_result(revision)["capabilities"], direction="server"
+    )
     probe = st.sampled_from(methods).flatmap(
-        lambda m: valid_message(revision, m, id_=1).map(lambda msg: {"note": f"capability:{m}", "message": msg}))
+        lambda m: valid_message(revision, m, id_=1).map(
+            lambda msg: {"note": f"capability:{m}", "message": msg}
+        )
+    )
     steps = st.lists(st.lists(probe, min_size=1, max_size=3), min_size=1, max_size=3)
     return st.fixed_dictionaries({"answers": st.just({}), "steps": steps})

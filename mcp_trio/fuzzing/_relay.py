@@ -46,7 +46,7 @@ def main() -> int:
                 break
             view = memoryview(chunk)
             while view:
-                view = view[os.write(stdout, view):]
+                view = view[os.write(stdout, view) :]
     except OSError:  # the client closed our stdout, or the connection broke
         pass
     return 0

@@ -37,11 +37,15 @@ def server_hunt(cfg: FuzzConfig, revision: str, campaign: str, stats: CampaignSt
             live.append(sess)
             stats.sessions += 1
             if handshake and sess.negotiated != revision and not cfg.all_revisions:
-                raise TargetError(f"the target does not speak {revision} (its initialize answer names "
-                                  f"{sess.negotiated}); --all-revisions fuzzes it anyway")
+                raise TargetError(
+                    f"the target does not speak {revision} (its initialize answer names "
+                    f"{sess.negotiated}); --all-revisions fuzzes it anyway"
+                )
             if sess.stateless and stats.sessions == 1 and not cfg.all_revisions and not sess.discovers():
-                raise TargetError(f"the target does not speak {revision} (server/discover does not list "
-                                  "it); --all-revisions fuzzes it anyway")
+                raise TargetError(
+                    f"the target does not speak {revision} (server/discover does not list "
+                    "it); --all-revisions fuzzes it anyway"
+                )
             if campaign == "capabilities":
                 _learn_capabilities(sess)
         return live[0]
@@ -65,8 +69,9 @@ def server_hunt(cfg: FuzzConfig, revision: str, campaign: str, stats: CampaignSt
         if campaign == "http":
             strategy = strategy.filter(lambda case: not skip.intersection(case))
         else:
-            strategy = strategy.filter(lambda case: not any(i.note.split(":")[0] in skip or i.note in skip
-                                                            for i in case))
+            strategy = strategy.filter(
+                lambda case: not any(i.note.split(":")[0] in skip or i.note in skip for i in case)
+            )
 
     def execute(case: Any) -> tuple[list[bytes], list[str], list[orc.Violation]]:
         sess = session()
@@ -79,8 +84,7 @@ def server_hunt(cfg: FuzzConfig, revision: str, campaign: str, stats: CampaignSt
         return payloads, result.notes, result.violations
 
     def replay_best(payloads: list[bytes], notes: list[str]) -> tuple[dict[str, Any], list[orc.Violation]]:
-        return _replay_payloads(cfg.target, revision, campaign, payloads, notes,
-                                cfg.timeout, seed=cfg.seed)
+        return _replay_payloads(cfg.target, revision, campaign, payloads, notes, cfg.timeout, seed=cfg.seed)
 
     return Hunt(strategy, execute, replay_best, drop)
 
@@ -103,9 +107,15 @@ def _capability_methods(sess: Session, revision: str) -> list[str]:
     return methods
 
 
-def _replay_payloads(target: drv.StdioTarget | drv.HttpTarget, revision: str, campaign: str,
-                     payloads: Sequence[bytes], notes: Sequence[str], timeout: float,
-                     seed: int | None = None) -> tuple[dict[str, Any], list[orc.Violation]]:
+def _replay_payloads(
+    target: drv.StdioTarget | drv.HttpTarget,
+    revision: str,
+    campaign: str,
+    payloads: Sequence[bytes],
+    notes: Sequence[str],
+    timeout: float,
+    seed: int | None = None,
+) -> tuple[dict[str, Any], list[orc.Violation]]:
     sess = Session(target, revision, handshake=campaign != "lifecycle", timeout=timeout)
     try:
         if campaign == "capabilities":
@@ -128,8 +138,10 @@ def _replay_payloads(target: drv.StdioTarget | drv.HttpTarget, revision: str, ca
         **({"server_capabilities": sess.server_capabilities} if campaign == "capabilities" else {}),
         "timeout": timeout,
         **({"seed": seed} if seed is not None else {}),
-        "case": [{**drv.encode_bytes(p), "note": n} for p, n in zip(payloads, [*notes, *[""] * len(payloads)],
-                                                                       strict=False)],
+        "case": [
+            {**drv.encode_bytes(p), "note": n}
+            for p, n in zip(payloads, [*notes, *[""] * len(payloads)], strict=False)
+        ],
         "violations": [v.to_json() for v in violations],
         "events": conn.events,
         "exit_code": conn.exit_code(),

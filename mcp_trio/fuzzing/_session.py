@@ -43,8 +43,14 @@ STARTUP_TIMEOUT = 30.0
 class Session:
     """One session with the target, spoken raw: handshake, cases, pings."""
 
-    def __init__(self, target: drv.StdioTarget | drv.HttpTarget, revision: str, *, handshake: bool = True,
-                 timeout: float = 5.0) -> None:
+    def __init__(
+        self,
+        target: drv.StdioTarget | drv.HttpTarget,
+        revision: str,
+        *,
+        handshake: bool = True,
+        timeout: float = 5.0,
+    ) -> None:
         self.target = target
         self.revision = revision
         self.negotiated = revision
@@ -71,21 +77,38 @@ class Session:
             self.close()
             raise TargetError(f"no valid answer to initialize within {max(self.timeout, STARTUP_TIMEOUT)} s")
 
-    def initialize(self, version: str | None = None, capabilities: dict[str, Any] | None = None,
-                   ) -> dict[str, Any] | None:
+    def initialize(
+        self,
+        version: str | None = None,
+        capabilities: dict[str, Any] | None = None,
+    ) -> dict[str, Any] | None:
         """Send ``initialize`` (``version`` defaults to the session's revision) and, when it is answered
         with a result, ``notifications/initialized``; returns the answer (None when none came)."""
         self.counter += 1
         rid = f"fuzz-init-{self.counter}"
-        init = {"jsonrpc": "2.0", "id": rid, "method": "initialize",
-                "params": {"protocolVersion": version or self.revision, "capabilities": capabilities or {},
-                           "clientInfo": {"name": "mcp-trio-fuzz", "version": "1"}}}
+        init = {
+            "jsonrpc": "2.0",
+            "id": rid,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": version or self.revision,
+                "capabilities": capabilities or {},
+                "clientInfo": {"name": "mcp-trio-fuzz", "version": "1"},
+            },
+        }
         start = len(self.conn.received)
         # A process may take a while to start (interpreters, a loaded machine): the first
         # answer gets STARTUP_TIMEOUT; every later one the campaign's timeout.
         self.conn.send([_dump(init)], want={orc.idkey(rid)}, timeout=max(self.timeout, STARTUP_TIMEOUT))
-        answer = next((m for r in self.conn.received[start:] for m in _msgs(r.message)
-                       if isinstance(m, dict) and m.get("id") == rid and "method" not in m), None)
+        answer = next(
+            (
+                m
+                for r in self.conn.received[start:]
+                for m in _msgs(r.message)
+                if isinstance(m, dict) and m.get("id") == rid and "method" not in m
+            ),
+            None,
+        )
         result = answer.get("result") if answer is not None else None
         if not isinstance(result, dict):
             return answer
@@ -134,7 +157,11 @@ class Session:
             if "id" in obj and "method" in obj:
                 obj["id"] = fresh(obj["id"])
             params = obj.get("params")
-            if obj.get("method") == "notifications/cancelled" and isinstance(params, dict) and "requestId" in params:
+            if (
+                obj.get("method") == "notifications/cancelled"
+                and isinstance(params, dict)
+                and "requestId" in params
+            ):
                 obj["params"] = {**params, "requestId": fresh(params["requestId"])}
             return obj
 
@@ -142,7 +169,11 @@ class Session:
         for n, it in enumerate(items):
             # equal ids stay equal within an item (a batch, a cancellation of the case's request)
             # and across deliberate duplicates; elsewhere they are made distinct
-            group[0] = "dup" if it.note == "duplicate_id" else (int(it.tags[1]) if it.tags[:1] == ("cancels",) else n)
+            group[0] = (
+                "dup"
+                if it.note == "duplicate_id"
+                else (int(it.tags[1]) if it.tags[:1] == ("cancels",) else n)
+            )
             out.append(it.raw if it.raw is not None else _dump(walk(it.obj)))
         return out
 
@@ -170,10 +201,21 @@ class Session:
         """Stateless revisions: whether ``server/discover`` lists the session's revision."""
         pid, body = self.probe_message()
         start = len(self.conn.received)
-        self.conn.send([body], want={orc.idkey(pid)}, timeout=max(self.timeout, STARTUP_TIMEOUT),
-                       headers=[self.headers_for(body)])
-        result = next((m.get("result") for r in self.conn.received[start:] for m in _msgs(r.message)
-                       if isinstance(m, dict) and m.get("id") == pid), None)
+        self.conn.send(
+            [body],
+            want={orc.idkey(pid)},
+            timeout=max(self.timeout, STARTUP_TIMEOUT),
+            headers=[self.headers_for(body)],
+        )
+        result = next(
+            (
+                m.get("result")
+                for r in self.conn.received[start:]
+                for m in _msgs(r.message)
+                if isinstance(m, dict) and m.get("id") == pid
+            ),
+            None,
+        )
         versions = result.get("supportedVersions") if isinstance(result, dict) else None
         if isinstance(result, dict) and isinstance(result.get("capabilities"), dict):
             self.server_capabilities = result["capabilities"]
@@ -183,8 +225,12 @@ class Session:
         self.counter += 1
         pid = f"fuzz-probe-{self.counter}"
         if self.stateless:
-            msg = {"jsonrpc": "2.0", "id": pid, "method": "server/discover",
-                   "params": {"_meta": stateless_meta(self.revision)}}
+            msg = {
+                "jsonrpc": "2.0",
+                "id": pid,
+                "method": "server/discover",
+                "params": {"_meta": stateless_meta(self.revision)},
+            }
         else:
             msg = {"jsonrpc": "2.0", "id": pid, "method": "ping"}
         return pid, _dump(msg)
@@ -210,19 +256,29 @@ class Session:
         received = conn.received[recv_from:]
         probe_answered = orc.idkey(pid) in conn.answered()
         if isinstance(conn, drv.HttpConnection):
-            mine = {h.index for h in conn.http[http_from:] if h.payload is not None and h.payload < len(payloads)}
+            mine = {
+                h.index for h in conn.http[http_from:] if h.payload is not None and h.payload < len(payloads)
+            }
             probe_ex = [h for h in conn.http[http_from:] if h.payload == len(payloads)]
             # over HTTP any answer below 500 shows the server alive (before a session exists,
             # a ping is refused with 400)
             probe_answered = probe_answered or any(h.status is not None and h.status < 500 for h in probe_ex)
             received = [r for r in received if r.http in mine]
         view = orc.CaseView(
-            revision=self.negotiated, transport=conn.kind, payloads=list(payloads), received=received,
+            revision=self.negotiated,
+            transport=conn.kind,
+            payloads=list(payloads),
+            received=received,
             http=[h for h in conn.http[http_from:] if h.payload is not None and h.payload < len(payloads)],
             junk=[j for j in conn.junk if any(r.data is j for r in received)],
-            alive=conn.alive(), exit_code=conn.exit_code(), probe_id=pid,
-            probe_answered=probe_answered, cancelled=cancelled,
-            previously_answered=set(self.answered), initialized=self.handshake_done, timeout=self.timeout,
+            alive=conn.alive(),
+            exit_code=conn.exit_code(),
+            probe_id=pid,
+            probe_answered=probe_answered,
+            cancelled=cancelled,
+            previously_answered=set(self.answered),
+            initialized=self.handshake_done,
+            timeout=self.timeout,
             capabilities=self.server_capabilities if self.judge_capabilities else None,
         )
         violations = orc.check(view)
@@ -237,7 +293,11 @@ def _cancelled_ids(payload: bytes) -> set[str]:
         return set()
     out = set()
     for m in _msgs(msg):
-        if isinstance(m, dict) and m.get("method") == "notifications/cancelled" and isinstance(m.get("params"), dict):
+        if (
+            isinstance(m, dict)
+            and m.get("method") == "notifications/cancelled"
+            and isinstance(m.get("params"), dict)
+        ):
             out.add(orc.idkey(m["params"].get("requestId")))
     return out
 

@@ -29,8 +29,13 @@ class StdioConnection(Connection):
     def __init__(self, target: StdioTarget) -> None:
         super().__init__()
         self.proc = subprocess.Popen(
-            target.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            cwd=target.cwd, env=target.env, start_new_session=True,
+            target.argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=target.cwd,
+            env=target.env,
+            start_new_session=True,
         )
         assert self.proc.stdin and self.proc.stdout and self.proc.stderr
         os.set_blocking(self.proc.stdin.fileno(), False)
@@ -87,19 +92,27 @@ class StdioConnection(Connection):
             try:
                 _, writable, _ = select.select([], [fd], [], left)
                 if writable:
-                    view = view[os.write(fd, view):]
+                    view = view[os.write(fd, view) :]
             except (BrokenPipeError, OSError):
                 return False
         return True
 
-    def send(self, payloads: Sequence[bytes], *, want: set[Any], timeout: float,
-             headers: Sequence[dict[str, str] | None] | None = None) -> None:
+    def send(
+        self,
+        payloads: Sequence[bytes],
+        *,
+        want: set[Any],
+        timeout: float,
+        headers: Sequence[dict[str, str] | None] | None = None,
+    ) -> None:
         deadline = time.monotonic() + timeout
         for data in payloads:
             self.log("send", data)
         blob = b"".join(p + b"\n" for p in payloads)
         if not self._write(blob, deadline):
-            self.events.append({"t": self.now(), "dir": "note", "text": "writing to stdin failed or timed out"})
+            self.events.append(
+                {"t": self.now(), "dir": "note", "text": "writing to stdin failed or timed out"}
+            )
         self.wait(want, max(0.0, deadline - time.monotonic()))
 
     def wait(self, want: set[Any], timeout: float) -> None:

@@ -99,7 +99,9 @@ class StdioFuzzServer(FuzzServer):
         except (UnicodeDecodeError, ValueError, RecursionError):
             with self.cond:
                 self.log.unparsed.append(data)
-            self._write(_dump({"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "parse error"}}))
+            self._write(
+                _dump({"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "parse error"}})
+            )
             return
         self._record(msg, None)
         is_request = isinstance(msg, dict) and isinstance(msg.get("method"), str) and "id" in msg
@@ -116,10 +118,22 @@ class StdioFuzzServer(FuzzServer):
         elif not is_request:
             return  # responses (recorded above) and notifications
         elif msg["method"] == "initialize":
-            self._initialize(_NO_HTTP, _NO_HTTP, msg)  # in this thread: the session exists before the next line
+            self._initialize(
+                _NO_HTTP, _NO_HTTP, msg
+            )  # in this thread: the session exists before the next line
         elif self.log.session_id is None:
-            self._write(_dump({"jsonrpc": "2.0", "id": msg["id"], "error": {
-                "code": -32601, "message": f"{msg['method']} is not a method of {self.revision}"}}))
+            self._write(
+                _dump(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": msg["id"],
+                        "error": {
+                            "code": -32601,
+                            "message": f"{msg['method']} is not a method of {self.revision}",
+                        },
+                    }
+                )
+            )
         else:
             self._serve_in_thread(self._answer_stream, None, None, [msg])
 
@@ -128,8 +142,15 @@ class StdioFuzzServer(FuzzServer):
         if refused:
             with self.cond:
                 self.log.events.append({"t": self.log.now(), "dir": "refused-batch"})
-            self._write(_dump({"jsonrpc": "2.0", "id": None, "error": {
-                "code": orc.INVALID_REQUEST, "message": "batch not accepted here"}}))
+            self._write(
+                _dump(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": None,
+                        "error": {"code": orc.INVALID_REQUEST, "message": "batch not accepted here"},
+                    }
+                )
+            )
         elif requests:
             answers = self._steps_then_answers(None, None, requests)
             parsed = []
@@ -148,8 +169,15 @@ class StdioFuzzServer(FuzzServer):
     def _send(self, conn: Any, sock: Any, *events: Any) -> None:
         pass  # (HTTP framing)
 
-    def _reply(self, conn: Any, sock: Any, status: int, body: bytes = b"",
-               content_type: str = "application/json", extra: Any = ()) -> None:
+    def _reply(
+        self,
+        conn: Any,
+        sock: Any,
+        status: int,
+        body: bytes = b"",
+        content_type: str = "application/json",
+        extra: Any = (),
+    ) -> None:
         if body:
             self._write(body)
 

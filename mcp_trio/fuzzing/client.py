@@ -39,16 +39,16 @@ elsewhere; a batch in a revision without batches is a ``valid-message`` violatio
 In 2026-07-28 there is no session: the server answers ``server/discover``, refuses a
 request whose ``_meta`` does not carry the revision and the client's capabilities, and
 judges the request headers against the body
-(:func:`~._client_oracles._check_stateless_headers`); its steps are notifications only.  Server-to-client requests travel inside ``InputRequiredResult``
-there, which the server does not send yet, so the client ``capabilities`` campaign skips
-that revision (see :func:`mcp_trio.fuzzing.runner._skip_reason`).
+(:func:`~._client_oracles._check_stateless_headers`); its steps are notifications only.
+Server-to-client requests travel inside ``InputRequiredResult`` there, which the server
+does not send yet, so the client ``capabilities`` campaign skips that revision
+(see :func:`mcp_trio.fuzzing.runner._skip_reason`).
 
 This module launches the client against the fuzzing server (:func:`run_plan`) and runs the
 client campaigns (:func:`client_hunt`, :func:`replay_client`); the plans are in :mod:`._plans`,
 the servers in :mod:`._fuzz_server` and :mod:`._stdio_fuzz_server`, the oracles in
 :mod:`._client_oracles` (their public names are re-exported here).
 """
-
 
 from __future__ import annotations
 
@@ -77,7 +77,16 @@ from ._plans import server_methods as server_methods
 from ._stdio_fuzz_server import StdioFuzzServer as StdioFuzzServer
 from .driver import CommandTarget
 
-__all__ = ["ClientRun", "ClientTarget", "FuzzServer", "StdioFuzzServer", "check_client", "minimal", "plans", "run_plan"]
+__all__ = [
+    "ClientRun",
+    "ClientTarget",
+    "FuzzServer",
+    "StdioFuzzServer",
+    "check_client",
+    "minimal",
+    "plans",
+    "run_plan",
+]
 
 
 class ClientTarget(CommandTarget):
@@ -93,8 +102,14 @@ class ClientTarget(CommandTarget):
     kind = "client"
     TRANSPORTS = ("http", "stdio")
 
-    def __init__(self, command: str | Sequence[str], *, transport: str = "http", cwd: str | None = None,
-                 env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        command: str | Sequence[str],
+        *,
+        transport: str = "http",
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
         if transport not in self.TRANSPORTS:
             raise ValueError(f"unknown client transport {transport!r} (one of {', '.join(self.TRANSPORTS)})")
         super().__init__(command, cwd=cwd, env=env)
@@ -115,7 +130,9 @@ class ClientTarget(CommandTarget):
         return cls(desc["command"], transport=desc.get("transport", "http"), cwd=desc.get("cwd"))
 
 
-def run_plan(target: ClientTarget, revision: str, plan: Plan, *, timeout: float, run_time: float) -> ClientRun:
+def run_plan(
+    target: ClientTarget, revision: str, plan: Plan, *, timeout: float, run_time: float
+) -> ClientRun:
     """Serve ``plan`` to one launch of the client; stop it if it is still running after ``run_time``."""
     stdio = target.transport == "stdio"
     server = StdioFuzzServer(plan, revision, timeout) if stdio else FuzzServer(plan, revision, timeout)
@@ -123,9 +140,15 @@ def run_plan(target: ClientTarget, revision: str, plan: Plan, *, timeout: float,
     hung = False
     with tempfile.TemporaryFile() as out:
         try:
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out,
-                                    stderr=subprocess.STDOUT, cwd=target.cwd, env=target.env,
-                                    start_new_session=True)
+            proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                cwd=target.cwd,
+                env=target.env,
+                start_new_session=True,
+            )
             try:
                 proc.wait(timeout=run_time)
             except subprocess.TimeoutExpired:
@@ -135,7 +158,9 @@ def run_plan(target: ClientTarget, revision: str, plan: Plan, *, timeout: float,
             server.close()
         out.seek(0)
         output = out.read()[-16384:].decode("utf-8", "replace")
-    return ClientRun(server.log, proc.returncode if not hung else None, hung, output, revision, target.transport)
+    return ClientRun(
+        server.log, proc.returncode if not hung else None, hung, output, revision, target.transport
+    )
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
@@ -148,9 +173,18 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
             continue
 
 
-def transcript_of(target: ClientTarget, revision: str, plan: Plan, run: ClientRun, violations: list[orc.Violation],
-                  timeout: float, run_time: float, seed: int | None, fmt: str,
-                  campaign: str = "client") -> dict[str, Any]:
+def transcript_of(
+    target: ClientTarget,
+    revision: str,
+    plan: Plan,
+    run: ClientRun,
+    violations: list[orc.Violation],
+    timeout: float,
+    run_time: float,
+    seed: int | None,
+    fmt: str,
+    campaign: str = "client",
+) -> dict[str, Any]:
     return {
         "format": fmt,
         "target": target.describe(),
@@ -182,13 +216,16 @@ def client_hunt(cfg: Any, revision: str, stats: Any, campaign: str = "client") -
         stats.sessions += 1
         run = run_plan(target, revision, plan, timeout=cfg.timeout, run_time=cfg.run_time)
         if stats.sessions == 1 and not cfg.all_revisions and _speaks_another_revision(run):
-            raise TargetError(f"the client does not speak {revision} (it sent initialize instead); "
-                              "--all-revisions fuzzes it anyway")
+            raise TargetError(
+                f"the client does not speak {revision} (it sent initialize instead); "
+                "--all-revisions fuzzes it anyway"
+            )
         return [_dump(plan)], [], check_client(run, cfg.run_time)
 
     def replay_best(payloads: list[bytes], notes: list[str]) -> tuple[dict[str, Any], list[orc.Violation]]:
-        return _replay_plan(target, revision, json.loads(payloads[0]), cfg.timeout, cfg.run_time, cfg.seed,
-                            campaign)
+        return _replay_plan(
+            target, revision, json.loads(payloads[0]), cfg.timeout, cfg.run_time, cfg.seed, campaign
+        )
 
     strategy = capability_plans(revision) if campaign == "capabilities" else plans(revision)
     if cfg.skip_probes:
@@ -200,8 +237,11 @@ def client_hunt(cfg: Any, revision: str, stats: Any, campaign: str = "client") -
 def _speaks_another_revision(run: ClientRun) -> bool:
     """A client asked for 2026-07-28 that opened with ``initialize`` (a handshake revision) and
     never sent a request of the stateless revision: it does not speak it, which is no finding."""
-    return (_versions.is_stateless(run.revision) and run.log.negotiated is None
-            and any(isinstance(m, dict) and m.get("method") == "initialize" for m, _ in run.log.client_messages))
+    return (
+        _versions.is_stateless(run.revision)
+        and run.log.negotiated is None
+        and any(isinstance(m, dict) and m.get("method") == "initialize" for m, _ in run.log.client_messages)
+    )
 
 
 def plan_kinds(plan: Plan) -> set[str]:
@@ -216,21 +256,37 @@ def plan_kinds(plan: Plan) -> set[str]:
     return kinds | {a["kind"] for answers in (plan.get("answers") or {}).values() for a in answers}
 
 
-def _replay_plan(target: ClientTarget, revision: str, plan: Plan, timeout: float, run_time: float,
-                 seed: int | None, campaign: str = "client") -> tuple[dict[str, Any], list[orc.Violation]]:
+def _replay_plan(
+    target: ClientTarget,
+    revision: str,
+    plan: Plan,
+    timeout: float,
+    run_time: float,
+    seed: int | None,
+    campaign: str = "client",
+) -> tuple[dict[str, Any], list[orc.Violation]]:
     run = run_plan(target, revision, plan, timeout=timeout, run_time=run_time)
     violations = check_client(run, run_time)
-    return transcript_of(target, revision, plan, run, violations, timeout, run_time, seed,
-                         TRANSCRIPT_FORMAT, campaign), violations
+    return transcript_of(
+        target, revision, plan, run, violations, timeout, run_time, seed, TRANSCRIPT_FORMAT, campaign
+    ), violations
 
 
-def replay_client(data: dict[str, Any], *, target: Any = None,
-                  timeout: float | None = None) -> tuple[dict[str, Any], list[orc.Violation]]:
+def replay_client(
+    data: dict[str, Any], *, target: Any = None, timeout: float | None = None
+) -> tuple[dict[str, Any], list[orc.Violation]]:
     """Serve a client transcript's plan again to a fresh launch of the client."""
     if target is None:
         desc = data["target"]
         target = ClientTarget.from_description(desc)
     if not isinstance(target, ClientTarget):
         raise ValueError("a client transcript replays against a client (--client CMD)")
-    return _replay_plan(target, data["revision"], data["plan"], timeout or data.get("timeout", 5.0),
-                        data.get("run_time", 30.0), None, data.get("campaign", "client"))
+    return _replay_plan(
+        target,
+        data["revision"],
+        data["plan"],
+        timeout or data.get("timeout", 5.0),
+        data.get("run_time", 30.0),
+        None,
+        data.get("campaign", "client"),
+    )

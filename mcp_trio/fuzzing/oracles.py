@@ -46,80 +46,121 @@ class Oracle:
     source: str  # where that text is
 
 
-ORACLES: dict[str, Oracle] = {o.name: o for o in (
-    Oracle("alive", "the peer stays alive and answers a ping after every case",
-           "The receiver MUST respond promptly with an empty response.",
-           "MCP basic/utilities/ping; basic/lifecycle (a session ends only by shutdown)"),
-    Oracle("one-response", "every request gets exactly one response with its id, in time, unless cancelled",
-           "Responses MUST include the same ID as the request they correspond to. [...] When a rpc call is "
-           "made, the Server MUST reply with a Response, except for in the case of Notifications.",
-           "MCP basic (Responses); JSON-RPC 2.0 section 5"),
-    Oracle("no-response-to-notification", "nothing answers a notification, nothing comes unasked",
-           "Notifications [...] The receiver MUST NOT send a response.",
-           "MCP basic (Notifications); JSON-RPC 2.0 section 4.1"),
-    Oracle("error-codes", "the JSON-RPC error codes for parse errors, invalid requests, unknown methods "
-           "and invalid params",
-           "-32700 Parse error: Invalid JSON was received by the server. -32600 Invalid Request: The JSON "
-           "sent is not a valid Request object. -32601 Method not found. -32602 Invalid params. [...] If "
-           "there was an error in detecting the id in the Request object (e.g. Parse error/Invalid "
-           "Request), it MUST be Null.",
-           "JSON-RPC 2.0 section 5.1; MCP basic (Requests: the ID MUST NOT be null; string or integer)"),
-    Oracle("valid-response", "every response is valid for the negotiated revision",
-           "Responses [...] MUST include either a result or an error. A response MUST NOT set both. [...] "
-           "Error codes MUST be integers.",
-           "MCP basic (Responses) and the revision's schema.json (result types)"),
-    Oracle("stdout", "nothing but MCP messages on a stdio server's stdout",
-           "The server MUST NOT write anything to its stdout that is not a valid MCP message.",
-           "MCP basic/transports (stdio)"),
-    Oracle("http-status", "HTTP status codes as Streamable HTTP says",
-           "If the input is a JSON-RPC response or notification: If the server accepts the input, the "
-           "server MUST return HTTP status code 202 Accepted with no body. If the server cannot accept the "
-           "input, it MUST return an HTTP error status code (e.g., 400 Bad Request). [...] If the input is "
-           "a JSON-RPC request, the server MUST either return Content-Type: text/event-stream [...] or "
-           "Content-Type: application/json. [...] The server MUST either return Content-Type: "
-           "text/event-stream in response to this HTTP GET, or else return HTTP 405 Method Not Allowed",
-           "MCP basic/transports (Streamable HTTP, Sending Messages to the Server, Listening for Messages "
-           "from the Server)"),
-    Oracle("http-session", "session and version headers are checked",
-           "Servers that require a session ID SHOULD respond to requests without an Mcp-Session-Id header "
-           "(other than initialization) with HTTP 400 Bad Request. [...] it MUST respond to requests "
-           "containing that session ID with HTTP 404 Not Found. [...] If the server receives a request "
-           "with an invalid or unsupported MCP-Protocol-Version, it MUST respond with 400 Bad Request. "
-           "[...] If the Origin header is present and invalid, servers MUST respond with HTTP 403 Forbidden.",
-           "MCP basic/transports (Session Management, Protocol Version Header, Security Warning)"),
-    Oracle("version-negotiation", "initialize is answered with the requested version when the server "
-           "speaks it, and never with a version that does not exist",
-           "If the server supports the requested protocol version, it MUST respond with the same version. "
-           "Otherwise, the server MUST respond with another protocol version it supports.",
-           "MCP basic/lifecycle (Version Negotiation)"),
-    Oracle("valid-message", "every request and notification a client sends is valid for the negotiated "
-           "revision",
-           "Requests MUST include a string or integer ID. [...] the client and server MUST only use "
-           "capabilities that were successfully negotiated",
-           "MCP basic (Requests), basic/lifecycle (Operation) and the revision's schema.json"),
-    Oracle("client-ids", "a client never reuses a request id in a session and never sends a null one",
-           "Unlike base JSON-RPC, the ID MUST NOT be null. The request ID MUST NOT have been previously used "
-           "by the requestor within the same session.",
-           "MCP basic (Requests)"),
-    Oracle("capabilities", "a request that needs a capability the receiver did not advertise is "
-           "refused with an error, -32601 Method not found (a note otherwise: the MUST binds the sender)",
-           "Both parties MUST: [...] Only use capabilities that were successfully negotiated. [...] Servers "
-           "that support prompts MUST declare the prompts capability [likewise tools, resources, logging]. "
-           "[...] Servers SHOULD return standard JSON-RPC errors for common failure cases: Method not "
-           "found: -32601 (Capability not supported) [...] Client does not support roots: -32601 (Method "
-           "not found)",
-           "MCP basic/lifecycle (Operation; Capability Negotiation), server/prompts, server/tools, "
-           "server/resources, server/utilities/completion, client/roots (Error Handling); 2026-07-28 "
-           "schema (MethodNotFoundError: \"a method gated behind a server capability the server did not "
-           "advertise\")"),
-    Oracle("client-http", "the headers a Streamable HTTP client must send",
-           "The client MUST include an Accept header, listing both application/json and text/event-stream "
-           "as supported content types. [...] clients using the Streamable HTTP transport MUST include it "
-           "in the Mcp-Session-Id header on all of their subsequent HTTP requests. [...] the client MUST "
-           "include the MCP-Protocol-Version: <protocol-version> HTTP header on all subsequent requests",
-           "MCP basic/transports (Streamable HTTP: Sending Messages, Session Management, Protocol Version "
-           "Header)"),
-)}
+ORACLES: dict[str, Oracle] = {
+    o.name: o
+    for o in (
+        Oracle(
+            "alive",
+            "the peer stays alive and answers a ping after every case",
+            "The receiver MUST respond promptly with an empty response.",
+            "MCP basic/utilities/ping; basic/lifecycle (a session ends only by shutdown)",
+        ),
+        Oracle(
+            "one-response",
+            "every request gets exactly one response with its id, in time, unless cancelled",
+            "Responses MUST include the same ID as the request they correspond to. [...] When a rpc call is "
+            "made, the Server MUST reply with a Response, except for in the case of Notifications.",
+            "MCP basic (Responses); JSON-RPC 2.0 section 5",
+        ),
+        Oracle(
+            "no-response-to-notification",
+            "nothing answers a notification, nothing comes unasked",
+            "Notifications [...] The receiver MUST NOT send a response.",
+            "MCP basic (Notifications); JSON-RPC 2.0 section 4.1",
+        ),
+        Oracle(
+            "error-codes",
+            "the JSON-RPC error codes for parse errors, invalid requests, unknown methods and invalid params",
+            "-32700 Parse error: Invalid JSON was received by the server. -32600 Invalid Request: The JSON "
+            "sent is not a valid Request object. -32601 Method not found. -32602 Invalid params. [...] If "
+            "there was an error in detecting the id in the Request object (e.g. Parse error/Invalid "
+            "Request), it MUST be Null.",
+            "JSON-RPC 2.0 section 5.1; MCP basic (Requests: the ID MUST NOT be null; string or integer)",
+        ),
+        Oracle(
+            "valid-response",
+            "every response is valid for the negotiated revision",
+            "Responses [...] MUST include either a result or an error. A response MUST NOT set both. [...] "
+            "Error codes MUST be integers.",
+            "MCP basic (Responses) and the revision's schema.json (result types)",
+        ),
+        Oracle(
+            "stdout",
+            "nothing but MCP messages on a stdio server's stdout",
+            "The server MUST NOT write anything to its stdout that is not a valid MCP message.",
+            "MCP basic/transports (stdio)",
+        ),
+        Oracle(
+            "http-status",
+            "HTTP status codes as Streamable HTTP says",
+            "If the input is a JSON-RPC response or notification: If the server accepts the input, the "
+            "server MUST return HTTP status code 202 Accepted with no body. If the server cannot accept the "
+            "input, it MUST return an HTTP error status code (e.g., 400 Bad Request). [...] If the input is "
+            "a JSON-RPC request, the server MUST either return Content-Type: text/event-stream [...] or "
+            "Content-Type: application/json. [...] The server MUST either return Content-Type: "
+            "text/event-stream in response to this HTTP GET, or else return HTTP 405 Method Not Allowed",
+            "MCP basic/transports (Streamable HTTP, Sending Messages to the Server, Listening for Messages "
+            "from the Server)",
+        ),
+        Oracle(
+            "http-session",
+            "session and version headers are checked",
+            "Servers that require a session ID SHOULD respond to requests without an Mcp-Session-Id header "
+            "(other than initialization) with HTTP 400 Bad Request. [...] it MUST respond to requests "
+            "containing that session ID with HTTP 404 Not Found. [...] If the server receives a request "
+            "with an invalid or unsupported MCP-Protocol-Version, it MUST respond with 400 Bad Request. "
+            "[...] If the Origin header is present and invalid, servers MUST respond with HTTP 403 "
+            "Forbidden.",
+            "MCP basic/transports (Session Management, Protocol Version Header, Security Warning)",
+        ),
+        Oracle(
+            "version-negotiation",
+            "initialize is answered with the requested version when the server "
+            "speaks it, and never with a version that does not exist",
+            "If the server supports the requested protocol version, it MUST respond with the same version. "
+            "Otherwise, the server MUST respond with another protocol version it supports.",
+            "MCP basic/lifecycle (Version Negotiation)",
+        ),
+        Oracle(
+            "valid-message",
+            "every request and notification a client sends is valid for the negotiated revision",
+            "Requests MUST include a string or integer ID. [...] the client and server MUST only use "
+            "capabilities that were successfully negotiated",
+            "MCP basic (Requests), basic/lifecycle (Operation) and the revision's schema.json",
+        ),
+        Oracle(
+            "client-ids",
+            "a client never reuses a request id in a session and never sends a null one",
+            "Unlike base JSON-RPC, the ID MUST NOT be null. The request ID MUST NOT have been "
+            "previously used by the requestor within the same session.",
+            "MCP basic (Requests)",
+        ),
+        Oracle(
+            "capabilities",
+            "a request that needs a capability the receiver did not advertise is "
+            "refused with an error, -32601 Method not found (a note otherwise: the MUST binds the sender)",
+            "Both parties MUST: [...] Only use capabilities that were successfully negotiated. [...] Servers "
+            "that support prompts MUST declare the prompts capability [likewise tools, resources, logging]. "
+            "[...] Servers SHOULD return standard JSON-RPC errors for common failure cases: Method not "
+            "found: -32601 (Capability not supported) [...] Client does not support roots: -32601 (Method "
+            "not found)",
+            "MCP basic/lifecycle (Operation; Capability Negotiation), server/prompts, server/tools, "
+            "server/resources, server/utilities/completion, client/roots (Error Handling); 2026-07-28 "
+            'schema (MethodNotFoundError: "a method gated behind a server capability the server did not '
+            'advertise")',
+        ),
+        Oracle(
+            "client-http",
+            "the headers a Streamable HTTP client must send",
+            "The client MUST include an Accept header, listing both application/json and text/event-stream "
+            "as supported content types. [...] clients using the Streamable HTTP transport MUST include it "
+            "in the Mcp-Session-Id header on all of their subsequent HTTP requests. [...] the client MUST "
+            "include the MCP-Protocol-Version: <protocol-version> HTTP header on all subsequent requests",
+            "MCP basic/transports (Streamable HTTP: Sending Messages, Session Management, Protocol Version "
+            "Header)",
+        ),
+    )
+}
 
 
 @dataclass
@@ -138,8 +179,13 @@ class Violation:
 
     def to_json(self) -> dict[str, Any]:
         o = ORACLES.get(self.oracle)
-        return {"oracle": self.oracle, "key": self.key, "message": self.message, "severity": self.severity,
-                **({"spec": o.spec, "source": o.source} if o else {})}
+        return {
+            "oracle": self.oracle,
+            "key": self.key,
+            "message": self.message,
+            "severity": self.severity,
+            **({"spec": o.spec, "source": o.source} if o else {}),
+        }
 
 
 # ------------------------------------------------------------------ check
@@ -179,14 +225,18 @@ def _responses(received: Sequence[Any]) -> list[Any]:
 
 def _envelope_problem(msg: dict[str, Any]) -> str | None:
     if msg.get("jsonrpc") != "2.0":
-        return "jsonrpc is not \"2.0\""
+        return 'jsonrpc is not "2.0"'
     if ("result" in msg) == ("error" in msg):
         return "a response must carry exactly one of result and error"
     if "id" not in msg:
         return "a response without an id"
     if "error" in msg:
         err = msg["error"]
-        if not isinstance(err, dict) or not isinstance(err.get("code"), int) or isinstance(err.get("code"), bool):
+        if (
+            not isinstance(err, dict)
+            or not isinstance(err.get("code"), int)
+            or isinstance(err.get("code"), bool)
+        ):
             return "the error has no integer code"
         if not isinstance(err.get("message"), str):
             return "the error has no string message"
@@ -211,7 +261,9 @@ def _result_problem(revision: str, method: str, result: Any) -> str | None:
 
 
 def _excerpt(data: Any, limit: int = 200) -> str:
-    text = data.decode("utf-8", "replace") if isinstance(data, bytes) else json.dumps(data, ensure_ascii=False)
+    text = (
+        data.decode("utf-8", "replace") if isinstance(data, bytes) else json.dumps(data, ensure_ascii=False)
+    )
     return text if len(text) <= limit else text[:limit] + "..."
 
 
@@ -221,14 +273,23 @@ def check(view: CaseView) -> list[Violation]:
     if not view.alive:
         out.append(Violation("alive", f"the peer exited (status {view.exit_code})", "exited"))
     elif view.probe_id is not None and not view.probe_answered:
-        out.append(Violation("alive", f"no answer to the ping sent after the case within {view.timeout} s",
-                             "no-ping-answer"))
+        out.append(
+            Violation(
+                "alive",
+                f"no answer to the ping sent after the case within {view.timeout} s",
+                "no-ping-answer",
+            )
+        )
     if view.junk:
-        out.append(Violation("stdout", f"not a JSON-RPC message on stdout: {_excerpt(view.junk[0])!r}", "junk"))
+        out.append(
+            Violation("stdout", f"not a JSON-RPC message on stdout: {_excerpt(view.junk[0])!r}", "junk")
+        )
 
     # HTTP: a refused body needs no JSON-RPC answer; the status is checked instead
-    expects = [classify_payload(p, view.revision, view.transport, initialized=view.initialized)
-               for p in view.payloads]
+    expects = [
+        classify_payload(p, view.revision, view.transport, initialized=view.initialized)
+        for p in view.payloads
+    ]
     waived: set[int] = set()
     if view.transport == "http":
         for ex in view.http:
@@ -273,11 +334,21 @@ def check(view: CaseView) -> list[Violation]:
             other = next((n for n in null_pool if "error" in n), None)
             if other is not None:
                 null_pool.remove(other)
-                out.append(Violation("error-codes", f"expected error {code} with id null, got "
-                                     f"{other['error']['code']}", f"want-{code}"))
+                out.append(
+                    Violation(
+                        "error-codes",
+                        f"expected error {code} with id null, got {other['error']['code']}",
+                        f"want-{code}",
+                    )
+                )
             else:
-                out.append(Violation("error-codes", f"no error {code} (with id null) for a message that "
-                                     "calls for it", f"missing-{code}"))
+                out.append(
+                    Violation(
+                        "error-codes",
+                        f"no error {code} (with id null) for a message that calls for it",
+                        f"missing-{code}",
+                    )
+                )
         else:
             null_pool.remove(match)
     if view.transport == "http" and _versions.is_stateless(view.revision):
@@ -295,44 +366,79 @@ def check(view: CaseView) -> list[Violation]:
                 continue
         if len(got) < x.count and not x.lenient and key not in view.cancelled and key not in waived_ids:
             if view.alive:
-                out.append(Violation("one-response", f"no response to request id {key} within {view.timeout} s",
-                                     "missing"))
+                out.append(
+                    Violation(
+                        "one-response", f"no response to request id {key} within {view.timeout} s", "missing"
+                    )
+                )
         if len(got) > max(x.count, 1) or (x.count == 0 and got and not x.lenient):
             out.append(Violation("one-response", f"{len(got)} responses to request id {key}", "extra"))
         for msg in got:
             if x.codes is not None:
                 if "error" not in msg:
-                    out.append(Violation("error-codes", f"expected error {sorted(x.codes)} for id {key}, got a "
-                                         f"result: {_excerpt(msg)}", f"result-instead-of-{min(x.codes)}"))
+                    out.append(
+                        Violation(
+                            "error-codes",
+                            f"expected error {sorted(x.codes)} for id {key}, got a result: {_excerpt(msg)}",
+                            f"result-instead-of-{min(x.codes)}",
+                        )
+                    )
                 elif msg["error"]["code"] not in x.codes:
-                    out.append(Violation("error-codes", f"expected error {sorted(x.codes)} for id {key}, got "
-                                         f"{msg['error']['code']}: {_excerpt(msg)}", f"want-{min(x.codes)}"))
+                    out.append(
+                        Violation(
+                            "error-codes",
+                            f"expected error {sorted(x.codes)} for id {key}, got "
+                            f"{msg['error']['code']}: {_excerpt(msg)}",
+                            f"want-{min(x.codes)}",
+                        )
+                    )
             elif x.must_error and "error" not in msg:
-                out.append(Violation("error-codes", f"expected an error for id {key}, got a result: "
-                                     f"{_excerpt(msg)}", "result-instead-of-error"))
+                out.append(
+                    Violation(
+                        "error-codes",
+                        f"expected an error for id {key}, got a result: {_excerpt(msg)}",
+                        "result-instead-of-error",
+                    )
+                )
             elif x.method is not None and "result" in msg:
                 problem = _result_problem(view.revision, x.method, msg["result"])
                 if problem:
-                    out.append(Violation("valid-response", f"the {x.method} result does not decode as "
-                                         f"{view.revision}: {problem[:300]}", f"result:{x.method}"))
+                    out.append(
+                        Violation(
+                            "valid-response",
+                            f"the {x.method} result does not decode as {view.revision}: {problem[:300]}",
+                            f"result:{x.method}",
+                        )
+                    )
     for key, got in by_id.items():
         if key in total.ids or key == probe_key:
             continue
         if key in view.previously_answered:
-            out.append(Violation("one-response", f"a second response to id {key}: {_excerpt(got[0])}", "extra"))
+            out.append(
+                Violation("one-response", f"a second response to id {key}: {_excerpt(got[0])}", "extra")
+            )
         else:
-            out.append(Violation("no-response-to-notification",
-                                 f"a response to an id no request of the case has: {_excerpt(got[0])}",
-                                 "unknown-id"))
+            out.append(
+                Violation(
+                    "no-response-to-notification",
+                    f"a response to an id no request of the case has: {_excerpt(got[0])}",
+                    "unknown-id",
+                )
+            )
 
     if view.capabilities is not None:
         out += capability_notes(view.revision, view.payloads, view.capabilities, by_id)
     if total.utf8_in_string:
         out += _utf8_note(view, total, nulls)
     if len(null_pool) > total.null_allowed:
-        out.append(Violation("no-response-to-notification",
-                             f"{len(null_pool) - total.null_allowed} unasked response(s) with id null: "
-                             f"{_excerpt(null_pool[0])}", "null-id"))
+        out.append(
+            Violation(
+                "no-response-to-notification",
+                f"{len(null_pool) - total.null_allowed} unasked response(s) with id null: "
+                f"{_excerpt(null_pool[0])}",
+                "null-id",
+            )
+        )
     return out
 
 
@@ -361,12 +467,21 @@ def judge_capability_answer(method: str, answer: dict[str, Any]) -> Violation | 
     error other than -32601.  Never a violation: lifecycle's "only use capabilities that were
     successfully negotiated" binds the sender, and the receiver's error code is a SHOULD."""
     if "result" in answer:
-        return Violation("capabilities", f"{method} got a result although the capability it needs was not "
-                         f"advertised: {_excerpt(answer)}", "result-instead-of-error", severity="note")
+        return Violation(
+            "capabilities",
+            f"{method} got a result although the capability it needs was not advertised: {_excerpt(answer)}",
+            "result-instead-of-error",
+            severity="note",
+        )
     code = answer.get("error", {}).get("code") if isinstance(answer.get("error"), dict) else None
     if code not in capability_codes(method):
-        return Violation("capabilities", f"{method} (capability not advertised) refused with {code}, not -32601 "
-                         f"Method not found: {_excerpt(answer)}", "code", severity="note")
+        return Violation(
+            "capabilities",
+            f"{method} (capability not advertised) refused with {code}, not -32601 "
+            f"Method not found: {_excerpt(answer)}",
+            "code",
+            severity="note",
+        )
     return None
 
 
@@ -378,8 +493,12 @@ def capability_codes(method: str) -> set[int]:
     return {METHOD_NOT_FOUND, INVALID_PARAMS} if method.startswith("tasks/") else {METHOD_NOT_FOUND}
 
 
-def capability_notes(revision: str, payloads: Sequence[bytes], capabilities: dict[str, Any],
-                     by_id: dict[str, list[dict[str, Any]]]) -> list[Violation]:
+def capability_notes(
+    revision: str,
+    payloads: Sequence[bytes],
+    capabilities: dict[str, Any],
+    by_id: dict[str, list[dict[str, Any]]],
+) -> list[Violation]:
     """The ``capabilities`` oracle over one case (exactly one answer is ``one-response``'s job)."""
     out = []
     for key, method in gated_requests(revision, payloads, capabilities).items():
@@ -392,14 +511,22 @@ def capability_notes(revision: str, payloads: Sequence[bytes], capabilities: dic
 
 def _utf8_note(view: CaseView, total: Expect, nulls: list[dict[str, Any]]) -> list[Violation]:
     """A note (not a violation) when a frame with invalid UTF-8 inside a string was not refused."""
-    refusals = sum(1 for n in nulls if isinstance(n.get("error"), dict) and n["error"].get("code") == PARSE_ERROR)
+    refusals = sum(
+        1 for n in nulls if isinstance(n.get("error"), dict) and n["error"].get("code") == PARSE_ERROR
+    )
     refusals -= total.null_required.count(PARSE_ERROR)
     refusals += sum(1 for ex in view.http if ex.status is not None and 400 <= ex.status < 500)
     if refusals >= total.utf8_in_string:
         return []
-    return [Violation("error-codes", "a message with invalid UTF-8 inside a string was taken leniently, "
-                      "not refused with -32700 (RFC 8259 section 9 allows it; MCP wants UTF-8)",
-                      "utf8-accepted", severity="note")]
+    return [
+        Violation(
+            "error-codes",
+            "a message with invalid UTF-8 inside a string was taken leniently, "
+            "not refused with -32700 (RFC 8259 section 9 allows it; MCP wants UTF-8)",
+            "utf8-accepted",
+            severity="note",
+        )
+    ]
 
 
 def _check_http(ex: Any, e: Expect) -> list[Violation]:
@@ -410,21 +537,47 @@ def _check_http(ex: Any, e: Expect) -> list[Violation]:
         return out
     if ex.status >= 500:
         out.append(Violation("http-status", f"HTTP {ex.status} (a server error) for a POST", "5xx"))
-    elif e.has_request and e.valid_request and ex.status >= 300 and not e.lenient and (
-        ex.content_type != "application/json"
+    elif (
+        e.has_request
+        and e.valid_request
+        and ex.status >= 300
+        and not e.lenient
+        and (ex.content_type != "application/json")
     ):
         # (an HTTP error status that carries the JSON-RPC error response is an answer)
-        out.append(Violation("http-status", f"HTTP {ex.status} without a JSON-RPC answer for a valid request",
-                             "refused-valid"))
-    elif e.has_request and ex.status == 200 and ex.content_type not in ("application/json", "text/event-stream"):
-        out.append(Violation("http-status", f"HTTP 200 with Content-Type {ex.content_type!r} for a request",
-                             "content-type"))
+        out.append(
+            Violation(
+                "http-status",
+                f"HTTP {ex.status} without a JSON-RPC answer for a valid request",
+                "refused-valid",
+            )
+        )
+    elif (
+        e.has_request
+        and ex.status == 200
+        and ex.content_type not in ("application/json", "text/event-stream")
+    ):
+        out.append(
+            Violation(
+                "http-status", f"HTTP 200 with Content-Type {ex.content_type!r} for a request", "content-type"
+            )
+        )
     elif not e.has_request and 200 <= ex.status < 300 and e.null_required:
-        out.append(Violation("http-status", f"HTTP {ex.status} for input that cannot be accepted "
-                             "(MUST be an HTTP error status)", "accepted-invalid"))
+        out.append(
+            Violation(
+                "http-status",
+                f"HTTP {ex.status} for input that cannot be accepted (MUST be an HTTP error status)",
+                "accepted-invalid",
+            )
+        )
     elif not e.has_request and not e.null_required and ex.status == 200:
-        out.append(Violation("http-status", "HTTP 200 for notifications or responses only (MUST be 202)",
-                             "200-for-notification"))
+        out.append(
+            Violation(
+                "http-status",
+                "HTTP 200 for notifications or responses only (MUST be 202)",
+                "200-for-notification",
+            )
+        )
     elif ex.status == 202 and ex.body_excerpt:
         out.append(Violation("http-status", "HTTP 202 with a body", "202-body"))
     return out

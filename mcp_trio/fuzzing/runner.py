@@ -96,8 +96,10 @@ def run_campaign(cfg: FuzzConfig, revision: str, campaign: str) -> CampaignStats
         cfg.progress(f"{revision} {campaign}: ABORTED: {stats.aborted}")
     finally:
         stats.seconds = time.monotonic() - started
-    cfg.progress(f"{revision} {campaign}: done, {stats.examples} examples, {len(stats.findings)} findings "
-                 f"in {stats.seconds:.1f} s")
+    cfg.progress(
+        f"{revision} {campaign}: done, {stats.examples} examples, {len(stats.findings)} findings "
+        f"in {stats.seconds:.1f} s"
+    )
     return stats
 
 
@@ -122,8 +124,10 @@ def _skip_reason(cfg: FuzzConfig, revision: str, campaign: str) -> str | None:
     if kind == "client" and campaign not in ("client", "capabilities"):
         return f"the {campaign} campaign is for servers"
     if kind == "client" and campaign == "capabilities" and _versions.is_stateless(revision):
-        return (f"{revision}: the client capabilities campaign needs server-to-client requests, which "
-                f"{revision} sends only inside InputRequiredResult; not written yet")
+        return (
+            f"{revision}: the client capabilities campaign needs server-to-client requests, which "
+            f"{revision} sends only inside InputRequiredResult; not written yet"
+        )
     if campaign == "http" and kind != "http":
         return "the http campaign needs an --http target"
     if campaign in ("lifecycle", "stateful") and _versions.is_stateless(revision):
@@ -131,8 +135,9 @@ def _skip_reason(cfg: FuzzConfig, revision: str, campaign: str) -> str | None:
     return None
 
 
-def _search(cfg: FuzzConfig, revision: str, campaign: str, stats: CampaignStats, hunt: Hunt,
-            started: float) -> None:
+def _search(
+    cfg: FuzzConfig, revision: str, campaign: str, stats: CampaignStats, hunt: Hunt, started: float
+) -> None:
     """Rounds of hypothesis runs: find a new violation, shrink it, keep it if it replays."""
     found: set[str] = set()
 
@@ -151,9 +156,16 @@ def _search(cfg: FuzzConfig, revision: str, campaign: str, stats: CampaignStats,
         errors: list[BaseException] = []
         chunk = 25 if cfg.time_budget is not None else max(1, (cfg.max_examples or 0) - stats.examples)
 
-        @settings(database=None, max_examples=chunk, deadline=None, derandomize=False,
-                  suppress_health_check=ALL_HEALTH_CHECKS, verbosity=Verbosity.quiet,
-                  phases=[Phase.generate, Phase.shrink], report_multiple_bugs=False)
+        @settings(
+            database=None,
+            max_examples=chunk,
+            deadline=None,
+            derandomize=False,
+            suppress_health_check=ALL_HEALTH_CHECKS,
+            verbosity=Verbosity.quiet,
+            phases=[Phase.generate, Phase.shrink],
+            report_multiple_bugs=False,
+        )
         @seed(cfg.seed * 1000 + round_no)
         @given(hunt.strategy)
         def test(case: Any) -> None:
@@ -168,8 +180,9 @@ def _search(cfg: FuzzConfig, revision: str, campaign: str, stats: CampaignStats,
             if not focus:
                 stats.examples += 1
                 if stats.examples % 25 == 0:
-                    cfg.progress(f"{revision} {campaign}: {stats.examples} examples, "
-                                 f"{len(stats.findings)} findings")
+                    cfg.progress(
+                        f"{revision} {campaign}: {stats.examples} examples, {len(stats.findings)} findings"
+                    )
             try:
                 payloads, notes, violations = hunt.execute(case)
             except Exception as exc:  # no session at all, or the fuzzer's own failure: stop, visibly
@@ -198,8 +211,9 @@ def _search(cfg: FuzzConfig, revision: str, campaign: str, stats: CampaignStats,
         found.add(focus[0])
         hunt.reset()
         transcript, violations = hunt.replay(best[1], best[2])
-        keep_if_replayed(cfg, stats, revision, campaign, focus[0], violations, len(best[1]),
-                         partial(dict, transcript))
+        keep_if_replayed(
+            cfg, stats, revision, campaign, focus[0], violations, len(best[1]), partial(dict, transcript)
+        )
     if len(stats.findings) >= cfg.max_findings:
         stats.capped = True
 
@@ -218,8 +232,9 @@ def target_from(description: dict[str, Any]) -> drv.StdioTarget | drv.HttpTarget
     raise ValueError(f"unknown target {description!r}")
 
 
-def replay(path: str | Path, *, target: drv.StdioTarget | drv.HttpTarget | None = None,
-           timeout: float | None = None) -> tuple[dict[str, Any], list[orc.Violation]]:
+def replay(
+    path: str | Path, *, target: drv.StdioTarget | drv.HttpTarget | None = None, timeout: float | None = None
+) -> tuple[dict[str, Any], list[orc.Violation]]:
     """Send a transcript's case again on a fresh session; (new transcript, violations)."""
     data = load_transcript(path)
     if data.get("campaign") == "client" or data.get("target", {}).get("kind") == "client":
@@ -233,5 +248,6 @@ def replay(path: str | Path, *, target: drv.StdioTarget | drv.HttpTarget | None 
     chosen = target or target_from(data["target"])
     if isinstance(chosen, ClientTarget):
         raise ValueError(f"{path} is a server transcript; replay it against a server, not a client")
-    return _replay_payloads(chosen, data["revision"], data["campaign"],
-                            payloads, notes, timeout or data.get("timeout", 5.0))
+    return _replay_payloads(
+        chosen, data["revision"], data["campaign"], payloads, notes, timeout or data.get("timeout", 5.0)
+    )

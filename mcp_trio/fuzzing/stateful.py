@@ -40,8 +40,11 @@ __all__ = ["ServerMachine", "run_stateful", "run_steps"]
 Step = dict[str, Any]
 BOGUS_VERSIONS = ("1999-01-01", "2099-12-31", "")
 CAPABILITY_VARIANTS: tuple[dict[str, Any], ...] = (
-    {}, {"roots": {"listChanged": True}}, {"sampling": {}, "elicitation": {}},
-    {"experimental": {"fuzz": {"x": [1]}}}, {"unknown-capability": {}},
+    {},
+    {"roots": {"listChanged": True}},
+    {"sampling": {}, "elicitation": {}},
+    {"experimental": {"fuzz": {"x": [1]}}},
+    {"unknown-capability": {}},
 )
 PROGRESS_METHODS = ("tools/list", "prompts/list", "resources/list", "ping")
 
@@ -95,21 +98,42 @@ class StepRunner:
     def _initialize(self, version: str, capabilities: dict[str, Any]) -> list[orc.Violation]:
         answer = self.session.initialize(version, capabilities)
         if answer is None:
-            return [orc.Violation("alive", f"no answer to initialize ({version!r}) within the timeout",
-                                  "no-initialize-answer")]
+            return [
+                orc.Violation(
+                    "alive",
+                    f"no answer to initialize ({version!r}) within the timeout",
+                    "no-initialize-answer",
+                )
+            ]
         result = answer.get("result")
         got = result.get("protocolVersion") if isinstance(result, dict) else None
         if version == self.revision and got != version:
-            return [orc.Violation("version-negotiation", f"asked for {version}, which the server speaks, and "
-                                  f"got {got!r}: {orc._excerpt(answer)}", "not-same")]
+            return [
+                orc.Violation(
+                    "version-negotiation",
+                    f"asked for {version}, which the server speaks, and got {got!r}: {orc._excerpt(answer)}",
+                    "not-same",
+                )
+            ]
         if version in BOGUS_VERSIONS:
             if not isinstance(result, dict):
-                return [orc.Violation("version-negotiation", f"asked for {version!r} and got an error instead "
-                                      f"of a version it supports: {orc._excerpt(answer)}", "error",
-                                      severity="note")]
+                return [
+                    orc.Violation(
+                        "version-negotiation",
+                        f"asked for {version!r} and got an error instead "
+                        f"of a version it supports: {orc._excerpt(answer)}",
+                        "error",
+                        severity="note",
+                    )
+                ]
             if got == version:
-                return [orc.Violation("version-negotiation", f"asked for {version!r}, which no revision has, "
-                                      "and the server claimed to speak it", "echoed-bogus")]
+                return [
+                    orc.Violation(
+                        "version-negotiation",
+                        f"asked for {version!r}, which no revision has, and the server claimed to speak it",
+                        "echoed-bogus",
+                    )
+                ]
         return []
 
 
@@ -164,13 +188,21 @@ class ServerMachine(RuleBasedStateMachine):
         msg["id"] = self._fresh_id(msg.get("id"))
         return msg
 
-    @initialize(version=st.sampled_from(BOGUS_VERSIONS[:2]) | st.sampled_from(
-        [v for v in _versions.SUPPORTED_VERSIONS if not _versions.is_stateless(v)]),
-        capabilities=st.sampled_from(CAPABILITY_VARIANTS), same=st.booleans())
+    @initialize(
+        version=st.sampled_from(BOGUS_VERSIONS[:2])
+        | st.sampled_from([v for v in _versions.SUPPORTED_VERSIONS if not _versions.is_stateless(v)]),
+        capabilities=st.sampled_from(CAPABILITY_VARIANTS),
+        same=st.booleans(),
+    )
     def handshake(self, version: str, capabilities: dict[str, Any], same: bool) -> None:
         # half the sessions ask for the campaign's revision, the rest for a variant
-        self._do({"rule": "initialize", "version": self.revision if same else version,
-                  "capabilities": capabilities})
+        self._do(
+            {
+                "rule": "initialize",
+                "version": self.revision if same else version,
+                "capabilities": capabilities,
+            }
+        )
 
     @rule(data=st.data(), count=st.integers(2, 5))
     def concurrent_requests(self, data: st.DataObject, count: int) -> None:
@@ -182,8 +214,11 @@ class ServerMachine(RuleBasedStateMachine):
     def cancel_racing_the_answer(self, data: st.DataObject) -> None:
         methods = [m for m in client_methods(self.speaking, "request") if m not in ("initialize", "ping")]
         msg = self._request(data.draw(st.sampled_from(methods)), data.draw)
-        cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled",
-                  "params": {"requestId": msg["id"], "reason": "fuzz"}}
+        cancel = {
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": msg["id"], "reason": "fuzz"},
+        }
         self._do({"rule": "cancel-race", "payloads": [_dump(msg), _dump(cancel)]})
 
     @rule(token=st.integers(0, 3) | st.sampled_from(["t", ""]), data=st.data())
@@ -191,21 +226,38 @@ class ServerMachine(RuleBasedStateMachine):
         methods = [m for m in PROGRESS_METHODS if m in _versions.methods_for(self.speaking)]
         msgs = []
         for method in data.draw(st.lists(st.sampled_from(methods), min_size=2, max_size=3)):
-            msgs.append({"jsonrpc": "2.0", "id": self._fresh_id(0), "method": method,
-                         "params": {"_meta": {"progressToken": token}}})
+            msgs.append(
+                {
+                    "jsonrpc": "2.0",
+                    "id": self._fresh_id(0),
+                    "method": method,
+                    "params": {"_meta": {"progressToken": token}},
+                }
+            )
         self._do({"rule": "progress-reuse", "payloads": [_dump(m) for m in msgs]})
 
     @rule(version=st.sampled_from([*BOGUS_VERSIONS[:1], *_versions.SUPPORTED_VERSIONS]))
     def second_initialize(self, version: str) -> None:
-        msg = {"jsonrpc": "2.0", "id": self._fresh_id(""), "method": "initialize",
-               "params": {"protocolVersion": version, "capabilities": {},
-                          "clientInfo": {"name": "mcp-trio-fuzz", "version": "1"}}}
+        msg = {
+            "jsonrpc": "2.0",
+            "id": self._fresh_id(""),
+            "method": "initialize",
+            "params": {
+                "protocolVersion": version,
+                "capabilities": {},
+                "clientInfo": {"name": "mcp-trio-fuzz", "version": "1"},
+            },
+        }
         self._do({"rule": "second-initialize", "payloads": [_dump(msg)]})
 
     @rule()
     def ping(self) -> None:
-        self._do({"rule": "ping", "payloads": [_dump({"jsonrpc": "2.0", "id": self._fresh_id(0),
-                                                      "method": "ping"})]})
+        self._do(
+            {
+                "rule": "ping",
+                "payloads": [_dump({"jsonrpc": "2.0", "id": self._fresh_id(0), "method": "ping"})],
+            }
+        )
 
     @rule()
     def end_session_and_start_another(self) -> None:
@@ -217,15 +269,26 @@ class ServerMachine(RuleBasedStateMachine):
 
 
 def machine_for(target: Any, revision: str, timeout: float, shrink_time: float) -> type[ServerMachine]:
-    return type("Machine", (ServerMachine,), {"target": target, "revision": revision, "timeout": timeout,
-                                              "shrink_time": shrink_time, "failures": [], "known": set()})
+    return type(
+        "Machine",
+        (ServerMachine,),
+        {
+            "target": target,
+            "revision": revision,
+            "timeout": timeout,
+            "shrink_time": shrink_time,
+            "failures": [],
+            "known": set(),
+        },
+    )
 
 
 # ----------------------------------------------------------------- runner
 
 
-def run_steps(target: Any, revision: str, steps: list[Step], timeout: float) -> tuple[list[orc.Violation],
-                                                                                        StepRunner]:
+def run_steps(
+    target: Any, revision: str, steps: list[Step], timeout: float
+) -> tuple[list[orc.Violation], StepRunner]:
     """Run recorded steps again on fresh sessions; every violation seen."""
     runner = StepRunner(target, revision, timeout)
     out: list[orc.Violation] = []
@@ -250,10 +313,19 @@ def run_stateful(cfg: Any, revision: str, stats: Any, steps_per_run: int = 12) -
             break
         machine.failures, machine.deadline, machine.runs, machine.sessions = [], float("inf"), 0, 0
         try:
-            run_state_machine_as_test(seed(cfg.seed * 1000 + round_no)(machine), settings=settings(
-                max_examples=left, stateful_step_count=steps_per_run, deadline=None, database=None,
-                suppress_health_check=ALL_HEALTH_CHECKS, verbosity=Verbosity.quiet,
-                phases=[Phase.generate, Phase.shrink], report_multiple_bugs=False))
+            run_state_machine_as_test(
+                seed(cfg.seed * 1000 + round_no)(machine),
+                settings=settings(
+                    max_examples=left,
+                    stateful_step_count=steps_per_run,
+                    deadline=None,
+                    database=None,
+                    suppress_health_check=ALL_HEALTH_CHECKS,
+                    verbosity=Verbosity.quiet,
+                    phases=[Phase.generate, Phase.shrink],
+                    report_multiple_bugs=False,
+                ),
+            )
         except TargetError:
             raise
         except _Violated:
@@ -271,7 +343,15 @@ def run_stateful(cfg: Any, revision: str, stats: Any, steps_per_run: int = 12) -
         machine.known.add(key)
         violations, runner = run_steps(cfg.target, revision, best, cfg.timeout)
         stats.sessions += runner.sessions
-        keep_if_replayed(cfg, stats, revision, "stateful", key, violations, len(best),
-                         partial(stateful_transcript, cfg, revision, best, violations, runner))
+        keep_if_replayed(
+            cfg,
+            stats,
+            revision,
+            "stateful",
+            key,
+            violations,
+            len(best),
+            partial(stateful_transcript, cfg, revision, best, violations, runner),
+        )
     if len(stats.findings) >= cfg.max_findings:
         stats.capped = True

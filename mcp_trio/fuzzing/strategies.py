@@ -176,7 +176,7 @@ def _strategy(t: Any, depth: int) -> st.SearchStrategy[Any]:
     if isinstance(t, mi.BytesType):
         return st.binary(max_size=16).map(lambda b: base64.b64encode(b).decode())
     if isinstance(t, mi.DateTimeType):
-        return st.datetimes(timezones=st.just(datetime.timezone.utc)).map(lambda d: d.isoformat())
+        return st.datetimes(timezones=st.just(datetime.UTC)).map(lambda d: d.isoformat())
     raise TypeError(f"no strategy for {t!r}")
 
 
@@ -283,7 +283,9 @@ def valid_items(revision: str) -> st.SearchStrategy[Item]:
 # ---------------------------------------------------------------- invalid
 
 _WRONG = st.sampled_from([None, True, 1.5, -1, "x", [], {}, [1, [2]], {"a": {"b": None}}, 2**64])
-_BAD_IDS: st.SearchStrategy[Any] = st.sampled_from([None, True, False, 1.5, -0.0, 2**64, 10**30, -(2**63) - 1, [], {}, [1]])
+_BAD_IDS: st.SearchStrategy[Any] = st.sampled_from(
+    [None, True, False, 1.5, -0.0, 2**64, 10**30, -(2**63) - 1, [], {}, [1]]
+)
 
 
 def _mutate_params(draw: Any, msg: dict[str, Any]) -> tuple[dict[str, Any], str]:
@@ -312,8 +314,16 @@ def _mutated(draw: Any, revision: str) -> Item:
     msg = dict(draw(valid_message(revision, method)))
     kind = draw(
         st.sampled_from(
-            ["params", "jsonrpc", "bad_id", "method_type", "unknown_method", "as_other_kind", "extra_envelope",
-             "no_method"]
+            [
+                "params",
+                "jsonrpc",
+                "bad_id",
+                "method_type",
+                "unknown_method",
+                "as_other_kind",
+                "extra_envelope",
+                "no_method",
+            ]
         )
     )
     if kind == "params":
@@ -333,7 +343,9 @@ def _mutated(draw: Any, revision: str) -> Item:
         msg["method"] = draw(st.sampled_from([None, 1, ["tools/list"], {"m": 1}, True]))
         return Item(msg, note="method_not_a_string")
     if kind == "unknown_method":
-        msg["method"] = draw(st.sampled_from(["nope", "tools/nope", "", "TOOLS/LIST", "rpc.discover"]) | texts)
+        msg["method"] = draw(
+            st.sampled_from(["nope", "tools/nope", "", "TOOLS/LIST", "rpc.discover"]) | texts
+        )
         msg.setdefault("id", draw(ids))
         return Item(msg, note="unknown_method")
     if kind == "as_other_kind":
@@ -363,8 +375,16 @@ def _deep(depth: int) -> bytes:
 def _raw(draw: Any, revision: str) -> Item:
     kind = draw(
         st.sampled_from(
-            ["not_json", "invalid_utf8", "embedded_newline", "deep", "oversized", "lone_surrogate", "empty_batch",
-             "scalar"]
+            [
+                "not_json",
+                "invalid_utf8",
+                "embedded_newline",
+                "deep",
+                "oversized",
+                "lone_surrogate",
+                "empty_batch",
+                "scalar",
+            ]
         )
     )
     if kind == "not_json":
@@ -372,8 +392,10 @@ def _raw(draw: Any, revision: str) -> Item:
         return Item(raw=raw, note="parse_error")
     if kind == "invalid_utf8":
         bad = draw(st.sampled_from([b"\xff", b"\xc3\x28", b"\xed\xa0\x80", b"\xf8\x88\x80\x80\x80"]))
-        return Item(raw=b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"_meta":{"x":"' + bad + b'"}}}',
-                    note="invalid_utf8")
+        return Item(
+            raw=b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"_meta":{"x":"' + bad + b'"}}}',
+            note="invalid_utf8",
+        )
     if kind == "embedded_newline":
         msg = draw(valid_message(revision, draw(st.sampled_from(client_methods(revision, "request")))))
         return Item(raw=json.dumps(msg, indent=1).encode(), note="embedded_newline")
@@ -387,7 +409,9 @@ def _raw(draw: Any, revision: str) -> Item:
             params["_meta"].update(stateless_meta(revision))
         return Item({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}, note=f"oversized:{size}")
     if kind == "lone_surrogate":
-        return Item(raw=b'{"jsonrpc":"2.0","method":"notifications/x\\ud800","params":{}}', note="lone_surrogate")
+        return Item(
+            raw=b'{"jsonrpc":"2.0","method":"notifications/x\\ud800","params":{}}', note="lone_surrogate"
+        )
     if kind == "empty_batch":
         return Item([], note="empty_batch")
     return Item(draw(st.sampled_from([1, "x", None, True, [1, 2]])), note="not_an_object")
@@ -435,8 +459,9 @@ def advertised(capabilities: Any, path: tuple[str, ...]) -> bool:
     return True
 
 
-def unadvertised_methods(revision: str, receiver: dict[str, Any], sender: dict[str, Any],
-                         *, direction: str = "client") -> list[str]:
+def unadvertised_methods(
+    revision: str, receiver: dict[str, Any], sender: dict[str, Any], *, direction: str = "client"
+) -> list[str]:
     """Methods a ``direction`` peer may send in ``revision`` that a negotiation with these
     capabilities rules out: requests gated by a ``receiver`` capability it did not advertise,
     notifications gated by a ``sender`` capability the sender did not declare."""
@@ -516,8 +541,11 @@ def _with_cancels(revision: str, items: list[Item]) -> st.SearchStrategy[list[It
         chosen = requests[choice % len(requests)]
         target = chosen.obj["id"]
         where = next(n for n, i in enumerate(items) if i is chosen)
-        cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled",
-                  "params": {"requestId": target, "reason": "fuzz"}}
+        cancel = {
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": target, "reason": "fuzz"},
+        }
         return [*items, Item(cancel, note="cancel", tags=("cancels", str(where)))]
 
     return (st.none() | st.integers(0, 10)).map(add)

@@ -160,20 +160,14 @@ class Context:
             )
         caps = self.client_capabilities.get(capability)
         if not isinstance(caps, dict):
-            self._missing(
-                f"the client did not advertise the {capability!r} capability", {capability: {}}
-            )
+            self._missing(f"the client did not advertise the {capability!r} capability", {capability: {}})
         if detail is not None and detail not in caps:
-            self._missing(
-                f"the client did not advertise {capability}.{detail}", {capability: {detail: {}}}
-            )
+            self._missing(f"the client did not advertise {capability}.{detail}", {capability: {detail: {}}})
         return caps
 
     def _missing(self, message: str, required: dict[str, Any]) -> NoReturn:
         if _versions.is_stateless(self.protocol_version):
-            raise MissingClientCapability(
-                f"Missing required client capability: {message}", required
-            )
+            raise MissingClientCapability(f"Missing required client capability: {message}", required)
         raise LocalProtocolError(message)
 
     async def _input(
@@ -242,9 +236,7 @@ class Context:
         if isinstance(messages, str):
             messages = [{"role": "user", "content": {"type": "text", "text": messages}}]
         body = {"messages": list(messages), "maxTokens": max_tokens, **params}
-        return await self._input(
-            "sampling/createMessage", body, "CreateMessageResult", timeout, input_key
-        )
+        return await self._input("sampling/createMessage", body, "CreateMessageResult", timeout, input_key)
 
     @overload
     async def elicit(
@@ -286,9 +278,7 @@ class Context:
         schema = form_schema(kind) if kind is not None else requested_schema
         caps = self._require("elicitation")
         if caps and "form" not in caps and "url" in caps:
-            self._missing(
-                "the client supports only URL mode elicitation", {"elicitation": {"form": {}}}
-            )
+            self._missing("the client supports only URL mode elicitation", {"elicitation": {"form": {}}})
         body: dict[str, Any] = {"message": message, "requestedSchema": schema}
         if self.protocol_version >= _FIRST_ISERROR_ARGS:
             body["mode"] = "form"
@@ -306,18 +296,14 @@ class Context:
     ) -> Any:
         """Send the user to ``url`` (``elicitation/create``, URL mode, 2025-11-25+)."""
         if self.protocol_version < _FIRST_ISERROR_ARGS:
-            raise LocalProtocolError(
-                f"URL mode elicitation does not exist in {self.protocol_version}"
-            )
+            raise LocalProtocolError(f"URL mode elicitation does not exist in {self.protocol_version}")
         self._require("elicitation", "url")
         body: dict[str, Any] = {"mode": "url", "message": message, "url": url}
         if not _versions.is_stateless(self.protocol_version):
             body["elicitationId"] = elicitation_id or secrets.token_urlsafe(16)
         return await self._input("elicitation/create", body, "ElicitResult", timeout, input_key)
 
-    async def list_roots(
-        self, *, timeout: float | None = None, input_key: str | None = None
-    ) -> Any:
+    async def list_roots(self, *, timeout: float | None = None, input_key: str | None = None) -> Any:
         """The client's roots (``roots/list``)."""
         self._require("roots")
         return await self._input("roots/list", {}, "ListRootsResult", timeout, input_key)
@@ -338,9 +324,7 @@ async def _call(
     keeping its limiter token until then.
     """
     if limiter is not None:
-        result = await trio.to_thread.run_sync(
-            partial(fn, **kwargs), limiter=limiter, abandon_on_cancel=True
-        )
+        result = await trio.to_thread.run_sync(partial(fn, **kwargs), limiter=limiter, abandon_on_cancel=True)
     else:
         result = fn(**kwargs)
     if inspect.isawaitable(result):

@@ -57,9 +57,7 @@ def form_schema(kind: type[Any]) -> dict[str, Any]:
     ref = schema.get("$ref", "")
     body = defs.get(ref.rpartition("/")[2], schema) if ref else schema
     if body.get("type") != "object" or not isinstance(body.get("properties"), dict):
-        raise TypeError(
-            f"an elicitation form is an object: {name} is not a dataclass, TypedDict or Struct"
-        )
+        raise TypeError(f"an elicitation form is an object: {name} is not a dataclass, TypedDict or Struct")
     choices = _declared_choices(kind)
     properties: dict[str, Any] = {}
     for field, prop in body["properties"].items():
@@ -68,9 +66,7 @@ def form_schema(kind: type[Any]) -> dict[str, Any]:
         if isinstance(values, list) and values and all(isinstance(v, str) for v in values):
             # msgspec sorts choices; the form shows them in the order they are declared
             prop = {**prop, "type": "string", "enum": choices.get(field, values)}
-        if prop.get("type") not in _PRIMITIVES or (
-            prop.get("enum") and prop.get("type") != "string"
-        ):
+        if prop.get("type") not in _PRIMITIVES or (prop.get("enum") and prop.get("type") != "string"):
             raise TypeError(
                 f"elicitation form {name}: field {field!r} must be str, int, float, bool, "
                 f"or a Literal or Enum of strings (forms hold flat primitive fields only)"

@@ -89,11 +89,7 @@ class SubscriptionHub:
         methods: set[str] = set()
         for field, (method, capability, flag) in _LIST_FILTERS.items():
             offered = capabilities.get(capability)
-            if (
-                getattr(requested, field, None) is True
-                and isinstance(offered, dict)
-                and offered.get(flag)
-            ):
+            if getattr(requested, field, None) is True and isinstance(offered, dict) and offered.get(flag):
                 agreed[field] = True
                 methods.add(method)
         uris: set[str] = set()

@@ -101,9 +101,7 @@ class StateCodec:
         payload = msgspec.json.encode(state)
         return f"{_b64(payload)}.{_b64(self._mac(payload))}"
 
-    def verify(
-        self, token: str, *, method: str, digest: str, principal: str | None
-    ) -> dict[str, Any]:
+    def verify(self, token: str, *, method: str, digest: str, principal: str | None) -> dict[str, Any]:
         """The state inside ``token``, or -32602 if it is not ours, expired or misplaced."""
         try:
             payload_text, mac_text = token.split(".", 1)

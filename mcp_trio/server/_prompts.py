@@ -114,9 +114,7 @@ class _PromptsMixin:
                     f"a prompt named {prompt_name!r} is already registered "
                     f"(pass replace=True to replace it, or choose another name)"
                 )
-            sig = ToolSignature.from_function(
-                fn, skip=_wants_context, structured_output=False, kind="prompt"
-            )
+            sig = ToolSignature.from_function(fn, skip=_wants_context, structured_output=False, kind="prompt")
             properties = sig.input_schema.get("properties", {})
             required = set(sig.input_schema.get("required", ()))
             arguments = []
@@ -188,9 +186,7 @@ class _PromptsMixin:
         try:
             kwargs = prompt.sig.bind(args, strict=False)
         except ArgumentError as exc:
-            raise McpError(
-                rpc.INVALID_PARAMS, f"Invalid arguments for prompt {params.name}: {exc}"
-            ) from None
+            raise McpError(rpc.INVALID_PARAMS, f"Invalid arguments for prompt {params.name}: {exc}") from None
         if prompt.context_param is not None:
             kwargs[prompt.context_param] = self._context(ctx)
         value = await _call(prompt.fn, kwargs, self._sync_limiter if prompt.threaded else None)

@@ -115,9 +115,7 @@ class _ResourcesMixin:
             ):
                 if value is not None and not (template and key == "size"):
                     definition[key] = value
-            entry = _Resource(
-                fn, definition, template, mime_type, context_param, _thread_for(fn, on_loop)
-            )
+            entry = _Resource(fn, definition, template, mime_type, context_param, _thread_for(fn, on_loop))
             if template:
                 self._templates[uri] = entry
             else:
@@ -149,9 +147,7 @@ class _ResourcesMixin:
         return self._page(ctx, [r.definition for r in self._resources.values()], "resources")
 
     async def _list_templates(self, ctx: RequestContext, params: Any) -> Any:
-        return self._page(
-            ctx, [r.definition for r in self._templates.values()], "resourceTemplates"
-        )
+        return self._page(ctx, [r.definition for r in self._templates.values()], "resourceTemplates")
 
     def _find_resource(self, uri: str) -> tuple[_Resource, dict[str, Any]] | None:
         entry = self._resources.get(uri)
@@ -168,11 +164,7 @@ class _ResourcesMixin:
         uri = params.uri
         found = self._find_resource(uri)
         if found is None:
-            code = (
-                rpc.INVALID_PARAMS
-                if _versions.is_stateless(ctx.version)
-                else rpc.RESOURCE_NOT_FOUND
-            )
+            code = rpc.INVALID_PARAMS if _versions.is_stateless(ctx.version) else rpc.RESOURCE_NOT_FOUND
             raise McpError(code, f"Resource not found: {uri}", {"uri": uri})
         entry, values = found
         kwargs = dict(values)
@@ -202,9 +194,7 @@ def _check_parameters(
     name = getattr(fn, "__qualname__", repr(fn))
     takes_any = any(p.kind is p.VAR_KEYWORD for p in params.values())
     named = [
-        n
-        for n, p in params.items()
-        if n != context_param and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
+        n for n, p in params.items() if n != context_param and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
     ]
     unknown = [v for v in variables if v not in named and not takes_any]
     if unknown:
@@ -212,9 +202,7 @@ def _check_parameters(
             f"resource {uri!r}: handler {name}() has no parameter for template variable(s) "
             f"{', '.join(unknown)} (its parameters: {', '.join(named) or 'none'})"
         )
-    required = [
-        n for n in named if params[n].default is inspect.Parameter.empty and n not in variables
-    ]
+    required = [n for n in named if params[n].default is inspect.Parameter.empty and n not in variables]
     if required:
         what = "template variables" if variables else "variables: this URI has none"
         raise TypeError(

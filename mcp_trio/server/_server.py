@@ -155,9 +155,7 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin):
         self._rounds: dict[int, InputSession] = {}
         self._deferred: set[int] = set()  # requests whose tool may still call start_task()
         self._handlers: Mapping[str, Any] | None = None  # see _handler_table
-        self._shared_capabilities: tuple[bool, dict[str, Any]] | None = (
-            None  # see _session_capabilities
-        )
+        self._shared_capabilities: tuple[bool, dict[str, Any]] | None = None  # see _session_capabilities
         self.tasks = tasks if tasks is not None else TaskManager(page_size=page_size)
 
     # ----------------------------------------------------------- capabilities
@@ -191,9 +189,7 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin):
     def _changed(self, method: str) -> None:
         self.subscriptions.changed(method)
         for session in list(self._sessions):
-            if session.initialized.is_set() and not _versions.is_stateless(
-                session.protocol_version or ""
-            ):
+            if session.initialized.is_set() and not _versions.is_stateless(session.protocol_version or ""):
                 self._spawn_notify(session, method, None)
 
     def _spawn_notify(self, session: Session, method: str, params: Any) -> None:
@@ -224,11 +220,7 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin):
         return result
 
     def _page(self, ctx: RequestContext, items: list[dict[str, Any]], key: str) -> dict[str, Any]:
-        cursor = (
-            getattr(ctx.params, "cursor", msgspec.UNSET)
-            if ctx.params is not None
-            else msgspec.UNSET
-        )
+        cursor = getattr(ctx.params, "cursor", msgspec.UNSET) if ctx.params is not None else msgspec.UNSET
         start = 0
         if cursor is not msgspec.UNSET and cursor is not None:
             start = _decode_cursor(cursor, len(items))
@@ -248,9 +240,7 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin):
 
         async def rounds(ctx: RequestContext, params: Any) -> Any:
             principal = getattr(ctx.session, "principal", None)
-            inputs = InputSession(
-                self._state, method=ctx.method, params=params, principal=principal
-            )
+            inputs = InputSession(self._state, method=ctx.method, params=params, principal=principal)
             self._rounds[id(ctx)] = inputs
             try:
                 return await handler(ctx, params)
@@ -406,9 +396,7 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin):
             # the front door's connection limits, the same for both doors
             serve: Callable[..., Awaitable[None]]
             if front_door == "h11":
-                serve = partial(
-                    serve_h11, front, path=path, routes=routes, request_timeout=request_timeout
-                )
+                serve = partial(serve_h11, front, path=path, routes=routes, request_timeout=request_timeout)
             else:
                 app = ASGIApp(front, path, routes, request_timeout=request_timeout)
                 serve = partial(serve_hypercorn, app)
@@ -467,9 +455,7 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin):
             raise ValueError("front_door must be 'hypercorn' or 'wsproto'")
         if http and front_door != "hypercorn":
             raise ValueError("http=True needs the hypercorn front door")
-        endpoint = ws.WebSocketEndpoint(
-            self.serve_session, path=path, auth=auth, **websocket_options
-        )
+        endpoint = ws.WebSocketEndpoint(self.serve_session, path=path, auth=auth, **websocket_options)
         routes = auth.metadata_routes(path) if auth is not None else {}
         async with trio.open_nursery() as nursery:
             await nursery.start(self.tasks.run)

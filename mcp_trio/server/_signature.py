@@ -209,9 +209,7 @@ class ToolSignature:
         try:
             hints = typing.get_type_hints(source, include_extras=True)
         except Exception as exc:
-            raise TypeError(
-                f"cannot resolve the annotations of {kind} function {name}: {exc}"
-            ) from exc
+            raise TypeError(f"cannot resolve the annotations of {kind} function {name}: {exc}") from exc
         docs = _docstring_params(inspect.getdoc(source))
 
         struct_fields: list[tuple[str, Any, Any]] = []
@@ -220,8 +218,7 @@ class ToolSignature:
         for param in sig.parameters.values():
             if param.kind is param.VAR_POSITIONAL:
                 raise TypeError(
-                    f"{kind} function {name} takes *{param.name}; "
-                    f"{kind} parameters must be named (no *args)"
+                    f"{kind} function {name} takes *{param.name}; {kind} parameters must be named (no *args)"
                 )
             if param.kind is param.VAR_KEYWORD:
                 raise TypeError(
@@ -315,9 +312,7 @@ class ToolSignature:
             ret = sig.return_annotation
         else:
             if structured_output:
-                raise TypeError(
-                    f"tool function {name} needs a return annotation for structured output"
-                )
+                raise TypeError(f"tool function {name} needs a return annotation for structured output")
             return
         bare = _strip_annotated(ret)
         if bare is None or bare is type(None):
@@ -344,9 +339,7 @@ class ToolSignature:
             str_keys = _has_non_str_keys(mi.type_info(ret))
         except (TypeError, ValueError) as exc:
             if structured_output:
-                raise TypeError(
-                    f"return type of tool function {name} cannot be structured: {exc}"
-                ) from exc
+                raise TypeError(f"return type of tool function {name} cannot be structured: {exc}") from exc
             return
         if _is_object_schema(schema):
             self.output_schema = schema

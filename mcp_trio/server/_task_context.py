@@ -154,9 +154,7 @@ class _TaskStatus:
         if send is None:
             send, receive = trio.open_memory_channel[dict[str, Any]](math.inf)
             try:
-                task.session.spawn(
-                    self._send_notifications, task.session, receive, name="task status"
-                )
+                task.session.spawn(self._send_notifications, task.session, receive, name="task status")
             except ConnectionClosed:
                 return
             self._notifiers[task.session] = send
@@ -180,11 +178,7 @@ class _TaskStatus:
         if self._epoch is None:
             self._epoch = (trio.current_time(), time.time())
         wall = self._epoch[1] + (t - self._epoch[0])
-        return (
-            datetime.fromtimestamp(wall, UTC)
-            .isoformat(timespec="milliseconds")
-            .replace("+00:00", "Z")
-        )
+        return datetime.fromtimestamp(wall, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
     def _fields(self, task: _Task) -> dict[str, Any]:
         """The task's ``Task`` object in its era's spelling."""
@@ -234,9 +228,7 @@ class _TaskStatus:
             raise LocalProtocolError(f"{method!r} is not a request a task can make of the client")
         try:
             typed = (
-                params
-                if isinstance(params, msgspec.Struct)
-                else msgspec.convert(params or {}, spec.params)
+                params if isinstance(params, msgspec.Struct) else msgspec.convert(params or {}, spec.params)
             )
         except msgspec.ValidationError as exc:
             raise LocalProtocolError(f"invalid params for {method}: {exc}") from None
@@ -330,9 +322,7 @@ class TaskRequestContext(RequestContext):
     async def notify(self, method: str, params: Any = None) -> None:
         if self.task.stateless:
             return  # no stream to carry it: the extension has no notifications on tasks
-        await self.session.notify(
-            method, _with_related(params, self.task.task_id), related=self._stream()
-        )
+        await self.session.notify(method, _with_related(params, self.task.task_id), related=self._stream())
 
     async def request(
         self,

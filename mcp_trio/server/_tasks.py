@@ -173,13 +173,7 @@ class TaskManager(_TaskStatus):
         page_size: int = 100,
         owner: OwnerFn | None = None,
     ) -> None:
-        if (
-            default_ttl_ms < 1
-            or max_ttl_ms < 1
-            or poll_interval_ms < 0
-            or max_tasks < 1
-            or page_size < 1
-        ):
+        if default_ttl_ms < 1 or max_ttl_ms < 1 or poll_interval_ms < 0 or max_tasks < 1 or page_size < 1:
             raise ValueError("task limits must be positive")
         self.default_ttl_ms = min(default_ttl_ms, max_ttl_ms)
         self.max_ttl_ms = max_ttl_ms
@@ -242,9 +236,7 @@ class TaskManager(_TaskStatus):
             return False  # not advertised: the task field is ignored
         requested = getattr(params, "task", msgspec.UNSET) not in (msgspec.UNSET, None)
         if requested and support not in ("optional", "required"):
-            raise McpError(
-                rpc.METHOD_NOT_FOUND, f"Tool {name!r} does not support task-augmented execution"
-            )
+            raise McpError(rpc.METHOD_NOT_FOUND, f"Tool {name!r} does not support task-augmented execution")
         if not requested and support == "required":
             raise McpError(
                 rpc.METHOD_NOT_FOUND,
@@ -254,9 +246,7 @@ class TaskManager(_TaskStatus):
 
     # --------------------------------------------------------------- creating
 
-    async def create(
-        self, ctx: RequestContext, work: Work, *, ttl_ms: int | None = None
-    ) -> dict[str, Any]:
+    async def create(self, ctx: RequestContext, work: Work, *, ttl_ms: int | None = None) -> dict[str, Any]:
         """Create a task for the request ``ctx`` and start ``work`` in the
         background; returns the ``CreateTaskResult`` to answer with."""
         now = trio.current_time()
@@ -264,15 +254,11 @@ class TaskManager(_TaskStatus):
         owner = self._owner(ctx)
         running = sum(1 for t in self._tasks.values() if t.owner == owner and not t.terminal)
         if running >= self.max_tasks:
-            raise McpError(
-                rpc.INVALID_REQUEST, f"Too many tasks in progress (at most {self.max_tasks})"
-            )
+            raise McpError(rpc.INVALID_REQUEST, f"Too many tasks in progress (at most {self.max_tasks})")
         ttl = self.default_ttl_ms if ttl_ms is None else max(1, min(int(ttl_ms), self.max_ttl_ms))
         task_id = secrets.token_urlsafe(24)
         self._seq += 1
-        task = _Task(
-            task_id, owner, ctx.session, _versions.is_stateless(ctx.version), self._seq, now, ttl
-        )
+        task = _Task(task_id, owner, ctx.session, _versions.is_stateless(ctx.version), self._seq, now, ttl)
         task.auth = ctx.auth  # read now: the transport forgets it once the request is answered
         self._tasks[task_id] = task
         task_ctx = TaskRequestContext(ctx.session, ctx.incoming, task.scope, task, self)
@@ -299,9 +285,7 @@ class TaskManager(_TaskStatus):
                     log.exception("task %s failed", task.task_id)
                     self._finish(
                         task,
-                        error=McpError(
-                            rpc.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}"
-                        ),
+                        error=McpError(rpc.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}"),
                     )
                 else:
                     self._finish(task, result=_as_dict(result))
@@ -360,9 +344,7 @@ class TaskManager(_TaskStatus):
         if task.error is not None:
             raise McpError(task.error.code, task.error.message, task.error.data)
         if task.result is None:
-            raise McpError(
-                rpc.INVALID_PARAMS, f"Task {task.task_id} was cancelled; it has no result"
-            )
+            raise McpError(rpc.INVALID_PARAMS, f"Task {task.task_id} was cancelled; it has no result")
         meta = task.result.get("_meta")
         related = {RELATED_TASK: {"taskId": task.task_id}}
         return {**task.result, "_meta": {**meta, **related} if isinstance(meta, dict) else related}
@@ -475,11 +457,7 @@ def _as_dict(result: Any) -> dict[str, Any]:
 
 def _first_text(result: dict[str, Any]) -> str | None:
     for block in result.get("content") or ():
-        if (
-            isinstance(block, dict)
-            and block.get("type") == "text"
-            and isinstance(block.get("text"), str)
-        ):
+        if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
             return str(block["text"])
     return None
 

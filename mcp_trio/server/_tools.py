@@ -174,9 +174,7 @@ class _ToolsMixin:
                 f"not @server.tool({fn!r})"
             )
         if task_support is not None and task_support not in TASK_SUPPORT:
-            raise ValueError(
-                f"task_support must be one of {', '.join(TASK_SUPPORT)}, not {task_support!r}"
-            )
+            raise ValueError(f"task_support must be one of {', '.join(TASK_SUPPORT)}, not {task_support!r}")
         if defer_task and task_support not in ("optional", "required"):
             raise ValueError("defer_task needs task_support 'optional' or 'required'")
 
@@ -196,11 +194,7 @@ class _ToolsMixin:
             if schema is None:
                 sig = ToolSignature.from_function(fn, skip=_wants_context)
                 schema = sig.input_schema
-                if (
-                    out_schema is None
-                    and structured_output is not False
-                    and sig.output_schema is not None
-                ):
+                if out_schema is None and structured_output is not False and sig.output_schema is not None:
                     out_schema = sig.output_schema
             definition: dict[str, Any] = {"name": tool_name, "inputSchema": schema}
             doc = description if description is not None else inspect.getdoc(fn)
@@ -349,9 +343,7 @@ def _input_validator(name: str, schema: dict[str, Any] | None) -> Any:
         raise ValueError(f"tool {name!r}: input_schema is not a valid JSON Schema: {exc}") from None
 
 
-def _bind_raw(
-    fn: Callable[..., Any], arguments: dict[str, Any], ctx_param: str | None
-) -> dict[str, Any]:
+def _bind_raw(fn: Callable[..., Any], arguments: dict[str, Any], ctx_param: str | None) -> dict[str, Any]:
     params = [p for n, p in inspect.signature(fn).parameters.items() if n != ctx_param]
     if len(params) == 1 and params[0].name == "arguments":
         return {"arguments": arguments}

@@ -201,11 +201,7 @@ def _mentions_content(tp: Any, is_content: Callable[[Any], bool]) -> bool:
     if origin in (typing.Union, types.UnionType):
         return any(_mentions_content(arg, is_content) for arg in typing.get_args(bare))
     if origin in _SEQUENCE_ORIGINS:
-        return any(
-            _mentions_content(arg, is_content)
-            for arg in typing.get_args(bare)
-            if arg is not Ellipsis
-        )
+        return any(_mentions_content(arg, is_content) for arg in typing.get_args(bare) if arg is not Ellipsis)
     return False
 
 

@@ -205,17 +205,13 @@ def _expand_expr(expr: _Expr, values: Mapping[str, Value]) -> str:
             s = _scalar(value, name)
             if prefix and len(s) > prefix:
                 if allow and "%" in s:  # a %XX triplet counts as one character
-                    s = "".join(
-                        m[0] for _, m in zip(range(prefix), _PCT_OR_CHAR.finditer(s), strict=False)
-                    )
+                    s = "".join(m[0] for _, m in zip(range(prefix), _PCT_OR_CHAR.finditer(s), strict=False))
                 else:
                     s = s[:prefix]
             out.append((f"{name}={enc(s)}" if s else name + ifemp) if named else enc(s))
             continue
         if isinstance(value, Mapping):
-            pairs = [
-                (_scalar(k, name), _scalar(v, name)) for k, v in value.items() if v is not None
-            ]
+            pairs = [(_scalar(k, name), _scalar(v, name)) for k, v in value.items() if v is not None]
             if not pairs:
                 continue
             _no_prefix(name, prefix)

@@ -139,9 +139,7 @@ def is_stateless(version: str) -> bool:
 
 #: The answer of :func:`is_stateless` for every supported revision (asked on
 #: every request: a lookup instead of a regular expression).
-_STATELESS: dict[str, bool] = {
-    v: bool(_DATE.match(v)) and v >= _FIRST_STATELESS for v in SUPPORTED_VERSIONS
-}
+_STATELESS: dict[str, bool] = {v: bool(_DATE.match(v)) and v >= _FIRST_STATELESS for v in SUPPORTED_VERSIONS}
 
 
 @functools.cache

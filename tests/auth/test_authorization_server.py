@@ -54,9 +54,7 @@ async def authorize(
     return await http.get(f"{server.issuer}/authorize", params=params), verifier
 
 
-async def code_for(
-    http: httpx.AsyncClient, server: AuthorizationServer, client_id: str
-) -> tuple[str, str]:
+async def code_for(http: httpx.AsyncClient, server: AuthorizationServer, client_id: str) -> tuple[str, str]:
     response, verifier = await authorize(http, server, client_id)
     return redirect_params(response)["code"][0], verifier
 
@@ -100,9 +98,7 @@ def public_client(authorization_server: AuthorizationServer) -> str:
 # ------------------------------------------------------------- metadata
 
 
-async def test_metadata_documents(
-    authorization_server: AuthorizationServer, http: httpx.AsyncClient
-) -> None:
+async def test_metadata_documents(authorization_server: AuthorizationServer, http: httpx.AsyncClient) -> None:
     issuer = authorization_server.issuer
     assert issuer is not None and issuer.startswith("http://127.0.0.1:")
     oauth = await http.get(f"{issuer}/.well-known/oauth-authorization-server")
@@ -184,17 +180,11 @@ async def test_code_pkce_refresh_flow(
     assert params["state"] == ["st4te"] and params["iss"] == [issuer]
     assert len(params["code"]) == 1 and len(params["code"][0]) >= 32
 
-    token = await http.post(
-        f"{issuer}/token", data=token_form(params["code"][0], verifier, public_client)
-    )
+    token = await http.post(f"{issuer}/token", data=token_form(params["code"][0], verifier, public_client))
     assert token.status_code == 200, token.text
     assert token.headers["cache-control"] == "no-store" and token.headers["pragma"] == "no-cache"
     body = token.json()
-    assert (
-        body["token_type"] == "Bearer"
-        and body["expires_in"] == 3600
-        and body["scope"] == "mcp files:read"
-    )
+    assert body["token_type"] == "Bearer" and body["expires_in"] == 3600 and body["scope"] == "mcp files:read"
     jwks = (await http.get(f"{issuer}/jwks")).json()
     claims = decode_with_jwks(body["access_token"], jwks, RESOURCE)
     assert claims["iss"] == issuer and claims["aud"] == RESOURCE and claims["sub"] == "user"
@@ -354,14 +344,10 @@ async def test_token_request_errors(
     assert_oauth_error(
         await http.post(url, json={"grant_type": "authorization_code"}), 400, "invalid_request"
     )
-    assert_oauth_error(
-        await http.post(url, data={"client_id": public_client}), 400, "invalid_request"
-    )
+    assert_oauth_error(await http.post(url, data={"client_id": public_client}), 400, "invalid_request")
     unsupported = await http.post(url, data={"grant_type": "password", "client_id": public_client})
     assert_oauth_error(unsupported, 400, "unsupported_grant_type")
-    credentials = await http.post(
-        url, data={"grant_type": "client_credentials", "client_id": public_client}
-    )
+    credentials = await http.post(url, data={"grant_type": "client_credentials", "client_id": public_client})
     assert_oauth_error(credentials, 400, "unauthorized_client")
     repeated = await http.post(
         url,
@@ -383,9 +369,7 @@ async def test_token_request_errors(
     assert_oauth_error(await http.post(url, data=no_verifier), 400, "invalid_request")
     wrong = token_form(code, pkce_pair()[0], public_client)
     assert_oauth_error(await http.post(url, data=wrong), 400, "invalid_grant")
-    moved = token_form(
-        code, verifier, public_client, redirect_uri="http://127.0.0.1:51235/callback"
-    )
+    moved = token_form(code, verifier, public_client, redirect_uri="http://127.0.0.1:51235/callback")
     assert_oauth_error(await http.post(url, data=moved), 400, "invalid_grant")
     outside = token_form(code, verifier, public_client, resource="http://127.0.0.1:10/elsewhere")
     assert_oauth_error(await http.post(url, data=outside), 400, "invalid_target")
@@ -412,9 +396,7 @@ async def test_another_clients_code_is_refused(
 ) -> None:
     other = str(authorization_server.register_client(redirect_uris=[CALLBACK]).client_id)
     code, verifier = await code_for(http, authorization_server, public_client)
-    response = await http.post(
-        f"{authorization_server.issuer}/token", data=token_form(code, verifier, other)
-    )
+    response = await http.post(f"{authorization_server.issuer}/token", data=token_form(code, verifier, other))
     assert_oauth_error(response, 400, "invalid_grant")
 
 
@@ -483,9 +465,7 @@ async def test_client_secret_basic_and_post(
     assert claims["sub"] == post_client.client_id and claims["aud"] == RESOURCE
 
 
-async def test_private_key_jwt(
-    authorization_server: AuthorizationServer, http: httpx.AsyncClient
-) -> None:
+async def test_private_key_jwt(authorization_server: AuthorizationServer, http: httpx.AsyncClient) -> None:
     key = ec.generate_private_key(ec.SECP256R1())
     jwk = {**jwt.algorithms.ECAlgorithm.to_jwk(key.public_key(), as_dict=True), "kid": "k1"}
     client = authorization_server.register_client(
@@ -531,9 +511,7 @@ async def test_private_key_jwt(
     wrong_type = {**form(assertion()), "client_assertion_type": "urn:other"}
     assert_oauth_error(await http.post(url, data=wrong_type), 401, "invalid_client")
     # The issuer URL is an accepted audience too (RFC 7523 3).
-    assert (
-        await http.post(url, data=form(assertion(aud=authorization_server.issuer)))
-    ).status_code == 200
+    assert (await http.post(url, data=form(assertion(aud=authorization_server.issuer)))).status_code == 200
 
 
 # ------------------------------------------------------------ registration
@@ -562,9 +540,7 @@ async def test_dynamic_registration(
     assert info["client_secret_expires_at"] == 0 and isinstance(info["client_id_issued_at"], int)
 
     public = (
-        await http.post(
-            url, json={"redirect_uris": [CALLBACK], "token_endpoint_auth_method": "none"}
-        )
+        await http.post(url, json={"redirect_uris": [CALLBACK], "token_endpoint_auth_method": "none"})
     ).json()
     assert "client_secret" not in public
     response, _ = await authorize(http, authorization_server, public["client_id"])
@@ -608,9 +584,7 @@ async def test_registration_needs_json(
     authorization_server: AuthorizationServer, http: httpx.AsyncClient
 ) -> None:
     url = f"{authorization_server.issuer}/register"
-    assert_oauth_error(
-        await http.post(url, data={"redirect_uris": CALLBACK}), 400, "invalid_client_metadata"
-    )
+    assert_oauth_error(await http.post(url, data={"redirect_uris": CALLBACK}), 400, "invalid_client_metadata")
     bad = await http.post(url, content=b"{", headers={"content-type": "application/json"})
     assert_oauth_error(bad, 400, "invalid_client_metadata")
 
@@ -627,22 +601,16 @@ async def test_introspection_and_revocation(
     )
     rs_auth = basic(str(rs.client_id), str(rs.client_secret))
     code, verifier = await code_for(http, authorization_server, public_client)
-    tokens = (
-        await http.post(f"{issuer}/token", data=token_form(code, verifier, public_client))
-    ).json()
+    tokens = (await http.post(f"{issuer}/token", data=token_form(code, verifier, public_client))).json()
 
-    active = await http.post(
-        f"{issuer}/introspect", data={"token": tokens["access_token"]}, headers=rs_auth
-    )
+    active = await http.post(f"{issuer}/introspect", data={"token": tokens["access_token"]}, headers=rs_auth)
     assert active.status_code == 200 and active.headers["cache-control"] == "no-store"
     info = active.json()
     assert info["active"] is True and info["client_id"] == public_client and info["sub"] == "user"
     assert info["scope"] == "mcp files:read" and info["aud"] == RESOURCE and info["iss"] == issuer
     assert info["exp"] > time.time()
     refresh_info = (
-        await http.post(
-            f"{issuer}/introspect", data={"token": tokens["refresh_token"]}, headers=rs_auth
-        )
+        await http.post(f"{issuer}/introspect", data={"token": tokens["refresh_token"]}, headers=rs_auth)
     ).json()
     assert refresh_info["active"] is True and refresh_info["token_type"] == "refresh_token"
     junk = await http.post(f"{issuer}/introspect", data={"token": "junk"}, headers=rs_auth)
@@ -652,9 +620,9 @@ async def test_introspection_and_revocation(
         "secret-key-of-enough-length-32b!",
         algorithm="HS256",
     )
-    assert (
-        await http.post(f"{issuer}/introspect", data={"token": foreign}, headers=rs_auth)
-    ).json() == {"active": False}
+    assert (await http.post(f"{issuer}/introspect", data={"token": foreign}, headers=rs_auth)).json() == {
+        "active": False
+    }
 
     # Only authenticated confidential clients may introspect.
     anonymous = await http.post(f"{issuer}/introspect", data={"token": tokens["access_token"]})
@@ -668,18 +636,14 @@ async def test_introspection_and_revocation(
     )
 
     # Revocation by another client does nothing (and says nothing).
-    ignored = await http.post(
-        f"{issuer}/revoke", data={"token": tokens["refresh_token"]}, headers=rs_auth
-    )
+    ignored = await http.post(f"{issuer}/revoke", data={"token": tokens["refresh_token"]}, headers=rs_auth)
     assert ignored.status_code == 200
     revoke = await http.post(
         f"{issuer}/revoke", data={"token": tokens["refresh_token"], "client_id": public_client}
     )
     assert revoke.status_code == 200 and revoke.json() == {}
     assert (
-        await http.post(
-            f"{issuer}/introspect", data={"token": tokens["access_token"]}, headers=rs_auth
-        )
+        await http.post(f"{issuer}/introspect", data={"token": tokens["access_token"]}, headers=rs_auth)
     ).json() == {"active": False}
     refresh = await http.post(
         f"{issuer}/token",
@@ -695,14 +659,10 @@ async def test_introspection_and_revocation(
 async def test_issue_access_token_and_key_rotation(
     authorization_server: AuthorizationServer, http: httpx.AsyncClient
 ) -> None:
-    before = authorization_server.issue_access_token(
-        subject="ada", scopes=["mcp"], resource=RESOURCE
-    )
+    before = authorization_server.issue_access_token(subject="ada", scopes=["mcp"], resource=RESOURCE)
     old_kid = jwt.get_unverified_header(before)["kid"]
     new_kid = authorization_server.rotate_key(keep_old=True)
-    after = authorization_server.issue_access_token(
-        subject="ada", scopes=["mcp"], resource=RESOURCE
-    )
+    after = authorization_server.issue_access_token(subject="ada", scopes=["mcp"], resource=RESOURCE)
     assert jwt.get_unverified_header(after)["kid"] == new_kid != old_kid
     jwks = (await http.get(f"{authorization_server.issuer}/jwks")).json()
     assert [k["kid"] for k in jwks["keys"]] == [new_kid, old_kid]
@@ -818,10 +778,7 @@ async def test_client_id_metadata_documents(http: httpx.AsyncClient, nursery: tr
     code, verifier = await code_for(http, server, good)
     token = await http.post(f"{server.issuer}/token", data=token_form(code, verifier, good))
     assert token.status_code == 200, token.text
-    assert (
-        jwt.decode(token.json()["access_token"], options={"verify_signature": False})["client_id"]
-        == good
-    )
+    assert jwt.decode(token.json()["access_token"], options={"verify_signature": False})["client_id"] == good
 
     for url in (liar, gone):
         response, _ = await authorize(http, server, url)
@@ -870,9 +827,7 @@ async def test_garbage_never_breaks_it(
             assert 400 <= response.status_code < 500, (path, body)
             assert response.json()["error"]
         basic = {**form, "authorization": "Basic " + "%" * 10}
-        assert (
-            await http.post(f"{issuer}{path}", content=b"a=b", headers=basic)
-        ).status_code == 401
+        assert (await http.post(f"{issuer}{path}", content=b"a=b", headers=basic)).status_code == 401
     for body in (b"null", b"[]", b'{"redirect_uris": [1]}', b'{"jwks": "x"}', b"\xff"):
         response = await http.post(
             f"{issuer}/register", content=body, headers={"content-type": "application/json"}

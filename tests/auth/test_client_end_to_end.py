@@ -17,9 +17,9 @@ import trio
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
+from examples.authorization_server import AuthorizationServer
 from mcp_trio import McpError
 from mcp_trio.auth._metadata import ClientMetadata
-from examples.authorization_server import AuthorizationServer
 from mcp_trio.auth.client import (
     AuthorizationCodeGrant,
     ClientCredentialsGrant,
@@ -48,9 +48,7 @@ def make_server() -> Server:
     return server
 
 
-async def start(
-    nursery: trio.Nursery, **as_options: Any
-) -> tuple[str, AuthorizationServer, ResourceServer]:
+async def start(nursery: trio.Nursery, **as_options: Any) -> tuple[str, AuthorizationServer, ResourceServer]:
     """The example authorization server and a protected server; the MCP URL."""
     auth_server = AuthorizationServer(scopes_supported=SCOPES, algorithm="ES256", **as_options)
     issuer = await nursery.start(auth_server.serve, "127.0.0.1", 0)

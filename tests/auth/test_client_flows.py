@@ -184,18 +184,10 @@ class AS:
                 algorithms=["ES256"],
                 audience=self.issuer,
             )
-            return (
-                str(claims["sub"])
-                if claims["iss"] == claims["sub"] == form.get("client_id")
-                else None
-            )
+            return str(claims["sub"]) if claims["iss"] == claims["sub"] == form.get("client_id") else None
         if "client_secret" in form:
             self.log.append(("auth-method", {"method": "client_secret_post"}))
-            return (
-                form["client_id"]
-                if self.clients.get(form["client_id"]) == form["client_secret"]
-                else None
-            )
+            return form["client_id"] if self.clients.get(form["client_id"]) == form["client_secret"] else None
         self.log.append(("auth-method", {"method": "none"}))
         client_id = form.get("client_id", "")
         known = client_id in self.clients and self.clients[client_id] is None
@@ -210,15 +202,11 @@ class AS:
         key = jwt.PyJWK(header["jwk"], "ES256").key
         claims = jwt.decode(proof, key, algorithms=["ES256"])
         assert (
-            header["typ"] == "dpop+jwt"
-            and claims["htm"] == "POST"
-            and claims["htu"] == f"{self.base}/token"
+            header["typ"] == "dpop+jwt" and claims["htm"] == "POST" and claims["htu"] == f"{self.base}/token"
         )
         if self.dpop_nonce is not None and claims.get("nonce") != self.dpop_nonce:
             self.log.append(("dpop-nonce-challenge", {}))
-            return None, json_reply(
-                400, {"error": "use_dpop_nonce"}, [("dpop-nonce", self.dpop_nonce)]
-            )
+            return None, json_reply(400, {"error": "use_dpop_nonce"}, [("dpop-nonce", self.dpop_nonce)])
         return jwk_thumbprint(header["jwk"]), None
 
     def token(self, request: HttpRequest) -> Reply:
@@ -239,9 +227,9 @@ class AS:
             if b64url(hashlib.sha256(verifier.encode()).digest()) != issued.get("code_challenge"):
                 self.failures.append("PKCE verifier does not match")
                 return json_reply(400, {"error": "invalid_grant", "error_description": "PKCE"})
-            if form.get("resource") != issued.get("resource") or form.get(
+            if form.get("resource") != issued.get("resource") or form.get("redirect_uri") != issued.get(
                 "redirect_uri"
-            ) != issued.get("redirect_uri"):
+            ):
                 self.failures.append("resource or redirect_uri differs")
             scopes = set((issued.get("scope") or "").split())
         elif grant == "refresh_token":
@@ -290,9 +278,7 @@ class Gate:
     seen: list[dict[str, str]] = field(default_factory=list)
     max_body_size: int = 4 * 1024 * 1024
 
-    def challenge(
-        self, error: str | None = None, scope: str | None = None, scheme: str = "Bearer"
-    ) -> str:
+    def challenge(self, error: str | None = None, scope: str | None = None, scheme: str = "Bearer") -> str:
         parts = []
         if error:
             parts.append(f'error="{error}"')
@@ -316,9 +302,7 @@ class Gate:
     def check(self, request: HttpRequest) -> Reply | None:
         scheme, _, token = request.headers.get("authorization", "").partition(" ")
         if token not in self.auth_server.tokens:
-            return json_reply(
-                401, {"error": "invalid_token"}, [("www-authenticate", self.challenge())]
-            )
+            return json_reply(401, {"error": "invalid_token"}, [("www-authenticate", self.challenge())])
         if token in self.auth_server.token_keys:
             refusal = self.check_dpop(request, token, scheme)
             if refusal is not None:
@@ -330,9 +314,7 @@ class Gate:
             and self.call_scope not in self.auth_server.tokens[token]
         ):
             challenge = self.challenge("insufficient_scope", self.call_scope)
-            return json_reply(
-                403, {"error": "insufficient_scope"}, [("www-authenticate", challenge)]
-            )
+            return json_reply(403, {"error": "insufficient_scope"}, [("www-authenticate", challenge)])
         return None
 
     def check_dpop(self, request: HttpRequest, token: str, scheme: str) -> Reply | None:
@@ -398,9 +380,7 @@ async def protected(
         base = urls[0]
         auth_server.base = gate.base = base
         if prm is not False:
-            prm_doc.update(
-                {"resource": f"{base}/mcp", "authorization_servers": [auth_server.issuer]}
-            )
+            prm_doc.update({"resource": f"{base}/mcp", "authorization_servers": [auth_server.issuer]})
             if isinstance(prm, dict):
                 prm_doc.update(prm)
             if prm_in_challenge:
@@ -524,9 +504,7 @@ async def test_step_up_asks_for_the_union_of_scopes() -> None:
 
 async def test_step_up_gives_up_when_nothing_new_is_asked() -> None:
     """A 403 for a scope already asked for (and refused) cannot be fixed by asking again."""
-    async with protected(
-        auth_server=AS(grantable={"read"}), scope_hint="read", call_scope="admin"
-    ) as setup:
+    async with protected(auth_server=AS(grantable={"read"}), scope_hint="read", call_scope="admin") as setup:
         message = await refused(setup.url, headless_client())
         assert "403" in message
         scopes = [a["scope"] for a in events(setup.auth_server, "authorize")]
@@ -572,9 +550,7 @@ async def test_client_credentials_with_private_key_jwt() -> None:
     pem = key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     ).decode()
-    auth_server = AS(
-        auth_methods=["private_key_jwt"], client_public_key=key.public_key(), registration=False
-    )
+    auth_server = AS(auth_methods=["private_key_jwt"], client_public_key=key.public_key(), registration=False)
     async with protected(auth_server=auth_server, scope_hint="svc") as setup:
         auth = OAuthClient(
             grant=ClientCredentialsGrant(),
@@ -593,12 +569,8 @@ async def test_dpop_bound_tokens_with_server_nonces() -> None:
     async with protected(auth_server=auth_server, rs_nonce="rs-nonce") as setup:
         assert await add_numbers(setup.url, headless_client()) == 5
         assert events(setup.auth_server, "dpop-nonce-challenge")
-        presented = [
-            seen for seen in setup.gate.seen if seen.get("authorization", "").startswith("DPoP ")
-        ]
-        assert presented and not any(
-            s.get("authorization", "").startswith("Bearer") for s in setup.gate.seen
-        )
+        presented = [seen for seen in setup.gate.seen if seen.get("authorization", "").startswith("DPoP ")]
+        assert presented and not any(s.get("authorization", "").startswith("Bearer") for s in setup.gate.seen)
         proofs = [s["dpop"] for s in presented]
         assert len(set(proofs)) == len(proofs)  # a fresh proof on every request
 
@@ -633,9 +605,7 @@ async def test_refuses_authorization_server_metadata_with_another_issuer() -> No
         auth_server.issuer_override = "https://attacker.example"
         message = await refused(setup.url, headless_client())
         assert "names the issuer 'https://attacker.example'" in message
-        assert not events(setup.auth_server, "register") and not events(
-            setup.auth_server, "authorize"
-        )
+        assert not events(setup.auth_server, "register") and not events(setup.auth_server, "authorize")
 
 
 async def test_refuses_a_redirect_with_a_forged_state() -> None:
@@ -694,9 +664,7 @@ async def test_loopback_redirect_receives_the_code() -> None:
                 except Failure:
                     await trio.sleep(0.02)
 
-        redirect = LoopbackRedirect(
-            open_url=lambda url: nursery.start_soon(browser, url), timeout=5
-        )
+        redirect = LoopbackRedirect(open_url=lambda url: nursery.start_soon(browser, url), timeout=5)
         auth = headless_client(grant=AuthorizationCodeGrant(redirect))
         assert await add_numbers(setup.url, auth) == 5
         assert events(setup.auth_server, "register")[0]["redirect_uris"] == [redirect.redirect_uri]
@@ -764,8 +732,7 @@ async def test_challenges_in_separate_headers_are_all_read() -> None:
                 {"error": "invalid_token"},
                 [("www-authenticate", 'Basic realm="x"'), ("www-authenticate", bearer)],
             )
-            if request.headers.get("authorization", "").partition(" ")[2]
-            not in setup.auth_server.tokens
+            if request.headers.get("authorization", "").partition(" ")[2] not in setup.auth_server.tokens
             else None
         )
         assert await add_numbers(setup.url, headless_client()) == 5

@@ -74,9 +74,7 @@ def test_documents_decode_strictly_and_encode_sparsely() -> None:
     )
     assert prm.authorization_servers == ["https://as"]
     with pytest.raises(MetadataError, match="not a valid ProtectedResourceMetadata"):
-        decode(
-            b'{"resource": "https://h/mcp", "scopes_supported": "a b"}', ProtectedResourceMetadata
-        )
+        decode(b'{"resource": "https://h/mcp", "scopes_supported": "a b"}', ProtectedResourceMetadata)
     with pytest.raises(MetadataError, match="not JSON"):
         decode(b"<html>", AuthorizationServerMetadata)
     with pytest.raises(MetadataError, match="no client_id"):
@@ -84,9 +82,7 @@ def test_documents_decode_strictly_and_encode_sparsely() -> None:
     assert encode(ClientMetadata(client_name="n", redirect_uris=["http://127.0.0.1/cb"])) == (
         b'{"redirect_uris":["http://127.0.0.1/cb"],"client_name":"n"}'
     )
-    token = decode(
-        b'{"access_token": "t", "token_type": "Bearer", "expires_in": 60}', TokenResponse
-    )
+    token = decode(b'{"access_token": "t", "token_type": "Bearer", "expires_in": 60}', TokenResponse)
     assert token.expires_in == 60 and token.refresh_token is None
 
 

@@ -190,9 +190,7 @@ async def test_a_forged_loopback_callback_does_not_end_the_login() -> None:
             await callback(f"{base}?code=attacker-code&state=forged")
             await callback(f"{base}?{query}")
 
-        redirect = LoopbackRedirect(
-            open_url=lambda url: nursery.start_soon(browser, url), timeout=5
-        )
+        redirect = LoopbackRedirect(open_url=lambda url: nursery.start_soon(browser, url), timeout=5)
         auth = headless_client(grant=AuthorizationCodeGrant(redirect))
         assert await add_numbers(setup.url, auth) == 5
         assert forged == [400, 200]

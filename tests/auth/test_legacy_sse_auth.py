@@ -19,8 +19,8 @@ import msgspec
 import pytest
 import trio
 
-from mcp_trio import open_session
 from examples.authorization_server import AuthorizationServer
+from mcp_trio import open_session
 from mcp_trio.auth.server import JWTVerifier, ResourceServer
 from mcp_trio.client import open_client
 from mcp_trio.server import Context, Server

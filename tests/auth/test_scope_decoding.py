@@ -72,9 +72,7 @@ async def http() -> AsyncIterator[httpx.AsyncClient]:
         yield client
 
 
-async def send(
-    http: httpx.AsyncClient, url: str, body: bytes, token: str, **headers: str
-) -> httpx.Response:
+async def send(http: httpx.AsyncClient, url: str, body: bytes, token: str, **headers: str) -> httpx.Response:
     head = {**ACCEPT, **headers, "authorization": f"Bearer {token}"}
     return await http.post(url, content=body, headers=head)
 
@@ -154,9 +152,7 @@ async def exchange(channel: Any, data: bytes) -> Any:
 
 
 @asynccontextmanager
-async def websocket_session(
-    authorization_server: AuthorizationServer, front_door: str
-) -> AsyncIterator[Any]:
+async def websocket_session(authorization_server: AuthorizationServer, front_door: str) -> AsyncIterator[Any]:
     """A raw 2025-03-26 session over a protected WebSocket, with an ``mcp``-only token."""
     async with protected_websocket(authorization_server, front_door) as (url,):
         token = authorization_server.issue_access_token(scopes=["mcp"], resource=http_form(url))

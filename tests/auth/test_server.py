@@ -15,8 +15,8 @@ import jwt
 import pytest
 import trio
 
-from mcp_trio.auth import _metadata as md
 from examples.authorization_server import AuthorizationServer
+from mcp_trio.auth import _metadata as md
 from mcp_trio.auth.server import (
     AccessToken,
     CallbackVerifier,
@@ -119,9 +119,7 @@ async def call(http: httpx.AsyncClient, url: str, token: str, name: str) -> http
         "mcp-session-id": init.headers["mcp-session-id"],
         "mcp-protocol-version": "2025-11-25",
     }
-    await post(
-        http, url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, token, **session
-    )
+    await post(http, url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, token, **session)
     message = {
         "jsonrpc": "2.0",
         "id": 2,
@@ -135,9 +133,7 @@ def result_of(response: httpx.Response) -> Any:
     assert response.status_code == 200, response.text
     text = response.text
     if response.headers["content-type"].startswith("text/event-stream"):
-        text = next(
-            line[5:] for line in text.splitlines() if line.startswith("data:") and line[5:].strip()
-        )
+        text = next(line[5:] for line in text.splitlines() if line.startswith("data:") and line[5:].strip())
     return json.loads(text)["result"]
 
 
@@ -168,15 +164,15 @@ async def test_no_token(
     front_door: str, authorization_server: AuthorizationServer, http: httpx.AsyncClient
 ) -> None:
     assert authorization_server.issuer
-    async with protected(
-        front_door, jwt_verifier(authorization_server), authorization_server.issuer
-    ) as (url, auth):
+    async with protected(front_door, jwt_verifier(authorization_server), authorization_server.issuer) as (
+        url,
+        auth,
+    ):
         origin = url.rsplit("/", 1)[0]
         response = await post(http, url, INIT)
         assert response.status_code == 401
         assert response.headers["www-authenticate"] == (
-            'Bearer scope="mcp", '
-            f'resource_metadata="{origin}/.well-known/oauth-protected-resource/mcp"'
+            f'Bearer scope="mcp", resource_metadata="{origin}/.well-known/oauth-protected-resource/mcp"'
         )
         assert response.json() == {"error_description": "an access token is required"}
         assert auth.resource == url
@@ -186,30 +182,25 @@ async def test_no_token(
         # Every method of the endpoint is guarded, and the legacy HTTP+SSE endpoints too.
         assert (await http.get(url, headers={"accept": "text/event-stream"})).status_code == 401
         assert (await http.delete(url)).status_code == 401
-        assert (
-            await http.get(f"{origin}/sse", headers={"accept": "text/event-stream"})
-        ).status_code == 401
-        assert (
-            await http.post(f"{origin}/messages?session_id=x", content=b"{}")
-        ).status_code == 401
+        assert (await http.get(f"{origin}/sse", headers={"accept": "text/event-stream"})).status_code == 401
+        assert (await http.post(f"{origin}/messages?session_id=x", content=b"{}")).status_code == 401
 
 
 async def test_malformed_authorization(
     front_door: str, authorization_server: AuthorizationServer, http: httpx.AsyncClient
 ) -> None:
     assert authorization_server.issuer
-    async with protected(
-        front_door, jwt_verifier(authorization_server), authorization_server.issuer
-    ) as (url, _):
+    async with protected(front_door, jwt_verifier(authorization_server), authorization_server.issuer) as (
+        url,
+        _,
+    ):
         for header in ("Bearer", "Bearer a b", "Bearer a,b"):
             response = await post(http, url, INIT, authorization=header)
             assert response.status_code == 400, header
             assert challenge_of(response).get("error") == "invalid_request"
             assert response.json()["error"] == "invalid_request"
         token = authorization_server.issue_access_token(scopes=["mcp"], resource=url)
-        in_query = await http.post(
-            f"{url}?access_token={token}", content=json.dumps(INIT), headers=ACCEPT
-        )
+        in_query = await http.post(f"{url}?access_token={token}", content=json.dumps(INIT), headers=ACCEPT)
         assert in_query.status_code == 400 and in_query.json()["error"] == "invalid_request"
 
 
@@ -220,15 +211,11 @@ async def test_invalid_expired_and_foreign_tokens(
     assert issuer
     async with protected(front_door, jwt_verifier(authorization_server), issuer) as (url, _):
         origin = url.rsplit("/", 1)[0]
-        expired = authorization_server.issue_access_token(
-            scopes=["mcp"], resource=url, expires_in=-5
-        )
+        expired = authorization_server.issue_access_token(scopes=["mcp"], resource=url, expires_in=-5)
         other_audience = authorization_server.issue_access_token(
             scopes=["mcp"], resource="http://127.0.0.1:1/mcp"
         )
-        no_audience = authorization_server.issue_access_token(
-            scopes=["mcp"]
-        )  # audience: the issuer
+        no_audience = authorization_server.issue_access_token(scopes=["mcp"])  # audience: the issuer
         wrong_issuer = authorization_server.issue_access_token(
             scopes=["mcp"], resource=url, claims={"iss": "http://x"}
         )
@@ -253,9 +240,10 @@ async def test_insufficient_scope(
     front_door: str, authorization_server: AuthorizationServer, http: httpx.AsyncClient
 ) -> None:
     assert authorization_server.issuer
-    async with protected(
-        front_door, jwt_verifier(authorization_server), authorization_server.issuer
-    ) as (url, _):
+    async with protected(front_door, jwt_verifier(authorization_server), authorization_server.issuer) as (
+        url,
+        _,
+    ):
         origin = url.rsplit("/", 1)[0]
         metadata_url = f"{origin}/.well-known/oauth-protected-resource/mcp"
         files_only = authorization_server.issue_access_token(scopes=["files:read"], resource=url)
@@ -277,10 +265,7 @@ async def test_insufficient_scope(
         refused = await call(http, url, plain, "purge")
         assert refused.status_code == 403
         challenge = challenge_of(refused)
-        assert (
-            challenge.get("error") == "insufficient_scope"
-            and challenge.get("scope") == "mcp tools:admin"
-        )
+        assert challenge.get("error") == "insufficient_scope" and challenge.get("scope") == "mcp tools:admin"
         assert challenge.get("resource_metadata") == metadata_url
         assert result_of(await call(http, url, plain, "whoami"))["structuredContent"] == {
             "sub": "ada",
@@ -314,10 +299,7 @@ async def test_protected_resource_metadata(
             "/.well-known/oauth-protected-resource",
         ):
             response = await http.get(origin + path)
-            assert (
-                response.status_code == 200
-                and response.headers["content-type"] == "application/json"
-            )
+            assert response.status_code == 200 and response.headers["content-type"] == "application/json"
             assert response.json() == {
                 "resource": url,
                 "authorization_servers": [issuer],
@@ -325,9 +307,7 @@ async def test_protected_resource_metadata(
                 "bearer_methods_supported": ["header"],
                 "resource_name": "Protected demo",
             }
-        assert (
-            await http.post(origin + "/.well-known/oauth-protected-resource")
-        ).status_code == 405
+        assert (await http.post(origin + "/.well-known/oauth-protected-resource")).status_code == 405
         # The client side finds it where the 401 says it is.
         challenge = challenge_of(await post(http, url, INIT))
         assert challenge.get("resource_metadata") == md.protected_resource_metadata_url(url)
@@ -412,9 +392,7 @@ async def test_algorithms_are_pinned(authorization_server: AuthorizationServer) 
     public_pem = authorization_server._keys[0].private_key.public_key()
     from cryptography.hazmat.primitives import serialization
 
-    pem = public_pem.public_bytes(
-        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
-    )
+    pem = public_pem.public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
     # The classic confusion: an HMAC token keyed with the public key.
     confused = hand_signed({"alg": "HS256", "typ": "JWT"}, {"exp": time.time() + 60}, pem)
     with pytest.raises(InvalidToken, match="algorithm 'HS256' is not accepted"):
@@ -527,12 +505,8 @@ async def test_callback_verifier(front_door: str, http: httpx.AsyncClient) -> No
     auth_server = "http://127.0.0.1:9"
     async with protected(front_door, CallbackVerifier(lookup), auth_server) as (url, _):
         resource.append(url)
-        assert (
-            result_of(await call(http, url, "good", "whoami"))["structuredContent"]["sub"] == "ada"
-        )
-        assert (
-            result_of(await call(http, url, "typed", "whoami"))["structuredContent"]["sub"] == "bob"
-        )
+        assert result_of(await call(http, url, "good", "whoami"))["structuredContent"]["sub"] == "ada"
+        assert result_of(await call(http, url, "typed", "whoami"))["structuredContent"]["sub"] == "bob"
         refused = await post(http, url, INIT, "bad")
         assert refused.status_code == 401 and challenge_of(refused).get("error") == "invalid_token"
     sync = CallbackVerifier(lambda token: {"sub": token, "exp": time.time() - 1})
@@ -546,9 +520,7 @@ async def test_audience_options() -> None:
         authorization_servers=[],
         verifier=CallbackVerifier(lambda t: token),
     )
-    request = HttpRequest(
-        "POST", {"authorization": "Bearer t", "host": "api.example.com"}, b"{}", "/"
-    )
+    request = HttpRequest("POST", {"authorization": "Bearer t", "host": "api.example.com"}, b"{}", "/")
     assert await auth.check(request) is token  # canonical forms compared (RFC 8707)
     elsewhere = ResourceServer(
         "https://other.example.com/mcp",
@@ -582,9 +554,7 @@ async def test_endpoint_settings_are_kept(
     async with trio.open_nursery() as nursery:
         await nursery.start(endpoint.run)
         urls = await nursery.start(serve_h11, guarded, "127.0.0.1", 0)
-        evil = await http.post(
-            urls[0] + "/mcp", content=b"{}", headers={**ACCEPT, "host": "evil.example"}
-        )
+        evil = await http.post(urls[0] + "/mcp", content=b"{}", headers={**ACCEPT, "host": "evil.example"})
         assert evil.status_code == 421
         nursery.cancel_scope.cancel()
 
@@ -593,12 +563,8 @@ async def test_before_the_resource_is_known() -> None:
     """Until bind_resource, the resource is the request's own URL; a Host that
     makes no URL does not break anything."""
     token = AccessToken(audience=("http://127.0.0.1:5/mcp",))
-    auth = ResourceServer(
-        None, authorization_servers=[], verifier=CallbackVerifier(lambda t: token)
-    )
-    request = HttpRequest(
-        "POST", {"authorization": "Bearer t", "host": "127.0.0.1:5"}, b"{}", "/mcp"
-    )
+    auth = ResourceServer(None, authorization_servers=[], verifier=CallbackVerifier(lambda t: token))
+    request = HttpRequest("POST", {"authorization": "Bearer t", "host": "127.0.0.1:5"}, b"{}", "/mcp")
     assert await auth.check(request) is token
     odd = HttpRequest("POST", {"authorization": "Bearer t", "host": "[bad"}, b"{}", "/mcp")
     refusal = await auth.check(odd)
@@ -612,9 +578,7 @@ async def test_before_the_resource_is_known() -> None:
 
 
 async def test_token_types_when_asked(authorization_server: AuthorizationServer) -> None:
-    strict = JWTVerifier(
-        keys=authorization_server.jwks, token_types=["at+jwt", "application/at+jwt"]
-    )
+    strict = JWTVerifier(keys=authorization_server.jwks, token_types=["at+jwt", "application/at+jwt"])
     token = authorization_server.issue_access_token(subject="ada", resource="http://r")
     assert (await strict.verify(token)).subject == "ada"  # the example server writes at+jwt
     key = authorization_server._keys[0]
@@ -658,9 +622,7 @@ async def test_stateless_requests_see_the_token(
         "io.modelcontextprotocol/clientCapabilities": {},
         "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
     }
-    async with protected(
-        "h11", jwt_verifier(authorization_server), authorization_server.issuer
-    ) as (
+    async with protected("h11", jwt_verifier(authorization_server), authorization_server.issuer) as (
         url,
         _,
     ):

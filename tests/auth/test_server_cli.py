@@ -29,9 +29,7 @@ HEADERS = {"accept": "application/json, text/event-stream", "content-type": "app
 @contextmanager
 def running(argv: list[str], marker: str) -> Iterator[str]:
     """Run ``argv``; yield the URL it prints after ``marker`` on stderr."""
-    proc = subprocess.Popen(
-        argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-    )
+    proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stderr is not None
         line = proc.stderr.readline()

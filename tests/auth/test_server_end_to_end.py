@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import trio
 
-from mcp_trio.auth._metadata import ClientMetadata
 from examples.authorization_server import AuthorizationServer
+from mcp_trio.auth._metadata import ClientMetadata
 from mcp_trio.auth.client import (
     AuthorizationCodeGrant,
     ClientCredentialsGrant,
@@ -25,9 +25,7 @@ from tests.auth.conftest import resource_server, whoami_server
 
 
 @asynccontextmanager
-async def protected(
-    authorization_server: AuthorizationServer, front_door: str
-) -> AsyncIterator[str]:
+async def protected(authorization_server: AuthorizationServer, front_door: str) -> AsyncIterator[str]:
     auth = resource_server(authorization_server.issuer)
     serve = partial(whoami_server().serve_http, "127.0.0.1", 0, front_door=front_door, auth=auth)
     async with trio.open_nursery() as nursery:
@@ -37,9 +35,7 @@ async def protected(
 
 
 @pytest.mark.parametrize("front_door", ["h11", "hypercorn"])
-async def test_code_flow_and_step_up(
-    authorization_server: AuthorizationServer, front_door: str
-) -> None:
+async def test_code_flow_and_step_up(authorization_server: AuthorizationServer, front_door: str) -> None:
     async with protected(authorization_server, front_door) as url:
         auth = OAuthClient(
             grant=AuthorizationCodeGrant(HeadlessRedirect("http://127.0.0.1/callback")),

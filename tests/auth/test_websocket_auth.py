@@ -24,10 +24,10 @@ from typing import Any
 import pytest
 import trio
 
+from examples.authorization_server import AuthorizationServer
 from mcp_trio import ConnectionClosed, McpError
 from mcp_trio.auth._client_http import OAuthHttp
 from mcp_trio.auth._metadata import ClientMetadata
-from examples.authorization_server import AuthorizationServer
 from mcp_trio.auth.client import AuthorizationCodeGrant, HeadlessRedirect, OAuthClient
 from mcp_trio.auth.server import AccessToken, JWTVerifier, ResourceServer
 from mcp_trio.client import connect_http, connect_websocket, open_client
@@ -50,7 +50,12 @@ async def protected(
     """A protected WebSocket server; its URLs (``ws://``, then ``http://`` with ``http=True``)."""
     auth = resource_server(authorization_server.issuer)
     serve = partial(
-        whoami_server("protected-ws").serve_websocket, "127.0.0.1", 0, front_door=front_door, auth=auth, **options
+        whoami_server("protected-ws").serve_websocket,
+        "127.0.0.1",
+        0,
+        front_door=front_door,
+        auth=auth,
+        **options,
     )
     async with trio.open_nursery() as nursery:
         urls = await nursery.start(serve)
@@ -70,9 +75,7 @@ async def refusal(url: str, headers: Mapping[str, str] | None = None) -> WebSock
 
 
 @pytest.mark.parametrize("front_door", FRONT_DOORS)
-async def test_handshake_refusals(
-    authorization_server: AuthorizationServer, front_door: str
-) -> None:
+async def test_handshake_refusals(authorization_server: AuthorizationServer, front_door: str) -> None:
     async with protected(authorization_server, front_door) as (url,):
         resource = http_form(url)
         metadata_url = resource.replace("/mcp", "/.well-known/oauth-protected-resource/mcp")
@@ -96,16 +99,12 @@ async def test_handshake_refusals(
         in_query = await refusal(url + "?access_token=abc")
         assert in_query.status == 400
 
-        elsewhere = authorization_server.issue_access_token(
-            scopes=["mcp"], resource="http://127.0.0.1:1/mcp"
-        )
+        elsewhere = authorization_server.issue_access_token(scopes=["mcp"], resource="http://127.0.0.1:1/mcp")
         wrong_audience = await refusal(url, bearer(elsewhere))
         assert wrong_audience.status == 401
         assert "not issued for this resource" in wrong_audience.headers["www-authenticate"]
 
-        expired = authorization_server.issue_access_token(
-            scopes=["mcp"], resource=resource, expires_in=-10
-        )
+        expired = authorization_server.issue_access_token(scopes=["mcp"], resource=resource, expires_in=-10)
         assert (await refusal(url, bearer(expired))).status == 401
 
         narrow = authorization_server.issue_access_token(scopes=["files:read"], resource=resource)
@@ -145,9 +144,7 @@ async def test_metadata_is_served_on_the_same_port(
 
 
 @pytest.mark.parametrize("front_door", FRONT_DOORS)
-async def test_ctx_auth_and_tool_scopes(
-    authorization_server: AuthorizationServer, front_door: str
-) -> None:
+async def test_ctx_auth_and_tool_scopes(authorization_server: AuthorizationServer, front_door: str) -> None:
     async with protected(authorization_server, front_door) as (url,):
         token = authorization_server.issue_access_token(
             subject="ada", scopes=["mcp"], resource=http_form(url)
@@ -162,9 +159,7 @@ async def test_ctx_auth_and_tool_scopes(
                 assert error.code == -32600
                 assert error.data["error"] == "insufficient_scope"
                 assert error.data["scope"] == "mcp tools:admin"
-                assert error.data["resource_metadata"].endswith(
-                    "/.well-known/oauth-protected-resource/mcp"
-                )
+                assert error.data["resource_metadata"].endswith("/.well-known/oauth-protected-resource/mcp")
                 # The connection goes on: only that call was refused.
                 assert (await client.call_tool("whoami")).content[0].text == "ada:mcp"
 
@@ -183,9 +178,7 @@ async def test_expired_token_closes_the_connection(
     authorization_server: AuthorizationServer, front_door: str
 ) -> None:
     async with protected(authorization_server, front_door) as (url,):
-        token = authorization_server.issue_access_token(
-            scopes=["mcp"], resource=http_form(url), expires_in=2
-        )
+        token = authorization_server.issue_access_token(scopes=["mcp"], resource=http_form(url), expires_in=2)
         with trio.fail_after(10):
             async with open_websocket_client(url, headers=bearer(token)) as channel:
                 async with open_client(channel) as client:
@@ -290,25 +283,19 @@ class Stubborn:
         assert method == "GET" and url.startswith("http://")
         return [("Authorization", "Bearer nope")]
 
-    async def challenge(
-        self, status: int, headers: Mapping[str, str], sent: list[tuple[str, str]]
-    ) -> bool:
+    async def challenge(self, status: int, headers: Mapping[str, str], sent: list[tuple[str, str]]) -> bool:
         assert "www-authenticate" in headers
         self.challenges.append(status)
         return self.retry
 
 
 class Failing(Stubborn):
-    async def challenge(
-        self, status: int, headers: Mapping[str, str], sent: list[tuple[str, str]]
-    ) -> bool:
+    async def challenge(self, status: int, headers: Mapping[str, str], sent: list[tuple[str, str]]) -> bool:
         raise RuntimeError("no browser here")
 
 
 @pytest.mark.parametrize("front_door", FRONT_DOORS)
-async def test_client_retries_are_bounded(
-    authorization_server: AuthorizationServer, front_door: str
-) -> None:
+async def test_client_retries_are_bounded(authorization_server: AuthorizationServer, front_door: str) -> None:
     async with protected(authorization_server, front_door) as (url,):
         with trio.fail_after(10):
             stubborn = Stubborn(retry=True)

@@ -118,9 +118,7 @@ SDK_PACKAGE = "@modelcontextprotocol/sdk"
 
 HARNESSES: dict[str, HarnessPin] = {
     "0.1.16": HarnessPin("0.1.16", sdk_version="1.32.2", before="2026-11-01T00:00:00Z"),
-    "0.2.0-alpha.12": HarnessPin(
-        "0.2.0-alpha.12", sdk_version="1.32.2", before="2026-11-01T00:00:00Z"
-    ),
+    "0.2.0-alpha.12": HarnessPin("0.2.0-alpha.12", sdk_version="1.32.2", before="2026-11-01T00:00:00Z"),
 }
 DEFAULT_HARNESS = "0.1.16"
 
@@ -495,9 +493,7 @@ def _ensure_node(root: Path, progress: Callable[[str], None] | None) -> tuple[Pa
     def verify(directory: Path) -> None:
         version = _node_version(node_in(directory))
         if version is None or _node_major(version) < MIN_NODE_MAJOR:
-            raise InstallError(
-                f"{node_in(directory)} does not run or is older than {MIN_NODE_MAJOR}"
-            )
+            raise InstallError(f"{node_in(directory)} does not run or is older than {MIN_NODE_MAJOR}")
 
     directory = _ensure_npm_dir(
         root,
@@ -511,8 +507,7 @@ def _ensure_node(root: Path, progress: Callable[[str], None] | None) -> tuple[Pa
         NODE_BEFORE,
         verify,
         progress,
-        f"{package}@{NODE_VERSION} (node on PATH: {on_path or 'none'}, "
-        f"older than {MIN_NODE_MAJOR})",
+        f"{package}@{NODE_VERSION} (node on PATH: {on_path or 'none'}, older than {MIN_NODE_MAJOR})",
     )
     node = node_in(directory)
     if not node.exists():  # the cache was tampered with after the marker was written
@@ -880,9 +875,7 @@ _SUMMARY = re.compile(
 _SUMMARY_SKIPPED = re.compile(
     r"^(?:- (?P<name>\S+): skipped\s*$|SKIPPED: scenario '(?P<quoted>[^']+)' is not applicable)"
 )
-_RUNNING = re.compile(
-    r"^(?:=== Running scenario: (?P<a>\S+) ===|Starting scenario: (?P<b>\S+))\s*$"
-)
+_RUNNING = re.compile(r"^(?:=== Running scenario: (?P<a>\S+) ===|Starting scenario: (?P<b>\S+))\s*$")
 
 
 def strip_ansi(text: str) -> str:
@@ -1009,16 +1002,12 @@ def parse_expected_failures(text: str, *, source: str = "<expected failures>") -
         if key and not line[0].isspace() and not stripped.startswith("-"):
             section, rest = key.group(1), key.group(2).strip()
             if section not in sections:
-                raise ValueError(
-                    f"{where}: unknown section {section!r} (use 'server:' or 'client:')"
-                )
+                raise ValueError(f"{where}: unknown section {section!r} (use 'server:' or 'client:')")
             current = sections[section]
             if rest:
                 if not (rest.startswith("[") and rest.endswith("]")):
                     raise ValueError(f"{where}: expected a list after '{section}:'")
-                current.update(
-                    _clean_entry(item, where) for item in rest[1:-1].split(",") if item.strip()
-                )
+                current.update(_clean_entry(item, where) for item in rest[1:-1].split(",") if item.strip())
             continue
         if stripped.startswith("-"):
             # YAML allows the items of a key to be indented or not.
@@ -1038,17 +1027,11 @@ def load_expected_failures(path: str | os.PathLike[str]) -> ExpectedFailures:
     return parse_expected_failures(file.read_text(encoding="utf-8"), source=str(file))
 
 
-def apply_expected_failures(
-    result: RunResult, expected: ExpectedFailures | Iterable[str] | None
-) -> None:
+def apply_expected_failures(result: RunResult, expected: ExpectedFailures | Iterable[str] | None) -> None:
     """Mark the scenarios of ``result`` that are listed as expected failures."""
     if expected is None:
         return
-    names = (
-        expected.for_mode(result.mode)
-        if isinstance(expected, ExpectedFailures)
-        else frozenset(expected)
-    )
+    names = expected.for_mode(result.mode) if isinstance(expected, ExpectedFailures) else frozenset(expected)
     seen = set()
     for scenario in result.scenarios:
         scenario.expected_failure = scenario.name in names
@@ -1249,14 +1232,11 @@ def _collect(
         ):
             # The harness's verdict also counts the client's exit status and timeouts.
             result.problems.append(
-                _client_exit_reason(invocation.stderr)
-                or f"the harness exited {invocation.returncode}"
+                _client_exit_reason(invocation.stderr) or f"the harness exited {invocation.returncode}"
             )
         results.append(result)
     if invocation.timed_out:
-        errors.append(
-            f"the harness did not finish within {invocation.duration:.0f} s and was stopped"
-        )
+        errors.append(f"the harness did not finish within {invocation.duration:.0f} s and was stopped")
     elif not order:
         errors.append(
             f"the harness (exit {invocation.returncode}) ran no scenarios: "
@@ -1441,9 +1421,7 @@ def build_client_command(command: Sequence[str]) -> str:
     for arg in command:
         arg = os.fspath(arg)
         if arg == "":
-            raise CommandError(
-                "the client command has an empty argument, which the harness would drop"
-            )
+            raise CommandError("the client command has an empty argument, which the harness would drop")
         if any(ch.isspace() for ch in arg):
             raise CommandError(
                 f"client command argument {arg!r} contains whitespace; the conformance harness "
@@ -1665,9 +1643,7 @@ def list_scenarios(
         args.append(f"--{mode}")
     if spec_version:
         args += ["--spec-version", spec_version]
-    invocation = _run_harness(
-        installation.harness_argv(*args), env=installation.environ(), timeout=timeout
-    )
+    invocation = _run_harness(installation.harness_argv(*args), env=installation.environ(), timeout=timeout)
     if invocation.returncode != 0 or invocation.timed_out:
         raise ConformanceError(
             f"conformance {' '.join(args)} failed (exit {invocation.returncode}): "
@@ -1701,9 +1677,7 @@ def _parser() -> argparse.ArgumentParser:
         "--cache-dir",
         help=f"cache directory (default ${CACHE_ENV} or ~/.cache/mcp-trio-conformance)",
     )
-    common.add_argument(
-        "--verbose", "-v", action="store_true", help="show every failing check and progress"
-    )
+    common.add_argument("--verbose", "-v", action="store_true", help="show every failing check and progress")
 
     run = argparse.ArgumentParser(add_help=False)
     run.add_argument("--spec-version", help="only scenarios for this spec version (harness filter)")
@@ -1738,9 +1712,7 @@ def _parser() -> argparse.ArgumentParser:
         "--url", required=True, help="Streamable HTTP endpoint, e.g. http://127.0.0.1:8000/mcp"
     )
     server.add_argument("--suite", default="all", help="all (default), active, pending")
-    server.add_argument(
-        "--scenario", action="append", default=[], help="run only this scenario (repeatable)"
-    )
+    server.add_argument("--scenario", action="append", default=[], help="run only this scenario (repeatable)")
     server.add_argument(
         "--timeout", type=float, default=300.0, help="seconds per harness process (default 300)"
     )
@@ -1752,13 +1724,9 @@ def _parser() -> argparse.ArgumentParser:
         dest="client_command",
         help="client command line (shell-style quoting; the URL is appended)",
     )
-    client.add_argument(
-        "--scenario", action="append", default=[], help="scenario to run (repeatable)"
-    )
+    client.add_argument("--scenario", action="append", default=[], help="scenario to run (repeatable)")
     client.add_argument("--suite", help="harness suite (parallel): all, core, auth, ...")
-    client.add_argument(
-        "--client-timeout", type=float, default=30.0, help="seconds per client (default 30)"
-    )
+    client.add_argument("--client-timeout", type=float, default=30.0, help="seconds per client (default 30)")
     client.add_argument("--timeout", type=float, default=None, help="seconds per harness process")
 
     authorization = commands.add_parser(
@@ -1769,8 +1737,10 @@ def _parser() -> argparse.ArgumentParser:
     authorization.add_argument("--client-secret", help="its secret (confidential clients)")
     authorization.add_argument("--resource", help="RFC 8707 resource indicator to send")
     authorization.add_argument(
-        "--port", type=int, help="callback port (default: a free one); the client must accept "
-        "the redirect URI http://127.0.0.1:<port>/callback"
+        "--port",
+        type=int,
+        help="callback port (default: a free one); the client must accept "
+        "the redirect URI http://127.0.0.1:<port>/callback",
     )
     authorization.add_argument(
         "--scenario", action="append", default=[], help="run only this scenario (repeatable)"
@@ -1783,17 +1753,11 @@ def _parser() -> argparse.ArgumentParser:
     group = listing.add_mutually_exclusive_group()
     group.add_argument("--server", action="store_const", const="server", dest="mode")
     group.add_argument("--client", action="store_const", const="client", dest="mode")
-    group.add_argument(
-        "--authorization", action="store_const", const="authorization", dest="mode"
-    )
+    group.add_argument("--authorization", action="store_const", const="authorization", dest="mode")
     listing.add_argument("--spec-version")
 
-    installing = commands.add_parser(
-        "install", parents=[common], help="install Node 22 and the harness"
-    )
-    installing.add_argument(
-        "--all", action="store_true", help="install every pinned harness version"
-    )
+    installing = commands.add_parser("install", parents=[common], help="install Node 22 and the harness")
+    installing.add_argument("--all", action="store_true", help="install every pinned harness version")
     return parser
 
 
@@ -1835,9 +1799,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"{prefix}{info.name}{versions}")
             print(f"{len(infos)} scenarios")
             return 0
-        expected = (
-            load_expected_failures(args.expected_failures) if args.expected_failures else None
-        )
+        expected = load_expected_failures(args.expected_failures) if args.expected_failures else None
         if args.command == "server":
             result = run_server(
                 args.url,

@@ -20,9 +20,7 @@ CLIENT = "conformance-client"
 def _serve(*extra: str) -> Iterator[str]:
     argv = [sys.executable, "-m", "examples.authorization_server", "--client", CLIENT]
     argv += ["--redirect-uri", "http://127.0.0.1/callback", *extra]  # any loopback port matches
-    proc = subprocess.Popen(
-        argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-    )
+    proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stderr is not None
         line = proc.stderr.readline()
@@ -37,14 +35,10 @@ def _serve(*extra: str) -> Iterator[str]:
 @pytest.mark.slow
 def test_authorization_server_scenarios_pass() -> None:
     for url in _serve():
-        result = run_authorization(
-            url, client_id=CLIENT, resource="http://127.0.0.1:3001/mcp", timeout=120
-        )
+        result = run_authorization(url, client_id=CLIENT, resource="http://127.0.0.1:3001/mcp", timeout=120)
         assert result.ok, result.report(verbose=True)
         names = {s.name for s in result.scenarios}
-        assert names == {"authorization-server-metadata-endpoint", "authorization-code-grant"}, (
-            names
-        )
+        assert names == {"authorization-server-metadata-endpoint", "authorization-code-grant"}, names
         assert not result.failed and not result.errors
         # It also advertises Client ID Metadata Documents (a WARNING otherwise).
         assert not any(s.warnings for s in result.scenarios), result.report(verbose=True)
@@ -58,9 +52,7 @@ def test_authorization_server_scenarios_pass() -> None:
 def test_confidential_client_passes_too(method: str) -> None:
     """A server for confidential clients only: the harness authenticates with the
     method the metadata offers."""
-    for url in _serve(
-        "--client-secret", "s3cret", "--auth-method", method, "--auth-methods", method
-    ):
+    for url in _serve("--client-secret", "s3cret", "--auth-method", method, "--auth-methods", method):
         result = run_authorization(url, client_id=CLIENT, client_secret="s3cret", timeout=120)
         assert result.ok and not result.failed, result.report(verbose=True)
 

@@ -171,9 +171,7 @@ def test_server_suite_run_is_reported_per_scenario() -> None:
         "server-sse-priming-event",
         "server-sse-retry-field",
     ]
-    assert polling.result_dir is not None and polling.result_dir.name.startswith(
-        "server-server-sse"
-    )
+    assert polling.result_dir is not None and polling.result_dir.name.startswith("server-server-sse")
 
 
 def test_server_verdicts_agree_with_the_harness_summary() -> None:
@@ -284,9 +282,7 @@ def test_suite_run_that_stops_early_is_an_error() -> None:
     invocation = _invocation(stdout, "TypeError: boom\n")
     result = _result("server", invocation, FIXTURES / "server-run")
     assert len(result.scenarios) == 7
-    assert result.errors == [
-        "the harness stopped (exit 1) before finishing the suite: TypeError: boom"
-    ]
+    assert result.errors == ["the harness stopped (exit 1) before finishing the suite: TypeError: boom"]
     assert result.report().splitlines()[-2].startswith("ERROR the harness stopped")
 
 
@@ -317,9 +313,7 @@ def test_only_new_result_directories_are_read(tmp_path: Path) -> None:
 def test_expected_failures_files() -> None:
     yml = runner.load_expected_failures(FIXTURES / "expected-failures.yml")
     assert yml == ExpectedFailures(
-        server=frozenset(
-            {"tools-call-image", "tools-call-mixed-content", "dns-rebinding-protection"}
-        ),
+        server=frozenset({"tools-call-image", "tools-call-mixed-content", "dns-rebinding-protection"}),
         client=frozenset({"auth/metadata-default"}),
     )
     txt = runner.load_expected_failures(FIXTURES / "expected-failures.txt")
@@ -356,14 +350,9 @@ def test_expected_failures_errors(text: str, match: str) -> None:
 
 def test_expected_failures_are_reported_but_not_counted() -> None:
     result = fixture_run("server")
-    runner.apply_expected_failures(
-        result, runner.load_expected_failures(FIXTURES / "expected-failures.yml")
-    )
+    runner.apply_expected_failures(result, runner.load_expected_failures(FIXTURES / "expected-failures.yml"))
     report = result.report().splitlines()
-    assert (
-        "XFAIL tools-call-image: tools-call-image: No image content found  (expected failure)"
-        in report
-    )
+    assert "XFAIL tools-call-image: tools-call-image: No image content found  (expected failure)" in report
     assert (
         "XPASS dns-rebinding-protection  (2 checks, 0 warnings; "
         "listed as an expected failure, remove it)" in report
@@ -382,10 +371,7 @@ def test_expected_failures_are_reported_but_not_counted() -> None:
     assert result.ok
     report = result.report().splitlines()
     assert report[-1] == "3 passed, 0 failed, 4 expected failures"
-    assert (
-        report[-2]
-        == "NOTE expected-failures entries that match no scenario of this run: no-such-scenario"
-    )
+    assert report[-2] == "NOTE expected-failures entries that match no scenario of this run: no-such-scenario"
 
 
 def test_cli_prints_one_line_per_scenario_and_sets_the_exit_status(
@@ -476,9 +462,7 @@ def test_missing_npm_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path:
 
 
 @pytest.mark.slow
-def test_unreachable_registry_is_a_clear_error(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
+def test_unreachable_registry_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         registry = f"http://127.0.0.1:{sock.getsockname()[1]}/"
@@ -494,9 +478,7 @@ def test_parse_list_output() -> None:
     server = [i for i in infos if i.mode == "server"]
     client = [i for i in infos if i.mode == "client"]
     assert len(server) == 32 and len(client) == 26
-    assert server[0] == runner.ScenarioInfo(
-        "server-initialize", "server", ("2025-06-18", "2025-11-25")
-    )
+    assert server[0] == runner.ScenarioInfo("server-initialize", "server", ("2025-06-18", "2025-11-25"))
     assert "auth/metadata-default" in {i.name for i in client}
 
 
@@ -535,9 +517,7 @@ def test_install_and_list_through_the_cli() -> None:
         )
     node = re.search(r"^node (\S+) \((?:PATH|cache|\$\w+)\): (.+)$", installed.stdout, re.MULTILINE)
     assert node is not None, installed.stdout
-    version = subprocess.run(
-        [node.group(2), "--version"], capture_output=True, text=True, check=True
-    )
+    version = subprocess.run([node.group(2), "--version"], capture_output=True, text=True, check=True)
     assert int(version.stdout.strip().lstrip("v").split(".")[0]) >= 22
 
     inst = runner.install()
@@ -552,9 +532,7 @@ def test_install_and_list_through_the_cli() -> None:
 
     listed = _cli("list", "--server", timeout=60)
     assert listed.returncode == 0, listed.stderr
-    names = [
-        line.split()[0] for line in listed.stdout.splitlines() if not line.endswith(" scenarios")
-    ]
+    names = [line.split()[0] for line in listed.stdout.splitlines() if not line.endswith(" scenarios")]
     assert len(names) >= 32
     assert {"server-initialize", "tools-list", "dns-rebinding-protection"} <= set(names)
     assert listed.stdout.splitlines()[-1] == f"{len(names)} scenarios"

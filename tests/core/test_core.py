@@ -119,7 +119,11 @@ def test_server_answers_its_latest_for_an_unknown_version() -> None:
         request_bytes(
             1,
             "initialize",
-            {"protocolVersion": "1999-01-01", "capabilities": {}, "clientInfo": {"name": "x", "version": "0"}},
+            {
+                "protocolVersion": "1999-01-01",
+                "capabilities": {},
+                "clientInfo": {"name": "x", "version": "0"},
+            },
         )
     )
     [reply] = outgoing(events)
@@ -149,7 +153,8 @@ def test_ping_with_invalid_params_is_refused_at_every_stage(stage: str, params: 
     elif stage == "client before initialize":
         side = client()
         side.start_request(
-            "initialize", {"protocolVersion": side.legacy_versions[0], "capabilities": {}, "clientInfo": side.info}
+            "initialize",
+            {"protocolVersion": side.legacy_versions[0], "capabilities": {}, "clientInfo": side.info},
         )
     else:
         side, _ = ready_pair()
@@ -176,7 +181,11 @@ def test_second_initialize_is_rejected() -> None:
             request_bytes(
                 99,
                 "initialize",
-                {"protocolVersion": LEGACY[0], "capabilities": {}, "clientInfo": {"name": "a", "version": "1"}},
+                {
+                    "protocolVersion": LEGACY[0],
+                    "capabilities": {},
+                    "clientInfo": {"name": "a", "version": "1"},
+                },
             )
         )
     )
@@ -246,7 +255,9 @@ def test_unknown_method_gets_32601_with_id() -> None:
 
 def test_method_of_the_wrong_direction_gets_32601() -> None:
     srv, _ = ready_pair()
-    [reply] = outgoing(srv.receive(request_bytes(3, "sampling/createMessage", {"messages": [], "maxTokens": 3})))
+    [reply] = outgoing(
+        srv.receive(request_bytes(3, "sampling/createMessage", {"messages": [], "maxTokens": 3}))
+    )
     assert reply["error"]["code"] == rpc.METHOD_NOT_FOUND
 
 
@@ -293,7 +304,11 @@ def test_errors_at_the_top_level_name_the_root_path() -> None:
 def test_valid_request_is_delivered_typed() -> None:
     srv, _ = ready_pair()
     events = srv.receive(
-        request_bytes(1, "tools/call", {"name": "echo", "arguments": {"x": [1, 2]}, "_meta": {"progressToken": "t", "k": 1}})
+        request_bytes(
+            1,
+            "tools/call",
+            {"name": "echo", "arguments": {"x": [1, 2]}, "_meta": {"progressToken": "t", "k": 1}},
+        )
     )
     req = only(events, RequestReceived)
     assert req.params.name == "echo" and req.params.arguments == {"x": [1, 2]}
@@ -350,19 +365,29 @@ def test_result_and_error_responses() -> None:
     srv, cli = ready_pair()
     id, data = cli.start_request("tools/list")
     req = only(srv.receive(data), RequestReceived)
-    resp = only(cli.receive(srv.respond(req.id, {"tools": [{"name": "a", "inputSchema": {"type": "object"}}]})), ResponseReceived)
+    resp = only(
+        cli.receive(srv.respond(req.id, {"tools": [{"name": "a", "inputSchema": {"type": "object"}}]})),
+        ResponseReceived,
+    )
     assert resp.id == id and resp.result.tools[0].name == "a"
     id, data = cli.start_request("tools/call", {"name": "x"})
     req = only(srv.receive(data), RequestReceived)
     resp = only(cli.receive(srv.error(req.id, -32602, "Unknown tool: x", {"name": "x"})), ResponseReceived)
     assert isinstance(resp.error, McpError)
-    assert (resp.error.code, resp.error.message, resp.error.data) == (-32602, "Unknown tool: x", {"name": "x"})
+    assert (resp.error.code, resp.error.message, resp.error.data) == (
+        -32602,
+        "Unknown tool: x",
+        {"name": "x"},
+    )
 
 
 def test_invalid_result_is_a_remote_protocol_error() -> None:
     srv, cli = ready_pair()
     id, _ = cli.start_request("tools/list")
-    resp = only(cli.receive(json.dumps({"jsonrpc": "2.0", "id": id, "result": {"tools": 3}}).encode()), ResponseReceived)
+    resp = only(
+        cli.receive(json.dumps({"jsonrpc": "2.0", "id": id, "result": {"tools": 3}}).encode()),
+        ResponseReceived,
+    )
     assert isinstance(resp.error, RemoteProtocolError) and "$.result.tools" in str(resp.error)
 
 
@@ -395,7 +420,9 @@ def test_outgoing_requests_need_the_peer_capability() -> None:
         cli.start_request("prompts/list")
     cli.start_request("tools/list")
     with pytest.raises(LocalProtocolError, match="'elicitation'"):
-        srv.start_request("elicitation/create", {"message": "hi", "requestedSchema": {"type": "object", "properties": {}}})
+        srv.start_request(
+            "elicitation/create", {"message": "hi", "requestedSchema": {"type": "object", "properties": {}}}
+        )
     srv.start_request("sampling/createMessage", {"messages": [], "maxTokens": 10})
 
 
@@ -437,7 +464,9 @@ def test_cancellation_of_an_in_flight_request() -> None:
 
 def test_cancel_for_unknown_or_finished_ids_is_ignored() -> None:
     srv, cli = ready_pair()
-    assert srv.receive(b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":123}}') == []
+    assert (
+        srv.receive(b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":123}}') == []
+    )
     only(srv.receive(request_bytes(5, "tools/list")), RequestReceived)
     srv.respond(5, {"tools": []})
     assert srv.receive(b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5}}') == []
@@ -445,7 +474,9 @@ def test_cancel_for_unknown_or_finished_ids_is_ignored() -> None:
 
 def test_initialize_cannot_be_cancelled() -> None:
     cli = client()
-    id, _ = cli.start_request("initialize", {"protocolVersion": LEGACY[0], "capabilities": {}, "clientInfo": cli.info})
+    id, _ = cli.start_request(
+        "initialize", {"protocolVersion": LEGACY[0], "capabilities": {}, "clientInfo": cli.info}
+    )
     assert cli.cancel(id) is None
 
 
@@ -464,7 +495,10 @@ def test_progress_round_trip() -> None:
     with pytest.raises(LocalProtocolError, match="increase"):
         srv.progress(id, 0.5)
     # a peer that sends a decreasing value is ignored
-    events = cli.receive(b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":%d,"progress":0.1}}' % id)
+    events = cli.receive(
+        b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":%d,"progress":0.1}}'
+        % id
+    )
     assert isinstance(only(events, ProtocolViolation), ProtocolViolation)
     srv.respond(id, {"content": []})
     assert srv.progress(id, 1.0) is None  # nothing after the response
@@ -588,7 +622,9 @@ def test_batch_of_notifications_gets_no_reply() -> None:
 
 def test_batch_with_cancelled_member() -> None:
     srv, _ = ready_pair(BATCH_VERSION)
-    srv.receive(b'[{"jsonrpc":"2.0","id":1,"method":"tools/list"},{"jsonrpc":"2.0","id":2,"method":"tools/list"}]')
+    srv.receive(
+        b'[{"jsonrpc":"2.0","id":1,"method":"tools/list"},{"jsonrpc":"2.0","id":2,"method":"tools/list"}]'
+    )
     srv.receive(b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}')
     assert srv.drop(2) is None
     assert [m["id"] for m in json.loads(srv.respond(1, {"tools": []}))] == [1]
@@ -696,7 +732,13 @@ class TestModern:
         srv.receive(request_bytes(1, "server/discover", self.meta()))
         events = srv.receive(
             request_bytes(
-                2, "initialize", {"protocolVersion": LEGACY[0], "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}
+                2,
+                "initialize",
+                {
+                    "protocolVersion": LEGACY[0],
+                    "capabilities": {},
+                    "clientInfo": {"name": "c", "version": "1"},
+                },
             )
         )
         assert only(events, PeerInitialized).version == LEGACY[0]
@@ -748,7 +790,16 @@ def test_not_utf8_in_a_skipped_member_is_a_parse_error() -> None:
     response's) is a parse error too, on the one-pass and two-pass paths alike, and
     the session goes on."""
     core = SessionCore("server", info={"name": "s", "version": "1"}, capabilities={"tools": {}})
-    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}}
+    init = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-03-26",
+            "capabilities": {},
+            "clientInfo": {"name": "c", "version": "1"},
+        },
+    }
     core.receive(msgspec.json.encode(init))
     core.receive(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
     for data in (
@@ -760,6 +811,10 @@ def test_not_utf8_in_a_skipped_member_is_a_parse_error() -> None:
     ):
         (out,) = [e for e in core.receive(data) if isinstance(e, Outgoing)]
         reply = msgspec.json.decode(out.data)
-        assert reply == {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error: the message is not valid UTF-8"}}, (data, reply)
+        assert reply == {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {"code": -32700, "message": "Parse error: the message is not valid UTF-8"},
+        }, (data, reply)
     (out,) = core.receive('{"jsonrpc":"2.0","id":"ok","method":"ping","x":"é"}'.encode())
     assert msgspec.json.decode(out.data) == {"jsonrpc": "2.0", "id": "ok", "result": {}}

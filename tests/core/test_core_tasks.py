@@ -49,9 +49,7 @@ def test_registry_merges_the_extension_only_where_it_applies() -> None:
     assert merged["tools/call"].results[-1] is ext_tasks.CreateTaskResult
     assert merged["tasks/get"].extension == EXT
     plain = _versions.methods_for(MODERN)
-    assert (
-        "tasks/get" not in plain and ext_tasks.CreateTaskResult not in plain["tools/call"].results
-    )
+    assert "tasks/get" not in plain and ext_tasks.CreateTaskResult not in plain["tools/call"].results
     # the extension builds on the stateless revisions only; unknown ones are ignored
     assert _versions.methods_for("2025-11-25", ext) is _versions.module_for("2025-11-25").METHODS
     assert _versions.methods_for(MODERN, frozenset({"x.example/unknown"})) is plain

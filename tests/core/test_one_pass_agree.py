@@ -44,8 +44,11 @@ CALL = {"name": "search", "arguments": {"q": "x", "n": [1, 2.5, None, True]}}
 TOOLS = {"tools": [{"name": "a", "inputSchema": {"type": "object"}}]}
 TASK = {
     "task": {
-        "taskId": "t1", "status": "working", "createdAt": "2025-01-01T00:00:00Z",
-        "lastUpdatedAt": "2025-01-01T00:00:00Z", "ttl": 1000,
+        "taskId": "t1",
+        "status": "working",
+        "createdAt": "2025-01-01T00:00:00Z",
+        "lastUpdatedAt": "2025-01-01T00:00:00Z",
+        "ttl": 1000,
     }
 }
 META = {PV: MODERN_VERSION, CC: {"sampling": {}}}
@@ -120,18 +123,25 @@ def _initialize_params() -> dict[str, Any]:
 TEMPLATES: dict[str, list[tuple[str, Any]]] = {
     "legacy": [("jsonrpc", "2.0"), ("id", 5), ("method", "tools/call"), ("params", CALL)],
     "modern": [
-        ("jsonrpc", "2.0"), ("id", 5), ("method", "tools/call"),
+        ("jsonrpc", "2.0"),
+        ("id", 5),
+        ("method", "tools/call"),
         ("params", {**CALL, "_meta": META}),
     ],
     "new": [
-        ("jsonrpc", "2.0"), ("id", 0), ("method", "initialize"), ("params", _initialize_params()),
+        ("jsonrpc", "2.0"),
+        ("id", 0),
+        ("method", "initialize"),
+        ("params", _initialize_params()),
     ],
     "tools/list": [("jsonrpc", "2.0"), ("id", 2), ("result", TOOLS)],
     "tools/call": [("jsonrpc", "2.0"), ("id", 2), ("result", {"content": []})],
     "task call": [("jsonrpc", "2.0"), ("id", 2), ("result", TASK)],
     "modern call": [("jsonrpc", "2.0"), ("id", 1), ("result", {"content": []})],
     "modern ext": [
-        ("jsonrpc", "2.0"), ("id", 5), ("method", "tasks/get"),
+        ("jsonrpc", "2.0"),
+        ("id", 5),
+        ("method", "tasks/get"),
         ("params", {"taskId": "a", "_meta": {**META, CC: {"extensions": {EXT: {}}}}}),
     ],
 }
@@ -143,19 +153,48 @@ VALUES: dict[str, list[Any]] = {
     "jsonrpc": ["2.0", "1.0", 2.0, None],
     "id": [0, 1, 2, 5, "2", "5", 2.0, -1, 2**70, None, True, [5], {}],
     "method": [
-        "tools/call", "tools/list", "tasks/get", "ping", "initialize", "server/discover",
-        "notifications/cancelled", "sampling/createMessage", "no/such", 7,
+        "tools/call",
+        "tools/list",
+        "tasks/get",
+        "ping",
+        "initialize",
+        "server/discover",
+        "notifications/cancelled",
+        "sampling/createMessage",
+        "no/such",
+        7,
     ],
     "params": [
-        CALL, {"name": 3}, {"name": "a", "zzz": 1}, {}, [], None, "x", 3, {"cursor": "c"},
-        {**CALL, "_meta": META}, {"_meta": META}, _initialize_params(),
+        CALL,
+        {"name": 3},
+        {"name": "a", "zzz": 1},
+        {},
+        [],
+        None,
+        "x",
+        3,
+        {"cursor": "c"},
+        {**CALL, "_meta": META},
+        {"_meta": META},
+        _initialize_params(),
     ],
     "result": [
-        TOOLS, {"tools": 3}, {"tools": []}, {}, None, [], 3, "x", TASK, {"task": 3},
-        {"content": []}, {"content": [], "resultType": "complete"},
+        TOOLS,
+        {"tools": 3},
+        {"tools": []},
+        {},
+        None,
+        [],
+        3,
+        "x",
+        TASK,
+        {"task": 3},
+        {"content": []},
+        {"content": [], "resultType": "complete"},
         {"content": [], "resultType": "input_required"},
         {"resultType": "input_required", "inputRequests": {}},
-        {"content": [], "resultType": 3}, {"content": [], "resultType": "task"},
+        {"content": [], "resultType": 3},
+        {"content": [], "resultType": "task"},
         {"resultType": "task", "task": {**TASK["task"], "ttlMs": 1000}},
         {"content": [{"type": "text", "text": "hi"}], "_meta": {"k": "v"}},
     ],
@@ -176,7 +215,12 @@ PARAM_VALUES: dict[str, list[Any]] = {
 META_VALUES: dict[str, list[Any]] = {
     PV: [MODERN_VERSION, LEGACY, "2025-06-18", "1900-01-01", 2026, None],
     CC: [
-        {}, {"sampling": {}}, [], None, {"extensions": {EXT: {}}}, {"extensions": {EXT: 1}},
+        {},
+        {"sampling": {}},
+        [],
+        None,
+        {"extensions": {EXT: {}}},
+        {"extensions": {EXT: 1}},
         {"extensions": []},
     ],
     "progressToken": ["p", 7, -1, 7.5, True, {}, None],
@@ -225,9 +269,7 @@ def _changed(template: list[tuple[str, Any]], changes: list[Change]) -> bytes:
                 random.Random(key).shuffle(members)
         else:
             value = args[0] if args else None
-            members = [
-                (k, _in_params(v, op, key, value) if k == "params" else v) for k, v in members
-            ]
+            members = [(k, _in_params(v, op, key, value) if k == "params" else v) for k, v in members]
     body = ",".join(f"{json.dumps(k)}:{json.dumps(v)}" for k, v in members)
     return ("{" + body + "}").encode()
 
@@ -261,8 +303,14 @@ def _events(events: list[Any]) -> list[Any]:
 
 def _state(core: SessionCore) -> tuple[Any, ...]:
     return (
-        core.state, core.version, core.peer_info, core.peer_capabilities,
-        core.pending_ids, core.in_flight_ids, dict(core._task_tokens), dict(core._progress_tokens),
+        core.state,
+        core.version,
+        core.peer_info,
+        core.peer_capabilities,
+        core.pending_ids,
+        core.in_flight_ids,
+        dict(core._task_tokens),
+        dict(core._progress_tokens),
     )
 
 
@@ -282,9 +330,7 @@ def test_every_single_change_agrees(name: str) -> None:
         _agree(name, [[change], []])
 
 
-@settings(
-    max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None
-)
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
 @given(
     name=st.sampled_from(sorted(SESSIONS)),
     messages=st.lists(

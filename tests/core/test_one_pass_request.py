@@ -104,15 +104,25 @@ def _legacy_messages() -> list[str]:
         *(
             f'{{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{{"name":"a","_meta":{m}}}}}'
             for m in (
-                '{"progressToken":"p"}', '{"progressToken":7}', '{"progressToken":7.5}',
-                '{"progressToken":true}', '{"progressToken":{}}', "{}", "null", "[]", '"m"',
+                '{"progressToken":"p"}',
+                '{"progressToken":7}',
+                '{"progressToken":7.5}',
+                '{"progressToken":true}',
+                '{"progressToken":{}}',
+                "{}",
+                "null",
+                "[]",
+                '"m"',
             )
         ),
         f'{{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{c}}} trailing',
         f'{{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{c}',  # truncated
         '{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"\\ud800"}}',
         '{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"a","arguments":'
-        + '{"a":' * 3000 + "1" + "}" * 3000 + "}}",
+        + '{"a":' * 3000
+        + "1"
+        + "}" * 3000
+        + "}}",
         f'[{{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{c}}}]',
         f'[{{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{c}}},'
         f'{{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{c}}}]',
@@ -139,10 +149,18 @@ def test_invalid_utf8_agrees() -> None:
 
 def test_a_valid_request_is_delivered_typed_with_its_token() -> None:
     one, _ = _pair(_legacy, LEGACY)
-    data = b'{"method":"tools/call","params":{"name":"a","_meta":{"progressToken":"p"}},"id":9,"jsonrpc":"2.0"}'
+    data = (
+        b'{"method":"tools/call","params":{"name":"a","_meta":{"progressToken":"p"}},"id":9,"jsonrpc":"2.0"}'
+    )
     (req,) = one.receive(data)
     assert isinstance(req, RequestReceived)
-    assert (req.id, req.method, req.params.name, req.progress_token, req.version) == (9, "tools/call", "a", "p", LEGACY)
+    assert (req.id, req.method, req.params.name, req.progress_token, req.version) == (
+        9,
+        "tools/call",
+        "a",
+        "p",
+        LEGACY,
+    )
     (again,) = one.receive(data)
     assert b"already in use" in again.data
 
@@ -176,15 +194,11 @@ MODERN_CASES: list[bytes] = [
     b'{"jsonrpc":"2.0","id":5,"method":"tools/list"}',
     b'{"jsonrpc":"2.0","id":5,"method":"tools/list","params":{"_meta":{}}}',
     b'{"jsonrpc":"2.0","id":5,"method":"initialize","params":{}}',
-    json.dumps(
-        {"jsonrpc": "2.0", "id": 5, "method": "tools/list", "params": {"_meta": _meta()}}
-    ).encode(),
+    json.dumps({"jsonrpc": "2.0", "id": 5, "method": "tools/list", "params": {"_meta": _meta()}}).encode(),
     json.dumps(
         {"jsonrpc": "2.0", "id": 5, "method": "server/discover", "params": {"_meta": _meta()}}
     ).encode(),
-    json.dumps(
-        {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"_meta": _meta()}}
-    ).encode(),
+    json.dumps({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"_meta": _meta()}}).encode(),
 ]
 
 
@@ -239,7 +253,10 @@ def test_initialize_fast_and_two_pass_paths_agree(index: int) -> None:
     two._receive_initialize = lambda data, events: False  # type: ignore[method-assign]
     _same(one, two, INITIALIZE_CASES[index])
     assert (one.version, one.state, one.peer_info, one.peer_capabilities) == (
-        two.version, two.state, two.peer_info, two.peer_capabilities,
+        two.version,
+        two.state,
+        two.peer_info,
+        two.peer_capabilities,
     )
     _same(one, two, INITIALIZE_CASES[index])
 

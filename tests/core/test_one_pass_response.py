@@ -144,8 +144,15 @@ def test_task_augmented_call_picks_the_same_result(task: bool) -> None:
     if task:
         params["task"] = {"ttl": 1000}
     one, two, id = _pair(LEGACY, "tools/call", params)
-    task_result = {"task": {"taskId": "t1", "status": "working", "createdAt": "2025-01-01T00:00:00Z",
-                            "lastUpdatedAt": "2025-01-01T00:00:00Z", "ttl": 1000}}
+    task_result = {
+        "task": {
+            "taskId": "t1",
+            "status": "working",
+            "createdAt": "2025-01-01T00:00:00Z",
+            "lastUpdatedAt": "2025-01-01T00:00:00Z",
+            "ttl": 1000,
+        }
+    }
     events = _same(one, two, json.dumps({"jsonrpc": "2.0", "id": id, "result": task_result}).encode())
     assert events[0][0] == "response"
 

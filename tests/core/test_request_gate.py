@@ -47,7 +47,10 @@ def test_unadvertised_capability_is_named(version: str) -> None:
     srv = ready(version, capabilities={"tools": {}})
     reply = answer(srv.receive(request(1, "prompts/list", version=version)))
     assert reply["error"]["code"] == -32601
-    assert reply["error"]["message"] == "Method not found: prompts/list (the 'prompts' capability is not advertised)"
+    assert (
+        reply["error"]["message"]
+        == "Method not found: prompts/list (the 'prompts' capability is not advertised)"
+    )
     # asked again: the same answer (the table is reused, not rebuilt wrongly)
     reply = answer(srv.receive(request(2, "prompts/list", version=version)))
     assert "'prompts' capability" in reply["error"]["message"]
@@ -59,7 +62,11 @@ def test_unadvertised_capability_is_named(version: str) -> None:
 def test_wrong_direction_and_unknown_methods(version: str) -> None:
     srv = ready(version)
     # a request only servers send, and a method no revision has
-    for id, method in ((1, "sampling/createMessage"), (2, "no/such/method"), (3, "notifications/initialized")):
+    for id, method in (
+        (1, "sampling/createMessage"),
+        (2, "no/such/method"),
+        (3, "notifications/initialized"),
+    ):
         reply = answer(srv.receive(request(id, method, {}, version=version)))
         assert reply == {
             "jsonrpc": "2.0",
@@ -119,6 +126,10 @@ def test_cores_made_alike_share_one_table_and_others_get_their_own(version: str)
     events = a.receive(request(1, "prompts/list", version=version))  # and a takes
     assert [e.method for e in events if isinstance(e, RequestReceived)] == ["prompts/list"]
     # a client core with the same capabilities answers the other direction's requests
-    cli = SessionCore("client", info={"name": "c", "version": "1"}, capabilities={"tools": {}, "prompts": {}},
-                      versions=[version])
+    cli = SessionCore(
+        "client",
+        info={"name": "c", "version": "1"},
+        capabilities={"tools": {}, "prompts": {}},
+        versions=[version],
+    )
     assert "tools/list" not in cli._accepted_requests(version)

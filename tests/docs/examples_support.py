@@ -38,7 +38,11 @@ def run_script(script: Path, cwd: Path) -> str:
     """Run ``python script`` in ``cwd`` (at most :data:`TIMEOUT` s); its stdout, or fail."""
     done = subprocess.run(
         [sys.executable, str(script)],
-        cwd=cwd, env=example_env(), capture_output=True, text=True, timeout=TIMEOUT,
+        cwd=cwd,
+        env=example_env(),
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
     )
     assert done.returncode == 0, f"{script.name} failed:\n{done.stderr}"
     return done.stdout
@@ -51,8 +55,13 @@ async def served(*serve_args: str, cwd: Path) -> AsyncIterator[str]:
     async with trio.open_nursery() as nursery:
         process = await nursery.start(
             partial(
-                trio.run_process, argv, cwd=cwd, env=example_env(), stdin=subprocess.DEVNULL,
-                stderr=subprocess.PIPE, check=False,
+                trio.run_process,
+                argv,
+                cwd=cwd,
+                env=example_env(),
+                stdin=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                check=False,
             )
         )
         seen = b""

@@ -49,8 +49,9 @@ def _serve_lines() -> list[str]:
     for page in GUIDE:
         for lang, code in _blocks(page):
             if lang == "sh":
-                lines += [ln.split("#")[0].strip() for ln in code.splitlines()
-                          if ln.startswith("mcp-trio serve")]
+                lines += [
+                    ln.split("#")[0].strip() for ln in code.splitlines() if ln.startswith("mcp-trio serve")
+                ]
     return sorted(set(lines))
 
 
@@ -146,8 +147,9 @@ def fastmcp_python(tmp_path_factory: pytest.TempPathFactory) -> str:
     venv = tmp_path_factory.mktemp("fastmcp-venv")
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     python = venv / "bin" / "python"
-    done = subprocess.run([str(python), "-m", "pip", "install", "-q", FASTMCP],
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [str(python), "-m", "pip", "install", "-q", FASTMCP], capture_output=True, text=True, timeout=600
+    )
     assert done.returncode == 0, f"installing {FASTMCP} failed:\n{done.stderr[-2000:]}"
     return str(python)
 
@@ -162,7 +164,11 @@ def test_the_other_libraries_servers_answer_the_same(server: str, request: pytes
     python = request.getfixturevalue("fastmcp_python") if server == "fastmcp_server.py" else sys.executable
     done = subprocess.run(
         [sys.executable, "compare.py", server, python],
-        cwd=EXAMPLES, env=example_env(), capture_output=True, text=True, timeout=TIMEOUT,
+        cwd=EXAMPLES,
+        env=example_env(),
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout == (EXAMPLES / "compare.out").read_text()
@@ -172,7 +178,11 @@ def test_the_other_libraries_servers_answer_the_same(server: str, request: pytes
 def test_an_example_test_file_passes(test_file: str) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", test_file],
-        cwd=EXAMPLES, env=example_env(), capture_output=True, text=True, timeout=TIMEOUT,
+        cwd=EXAMPLES,
+        env=example_env(),
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
     )
     assert done.returncode == 0, done.stdout + done.stderr
 
@@ -188,6 +198,7 @@ async def test_a_serve_line_serves(line: str) -> None:
             async with served(*argv, cwd=EXAMPLES) as url, connect(url) as client:
                 assert await client.list_all_tools()
         else:
-            async with connect_stdio(sys.executable, "-m", "mcp_trio._cli", "serve", *argv,
-                                     cwd=str(EXAMPLES), env=example_env()) as client:
+            async with connect_stdio(
+                sys.executable, "-m", "mcp_trio._cli", "serve", *argv, cwd=str(EXAMPLES), env=example_env()
+            ) as client:
                 assert await client.list_all_tools()

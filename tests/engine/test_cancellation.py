@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 import trio
+import trio.lowlevel
 import trio.testing
 
 from mcp_trio import Frame, RequestContext, open_memory_transport_pair, open_session
@@ -159,7 +160,7 @@ def busy_handler_recording(hits: collections.Counter[str], tasks: list[str] | No
             await trio.lowlevel.checkpoint()
             step = "sleep"
             for _ in range(3):
-                await trio.sleep(0)
+                await trio.lowlevel.checkpoint()
             if not _versions.is_stateless(ctx.version):
                 step = "request"
                 result = await ctx.request("roots/list", timeout=5)
@@ -211,21 +212,24 @@ async def test_cancel_at_every_await_point(version: str, relay: bool) -> None:
             await trio.sleep_forever()
         return await list_roots(ctx, params)
 
-    async with open_session(
-        server_channel,
-        role="server",
-        info={"name": "s", "version": "1"},
-        capabilities={"tools": {}, "logging": {}},
-        request_handlers={"tools/call": busy_handler_recording(hits, tasks)},
-        outbox_size=0,  # a send waits while the writer is still sending
-    ) as srv, open_session(
-        client_channel,
-        role="client",
-        info={"name": "c", "version": "1"},
-        capabilities={"roots": {}},
-        versions=[version],
-        request_handlers={"roots/list": list_roots_or_hang},
-    ) as cli:
+    async with (
+        open_session(
+            server_channel,
+            role="server",
+            info={"name": "s", "version": "1"},
+            capabilities={"tools": {}, "logging": {}},
+            request_handlers={"tools/call": busy_handler_recording(hits, tasks)},
+            outbox_size=0,  # a send waits while the writer is still sending
+        ) as srv,
+        open_session(
+            client_channel,
+            role="client",
+            info={"name": "c", "version": "1"},
+            capabilities={"roots": {}},
+            versions=[version],
+            request_handlers={"roots/list": list_roots_or_hang},
+        ) as cli,
+    ):
         assert await cli.connect() == version
 
         async def on_progress(*_: Any) -> None:
@@ -277,9 +281,7 @@ async def test_cancel_at_every_await_point(version: str, relay: bool) -> None:
     assert busy_ids <= cancels
     # each of the handlers' own calls to the client was answered, or cancelled
     # when its handler was
-    roots_ids = {
-        m["id"] for d, m in server_channel.log if d == "out" and m.get("method") == "roots/list"
-    }
+    roots_ids = {m["id"] for d, m in server_channel.log if d == "out" and m.get("method") == "roots/list"}
     answered = {m["id"] for d, m in server_channel.log if d == "in" and "method" not in m}
     given_up = {
         m["params"]["requestId"]
@@ -295,13 +297,16 @@ async def test_cancel_quick_requests_at_every_point() -> None:
     """The caller side of request(): cancelled anywhere, it leaks nothing, and any answer
     that arrives later is dropped."""
     a, b = open_memory_transport_pair()
-    async with open_session(
-        a,
-        role="server",
-        info={"name": "s", "version": "1"},
-        capabilities={"tools": {}},
-        request_handlers={"tools/call": busy_handler},
-    ) as srv, open_session(b, role="client", info={"name": "c", "version": "1"}) as cli:
+    async with (
+        open_session(
+            a,
+            role="server",
+            info={"name": "s", "version": "1"},
+            capabilities={"tools": {}},
+            request_handlers={"tools/call": busy_handler},
+        ) as srv,
+        open_session(b, role="client", info={"name": "c", "version": "1"}) as cli,
+    ):
         await cli.connect()
         outcomes = {"answered": 0, "cancelled": 0}
         for checkpoints in range(0, 30):

@@ -44,7 +44,9 @@ class RecordingChannel(MemoryChannel):
     ``hold`` (when set) makes the writer's ``send`` wait until it is set.
     """
 
-    def __init__(self, send: trio.MemorySendChannel[Frame], receive: trio.MemoryReceiveChannel[Frame]) -> None:
+    def __init__(
+        self, send: trio.MemorySendChannel[Frame], receive: trio.MemoryReceiveChannel[Frame]
+    ) -> None:
         super().__init__(send, receive)
         self.paths: list[tuple[str, dict[str, Any]]] = []
         self.refuse = False

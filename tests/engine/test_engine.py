@@ -116,24 +116,27 @@ async def connected(
     async def on_note(session: Session, method: str, params: Any) -> None:
         probe.notifications.append((method, params))
 
-    async with open_session(
-        a,
-        role="server",
-        info={"name": "srv", "version": "1"},
-        capabilities=SERVER_CAPS,
-        versions=server_versions,
-        request_handlers=server_handlers(probe),
-        **(server_options or {}),
-    ) as srv, open_session(
-        b,
-        role="client",
-        info={"name": "cli", "version": "1"},
-        capabilities=CLIENT_CAPS,
-        versions=client_versions,
-        request_handlers=client_handlers(probe),
-        notification_handlers={"notifications/message": on_note},
-        **(client_options or {}),
-    ) as cli:
+    async with (
+        open_session(
+            a,
+            role="server",
+            info={"name": "srv", "version": "1"},
+            capabilities=SERVER_CAPS,
+            versions=server_versions,
+            request_handlers=server_handlers(probe),
+            **(server_options or {}),
+        ) as srv,
+        open_session(
+            b,
+            role="client",
+            info={"name": "cli", "version": "1"},
+            capabilities=CLIENT_CAPS,
+            versions=client_versions,
+            request_handlers=client_handlers(probe),
+            notification_handlers={"notifications/message": on_note},
+            **(client_options or {}),
+        ) as cli,
+    ):
         if connect:
             await cli.connect()
         yield srv, cli, probe
@@ -173,9 +176,11 @@ async def test_modern_only_client_against_legacy_server_fails_clearly() -> None:
 
 
 async def test_client_rejects_unsupported_server_version() -> None:
-    async with connected(
-        server_versions=[LEGACY[0]], client_versions=[LEGACY[-1]], connect=False
-    ) as (srv, cli, _):
+    async with connected(server_versions=[LEGACY[0]], client_versions=[LEGACY[-1]], connect=False) as (
+        srv,
+        cli,
+        _,
+    ):
         with pytest.raises(RemoteProtocolError, match="does not support"):
             await cli.connect()
         # The client disconnected before raising: its session is over, and the
@@ -202,7 +207,9 @@ async def test_errors_from_handlers() -> None:
             await cli.request("prompts/list")  # advertised but no handler
         assert info.value.code == -32601
         # the session goes on
-        assert (await cli.request("tools/call", {"name": "echo", "arguments": {"text": "ok"}})).content[0].text == "ok"
+        assert (await cli.request("tools/call", {"name": "echo", "arguments": {"text": "ok"}})).content[
+            0
+        ].text == "ok"
 
 
 async def test_concurrent_requests() -> None:
@@ -339,9 +346,7 @@ async def test_notifications_reach_the_client_handler() -> None:
 async def test_peer_going_away_fails_pending_requests_at_once() -> None:
     probe = Probe()
     a, b = open_memory_transport_pair()
-    async with open_session(
-        b, role="client", info={"name": "c", "version": "1"}, versions=LEGACY
-    ) as cli:
+    async with open_session(b, role="client", info={"name": "c", "version": "1"}, versions=LEGACY) as cli:
         async with open_session(
             a,
             role="server",
@@ -453,7 +458,6 @@ async def test_a_handler_finishing_after_the_peer_left_ends_quietly(
 
 
 async def test_backpressure_bounds_requests_in_flight() -> None:
-    probe = Probe()
     gate = trio.Event()
     running = 0
     peak = 0
@@ -467,14 +471,17 @@ async def test_backpressure_bounds_requests_in_flight() -> None:
         return tool_result("x")
 
     a, b = open_memory_transport_pair()
-    async with open_session(
-        a,
-        role="server",
-        info={"name": "s", "version": "1"},
-        capabilities=SERVER_CAPS,
-        request_handlers={"tools/call": slow},
-        max_in_flight=3,
-    ) as srv, open_session(b, role="client", info={"name": "c", "version": "1"}) as cli:
+    async with (
+        open_session(
+            a,
+            role="server",
+            info={"name": "s", "version": "1"},
+            capabilities=SERVER_CAPS,
+            request_handlers={"tools/call": slow},
+            max_in_flight=3,
+        ) as srv,
+        open_session(b, role="client", info={"name": "c", "version": "1"}) as cli,
+    ):
         await cli.connect()
         async with trio.open_nursery() as n:
             for _ in range(10):
@@ -500,21 +507,24 @@ async def test_handlers_waiting_on_the_peer_do_not_deadlock_a_full_session() -> 
         return {"roots": [{"uri": "file:///a"}]}
 
     a, b = open_memory_transport_pair()
-    async with open_session(
-        a,
-        role="server",
-        info={"name": "s", "version": "1"},
-        capabilities=SERVER_CAPS,
-        request_handlers={"tools/call": ask_back},
-        max_in_flight=1,
-    ) as srv, open_session(
-        b,
-        role="client",
-        info={"name": "c", "version": "1"},
-        capabilities={"roots": {}},
-        versions=LEGACY,
-        request_handlers={"roots/list": roots},
-    ) as cli:
+    async with (
+        open_session(
+            a,
+            role="server",
+            info={"name": "s", "version": "1"},
+            capabilities=SERVER_CAPS,
+            request_handlers={"tools/call": ask_back},
+            max_in_flight=1,
+        ) as srv,
+        open_session(
+            b,
+            role="client",
+            info={"name": "c", "version": "1"},
+            capabilities={"roots": {}},
+            versions=LEGACY,
+            request_handlers={"roots/list": roots},
+        ) as cli,
+    ):
         await cli.connect()
         results: list[str] = []
 

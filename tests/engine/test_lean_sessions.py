@@ -28,7 +28,11 @@ from mcp_trio.transports.http.server import HttpRequest, StreamableHTTP
 from ..transports.test_http_server import _Sink
 
 INFO = {"name": "t", "version": "1"}
-ACCEPT = {"accept": "application/json, text/event-stream", "content-type": "application/json", "host": "127.0.0.1"}
+ACCEPT = {
+    "accept": "application/json, text/event-stream",
+    "content-type": "application/json",
+    "host": "127.0.0.1",
+}
 
 
 def text(value: str) -> dict[str, Any]:
@@ -52,7 +56,9 @@ async def test_new_session_runs_in_the_callers_task_and_starts_its_writer_on_dem
             assert result.content[0].text == "hi"
             # requests that never waited ran in run()'s own task, which still
             # reads (see test_reader_relay.py): the writer is the only child
-            assert [t.name for t in server._tasks.child_tasks] == ["mcp_trio._engine._session.Session._writer"]
+            assert [t.name for t in server._tasks.child_tasks] == [
+                "mcp_trio._engine._session.Session._writer"
+            ]
         with trio.fail_after(5):
             await server.closed.wait()  # the client left: run() returns
     assert server.core.closed
@@ -141,7 +147,12 @@ async def test_an_idle_http_session_is_one_parked_task_with_an_empty_nursery() -
         await nursery.start(endpoint.run)
         sessions = [await _open(endpoint) for _ in range(5)]
         call = msgspec.json.encode(
-            {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "x"}}}
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": "echo", "arguments": {"text": "x"}},
+            }
         )
         sink = _Sink()
         await endpoint.handle(HttpRequest("POST", sessions[0], call), sink)

@@ -27,7 +27,12 @@ async def test_requests_past_max_queued_total_are_refused_in_any_session() -> No
         await gate.wait()
         return tool_result("done")
 
-    options = {"request_handlers": {"tools/call": slow}, "max_in_flight": 1, "max_queued": 10, "max_queued_total": 2}
+    options = {
+        "request_handlers": {"tools/call": slow},
+        "max_in_flight": 1,
+        "max_queued": 10,
+        "max_queued_total": 2,
+    }
     a1, b1 = open_memory_transport_pair()
     a2, b2 = open_memory_transport_pair()
     outcomes: dict[str, Any] = {}
@@ -75,7 +80,9 @@ async def test_a_stopping_session_drops_its_queue() -> None:
 
     a, b = open_memory_transport_pair()
     async with open_session(b, **CLIENT) as client:
-        async with open_session(a, **SERVER, request_handlers={"tools/call": forever}, max_in_flight=2, max_queued=50) as server:
+        async with open_session(
+            a, **SERVER, request_handlers={"tools/call": forever}, max_in_flight=2, max_queued=50
+        ) as server:
             await client.connect()
             async with trio.open_nursery() as nursery:
                 for _ in range(40):

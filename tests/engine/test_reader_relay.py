@@ -23,6 +23,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import trio
+import trio.lowlevel
 import trio.testing
 
 from mcp_trio import RequestContext, Session, new_session
@@ -127,7 +128,12 @@ async def served(
 
 
 def call(id: int, name: str, **arguments: Any) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
+    return {
+        "jsonrpc": "2.0",
+        "id": id,
+        "method": "tools/call",
+        "params": {"name": name, "arguments": arguments},
+    }
 
 
 async def echo(ctx: RequestContext, params: Any) -> Any:
@@ -155,7 +161,11 @@ async def test_a_lone_request_is_answered_in_the_step_that_read_it() -> None:
             del log[:]
             peer.send(call(id, "echo", text=f"t{id}"))
             answer = await peer.receive()
-            assert answer == {"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": f"t{id}"}]}}
+            assert answer == {
+                "jsonrpc": "2.0",
+                "id": id,
+                "result": {"content": [{"type": "text", "text": f"t{id}"}]},
+            }
             reads = [step for kind, step, data in log if kind == "read" and b'"tools/call"' in data]
             writes = [step for kind, step, data in log if kind == "write"]
             assert len(reads) == 1 and writes == reads  # read, handled and answered in one task step
@@ -211,7 +221,11 @@ async def test_a_burst_still_runs_concurrently() -> None:
     async with served({"tools/call": gather}) as (session, peer, log):
         peer.send(*(call(10 + n, "gather", n=n) for n in range(3)))  # one write: one read
         answers = await peer.answers(3)
-        assert {id: a["result"]["content"][0]["text"] for id, a in answers.items()} == {10: "0", 11: "1", 12: "2"}
+        assert {id: a["result"]["content"][0]["text"] for id, a in answers.items()} == {
+            10: "0",
+            11: "1",
+            12: "2",
+        }
 
 
 async def test_no_relay_without_a_free_slot() -> None:
@@ -294,7 +308,7 @@ async def test_a_handler_that_uses_its_cancel_scope_without_waiting_touches_no_o
         elif what == "cancel, then wait":
             ctx.cancel_scope.cancel()
             cancelling.set()
-            await trio.sleep(0)  # cancelled here: no answer
+            await trio.lowlevel.checkpoint()  # cancelled here: no answer
         elif what == "nap":
             await trio.sleep(0.01)
         return {"content": [{"type": "text", "text": f"{what}: {ctx.cancelled}"}]}

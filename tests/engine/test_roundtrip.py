@@ -67,7 +67,7 @@ def strip_injected(params: dict[str, Any]) -> dict[str, Any]:
 @pytest.mark.skipif(not CASES, reason="the official example messages are not available")
 @pytest.mark.parametrize(("method", "request_file", "result_files"), CASES)
 async def test_examples_travel_unchanged(method: str, request_file: Path, result_files: list[Path]) -> None:
-    example = json.loads(request_file.read_text())
+    example = json.loads(await trio.Path(request_file).read_text())
     sent_params = strip_injected(example.get("params", {}))
     seen: list[Any] = []
     answers = [json.loads(p.read_text()) for p in result_files] or [{"resultType": "complete"}]
@@ -80,10 +80,16 @@ async def test_examples_travel_unchanged(method: str, request_file: Path, result
 
     caps = {"tools": {}, "resources": {"subscribe": True}, "prompts": {}, "completions": {}, "logging": {}}
     a, b = open_memory_transport_pair()
-    async with open_session(
-        a, role="server", info={"name": "s", "version": "1"}, capabilities=caps,
-        request_handlers={method: handler},
-    ) as _srv, open_session(b, role="client", info={"name": "c", "version": "1"}, versions=[VERSION]) as cli:
+    async with (
+        open_session(
+            a,
+            role="server",
+            info={"name": "s", "version": "1"},
+            capabilities=caps,
+            request_handlers={method: handler},
+        ) as _srv,
+        open_session(b, role="client", info={"name": "c", "version": "1"}, versions=[VERSION]) as cli,
+    ):
         with trio.fail_after(5):
             await cli.connect()
             for answer in answers:

@@ -35,9 +35,7 @@ json_values = st.recursive(
     | st.integers(-(2**63), 2**63 - 1)
     | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(max_size=10),
-    lambda inner: (
-        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
-    ),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
     max_leaves=8,
 )
 json_objects = st.dictionaries(st.text(max_size=8), json_values, max_size=4)
@@ -63,9 +61,7 @@ def _annotations(version: str) -> st.SearchStrategy[dict[str, Any]]:
 def _content_block(version: str) -> st.SearchStrategy[dict[str, Any]]:
     modern_meta = version >= "2025-06-18"  # content blocks carry _meta from 2025-06-18 on
 
-    def block(
-        kind: str, required: dict[str, st.SearchStrategy[Any]]
-    ) -> st.SearchStrategy[dict[str, Any]]:
+    def block(kind: str, required: dict[str, st.SearchStrategy[Any]]) -> st.SearchStrategy[dict[str, Any]]:
         optional: dict[str, st.SearchStrategy[Any]] = {"annotations": _annotations(version)}
         if modern_meta:
             optional["_meta"] = meta_objects
@@ -87,9 +83,7 @@ def _content_block(version: str) -> st.SearchStrategy[dict[str, Any]]:
     if version >= "2025-03-26":
         kinds.append(block("audio", {"data": base64_data, "mimeType": st.just("audio/wav")}))
     if version >= "2025-06-18":
-        kinds.append(
-            block("resource_link", {"uri": st.just("file:///c.md"), "name": st.text(max_size=8)})
-        )
+        kinds.append(block("resource_link", {"uri": st.just("file:///c.md"), "name": st.text(max_size=8)}))
     return st.one_of(kinds)
 
 
@@ -111,9 +105,7 @@ def _as_json(value: Any) -> Any:
     return json.loads(msgspec.json.encode(value))
 
 
-async def _exchange(
-    version: str, params: dict[str, Any], result: dict[str, Any]
-) -> tuple[Any, Any]:
+async def _exchange(version: str, params: dict[str, Any], result: dict[str, Any]) -> tuple[Any, Any]:
     """Send ``params`` as a tools/call, answer with ``result``: (params seen, result got)."""
     seen: list[Any] = []
 
@@ -122,15 +114,16 @@ async def _exchange(
         return result
 
     a, b = open_memory_transport_pair()
-    async with open_session(
-        a,
-        role="server",
-        info={"name": "s", "version": "1"},
-        capabilities={"tools": {}},
-        request_handlers={"tools/call": call_tool},
-    ) as _srv, open_session(
-        b, role="client", info={"name": "c", "version": "1"}, versions=[version]
-    ) as cli:
+    async with (
+        open_session(
+            a,
+            role="server",
+            info={"name": "s", "version": "1"},
+            capabilities={"tools": {}},
+            request_handlers={"tools/call": call_tool},
+        ) as _srv,
+        open_session(b, role="client", info={"name": "c", "version": "1"}, versions=[version]) as cli,
+    ):
         assert await cli.connect() == version
         with trio.fail_after(5):
             got = await cli.request("tools/call", params)

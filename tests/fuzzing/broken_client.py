@@ -40,12 +40,18 @@ def events(response: Any) -> list[Any]:
 
 
 def stateless(url: str, method_header: bool) -> int:
-    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": {}}
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
     for n, method in enumerate(("server/discover", "tools/list"), 1):
         headers = {"MCP-Protocol-Version": "2026-07-28", **({"Mcp-Method": method} if method_header else {})}
-        with post(url, {"jsonrpc": "2.0", "id": n, "method": method, "params": {"_meta": meta}}, headers) as resp:
-            answers = events(resp) if "event-stream" in resp.headers.get("Content-Type", "") else [resp.read()]
+        with post(
+            url, {"jsonrpc": "2.0", "id": n, "method": method, "params": {"_meta": meta}}, headers
+        ) as resp:
+            answers = (
+                events(resp) if "event-stream" in resp.headers.get("Content-Type", "") else [resp.read()]
+            )
         if not any(json.loads(a).get("id") == n for a in answers):
             return 1
     return 0
@@ -54,9 +60,16 @@ def stateless(url: str, method_header: bool) -> int:
 def main(mode: str, url: str) -> int:
     if mode.startswith("stateless"):
         return stateless(url, method_header=mode == "stateless")
-    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-            "params": {"protocolVersion": "2025-11-25", "capabilities": {"roots": {}},
-                       "clientInfo": {"name": "broken", "version": "1"}}}
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"roots": {}},
+            "clientInfo": {"name": "broken", "version": "1"},
+        },
+    }
     with post(url, init, {}) as resp:
         session = resp.headers["Mcp-Session-Id"]
         version = json.loads(resp.read())["result"]["protocolVersion"]
@@ -74,8 +87,11 @@ def main(mode: str, url: str) -> int:
             if isinstance(msg, dict) and "method" not in msg:
                 answered.add(msg.get("id"))
             if isinstance(msg, dict) and "method" in msg and "id" in msg:
-                answer = {"jsonrpc": "2.0", "id": msg["id"],
-                          "result": {"roots": []} if msg["method"] == "roots/list" else {}}
+                answer = {
+                    "jsonrpc": "2.0",
+                    "id": msg["id"],
+                    "result": {"roots": []} if msg["method"] == "roots/list" else {},
+                }
                 if msg["method"] not in ("ping", "roots/list") and mode != "obliging":
                     answer = {"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32601, "message": "no"}}
                 for _ in range(2 if mode == "twice" else 1):

@@ -15,8 +15,11 @@ import json
 import sys
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "good"
-KNOWN = {"ping": {}, "tools/list": {"tools": []},
-         "tools/call": {"content": [{"type": "text", "text": "ok"}], "isError": True}}
+KNOWN = {
+    "ping": {},
+    "tools/list": {"tools": []},
+    "tools/call": {"content": [{"type": "text", "text": "ok"}], "isError": True},
+}
 
 
 def send(obj: object) -> None:
@@ -28,13 +31,24 @@ def answer(msg: dict[str, object]) -> None:
     rid, method = msg["id"], msg.get("method")
     if method == "initialize":
         params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
-        send({"jsonrpc": "2.0", "id": rid, "result": {
-            "protocolVersion": params.get("protocolVersion", "2025-11-25"), "capabilities": {"tools": {}},
-            "serverInfo": {"name": "broken-capabilities", "version": "1"}}})
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": rid,
+                "result": {
+                    "protocolVersion": params.get("protocolVersion", "2025-11-25"),
+                    "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "broken-capabilities", "version": "1"},
+                },
+            }
+        )
     elif method in KNOWN:
         send({"jsonrpc": "2.0", "id": rid, "result": KNOWN[method]})
-    elif MODE == "silent" and isinstance(method, str) and method.split("/")[0] in (
-            "prompts", "resources", "completion", "logging", "tasks"):
+    elif (
+        MODE == "silent"
+        and isinstance(method, str)
+        and method.split("/")[0] in ("prompts", "resources", "completion", "logging", "tasks")
+    ):
         return
     else:
         code = -32603 if MODE == "internal-error" else -32601

@@ -41,8 +41,11 @@ def until_answered(peer: Peer, ids: set[Any], mode: str) -> list[Any]:
         waiting = len(ids)
         for m in message if isinstance(message, list) else [message]:
             if "method" in m and "id" in m:
-                answer = {"jsonrpc": "2.0", "id": m["id"], "result": {"roots": []} if m["method"] == "roots/list"
-                          else {}}
+                answer = {
+                    "jsonrpc": "2.0",
+                    "id": m["id"],
+                    "result": {"roots": []} if m["method"] == "roots/list" else {},
+                }
                 if m["method"] not in ("ping", "roots/list"):
                     answer = {"jsonrpc": "2.0", "id": m["id"], "error": {"code": -32601, "message": "no"}}
                 for _ in range(2 if mode == "twice" else 1):
@@ -58,12 +61,27 @@ def main() -> int:
     mode, argv = sys.argv[1], sys.argv[2:]
     peer = Peer(argv)
     version = "2025-03-26" if mode == "batch" else "2025-11-25"
-    peer.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": version, "capabilities": {"roots": {}}, "clientInfo": {"name": "broken", "version": "1"}}})
+    peer.send(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": version,
+                "capabilities": {"roots": {}},
+                "clientInfo": {"name": "broken", "version": "1"},
+            },
+        }
+    )
     until_answered(peer, {1}, mode)
     peer.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
     if mode == "batch":
-        peer.send([{"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, {"jsonrpc": "2.0", "id": 3, "method": "ping"}])
+        peer.send(
+            [
+                {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+                {"jsonrpc": "2.0", "id": 3, "method": "ping"},
+            ]
+        )
         [answer] = until_answered(peer, {2, 3}, mode)
         if not isinstance(answer, list) or {m["id"] for m in answer} != {2, 3}:
             return 1

@@ -23,7 +23,9 @@ def serve_http(script: str, log: Path) -> Iterator[str]:
     with log.open("wb") as err:
         proc = subprocess.Popen(
             [sys.executable, "-m", "mcp_trio._cli", "serve", script, "--http", "127.0.0.1:0"],
-            stdout=subprocess.DEVNULL, stderr=err, cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            cwd=ROOT,
         )
     try:
         deadline = time.monotonic() + 20

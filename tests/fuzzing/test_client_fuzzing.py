@@ -29,7 +29,9 @@ def test_the_default_answers_decode_as_the_method_results() -> None:
         for method in client_methods(revision, "request"):
             spec = _versions.methods_for(revision)[method]
             if spec.results:
-                msgspec.json.decode(json.dumps(C.default_result(revision, method)).encode(), type=spec.results[0])
+                msgspec.json.decode(
+                    json.dumps(C.default_result(revision, method)).encode(), type=spec.results[0]
+                )
 
 
 @settings(max_examples=30, deadline=None, database=None, suppress_health_check=list(HealthCheck))
@@ -45,24 +47,55 @@ def test_plans_are_plain_json_for_transcripts(case: tuple[str, dict[str, object]
 
 
 def test_a_good_run_of_our_client_passes_every_oracle() -> None:
-    plan = {"answers": {}, "steps": [[
-        {"note": "valid", "message": {"jsonrpc": "2.0", "id": 1, "method": "roots/list"}},
-        {"note": "valid", "message": {"jsonrpc": "2.0", "method": "notifications/message",
-                                      "params": {"level": "info", "data": "x"}}},
-        {"note": "unknown_method", "message": {"jsonrpc": "2.0", "id": 1, "method": "fuzz/unknown"}},
-    ]]}
-    result = C.run_plan(ClientTarget([sys.executable, OWN_CLIENT]), "2025-11-25", plan, timeout=3, run_time=20)
+    plan = {
+        "answers": {},
+        "steps": [
+            [
+                {"note": "valid", "message": {"jsonrpc": "2.0", "id": 1, "method": "roots/list"}},
+                {
+                    "note": "valid",
+                    "message": {
+                        "jsonrpc": "2.0",
+                        "method": "notifications/message",
+                        "params": {"level": "info", "data": "x"},
+                    },
+                },
+                {"note": "unknown_method", "message": {"jsonrpc": "2.0", "id": 1, "method": "fuzz/unknown"}},
+            ]
+        ],
+    }
+    result = C.run_plan(
+        ClientTarget([sys.executable, OWN_CLIENT]), "2025-11-25", plan, timeout=3, run_time=20
+    )
     assert C.check_client(result, 20) == [], result.output
-    roots = next(msg for msg in (m for m, _ in result.log.client_messages)
-                 if isinstance(msg, dict) and msg.get("id") == 10_001)
+    roots = next(
+        msg
+        for msg in (m for m, _ in result.log.client_messages)
+        if isinstance(msg, dict) and msg.get("id") == 10_001
+    )
     assert roots["result"]["roots"][0]["uri"] == "file:///tmp"
     assert {p["method"] for p in result.log.posts} >= {"POST", "DELETE"}
 
 
 @pytest.mark.slow
 def test_client_campaign_against_our_own_client_finds_nothing(tmp_path: Path) -> None:
-    argv = ["fuzz", "--client", f"{sys.executable} {OWN_CLIENT}", "--max-examples", "12", "--timeout", "3",
-            "--run-time", "20", "--shrink-time", "5", "--seed", "3", "--out", str(tmp_path)]
+    argv = [
+        "fuzz",
+        "--client",
+        f"{sys.executable} {OWN_CLIENT}",
+        "--max-examples",
+        "12",
+        "--timeout",
+        "3",
+        "--run-time",
+        "20",
+        "--shrink-time",
+        "5",
+        "--seed",
+        "3",
+        "--out",
+        str(tmp_path),
+    ]
     assert main(argv) == 0, (tmp_path / "summary.txt").read_text()
     report = json.loads((tmp_path / "report.json").read_text())
     [campaign] = report["campaigns"]
@@ -74,9 +107,17 @@ def test_client_campaign_against_our_own_client_finds_nothing(tmp_path: Path) ->
 def test_a_client_that_answers_twice_is_caught_and_the_finding_replays(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    cfg = FuzzConfig(ClientTarget([sys.executable, BROKEN, "twice"]), revisions=["2025-11-25"],
-                     campaigns=["client"], max_examples=5, timeout=1, run_time=15, shrink_time=3,
-                     max_findings=1, out_dir=tmp_path)
+    cfg = FuzzConfig(
+        ClientTarget([sys.executable, BROKEN, "twice"]),
+        revisions=["2025-11-25"],
+        campaigns=["client"],
+        max_examples=5,
+        timeout=1,
+        run_time=15,
+        shrink_time=3,
+        max_findings=1,
+        out_dir=tmp_path,
+    )
     [stats] = run(cfg)
     [finding] = stats.findings
     assert finding.violation.key == "one-response:extra" and stats.capped
@@ -106,8 +147,13 @@ def test_a_hanging_client_is_stopped_and_reported() -> None:
 
 
 def test_server_campaigns_and_client_targets_do_not_mix(tmp_path: Path) -> None:
-    cfg = FuzzConfig(ClientTarget([sys.executable, OWN_CLIENT]), revisions=["2025-11-25", "2026-07-28"],
-                     campaigns=["valid", "client"], max_examples=1, out_dir=tmp_path)
+    cfg = FuzzConfig(
+        ClientTarget([sys.executable, OWN_CLIENT]),
+        revisions=["2025-11-25", "2026-07-28"],
+        campaigns=["valid", "client"],
+        max_examples=1,
+        out_dir=tmp_path,
+    )
     stats = run(cfg)
     skipped = [(s.revision, s.campaign) for s in stats if s.skipped]
     assert skipped == [("2025-11-25", "valid"), ("2026-07-28", "valid")]  # (both revisions are served)
@@ -117,7 +163,9 @@ def test_server_campaigns_and_client_targets_do_not_mix(tmp_path: Path) -> None:
 def test_skip_leaves_a_kind_of_probe_out_of_client_plans() -> None:
     from mcp_trio.fuzzing.runner import CampaignStats
 
-    cfg = FuzzConfig(ClientTarget([sys.executable, OWN_CLIENT]), skip_probes=frozenset({"params@ping", "mutated"}))
+    cfg = FuzzConfig(
+        ClientTarget([sys.executable, OWN_CLIENT]), skip_probes=frozenset({"params@ping", "mutated"})
+    )
     hunt = C.client_hunt(cfg, "2025-11-25", CampaignStats("2025-11-25", "client"))
 
     @settings(max_examples=30, deadline=None, database=None, suppress_health_check=list(HealthCheck))
@@ -132,7 +180,18 @@ def test_skip_leaves_a_kind_of_probe_out_of_client_plans() -> None:
 
 @pytest.mark.parametrize("params", ["x", {"_meta": 1.5}])
 def test_our_client_refuses_a_ping_with_invalid_params(params: object) -> None:
-    plan = {"answers": {}, "steps": [[{"note": "params:wrong_type",
-                                       "message": {"jsonrpc": "2.0", "id": 1, "method": "ping", "params": params}}]]}
-    result = C.run_plan(ClientTarget([sys.executable, OWN_CLIENT]), "2025-11-25", plan, timeout=3, run_time=20)
+    plan = {
+        "answers": {},
+        "steps": [
+            [
+                {
+                    "note": "params:wrong_type",
+                    "message": {"jsonrpc": "2.0", "id": 1, "method": "ping", "params": params},
+                }
+            ]
+        ],
+    }
+    result = C.run_plan(
+        ClientTarget([sys.executable, OWN_CLIENT]), "2025-11-25", plan, timeout=3, run_time=20
+    )
     assert C.check_client(result, 20) == []

@@ -44,8 +44,12 @@ ALL_METHODS = [(r, m) for r in _versions.SUPPORTED_VERSIONS for m in S.client_me
 def test_every_client_method_of_every_revision_has_a_strategy() -> None:
     assert len(ALL_METHODS) > 60 and ("2026-07-28", "server/discover") in ALL_METHODS
 
-    @settings(max_examples=len(ALL_METHODS) * 3, deadline=None, database=None,
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=len(ALL_METHODS) * 3,
+        deadline=None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
     @given(st.sampled_from(ALL_METHODS).flatmap(lambda rm: st.tuples(st.just(rm), S.valid_message(*rm))))
     def check(case: tuple[tuple[str, str], dict[str, object]]) -> None:
         (revision, method), msg = case
@@ -54,9 +58,21 @@ def test_every_client_method_of_every_revision_has_a_strategy() -> None:
     check()
 
 
-REJECTED = {"wrong_jsonrpc", "bad_id", "method_not_a_string", "no_method", "parse_error", "invalid_utf8",
-            "empty_batch", "not_an_object", "batch", "embedded_newline", "request_without_id",
-            "notification_with_id", "unknown_method"}
+REJECTED = {
+    "wrong_jsonrpc",
+    "bad_id",
+    "method_not_a_string",
+    "no_method",
+    "parse_error",
+    "invalid_utf8",
+    "empty_batch",
+    "not_an_object",
+    "batch",
+    "embedded_newline",
+    "request_without_id",
+    "notification_with_id",
+    "unknown_method",
+}
 
 
 @FAST
@@ -73,7 +89,9 @@ def test_invalid_items_are_rejected_by_the_generated_types(data: st.DataObject) 
                 except (UnicodeDecodeError, ValueError, RecursionError):
                     continue  # not even JSON
                 assert not S.accepts(revision, value), item
-        elif kind == "bad_id" and isinstance(item.obj.get("id"), int) and not isinstance(item.obj["id"], bool):
+        elif (
+            kind == "bad_id" and isinstance(item.obj.get("id"), int) and not isinstance(item.obj["id"], bool)
+        ):
             continue  # an integer beyond 2**53: the types take it, the oracles are lenient about it
         elif kind in REJECTED:
             assert not S.accepts(revision, item.obj), item
@@ -87,9 +105,10 @@ def test_classify_names_the_spec_error_codes() -> None:
     assert classify(b'{"jsonrpc":"2.0","id":1,"method":"ping"\xff}', r).null_required == [-32700]
     assert classify(b'{"jsonrpc":"2.0","id":null,"method":"ping"}', r).null_required == [-32600]
     assert classify(b'{"jsonrpc":"2.0","id":true,"method":"ping"}', r).null_required == [-32600]
-    assert classify(b'{"jsonrpc":"2.0","id":1,"method":"no/such"}', r).ids['1'].codes == {-32601}
-    assert classify(b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":5}}', r).ids['1'].codes == {
-        -32602, -32601}  # (a server that does not implement the method may say so first)
+    assert classify(b'{"jsonrpc":"2.0","id":1,"method":"no/such"}', r).ids["1"].codes == {-32601}
+    assert classify(b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":5}}', r).ids[
+        "1"
+    ].codes == {-32602, -32601}  # (a server that does not implement the method may say so first)
     assert classify(b'{"jsonrpc":"2.0","method":"tools/list"}', r).ids == {}  # a notification: no answer
     ok = classify(b'{"jsonrpc":"2.0","id":"a","method":"tools/list"}', r).ids['"a"']
     assert ok.count == 1 and ok.codes is None and ok.method == "tools/list"
@@ -105,9 +124,11 @@ def toy(mode: str) -> StdioTarget:
 def test_a_good_toy_server_passes_every_oracle() -> None:
     session = Session(toy("good"), "2025-11-25", timeout=3)
     try:
-        for payloads in ([b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}'],
-                         [b"{nope", b'{"jsonrpc":"2.0","method":"notifications/initialized"}'],
-                         [b'{"jsonrpc":"2.0","id":2,"method":"no/such"}']):
+        for payloads in (
+            [b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}'],
+            [b"{nope", b'{"jsonrpc":"2.0","method":"notifications/initialized"}'],
+            [b'{"jsonrpc":"2.0","id":2,"method":"no/such"}'],
+        ):
             assert session.run_case(payloads).violations == []
     finally:
         session.close()
@@ -124,8 +145,16 @@ def test_a_good_toy_server_passes_every_oracle() -> None:
 def test_a_broken_toy_server_is_found_and_the_finding_replays(
     mode: str, campaign: str, oracle: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    cfg = FuzzConfig(toy(mode), revisions=["2025-11-25"], campaigns=[campaign], max_examples=60, timeout=2,
-                     shrink_time=5, max_findings=2, out_dir=tmp_path)
+    cfg = FuzzConfig(
+        toy(mode),
+        revisions=["2025-11-25"],
+        campaigns=[campaign],
+        max_examples=60,
+        timeout=2,
+        shrink_time=5,
+        max_findings=2,
+        out_dir=tmp_path,
+    )
     [stats] = run(cfg)
     found = [f for f in stats.findings if f.violation.oracle == oracle]
     assert found, f"{mode}: {oracle} not found in {stats.examples} examples: {stats.findings}"
@@ -155,9 +184,30 @@ KNOWN_HTTP: list[str] = []
 
 
 def test_campaign_against_everything_over_stdio_finds_nothing(tmp_path: Path) -> None:
-    argv = ["fuzz", "--stdio", f"{sys.executable} {EVERYTHING}", "--revision", "2025-11-25",
-            "--revision", "2025-03-26", "--revision", "2026-07-28", "--campaign", "valid", "--campaign",
-            "invalid", "--max-examples", "40", "--timeout", "3", "--seed", "1", "--out", str(tmp_path), *KNOWN_STDIO]
+    argv = [
+        "fuzz",
+        "--stdio",
+        f"{sys.executable} {EVERYTHING}",
+        "--revision",
+        "2025-11-25",
+        "--revision",
+        "2025-03-26",
+        "--revision",
+        "2026-07-28",
+        "--campaign",
+        "valid",
+        "--campaign",
+        "invalid",
+        "--max-examples",
+        "40",
+        "--timeout",
+        "3",
+        "--seed",
+        "1",
+        "--out",
+        str(tmp_path),
+        *KNOWN_STDIO,
+    ]
     assert main(argv) == 0, (tmp_path / "summary.txt").read_text()
     report = json.loads((tmp_path / "report.json").read_text())
     assert [c["examples"] for c in report["campaigns"]] == [40] * 6
@@ -165,15 +215,36 @@ def test_campaign_against_everything_over_stdio_finds_nothing(tmp_path: Path) ->
 
 
 def test_lifecycle_campaign_against_everything_over_stdio_finds_nothing(tmp_path: Path) -> None:
-    cfg = FuzzConfig(StdioTarget([sys.executable, EVERYTHING]), revisions=["2025-06-18"],
-                     campaigns=["lifecycle"], max_examples=6, timeout=3)
+    cfg = FuzzConfig(
+        StdioTarget([sys.executable, EVERYTHING]),
+        revisions=["2025-06-18"],
+        campaigns=["lifecycle"],
+        max_examples=6,
+        timeout=3,
+    )
     [stats] = run(cfg)
     assert stats.examples == 6 and stats.sessions >= 6 and not stats.findings
 
 
 def test_campaign_against_everything_over_http_finds_nothing(everything_http: str, tmp_path: Path) -> None:
-    argv = ["fuzz", "--http", everything_http, "--revision", "2025-11-25", "--revision", "2026-07-28",
-            "--max-examples", "20", "--timeout", "3", "--seed", "2", "--out", str(tmp_path), *KNOWN_HTTP]
+    argv = [
+        "fuzz",
+        "--http",
+        everything_http,
+        "--revision",
+        "2025-11-25",
+        "--revision",
+        "2026-07-28",
+        "--max-examples",
+        "20",
+        "--timeout",
+        "3",
+        "--seed",
+        "2",
+        "--out",
+        str(tmp_path),
+        *KNOWN_HTTP,
+    ]
     assert main(argv) == 0, (tmp_path / "summary.txt").read_text()
     report = json.loads((tmp_path / "report.json").read_text())
     ran = [c for c in report["campaigns"] if not c.get("skipped")]
@@ -194,7 +265,9 @@ def test_deep_nesting_does_not_kill_the_stdio_server() -> None:
 def test_invalid_utf8_in_meta_does_not_kill_the_stdio_server() -> None:
     session = Session(StdioTarget([sys.executable, EVERYTHING]), "2026-07-28", timeout=3)
     try:
-        result = session.run_case([b'{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"x":"\xff"}}}'])
+        result = session.run_case(
+            [b'{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"x":"\xff"}}}']
+        )
     finally:
         session.close()
     assert result.violations == []
@@ -218,9 +291,20 @@ def test_invalid_utf8_inside_a_string_answered_leniently_is_a_note_not_a_violati
 
     def view(answer: dict[str, object]) -> CaseView:
         rec = Received(0.0, json.dumps(answer).encode(), message=answer, parsed=True)
-        return CaseView(revision="2025-11-25", transport="stdio", payloads=[payload], received=[rec], http=[],
-                        junk=[], alive=True, exit_code=None, probe_id=None, probe_answered=True, cancelled=set(),
-                        previously_answered=set())
+        return CaseView(
+            revision="2025-11-25",
+            transport="stdio",
+            payloads=[payload],
+            received=[rec],
+            http=[],
+            junk=[],
+            alive=True,
+            exit_code=None,
+            probe_id=None,
+            probe_answered=True,
+            cancelled=set(),
+            previously_answered=set(),
+        )
 
     [note] = check(view({"jsonrpc": "2.0", "id": 1, "result": {}}))
     assert note.severity == "note" and note.key == "error-codes:utf8-accepted"
@@ -230,7 +314,9 @@ def test_invalid_utf8_inside_a_string_answered_leniently_is_a_note_not_a_violati
 # ------------------------------------------------- HTTP probes, stateful
 
 
-@pytest.mark.parametrize("probe", ["foreign-host", "wrong-method", "get-bad-last-event-id", "delete-then-reuse"])
+@pytest.mark.parametrize(
+    "probe", ["foreign-host", "wrong-method", "get-bad-last-event-id", "delete-then-reuse"]
+)
 def test_the_http_probes_pass_against_our_server(everything_http: str, probe: str) -> None:
     from mcp_trio.fuzzing._http_probes import _http_case
 
@@ -247,9 +333,28 @@ def test_the_http_probes_pass_against_our_server(everything_http: str, probe: st
         session.close()
 
 
-def test_stateful_campaign_against_everything_over_http_finds_nothing(everything_http: str, tmp_path: Path) -> None:
-    argv = ["fuzz", "--http", everything_http, "--revision", "2025-11-25", "--revision", "2025-03-26",
-            "--campaign", "stateful", "--max-examples", "10", "--timeout", "3", "--seed", "4", "--out", str(tmp_path)]
+def test_stateful_campaign_against_everything_over_http_finds_nothing(
+    everything_http: str, tmp_path: Path
+) -> None:
+    argv = [
+        "fuzz",
+        "--http",
+        everything_http,
+        "--revision",
+        "2025-11-25",
+        "--revision",
+        "2025-03-26",
+        "--campaign",
+        "stateful",
+        "--max-examples",
+        "10",
+        "--timeout",
+        "3",
+        "--seed",
+        "4",
+        "--out",
+        str(tmp_path),
+    ]
     assert main(argv) == 0, (tmp_path / "summary.txt").read_text()
     report = json.loads((tmp_path / "report.json").read_text())
     assert [c["campaign"] for c in report["campaigns"]] == ["stateful", "stateful"]
@@ -258,16 +363,30 @@ def test_stateful_campaign_against_everything_over_http_finds_nothing(everything
 
 @pytest.mark.slow
 def test_stateful_campaign_against_everything_over_stdio_finds_nothing() -> None:
-    cfg = FuzzConfig(StdioTarget([sys.executable, EVERYTHING]), revisions=["2025-11-25"], campaigns=["stateful"],
-                     max_examples=4, timeout=3, seed=5)
+    cfg = FuzzConfig(
+        StdioTarget([sys.executable, EVERYTHING]),
+        revisions=["2025-11-25"],
+        campaigns=["stateful"],
+        max_examples=4,
+        timeout=3,
+        seed=5,
+    )
     [stats] = run(cfg)
     assert stats.examples >= 4 and stats.sessions >= 4 and not stats.findings and not stats.aborted
 
 
 @pytest.mark.slow
 def test_stateful_campaign_finds_a_broken_toy_and_the_steps_replay(tmp_path: Path) -> None:
-    cfg = FuzzConfig(toy("answers-notifications"), revisions=["2025-11-25"], campaigns=["stateful"],
-                     max_examples=10, timeout=2, shrink_time=3, max_findings=1, out_dir=tmp_path)
+    cfg = FuzzConfig(
+        toy("answers-notifications"),
+        revisions=["2025-11-25"],
+        campaigns=["stateful"],
+        max_examples=10,
+        timeout=2,
+        shrink_time=3,
+        max_findings=1,
+        out_dir=tmp_path,
+    )
     [stats] = run(cfg)
     [finding] = stats.findings
     assert finding.violation.oracle == "no-response-to-notification"
@@ -280,8 +399,9 @@ def test_version_negotiation_oracle_against_a_toy_that_always_answers_2025_11_25
     from mcp_trio.fuzzing.stateful import run_steps
 
     def keys(revision: str, version: str) -> set[str]:
-        violations, _ = run_steps(toy("good"), revision, [{"rule": "initialize", "version": version,
-                                                           "capabilities": {}}], 3)
+        violations, _ = run_steps(
+            toy("good"), revision, [{"rule": "initialize", "version": version, "capabilities": {}}], 3
+        )
         return {v.key for v in violations}
 
     assert keys("2025-11-25", "2025-11-25") == set()
@@ -305,8 +425,14 @@ def test_an_aborted_campaign_is_visible_in_the_summary_and_the_report(tmp_path: 
         def open(self):  # type: ignore[no-untyped-def]
             raise OSError("no such terminal")
 
-    cfg = FuzzConfig(Exploding([sys.executable, TOY]), revisions=["2025-11-25"], campaigns=["valid", "invalid"],
-                     max_examples=3, timeout=2, out_dir=tmp_path)
+    cfg = FuzzConfig(
+        Exploding([sys.executable, TOY]),
+        revisions=["2025-11-25"],
+        campaigns=["valid", "invalid"],
+        max_examples=3,
+        timeout=2,
+        out_dir=tmp_path,
+    )
     stats = run(cfg)
     assert [s.aborted for s in stats] == ["OSError: no such terminal"] * 2
     summary = (tmp_path / "summary.txt").read_text()
@@ -320,8 +446,11 @@ def test_sse_disconnect_then_resume_against_a_resumable_server() -> None:
     stream after the priming event and gets the answer on the GET that resumes it."""
     from mcp_trio.fuzzing._http_probes import _http_case
 
-    proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "programs" / "sdk_http_server.py")],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "tests" / "programs" / "sdk_http_server.py")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         assert proc.stdout is not None
         ports = json.loads(proc.stdout.readline())
@@ -333,8 +462,11 @@ def test_sse_disconnect_then_resume_against_a_resumable_server() -> None:
             resumed = [ex for ex in session.conn.http if ex.method == "GET"]
             assert resumed and resumed[0].status == 200
             assert repr(dict(resumed[0].headers)["Last-Event-ID"]) in notes[0]["text"]
-            assert any(r.http == resumed[0].index and r.message.get("id", "").startswith("fuzz-probe")
-                       for r in session.conn.received if isinstance(r.message, dict))
+            assert any(
+                r.http == resumed[0].index and r.message.get("id", "").startswith("fuzz-probe")
+                for r in session.conn.received
+                if isinstance(r.message, dict)
+            )
         finally:
             session.close()
     finally:

@@ -18,18 +18,32 @@ OWN_CLIENT = str(ROOT / "fuzz" / "targets" / "mcp_trio_client.py")
 BROKEN = str(Path(__file__).with_name("broken_stdio_client.py"))
 STEP = [
     {"note": "valid", "message": {"jsonrpc": "2.0", "id": 1, "method": "roots/list"}},
-    {"note": "valid", "message": {"jsonrpc": "2.0", "method": "notifications/message",
-                                  "params": {"level": "info", "data": "x"}}},
+    {
+        "note": "valid",
+        "message": {
+            "jsonrpc": "2.0",
+            "method": "notifications/message",
+            "params": {"level": "info", "data": "x"},
+        },
+    },
     {"note": "unknown_method", "message": {"jsonrpc": "2.0", "id": 1, "method": "fuzz/unknown"}},
 ]
 
 
 def test_the_server_command_is_appended_or_replaces_a_placeholder() -> None:
     relay = ["python3", "/x/_relay.py", "4242"]
-    assert ClientTarget("client --stdio", transport="stdio").launch_argv(relay) == ["client", "--stdio", *relay]
+    assert ClientTarget("client --stdio", transport="stdio").launch_argv(relay) == [
+        "client",
+        "--stdio",
+        *relay,
+    ]
     placed = ClientTarget(["client", "--server", "{server}", "-v"], transport="stdio").launch_argv(relay)
     assert placed == ["client", "--server", "python3 /x/_relay.py 4242", "-v"]
-    assert ClientTarget("client {server} -v").launch_argv(["http://h/mcp"]) == ["client", "http://h/mcp", "-v"]
+    assert ClientTarget("client {server} -v").launch_argv(["http://h/mcp"]) == [
+        "client",
+        "http://h/mcp",
+        "-v",
+    ]
     with pytest.raises(ValueError):
         ClientTarget("client", transport="pigeon")
 
@@ -54,7 +68,9 @@ def test_our_client_over_stdio_in_2026_07_28() -> None:
     result = C.run_plan(target, "2026-07-28", {"answers": {}, "steps": []}, timeout=3, run_time=20)
     assert C.check_client(result, 20) == [], result.output
     assert result.log.negotiated == "2026-07-28"
-    assert not any(m.get("method") == "initialize" for m, _ in result.log.client_messages if isinstance(m, dict))
+    assert not any(
+        m.get("method") == "initialize" for m, _ in result.log.client_messages if isinstance(m, dict)
+    )
 
 
 def test_a_batch_in_2025_03_26_is_answered_with_one_array() -> None:
@@ -71,14 +87,26 @@ def test_a_batch_in_2025_03_26_is_answered_with_one_array() -> None:
 def test_a_stdio_client_that_answers_twice_is_caught_and_the_finding_replays(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    cfg = FuzzConfig(ClientTarget([sys.executable, BROKEN, "twice"], transport="stdio"), revisions=["2025-11-25"],
-                     campaigns=["client"], max_examples=5, timeout=1, run_time=15, shrink_time=3,
-                     max_findings=1, out_dir=tmp_path)
+    cfg = FuzzConfig(
+        ClientTarget([sys.executable, BROKEN, "twice"], transport="stdio"),
+        revisions=["2025-11-25"],
+        campaigns=["client"],
+        max_examples=5,
+        timeout=1,
+        run_time=15,
+        shrink_time=3,
+        max_findings=1,
+        out_dir=tmp_path,
+    )
     [stats] = run(cfg)
     [finding] = stats.findings
     assert finding.violation.key == "one-response:extra"
     saved = json.loads(finding.path.read_text())  # type: ignore[union-attr]
-    assert saved["target"] == {"kind": "client", "command": [sys.executable, BROKEN, "twice"], "transport": "stdio"}
+    assert saved["target"] == {
+        "kind": "client",
+        "command": [sys.executable, BROKEN, "twice"],
+        "transport": "stdio",
+    }
     _, violations = replay(finding.path)  # type: ignore[arg-type]
     assert "one-response:extra" in {v.key for v in violations}
     assert main(["fuzz", "replay", str(finding.path)]) == 1
@@ -88,9 +116,25 @@ def test_a_stdio_client_that_answers_twice_is_caught_and_the_finding_replays(
 
 @pytest.mark.slow
 def test_client_campaign_against_our_own_stdio_client_finds_nothing(tmp_path: Path) -> None:
-    argv = ["fuzz", "--client", f"{sys.executable} {OWN_CLIENT} --stdio", "--client-transport", "stdio",
-            "--max-examples", "8", "--timeout", "3", "--run-time", "20", "--shrink-time", "5", "--seed", "5",
-            "--out", str(tmp_path)]
+    argv = [
+        "fuzz",
+        "--client",
+        f"{sys.executable} {OWN_CLIENT} --stdio",
+        "--client-transport",
+        "stdio",
+        "--max-examples",
+        "8",
+        "--timeout",
+        "3",
+        "--run-time",
+        "20",
+        "--shrink-time",
+        "5",
+        "--seed",
+        "5",
+        "--out",
+        str(tmp_path),
+    ]
     assert main(argv) == 0, (tmp_path / "summary.txt").read_text()
     report = json.loads((tmp_path / "report.json").read_text())
     [campaign] = report["campaigns"]

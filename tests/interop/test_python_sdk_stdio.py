@@ -82,9 +82,7 @@ async def _exercise_sdk_server(versions: list[str] | None) -> dict[str, Any]:
             tools = await cli.request("tools/list", timeout=5)
             assert sorted(t.name for t in tools.tools) == ["echo", "progress", "sleep"]
 
-            r = await cli.request(
-                "tools/call", {"name": "echo", "arguments": {"text": "héllo ☃"}}, timeout=5
-            )
+            r = await cli.request("tools/call", {"name": "echo", "arguments": {"text": "héllo ☃"}}, timeout=5)
             assert type(r.content[0]).__name__ == "TextContent"
             assert r.content[0].text == "héllo ☃"
             assert not r.isError
@@ -116,9 +114,7 @@ async def _exercise_sdk_server(versions: list[str] | None) -> dict[str, Any]:
             assert scope.cancelled_caught
             assert seen["cancel_s"] < CANCEL_AFTER + PROMPT
 
-            r = await cli.request(
-                "tools/call", {"name": "echo", "arguments": {"text": "after"}}, timeout=5
-            )
+            r = await cli.request("tools/call", {"name": "echo", "arguments": {"text": "after"}}, timeout=5)
             assert r.content[0].text == "after"
         # Leaving the session closed the server's stdin; the SDK server should exit by itself.
         # If it does not, leaving this block makes our shutdown SIGTERM (then SIGKILL) it.
@@ -155,7 +151,9 @@ def _check_server_side(seen: dict[str, Any]) -> None:
     # The server got notifications/cancelled for exactly the sleep call, and its handler stopped.
     sleeps = [m for m in inbound if m["method"] == "tools/call" and m["params"]["name"] == "sleep"]
     cancels = [
-        m for m in inbound if m["method"] == "notifications/cancelled" and m["params"]["requestId"] not in probes
+        m
+        for m in inbound
+        if m["method"] == "notifications/cancelled" and m["params"]["requestId"] not in probes
     ]
     assert len(sleeps) == 1 and len(cancels) == 1, stderr
     assert cancels[0]["params"]["requestId"] == sleeps[0]["id"]

@@ -108,10 +108,7 @@ def test_content_tools(out: dict[str, Any]) -> None:
     errors = {name: result["error"]["code"] for name, result in calls.items() if "error" in result}
     assert errors == {**ERRORS[out["protocol_version"]], "protocol_error_job": -32603}
     assert text_of(calls["test_simple_text"]) == "This is a simple text response for testing."
-    assert (
-        text_of(calls["test_error_handling"])
-        == "This tool intentionally returns an error for testing"
-    )
+    assert text_of(calls["test_error_handling"]) == "This tool intentionally returns an error for testing"
     (image,) = calls["test_image_content"]["content"]
     assert (image["type"], image["mimeType"]) == ("image", "image/png")
     check_png(image["data"])
@@ -156,9 +153,7 @@ def test_logging_and_progress(out: dict[str, Any]) -> None:
 
 
 def test_sampling(out: dict[str, Any]) -> None:
-    assert text_of(out["calls"]["test_sampling"]) == (
-        "LLM response: This is a test response from the client"
-    )
+    assert text_of(out["calls"]["test_sampling"]) == ("LLM response: This is a test response from the client")
     request = out["sampling_requests"][0]  # test_sampling is the first tool that samples
     assert request["maxTokens"] == 100
     assert request["messages"] == [
@@ -266,9 +261,7 @@ def test_input_and_task_fixtures(out: dict[str, Any]) -> None:
         f"name=SDK user; greeting={reply}; roots=1"
     )
     assert texts["test_input_required_result_multi_round"] == "SDK user likes green"
-    assert texts["test_input_required_result_capabilities"] == (
-        "Answered: sampling, elicitation, roots"
-    )
+    assert texts["test_input_required_result_capabilities"] == ("Answered: sampling, elicitation, roots")
     assert texts["multi_input"] == "name=SDK user, confirm=True"
     assert texts["confirm_delete"].startswith("Deleted sdk.txt")
     assert texts["greet"] == "Hello, SDK!"

@@ -58,14 +58,24 @@ for raw in sys.stdin.buffer:
         error(rid, -32602, "Invalid params")
     elif method == "initialize":
         version = params.get("protocolVersion") if isinstance(params, dict) else None
-        if not isinstance(version, str) or not isinstance(params.get("clientInfo"), dict) or not isinstance(
-            params.get("capabilities"), dict
+        if (
+            not isinstance(version, str)
+            or not isinstance(params.get("clientInfo"), dict)
+            or not isinstance(params.get("capabilities"), dict)
         ):
             error(rid, -32602, "Invalid params")
             continue
-        send({"jsonrpc": "2.0", "id": rid, "result": {
-            "protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
-            "serverInfo": {"name": "toy", "version": "1"}}})
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": rid,
+                "result": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "toy", "version": "1"},
+                },
+            }
+        )
     elif method == "ping":
         send({"jsonrpc": "2.0", "id": rid, "result": {}})
     elif method == "tools/list":

@@ -116,9 +116,7 @@ async def run(args: argparse.Namespace, errlog: Any) -> dict[str, Any]:
             await session.call_tool("sleep", {"seconds": args.sleep})
         out["cancel_caught"] = scope.cancelled_caught
         out["cancel_elapsed"] = round(time.monotonic() - started, 3)
-        out["cancelled_promptly"] = (
-            scope.cancelled_caught and out["cancel_elapsed"] < args.cancel_after + 1.0
-        )
+        out["cancelled_promptly"] = scope.cancelled_caught and out["cancel_elapsed"] < args.cancel_after + 1.0
 
         out["echo_after_cancel"] = _text(await session.call_tool("echo", {"text": "after"}))
 
@@ -138,9 +136,7 @@ async def run(args: argparse.Namespace, errlog: Any) -> dict[str, Any]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mode", default="legacy", help="legacy, auto, or a modern version")
-    parser.add_argument(
-        "--sleep", type=float, default=1.0, help="seconds the cancelled sleep asks for"
-    )
+    parser.add_argument("--sleep", type=float, default=1.0, help="seconds the cancelled sleep asks for")
     parser.add_argument("--cancel-after", type=float, default=0.3)
     parser.add_argument("--url", help="an HTTP server to connect to instead of CMD")
     parser.add_argument("--transport", choices=("streamable", "sse"), default="streamable")

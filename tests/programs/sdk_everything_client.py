@@ -185,17 +185,12 @@ async def run(args: argparse.Namespace, errlog: Any) -> dict[str, Any]:
         prompts = (await client.list_prompts()).prompts
         out["prompts"] = {p.name: wire(p) for p in prompts}
         out["prompt_results"] = {
-            p.name: wire(await client.get_prompt(p.name, PROMPT_ARGUMENTS.get(p.name)))
-            for p in prompts
+            p.name: wire(await client.get_prompt(p.name, PROMPT_ARGUMENTS.get(p.name))) for p in prompts
         }
 
         prompt_ref = PromptReference(type="ref/prompt", name="test_prompt_with_arguments")
-        template_ref = ResourceTemplateReference(
-            type="ref/resource", uri="test://template/{id}/data"
-        )
-        out["complete_arg1"] = wire(
-            await client.complete(prompt_ref, {"name": "arg1", "value": "al"})
-        )
+        template_ref = ResourceTemplateReference(type="ref/resource", uri="test://template/{id}/data")
+        out["complete_arg1"] = wire(await client.complete(prompt_ref, {"name": "arg1", "value": "al"}))
         out["complete_id"] = wire(await client.complete(template_ref, {"name": "id", "value": "4"}))
 
         await anyio.sleep(0.05)  # log notifications sent during the last calls

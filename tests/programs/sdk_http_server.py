@@ -69,9 +69,7 @@ class MemoryEventStore(EventStore):
         self.events.append((event_id, stream_id, message))
         return event_id
 
-    async def replay_events_after(
-        self, last_event_id: str, send_callback: EventCallback
-    ) -> str | None:
+    async def replay_events_after(self, last_event_id: str, send_callback: EventCallback) -> str | None:
         index = next((i for i, e in enumerate(self.events) if e[0] == last_event_id), None)
         if index is None:
             return None
@@ -96,9 +94,7 @@ def ask_model() -> Sample:
 
 
 def make_server() -> MCPServer[Any]:
-    server: MCPServer[Any] = MCPServer(
-        "sdk-http-server", version="2.3.0-interop", log_level="WARNING"
-    )
+    server: MCPServer[Any] = MCPServer("sdk-http-server", version="2.3.0-interop", log_level="WARNING")
 
     @server.tool()
     def echo(text: str) -> str:
@@ -213,9 +209,7 @@ def bound_socket() -> socket.socket:
 
 async def main() -> None:
     apps = {
-        "sse": make_server().streamable_http_app(
-            event_store=MemoryEventStore(), retry_interval=100
-        ),
+        "sse": make_server().streamable_http_app(event_store=MemoryEventStore(), retry_interval=100),
         "json": make_server().streamable_http_app(json_response=True),
         "stateless": make_server().streamable_http_app(json_response=True, stateless_http=True),
         "legacy": make_server().sse_app(),

@@ -169,9 +169,7 @@ async def _slow_reader(
             stream = await connect(s.source, port, timeout=3.0, rcvbuf=4096)
             client = Client(stream, port)
             with trio.fail_after(3.0):
-                await client.send(
-                    "POST", headers(session, LATEST), encode(call(ident, "blob", kb=BIG_KB))
-                )
+                await client.send("POST", headers(session, LATEST), encode(call(ident, "blob", kb=BIG_KB)))
             s.add("requests sent")
             local_port = stream.socket.getsockname()[1]
             let_go = held[local_port] = (trio.current_time(), trio.Event())
@@ -190,9 +188,7 @@ async def _slow_reader(
         await trio.sleep(0.5)
 
 
-async def _watch_server_side(
-    port: int, s: Stats, held: dict[int, tuple[float, trio.Event]]
-) -> None:
+async def _watch_server_side(port: int, s: Stats, held: dict[int, tuple[float, trio.Event]]) -> None:
     """The server letting go of a reader shows only on its side: its socket leaves ESTABLISHED."""
     while True:
         await trio.sleep(0.5)
@@ -305,10 +301,7 @@ def _cl_te_unbounded(s: Stats) -> str | None:
     wrong = [
         key
         for key in s.counts
-        if key.startswith("answered 2")
-        or "+" in key
-        or key.startswith("answered 4")
-        and "open" in key
+        if key.startswith("answered 2") or "+" in key or key.startswith("answered 4") and "open" in key
     ]
     if not wrong:
         return None

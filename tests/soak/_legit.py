@@ -49,9 +49,7 @@ class Tally:
             self.samples.append(f"t+{started - self.measure_from:.1f}s {what}")
 
 
-async def one_session(
-    port: int, source: str, tally: Tally, ident: str, until: float, timeout: float
-) -> None:
+async def one_session(port: int, source: str, tally: Tally, ident: str, until: float, timeout: float) -> None:
     """One session; no request starts after ``until``, so each ends within ``until + timeout``."""
     started = trio.current_time()
     client: Client | None = None
@@ -68,9 +66,7 @@ async def one_session(
         if trio.current_time() >= until:
             return
         started = trio.current_time()
-        reply = await client.request(
-            "POST", headers(session, LATEST), encode(rpc(None, step)), timeout
-        )
+        reply = await client.request("POST", headers(session, LATEST), encode(rpc(None, step)), timeout)
         if reply.status != 202:
             raise Failed(f"{step}: {reply.status} {reply.body[:100]!r}")
         tally.record(started)
@@ -160,9 +156,7 @@ def main() -> None:
     args = parser.parse_args()
     print(
         json.dumps(
-            trio.run(
-                run, args.port, args.source, args.clients, args.warmup, args.seconds, args.timeout
-            )
+            trio.run(run, args.port, args.source, args.clients, args.warmup, args.seconds, args.timeout)
         )
     )
 

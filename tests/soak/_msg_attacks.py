@@ -60,18 +60,14 @@ async def _batch_sender(port: int, s: Stats, session: str, first: int) -> None:
             client = await Client.open(s.source, port, timeout=3.0)
             started = trio.current_time()
             s.add("batches sent")
-            reply = await client.request(
-                "POST", headers(session, BATCHES), body, timeout=BATCH_WAIT
-            )
+            reply = await client.request("POST", headers(session, BATCHES), body, timeout=BATCH_WAIT)
             s.add(f"batch answered {reply.status}")
             if trio.current_time() - started > 1.0:
                 s.add("batch answered after over 1 s")
             _count_answers(s, reply)
         except Failed as exc:
             s.add(
-                "batch dropped unanswered after 3 s"
-                if "within" in str(exc)
-                else f"failed: {str(exc)[:50]}"
+                "batch dropped unanswered after 3 s" if "within" in str(exc) else f"failed: {str(exc)[:50]}"
             )
         except ERRORS as exc:
             s.add(f"failed: {type(exc).__name__}")
@@ -208,8 +204,7 @@ ATTACKS = [
     ),
     Attack(
         "init_flood",
-        f"bare initialize POSTs on 2 keep-alive connections ({INIT_RATE:.0f}/s, "
-        f"{INIT_MAX} at most)",
+        f"bare initialize POSTs on 2 keep-alive connections ({INIT_RATE:.0f}/s, {INIT_MAX} at most)",
         init_flood,
         lambda s: s.counts["sent"] >= 100,
         _none_refused("sessions opened for one address", "--max-sessions-per-client"),

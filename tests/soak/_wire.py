@@ -61,9 +61,7 @@ class Reply:
             found: list[Any] = []
             for event in self.body.replace(b"\r\n", b"\n").split(b"\n\n"):
                 data = b"\n".join(
-                    line[5:].lstrip(b" ")
-                    for line in event.split(b"\n")
-                    if line.startswith(b"data:")
+                    line[5:].lstrip(b" ") for line in event.split(b"\n") if line.startswith(b"data:")
                 )
                 if data.strip():
                     value = json.loads(data)
@@ -115,9 +113,7 @@ class Client:
         """Send one whole request (no timeout: for callers that bound it themselves)."""
         head = self._head(method, headers, len(body) if method != "GET" else None)
         await self.stream.send_all(
-            head
-            + (self.conn.send(h11.Data(data=body)) if body else b"")
-            + self.conn.send(h11.EndOfMessage())
+            head + (self.conn.send(h11.Data(data=body)) if body else b"") + self.conn.send(h11.EndOfMessage())
         )
 
     async def finish(self, reply: Reply, timeout: float = 5.0, max_body: int = 64 << 20) -> Reply:

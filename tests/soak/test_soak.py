@@ -69,9 +69,12 @@ SERVER_FILE = "tests/programs/soak_server.py"
 SHORTENED: list[str] = [
     "--session-idle-timeout",
     "4",  # sessions the attackers leave behind end before "after"
-    "--header-timeout", "2",  # slowloris heads, silent connections (default far above 15 s)
-    "--write-timeout", "3",  # clients that never read a 4 MiB answer
-    "--stream-idle-timeout", "5",  # idle GET streams
+    "--header-timeout",
+    "2",  # slowloris heads, silent connections (default far above 15 s)
+    "--write-timeout",
+    "3",  # clients that never read a 4 MiB answer
+    "--stream-idle-timeout",
+    "5",  # idle GET streams
 ]
 # ---------------------------------------------------------------------------------------------
 
@@ -191,9 +194,7 @@ async def legit(port: int, seconds: float) -> dict[str, Any]:
             check=False,
             env={**os.environ, "PYTHONPATH": str(ROOT)},
         )
-    assert done.returncode == 0, (
-        f"the legitimate clients failed to run: {done.stderr.decode()[-2000:]}"
-    )
+    assert done.returncode == 0, f"the legitimate clients failed to run: {done.stderr.decode()[-2000:]}"
     result: dict[str, Any] = json.loads(done.stdout)
     return result
 
@@ -221,15 +222,11 @@ async def warm_up(port: int) -> None:
             [call(n, "sleep", ms=10) for n in range(20)],
             [call(100 + n, "blob", kb=32) for n in range(8)],
         ):
-            assert (
-                await client.request("POST", headers(old, BATCHES), encode(batch))
-            ).status == 200
+            assert (await client.request("POST", headers(old, BATCHES), encode(batch))).status == 200
         client.close()
         client = await Client.open(WARM_SOURCE, port)
         session = await open_session(client)
-        await client.request(
-            "POST", headers(session, LATEST), encode([rpc("a", "ping"), rpc("b", "ping")])
-        )
+        await client.request("POST", headers(session, LATEST), encode([rpc("a", "ping"), rpc("b", "ping")]))
         client.close()
         client = await Client.open(WARM_SOURCE, port)
         big = await client.request(
@@ -303,9 +300,7 @@ class Report:
             found.append(f"the server process died: {self.died}")
         before, loaded = self.unloaded, self.loaded
         if before.get("errors", 1) or before.get("warmup_errors", 1):
-            found.append(
-                f"legitimate clients failed without attacks: {before.get('error_samples')}"
-            )
+            found.append(f"legitimate clients failed without attacks: {before.get('error_samples')}")
         if loaded.get("errors", 1):
             found.append(
                 f"legitimate clients got {loaded.get('errors')} errors under attack (bound: 0) "
@@ -361,10 +356,7 @@ class Report:
 
     def render(self, problems: list[str]) -> str:
         def legit_line(label: str, r: dict[str, Any]) -> str:
-            p = {
-                key: r.get(key, math.nan)
-                for key in ("p50_ms", "p90_ms", "p99_ms", "max_ms", "cpu_s")
-            }
+            p = {key: r.get(key, math.nan) for key in ("p50_ms", "p90_ms", "p99_ms", "max_ms", "cpu_s")}
             return (
                 f"  {label:<13}{r.get('requests', 0):>6} requests in {r.get('sessions', 0)} "
                 f"sessions, {r.get('errors', '?')} errors, p50 {p['p50_ms']:.1f} ms, "
@@ -448,10 +440,7 @@ async def soak(door: str, tmp: Path) -> Report:
                 await trio.sleep(0.5)
                 report.rss_after = server.rss_mib()
                 report.settled_in = trio.current_time() - ended
-                if (
-                    report.rss_after <= report.rss_before * (1 + RSS_MARGIN)
-                    or report.settled_in >= SETTLE
-                ):
+                if report.rss_after <= report.rss_before * (1 + RSS_MARGIN) or report.settled_in >= SETTLE:
                     break
             if server.alive():  # after a full collection, as "before" was read
                 report.blocks_after = await live_blocks(server.port)
@@ -476,9 +465,7 @@ def open_files_limit() -> object:
     resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
-@pytest.mark.skipif(
-    not sys.platform.startswith("linux"), reason="127.0.0.0/8 source addresses and /proc"
-)
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="127.0.0.0/8 source addresses and /proc")
 @pytest.mark.parametrize("door", ["h11", "hypercorn"])
 def test_legitimate_clients_keep_their_service_under_every_attack_at_once(
     door: str, tmp_path: Path, open_files_limit: object

@@ -111,18 +111,14 @@ class Conn:
             await self._send(h11.Data(data=body))
         await self._send(h11.EndOfMessage())
 
-    async def json(
-        self, status: int, obj: Any, headers: list[tuple[str, str]] | None = None
-    ) -> None:
+    async def json(self, status: int, obj: Any, headers: list[tuple[str, str]] | None = None) -> None:
         await self.respond(status, json.dumps(obj).encode(), headers, "application/json")
 
     async def start_sse(self, headers: list[tuple[str, str]] | None = None) -> None:
         hs = [("Content-Type", "text/event-stream"), *(headers or [])]
         await self._send(h11.Response(status_code=200, headers=hs))
 
-    async def event(
-        self, obj: Any = None, *, id: str | None = None, retry: int | None = None
-    ) -> None:
+    async def event(self, obj: Any = None, *, id: str | None = None, retry: int | None = None) -> None:
         data = b"" if obj is None else json.dumps(obj).encode()
         await self._send(h11.Data(data=encode_event(data, id=id, retry=retry)))
 
@@ -164,9 +160,7 @@ class Server:
         return f"{scheme}://127.0.0.1:{self.port}/mcp"
 
     def of(self, method: str, rpc: str | None = None) -> list[Request]:
-        return [
-            r for r in self.requests if r.method == method and (rpc is None or r.rpc_method == rpc)
-        ]
+        return [r for r in self.requests if r.method == method and (rpc is None or r.rpc_method == rpc)]
 
     async def _connection(self, stream: Any) -> None:
         self.connections += 1
@@ -185,11 +179,7 @@ class Server:
                     await self.handler(req, conn)
                 finally:
                     self.active -= 1
-                if (
-                    conn.closed
-                    or conn.h11.our_state is not h11.DONE
-                    or conn.h11.their_state is not h11.DONE
-                ):
+                if conn.closed or conn.h11.our_state is not h11.DONE or conn.h11.their_state is not h11.DONE:
                     return
                 conn.h11.start_next_cycle()
         except (trio.BrokenResourceError, trio.ClosedResourceError, h11.ProtocolError, OSError):
@@ -211,9 +201,7 @@ class Server:
         self.scope.cancel()
 
 
-async def start(
-    nursery: trio.Nursery, handler: Handler, ssl_context: ssl.SSLContext | None = None
-) -> Server:
+async def start(nursery: trio.Nursery, handler: Handler, ssl_context: ssl.SSLContext | None = None) -> Server:
     server = Server(handler)
     server.ssl_context = ssl_context
     await nursery.start(server.run)
@@ -390,9 +378,7 @@ async def test_an_sse_reply_delivers_every_event_and_ends_with_the_response(
         await conn.raw(b": keep-alive comment\n\n")
         for i in (1, 2):
             progress = {"progressToken": 7, "progress": i, "total": 2}
-            await conn.event(
-                {"jsonrpc": "2.0", "method": "notifications/progress", "params": progress}
-            )
+            await conn.event({"jsonrpc": "2.0", "method": "notifications/progress", "params": progress})
         # a server-to-client request on the same stream, then the response
         await conn.event({"jsonrpc": "2.0", "id": "s1", "method": "roots/list"})
         await conn.event(tool_result(req, "done"))
@@ -428,9 +414,7 @@ async def test_through_the_engine_with_a_session(nursery: trio.Nursery) -> None:
         async with open_session(channel, role="client", info=INFO, versions=[VERSION]) as session:
             with trio.fail_after(5):
                 assert await session.connect() == VERSION
-                res = await session.request(
-                    "tools/call", {"name": "echo", "arguments": {"text": "hi"}}
-                )
+                res = await session.request("tools/call", {"name": "echo", "arguments": {"text": "hi"}})
             assert res.content[0].text == "hi"
 
 
@@ -453,9 +437,7 @@ async def test_a_handshake_server_refusing_the_modern_probe_gets_initialize(
                 assert await session.connect() == VERSION
                 await session.request("tools/list")
     probe, init = server.of("POST")[:2]
-    assert (
-        probe.rpc_method == "server/discover" and probe.headers["mcp-method"] == "server/discover"
-    )
+    assert probe.rpc_method == "server/discover" and probe.headers["mcp-method"] == "server/discover"
     assert probe.headers["mcp-protocol-version"] == MODERN
     assert init.rpc_method == "initialize" and "mcp-protocol-version" not in init.headers
     assert server.of("POST", "tools/list")[0].headers["mcp-protocol-version"] == VERSION
@@ -483,8 +465,7 @@ async def test_http_500_fails_that_request_with_status_and_body(nursery: trio.Nu
     err = info.value
     assert err.code == TRANSPORT_ERROR
     assert (
-        "HTTP 500 Internal Server Error" in err.message
-        and "<html> internal trouble </html>" in err.message
+        "HTTP 500 Internal Server Error" in err.message and "<html> internal trouble </html>" in err.message
     )
     assert err.data == {
         "transport": "http",
@@ -569,7 +550,9 @@ def forgetful_server() -> tuple[Handler, dict[str, Any]]:
                 "capabilities": {"tools": {}},
                 "serverInfo": {"name": "forgetful", "version": "0"},
             }
-            await conn.json(200, {"jsonrpc": "2.0", "id": body["id"], "result": result}, [("Mcp-Session-Id", new)])
+            await conn.json(
+                200, {"jsonrpc": "2.0", "id": body["id"], "result": result}, [("Mcp-Session-Id", new)]
+            )
         elif sid not in state["live"]:
             await conn.respond(404, b"Not Found: no such session", ctype="text/plain")
         elif req.method == "GET":
@@ -663,10 +646,7 @@ async def test_a_dead_server_fails_requests_promptly(nursery: trio.Nursery) -> N
         await channel.send(request(2, "tools/list"))
         reply = await receive_json(channel, timeout=2)
         data = transport_error(reply)
-        assert (
-            data["reason"] == "connect"
-            and "cannot connect to 127.0.0.1" in reply["error"]["message"]
-        )
+        assert data["reason"] == "connect" and "cannot connect to 127.0.0.1" in reply["error"]["message"]
         assert trio.current_time() - t0 < 1
 
 
@@ -756,9 +736,7 @@ async def test_oversize_replies_are_refused_with_a_clear_error(nursery: trio.Nur
         elif kind is None:
             await conn.json(200, result(req))
         elif kind == "chunked":
-            await conn._send(
-                h11.Response(status_code=200, headers=[("Content-Type", "application/json")])
-            )
+            await conn._send(h11.Response(status_code=200, headers=[("Content-Type", "application/json")]))
             for _ in range(10):
                 await conn.raw(b" " * 1000)
             await conn.raw(json.dumps(big).encode())
@@ -961,9 +939,7 @@ async def test_cancel_at_2026_closes_the_stream_and_posts_nothing(nursery: trio.
             while not server.of("POST"):
                 await trio.sleep(0.01)
         await channel.send(
-            frame(
-                {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}
-            )
+            frame({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}})
         )
         with trio.fail_after(5):
             await stream_closed.wait()
@@ -1057,9 +1033,7 @@ async def test_modern_requests_carry_method_name_and_param_headers(nursery: trio
         listed = await receive_json(channel)
         assert [t["name"] for t in listed["result"]["tools"]] == ["weather", "plain"]
         args = {"region": "Zürich", "days": 3, "metric": True}
-        await channel.send(
-            request(2, "tools/call", {"name": "weather", "arguments": args, "_meta": meta})
-        )
+        await channel.send(request(2, "tools/call", {"name": "weather", "arguments": args, "_meta": meta}))
         await receive_json(channel)
         await channel.send(request(3, "resources/read", {"uri": "file:///a b", "_meta": meta}))
         await receive_json(channel)
@@ -1072,9 +1046,7 @@ async def test_modern_requests_carry_method_name_and_param_headers(nursery: trio
     assert call.headers["mcp-name"] == "weather"
     assert call.headers["mcp-param-region"] == "=?base64?WsO8cmljaA==?="
     assert call.headers["mcp-param-days"] == "3" and call.headers["mcp-param-metric"] == "true"
-    assert (
-        read.headers["mcp-method"] == "resources/read" and read.headers["mcp-name"] == "file:///a b"
-    )
+    assert read.headers["mcp-method"] == "resources/read" and read.headers["mcp-name"] == "file:///a b"
     assert server.of("GET") == [] and server.of("DELETE") == []
 
 
@@ -1088,7 +1060,7 @@ def _certificates(tmp_path: Any) -> tuple[ssl.SSLContext, ssl.SSLContext]:
     from cryptography.hazmat.primitives.asymmetric import ec
     from cryptography.x509.oid import NameOID
 
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "mcp-trio test CA")])
     ca = (
@@ -1188,9 +1160,7 @@ async def test_legacy_sse_client(nursery: trio.Nursery) -> None:
     url = f"http://127.0.0.1:{server.port}/sse"
     async with open_legacy_sse_client(url) as channel:
         assert channel.transport == "sse"
-        async with open_session(
-            channel, role="client", info=INFO, versions=["2024-11-05"]
-        ) as session:
+        async with open_session(channel, role="client", info=INFO, versions=["2024-11-05"]) as session:
             with trio.fail_after(5):
                 assert await session.connect() == "2024-11-05"
                 res = await session.request("tools/call", {"name": "x"})

@@ -71,9 +71,7 @@ class SdkServer:
 def sdk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SdkServer]:
     log = tmp_path_factory.mktemp("sdk_http") / "stderr.txt"
     with open(log, "wb") as stderr:
-        proc = subprocess.Popen(
-            [sys.executable, str(PROGRAM)], stdout=subprocess.PIPE, stderr=stderr
-        )
+        proc = subprocess.Popen([sys.executable, str(PROGRAM)], stdout=subprocess.PIPE, stderr=stderr)
     assert proc.stdout is not None
     try:
         ready, _, _ = select.select([proc.stdout], [], [], 30)
@@ -119,10 +117,7 @@ async def test_connect_list_and_call(sdk: SdkServer, app: str, version: str) -> 
                 assert [t.name for t in await client.list_all_tools()] == TOOLS
                 assert text_of(await client.call_tool("echo", {"text": "héllo"})) == "héllo"
                 seen = json.loads(text_of(await client.call_tool("whoami")))
-                assert (
-                    text_of(await client.call_tool("region", {"region": "eu west 1"}))
-                    == "eu west 1:"
-                )
+                assert text_of(await client.call_tool("region", {"region": "eu west 1"})) == "eu west 1:"
                 session_id = channel.session_id
     assert seen["mcp-protocol-version"] == version
     requests = sdk.requests(mark, app)
@@ -309,9 +304,7 @@ async def test_legacy_sse_transport(sdk: SdkServer, version: str) -> None:
                 assert client.protocol_version == version
                 assert text_of(await client.call_tool("echo", {"text": "old"})) == "old"
                 assert (
-                    text_of(
-                        await client.call_tool("progress", {"steps": 2}, on_progress=on_progress)
-                    )
+                    text_of(await client.call_tool("progress", {"steps": 2}, on_progress=on_progress))
                     == "done"
                 )
                 if version != "2024-11-05":

@@ -99,7 +99,9 @@ def front_door(request: pytest.FixtureRequest) -> str:
 
 
 @asynccontextmanager
-async def running(front_door: str, server: Server, **options: Any) -> AsyncIterator[tuple[str, StreamableHTTP]]:
+async def running(
+    front_door: str, server: Server, **options: Any
+) -> AsyncIterator[tuple[str, StreamableHTTP]]:
     endpoint = StreamableHTTP(server.serve_session, **options)
     async with trio.open_nursery() as nursery:
         await nursery.start(endpoint.run)
@@ -121,10 +123,20 @@ def rpc(id: Any, method: str, params: Any = None) -> dict[str, Any]:
 
 
 def init(version: str = "2025-11-25") -> dict[str, Any]:
-    return rpc(0, "initialize", {"protocolVersion": version, "capabilities": {"elicitation": {}}, "clientInfo": {"name": "raw", "version": "1"}})
+    return rpc(
+        0,
+        "initialize",
+        {
+            "protocolVersion": version,
+            "capabilities": {"elicitation": {}},
+            "clientInfo": {"name": "raw", "version": "1"},
+        },
+    )
 
 
-async def open_http_session(client: httpx.AsyncClient, url: str, version: str = "2025-11-25") -> dict[str, str]:
+async def open_http_session(
+    client: httpx.AsyncClient, url: str, version: str = "2025-11-25"
+) -> dict[str, str]:
     r = await client.post(url, headers=ACCEPT, json=init(version))
     assert r.status_code == 200, r.text
     assert r.headers["content-type"] == "application/json"
@@ -156,7 +168,9 @@ class RawResponse:
 
 
 @asynccontextmanager
-async def raw_stream(url: str, method: str, headers: dict[str, str], json: Any = None) -> AsyncIterator[RawResponse]:
+async def raw_stream(
+    url: str, method: str, headers: dict[str, str], json: Any = None
+) -> AsyncIterator[RawResponse]:
     hostport, _, path = url.removeprefix("http://").partition("/")
     host, _, port = hostport.partition(":")
     body = msgspec.json.encode(json) if json is not None else b""
@@ -200,7 +214,9 @@ async def test_session_lifecycle_and_json_replies(front_door: str) -> None:
         headers = await open_http_session(client, url)
         session_id = headers["mcp-session-id"]
         assert len(session_id) >= 32 and all(0x21 <= ord(c) <= 0x7E for c in session_id)
-        r = await client.post(url, headers=headers, json=rpc(1, "tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}}))
+        r = await client.post(
+            url, headers=headers, json=rpc(1, "tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}})
+        )
         assert r.status_code == 200 and r.headers["content-type"] == "application/json"
         assert r.json()["result"]["content"][0]["text"] == "5"
         # no session id / unknown session id
@@ -222,11 +238,18 @@ async def test_session_lifecycle_and_json_replies(front_door: str) -> None:
 
 async def test_http_level_rejections(front_door: str) -> None:
     server, _ = make_server()
-    async with running(front_door, server, max_body_size=1000, max_sessions=2) as (url, _), httpx.AsyncClient() as client:
+    async with (
+        running(front_door, server, max_body_size=1000, max_sessions=2) as (url, _),
+        httpx.AsyncClient() as client,
+    ):
         headers = await open_http_session(client, url)
-        r = await client.post(url, headers={**headers, "accept": "application/json"}, json=rpc(1, "tools/list"))
+        r = await client.post(
+            url, headers={**headers, "accept": "application/json"}, json=rpc(1, "tools/list")
+        )
         assert r.status_code == 406
-        r = await client.post(url, headers={**headers, "content-type": "text/plain"}, json=rpc(1, "tools/list"))
+        r = await client.post(
+            url, headers={**headers, "content-type": "text/plain"}, json=rpc(1, "tools/list")
+        )
         assert r.status_code == 415
         r = await client.post(url, headers=headers, content=b'{"jsonrpc": "2.0", ' + b" " * 2000 + b"}")
         assert r.status_code == 413
@@ -234,10 +257,14 @@ async def test_http_level_rejections(front_door: str) -> None:
         assert r.status_code == 400 and r.json()["error"]["code"] == -32700
         r = await client.post(url, headers=headers, json={"jsonrpc": "2.0", "id": 1})
         assert r.status_code == 400 and r.json()["error"]["code"] == -32600
-        r = await client.post(url, headers={**headers, "mcp-protocol-version": "1999-01-01"}, json=rpc(1, "tools/list"))
+        r = await client.post(
+            url, headers={**headers, "mcp-protocol-version": "1999-01-01"}, json=rpc(1, "tools/list")
+        )
         assert r.status_code == 400 and "MCP-Protocol-Version" in r.json()["error"]["message"]
         # an older supported revision in the header is accepted (and absence means 2025-03-26)
-        r = await client.post(url, headers={**headers, "mcp-protocol-version": "2025-03-26"}, json=rpc(2, "tools/list"))
+        r = await client.post(
+            url, headers={**headers, "mcp-protocol-version": "2025-03-26"}, json=rpc(2, "tools/list")
+        )
         assert r.status_code == 200
         no_version = {k: v for k, v in headers.items() if k != "mcp-protocol-version"}
         r = await client.post(url, headers=no_version, json=rpc(3, "tools/list"))
@@ -259,7 +286,9 @@ async def test_dns_rebinding_protection(front_door: str) -> None:
         assert r.status_code == 421
         r = await client.post(url, headers={**ACCEPT, "origin": "http://evil.example.com"}, json=init())
         assert r.status_code == 403
-        r = await client.post(url, headers={**ACCEPT, "host": "localhost:1234", "origin": "http://localhost:1234"}, json=init())
+        r = await client.post(
+            url, headers={**ACCEPT, "host": "localhost:1234", "origin": "http://localhost:1234"}, json=init()
+        )
         assert r.status_code == 200
         # IPv6 literals, with and without a port
         for host, origin in (("[::1]:3000", "http://[::1]:3000"), ("[::1]", "http://[::1]")):
@@ -317,7 +346,10 @@ async def test_host_and_origin_are_checked_exactly(front_door: str) -> None:
         ):
             assert await status(host, origin) == 200, (host, origin)
     # configured lists: exact, the default port may be left out
-    options = {"allowed_hosts": ["app.example", "api.example:8443"], "allowed_origins": ["https://app.example"]}
+    options = {
+        "allowed_hosts": ["app.example", "api.example:8443"],
+        "allowed_origins": ["https://app.example"],
+    }
     async with running(front_door, make_server()[0], **options) as (url, _), httpx.AsyncClient() as client:
         assert await status("app.example:1234", "https://app.example") == 200
         assert await status("api.example:8443", "https://app.example:443") == 200
@@ -382,7 +414,9 @@ async def test_resume_a_dropped_stream_with_last_event_id(front_door: str) -> No
         assert last_id is not None
         state["release"].set()
         await trio.sleep(0.1)  # the rest is produced while nobody listens
-        r = await client.get(url, headers={**headers, "accept": "text/event-stream", "last-event-id": last_id})
+        r = await client.get(
+            url, headers={**headers, "accept": "text/event-stream", "last-event-id": last_id}
+        )
         rest = [m for _, m in events(r.content)]
         assert [m.get("method") for m in rest] == ["notifications/progress", None]
         assert rest[1]["id"] == 11 and rest[1]["result"]["content"][0]["text"] == "released"
@@ -402,7 +436,10 @@ async def test_a_handler_closes_its_stream_and_the_client_resumes_it(front_door:
         assert state["closed"] is True
         decoder = SSEDecoder()
         got = decoder.feed(r.content)
-        assert r.content.startswith(b"id: ") and b"\nretry: 250\ndata: \n\n" in r.content.split(b"\n\n")[0] + b"\n\n"
+        assert (
+            r.content.startswith(b"id: ")
+            and b"\nretry: 250\ndata: \n\n" in r.content.split(b"\n\n")[0] + b"\n\n"
+        )
         assert [msgspec.json.decode(e.data)["params"]["progress"] for e in got] == [1]
         assert decoder.retry == 250 and r.content.endswith(b"retry: 250\n\n")
         state["release"].set()
@@ -422,9 +459,15 @@ async def test_closing_a_stream_that_cannot_be_resumed_does_nothing(front_door: 
     async with running(front_door, server) as (url, _), httpx.AsyncClient() as client:
         headers = await open_http_session(client, url, version="2025-06-18")
         with trio.fail_after(5):
-            r = await client.post(url, headers=headers, json=rpc(13, "tools/call", {"name": "poll", "arguments": {}}))
+            r = await client.post(
+                url, headers=headers, json=rpc(13, "tools/call", {"name": "poll", "arguments": {}})
+            )
         assert r.status_code == 200
-        replies = [r.json()] if r.headers["content-type"] == "application/json" else [m for _, m in events(r.content)]
+        replies = (
+            [r.json()]
+            if r.headers["content-type"] == "application/json"
+            else [m for _, m in events(r.content)]
+        )
         assert replies[-1]["id"] == 13 and replies[-1]["result"]["content"][0]["text"] == "polled"
 
 
@@ -454,11 +497,15 @@ async def test_cancelled_notification_ends_the_post(front_door: str) -> None:
             result: dict[str, Any] = {}
 
             async def call() -> None:
-                result["r"] = await client.post(url, headers=headers, json=rpc(21, "tools/call", {"name": "forever"}))
+                result["r"] = await client.post(
+                    url, headers=headers, json=rpc(21, "tools/call", {"name": "forever"})
+                )
 
             nursery.start_soon(call)
             await trio.sleep(0.2)
-            r = await client.post(url, headers=headers, json=rpc(None, "notifications/cancelled", {"requestId": 21}))
+            r = await client.post(
+                url, headers=headers, json=rpc(None, "notifications/cancelled", {"requestId": 21})
+            )
             assert r.status_code == 202
             with trio.fail_after(5):
                 await state["cancelled"].wait()
@@ -470,8 +517,15 @@ async def test_cancelled_notification_ends_the_post(front_door: str) -> None:
 async def test_stateless_requests_and_multi_round_trip_over_http(front_door: str) -> None:
     server, _ = make_server()
     async with running(front_door, server) as (url, endpoint), httpx.AsyncClient() as client:
-        headers = {**ACCEPT, "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": "ask"}
-        r = await client.post(url, headers=headers, json=rpc(1, "tools/call", {"name": "ask", "_meta": MODERN_META}))
+        headers = {
+            **ACCEPT,
+            "mcp-protocol-version": "2026-07-28",
+            "mcp-method": "tools/call",
+            "mcp-name": "ask",
+        }
+        r = await client.post(
+            url, headers=headers, json=rpc(1, "tools/call", {"name": "ask", "_meta": MODERN_META})
+        )
         assert r.status_code == 200 and "mcp-session-id" not in r.headers
         result = r.json()["result"]
         assert result["resultType"] == "input_required"
@@ -489,7 +543,10 @@ async def test_stateless_requests_and_multi_round_trip_over_http(front_door: str
 
 async def test_idle_sessions_expire(front_door: str) -> None:
     server, _ = make_server()
-    async with running(front_door, server, idle_timeout=1.0) as (url, endpoint), httpx.AsyncClient() as client:
+    async with (
+        running(front_door, server, idle_timeout=1.0) as (url, endpoint),
+        httpx.AsyncClient() as client,
+    ):
         headers = await open_http_session(client, url)
         session = endpoint.sessions[headers["mcp-session-id"]]
         first_deadline = session.scope.deadline
@@ -515,7 +572,11 @@ async def test_a_full_session_table_evicts_the_oldest_half_open_session(front_do
         evicted = endpoint.sessions[half_open[0]["mcp-session-id"]]
         with trio.fail_after(10):
             headers = await open_http_session(client, url)  # room made: the oldest half-open one goes
-            r = await client.post(url, headers=headers, json=rpc(1, "tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}}))
+            r = await client.post(
+                url,
+                headers=headers,
+                json=rpc(1, "tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}}),
+            )
             assert r.status_code == 200 and r.json()["result"]["content"][0]["text"] == "5"
             await evicted.wait_done()  # its engine session ended
         assert (await client.post(url, headers=half_open[0], json=rpc(2, "ping"))).status_code == 404
@@ -582,7 +643,11 @@ async def test_the_negotiated_version_decides_whether_batches_are_allowed(front_
     async with running(front_door, server) as (url, _), httpx.AsyncClient() as client:
         r = await client.post(url, headers=ACCEPT, json=init("2025-03-26"))  # asks for batches
         assert r.json()["result"]["protocolVersion"] == "2025-06-18"  # and gets none
-        headers = {**ACCEPT, "mcp-session-id": r.headers["mcp-session-id"], "mcp-protocol-version": "2025-06-18"}
+        headers = {
+            **ACCEPT,
+            "mcp-session-id": r.headers["mcp-session-id"],
+            "mcp-protocol-version": "2025-06-18",
+        }
         await client.post(url, headers=headers, json=rpc(None, "notifications/initialized"))
         with trio.fail_after(5):
             r = await client.post(url, headers=headers, json=[rpc(1, "ping")])
@@ -620,10 +685,14 @@ async def test_a_thousand_sessions_leave_nothing_behind() -> None:
         await endpoint.handle(HttpRequest("POST", {**ACCEPT, **host}, msgspec.json.encode(init())), sink)
         assert sink.status == 200
         headers = {**ACCEPT, **host, "mcp-session-id": sink.headers["mcp-session-id"]}
-        await endpoint.handle(HttpRequest("POST", headers, msgspec.json.encode(rpc(None, "notifications/initialized"))), _Sink())
+        await endpoint.handle(
+            HttpRequest("POST", headers, msgspec.json.encode(rpc(None, "notifications/initialized"))), _Sink()
+        )
         sink = _Sink()
         params = {"name": "steps", "arguments": {"n": 1}, "_meta": {"progressToken": 1}}
-        await endpoint.handle(HttpRequest("POST", headers, msgspec.json.encode(rpc(1, "tools/call", params))), sink)
+        await endpoint.handle(
+            HttpRequest("POST", headers, msgspec.json.encode(rpc(1, "tools/call", params))), sink
+        )
         assert b"1 steps" in sink.body
         sink = _Sink()
         await endpoint.handle(HttpRequest("DELETE", headers), sink)
@@ -667,9 +736,20 @@ async def test_h11_front_door_limits_and_keep_alive() -> None:
     async with trio.open_nursery() as nursery:
         await nursery.start(endpoint.run)
         (url,) = await nursery.start(
-            partial(serve_h11, endpoint, "127.0.0.1", 0, max_header_size=1024, request_timeout=0.3, keepalive_timeout=0.5)
+            partial(
+                serve_h11,
+                endpoint,
+                "127.0.0.1",
+                0,
+                max_header_size=1024,
+                request_timeout=0.3,
+                keepalive_timeout=0.5,
+            )
         )
-        head = b"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\naccept: application/json, text/event-stream\r\ncontent-type: application/json\r\n"
+        head = (
+            b"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\n"
+            b"accept: application/json, text/event-stream\r\ncontent-type: application/json\r\n"
+        )
         # oversize head
         answer = await _raw_exchange(url, head + b"x-big: " + b"a" * 2000 + b"\r\n\r\n")
         assert answer.startswith(b"HTTP/1.1 431")
@@ -701,7 +781,9 @@ async def test_a_client_leaving_mid_stream_does_not_hurt_the_server(front_door: 
                 await read_some(stream, SSEDecoder())
             state["release"].set()  # the answer now goes to a closed connection
             await trio.sleep(0.05)
-        r = await client.post(url, headers=headers, json=rpc(40, "tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}}))
+        r = await client.post(
+            url, headers=headers, json=rpc(40, "tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})
+        )
         assert r.status_code == 200 and r.json()["result"]["content"][0]["text"] == "3"
 
 
@@ -741,7 +823,9 @@ async def test_stateless_mode_keeps_no_sessions(front_door: str) -> None:
         r = await client.post(url, headers=headers, json=rpc(None, "notifications/initialized"))
         assert r.status_code == 202
         # every request stands alone, served as if initialized at the header's version
-        r = await client.post(url, headers=headers, json=rpc(1, "tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}}))
+        r = await client.post(
+            url, headers=headers, json=rpc(1, "tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}})
+        )
         assert r.status_code == 200 and r.json()["result"]["content"][0]["text"] == "5"
         r = await client.post(url, headers=ACCEPT, json=rpc(2, "tools/list"))  # no header: 2025-03-26
         assert [t["name"] for t in r.json()["result"]["tools"]][:2] == ["add", "steps"]
@@ -752,10 +836,14 @@ async def test_stateless_mode_keeps_no_sessions(front_door: str) -> None:
         got = [m for _, m in events(r.content)]
         assert [m.get("method") for m in got] == ["notifications/progress", "notifications/progress", None]
         # the client's capabilities are unknown: no call back to it
-        r = await client.post(url, headers=headers, json=rpc(4, "tools/call", {"name": "ask", "arguments": {}}))
+        r = await client.post(
+            url, headers=headers, json=rpc(4, "tools/call", {"name": "ask", "arguments": {}})
+        )
         body = r.json() if r.headers["content-type"] == "application/json" else events(r.content)[-1][1]
         assert body.get("error") or body["result"]["isError"], body
-        r = await client.post(url, headers={**ACCEPT, "mcp-protocol-version": "1999-01-01"}, json=rpc(5, "ping"))
+        r = await client.post(
+            url, headers={**ACCEPT, "mcp-protocol-version": "1999-01-01"}, json=rpc(5, "ping")
+        )
         assert r.status_code == 400
         assert (await client.get(url, headers={"accept": "text/event-stream"})).status_code == 405
         assert (await client.delete(url)).status_code == 405
@@ -799,19 +887,27 @@ async def test_modern_request_headers_must_match_the_body(front_door: str) -> No
         no_version = modern("tools/call", "add")
         del no_version["mcp-protocol-version"]
         refused(await call(no_version, "add", {"a": 1, "b": 2}), "MCP-Protocol-Version")
-        refused(await call({**ACCEPT, "mcp-protocol-version": "2026-07-28"}, "add", {"a": 1, "b": 2}), "Mcp-Method")
+        refused(
+            await call({**ACCEPT, "mcp-protocol-version": "2026-07-28"}, "add", {"a": 1, "b": 2}),
+            "Mcp-Method",
+        )
         refused(await call(modern("tools/list", "add"), "add", {"a": 1, "b": 2}), "Mcp-Method")
         refused(await call(modern("tools/call"), "add", {"a": 1, "b": 2}), "Mcp-Name header is missing")
         refused(await call(modern("tools/call", "steps"), "add", {"a": 1, "b": 2}), "'steps' does not match")
         # a Base64-encoded name is decoded before the comparison; a broken one is refused
-        assert (await call(modern("tools/call", "=?base64?YWRk?="), "add", {"a": 1, "b": 2})).status_code == 200
+        assert (
+            await call(modern("tools/call", "=?base64?YWRk?="), "add", {"a": 1, "b": 2})
+        ).status_code == 200
         refused(await call(modern("tools/call", "=?base64?%%%?="), "add", {"a": 1, "b": 2}), "malformed")
         # x-mcp-header arguments: required when present in the body, compared after decoding
         args = {"region": "us-west1", "limit": 42, "query": "q"}
         good = modern("tools/call", "where", **{"mcp-param-region": "us-west1", "mcp-param-limit": "42.0"})
         r = await call(good, "where", args)
         assert r.status_code == 200 and r.json()["result"]["content"][0]["text"] == "us-west1:42:q"
-        refused(await call(modern("tools/call", "where", **{"mcp-param-limit": "42"}), "where", args), "Mcp-Param-Region")
+        refused(
+            await call(modern("tools/call", "where", **{"mcp-param-limit": "42"}), "where", args),
+            "Mcp-Param-Region",
+        )
         wrong = modern("tools/call", "where", **{"mcp-param-region": "eu", "mcp-param-limit": "42"})
         refused(await call(wrong, "where", args), "'eu' does not match")
         unicode = modern("tools/call", "where", **{"mcp-param-region": "=?base64?SGVsbG8sIOS4lueVjA==?="})
@@ -847,7 +943,9 @@ async def test_stateless_request_errors_carry_their_http_status_and_id(front_doo
     server, _ = make_server()
     async with running(front_door, server) as (url, endpoint), httpx.AsyncClient() as client:
 
-        async def post(method: str, params: dict[str, Any], headers: dict[str, str] | None = None) -> httpx.Response:
+        async def post(
+            method: str, params: dict[str, Any], headers: dict[str, str] | None = None
+        ) -> httpx.Response:
             return await client.post(url, headers=headers or modern(method), json=rpc(41, method, params))
 
         for removed in ("initialize", "ping", "logging/setLevel", "resources/subscribe", "no/such/method"):
@@ -857,12 +955,16 @@ async def test_stateless_request_errors_carry_their_http_status_and_id(front_doo
         # the header says 2026-07-28, the body has no _meta (or none naming a version)
         for params in ({}, {"_meta": {"io.modelcontextprotocol/clientCapabilities": {}}}):
             r = await post("tools/list", params)
-            assert r.status_code == 400 and r.json()["id"] == 41 and r.json()["error"]["code"] == -32602, r.text
+            assert r.status_code == 400 and r.json()["id"] == 41 and r.json()["error"]["code"] == -32602, (
+                r.text
+            )
         bad_caps = {"_meta": {**MODERN_META, "io.modelcontextprotocol/clientCapabilities": 5}}
         r = await post("tools/list", bad_caps)
         assert r.status_code == 400 and r.json()["error"]["code"] == -32602
         future = {"_meta": {**MODERN_META, "io.modelcontextprotocol/protocolVersion": "2099-01-01"}}
-        r = await post("server/discover", future, modern("server/discover", **{"mcp-protocol-version": "2099-01-01"}))
+        r = await post(
+            "server/discover", future, modern("server/discover", **{"mcp-protocol-version": "2099-01-01"})
+        )
         assert r.status_code == 400 and r.json()["id"] == 41
         assert r.json()["error"]["code"] == -32022
         assert "2026-07-28" in r.json()["error"]["data"]["supported"]

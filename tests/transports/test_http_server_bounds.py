@@ -68,7 +68,9 @@ async def test_batch_members_past_max_queued_are_refused_and_the_session_goes_on
         async with trio.open_nursery() as nursery:
             nursery.start_soon(post)
             # 4 run, 8 wait: the batch (one slice) has been read whole
-            await wait_until(lambda: server._sessions and the_session(server).statistics()["requests_queued"] == 8)
+            await wait_until(
+                lambda: server._sessions and the_session(server).statistics()["requests_queued"] == 8
+            )
             await wait_until(lambda: state["started"] == 4)
             state["release"].set()
         assert len(replies) == 30
@@ -124,8 +126,10 @@ async def test_a_huge_batch_of_slow_calls_holds_bounded_memory() -> None:
                 # (unbounded: all the others wait)
                 session = the_session(server)
                 await wait_until(
-                    lambda: len(session.core._in_flight) == 64 + 1024
-                    or session.statistics()["requests_queued"] == 20_000 - 64,
+                    lambda: (
+                        len(session.core._in_flight) == 64 + 1024
+                        or session.statistics()["requests_queued"] == 20_000 - 64
+                    ),
                     timeout=30,
                 )
                 held, _ = tracemalloc.get_traced_memory()
@@ -139,11 +143,19 @@ async def test_a_huge_batch_of_slow_calls_holds_bounded_memory() -> None:
 
 async def test_deleting_a_session_with_a_full_queue_is_quick() -> None:
     server, state = gated_server()
-    async with running("h11", server, max_queued=20_000, max_queued_total=20_000) as (url, _), httpx.AsyncClient(timeout=60) as client:
+    async with (
+        running("h11", server, max_queued=20_000, max_queued_total=20_000) as (url, _),
+        httpx.AsyncClient(timeout=60) as client,
+    ):
         headers = await open_http_session(client, url, "2025-03-26")
         async with trio.open_nursery() as nursery:
             nursery.start_soon(partial(client.post, url, headers=headers, json=calls(20_000)))
-            await wait_until(lambda: server._sessions and the_session(server).statistics()["requests_queued"] == 20_000 - 64, timeout=30)
+            await wait_until(
+                lambda: (
+                    server._sessions and the_session(server).statistics()["requests_queued"] == 20_000 - 64
+                ),
+                timeout=30,
+            )
             started = trio.current_time()
             r = await client.delete(url, headers=headers)
             took = trio.current_time() - started
@@ -158,7 +170,9 @@ async def test_large_batches_do_not_hold_up_another_session() -> None:
     async with running("h11", server) as (url, _), httpx.AsyncClient(timeout=60) as client:
         loader = await open_http_session(client, url, "2025-03-26")
         pinger = await open_http_session(client, url, "2025-03-26")
-        batch = msgspec.json.encode(calls(8_000, "add", a=1, b=2))  # (encoded once: the client's work is not measured)
+        batch = msgspec.json.encode(
+            calls(8_000, "add", a=1, b=2)
+        )  # (encoded once: the client's work is not measured)
         batch_times: list[float] = []
         latencies: list[float] = []
 
@@ -187,7 +201,10 @@ async def test_large_batches_do_not_hold_up_another_session() -> None:
 
 async def test_batch_replies_are_never_stored_and_the_store_keeps_its_byte_bound() -> None:
     server, _ = gated_server()
-    async with running("h11", server, event_store_bytes=4096) as (url, endpoint), httpx.AsyncClient() as client:
+    async with (
+        running("h11", server, event_store_bytes=4096) as (url, endpoint),
+        httpx.AsyncClient() as client,
+    ):
         store = endpoint.event_store
         assert isinstance(store, InMemoryEventStore) and store.max_bytes == 4096
         headers = await open_http_session(client, url, "2025-03-26")
@@ -233,7 +250,10 @@ async def test_resuming_from_an_event_the_store_dropped_replays_nothing() -> Non
             await ctx.report_progress(i + 1, n, "x" * 200)
         return "said"
 
-    async with running("h11", server, event_store_bytes=2048) as (url, endpoint), httpx.AsyncClient() as client:
+    async with (
+        running("h11", server, event_store_bytes=2048) as (url, endpoint),
+        httpx.AsyncClient() as client,
+    ):
         headers = await open_http_session(client, url)
         params = {"name": "chatty", "arguments": {"n": 40}, "_meta": {"progressToken": "t"}}
         r = await client.post(url, headers=headers, json=rpc(7, "tools/call", params))
@@ -242,8 +262,12 @@ async def test_resuming_from_an_event_the_store_dropped_replays_nothing() -> Non
         assert endpoint.event_store.size <= 2048  # type: ignore[attr-defined]
         # the first event is long gone: nothing is replayed, and the stream (answered) ends
         with trio.fail_after(5):
-            r = await client.get(url, headers={**headers, "accept": "text/event-stream", "last-event-id": got[0][0]})
+            r = await client.get(
+                url, headers={**headers, "accept": "text/event-stream", "last-event-id": got[0][0]}
+            )
         assert r.status_code == 200 and events(r.content) == []
         # the newest is kept: the stream resumes after it (nothing left)
-        r = await client.get(url, headers={**headers, "accept": "text/event-stream", "last-event-id": got[-2][0]})
+        r = await client.get(
+            url, headers={**headers, "accept": "text/event-stream", "last-event-id": got[-2][0]}
+        )
         assert [m["id"] for _, m in events(r.content)] == [7]

@@ -63,7 +63,9 @@ async def test_a_request_with_both_lengths_is_refused_and_its_connection_closed(
     body = msgspec.json.encode(INIT)
     smuggled = post(INIT).replace(b'"id":0', b'"id":7')
     chunked = b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
-    head = post(b"").replace(b"content-length: 0", b"content-length: %d\r\ntransfer-encoding: chunked" % len(chunked))
+    head = post(b"").replace(
+        b"content-length: 0", b"content-length: %d\r\ntransfer-encoding: chunked" % len(chunked)
+    )
     async with serving(front_door, server) as (port, _):
         stream = await trio.open_tcp_stream("127.0.0.1", port)
         async with stream:
@@ -165,7 +167,6 @@ async def test_a_half_closed_client_gets_its_answer(front_door: str) -> None:
     assert status == 200 and msgspec.json.decode(body)["result"]["content"][0]["text"] == "slept"
 
 
-
 STATELESS_META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
     "io.modelcontextprotocol/clientCapabilities": {},
@@ -201,7 +202,9 @@ def lingering_tool(server: Server) -> dict[str, trio.Event]:
 
 @pytest.mark.parametrize("version", ["2025-11-25", "2026-07-28"])
 @pytest.mark.parametrize("front_door", ["h11", "hypercorn"])
-async def test_a_client_that_leaves_cancels_its_request_only_from_2026_07_28(front_door: str, version: str) -> None:
+async def test_a_client_that_leaves_cancels_its_request_only_from_2026_07_28(
+    front_door: str, version: str
+) -> None:
     """In 2026-07-28 closing the response stream is how a client cancels its
     request: its handler is cancelled at once.  Before, a disconnect is no
     cancellation: the request runs to its end."""

@@ -98,7 +98,12 @@ def post(body: Any, session_id: str | None = None) -> bytes:
 
 
 def call(id: int, name: str, **arguments: Any) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
+    return {
+        "jsonrpc": "2.0",
+        "id": id,
+        "method": "tools/call",
+        "params": {"name": name, "arguments": arguments},
+    }
 
 
 class Reader:
@@ -154,7 +159,11 @@ async def open_session(port: int) -> tuple[trio.SocketStream, Reader, str]:
         "jsonrpc": "2.0",
         "id": 0,
         "method": "initialize",
-        "params": {"protocolVersion": VERSION, "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}},
+        "params": {
+            "protocolVersion": VERSION,
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"},
+        },
     }
     await stream.send_all(post(init))
     status, headers, body = await reader.response()
@@ -308,7 +317,11 @@ async def test_head_requests_get_heads_only_and_the_connection_goes_on() -> None
                 assert status == 404 and headers["content-length"] == "9"  # the body it would have
                 status, headers, _ = await reader.response_head()
                 assert status == 405 and headers["allow"] == "GET, POST, DELETE"
-                assert await reader.response() == (404, {"content-type": "text/plain", "content-length": "9"}, b"Not Found")
+                assert await reader.response() == (
+                    404,
+                    {"content-type": "text/plain", "content-length": "9"},
+                    b"Not Found",
+                )
 
 
 async def sse_body(reader: Reader) -> bytes:
@@ -319,7 +332,9 @@ async def sse_body(reader: Reader) -> bytes:
 
 
 @pytest.mark.parametrize("front_door", ["h11", "hypercorn"])
-async def test_an_answer_after_an_early_closed_stream_is_kept_for_the_resuming_client(front_door: str) -> None:
+async def test_an_answer_after_an_early_closed_stream_is_kept_for_the_resuming_client(
+    front_door: str,
+) -> None:
     """The stream ended before any message (SSE polling): the answer that comes
     later is no plain JSON answer, it is stored and replayed on GET."""
     server, state = make_server()
@@ -337,8 +352,12 @@ async def test_an_answer_after_an_early_closed_stream_is_kept_for_the_resuming_c
                 while endpoint.sessions[session_id].by_request:  # answered while no one listens
                     await trio.sleep(0.01)
                 get = post(b"", session_id).replace(b"POST ", b"GET ", 1)
-                get = get.replace(b"accept: application/json, text/event-stream", b"accept: text/event-stream")
-                await stream.send_all(get.replace(b"\r\n\r\n", b"\r\nlast-event-id: " + prime_id + b"\r\n\r\n", 1))
+                get = get.replace(
+                    b"accept: application/json, text/event-stream", b"accept: text/event-stream"
+                )
+                await stream.send_all(
+                    get.replace(b"\r\n\r\n", b"\r\nlast-event-id: " + prime_id + b"\r\n\r\n", 1)
+                )
                 status, _, _ = await reader.response()
                 assert status == 200
                 events = [msgspec.json.decode(e.data) for e in SSEDecoder().feed(await sse_body(reader))]

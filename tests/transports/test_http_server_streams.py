@@ -37,7 +37,9 @@ async def connect(port: int, source: str) -> tuple[trio.SocketStream, Reader]:
     return stream, Reader(stream)
 
 
-async def initialize(port: int, source: str, initialized: bool = True) -> tuple[trio.SocketStream, Reader, str]:
+async def initialize(
+    port: int, source: str, initialized: bool = True
+) -> tuple[trio.SocketStream, Reader, str]:
     """A new session from ``source`` (past ``initialize`` unless told not to)."""
     stream, reader = await connect(port, source)
     await stream.send_all(post(INIT))
@@ -63,7 +65,9 @@ def get(session_id: str, last_event_id: str | None = None) -> bytes:
     return b"\r\n".join(head) + b"\r\n\r\n"
 
 
-async def open_get(stream: trio.SocketStream, reader: Reader, session_id: str, **kw: Any) -> tuple[int, dict[str, str]]:
+async def open_get(
+    stream: trio.SocketStream, reader: Reader, session_id: str, **kw: Any
+) -> tuple[int, dict[str, str]]:
     await stream.send_all(get(session_id, **kw))
     status, headers, _ = await reader.response_head()
     return status, headers
@@ -93,7 +97,10 @@ async def test_idle_get_streams_of_one_address_never_lock_another_out(front_door
     server, _ = make_server()
     held: list[trio.SocketStream] = []
     refused: list[tuple[int, dict[str, str]]] = []
-    door = {"max_connections": 80, "max_connections_per_client": 80}  # the stream bounds, not the door's, at work
+    door = {
+        "max_connections": 80,
+        "max_connections_per_client": 80,
+    }  # the stream bounds, not the door's, at work
     async with serving(front_door, server, h11_options=door) as (port, _):
         try:
             with trio.fail_after(20):
@@ -270,7 +277,6 @@ async def test_legacy_sse_streams_share_the_bounds(front_door: str) -> None:
         nursery.cancel_scope.cancel()
 
 
-
 @pytest.mark.parametrize("version", ["2025-03-26", "2025-11-25"])
 async def test_our_client_keeps_its_get_stream_through_idle_ends(version: str) -> None:
     """The library's client reconnects after each idle end (with Last-Event-ID
@@ -328,15 +334,25 @@ async def test_a_message_racing_an_idle_end_goes_out_on_the_next_get() -> None:
     from (2025-03-26: no priming event): the next plain GET sends it."""
     server, _ = make_server()
     endpoint = StreamableHTTP(server.serve_session, stream_idle_timeout=0.1)
-    base = {"host": "127.0.0.1", "accept": "application/json, text/event-stream", "content-type": "application/json"}
+    base = {
+        "host": "127.0.0.1",
+        "accept": "application/json, text/event-stream",
+        "content-type": "application/json",
+    }
     init = {**INIT, "params": {**INIT["params"], "protocolVersion": "2025-03-26"}}  # type: ignore[dict-item]
     async with trio.open_nursery() as nursery:
         await nursery.start(endpoint.run)
         with trio.fail_after(10):
             answer = Recorder()
             await endpoint.handle(HttpRequest("POST", base, msgspec.json.encode(init), "/mcp"), answer)
-            headers = {**base, "mcp-session-id": answer.headers["mcp-session-id"], "mcp-protocol-version": "2025-03-26"}
-            await endpoint.handle(HttpRequest("POST", headers, msgspec.json.encode(INITIALIZED), "/mcp"), Recorder())
+            headers = {
+                **base,
+                "mcp-session-id": answer.headers["mcp-session-id"],
+                "mcp-protocol-version": "2025-03-26",
+            }
+            await endpoint.handle(
+                HttpRequest("POST", headers, msgspec.json.encode(INITIALIZED), "/mcp"), Recorder()
+            )
             release = trio.Event()
             first = Recorder(release)
             nursery.start_soon(endpoint.handle, HttpRequest("GET", headers, b"", "/mcp"), first)

@@ -125,6 +125,7 @@ async def test_leaving_the_stream_ends_the_session(front_door: str) -> None:
 
         def legacy_sessions() -> dict[str, Any]:
             return legacy.sessions
+
         decoder = SSEDecoder()
         async with raw_stream(base + "/sse", "GET", {"accept": "text/event-stream"}) as response:
             assert response.status_code == 200
@@ -154,8 +155,17 @@ async def test_leaving_the_stream_ends_the_session(front_door: str) -> None:
                     }
                     r = await http.post(endpoint, headers=headers, json=init)
                     assert r.status_code == 202
-                    await http.post(endpoint, headers=headers, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
-                    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "sleep", "arguments": {"seconds": 60}}}
+                    await http.post(
+                        endpoint,
+                        headers=headers,
+                        json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+                    )
+                    call = {
+                        "jsonrpc": "2.0",
+                        "id": 2,
+                        "method": "tools/call",
+                        "params": {"name": "sleep", "arguments": {"seconds": 60}},
+                    }
                     assert (await http.post(endpoint, headers=headers, json=call)).status_code == 202
                     with trio.fail_after(5):
                         await state["started"].wait()
@@ -256,13 +266,24 @@ async def test_sdk_http_clients_against_our_server(
 
 def test_the_cli_serves_the_legacy_transport_too() -> None:
     root = Path(__file__).resolve().parent.parent.parent
-    argv = [sys.executable, "-m", "mcp_trio._cli", "serve", "examples/everything.py", "--http", "127.0.0.1:0", "--legacy-sse"]
+    argv = [
+        sys.executable,
+        "-m",
+        "mcp_trio._cli",
+        "serve",
+        "examples/everything.py",
+        "--http",
+        "127.0.0.1:0",
+        "--legacy-sse",
+    ]
     proc = subprocess.Popen(argv, cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stderr is not None
         first, second = proc.stderr.readline(), proc.stderr.readline()
         assert "Streamable HTTP at http://127.0.0.1:" in first, first
-        assert "HTTP+SSE (2024-11-05) at http://127.0.0.1:" in second and second.rstrip().endswith("/sse"), second
+        assert "HTTP+SSE (2024-11-05) at http://127.0.0.1:" in second and second.rstrip().endswith("/sse"), (
+            second
+        )
         url = second.split(" at ")[1].split()[0]
         with httpx.Client() as http, http.stream("GET", url, headers={"accept": "text/event-stream"}) as r:
             assert r.status_code == 200

@@ -72,7 +72,10 @@ texts = st.binary(max_size=200).map(lambda b: b.replace(b"\r", b"").replace(b"\n
 
 
 @given(
-    st.lists(st.tuples(texts, st.one_of(st.none(), st.from_regex(r"[A-Za-z0-9-]{1,12}", fullmatch=True))), max_size=8),
+    st.lists(
+        st.tuples(texts, st.one_of(st.none(), st.from_regex(r"[A-Za-z0-9-]{1,12}", fullmatch=True))),
+        max_size=8,
+    ),
     st.lists(st.integers(min_value=0, max_value=3000), max_size=20),
     st.sampled_from([b"\n", b"\r\n", b"\r"]),
 )
@@ -81,6 +84,6 @@ def test_roundtrip_any_chunking(items: list[tuple[bytes, str | None]], cuts: lis
     events = decode_all(raw, cuts)
     assert [e.data for e in events] == [data for data, _ in items]
     last = None
-    for event, (_, id) in zip(events, items):
+    for event, (_, id) in zip(events, items, strict=True):
         last = id if id is not None else last
         assert event.id == last

@@ -124,7 +124,9 @@ async def test_client_against_a_stdio_server_process() -> None:
             async def on_progress(p: float, total: float | None, msg: str | None) -> None:
                 seen.append(p)
 
-            r = await cli.request("tools/call", {"name": "progress", "arguments": {"steps": 4}}, on_progress=on_progress)
+            r = await cli.request(
+                "tools/call", {"name": "progress", "arguments": {"steps": 4}}, on_progress=on_progress
+            )
             assert seen == [1.0, 2.0, 3.0, 4.0]
             with pytest.raises(McpError) as info:
                 await cli.request("tools/call", {"name": "nope"})
@@ -166,7 +168,9 @@ async def test_server_that_dies_fails_pending_requests_promptly() -> None:
 
 
 async def test_raw_bytes_get_spec_errors_and_the_server_goes_on() -> None:
-    async with open_stdio_client(SERVER, env={**ENV, "MAX_MESSAGE_SIZE": "1000"}, stderr=subprocess.DEVNULL) as proc:
+    async with open_stdio_client(
+        SERVER, env={**ENV, "MAX_MESSAGE_SIZE": "1000"}, stderr=subprocess.DEVNULL
+    ) as proc:
         ch = proc.channel
         from mcp_trio import Frame
 
@@ -179,7 +183,9 @@ async def test_raw_bytes_get_spec_errors_and_the_server_goes_on() -> None:
         assert reply["error"]["code"] == -32700 and reply["id"] is None
         reply = await exchange(b"\xff\xfe\xfd")
         assert reply["error"]["code"] == -32700
-        reply = await exchange(b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"' + b"a" * 2000 + b'"}}')
+        reply = await exchange(
+            b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"' + b"a" * 2000 + b'"}}'
+        )
         assert reply["error"]["code"] == -32600 and "too large" in reply["error"]["message"]
         reply = await exchange(b'{"jsonrpc":"2.0","id":2,"method":"tools/list"}')
         assert reply["id"] == 2 and reply["error"]["code"] == -32600  # not initialized yet

@@ -482,9 +482,7 @@ async def test_requests_that_never_wait_are_answered_by_the_reader(front_door: s
 
 async def test_websocket_and_streamable_http_share_one_server() -> None:
     async with trio.open_nursery() as nursery:
-        urls = await nursery.start(
-            partial(everything.server.serve_websocket, "127.0.0.1", 0, http=True)
-        )
+        urls = await nursery.start(partial(everything.server.serve_websocket, "127.0.0.1", 0, http=True))
         ws_url, http_url = urls
         assert ws_url.startswith("ws://127.0.0.1:") and http_url == "http" + ws_url[2:]
         with trio.fail_after(10):

@@ -128,9 +128,7 @@ def _structs(rev: str) -> list[type[msgspec.Struct]]:
     return [
         obj
         for obj in vars(mod).values()
-        if inspect.isclass(obj)
-        and issubclass(obj, msgspec.Struct)
-        and obj.__module__ == mod.__name__
+        if inspect.isclass(obj) and issubclass(obj, msgspec.Struct) and obj.__module__ == mod.__name__
     ]
 
 

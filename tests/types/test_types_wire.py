@@ -75,18 +75,14 @@ def test_missing_required_field(rev: str) -> None:
 @pytest.mark.parametrize("rev", REVISIONS)
 def test_unknown_method_on_request_union(rev: str) -> None:
     msg = {"jsonrpc": "2.0", "id": 1, "method": "tools/frobnicate", "params": {}}
-    assert (
-        _error(module(rev).ClientRequest, msg) == "Invalid value 'tools/frobnicate' - at `$.method`"
-    )
+    assert _error(module(rev).ClientRequest, msg) == "Invalid value 'tools/frobnicate' - at `$.method`"
 
 
 @pytest.mark.parametrize("rev", REVISIONS)
 def test_bool_is_never_an_id(rev: str) -> None:
     msg = _call_tool(rev)
     msg["id"] = True
-    assert (
-        _error(module(rev).CallToolRequest, msg) == "Expected `int | str`, got `bool` - at `$.id`"
-    )
+    assert _error(module(rev).CallToolRequest, msg) == "Expected `int | str`, got `bool` - at `$.id`"
     note = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": False}}
     assert "got `bool` - at `$.params.requestId`" in _error(module(rev).CancelledNotification, note)
 
@@ -110,10 +106,7 @@ def test_wrong_jsonrpc_version(rev: str) -> None:
 @pytest.mark.parametrize("rev", REVISIONS)
 def test_unknown_content_type(rev: str) -> None:
     result = {"content": [{"type": "video", "data": "x"}]}
-    assert (
-        _error(module(rev).CallToolResult, result)
-        == "Invalid value 'video' - at `$.content[0].type`"
-    )
+    assert _error(module(rev).CallToolResult, result) == "Invalid value 'video' - at `$.content[0].type`"
 
 
 # ---------------------------------------------------------------- numbers
@@ -144,9 +137,7 @@ def test_elicitation_answers_keep_numbers(rev: str) -> None:
 @pytest.mark.parametrize("rev", REVISIONS)
 def test_priorities_and_temperature_are_floats(rev: str) -> None:
     mod = module(rev)
-    prefs = msgspec.json.decode(
-        b'{"costPriority": 1, "speedPriority": 0.25}', type=mod.ModelPreferences
-    )
+    prefs = msgspec.json.decode(b'{"costPriority": 1, "speedPriority": 0.25}', type=mod.ModelPreferences)
     assert prefs.costPriority == 1.0 and isinstance(prefs.costPriority, float)
     assert "Expected `float` <= 1.0" in _error(mod.ModelPreferences, {"costPriority": 1.5})
     msg = _create_message(rev, 100)
@@ -179,9 +170,7 @@ def test_requests_are_full_wire_messages(rev: str) -> None:
 @pytest.mark.parametrize("rev", REVISIONS)
 def test_jsonrpc_defaults_and_is_always_encoded(rev: str) -> None:
     mod = module(rev)
-    ping = mod.ProgressNotification(
-        params=mod.ProgressNotificationParams(progressToken=1, progress=0.5)
-    )
+    ping = mod.ProgressNotification(params=mod.ProgressNotificationParams(progressToken=1, progress=0.5))
     assert ping.jsonrpc == "2.0"
     encoded = json.loads(msgspec.json.encode(ping))
     assert encoded == {
@@ -345,9 +334,7 @@ def test_result_type_defaults_to_complete() -> None:
     assert mod.CallToolResult(content=[]).resultType == "complete"
     needs_input = msgspec.json.decode(b'{"requestState": "s"}', type=mod.InputRequiredResult)
     assert needs_input.resultType == "input_required"
-    assert "Invalid enum value 'complete'" in _error(
-        mod.InputRequiredResult, {"resultType": "complete"}
-    )
+    assert "Invalid enum value 'complete'" in _error(mod.InputRequiredResult, {"resultType": "complete"})
 
 
 def test_input_requests_and_responses_2026() -> None:
@@ -388,9 +375,7 @@ def test_result_extras_are_dropped_by_design(rev: str) -> None:
     # Result is an open object, but a Struct keeps only declared fields: an
     # undeclared top-level key is lost on re-encoding (documented; forward the
     # raw bytes when only forwarding).
-    decoded = msgspec.json.decode(
-        b'{"content": [], "vendorKey": 1}', type=module(rev).CallToolResult
-    )
+    decoded = msgspec.json.decode(b'{"content": [], "vendorKey": 1}', type=module(rev).CallToolResult)
     assert "vendorKey" not in json.loads(msgspec.json.encode(decoded))
 
 
@@ -419,8 +404,7 @@ _json_scalars = (
 )
 _json_values = st.recursive(
     _json_scalars,
-    lambda inner: st.lists(inner, max_size=4)
-    | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
     max_leaves=12,
 )
 

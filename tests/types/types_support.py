@@ -40,9 +40,7 @@ def schema_dir() -> Path | None:
 def require_schema_dir() -> Path:
     found = schema_dir()
     if found is None:
-        pytest.skip(
-            "no MCP schema directory (set MCP_TRIO_SCHEMA_DIR or provide ../shared/mcp-schema)"
-        )
+        pytest.skip("no MCP schema directory (set MCP_TRIO_SCHEMA_DIR or provide ../shared/mcp-schema)")
     return found
 
 
@@ -85,9 +83,7 @@ def raw_methods(rev: str) -> dict[str, dict[str, Any]]:
         if node is None:
             continue
         if "anyOf" in node:
-            members = [
-                (m["$ref"][len(prefix) :], defs[m["$ref"][len(prefix) :]]) for m in node["anyOf"]
-            ]
+            members = [(m["$ref"][len(prefix) :], defs[m["$ref"][len(prefix) :]]) for m in node["anyOf"]]
         elif "$ref" in node:
             members = [(node["$ref"][len(prefix) :], defs[node["$ref"][len(prefix) :]])]
         else:  # a one-member union inlined by the TS -> JSON Schema converter
@@ -100,9 +96,7 @@ def raw_methods(rev: str) -> dict[str, dict[str, Any]]:
                     if n != union and d.get("properties") == member.get("properties")
                 )
             method = member["properties"]["method"]["const"]
-            row = out.setdefault(
-                method, {"kind": kind, "message": name, "senders": set(), "def": member}
-            )
+            row = out.setdefault(method, {"kind": kind, "message": name, "senders": set(), "def": member})
             assert row["kind"] == kind and row["message"] == name
             if sender is not None:
                 row["senders"].add(sender)

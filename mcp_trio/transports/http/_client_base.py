@@ -272,9 +272,7 @@ class _ChannelBase(trio.abc.Channel[Frame]):
 
     # ------------------------------------------------------------ sending
 
-    async def _send(
-        self, method: str, target: str, headers: Headers, body: bytes | None = None
-    ) -> Response:
+    async def _send(self, method: str, target: str, headers: Headers, body: bytes | None = None) -> Response:
         """Every request to the server goes through here.
 
         With ``auth``, its headers are added, and a 401/403 that it answers
@@ -340,9 +338,7 @@ class _ChannelBase(trio.abc.Channel[Frame]):
             extra: Headers = [("Mcp-Method", msg.method or "")]
             if msg.name is not None:
                 extra.append(("Mcp-Name", _encode_header_value(msg.name)))
-                annotations = (
-                    self._tool_headers.get(msg.name) if msg.method == "tools/call" else None
-                )
+                annotations = self._tool_headers.get(msg.name) if msg.method == "tools/call" else None
                 if annotations and msg.arguments is not None:
                     extra.extend(_param_headers(annotations, msg.arguments))
             return self._headers(

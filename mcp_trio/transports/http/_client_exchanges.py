@@ -94,9 +94,7 @@ class _ExchangeMixin(_SessionMixin, _LegacyMixin):
                 body = await resp.read(self.max_message_size)
                 resp.finish()  # the connection is free before the engine sees the answer
                 if not body.strip():
-                    raise Failure(
-                        "bad_response", f"the server answered {resp.describe()} with an empty body"
-                    )
+                    raise Failure("bad_response", f"the server answered {resp.describe()} with an empty body")
                 await self._deliver(body)
                 return
             else:
@@ -173,9 +171,7 @@ class _ExchangeMixin(_SessionMixin, _LegacyMixin):
                 if env.error is UNSET or env.method is not UNSET or env.id is UNSET:
                     return []
                 err = rpc.decode_error(env.error)
-                found.append(
-                    (env.id, err.code, err.message, None if err.data is UNSET else err.data)
-                )
+                found.append((env.id, err.code, err.message, None if err.data is UNSET else err.data))
             return found
         except _BAD_JSON:
             return []
@@ -228,11 +224,7 @@ class _ExchangeMixin(_SessionMixin, _LegacyMixin):
             raise Failure(
                 "stream_ended",
                 f"the response stream ended before the response{how}"
-                + (
-                    ""
-                    if exchange.modern
-                    else "; it cannot be resumed (the server sent no event id)"
-                ),
+                + ("" if exchange.modern else "; it cannot be resumed (the server sent no event id)"),
             )
         failures = 0
         last_error = ""
@@ -273,4 +265,3 @@ class _ExchangeMixin(_SessionMixin, _LegacyMixin):
                     last_error = f"{resp.describe()}: {excerpt(body)}"
             finally:
                 resp.finish()
-

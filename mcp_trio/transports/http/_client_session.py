@@ -73,7 +73,9 @@ class _SessionMixin(_ChannelBase):
 
     async def _initialize_again(self, data: bytes) -> tuple[str | None, Any]:
         """POST ``initialize`` without a session; the new session id and the result."""
-        resp = await self._send("POST", self._target.path, self._headers(accept=_ACCEPT_BOTH, body=data), data)
+        resp = await self._send(
+            "POST", self._target.path, self._headers(accept=_ACCEPT_BOTH, body=data), data
+        )
         try:
             if not 200 <= resp.status < 300:
                 raise Failure("http_status", f"initialize: {resp.describe()}")
@@ -85,7 +87,9 @@ class _SessionMixin(_ChannelBase):
                 decoder = SSEDecoder(self.max_message_size)
                 while not bodies and (chunk := await resp.next_chunk()) is not None:
                     bodies = [
-                        e.data for e in decoder.feed(chunk) if e.event == "message" and _peek(e.data).kind == "response"
+                        e.data
+                        for e in decoder.feed(chunk)
+                        if e.event == "message" and _peek(e.data).kind == "response"
                     ]
             else:
                 bodies = [await resp.read(self.max_message_size)]
@@ -192,4 +196,3 @@ class _SessionMixin(_ChannelBase):
                     log.info("giving up the GET stream after %d failed attempts", failures)
                     return
                 await trio.sleep(self._delay(retry))
-

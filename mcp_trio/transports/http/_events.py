@@ -18,7 +18,9 @@ class EventStore(Protocol):
 
     async def store(self, session_id: str, stream: str, event_id: str, data: bytes) -> None: ...
 
-    async def replay_after(self, session_id: str, event_id: str) -> tuple[str, list[tuple[str, bytes]]] | None:
+    async def replay_after(
+        self, session_id: str, event_id: str
+    ) -> tuple[str, list[tuple[str, bytes]]] | None:
         """The stream of ``event_id`` and its events after it, or ``None`` if unknown."""
         ...
 
@@ -87,7 +89,9 @@ class InMemoryEventStore:
         kept.size -= size
         self._total -= size
 
-    async def replay_after(self, session_id: str, event_id: str) -> tuple[str, list[tuple[str, bytes]]] | None:
+    async def replay_after(
+        self, session_id: str, event_id: str
+    ) -> tuple[str, list[tuple[str, bytes]]] | None:
         kept = self._sessions.get(session_id)
         if kept is None:
             return None

@@ -179,7 +179,10 @@ class ConnectionGate:
         self._space.unpark_all()
 
     async def _run(
-        self, handler: Callable[[trio.SocketStream], Awaitable[None]], stream: trio.SocketStream, ticket: _Ticket
+        self,
+        handler: Callable[[trio.SocketStream], Awaitable[None]],
+        stream: trio.SocketStream,
+        ticket: _Ticket,
     ) -> None:
         try:
             with ticket.scope:

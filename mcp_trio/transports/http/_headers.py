@@ -100,8 +100,7 @@ def header_annotations(schema: Any) -> Annotations | str:
             return f"property {where!r}: x-mcp-header must be an HTTP token"
         if node.get("type") not in ("string", "integer", "boolean"):
             return (
-                f"property {where!r}: x-mcp-header is only allowed on "
-                "string, integer and boolean properties"
+                f"property {where!r}: x-mcp-header is only allowed on string, integer and boolean properties"
             )
         if token.lower() in seen:
             return f"property {where!r}: x-mcp-header {token!r} is used twice"
@@ -149,8 +148,6 @@ def param_headers(annotations: Annotations, arguments: Raw) -> list[tuple[str, s
         if rendered is not None:
             headers.append((f"Mcp-Param-{token}", encode_value(rendered)))
     return headers
-
-
 
 
 def decode_value(header: str) -> str | None:

@@ -184,9 +184,7 @@ class Connection:
                     with trio.move_on_after(self.read_timeout) as scope:
                         data = await self.stream.receive_some(READ_SIZE)
                     if scope.cancelled_caught:
-                        raise Failure(
-                            "connection", f"the server sent nothing for {self.read_timeout} s"
-                        )
+                        raise Failure("connection", f"the server sent nothing for {self.read_timeout} s")
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
                 raise self._broken(f"the connection broke: {exc or type(exc).__name__}") from None
             self.received += len(data)
@@ -206,9 +204,7 @@ class Connection:
         except (h11.LocalProtocolError, UnicodeError) as exc:
             raise Failure("bad_request", f"cannot send this HTTP request: {exc}") from None
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
-            raise self._broken(
-                f"the connection broke while sending: {exc or type(exc).__name__}"
-            ) from None
+            raise self._broken(f"the connection broke while sending: {exc or type(exc).__name__}") from None
         while True:
             event = await self.next_event()
             if isinstance(event, h11.Response):
@@ -216,11 +212,7 @@ class Connection:
             # InformationalResponse (1xx): keep waiting for the real one.
 
     def reusable(self) -> bool:
-        if (
-            self.closed
-            or self.h11.our_state is not h11.DONE
-            or self.h11.their_state is not h11.DONE
-        ):
+        if self.closed or self.h11.our_state is not h11.DONE or self.h11.their_state is not h11.DONE:
             return False
         try:
             self.h11.start_next_cycle()
@@ -304,8 +296,7 @@ class Response:
         if length is not None and length.isdigit() and int(length) > limit:
             raise Failure(
                 "too_large",
-                f"the response body ({length} bytes) is larger than "
-                f"max_message_size ({limit} bytes)",
+                f"the response body ({length} bytes) is larger than max_message_size ({limit} bytes)",
                 limit=limit,
             )
         body = bytearray()
@@ -377,20 +368,14 @@ class Pool:
                     await stream.do_handshake()
         except (OSError, trio.BrokenResourceError) as exc:
             close_stream(stream)
-            cause = (
-                exc.__cause__
-                if isinstance(exc, trio.BrokenResourceError) and exc.__cause__
-                else exc
-            )
+            cause = exc.__cause__ if isinstance(exc, trio.BrokenResourceError) and exc.__cause__ else exc
             raise Failure("connect", f"cannot connect to {where}: {cause}") from None
         except BaseException:
             close_stream(stream)
             raise
         if scope.cancelled_caught or stream is None:
             close_stream(stream)
-            raise Failure(
-                "connect", f"cannot connect to {where}: no answer within {self.connect_timeout} s"
-            )
+            raise Failure("connect", f"cannot connect to {where}: no answer within {self.connect_timeout} s")
         self.opened += 1
         return Connection(stream, self.read_timeout)
 

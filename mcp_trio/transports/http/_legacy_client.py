@@ -47,9 +47,7 @@ class _LegacyMixin(_ChannelBase):
         assert self._tasks is not None
         await self._tasks.start(self._legacy_stream)
 
-    async def _legacy_stream(
-        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
-    ) -> None:
+    async def _legacy_stream(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Open the SSE stream, wait for its ``endpoint`` event, then deliver its messages."""
         headers = self._headers(accept="text/event-stream", session=False)
         started = False
@@ -132,17 +130,14 @@ class _LegacyMixin(_ChannelBase):
                         text = excerpt(body)
                         failure = Failure(
                             "http_status",
-                            f"{resp.describe()} from the message endpoint"
-                            + (f": {text}" if text else ""),
+                            f"{resp.describe()} from the message endpoint" + (f": {text}" if text else ""),
                             status=resp.status,
                             body=text,
                         )
                 finally:
                     resp.finish()
         if scope.cancelled_caught:
-            failure = Failure(
-                "connection", f"the message endpoint did not answer within {self.timeout} s"
-            )
+            failure = Failure("connection", f"the message endpoint did not answer within {self.timeout} s")
         if failure is None:
             return
         if not msg.methods:

@@ -142,7 +142,9 @@ def _refuse_batch(peeked: _Message | list[_BatchMember], version: str | None) ->
     ever waited for; ``None`` for anything else."""
     if not isinstance(peeked, list) or version is None or _versions.supports_batching(version):
         return None
-    return _error_reply(400, f"Invalid Request: JSON-RPC batches are not allowed in protocol version {version}")
+    return _error_reply(
+        400, f"Invalid Request: JSON-RPC batches are not allowed in protocol version {version}"
+    )
 
 
 def _modern_version(message: _Message | _BatchMember) -> str | None:
@@ -154,3 +156,8 @@ def _modern_version(message: _Message | _BatchMember) -> str | None:
         return None
     version = meta.get(_META_VERSION)
     return version if isinstance(version, str) else None
+
+
+def _session_ended() -> _Reply:
+    """What a request naming an unknown, deleted, expired or ending session gets."""
+    return _error_reply(404, "Session not found", code=rpc.INVALID_REQUEST)

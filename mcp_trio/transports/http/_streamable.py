@@ -81,6 +81,7 @@ from ._replies import (
     _refuse_batch,
     _Reply,
     _send_reply,
+    _session_ended,
 )
 from ._request import (
     _HEADER_SESSION,
@@ -113,11 +114,6 @@ log = logging.getLogger("mcp_trio.http")
 _DEFAULT_VERSION = "2025-03-26"  # assumed when MCP-Protocol-Version is absent
 _FIRST_PRIMING = "2025-11-25"
 _HEADER_VERSION = "mcp-protocol-version"
-
-
-def _session_ended() -> _Reply:
-    """What a request naming an unknown, deleted, expired or ending session gets."""
-    return _error_reply(404, "Session not found", code=rpc.INVALID_REQUEST)
 
 
 class StreamableHTTP(_SessionTable, _Endpoint):
@@ -325,10 +321,14 @@ class StreamableHTTP(_SessionTable, _Endpoint):
 
     async def _post(self, request: HttpRequest, responder: Responder) -> _Reply | None:
         accept = request.headers.get("accept", "")
-        if "application/json" not in accept and "*/*" not in accept or (
-            "text/event-stream" not in accept and "*/*" not in accept
+        if (
+            "application/json" not in accept
+            and "*/*" not in accept
+            or ("text/event-stream" not in accept and "*/*" not in accept)
         ):
-            return _error_reply(406, "Not Acceptable: Accept must list application/json and text/event-stream")
+            return _error_reply(
+                406, "Not Acceptable: Accept must list application/json and text/event-stream"
+            )
         peeked = self._json_body(request)
         if isinstance(peeked, _Reply):
             return peeked
@@ -338,7 +338,7 @@ class StreamableHTTP(_SessionTable, _Endpoint):
         kinds = await _kinds(messages)
         if "invalid" in kinds:
             return _error_reply(400, "Invalid Request: not a JSON-RPC request, notification or response")
-        requests = [m for m, kind in zip(messages, kinds) if kind == "request"]
+        requests = [m for m, kind in zip(messages, kinds, strict=True) if kind == "request"]
         is_initialize = any(m.method == "initialize" for m in requests)
         single = len(messages) == 1 and len(requests) == 1
         modern_version = _modern_version(requests[0]) if single else None
@@ -355,7 +355,9 @@ class StreamableHTTP(_SessionTable, _Endpoint):
                 request.headers, request_msg.method, request_msg.params, modern_version, self.tool_headers
             )
             if mismatch is not None:
-                return _error_reply(400, f"Header mismatch: {mismatch}", code=rpc.HEADER_MISMATCH, id=request_msg.id)
+                return _error_reply(
+                    400, f"Header mismatch: {mismatch}", code=rpc.HEADER_MISMATCH, id=request_msg.id
+                )
         reply_headers: list[tuple[str, str]] = []
         if modern and _HEADER_SESSION not in request.headers:
             session = _HttpSession(self, None)
@@ -429,7 +431,11 @@ class StreamableHTTP(_SessionTable, _Endpoint):
             session.auth.update(dict.fromkeys(ids, request.auth))
         version = (
             modern_version
-            or (requests[0].params.get("protocolVersion") if is_initialize and isinstance(requests[0].params, dict) else None)
+            or (
+                requests[0].params.get("protocolVersion")
+                if is_initialize and isinstance(requests[0].params, dict)
+                else None
+            )
             or session.version  # negotiated: it decides, whatever the header says
             or request.headers.get(_HEADER_VERSION)
             or _DEFAULT_VERSION
@@ -491,7 +497,9 @@ class StreamableHTTP(_SessionTable, _Endpoint):
             and list(stream.items) == [_END]
             and _is_response(first[1])
         ):
-            await _send_json(responder, [first[1]], headers, _status(session, [first[1]]))  # nothing but the answer
+            await _send_json(
+                responder, [first[1]], headers, _status(session, [first[1]])
+            )  # nothing but the answer
             return
         await responder.start(200, [*headers, *_SSE_HEADERS])
         await self._prime(session, stream, responder, version)
@@ -504,7 +512,9 @@ class StreamableHTTP(_SessionTable, _Endpoint):
             return
         stream.prime_id = session.next_event_id(stream)
 
-    async def _prime(self, session: _HttpSession, stream: _Stream, responder: Responder, version: str) -> None:
+    async def _prime(
+        self, session: _HttpSession, stream: _Stream, responder: Responder, version: str
+    ) -> None:
         if stream.prime_id is not None:
             await session.store_prime(stream)
             await responder.send(encode_event(b"", id=stream.prime_id, retry=self.retry_ms))

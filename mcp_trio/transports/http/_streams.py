@@ -416,11 +416,15 @@ class _SessionTable:
     max_sessions_per_client: int | None
 
     def _make_room(self, client: str | None) -> _Reply | None:
-        """Room for a new session of ``client``, or the refusal (429: its address holds its share; 503: full)."""
+        """Room for a new session of ``client``, or the refusal (429: its address holds its
+        share; 503: the table is full)."""
         mine = self._by_client.get(client) if client is not None else None
         cap = self.max_sessions_per_client
-        if mine is not None and cap is not None and len(mine) >= cap and not self._evict_half_open(
-            mine.values(), _REPLACE_AFTER
+        if (
+            mine is not None
+            and cap is not None
+            and len(mine) >= cap
+            and not self._evict_half_open(mine.values(), _REPLACE_AFTER)
         ):
             return _busy(429, f"Too many sessions from this client address (at most {cap})")
         if len(self.sessions) >= self.max_sessions and not self._evict_half_open(self.sessions.values()):

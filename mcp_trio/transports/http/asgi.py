@@ -158,7 +158,9 @@ class ASGIApp:
             return
         query = scope.get("query_string", b"").decode("latin-1")
         peer = scope.get("client")  # the client's (host, port), for per-client limits
-        request = HttpRequest(scope["method"], headers, bytes(body), scope["path"], query, client=peer and peer[0])
+        request = HttpRequest(
+            scope["method"], headers, bytes(body), scope["path"], query, client=peer and peer[0]
+        )
         if request.method == "POST" and not _leaving_cancels(headers) and not _may_stay_open(request.body):
             # A POST's response ends with its answer: no task to watch for the
             # client leaving (it costs about a seventh of the server's CPU per
@@ -342,7 +344,9 @@ async def serve_hypercorn(
         try:
             async with trio.open_nursery() as nursery:
                 for listener, secure in listeners:
-                    nursery.start_soon(gate.serve, [listener], partial(connection, secure=secure), connections)
+                    nursery.start_soon(
+                        gate.serve, [listener], partial(connection, secure=secure), connections
+                    )
                 task_status.started(urls)
                 await (shutdown_trigger or trio.sleep_forever)()
                 nursery.cancel_scope.cancel()  # no more connections

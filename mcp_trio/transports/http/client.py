@@ -266,9 +266,7 @@ class HTTPClientChannel(_ExchangeMixin):
             finally:
                 resp.finish()
         if scope.cancelled_caught:
-            log.warning(
-                "posting %s got no answer within %s s", msg.method or "a response", self.timeout
-            )
+            log.warning("posting %s got no answer within %s s", msg.method or "a response", self.timeout)
             return
         if msg.method == "notifications/initialized":
             self._start_listening()
@@ -291,9 +289,7 @@ async def _serve(channel: HTTPClientChannel, legacy: bool) -> AsyncIterator[HTTP
                     try:
                         await channel._connect_legacy()
                     except Failure as exc:
-                        raise ConnectionError(
-                            f"cannot open the SSE stream at {channel.url}: {exc}"
-                        ) from None
+                        raise ConnectionError(f"cannot open the SSE stream at {channel.url}: {exc}") from None
                 yield channel
             finally:
                 with trio.CancelScope(shield=True):

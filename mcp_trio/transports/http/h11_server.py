@@ -149,7 +149,9 @@ class _H11Responder:
         if not data:
             return
         # Passed through, not joined: the body stays the caller's buffer.
-        body: list[bytes] = [] if self._head_only else list(self._conn.send_with_data_passthrough(h11.Data(data=data)) or ())
+        body: list[bytes] = (
+            [] if self._head_only else list(self._conn.send_with_data_passthrough(h11.Data(data=data)) or ())
+        )
         head, self._held = self._held, b""
         end = b""
         if self._left >= 0:
@@ -452,7 +454,9 @@ class _H11Connection:
             else:
                 return None
         body = bytes(chunks[0]) if len(chunks) == 1 else b"".join(chunks)
-        return handler, HttpRequest(event.method.decode("ascii"), headers, body, target, query, client=self.client)
+        return handler, HttpRequest(
+            event.method.decode("ascii"), headers, body, target, query, client=self.client
+        )
 
     async def _reject(self, status: int, message: str) -> None:
         """Answer with an error and ``connection: close`` (the caller then ends

@@ -73,9 +73,7 @@ log = logging.getLogger("mcp_trio.http.legacy")
 class _LegacySession(trio.abc.Channel[Frame]):
     """The MessageChannel the engine sees for one HTTP+SSE session."""
 
-    def __init__(
-        self, session_id: str, inbound: int, outbound: int, principal: Hashable | None
-    ) -> None:
+    def __init__(self, session_id: str, inbound: int, outbound: int, principal: Hashable | None) -> None:
         self.id = session_id
         #: The ``HttpRequest.principal`` of the ``GET`` that opened it: only its POSTs find it.
         self.principal = principal
@@ -210,7 +208,9 @@ class LegacySSE(_Endpoint):
         self._nursery.start_soon(self._run_session, session)
         try:
             await responder.start(200, _SSE_HEADERS)
-            await responder.send(encode_event(f"{self.messages_path}?session_id={session.id}", event="endpoint"))
+            await responder.send(
+                encode_event(f"{self.messages_path}?session_id={session.id}", event="endpoint")
+            )
             with evicted:
                 await self._write_out(session, responder)
             await responder.end()  # the session ended, was evicted, or was idle too long

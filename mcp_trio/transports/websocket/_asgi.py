@@ -188,8 +188,7 @@ class WebSocketASGI:
         self.http_app = http_app
         # Each route is served by the Streamable HTTP front door's ASGI code.
         self._plain = {
-            (path.rstrip("/") or "/"): ASGIApp(handler, path)
-            for path, handler in (routes or {}).items()
+            (path.rstrip("/") or "/"): ASGIApp(handler, path) for path, handler in (routes or {}).items()
         }
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -249,9 +248,7 @@ class WebSocketASGI:
 async def _asgi_refuse(scope: Mapping[str, Any], send: Any, refusal: _Refusal) -> None:
     if "websocket.http.response" in (scope.get("extensions") or {}):
         headers = refusal.wire_headers()
-        await send(
-            {"type": "websocket.http.response.start", "status": refusal.status, "headers": headers}
-        )
+        await send({"type": "websocket.http.response.start", "status": refusal.status, "headers": headers})
         await send({"type": "websocket.http.response.body", "body": refusal.body})
     else:
         # Closing before accepting: the server answers 403.

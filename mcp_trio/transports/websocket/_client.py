@@ -36,8 +36,16 @@ from ._channel import (
 from ._wsproto_channel import _WsprotoChannel
 
 _RESERVED_HEADERS = frozenset(
-    {"host", "upgrade", "connection", "sec-websocket-key", "sec-websocket-version",
-     "sec-websocket-protocol", "sec-websocket-extensions", "sec-websocket-accept"}
+    {
+        "host",
+        "upgrade",
+        "connection",
+        "sec-websocket-key",
+        "sec-websocket-version",
+        "sec-websocket-protocol",
+        "sec-websocket-extensions",
+        "sec-websocket-accept",
+    }
 )
 
 
@@ -114,9 +122,7 @@ async def _client_handshake(
         if not data:
             break
     if status is None:
-        raise WebSocketConnectError(
-            f"{target.url} closed the connection during the WebSocket handshake"
-        )
+        raise WebSocketConnectError(f"{target.url} closed the connection during the WebSocket handshake")
     shown = excerpt(bytes(body))
     raise WebSocketConnectError(
         f"{target.url} refused the WebSocket: HTTP {status}{': ' + shown if shown else ''}",
@@ -257,9 +263,7 @@ async def open_websocket_client(
     if auth is None:
         stream, ws, subprotocol = await _connect(pool, url, target, extra, connect_timeout)
     else:
-        stream, ws, subprotocol = await _connect_with_auth(
-            pool, url, target, extra, connect_timeout, auth
-        )
+        stream, ws, subprotocol = await _connect_with_auth(pool, url, target, extra, connect_timeout, auth)
     channel = _WsprotoChannel(
         stream,
         ws,

@@ -242,9 +242,7 @@ class WebSocketEndpoint:
         for stop in self._connections.values():
             stop.set()
 
-    def _decide(
-        self, path: str, headers: Mapping[str, str], offered: list[str]
-    ) -> str | None | _Refusal:
+    def _decide(self, path: str, headers: Mapping[str, str], offered: list[str]) -> str | None | _Refusal:
         """The subprotocol to select, or why the handshake is refused."""
         if (path.rstrip("/") or "/") != self.path:
             return _Refusal(404, "Not Found")
@@ -285,9 +283,7 @@ class WebSocketEndpoint:
         log.info("closing the WebSocket: the access token has expired")
         await channel.close(CloseReason.POLICY_VIOLATION, "the access token has expired")
 
-    async def _serve_channel(
-        self, channel: WebSocketChannel, admission: Admission | None = None
-    ) -> None:
+    async def _serve_channel(self, channel: WebSocketChannel, admission: Admission | None = None) -> None:
         """Serve one accepted connection until it ends.
 
         The connection's work runs shielded from outside cancellation, so that

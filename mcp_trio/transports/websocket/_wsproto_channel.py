@@ -263,9 +263,7 @@ class _WsprotoChannel(WebSocketChannel):
                     await self._stream.aclose()
                 except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                     pass
-            self._set_close(
-                CloseReason.ABNORMAL_CLOSURE, "the connection closed without a close frame"
-            )
+            self._set_close(CloseReason.ABNORMAL_CLOSURE, "the connection closed without a close frame")
             self._finished.set()
 
     async def _read(self) -> None:
