@@ -29,12 +29,15 @@ class Peer:
 def peers(python: str) -> dict[str, Peer]:
     bindir = str(Path(python).parent)
     ours = [f"{bindir}/mcp-trio", "serve", "benchmarks/echo_server.py"]
+    # Every load client connects from the one loopback address: the per-address session share
+    # (a defence against one address filling the table) is lifted, the benchmarks measure sessions.
+    http = ["--max-sessions-per-client", "1000000"]
 
     def script(name: str) -> list[str]:
         return [python, f"benchmarks/peers/{name}.py"]
 
     return {
-        "ours": Peer("ours", "mcp-trio", ours + [], lambda port: ours + ["--http", f"{HOST}:{port}"]),
+        "ours": Peer("ours", "mcp-trio", ours + [], lambda port: ours + ["--http", f"{HOST}:{port}", *http]),
         "ours_lowlevel": Peer(
             "ours_lowlevel",
             "mcp-trio low-level session (no Server)",
@@ -44,7 +47,7 @@ def peers(python: str) -> dict[str, Peer]:
             "ours_hypercorn",
             "mcp-trio (hypercorn front door)",
             None,
-            lambda port: ours + ["--http", f"{HOST}:{port}", "--front-door", "hypercorn"],
+            lambda port: ours + ["--http", f"{HOST}:{port}", "--front-door", "hypercorn", *http],
         ),
         "sdk": Peer(
             "sdk",
