@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import sys
 import tomllib
 from pathlib import Path
 
@@ -17,7 +18,7 @@ import pytest
 import trio
 
 from benchmarks._run_targets import targets
-from mcp_trio.client import connect_http
+from mcp_trio.client import connect_http, connect_stdio
 
 from .examples_support import ROOT, TIMEOUT, run_script, served
 
@@ -36,7 +37,7 @@ def test_every_block_says_what_it_is() -> None:
         if kind == "file":
             assert lang == "python", arg
     assert set(OUTPUTS) <= set(FILES)
-    assert set(CHECKS) == {"install", "serve-http", "dev"}
+    assert set(CHECKS) == {"install", "quick-start", "serve-http", "dev"}
 
 
 @pytest.fixture
@@ -74,6 +75,21 @@ def test_the_install_lines_name_real_extras() -> None:
     for line in lines[1:]:
         (extra,) = re.fullmatch(r"pip install 'mcp-trio\[(\w+)\]'", line).groups()  # type: ignore[union-attr]
         assert extra in extras
+
+
+async def test_the_quick_start_serves_the_everything_example() -> None:
+    """The quick start's first command: an editable install, then the everything server over stdio."""
+    steps = [shlex.split(step) for step in CHECKS["quick-start"][1].strip().split("&&")]
+    assert steps[0] == ["python3", "-m", "venv", ".venv"]
+    assert steps[1] == [".venv/bin/pip", "install", "-q", "-e", "."]
+    assert steps[2][:2] == [".venv/bin/mcp-trio", "serve"]
+    example = ROOT / steps[2][2]
+    command = [sys.executable, "-m", "mcp_trio._cli", "serve", str(example)]
+    with trio.fail_after(TIMEOUT):
+        async with connect_stdio(*command, cwd=str(ROOT)) as client:
+            names = {tool.name for tool in await client.list_all_tools()}
+            result = await client.call_tool("test_simple_text")
+    assert "test_simple_text" in names and not result.isError
 
 
 def test_the_development_command_is_what_ci_runs() -> None:
