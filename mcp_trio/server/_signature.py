@@ -371,7 +371,12 @@ class ToolSignature:
         if arguments is None:
             arguments = {}
         try:
-            obj = msgspec.convert(arguments, self._args_type, strict=strict)
+            # (strict is msgspec's default: the tools' hot path passes no keyword)
+            obj = (
+                msgspec.convert(arguments, self._args_type)
+                if strict
+                else msgspec.convert(arguments, self._args_type, strict=False)
+            )
         except msgspec.ValidationError as exc:
             obj = self._retry(arguments, exc, strict)
         kwargs = msgspec.structs.asdict(obj)
