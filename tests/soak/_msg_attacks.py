@@ -158,7 +158,7 @@ def _none_refused(what: str, knobs: str, per_send: int = 1) -> Callable[[Stats],
             status = key.rpartition("answered ")[2]
             if count and (key.startswith("calls answered error") or status[:1] in ("4", "5")):
                 return None
-            answered += count if "answered" in key else 0
+            answered += count if "answered" in key and "unanswered" not in key else 0
         if not answered:
             # Nothing came back in the attacker's patience (a bounded batch's reply waits for
             # its queued calls): no evidence either way, the dedicated tests decide.
