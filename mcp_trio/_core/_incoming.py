@@ -45,7 +45,6 @@ from msgspec import UNSET, Raw
 
 from .. import _jsonrpc as rpc
 from ..types import _versions
-from ..types._wire import RequestId
 from ._events import (
     CancelRequested,
     Event,
@@ -129,23 +128,6 @@ class _Incoming(_CoreState):
             else e
             for e in events
         ]
-
-    def _reply(self, events: list[Event], batch: _Batch | None, id: RequestId | None, data: bytes) -> None:
-        if batch is not None:
-            batch.parts.append(data)
-        else:
-            events.append(Outgoing(data, related=id, final=True))
-
-    def _error_reply(
-        self,
-        events: list[Event],
-        batch: _Batch | None,
-        id: RequestId | None,
-        code: int,
-        message: str,
-        data: Any = None,
-    ) -> None:
-        self._reply(events, batch, id, rpc.encode_error(id, code, message, data))
 
     def _receive_one(self, data: bytes | Raw, events: list[Event], batch: _Batch | None) -> None:
         if batch is None:

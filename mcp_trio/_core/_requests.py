@@ -47,7 +47,7 @@ from .. import _jsonrpc as rpc
 from ..types import _versions
 from ..types._wire import MethodSpec, RequestId
 from ._capabilities import as_dict, has_capability
-from ._events import Event, Outgoing, PeerInitialized, RequestReceived
+from ._events import Event, Outgoing, PeerInitialized
 from ._lifecycle import State, transition
 from ._shared import (
     META_CLIENT_CAPABILITIES,
@@ -58,7 +58,6 @@ from ._shared import (
     _declares,
     _decode_params,
     _has_meta_dict,
-    _InFlight,
     _path_message,
     _progress_token,
 )
@@ -343,24 +342,6 @@ class _Requests(_CoreState):
         if known is not None and known.capability is not None:
             message += f" (the {'.'.join(known.capability)!r} capability is not advertised)"
         self._error_reply(events, batch, id, rpc.METHOD_NOT_FOUND, message)
-
-    def _accept_request(
-        self,
-        id: RequestId,
-        method: str,
-        params: Any,
-        spec: MethodSpec | None,
-        version: str,
-        modern: bool,
-        client_caps: dict[str, Any] | None,
-        token: int | str | None,
-        events: list[Event],
-        batch: _Batch | None,
-    ) -> None:
-        if batch is not None:
-            batch.remaining += 1
-        self._in_flight[id] = _InFlight(method, token, batch, version, modern, client_caps)
-        events.append(RequestReceived(id, method, params, spec, version, token, client_caps))
 
     def _peek_meta(self, params_raw: Raw | Any) -> dict[str, Any] | None:
         if params_raw is UNSET:

@@ -2,9 +2,10 @@
 
 ``SessionCore.__init__`` (in ``_session.py``) sets every attribute named here;
 each concern's mixin derives from :class:`_CoreState`, which holds no values,
-only the names and types, and (for the type checker only) the methods one
-concern calls on another.  Which concern reads or writes which part is said at
-the top of its module.
+only the names and types, the steps every concern takes (queueing a reply,
+letting a request into the in-flight table), and (for the type checker only)
+the methods one concern calls on another.  Which concern reads or writes
+which part is said at the top of its module.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from typing import TYPE_CHECKING, Any, Literal
 import msgspec
 from msgspec import Raw
 
+from .. import _jsonrpc as rpc
 from ..types._wire import MethodSpec, RequestId
-from ._events import Event
+from ._events import Event, Outgoing, RequestReceived
 from ._lifecycle import State
 from ._shared import _Batch, _InFlight, _Pending
 
@@ -25,7 +27,8 @@ Role = Literal["client", "server"]
 class _CoreState:
     """The state of a session that the concerns share, declared (set by
     ``SessionCore.__init__``; this class holds no values, only the names and
-    types), and the methods one concern calls on another, for the type checker."""
+    types), the steps every concern takes, and the methods one concern calls on
+    another, for the type checker."""
 
     # fixed at construction
     role: Role
@@ -55,6 +58,44 @@ class _CoreState:
     _accepted: dict[str, dict[str, MethodSpec]]
     _request_decoders: dict[str, msgspec.json.Decoder[Any] | None]
 
+    # The steps every concern takes: queueing a reply (into the batch being
+    # answered, if any) and letting a request in (the in-flight table and its event).
+
+    def _reply(self, events: list[Event], batch: _Batch | None, id: RequestId | None, data: bytes) -> None:
+        if batch is not None:
+            batch.parts.append(data)
+        else:
+            events.append(Outgoing(data, related=id, final=True))
+
+    def _error_reply(
+        self,
+        events: list[Event],
+        batch: _Batch | None,
+        id: RequestId | None,
+        code: int,
+        message: str,
+        data: Any = None,
+    ) -> None:
+        self._reply(events, batch, id, rpc.encode_error(id, code, message, data))
+
+    def _accept_request(
+        self,
+        id: RequestId,
+        method: str,
+        params: Any,
+        spec: MethodSpec | None,
+        version: str,
+        modern: bool,
+        client_caps: dict[str, Any] | None,
+        token: int | str | None,
+        events: list[Event],
+        batch: _Batch | None,
+    ) -> None:
+        if batch is not None:
+            batch.remaining += 1
+        self._in_flight[id] = _InFlight(method, token, batch, version, modern, client_caps)
+        events.append(RequestReceived(id, method, params, spec, version, token, client_caps))
+
     if TYPE_CHECKING:
         # _session
         def _methods(self, version: str | None) -> dict[str, MethodSpec]: ...
@@ -62,18 +103,6 @@ class _CoreState:
         def receive(self, data: bytes) -> list[Event]: ...
         def _silent_client(self, events: list[Event]) -> list[Event]: ...
         def _receive_one(self, data: bytes | Raw, events: list[Event], batch: _Batch | None) -> None: ...
-        def _reply(
-            self, events: list[Event], batch: _Batch | None, id: RequestId | None, data: bytes
-        ) -> None: ...
-        def _error_reply(
-            self,
-            events: list[Event],
-            batch: _Batch | None,
-            id: RequestId | None,
-            code: int,
-            message: str,
-            data: Any = None,
-        ) -> None: ...
         # _batch
         def _receive_batch(self, data: bytes, events: list[Event]) -> None: ...
         def _batch_done(self, entry: _InFlight, data: bytes | None) -> bytes | None: ...
@@ -82,19 +111,6 @@ class _CoreState:
             self, id: RequestId, method: str, params_raw: Raw | Any, events: list[Event], batch: _Batch | None
         ) -> None: ...
         def _accepted_requests(self, version: str) -> dict[str, MethodSpec]: ...
-        def _accept_request(
-            self,
-            id: RequestId,
-            method: str,
-            params: Any,
-            spec: MethodSpec | None,
-            version: str,
-            modern: bool,
-            client_caps: dict[str, Any] | None,
-            token: int | str | None,
-            events: list[Event],
-            batch: _Batch | None,
-        ) -> None: ...
         def _initialize(self, id: RequestId, version: str, params: Any, events: list[Event]) -> None: ...
         # _responses
         def _on_response(
