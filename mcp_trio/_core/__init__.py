@@ -28,4 +28,5 @@ from ._events import (
     ResponseReceived as ResponseReceived,
 )
 from ._lifecycle import State as State
+from ._sending import progress_params as progress_params
 from ._session import SessionCore as SessionCore

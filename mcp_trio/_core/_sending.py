@@ -307,18 +307,31 @@ class _Sending(_CoreState):
         entry = self._in_flight.get(id)
         if entry is None or entry.token is None or entry.cancelled:
             return None
-        progress = float(progress)
-        if not math.isfinite(progress):
-            raise LocalProtocolError(f"progress must be a finite number, not {progress!r}")
-        if entry.last_progress is not None and not progress > entry.last_progress:
-            raise LocalProtocolError(f"progress must increase: {progress} after {entry.last_progress}")
-        entry.last_progress = progress
-        params: dict[str, Any] = {"progressToken": entry.token, "progress": progress}
-        if total is not None:
-            params["total"] = float(total)
-        if message is not None:
-            params["message"] = message
+        params = progress_params(entry.token, progress, entry.last_progress, total, message)
+        entry.last_progress = params["progress"]
         return rpc.encode_notification("notifications/progress", params)
+
+
+def progress_params(
+    token: Any, progress: float, last: float | None, total: float | None, message: str | None
+) -> dict[str, Any]:
+    """The params of a ``notifications/progress`` for ``token`` (its ``progress``
+    a float, as is ``total``); ``last`` is the progress sent before, if any.
+
+    Raises:
+        LocalProtocolError: ``progress`` is not finite, or not above ``last``.
+    """
+    value = float(progress)
+    if not math.isfinite(value):
+        raise LocalProtocolError(f"progress must be a finite number, not {value!r}")
+    if last is not None and not value > last:
+        raise LocalProtocolError(f"progress must increase: {value} after {last}")
+    params: dict[str, Any] = {"progressToken": token, "progress": value}
+    if total is not None:
+        params["total"] = float(total)
+    if message is not None:
+        params["message"] = message
+    return params
 
 
 def _with_meta(params: Any, extra: dict[str, Any]) -> Any:

@@ -23,7 +23,7 @@ from typing import Any
 import msgspec
 import trio
 
-from .._core import RequestReceived
+from .._core import RequestReceived, progress_params
 from .._engine._context import RequestContext
 from .._engine._session import RequestTimeout, Session
 from .._exceptions import ConnectionClosed, LocalProtocolError, McpError
@@ -305,17 +305,8 @@ class TaskRequestContext(RequestContext):
         token = self.progress_token
         if token is None or task.terminal:
             return
-        value = float(progress)
-        if not math.isfinite(value):
-            raise LocalProtocolError(f"progress must be a finite number, not {value!r}")
-        if task.last_progress is not None and not value > task.last_progress:
-            raise LocalProtocolError(f"progress must increase: {value} after {task.last_progress}")
-        task.last_progress = value
-        params: dict[str, Any] = {"progressToken": token, "progress": value}
-        if total is not None:
-            params["total"] = float(total)
-        if message is not None:
-            params["message"] = message
+        params = progress_params(token, progress, task.last_progress, total, message)
+        task.last_progress = params["progress"]
         params["_meta"] = {RELATED_TASK: {"taskId": task.task_id}}
         await self.session.notify("notifications/progress", params, related=self._stream())
 
