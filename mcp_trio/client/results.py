@@ -93,69 +93,40 @@ class Icon(_Base, frozen=True):
     theme: Literal["light", "dark"] | None = None
 
 
-# ---------------------------------------------------------------- content blocks
+# ------------------------------------------------------------ shared field sets
+# The members most types end with (``annotations``, ``_meta``, ``extra``, a page's
+# cursor and cache hints) are keyword-only: msgspec puts keyword-only fields after
+# the others, so they stay last (on the wire, in ``to_builtins`` and in the
+# constructor).
 
 
-class TextContent(_Base, frozen=True, tag_field="type", tag="text"):
-    type: ClassVar[Literal["text"]] = "text"
-    text: str
+class _Extensible(_Base, frozen=True, kw_only=True):
+    meta: dict[str, Any] | None = field(default=None, name="_meta")
+    extra: dict[str, Any] = {}
+
+
+class _Annotated(_Base, frozen=True, kw_only=True):
     annotations: Annotations | None = None
     meta: dict[str, Any] | None = field(default=None, name="_meta")
     extra: dict[str, Any] = {}
 
 
-class ImageContent(_Base, frozen=True, tag_field="type", tag="image"):
-    type: ClassVar[Literal["image"]] = "image"
+class _Page(_Base, frozen=True, kw_only=True):
+    nextCursor: str | None = None
+    ttlMs: int | None = None
+    """2026-07-28: how long the result may be reused (the client's cache honours it)."""
+    cacheScope: Literal["public", "private"] | None = None
+    meta: dict[str, Any] | None = field(default=None, name="_meta")
+    extra: dict[str, Any] = {}
+
+
+class _Media(_Annotated, frozen=True):
     data: str
     """Base64-encoded."""
     mimeType: str
-    annotations: Annotations | None = None
-    meta: dict[str, Any] | None = field(default=None, name="_meta")
-    extra: dict[str, Any] = {}
 
 
-class AudioContent(_Base, frozen=True, tag_field="type", tag="audio"):
-    type: ClassVar[Literal["audio"]] = "audio"
-    data: str
-    """Base64-encoded."""
-    mimeType: str
-    annotations: Annotations | None = None
-    meta: dict[str, Any] | None = field(default=None, name="_meta")
-    extra: dict[str, Any] = {}
-
-
-class TextResourceContents(_Base, frozen=True):
-    uri: str
-    text: str
-    mimeType: str | None = None
-    meta: dict[str, Any] | None = field(default=None, name="_meta")
-    extra: dict[str, Any] = {}
-
-
-class BlobResourceContents(_Base, frozen=True):
-    uri: str
-    blob: str
-    """Base64-encoded."""
-    mimeType: str | None = None
-    meta: dict[str, Any] | None = field(default=None, name="_meta")
-    extra: dict[str, Any] = {}
-
-
-ResourceContents: TypeAlias = TextResourceContents | BlobResourceContents
-
-
-class EmbeddedResource(_Base, frozen=True, tag_field="type", tag="resource"):
-    type: ClassVar[Literal["resource"]] = "resource"
-    resource: ResourceContents
-    annotations: Annotations | None = None
-    meta: dict[str, Any] | None = field(default=None, name="_meta")
-    extra: dict[str, Any] = {}
-
-
-class ResourceLink(_Base, frozen=True, tag_field="type", tag="resource_link"):
-    """A link to a resource the client may read (2025-06-18+)."""
-
-    type: ClassVar[Literal["resource_link"]] = "resource_link"
+class _ResourceFields(_Extensible, frozen=True):
     uri: str
     name: str
     title: str | None = None
@@ -164,8 +135,49 @@ class ResourceLink(_Base, frozen=True, tag_field="type", tag="resource_link"):
     size: int | None = None
     icons: list[Icon] = []
     annotations: Annotations | None = None
-    meta: dict[str, Any] | None = field(default=None, name="_meta")
-    extra: dict[str, Any] = {}
+
+
+# ---------------------------------------------------------------- content blocks
+
+
+class TextContent(_Annotated, frozen=True, tag_field="type", tag="text"):
+    type: ClassVar[Literal["text"]] = "text"
+    text: str
+
+
+class ImageContent(_Media, frozen=True, tag_field="type", tag="image"):
+    type: ClassVar[Literal["image"]] = "image"
+
+
+class AudioContent(_Media, frozen=True, tag_field="type", tag="audio"):
+    type: ClassVar[Literal["audio"]] = "audio"
+
+
+class TextResourceContents(_Extensible, frozen=True):
+    uri: str
+    text: str
+    mimeType: str | None = None
+
+
+class BlobResourceContents(_Extensible, frozen=True):
+    uri: str
+    blob: str
+    """Base64-encoded."""
+    mimeType: str | None = None
+
+
+ResourceContents: TypeAlias = TextResourceContents | BlobResourceContents
+
+
+class EmbeddedResource(_Annotated, frozen=True, tag_field="type", tag="resource"):
+    type: ClassVar[Literal["resource"]] = "resource"
+    resource: ResourceContents
+
+
+class ResourceLink(_ResourceFields, frozen=True, tag_field="type", tag="resource_link"):
+    """A link to a resource the client may read (2025-06-18+)."""
+
+    type: ClassVar[Literal["resource_link"]] = "resource_link"
 
 
 class UnknownContent(_Base, frozen=True):
@@ -206,7 +218,7 @@ class ToolExecution(_Base, frozen=True):
     whether a ``tools/call`` may (or must) ask for a task."""
 
 
-class Tool(_Base, frozen=True):
+class Tool(_Extensible, frozen=True):
     name: str
     inputSchema: dict[str, Any]
     title: str | None = None
@@ -216,8 +228,6 @@ class Tool(_Base, frozen=True):
     icons: list[Icon] = []
     execution: ToolExecution | None = None
     """2025-11-25 only."""
-    meta: dict[str, Any] | None = field(default=None, name="_meta")
-    extra: dict[str, Any] = {}
 
 
 class Notice(_Base, frozen=True):
@@ -230,43 +240,26 @@ class Notice(_Base, frozen=True):
     extra: dict[str, Any] = {}
 
 
-class ListToolsResult(_Base, frozen=True):
+class ListToolsResult(_Page, frozen=True):
     tools: list[Tool]
-    nextCursor: str | None = None
-    ttlMs: int | None = None
-    """2026-07-28: how long the result may be reused (the client's cache honours it)."""
-    cacheScope: Literal["public", "private"] | None = None
-    meta: dict[str, Any] | None = field(default=None, name="_meta")
-    extra: dict[str, Any] = {}
 
 
-class CallToolResult(_Base, frozen=True):
+class CallToolResult(_Extensible, frozen=True):
     content: list[ContentBlock]
     structuredContent: Any = None
     """2025-06-18+: a JSON object up to 2025-11-25, any JSON value from 2026-07-28
     on (``None`` when absent, or JSON ``null``)."""
     isError: bool = False
-    meta: dict[str, Any] | None = field(default=None, name="_meta")
-    extra: dict[str, Any] = {}
 
 
 # -------------------------------------------------------------------- resources
 
 
-class Resource(_Base, frozen=True):
-    uri: str
-    name: str
-    title: str | None = None
-    description: str | None = None
-    mimeType: str | None = None
-    size: int | None = None
-    icons: list[Icon] = []
-    annotations: Annotations | None = None
-    meta: dict[str, Any] | None = field(default=None, name="_meta")
-    extra: dict[str, Any] = {}
+class Resource(_ResourceFields, frozen=True):
+    pass
 
 
-class ResourceTemplate(_Base, frozen=True):
+class ResourceTemplate(_Extensible, frozen=True):
     uriTemplate: str
     name: str
     title: str | None = None
@@ -274,34 +267,20 @@ class ResourceTemplate(_Base, frozen=True):
     mimeType: str | None = None
     icons: list[Icon] = []
     annotations: Annotations | None = None
-    meta: dict[str, Any] | None = field(default=None, name="_meta")
-    extra: dict[str, Any] = {}
 
 
-class ListResourcesResult(_Base, frozen=True):
+class ListResourcesResult(_Page, frozen=True):
     resources: list[Resource]
-    nextCursor: str | None = None
-    ttlMs: int | None = None
-    cacheScope: Literal["public", "private"] | None = None
-    meta: dict[str, Any] | None = field(default=None, name="_meta")
-    extra: dict[str, Any] = {}
 
 
-class ListResourceTemplatesResult(_Base, frozen=True):
+class ListResourceTemplatesResult(_Page, frozen=True):
     resourceTemplates: list[ResourceTemplate]
-    nextCursor: str | None = None
-    ttlMs: int | None = None
-    cacheScope: Literal["public", "private"] | None = None
-    meta: dict[str, Any] | None = field(default=None, name="_meta")
-    extra: dict[str, Any] = {}
 
 
-class ReadResourceResult(_Base, frozen=True):
+class ReadResourceResult(_Extensible, frozen=True):
     contents: list[ResourceContents]
     ttlMs: int | None = None
     cacheScope: Literal["public", "private"] | None = None
-    meta: dict[str, Any] | None = field(default=None, name="_meta")
-    extra: dict[str, Any] = {}
 
 
 # ---------------------------------------------------------------------- prompts
@@ -314,23 +293,16 @@ class PromptArgument(_Base, frozen=True):
     required: bool = False
 
 
-class Prompt(_Base, frozen=True):
+class Prompt(_Extensible, frozen=True):
     name: str
     title: str | None = None
     description: str | None = None
     arguments: list[PromptArgument] = []
     icons: list[Icon] = []
-    meta: dict[str, Any] | None = field(default=None, name="_meta")
-    extra: dict[str, Any] = {}
 
 
-class ListPromptsResult(_Base, frozen=True):
+class ListPromptsResult(_Page, frozen=True):
     prompts: list[Prompt]
-    nextCursor: str | None = None
-    ttlMs: int | None = None
-    cacheScope: Literal["public", "private"] | None = None
-    meta: dict[str, Any] | None = field(default=None, name="_meta")
-    extra: dict[str, Any] = {}
 
 
 class PromptMessage(_Base, frozen=True):
@@ -339,11 +311,9 @@ class PromptMessage(_Base, frozen=True):
     extra: dict[str, Any] = {}
 
 
-class GetPromptResult(_Base, frozen=True):
+class GetPromptResult(_Extensible, frozen=True):
     messages: list[PromptMessage]
     description: str | None = None
-    meta: dict[str, Any] | None = field(default=None, name="_meta")
-    extra: dict[str, Any] = {}
 
 
 # ------------------------------------------------------------------ completions
@@ -355,7 +325,5 @@ class Completion(_Base, frozen=True):
     hasMore: bool | None = None
 
 
-class CompleteResult(_Base, frozen=True):
+class CompleteResult(_Extensible, frozen=True):
     completion: Completion
-    meta: dict[str, Any] | None = field(default=None, name="_meta")
-    extra: dict[str, Any] = {}
