@@ -70,27 +70,27 @@ class ErrorObject(msgspec.Struct, gc=False):
     data: Any = UNSET
 
 
-class _Request(msgspec.Struct, gc=False):
-    jsonrpc: str
+class _Message(msgspec.Struct, gc=False, tag_field="jsonrpc", tag="2.0"):
+    """What every message we send begins with: ``"jsonrpc": "2.0"`` (a tag, written first)."""
+
+
+class _Request(_Message):
     id: int | str
     method: str
     params: Any = UNSET
 
 
-class _Notification(msgspec.Struct, gc=False):
-    jsonrpc: str
+class _Notification(_Message):
     method: str
     params: Any = UNSET
 
 
-class _Response(msgspec.Struct, gc=False):
-    jsonrpc: str
+class _Response(_Message):
     id: int | str
     result: Any
 
 
-class _ErrorResponse(msgspec.Struct, gc=False):
-    jsonrpc: str
+class _ErrorResponse(_Message):
     id: int | str | None
     error: ErrorObject
 
@@ -223,18 +223,16 @@ def salvage_id(data: bytes | Raw) -> int | str | None:
 
 
 def encode_request(id: int | str, method: str, params: Any = UNSET) -> bytes:
-    return _encoder.encode(_Request("2.0", id, method, params))
+    return _encoder.encode(_Request(id, method, params))
 
 
 def encode_notification(method: str, params: Any = UNSET) -> bytes:
-    return _encoder.encode(_Notification("2.0", method, params))
+    return _encoder.encode(_Notification(method, params))
 
 
 def encode_response(id: int | str, result: Any) -> bytes:
-    return _encoder.encode(_Response("2.0", id, result))
+    return _encoder.encode(_Response(id, result))
 
 
 def encode_error(id: int | str | None, code: int, message: str, data: Any = UNSET) -> bytes:
-    return _encoder.encode(
-        _ErrorResponse("2.0", id, ErrorObject(code, message, UNSET if data is None else data))
-    )
+    return _encoder.encode(_ErrorResponse(id, ErrorObject(code, message, UNSET if data is None else data)))
