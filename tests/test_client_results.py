@@ -15,6 +15,7 @@ import trio
 from mcp_trio import RemoteProtocolError, open_memory_transport_pair
 from mcp_trio.client import Client, open_client
 from mcp_trio.client.results import (
+    Annotations,
     BlobResourceContents,
     CallToolResult,
     CompleteResult,
@@ -157,6 +158,27 @@ async def test_to_builtins_gives_the_wire_shape() -> None:
         "content": [{"type": "text", "text": '{"x":1,"y":2}'}],
         "structuredContent": {"x": 1, "y": 2},
     }
+
+
+def test_shared_members_come_last_as_on_the_wire() -> None:
+    # annotations, _meta, extra and a page's cursor and cache hints are declared
+    # once (keyword-only bases); they still come after each type's own members.
+    link = ResourceLink("file:///x", "x", size=3, annotations=Annotations(priority=1.0), meta={"m": 1})
+    assert list(msgspec.to_builtins(link)) == ["type", "uri", "name", "size", "annotations", "_meta"]
+    image = ImageContent("AA==", "image/png", annotations=Annotations(priority=0.5), meta={})
+    assert msgspec.json.encode(image) == (
+        b'{"type":"image","data":"AA==","mimeType":"image/png","annotations":{"priority":0.5},"_meta":{}}'
+    )
+    page = ListToolsResult([], nextCursor="c", ttlMs=5, cacheScope="private", meta={"k": 0})
+    assert list(msgspec.to_builtins(page)) == ["tools", "nextCursor", "ttlMs", "cacheScope", "_meta"]
+    read = ReadResourceResult([TextResourceContents("u", "t", meta={"a": 1})], ttlMs=1)
+    assert msgspec.to_builtins(read) == {
+        "contents": [{"uri": "u", "text": "t", "_meta": {"a": 1}}],
+        "ttlMs": 1,
+    }
+    for cls in (TextContent, ImageContent, EmbeddedResource, ResourceLink, Tool, Prompt, CallToolResult):
+        assert cls.__struct_fields__[-2:] == ("meta", "extra"), cls
+    assert ResourceLink.__struct_fields__[:2] == ("uri", "name")
 
 
 # ------------------------------------------------------------ a peer's extras
