@@ -237,7 +237,9 @@ async def test_serve_http_refuses_clashing_routes_before_binding(options: dict[s
 
 
 async def test_a_route_may_not_take_the_authorization_metadata_path() -> None:
-    auth = ResourceServer(None, authorization_servers=["http://127.0.0.1:9"], verifier=CallbackVerifier(dict))
+    auth = ResourceServer(
+        None, authorization_servers=["http://127.0.0.1:9"], verifier=CallbackVerifier(lambda token: None)
+    )
     server = make_server()
     routes: dict[str, Callable[[], str]] = {"/.well-known/oauth-protected-resource": lambda: "x"}
     with trio.fail_after(5), pytest.raises(ValueError, match="well-known"):
