@@ -110,10 +110,10 @@ class _Handlers:
     initialized: trio.Event
     _input_eof: bool = False  # the reader met the end of the input (not an error)
     _drained: trio.Event | None = None  # set when the last request after the input's end is done
-    # Requests answered with a result, with an error, and all requests done
+    # Requests answered with an error, left unanswered, and all requests done
     # (see request_totals); class defaults until the first one of each.
-    _n_ok = 0
     _n_error = 0
+    _n_cancelled = 0
     _n_done = 0
     #: Log each request received at DEBUG (set when the session starts: a
     #: check of the logger per request would cost every request).
@@ -371,22 +371,24 @@ class _Handlers:
                     ctx = RequestContext(self, event, scope)  # type: ignore[arg-type]  # (self is a Session)
                     result = await handler(ctx, event.params)
                     if core.closed:  # the session ended meanwhile: nobody to answer
+                        self._n_cancelled += 1
                         return False
                     try:
                         data = core.respond(id, result)
-                        self._n_ok += 1
                     except LocalProtocolError as exc:
                         log.error("handler for %s returned an invalid result: %s", event.method, exc)
                         self._n_error += 1
                         data = core.error(id, rpc.INTERNAL_ERROR, f"Internal error: {exc}")
             except McpError as exc:
                 if core.closed:
+                    self._n_cancelled += 1
                     return False
                 self._n_error += 1
                 data = core.error(id, exc.code, exc.message, exc.data)
             except Exception as exc:
                 if core.closed:  # e.g. a call back to the peer found it gone
                     log.debug("handler for %s ended with the session: %r", event.method, exc)
+                    self._n_cancelled += 1
                     return False
                 log.exception("handler for %s failed", event.method)
                 self._n_error += 1
@@ -410,6 +412,10 @@ class _Handlers:
                     raise ConnectionClosed(self._close_reason) from None
         except ConnectionClosed:
             pass
+        except BaseException:  # cancelled (or failed) before an answer was made
+            if data is None:
+                self._n_cancelled += 1
+            raise
         finally:
             self._n_done += 1
             self._scopes.pop(id, None)
@@ -428,8 +434,8 @@ class _Handlers:
         """The requests of the peer this session has finished: (answered with a
         result, answered with an error, cancelled or left unanswered as the
         session ended).  Requests refused for lack of room count as errors."""
-        ok, error = self._n_ok, self._n_error
-        return ok, error, self._n_done - ok - error
+        error, cancelled = self._n_error, self._n_cancelled
+        return self._n_done - error - cancelled, error, cancelled
 
     def _peer_initialized(self) -> None:
         """The peer's ``notifications/initialized`` came: the handshake is done."""
