@@ -63,7 +63,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--metrics-path",
         metavar="PATH",
-        help="with --http, also serve Prometheus metrics at PATH (such as /metrics; see docs/operations.md)",
+        help="with --http, also serve Prometheus metrics at PATH, such as /metrics",
     )
     p.add_argument(
         "--front-door",

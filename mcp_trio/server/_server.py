@@ -296,7 +296,7 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin, _RoutesMixin):
 
     def statistics(self) -> ServerStatistics:
         """Sessions open and opened, requests in flight and finished by
-        outcome, in all and by transport (see docs/operations.md)."""
+        outcome, in all and by transport (see docs/guide/operations.md)."""
         return self._totals.statistics()
 
     # -------------------------------------------------------------- serving
@@ -369,7 +369,7 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin, _RoutesMixin):
         ``routes`` (path -> handler or :class:`~mcp_trio.server.Route`) and
         the routes of ``@server.route`` serve plain HTTP next to the MCP
         endpoint; ``metrics_path`` serves :func:`~mcp_trio.server.prometheus_text`
-        there (see docs/operations.md).
+        there (see docs/guide/operations.md).
         The connection limits go to the front door (see docs/http.md):
         ``max_connections`` at once (further clients wait in the listen
         backlog), ``max_connections_per_client`` from one IP address (default
