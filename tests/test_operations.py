@@ -22,7 +22,7 @@ import trio
 
 from mcp_trio import McpError, open_memory_transport_pair, open_session
 from mcp_trio.auth.server import CallbackVerifier, ResourceServer
-from mcp_trio.client import connect_http
+from mcp_trio.client import connect_http, connect_websocket
 from mcp_trio.server import (
     HttpRequest,
     HttpResponse,
@@ -497,3 +497,21 @@ async def test_serve_metrics_path_flag(tmp_path: Path) -> None:
         finally:
             process.terminate()
             nursery.cancel_scope.deadline = trio.current_time() + 10
+
+
+async def test_statistics_name_the_transport_of_each_session() -> None:
+    over_ws, over_sse = make_server(), make_server()
+    async with trio.open_nursery() as nursery:
+        (ws_url,) = await nursery.start(partial(over_ws.serve_websocket, "127.0.0.1", 0))
+        (http_url,) = await nursery.start(partial(over_sse.serve_http, "127.0.0.1", 0, legacy_sse=True))
+        async with (
+            connect_websocket(ws_url, versions=["2025-06-18"]) as ws_client,
+            connect_http(http_url.removesuffix("/mcp") + "/sse", versions=["2024-11-05"]) as sse_client,
+        ):
+            await ws_client.call_tool("add", {"a": 1, "b": 2})
+            await sse_client.call_tool("add", {"a": 1, "b": 2})
+            for server, transport in ((over_ws, "websocket"), (over_sse, "sse")):
+                by_transport = server.statistics().by_transport
+                assert list(by_transport) == [transport]
+                assert (by_transport[transport].sessions_open, by_transport[transport].requests_ok) == (1, 1)
+        nursery.cancel_scope.cancel()
