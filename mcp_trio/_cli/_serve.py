@@ -61,6 +61,11 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--path", default="/mcp", help="the HTTP endpoint path (default: /mcp)")
     p.add_argument(
+        "--metrics-path",
+        metavar="PATH",
+        help="with --http, also serve Prometheus metrics at PATH, such as /metrics",
+    )
+    p.add_argument(
         "--front-door",
         choices=("h11", "hypercorn"),
         default="h11",
@@ -492,6 +497,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
                 host, port = _parse_host_port(args.http)
                 serve = partial(_serve_http, server, host, port, args.path, args.front_door)
                 options = {**_session_options(args), **_queue_options(args, http=True), **_door_options(args)}
+                if args.metrics_path is not None:
+                    options["metrics_path"] = args.metrics_path
                 trio.run(serve, args.legacy_sse, args.stateless, _resource_server(args), options)
         except KeyboardInterrupt:
             return 130

@@ -107,8 +107,17 @@ class _Handlers:
     _tasks: trio.Nursery | None
     _close_reason: str
     _waiters: dict[Any, Any]
+    initialized: trio.Event
     _input_eof: bool = False  # the reader met the end of the input (not an error)
     _drained: trio.Event | None = None  # set when the last request after the input's end is done
+    # Requests answered with an error, left unanswered, and all requests done
+    # (see request_totals); class defaults until the first one of each.
+    _n_error = 0
+    _n_cancelled = 0
+    _n_done = 0
+    #: Log each request received at DEBUG (set when the session starts: a
+    #: check of the logger per request would cost every request).
+    log_requests = False
 
     if TYPE_CHECKING:
 
@@ -248,6 +257,8 @@ class _Handlers:
             self._enqueue(event)
             return
         data = self.core.error(event.id, rpc.INTERNAL_ERROR, bound)
+        self._n_error += 1
+        self._n_done += 1
         if data is not None:  # (None: a batch reply still waits for others)
             frame = Frame(data, event.id, True)
             if not self._write_alone(frame):
@@ -344,6 +355,8 @@ class _Handlers:
         data: bytes | None = None
         ctx: RequestContext | None = None
         fit = True
+        if self.log_requests:
+            log.debug("request %s (id %r)", event.method, id)
         try:
             self._scopes[id] = scope
             if core.is_cancelled(id):
@@ -352,26 +365,33 @@ class _Handlers:
             handler = self._handlers.get(event.method)
             try:
                 if handler is None:
+                    self._n_error += 1
                     data = core.error(id, rpc.METHOD_NOT_FOUND, f"Method not found: {event.method}")
                 else:
                     ctx = RequestContext(self, event, scope)  # type: ignore[arg-type]  # (self is a Session)
                     result = await handler(ctx, event.params)
                     if core.closed:  # the session ended meanwhile: nobody to answer
+                        self._n_cancelled += 1
                         return False
                     try:
                         data = core.respond(id, result)
                     except LocalProtocolError as exc:
                         log.error("handler for %s returned an invalid result: %s", event.method, exc)
+                        self._n_error += 1
                         data = core.error(id, rpc.INTERNAL_ERROR, f"Internal error: {exc}")
             except McpError as exc:
                 if core.closed:
+                    self._n_cancelled += 1
                     return False
+                self._n_error += 1
                 data = core.error(id, exc.code, exc.message, exc.data)
             except Exception as exc:
                 if core.closed:  # e.g. a call back to the peer found it gone
                     log.debug("handler for %s ended with the session: %r", event.method, exc)
+                    self._n_cancelled += 1
                     return False
                 log.exception("handler for %s failed", event.method)
+                self._n_error += 1
                 data = core.error(id, rpc.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}")
             if data is not None:  # (None: a batch reply still waits for others)
                 frame = Frame(data, id, True)
@@ -392,7 +412,12 @@ class _Handlers:
                     raise ConnectionClosed(self._close_reason) from None
         except ConnectionClosed:
             pass
+        except BaseException:  # cancelled (or failed) before an answer was made
+            if data is None:
+                self._n_cancelled += 1
+            raise
         finally:
+            self._n_done += 1
             self._scopes.pop(id, None)
             leftover = core.drop(id)
             self._running -= 1
@@ -404,6 +429,25 @@ class _Handlers:
                         pass
             self._release()
         return fit and not (ctx is not None and ctx._scope_seen)
+
+    def request_totals(self) -> tuple[int, int, int]:
+        """The requests of the peer this session has finished: (answered with a
+        result, answered with an error, cancelled or left unanswered as the
+        session ended).  Requests refused for lack of room count as errors."""
+        error, cancelled = self._n_error, self._n_cancelled
+        return self._n_done - error - cancelled, error, cancelled
+
+    def _peer_initialized(self) -> None:
+        """The peer's ``notifications/initialized`` came: the handshake is done."""
+        self.initialized.set()
+        if self.log_requests:
+            info = self.core.peer_info
+            log.debug(
+                "session initialized: revision %s, client %s %s",
+                self.core.version,
+                info.get("name", "?"),
+                info.get("version", "?"),
+            )
 
     def _release(self) -> None:
         """A request's work that may still write (counted in ``_alive``) is done:

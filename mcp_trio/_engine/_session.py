@@ -291,7 +291,7 @@ class Session(_Handlers, _Handshake, _Outgoing):
             if waiter is not None:
                 waiter.add_progress(event)
         elif isinstance(event, PeerInitialized):
-            self.initialized.set()
+            self._peer_initialized()
         elif isinstance(event, ProtocolViolation):
             log.info("protocol violation by peer: %s", event.message)
 

@@ -22,18 +22,34 @@ from ._results import (
 from ._results import (
     Image as Image,
 )
+from ._routes import HttpRequest as HttpRequest
+from ._routes import HttpResponse as HttpResponse
+from ._routes import Route as Route
+from ._routes import RouteHandler as RouteHandler
+from ._routes import RouteResult as RouteResult
 from ._server import (
     Server as Server,
 )
+from ._stats import ServerStatistics as ServerStatistics
+from ._stats import TransportStatistics as TransportStatistics
+from ._stats import prometheus_text as prometheus_text
 from ._tasks import TaskManager as TaskManager
 
 __all__ = [
     "Audio",
     "Context",
     "Elicited",
+    "HttpRequest",
+    "HttpResponse",
     "Image",
     "LogLevel",
     "MissingClientCapability",
+    "Route",
+    "RouteHandler",
+    "RouteResult",
     "Server",
+    "ServerStatistics",
     "TaskManager",
+    "TransportStatistics",
+    "prometheus_text",
 ]

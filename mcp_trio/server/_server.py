@@ -79,6 +79,8 @@ from ._listen import SubscriptionHub
 from ._mrtr import InputRequired, InputSession, StateCodec
 from ._prompts import _Completion, _Prompt, _PromptsMixin
 from ._resources import _Resource, _ResourcesMixin
+from ._routes import Route, RouteHandler, _RoutesMixin, http_routes, route_handlers
+from ._stats import ServerStatistics, _Totals
 from ._tasks import TaskManager
 from ._tools import _Tool, _ToolsMixin
 
@@ -87,7 +89,7 @@ __all__ = ["Server"]
 log = logging.getLogger("mcp_trio.server")
 
 
-class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin):
+class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin, _RoutesMixin):
     """A high-level MCP server.
 
     Args:
@@ -157,6 +159,8 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin):
         self._handlers: Mapping[str, Any] | None = None  # see _handler_table
         self._shared_capabilities: tuple[bool, dict[str, Any]] | None = None  # see _session_capabilities
         self.tasks = tasks if tasks is not None else TaskManager(page_size=page_size)
+        self._routes: dict[str, Route] = {}  # see route()
+        self._totals = _Totals()  # see statistics()
 
     # ----------------------------------------------------------- capabilities
 
@@ -290,6 +294,11 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin):
             "tasks/update": self.tasks.update_task,
         }
 
+    def statistics(self) -> ServerStatistics:
+        """Sessions open and opened, requests in flight and finished by
+        outcome, in all and by transport (see docs/guide/operations.md)."""
+        return self._totals.statistics()
+
     # -------------------------------------------------------------- serving
 
     def _context(self, ctx: RequestContext) -> Context:
@@ -319,9 +328,11 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin):
             **self.session_options,
         )
         self._sessions.add(session)
+        self._totals.opened(session, channel)
         try:
             await session.run(task_status=task_status)
         finally:
+            self._totals.closed(session)
             self._sessions.discard(session)
             self._log_levels.pop(session, None)
             self._subscriptions.pop(session, None)
@@ -335,6 +346,8 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin):
         front_door: str = "h11",
         legacy_sse: bool = False,
         auth: Any = None,
+        routes: Mapping[str, RouteHandler | Route] | None = None,
+        metrics_path: str | None = None,
         max_connections: int = 1024,
         max_connections_per_client: int | None = None,
         header_timeout: float = 10.0,
@@ -353,6 +366,10 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin):
         ``auth`` (an :class:`mcp_trio.auth.server.ResourceServer`) makes every
         endpoint require a bearer token and serves the protected resource
         metadata; see docs/authorization.md.
+        ``routes`` (path -> handler or :class:`~mcp_trio.server.Route`) and
+        the routes of ``@server.route`` serve plain HTTP next to the MCP
+        endpoint; ``metrics_path`` serves :func:`~mcp_trio.server.prometheus_text`
+        there (see docs/guide/operations.md).
         The connection limits go to the front door (see docs/http.md):
         ``max_connections`` at once (further clients wait in the listen
         backlog), ``max_connections_per_client`` from one IP address (default
@@ -370,12 +387,20 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin):
 
         if front_door not in ("h11", "hypercorn"):
             raise ValueError("front_door must be 'h11' or 'hypercorn'")
+        reserved = {path.rstrip("/") or "/": "the MCP endpoint"}
+        if legacy_sse:
+            reserved.update(dict.fromkeys(("/sse", "/messages"), "the legacy HTTP+SSE endpoints"))
+        if auth is not None:
+            reserved.update(dict.fromkeys(auth.metadata_routes(path), "the authorization metadata"))
+        custom = http_routes(self, routes, metrics_path, reserved)
+        if auth is None and any(r.auth for r in custom.values()):
+            raise ValueError("a route registered with auth=True needs serve_http(auth=...)")
         endpoint = StreamableHTTP(self.serve_session, versions=self.versions, **http_options)
         async with trio.open_nursery() as nursery:
             # Extension tasks outlive the (per-POST) sessions that create them.
             await nursery.start(self.tasks.run)
             await nursery.start(endpoint.run)
-            routes = {}
+            table: dict[str, Any] = {}
             if legacy_sse:
                 legacy = LegacySSE(
                     self.serve_session,
@@ -386,19 +411,22 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin):
                     stream_idle_timeout=endpoint.stream_idle_timeout,
                 )
                 await nursery.start(legacy.run)
-                routes = {"/sse": legacy, legacy.messages_path: legacy}
+                table = {"/sse": legacy, legacy.messages_path: legacy}
             front: Any = endpoint
             if auth is not None:
                 # The transport, not the session, enforces authorization.
                 front = auth.protect(endpoint)
-                routes = {p: auth.protect(h) for p, h in routes.items()}
-                routes.update(auth.metadata_routes(path))
+                table = {p: auth.protect(h) for p, h in table.items()}
+                table.update(auth.metadata_routes(path))
+            guard, limit = endpoint.guard, endpoint.max_body_size
+            for p, handler in route_handlers(custom, guard, limit, self._sync_limiter).items():
+                table[p] = handler if auth is None or not custom[p].auth else auth.protect(handler)
             # the front door's connection limits, the same for both doors
             serve: Callable[..., Awaitable[None]]
             if front_door == "h11":
-                serve = partial(serve_h11, front, path=path, routes=routes, request_timeout=request_timeout)
+                serve = partial(serve_h11, front, path=path, routes=table, request_timeout=request_timeout)
             else:
-                app = ASGIApp(front, path, routes, request_timeout=request_timeout)
+                app = ASGIApp(front, path, table, request_timeout=request_timeout)
                 serve = partial(serve_hypercorn, app)
             serve = partial(
                 serve,

@@ -316,7 +316,7 @@ class _ToolsMixin:
         except McpError:
             raise
         except Exception as exc:
-            log.info("tool %s raised %s", params.name, exc, exc_info=True)
+            log.error("tool %s raised %r", params.name, exc, exc_info=True)
             return {
                 "content": [{"type": "text", "text": f"{type(exc).__name__}: {exc}"}],
                 "isError": True,

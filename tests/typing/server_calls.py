@@ -23,7 +23,17 @@ from mcp_trio.client.asks import (
     Root,
 )
 from mcp_trio.client.results import TextContent
-from mcp_trio.server import Context, Elicited, LogLevel, Server
+from mcp_trio.server import (
+    Context,
+    Elicited,
+    HttpRequest,
+    HttpResponse,
+    LogLevel,
+    Route,
+    Server,
+    ServerStatistics,
+    prometheus_text,
+)
 
 server = Server("typed", "1.0", instructions="a typed server")
 
@@ -193,3 +203,38 @@ async def in_process() -> None:
         assert_type((await client.call_tool("add", {"a": 1})).isError, bool)
     async with connect_server(server, sampling=elicitation):  # type: ignore[arg-type]
         pass
+
+
+# ----------------------------------------------------------------- HTTP routes
+
+
+@server.route("/healthz")
+def healthz() -> str:
+    return "ok"
+
+
+@server.route("/echo", methods=("POST",), auth=True)
+async def echo_route(request: HttpRequest) -> dict[str, str]:
+    return {"body": request.body.decode(), "query": request.query}
+
+
+@server.route("/ready", on_loop=True)
+def ready_route() -> HttpResponse:
+    return HttpResponse("ready", status=200, headers={"cache-control": "no-store"})
+
+
+assert_type(healthz(), str)
+assert_type(server.statistics(), ServerStatistics)
+assert_type(server.statistics().requests_ok, int)
+assert_type(prometheus_text(server), str)
+extra_routes = {"/bytes": Route(lambda request: request.body, methods=("POST",))}
+
+
+@server.route("/wrong")  # type: ignore[type-var]
+def wrong_route(a: int, b: int) -> str:
+    return "two parameters: not a route handler"
+
+
+async def serve_with_routes() -> None:
+    assert_type(await echo_route(HttpRequest("POST", {})), dict[str, str])
+    await server.serve_http(routes=extra_routes, metrics_path="/metrics")

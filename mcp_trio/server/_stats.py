@@ -1,0 +1,177 @@
+"""Server-wide statistics, the session log lines and the Prometheus text.
+
+:class:`ServerStatistics` (``Server.statistics()``), the lines a session logs
+for operators, and :func:`prometheus_text`, the statistics in Prometheus's
+text exposition format.
+
+Nothing here runs per request: each session counts its own requests (see
+``Session.request_totals``), and :class:`_Totals` adds a session's counts to
+the server's when it ends, and those of the open sessions when asked.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING
+
+import trio
+
+from .._engine._common import log as _engine_log
+from .._engine._session import Session
+
+if TYPE_CHECKING:
+    from ._server import Server
+
+__all__ = ["ServerStatistics", "TransportStatistics", "prometheus_text"]
+
+log = logging.getLogger("mcp_trio.server")
+
+#: The transport of a session, by the module of its channel's class.
+_TRANSPORTS = {
+    "mcp_trio.transports.stdio": "stdio",
+    "mcp_trio.transports.memory": "memory",
+    "mcp_trio.transports.http._streams": "http",
+    "mcp_trio.transports.http.legacy_sse": "sse",
+}
+
+
+def _transport(channel: object) -> str:
+    module = type(channel).__module__
+    name = _TRANSPORTS.get(module)
+    if name is None:
+        name = "websocket" if module.startswith("mcp_trio.transports.websocket") else "other"
+    return name
+
+
+@dataclass(frozen=True)
+class TransportStatistics:
+    """Counts of sessions and of the requests they received.
+
+    Attributes:
+        sessions_open: Sessions open now.
+        sessions_total: Sessions opened since the server started (a
+            2026-07-28 HTTP request without a session is a session of its own).
+        requests_in_flight: Requests of the peers being handled now.
+        requests_ok: Requests answered with a result (a tool's ``isError``
+            result included: it is a result).
+        requests_error: Requests answered with a JSON-RPC error (refusals for
+            lack of room included).
+        requests_cancelled: Requests left unanswered: cancelled by the
+            client, or ended with their session.
+    """
+
+    sessions_open: int = 0
+    sessions_total: int = 0
+    requests_in_flight: int = 0
+    requests_ok: int = 0
+    requests_error: int = 0
+    requests_cancelled: int = 0
+
+
+@dataclass(frozen=True)
+class ServerStatistics(TransportStatistics):
+    """:class:`TransportStatistics` of the whole server (see
+    :meth:`Server.statistics <mcp_trio.server.Server.statistics>`), and of
+    each transport that has had a session (``stdio``, ``http``, ``sse``, the
+    2024-11-05 HTTP+SSE one, ``websocket``, ``memory``, ``other``)."""
+
+    by_transport: Mapping[str, TransportStatistics] = field(default_factory=lambda: MappingProxyType({}))
+
+
+class _Totals:
+    """The counts of a server's ended sessions, and when each open one began."""
+
+    def __init__(self) -> None:
+        # transport -> [sessions, ok, error, cancelled] of the ended sessions
+        self.ended: dict[str, list[int]] = {}
+        self.open: dict[Session, tuple[str, float]] = {}
+
+    def opened(self, session: Session, channel: object) -> None:
+        transport = _transport(channel)
+        self.open[session] = (transport, trio.current_time())
+        if _engine_log.isEnabledFor(logging.DEBUG):
+            session.log_requests = True
+        if log.isEnabledFor(logging.DEBUG):
+            peer = getattr(channel, "client", None)
+            log.debug("session opened: transport %s, peer %s", transport, peer or "-")
+
+    def closed(self, session: Session) -> None:
+        found = self.open.pop(session, None)
+        if found is None:
+            return
+        transport, began = found
+        ok, error, cancelled = session.request_totals()
+        counts = self.ended.setdefault(transport, [0, 0, 0, 0])
+        counts[0] += 1
+        counts[1] += ok
+        counts[2] += error
+        counts[3] += cancelled
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug(
+                "session closed after %.3f s: %d requests (%d ok, %d errors, %d cancelled)",
+                trio.current_time() - began,
+                ok + error + cancelled,
+                ok,
+                error,
+                cancelled,
+            )
+
+    def statistics(self) -> ServerStatistics:
+        # transport -> [open, sessions, in flight, ok, error, cancelled]
+        rows: dict[str, list[int]] = {t: [0, c[0], 0, c[1], c[2], c[3]] for t, c in self.ended.items()}
+        for session, (transport, _) in self.open.items():
+            row = rows.setdefault(transport, [0, 0, 0, 0, 0, 0])
+            ok, error, cancelled = session.request_totals()
+            row[0] += 1
+            row[1] += 1
+            row[2] += session.statistics()["requests_in_progress"]
+            row[3] += ok
+            row[4] += error
+            row[5] += cancelled
+        by_transport = {t: TransportStatistics(*row) for t, row in sorted(rows.items())}
+        s = [sum(column) for column in zip(*rows.values(), strict=True)] if rows else [0] * 6
+        return ServerStatistics(
+            s[0], s[1], s[2], s[3], s[4], s[5], by_transport=MappingProxyType(by_transport)
+        )
+
+
+#: (name, type, help, the TransportStatistics field, its ``outcome`` label)
+_METRICS = (
+    ("mcp_sessions_open", "gauge", "MCP sessions open now.", (("sessions_open", None),)),
+    ("mcp_sessions_total", "counter", "MCP sessions opened.", (("sessions_total", None),)),
+    ("mcp_requests_in_flight", "gauge", "MCP requests being handled now.", (("requests_in_flight", None),)),
+    (
+        "mcp_requests_total",
+        "counter",
+        "MCP requests finished, by outcome (ok: a result, error: a JSON-RPC error, cancelled: no answer).",
+        (("requests_ok", "ok"), ("requests_error", "error"), ("requests_cancelled", "cancelled")),
+    ),
+)
+
+
+def prometheus_text(server: Server) -> str:
+    """``server.statistics()`` in the Prometheus text exposition format (0.0.4).
+
+    Every metric is labelled with its ``transport`` (one sample per
+    transport that has had a session; none before the first session):
+
+    * ``mcp_sessions_open`` (gauge), ``mcp_sessions_total`` (counter),
+    * ``mcp_requests_in_flight`` (gauge),
+    * ``mcp_requests_total`` (counter), also labelled with its ``outcome``:
+      ``ok``, ``error`` or ``cancelled``.
+
+    Serve it with ``serve_http(metrics_path="/metrics")`` (the content type
+    is ``text/plain; version=0.0.4``), or from a route of your own.
+    """
+    stats = server.statistics().by_transport
+    lines: list[str] = []
+    for name, kind, text, fields in _METRICS:
+        lines += [f"# HELP {name} {text}", f"# TYPE {name} {kind}"]
+        for transport, counts in stats.items():
+            for attribute, outcome in fields:
+                labels = f'transport="{transport}"' + (f',outcome="{outcome}"' if outcome else "")
+                lines.append(f"{name}{{{labels}}} {getattr(counts, attribute)}")
+    return "\n".join(lines) + "\n"
