@@ -34,6 +34,7 @@ from ._stats import ServerStatistics as ServerStatistics
 from ._stats import TransportStatistics as TransportStatistics
 from ._stats import prometheus_text as prometheus_text
 from ._tasks import TaskManager as TaskManager
+from ._tools import ToolOptions as ToolOptions
 
 __all__ = [
     "Audio",
@@ -50,6 +51,7 @@ __all__ = [
     "Server",
     "ServerStatistics",
     "TaskManager",
+    "ToolOptions",
     "TransportStatistics",
     "prometheus_text",
 ]

@@ -13,7 +13,7 @@ import inspect
 import logging
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, Unpack, overload
 
 import msgspec
 import trio
@@ -47,7 +47,29 @@ log = logging.getLogger("mcp_trio.server")
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-_FIRST_STRUCTURED = "2025-06-18"  # outputSchema and structuredContent exist from here on
+_FIRST_STRUCTURED = "2025-06-18"
+
+
+class ToolOptions(TypedDict, total=False):
+    """The options of :meth:`Server.tool <mcp_trio.server.Server.tool>`, all by
+    keyword; each absent one takes the default named here."""
+
+    name: str | None  #: the tool's name (default: the function's)
+    title: str | None  #: a display name
+    description: str | None  #: default: the function's docstring
+    input_schema: dict[str, Any] | None  #: default: built from the type hints
+    output_schema: dict[str, Any] | None  #: default: built from the return type
+    annotations: dict[str, Any] | None  #: behaviour hints (``readOnlyHint`` ...)
+    icons: list[dict[str, Any]] | None
+    meta: dict[str, Any] | None  #: the definition's ``_meta``
+    structured_output: bool | None  #: False: no outputSchema from the return type
+    task_support: str | None  #: ``"forbidden"``, ``"optional"`` or ``"required"``
+    defer_task: bool  #: default False
+    on_loop: bool  #: default False: a sync function runs in a worker thread
+    replace: bool  #: default False: a second tool of the same name raises
+
+
+# outputSchema and structuredContent exist from here on
 
 
 class _Tool:
@@ -103,45 +125,9 @@ class _ToolsMixin:
     def tool(self, fn: F, /) -> F: ...
 
     @overload
-    def tool(
-        self,
-        fn: None = None,
-        /,
-        *,
-        name: str | None = None,
-        title: str | None = None,
-        description: str | None = None,
-        input_schema: dict[str, Any] | None = None,
-        output_schema: dict[str, Any] | None = None,
-        annotations: dict[str, Any] | None = None,
-        icons: list[dict[str, Any]] | None = None,
-        meta: dict[str, Any] | None = None,
-        structured_output: bool | None = None,
-        task_support: str | None = None,
-        defer_task: bool = False,
-        on_loop: bool = False,
-        replace: bool = False,
-    ) -> Callable[[F], F]: ...
+    def tool(self, fn: None = None, /, **options: Unpack[ToolOptions]) -> Callable[[F], F]: ...
 
-    def tool(
-        self,
-        fn: F | None = None,
-        /,
-        *,
-        name: str | None = None,
-        title: str | None = None,
-        description: str | None = None,
-        input_schema: dict[str, Any] | None = None,
-        output_schema: dict[str, Any] | None = None,
-        annotations: dict[str, Any] | None = None,
-        icons: list[dict[str, Any]] | None = None,
-        meta: dict[str, Any] | None = None,
-        structured_output: bool | None = None,
-        task_support: str | None = None,
-        defer_task: bool = False,
-        on_loop: bool = False,
-        replace: bool = False,
-    ) -> F | Callable[[F], F]:
+    def tool(self, fn: F | None = None, /, **options: Unpack[ToolOptions]) -> F | Callable[[F], F]:
         """Register a tool (decorator, with or without arguments); the function
         is returned unchanged.
 
@@ -168,6 +154,25 @@ class _ToolsMixin:
         and becomes a task only when it calls ``await ctx.start_task()`` (a
         tool that returns before that answers inline).
         """
+        unknown = options.keys() - ToolOptions.__optional_keys__
+        if unknown:
+            raise TypeError(
+                f"@server.tool got unknown option(s) {', '.join(sorted(unknown))}; "
+                f"it takes {', '.join(ToolOptions.__annotations__)}"
+            )
+        name = options.get("name")
+        title = options.get("title")
+        description = options.get("description")
+        input_schema = options.get("input_schema")
+        output_schema = options.get("output_schema")
+        annotations = options.get("annotations")
+        icons = options.get("icons")
+        meta = options.get("meta")
+        structured_output = options.get("structured_output")
+        task_support = options.get("task_support")
+        defer_task = options.get("defer_task", False)
+        on_loop = options.get("on_loop", False)
+        replace = options.get("replace", False)
         if fn is not None and not callable(fn):
             raise TypeError(
                 f"@server.tool takes its options by keyword: write @server.tool(name={fn!r}), "
