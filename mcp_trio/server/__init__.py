@@ -25,12 +25,14 @@ from ._results import (
 from ._server import (
     Server as Server,
 )
+from ._shutdown import GracefulShutdown as GracefulShutdown
 from ._tasks import TaskManager as TaskManager
 
 __all__ = [
     "Audio",
     "Context",
     "Elicited",
+    "GracefulShutdown",
     "Image",
     "LogLevel",
     "MissingClientCapability",
