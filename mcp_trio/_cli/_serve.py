@@ -497,10 +497,25 @@ def _cmd_serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
             trio.run(serve_until_signalled, partial(serve, server), args.grace_period)
         except KeyboardInterrupt:  # (before the signals were taken over)
             return 130
+        except BaseExceptionGroup as group:
+            failed, rest = group.split(OSError)  # cannot listen: the address is taken, say
+            if rest is not None or failed is None:
+                raise
+            reasons = "; ".join(sorted({str(exc) for exc in _leaves(failed)}))
+            print(f"mcp-trio serve: error: cannot serve: {reasons}", file=sys.stderr)
+            return 1
         return 0
     finally:
         root.removeHandler(handler)
         root.setLevel(saved_level)
+
+
+def _leaves(group: BaseExceptionGroup[Any]) -> list[BaseException]:
+    return [
+        leaf
+        for exc in group.exceptions
+        for leaf in (_leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])
+    ]
 
 
 def _serving(args: argparse.Namespace) -> Callable[[Any, GracefulShutdown], Awaitable[None]]:

@@ -542,3 +542,17 @@ def test_served_from_the_environment(slow_app: Path) -> None:
     with serving(["slow_app.py"], slow_app, env) as served, httpx2.Client(timeout=10) as client:
         r = client.post(served.url, headers={**HEADERS, "host": "api.example.com"}, json=INIT)
         assert r.status_code == 200
+
+
+def test_an_address_in_use_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["serve", "examples/everything.py", "--http", f"127.0.0.1:{port}"]) == 1
+    err = capsys.readouterr().err
+    assert (
+        err.startswith("mcp-trio serve: error: cannot serve: ") and "in use" in err and "Traceback" not in err
+    )
