@@ -58,6 +58,7 @@ def _cmd_codegen(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="mcp-trio", description="Model Context Protocol on trio.")
+    parser.add_argument("--version", action="version", version=_serve.VERSION)
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("versions", help="list the supported protocol revisions")
     p.set_defaults(func=_cmd_versions)

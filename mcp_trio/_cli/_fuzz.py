@@ -25,6 +25,15 @@ def _import_fuzzing() -> Any:
     return fuzzing
 
 
+def _target(fuzzing: Any, args: argparse.Namespace, client_transport: str) -> Any:
+    """The target that --stdio, --client or --http names (None without any)."""
+    if args.stdio:
+        return fuzzing.StdioTarget(args.stdio)
+    if args.client:
+        return fuzzing.ClientTarget(args.client, transport=client_transport)
+    return fuzzing.HttpTarget(args.http) if args.http else None
+
+
 def _cmd_fuzz_replay(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(
         prog="mcp-trio fuzz replay", description="Send a saved finding's case again, on a fresh session."
@@ -50,17 +59,9 @@ def _cmd_fuzz_replay(argv: Sequence[str]) -> int:
     import json
 
     try:
-        target = (
-            fuzzing.StdioTarget(args.stdio)
-            if args.stdio
-            else fuzzing.HttpTarget(args.http)
-            if args.http
-            else None
-        )
         saved = fuzzing.load_transcript(args.file)
-        if args.client:
-            transport = args.client_transport or saved.get("target", {}).get("transport", "http")
-            target = fuzzing.ClientTarget(args.client, transport=transport)
+        transport = args.client_transport or saved.get("target", {}).get("transport", "http")
+        target = _target(fuzzing, args, transport)
         transcript, violations = fuzzing.replay(args.file, target=target, timeout=args.timeout)
     except (OSError, ValueError, KeyError) as exc:
         print(f"mcp-trio fuzz replay: error: {exc}", file=sys.stderr)
@@ -181,13 +182,7 @@ def command(argv: Sequence[str]) -> int:
     if fuzzing is None:
         return 2
     try:
-        target = (
-            fuzzing.StdioTarget(args.stdio)
-            if args.stdio
-            else fuzzing.ClientTarget(args.client, transport=args.client_transport)
-            if args.client
-            else fuzzing.HttpTarget(args.http)
-        )
+        target = _target(fuzzing, args, args.client_transport)
     except ValueError as exc:
         print(f"mcp-trio fuzz: error: {exc}", file=sys.stderr)
         return 2

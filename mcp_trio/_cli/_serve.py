@@ -11,19 +11,25 @@ import logging
 import os
 import sys
 import traceback
+from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from .._version import __version__
+from ._config import ConfigError, layered, resolve
+from ._deploy import add_deploy_arguments, guard_options, tls_options
+from ._shutdown import serve_until_signalled
 from ._tuning import settle_heap
 
 if TYPE_CHECKING:
-    from ..server import Server
+    from ..server import GracefulShutdown, Server
 
 __all__ = ["add_parser", "load_server"]
 
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
+VERSION = f"mcp-trio {__version__}"
 
 
 def add_parser(sub: Any) -> None:
@@ -47,18 +53,10 @@ def add_parser(sub: Any) -> None:
         default="warning",
         help="threshold for log records written to stderr (default: warning)",
     )
-    p.add_argument(
-        "--http",
-        metavar="HOST:PORT",
-        help="serve Streamable HTTP on HOST:PORT instead of stdio (port 0 picks a free port; "
-        "the URL is printed to stderr)",
-    )
-    p.add_argument(
-        "--ws",
-        metavar="HOST:PORT",
-        help="serve MCP over WebSocket (a custom transport, subprotocol 'mcp') on HOST:PORT "
-        "instead of stdio; the URL is printed to stderr",
-    )
+    for flag, what in _ADDRESS_FLAGS.items():
+        p.add_argument(
+            flag, metavar="HOST:PORT", help=f"serve {what} on HOST:PORT instead of stdio{_URL_NOTE}"
+        )
     p.add_argument("--path", default="/mcp", help="the HTTP endpoint path (default: /mcp)")
     p.add_argument(
         "--metrics-path",
@@ -158,13 +156,8 @@ def add_parser(sub: Any) -> None:
         help="with --http, also serve the 2024-11-05 HTTP+SSE transport for old clients "
         "(GET /sse, POST /messages)",
     )
-    p.add_argument(
-        "--auth-issuer",
-        metavar="URL",
-        help="with --http or --ws, require OAuth access tokens (JWTs) from this authorization server; "
-        "serves the protected resource metadata (see docs/authorization.md)",
-    )
-    p.add_argument("--auth-jwks", metavar="URL", help="its signing keys (default: its metadata's jwks_uri)")
+    for flag, (metavar, text) in _AUTH_FLAGS.items():
+        p.add_argument(flag, metavar=metavar, help=text)
     p.add_argument(
         "--auth-scope",
         action="append",
@@ -172,12 +165,31 @@ def add_parser(sub: Any) -> None:
         metavar="SCOPE",
         help="a scope every request needs (repeatable)",
     )
-    p.add_argument(
-        "--auth-resource",
-        metavar="URL",
-        help="this server's resource identifier, the tokens' audience (default: the endpoint URL)",
-    )
-    p.set_defaults(func=_cmd_serve)
+    add_deploy_arguments(p)
+    p.add_argument("--version", action="version", version=VERSION)
+    p.set_defaults(func=partial(_cmd_serve, p))
+    # Last: every flag above is also MCP_TRIO_<FLAG> and a key of --config FILE.
+    layered(p)
+
+
+#: The flags naming where to listen instead of stdio -> what is served there.
+_ADDRESS_FLAGS = {
+    "--http": "Streamable HTTP",
+    "--ws": "MCP over WebSocket (a custom transport, subprotocol 'mcp')",
+}
+_URL_NOTE = " (port 0 picks a free port; the URL is printed to stderr)"
+_AUTH_FLAGS = {
+    "--auth-issuer": (
+        "URL",
+        "with --http or --ws, require OAuth access tokens (JWTs) from this authorization server; "
+        "serves the protected resource metadata (see docs/authorization.md)",
+    ),
+    "--auth-jwks": ("URL", "its signing keys (default: its metadata's jwks_uri)"),
+    "--auth-resource": (
+        "URL",
+        "this server's resource identifier, the tokens' audience (default: the endpoint URL)",
+    ),
+}
 
 
 def _add_door_arguments(p: Any) -> None:
@@ -380,45 +392,43 @@ def _parse_host_port(text: str, option: str = "--http") -> tuple[str, int]:
 
 
 async def _serve_http(
-    server: Any,
-    host: str,
-    port: int,
-    path: str,
-    front_door: str,
-    legacy_sse: bool = False,
-    stateless: bool = False,
-    auth: Any = None,
-    sessions: dict[str, Any] | None = None,
+    server: Any, host: str, port: int, args: argparse.Namespace, shutdown: GracefulShutdown
 ) -> None:
+    """Serve --http until cancelled, printing the URLs."""
     import trio
 
-    options = dict(
-        path=path, front_door=front_door, legacy_sse=legacy_sse, stateless=stateless, **(sessions or {})
+    options = {**_session_options(args), **_queue_options(args, http=True), **_door_options(args)}
+    options.update(auth=_resource_server(args), shutdown=shutdown, **guard_options(args), **tls_options(args))
+    if args.metrics_path is not None:
+        options["metrics_path"] = args.metrics_path
+    path = args.path
+    serve = partial(
+        server.serve_http, host, port, path=path, front_door=args.front_door, stateless=args.stateless
     )
-    serve = partial(server.serve_http, host, port, **options)
-    if auth is not None:
-        serve = partial(serve, auth=auth)
     async with trio.open_nursery() as nursery:
-        urls = await nursery.start(serve)
+        urls = await nursery.start(partial(serve, legacy_sse=args.legacy_sse, **options))
         for url in urls:
-            print(f"mcp-trio serve: Streamable HTTP at {url} ({front_door})", file=sys.stderr, flush=True)
-            if legacy_sse:
+            _announce(f"Streamable HTTP at {url} ({args.front_door})")
+            if args.legacy_sse:
                 base = url[: len(url) - len(path)] if path and url.endswith(path) else url
-                print(f"mcp-trio serve: HTTP+SSE (2024-11-05) at {base}/sse", file=sys.stderr, flush=True)
+                _announce(f"HTTP+SSE (2024-11-05) at {base}/sse")
 
 
-async def _serve_websocket(server: Any, host: str, port: int, path: str, auth: Any = None) -> None:
+async def _serve_websocket(
+    server: Any, host: str, port: int, args: argparse.Namespace, shutdown: GracefulShutdown
+) -> None:
+    """Serve --ws until cancelled, printing the URLs."""
     import trio
 
-    try:
-        async with trio.open_nursery() as nursery:
-            urls = await nursery.start(partial(server.serve_websocket, host, port, path=path, auth=auth))
-            for url in urls:
-                print(f"mcp-trio serve: WebSocket at {url}", file=sys.stderr, flush=True)
-    except BaseExceptionGroup as group:
-        if group.split(KeyboardInterrupt)[1] is None:  # Ctrl+C, wherever it landed
-            raise KeyboardInterrupt from None
-        raise
+    options = {**guard_options(args), **tls_options(args)}
+    serve = partial(server.serve_websocket, host, port, path=args.path, auth=_resource_server(args))
+    async with trio.open_nursery() as nursery:
+        for url in await nursery.start(partial(serve, shutdown=shutdown, **options)):
+            _announce(f"WebSocket at {url}")
+
+
+def _announce(line: str) -> None:
+    print(f"mcp-trio serve: {line}", file=sys.stderr, flush=True)
 
 
 def _resource_server(args: argparse.Namespace) -> Any:
@@ -461,9 +471,14 @@ def _queue_options(args: argparse.Namespace, http: bool) -> dict[str, Any]:
     return {name: getattr(args, name) for name in names if getattr(args, name) is not None}
 
 
-def _cmd_serve(args: argparse.Namespace) -> int:
+def _cmd_serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     import trio
 
+    try:
+        resolve(parser, args)
+    except ConfigError as exc:
+        print(f"mcp-trio serve: error: {exc}", file=sys.stderr)
+        return 2
     # Log records go to stderr (stdout is the protocol), for as long as the command runs.
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
@@ -473,8 +488,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     root.setLevel(args.log_level.upper())
     try:
         try:
+            serve = _serving(args)
             server = load_server(args.target)
-        except _ServeError as exc:
+        except (_ServeError, ConfigError) as exc:
             print(f"mcp-trio serve: error: {exc}", file=sys.stderr)
             return 2
         except Exception:
@@ -485,24 +501,38 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             server.session_options.update(_queue_options(args, http=False))
         settle_heap()  # (after the import: what it built is never garbage)
         try:
-            if args.ws is not None:
-                if args.http is not None:
-                    print("mcp-trio serve: error: use --http or --ws, not both", file=sys.stderr)
-                    return 2
-                host, port = _parse_host_port(args.ws, "--ws")
-                trio.run(_serve_websocket, server, host, port, args.path, _resource_server(args))
-            elif args.http is None:
-                trio.run(server.serve_stdio)
-            else:
-                host, port = _parse_host_port(args.http)
-                serve = partial(_serve_http, server, host, port, args.path, args.front_door)
-                options = {**_session_options(args), **_queue_options(args, http=True), **_door_options(args)}
-                if args.metrics_path is not None:
-                    options["metrics_path"] = args.metrics_path
-                trio.run(serve, args.legacy_sse, args.stateless, _resource_server(args), options)
-        except KeyboardInterrupt:
+            trio.run(serve_until_signalled, partial(serve, server), args.grace_period)
+        except KeyboardInterrupt:  # (before the signals were taken over)
             return 130
+        except BaseExceptionGroup as group:
+            failed, rest = group.split(OSError)  # cannot listen: the address is taken, say
+            if rest is not None or failed is None:
+                raise
+            reasons = "; ".join(sorted({str(exc) for exc in _leaves(failed)}))
+            print(f"mcp-trio serve: error: cannot serve: {reasons}", file=sys.stderr)
+            return 1
         return 0
     finally:
         root.removeHandler(handler)
         root.setLevel(saved_level)
+
+
+def _leaves(group: BaseExceptionGroup[Any]) -> list[BaseException]:
+    return [
+        leaf
+        for exc in group.exceptions
+        for leaf in (_leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])
+    ]
+
+
+def _serving(args: argparse.Namespace) -> Callable[[Any, GracefulShutdown], Awaitable[None]]:
+    """What serves the server (called with it and the shutdown): stdio, --http or --ws."""
+    if args.ws is not None and args.http is not None:
+        raise _ServeError("use --http or --ws, not both")
+    if args.ws is None and args.http is None:
+        return lambda server, shutdown: server.serve_stdio(shutdown=shutdown)
+    tls_options(args)  # (checked before the import)
+    serve = _serve_http if args.ws is None else _serve_websocket
+    address = str(args.http if args.ws is None else args.ws)
+    host, port = _parse_host_port(address, "--http" if args.ws is None else "--ws")
+    return lambda server, shutdown: serve(server, host, port, args, shutdown)

@@ -33,6 +33,7 @@ from ._server import (
 from ._stats import ServerStatistics as ServerStatistics
 from ._stats import TransportStatistics as TransportStatistics
 from ._stats import prometheus_text as prometheus_text
+from ._shutdown import GracefulShutdown as GracefulShutdown
 from ._tasks import TaskManager as TaskManager
 from ._tools import ToolOptions as ToolOptions
 
@@ -42,6 +43,7 @@ __all__ = [
     "Elicited",
     "HttpRequest",
     "HttpResponse",
+    "GracefulShutdown",
     "Image",
     "LogLevel",
     "MissingClientCapability",

@@ -60,6 +60,7 @@ Rules:
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import partial
 from types import MappingProxyType
@@ -81,6 +82,7 @@ from ._prompts import _Completion, _Prompt, _PromptsMixin
 from ._resources import _Resource, _ResourcesMixin
 from ._routes import Route, RouteHandler, _RoutesMixin, http_routes, route_handlers
 from ._stats import ServerStatistics, _Totals
+from ._shutdown import GracefulShutdown
 from ._tasks import TaskManager
 from ._tools import _Tool, _ToolsMixin
 
@@ -157,6 +159,7 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin, _RoutesMixin):
         self._rounds: dict[int, InputSession] = {}
         self._deferred: set[int] = set()  # requests whose tool may still call start_task()
         self._handlers: Mapping[str, Any] | None = None  # see _handler_table
+        self._counted_by: GracefulShutdown | None = None  # see _count_in
         self._shared_capabilities: tuple[bool, dict[str, Any]] | None = None  # see _session_capabilities
         self.tasks = tasks if tasks is not None else TaskManager(page_size=page_size)
         self._routes: dict[str, Route] = {}  # see route()
@@ -272,6 +275,12 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin, _RoutesMixin):
             table = self._handlers = MappingProxyType(self.request_handlers())
         return table
 
+    def _count_in(self, shutdown: GracefulShutdown | None) -> None:
+        """Have ``shutdown`` count this server's requests (and refuse them once stopped)."""
+        if shutdown is not None and shutdown is not self._counted_by:
+            self._handlers = MappingProxyType(shutdown.wrap_handlers(self.request_handlers()))
+            self._counted_by = shutdown
+
     def request_handlers(self) -> dict[str, Any]:
         """The method handlers of a session (a new dict on every call)."""
         return {
@@ -354,6 +363,9 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin, _RoutesMixin):
         keepalive_timeout: float = 60.0,
         request_timeout: float = 30.0,
         write_timeout: float = 30.0,
+        certfile: str | None = None,
+        keyfile: str | None = None,
+        shutdown: GracefulShutdown | None = None,
         task_status: Any = trio.TASK_STATUS_IGNORED,
         **http_options: Any,
     ) -> None:
@@ -378,12 +390,23 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin, _RoutesMixin):
         connections closed after ``keepalive_timeout``, a request body whole
         within ``request_timeout`` (408), writes to a client that does not
         read abandoned after ``write_timeout`` (the connection closed).
+        With ``certfile`` (a PEM certificate chain) and ``keyfile`` (its
+        private key; default: in ``certfile``), both doors serve HTTPS.
+        With ``shutdown``, requests are counted and, once it is stopped, the
+        door stops accepting and new requests are refused (see
+        :class:`~mcp_trio.server.GracefulShutdown`).
         ``task_status.started`` gets the endpoint URLs.  ``http_options`` go to
         :class:`~mcp_trio.transports.http.server.StreamableHTTP` (allowed
         hosts, response mode, session limits, event store ...).
         """
         from ..transports.http.legacy_sse import LegacySSE
-        from ..transports.http.server import ASGIApp, StreamableHTTP, serve_h11, serve_hypercorn
+        from ..transports.http.server import (
+            ASGIApp,
+            StreamableHTTP,
+            serve_h11,
+            serve_hypercorn,
+            server_ssl_context,
+        )
 
         if front_door not in ("h11", "hypercorn"):
             raise ValueError("front_door must be 'h11' or 'hypercorn'")
@@ -395,6 +418,7 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin, _RoutesMixin):
         custom = http_routes(self, routes, metrics_path, reserved)
         if auth is None and any(r.auth for r in custom.values()):
             raise ValueError("a route registered with auth=True needs serve_http(auth=...)")
+        self._count_in(shutdown)
         endpoint = StreamableHTTP(self.serve_session, versions=self.versions, **http_options)
         async with trio.open_nursery() as nursery:
             # Extension tasks outlive the (per-POST) sessions that create them.
@@ -421,15 +445,26 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin, _RoutesMixin):
             guard, limit = endpoint.guard, endpoint.max_body_size
             for p, handler in route_handlers(custom, guard, limit, self._sync_limiter).items():
                 table[p] = handler if auth is None or not custom[p].auth else auth.protect(handler)
+            door: dict[str, Any] = {}  # what only one door takes: TLS, how to stop accepting
+            if shutdown is not None:
+                front = shutdown.wrap_endpoint(front)
+                table = {p: shutdown.wrap_endpoint(h) for p, h in table.items()}
+                door["shutdown_trigger"] = shutdown.stopping.wait
             # the front door's connection limits, the same for both doors
             serve: Callable[..., Awaitable[None]]
             if front_door == "h11":
+                if certfile is not None:
+                    door["ssl_context"] = server_ssl_context(certfile, keyfile)
                 serve = partial(serve_h11, front, path=path, routes=table, request_timeout=request_timeout)
             else:
+                door.update(_hypercorn_tls(certfile, keyfile))
+                if shutdown is not None:  # (the caller cancels when the grace it gives is over)
+                    door["graceful_timeout"] = math.inf
                 app = ASGIApp(front, path, table, request_timeout=request_timeout)
                 serve = partial(serve_hypercorn, app)
             serve = partial(
                 serve,
+                **door,
                 max_connections=max_connections,
                 max_connections_per_client=max_connections_per_client,
                 header_timeout=header_timeout,
@@ -441,8 +476,10 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin, _RoutesMixin):
                 auth.bind_resource(urls[0] + path)
             task_status.started([url + path for url in urls])
 
-    async def serve_stdio(self, **channel_options: Any) -> None:
-        """Serve over stdin/stdout until stdin closes."""
+    async def serve_stdio(self, *, shutdown: GracefulShutdown | None = None, **channel_options: Any) -> None:
+        """Serve over stdin/stdout until stdin closes.  With ``shutdown``, requests are
+        counted and refused once it is stopped (see :class:`~mcp_trio.server.GracefulShutdown`)."""
+        self._count_in(shutdown)
         async with open_stdio_server_channel(**channel_options) as channel:
             await self.serve_session(channel)
 
@@ -456,6 +493,9 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin, _RoutesMixin):
         http: bool = False,
         http_options: dict[str, Any] | None = None,
         auth: Any = None,
+        certfile: str | None = None,
+        keyfile: str | None = None,
+        shutdown: GracefulShutdown | None = None,
         task_status: Any = trio.TASK_STATUS_IGNORED,
         **websocket_options: Any,
     ) -> None:
@@ -474,6 +514,10 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin, _RoutesMixin):
         a bearer token, and serves the protected resource metadata over plain
         HTTP on the same port; the resource is ``http://host:port/path``
         (see docs/authorization.md).
+        ``certfile`` / ``keyfile`` (PEM; hypercorn front door) serve ``wss://``
+        (and ``https://``).  With ``shutdown``, requests are counted and,
+        once it is stopped, the hypercorn door stops accepting and new
+        requests are refused (see :class:`~mcp_trio.server.GracefulShutdown`).
         ``task_status.started`` gets the WebSocket URLs, then (with ``http``)
         the HTTP ones.  See docs/websocket.md.
         """
@@ -481,8 +525,9 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin, _RoutesMixin):
 
         if front_door not in ("hypercorn", "wsproto"):
             raise ValueError("front_door must be 'hypercorn' or 'wsproto'")
-        if http and front_door != "hypercorn":
-            raise ValueError("http=True needs the hypercorn front door")
+        if (http or certfile is not None or shutdown is not None) and front_door != "hypercorn":
+            raise ValueError("http=True, certfile and shutdown need the hypercorn front door")
+        self._count_in(shutdown)
         endpoint = ws.WebSocketEndpoint(self.serve_session, path=path, auth=auth, **websocket_options)
         routes = auth.metadata_routes(path) if auth is not None else {}
         async with trio.open_nursery() as nursery:
@@ -503,13 +548,23 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin, _RoutesMixin):
                     http_app = ASGIApp(front, path, routes)
                     routes = {}
                 app = ws.WebSocketASGI(endpoint, http_app, routes)
-                urls = await nursery.start(partial(ws.serve_hypercorn_websocket, app, host, port))
+                door = _hypercorn_tls(certfile, keyfile)
+                if shutdown is not None:
+                    door.update(shutdown_trigger=shutdown.stopping.wait, graceful_timeout=math.inf)
+                urls = await nursery.start(partial(ws.serve_hypercorn_websocket, app, host, port, **door))
             if auth is not None:  # the resource is the endpoint's http(s) form
                 auth.bind_resource("http" + urls[0][2:] + path)
             urls = [url + path for url in urls]
             if http:
                 urls += ["http" + url[2:] for url in urls]
             task_status.started(urls)
+
+
+def _hypercorn_tls(certfile: str | None, keyfile: str | None) -> dict[str, Any]:
+    """The hypercorn ``Config`` attributes serving TLS with ``certfile`` / ``keyfile``."""
+    if certfile is None:
+        return {}
+    return {"certfile": certfile, "keyfile": keyfile}
 
 
 def _only_input_required(exc: BaseException) -> bool:

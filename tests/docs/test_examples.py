@@ -96,6 +96,12 @@ def test_every_block_is_an_example_file_or_checked(page: Path) -> None:
                     assert script == "pytest" or (EXAMPLES / script).is_file(), command
                 else:
                     raise AssertionError(f"{page.name}: a command this test cannot check: {line}")
+        elif lang == "toml":  # a config file of `mcp-trio serve --config`, served by a serve line
+            assert includes and code.strip() == f'--8<-- "{includes[0]}"', code
+            assert includes[0].endswith(".toml"), includes[0]
+            assert any(f"--config {includes[0]}" in line for line in _serve_lines()), includes[0]
+            tomllib.loads((EXAMPLES / includes[0]).read_text())
+            included.add(includes[0])
         elif lang == "json":
             config = json.loads(code)
             for entry in config["mcpServers"].values():
@@ -112,7 +118,7 @@ def test_every_block_is_an_example_file_or_checked(page: Path) -> None:
 
 def test_every_example_is_shown_somewhere() -> None:
     shown = {name for page in GUIDE for _, code in _blocks(page) for name in INCLUDE.findall(code)}
-    files = {p.name for p in EXAMPLES.iterdir() if p.suffix in (".py", ".out", ".txt")}
+    files = {p.name for p in EXAMPLES.iterdir() if p.suffix in (".py", ".out", ".txt", ".toml")}
     assert files <= shown, sorted(files - shown)
 
 

@@ -1026,7 +1026,7 @@ async def test_mcp_trio_serve_over_websocket() -> None:
                 assert TOOLS <= {tool.name for tool in await client.list_all_tools()}
         process.send_signal(signal.SIGINT)
         with trio.fail_after(10):
-            assert await process.wait() == 130
+            assert await process.wait() == 0  # a graceful stop (see tests/cli/test_serve_deploy.py)
     finally:
         if process.returncode is None:
             process.kill()

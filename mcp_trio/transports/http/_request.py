@@ -9,6 +9,7 @@ guard, and the nursery their sessions run in.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -19,6 +20,8 @@ import trio
 from ._replies import _BatchMember, _error_reply, _Message, _peek_body, _Reply
 
 ServeSession = Callable[..., Awaitable[Any]]
+
+log = logging.getLogger("mcp_trio.http")
 
 DEFAULT_ALLOWED_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 _HEADER_SESSION = "mcp-session-id"
@@ -112,6 +115,7 @@ class HostGuard:
         host = _authority(raw)
         names = self.allowed_hosts
         if names is not None and (host is None or not {host[0], f"{host[0]}:{host[1]}"} & names):
+            _REFUSALS.note("Host", raw, 421, None if host is None else f"--allowed-host {host[0]}")
             return _error_reply(421, f"Host not allowed: {raw!r}")
         origin = request.headers.get("origin")
         if origin is None or (self.allowed_origins is None and self.allowed_hosts is None):
@@ -126,7 +130,56 @@ class HostGuard:
                 and parsed[1] in self.allowed_hosts  # type: ignore[operator]
                 and parsed[2] == (host[1] or _DEFAULT_PORTS[parsed[0]])
             )
-        return None if allowed else _error_reply(403, f"Origin not allowed: {origin!r}")
+        if allowed:
+            return None
+        _REFUSALS.note(
+            "Origin", origin, 403, None if parsed is None else f"--allowed-origin {origin.lower()}"
+        )
+        return _error_reply(403, f"Origin not allowed: {origin!r}")
+
+
+class _RefusalLog:
+    """Logs each ``Host`` / ``Origin`` refusal at WARNING, once per distinct
+    value, naming the flag of ``mcp-trio serve`` (or the keyword) that allows
+    it.  Bounded: past ``limit`` distinct values, no more are remembered; the
+    refusals after that are counted and summed up in a line at each power of
+    two, so a client sending endless made-up hosts fills neither the log nor
+    memory."""
+
+    #: Longest part of a refused value written to the log.
+    _SHOWN = 200
+
+    def __init__(self, limit: int = 64) -> None:
+        self.limit = limit
+        self.seen: set[tuple[str, str]] = set()
+        self.unlogged = 0
+
+    def note(self, header: str, value: str, status: int, flag: str | None) -> None:
+        key = (header, value)
+        if key in self.seen:
+            return
+        if len(self.seen) >= self.limit:
+            self.unlogged += 1
+            if self.unlogged & (self.unlogged - 1) == 0:  # 1, 2, 4, 8 ...
+                log.warning(
+                    "refused %d more requests for their Host or Origin (not logged one by one: "
+                    "%d distinct values were already)",
+                    self.unlogged,
+                    self.limit,
+                )
+            return
+        self.seen.add(key)
+        shown = repr(value[: self._SHOWN]) + ("..." if len(value) > self._SHOWN else "")
+        hint = (
+            f"allow it with {flag} (mcp-trio serve) or allowed_{header.lower()}s=[...]"
+            if flag is not None
+            else f"not a valid {'host[:port]' if header == 'Host' else 'scheme://host[:port]'}"
+        )
+        log.warning("refused %s %s (%d): %s", header, shown, status, hint)
+
+
+#: The refusals of every guard of the process (see :class:`_RefusalLog`).
+_REFUSALS = _RefusalLog()
 
 
 _DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}

@@ -12,7 +12,8 @@ from __future__ import annotations
 import logging
 import os
 import socket
-from collections.abc import Callable, Mapping, Sequence
+import ssl
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,7 +33,7 @@ from ._request import (
     _routes,
 )
 
-__all__ = ["serve_h11"]
+__all__ = ["serve_h11", "server_ssl_context"]
 
 log = logging.getLogger("mcp_trio.http")
 
@@ -206,13 +207,15 @@ class _H11Connection:
 
     def __init__(
         self,
-        stream: trio.SocketStream,
+        stream: trio.SocketStream | trio.SSLStream[trio.SocketStream],
         limits: _H11Limits,
         table: dict[str, Handler],
         default: Handler,
         on_head: Callable[[trio.SocketStream], None] | None = None,
     ) -> None:
         self.stream = stream
+        #: The TCP connection (under TLS, the stream the TLS one runs over).
+        self.socket_stream = stream.transport_stream if isinstance(stream, trio.SSLStream) else stream
         self.on_head = on_head  # called once, when the first request head is whole
         self.limits = limits
         self.table = table
@@ -227,7 +230,7 @@ class _H11Connection:
         self.data_lot = trio.lowlevel.ParkingLot()
         self.cancel_scope = trio.CancelScope()
         self.rejected = False  # an error answer ends the connection (then a lingering close)
-        self.client = _peer_address(stream)  # for per-client limits
+        self.client = _peer_address(self.socket_stream)  # for per-client limits
 
     async def serve(self) -> None:
         async with trio.open_nursery() as nursery:
@@ -246,7 +249,8 @@ class _H11Connection:
             while not self.want and self.ahead >= _READ_SIZE:
                 await self.reader_lot.park()
             try:
-                data: bytes | None = await self.stream.receive_some(_READ_SIZE)
+                received = await self.stream.receive_some(_READ_SIZE)
+                data: bytes | None = received if isinstance(received, bytes) else bytes(received)  # (TLS)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 data = None  # a reset
             if not data:
@@ -294,7 +298,7 @@ class _H11Connection:
             return False  # the answer is out
         if conn.their_http_version != b"1.1" or not responder.probe():
             return True
-        sock = self.stream.socket
+        sock = self.socket_stream.socket
         delay = 0.001
         while delay < _PROBE_SECONDS:
             await trio.sleep(delay)
@@ -318,7 +322,8 @@ class _H11Connection:
         left = _LINGER_BYTES
         with trio.move_on_after(_LINGER_SECONDS):
             try:
-                await stream.send_eof()
+                if isinstance(stream, trio.SocketStream):  # (TLS cannot half-close: read only)
+                    await stream.send_eof()
                 while left > 0 and (data := await stream.receive_some(_READ_SIZE)):
                     left -= len(data)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
@@ -402,7 +407,7 @@ class _H11Connection:
                     return None
                 in_request = True
                 if self.on_head is not None:
-                    self.on_head(self.stream)
+                    self.on_head(self.socket_stream)
                     self.on_head = None
                 scope.deadline = trio.current_time() + self.limits.request_timeout
                 return await self._read_body(event)
@@ -488,6 +493,8 @@ async def serve_h11(
     write_timeout: float = 30.0,
     max_connections: int = 1024,
     max_connections_per_client: int | None = None,
+    ssl_context: ssl.SSLContext | None = None,
+    shutdown_trigger: Callable[[], Awaitable[Any]] | None = None,
     task_status: Any = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve ``endpoint`` over HTTP/1.1 with h11 on trio sockets (no ASGI layer).
@@ -508,7 +515,14 @@ async def serve_h11(
     (``_LINGER_SECONDS``, ``_LINGER_BYTES``).
 
     ``routes`` (path -> :class:`Handler`) serves more endpoints next to
-    ``endpoint`` at ``path``.  ``task_status.started`` gets the bound URLs.
+    ``endpoint`` at ``path``.  With ``ssl_context`` (a server-side
+    :class:`ssl.SSLContext` holding the certificate), every connection speaks
+    TLS (HTTPS); the TLS handshake counts against ``header_timeout``.
+    ``task_status.started`` gets the bound URLs (``https://`` with TLS).
+
+    When ``shutdown_trigger`` (an async callable) returns, the listening
+    sockets are closed (new clients are refused) and the connections open
+    go on until they end or the call is cancelled.
     """
     gate = ConnectionGate(max_connections, max_connections_per_client)
     table = _routes(endpoint, path, routes)
@@ -516,22 +530,47 @@ async def serve_h11(
 
     async def connection(stream: trio.SocketStream) -> None:
         # One connection's failure must never take the listener down.
+        outer = (
+            stream
+            if ssl_context is None
+            else trio.SSLStream(stream, ssl_context, server_side=True, https_compatible=True)
+        )
         try:
-            async with stream:
-                await _H11Connection(stream, limits, table, endpoint, gate.prove).serve()
+            async with outer:
+                await _H11Connection(outer, limits, table, endpoint, gate.prove).serve()
         except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
-            log.debug("HTTP connection ended abruptly: %s", exc)  # a reset by the client
+            log.debug("HTTP connection ended abruptly: %s", exc)  # a reset by the client (or a bad TLS hello)
         except Exception:
             log.exception("HTTP connection failed")
 
     listeners = await trio.open_tcp_listeners(port, host=host)
-    urls = [listener_url(listener) for listener in listeners]
+    urls = [listener_url(listener, "http" if ssl_context is None else "https") for listener in listeners]
     try:
-        task_status.started(urls)
-        await gate.serve(listeners, connection)
+        async with trio.open_nursery() as connections:
+            async with trio.open_nursery() as accepting:
+                accepting.start_soon(gate.serve, listeners, connection, connections)
+                task_status.started(urls)
+                await (shutdown_trigger or trio.sleep_forever)()
+                accepting.cancel_scope.cancel()  # no more connections
+            for listener in listeners:
+                listener.socket.close()
     finally:
         for listener in listeners:
             listener.socket.close()
+
+
+def server_ssl_context(certfile: str, keyfile: str | None = None) -> ssl.SSLContext:
+    """A server-side TLS context for :func:`serve_h11` (``ssl_context``): the
+    certificate chain in ``certfile`` and its private key (``keyfile``, default:
+    in ``certfile``), both PEM; ALPN offers ``http/1.1``.
+
+    Raises:
+        OSError, ssl.SSLError: a file cannot be read, or holds no matching key.
+    """
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(certfile, keyfile)
+    context.set_alpn_protocols(["http/1.1"])
+    return context
 
 
 def _peer_address(stream: trio.SocketStream) -> str | None:

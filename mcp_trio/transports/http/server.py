@@ -9,7 +9,8 @@ does its job.
 * :class:`HttpRequest`, :class:`Responder`, :class:`Handler`,
   :class:`HostGuard`, :class:`StreamSlots`, ``DEFAULT_ALLOWED_HOSTS``
   (``_request``): what endpoints and front doors share.
-* The front doors: :func:`serve_h11` (``h11_server``, the lean HTTP/1.1 one)
+* The front doors: :func:`serve_h11` (``h11_server``, the lean HTTP/1.1 one;
+  :func:`server_ssl_context` for its TLS)
   and :class:`ASGIApp` with :func:`serve_hypercorn` (``asgi``).
 """
 
@@ -28,6 +29,7 @@ from ._streamable import StreamableHTTP as StreamableHTTP
 from .asgi import ASGIApp as ASGIApp
 from .asgi import serve_hypercorn as serve_hypercorn
 from .h11_server import serve_h11 as serve_h11
+from .h11_server import server_ssl_context as server_ssl_context
 
 __all__ = [
     "ASGIApp",
@@ -41,4 +43,5 @@ __all__ = [
     "StreamableHTTP",
     "serve_h11",
     "serve_hypercorn",
+    "server_ssl_context",
 ]
