@@ -30,10 +30,10 @@ from ._routes import RouteResult as RouteResult
 from ._server import (
     Server as Server,
 )
+from ._shutdown import GracefulShutdown as GracefulShutdown
 from ._stats import ServerStatistics as ServerStatistics
 from ._stats import TransportStatistics as TransportStatistics
 from ._stats import prometheus_text as prometheus_text
-from ._shutdown import GracefulShutdown as GracefulShutdown
 from ._tasks import TaskManager as TaskManager
 from ._tools import ToolOptions as ToolOptions
 

@@ -81,8 +81,8 @@ from ._mrtr import InputRequired, InputSession, StateCodec
 from ._prompts import _Completion, _Prompt, _PromptsMixin
 from ._resources import _Resource, _ResourcesMixin
 from ._routes import Route, RouteHandler, _RoutesMixin, http_routes, route_handlers
-from ._stats import ServerStatistics, _Totals
 from ._shutdown import GracefulShutdown
+from ._stats import ServerStatistics, _Totals
 from ._tasks import TaskManager
 from ._tools import _Tool, _ToolsMixin
 
