@@ -70,6 +70,7 @@ import trio
 
 from .._engine._context import RequestContext
 from .._engine._session import Session, new_session
+from ..middleware._base import Middleware, wrap_handlers
 from ..transports._base import MessageChannel
 from ..transports.stdio import open_stdio_server_channel
 from ..types import _versions
@@ -110,6 +111,9 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin):
             (tools, resources, prompts, completions not registered with
             ``on_loop=True``); by default 40 at once, shared by every
             session of this server.
+        middleware: Wrap every request a handler answers (see
+            :mod:`mcp_trio.middleware` and docs/middleware.md), the first
+            listed outermost; more with :meth:`add_middleware`.
     """
 
     def __init__(
@@ -127,6 +131,7 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin):
         state_ttl: float = 600.0,
         tasks: TaskManager | None = None,
         sync_limiter: trio.CapacityLimiter | None = None,
+        middleware: Sequence[Middleware] = (),
         **session_options: Any,
     ) -> None:
         if page_size < 1:
@@ -155,6 +160,7 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin):
         self._rounds: dict[int, InputSession] = {}
         self._deferred: set[int] = set()  # requests whose tool may still call start_task()
         self._handlers: Mapping[str, Any] | None = None  # see _handler_table
+        self._middleware: list[Middleware] = list(middleware)
         self._shared_capabilities: tuple[bool, dict[str, Any]] | None = None  # see _session_capabilities
         self.tasks = tasks if tasks is not None else TaskManager(page_size=page_size)
 
@@ -259,13 +265,35 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin):
 
         return run
 
+    @property
+    def middleware(self) -> tuple[Middleware, ...]:
+        """The middleware installed, the outermost first."""
+        return tuple(self._middleware)
+
+    def add_middleware(self, middleware: Middleware) -> None:
+        """Install ``middleware`` inside those already installed (it sees each
+        request after them).  Sessions already open take it too, from their
+        next request (unless their ``request_handlers`` were changed)."""
+        self._middleware.append(middleware)
+        old = self._handlers
+        self._handlers = None
+        if old is not None:
+            table = self._handler_table()
+            for session in self._sessions:
+                if session._handlers is old:  # (still the shared table)
+                    session._handlers = table
+
     def _handler_table(self) -> Mapping[str, Any]:
-        """:meth:`request_handlers`, built on first use and shared, read-only,
-        by every session (a session copies it only when its
-        ``request_handlers`` is asked for, to be changed)."""
+        """:meth:`request_handlers`, each wrapped by the middleware, built on
+        first use (and after :meth:`add_middleware`) and shared, read-only, by
+        every session (a session copies it only when its ``request_handlers``
+        is asked for, to be changed).  No middleware: the handlers themselves."""
         table = self._handlers
         if table is None:
-            table = self._handlers = MappingProxyType(self.request_handlers())
+            handlers = self.request_handlers()
+            if self._middleware:
+                handlers = wrap_handlers(handlers, self._middleware, "server")
+            table = self._handlers = MappingProxyType(handlers)
         return table
 
     def request_handlers(self) -> dict[str, Any]:
