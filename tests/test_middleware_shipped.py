@@ -5,9 +5,12 @@ principal behind a protected endpoint)."""
 from __future__ import annotations
 
 import logging
+import re
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,7 +18,7 @@ import trio
 
 from mcp_trio import INVALID_PARAMS, McpError, RequestTimeout
 from mcp_trio.auth.server import AccessToken, CallbackVerifier, ResourceServer
-from mcp_trio.client import connect_http, connect_server
+from mcp_trio.client import connect_http, connect_server, connect_stdio
 from mcp_trio.middleware import (
     RATE_LIMITED,
     AccessLog,
@@ -28,6 +31,7 @@ from mcp_trio.middleware import (
 from mcp_trio.server import Server
 
 ACCESS = "mcp_trio.access"
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def make_server(**options: Any) -> Server:
@@ -278,3 +282,25 @@ async def test_rate_limit_per_principal_over_http() -> None:
                 assert refused.value.code == RATE_LIMITED
             async with connect_http(url, **as_user("bob-1")) as bob:
                 await bob.call_tool("add", {"a": 1, "b": 2})
+
+
+async def test_serve_access_log_writes_a_line_per_request(tmp_path: Path) -> None:
+    """``mcp-trio serve --access-log``: a line per request on stderr, at the default --log-level."""
+    (tmp_path / "access_app.py").write_text(
+        "from mcp_trio.server import Server\n"
+        "app = Server('access-app', '1.0')\n"
+        "@app.tool\n"
+        "async def shout(text: str) -> str:\n"
+        "    return text.upper()\n"
+    )
+    argv = [sys.executable, "-m", "mcp_trio._cli", "serve", "--access-log", "access_app.py:app"]
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+    with (tmp_path / "stderr.txt").open("w+b") as stderr, trio.fail_after(20):
+        async with connect_stdio(*argv, env=env, cwd=str(tmp_path), stderr=stderr) as client:
+            assert (await client.call_tool("shout", {"text": "hi"})).structuredContent == {"result": "HI"}
+            with pytest.raises(McpError):
+                await client.call_tool("whisper")
+        stderr.seek(0)
+        err = stderr.read().decode()
+    assert re.search(r"INFO mcp_trio\.access: tools/call shout id=\S+ session=- ok [\d.]+ ms", err), err
+    assert re.search(r"INFO mcp_trio\.access: tools/call whisper id=\S+ session=- error -32602 ", err), err

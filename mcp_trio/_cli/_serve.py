@@ -48,6 +48,12 @@ def add_parser(sub: Any) -> None:
         help="threshold for log records written to stderr (default: warning)",
     )
     p.add_argument(
+        "--access-log",
+        action="store_true",
+        help="log one line per request at INFO on 'mcp_trio.access' (method, tool/resource/prompt, "
+        "id, session, outcome, duration), whatever --log-level",
+    )
+    p.add_argument(
         "--http",
         metavar="HOST:PORT",
         help="serve Streamable HTTP on HOST:PORT instead of stdio (port 0 picks a free port; "
@@ -459,11 +465,15 @@ def _queue_options(args: argparse.Namespace, http: bool) -> dict[str, Any]:
 def _cmd_serve(args: argparse.Namespace) -> int:
     import trio
 
+    from ..middleware._shipped import ACCESS_LOGGER, AccessLog
+
     # Log records go to stderr (stdout is the protocol), for as long as the command runs.
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     saved_level = root.level
+    access = logging.getLogger(ACCESS_LOGGER)
+    saved_access = access.level
     root.addHandler(handler)
     root.setLevel(args.log_level.upper())
     try:
@@ -478,6 +488,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             return 1
         if args.http is None:
             server.session_options.update(_queue_options(args, http=False))
+        if args.access_log:
+            server.add_middleware(AccessLog(), outermost=True)  # (it sees the refusals of the others)
+            access.setLevel(logging.INFO)
         settle_heap()  # (after the import: what it built is never garbage)
         try:
             if args.ws is not None:
@@ -499,3 +512,4 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     finally:
         root.removeHandler(handler)
         root.setLevel(saved_level)
+        access.setLevel(saved_access)

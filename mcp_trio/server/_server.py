@@ -270,11 +270,15 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin):
         """The middleware installed, the outermost first."""
         return tuple(self._middleware)
 
-    def add_middleware(self, middleware: Middleware) -> None:
+    def add_middleware(self, middleware: Middleware, *, outermost: bool = False) -> None:
         """Install ``middleware`` inside those already installed (it sees each
-        request after them).  Sessions already open take it too, from their
-        next request (unless their ``request_handlers`` were changed)."""
-        self._middleware.append(middleware)
+        request after them), or with ``outermost`` outside them (it sees each
+        request first).  Sessions already open take it too, from their next
+        request (unless their ``request_handlers`` were changed)."""
+        if outermost:
+            self._middleware.insert(0, middleware)
+        else:
+            self._middleware.append(middleware)
         old = self._handlers
         self._handlers = None
         if old is not None:
