@@ -31,6 +31,7 @@ from mcp_trio.middleware import CallNext, RequestInfo, Result
 from mcp_trio.server import Server
 
 COUNTS = (0, 1, 5)
+FLAGS = {"--quick": "fewer, shorter rounds (a smoke test)", "--json": "print the rows as one JSON object"}
 
 
 class NoOp:
@@ -78,18 +79,20 @@ def measure(calls: int = 200, rounds: int = 50) -> list[dict[str, Any]]:
     ]
 
 
+def table(rows: list[dict[str, Any]]) -> str:
+    """``rows`` as a text table."""
+    lines = [f"{'middlewares':>11} {'calls/s':>9} {'ratio':>6}"]
+    lines += [f"{r['middlewares']:>11} {r['calls_per_s']:>9.0f} {r['ratio']:>6.3f}" for r in rows]
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer, shorter rounds")
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    for flag, meaning in FLAGS.items():
+        parser.add_argument(flag, action="store_true", help=meaning)
     args = parser.parse_args(argv)
     rows = measure(calls=50, rounds=2) if args.quick else measure()
-    if args.json:
-        print(json.dumps({"rows": rows}))
-        return 0
-    print(f"{'middlewares':>11} {'calls/s':>9} {'ratio':>6}")
-    for row in rows:
-        print(f"{row['middlewares']:>11} {row['calls_per_s']:>9.0f} {row['ratio']:>6.3f}")
+    print(json.dumps({"rows": rows}) if args.json else table(rows))
     return 0
 
 
