@@ -3,6 +3,7 @@ sees, short-circuits, errors, installing while sessions run; with real sessions 
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import msgspec
@@ -10,11 +11,12 @@ import pytest
 import trio
 
 from mcp_trio import INVALID_PARAMS, McpError
-from mcp_trio.client import connect_server
+from mcp_trio.client import connect_http, connect_server, open_client
 from mcp_trio.client.asks import CreateMessageParams, CreateMessageResult, Root
 from mcp_trio.client.results import TextContent
 from mcp_trio.middleware import CallNext, Middleware, RequestInfo, Result
 from mcp_trio.server import Context, Server
+from mcp_trio.transports.http.client import open_legacy_sse_client
 
 LEGACY = "2025-06-18"
 MODERN = "2026-07-28"
@@ -181,3 +183,23 @@ async def test_a_client_middleware_may_refuse_an_ask() -> None:
             with pytest.raises(McpError, match="no sampling today") as refused:
                 await client.call_tool("ask")
     assert refused.value.code == INVALID_PARAMS
+
+
+async def test_the_session_id_is_the_transports_over_http_and_http_sse() -> None:
+    """Streamable HTTP: the ``Mcp-Session-Id``; the 2024-11-05 HTTP+SSE transport: its session's id."""
+    log: list[tuple[str, RequestInfo]] = []
+    server = make_server(middleware=[Recorder("a", log)])
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            urls = await nursery.start(partial(server.serve_http, "127.0.0.1", 0, legacy_sse=True))
+            async with connect_http(urls[0], versions=["2025-11-25"]) as client:
+                await client.call_tool("add", {"a": 1, "b": 2})
+                streamable = getattr(client.session.channel, "session_id", None)
+            sse = urls[0].rsplit("/", 1)[0] + "/sse"
+            async with open_legacy_sse_client(sse) as channel, open_client(channel) as client:
+                await client.call_tool("add", {"a": 1, "b": 2})
+            nursery.cancel_scope.cancel()
+    first, second = (request for label, request in log if label == "a in")
+    assert first.session_id == streamable and streamable is not None
+    assert second.session_id is not None and second.session_id != streamable
+    assert first.session_key() == streamable
