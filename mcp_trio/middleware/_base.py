@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, cast, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 import msgspec
 
@@ -179,16 +179,17 @@ def _wrapped(
     method: str, handler: Handler, middleware: Sequence[Middleware], side: Literal["server", "client"]
 ) -> Handler:
     def last(request: RequestInfo) -> Awaitable[Result]:
-        return handler(cast("RequestContext", request.context), request.params)
+        return handler(request.context, request.params)  # type: ignore[arg-type]  # (set on this path)
 
     call = chain(middleware, last)
+    named = method in _NAMED  # (decided once: most methods name nothing)
 
     def run(ctx: RequestContext, params: Any) -> Awaitable[Result]:
         return call(
             RequestInfo(
                 method=method,
                 params=params,
-                name=name_of(method, params),
+                name=name_of(method, params) if named else None,
                 request_id=ctx.id,
                 session_id=session_id_of(ctx.session.channel),
                 side=side,
@@ -199,7 +200,19 @@ def _wrapped(
     return run
 
 
+_HAS_SESSION_ID: dict[type, bool] = {}  # channel class -> whether its channels have ``session_id``
+
+
 def session_id_of(channel: object) -> str | None:
-    """The session id a transport's channel knows (``session_id``), if any."""
+    """The session id a transport's channel knows (``session_id``), if any.
+
+    Whether a class of channel has one is found once (a miss of ``getattr`` with a
+    default costs an exception raised and caught, on every request)."""
+    kind = type(channel)
+    has = _HAS_SESSION_ID.get(kind)
+    if has is None:
+        has = _HAS_SESSION_ID[kind] = hasattr(channel, "session_id")
+    if not has:
+        return None
     value = getattr(channel, "session_id", None)
     return value if isinstance(value, str) else None
