@@ -53,6 +53,12 @@ def add_parser(sub: Any) -> None:
         default="warning",
         help="threshold for log records written to stderr (default: warning)",
     )
+    p.add_argument(
+        "--access-log",
+        action="store_true",
+        help="log one line per request at INFO on 'mcp_trio.access' (method, tool/resource/prompt, "
+        "id, session, outcome, duration), whatever --log-level",
+    )
     for flag, what in _ADDRESS_FLAGS.items():
         p.add_argument(
             flag, metavar="HOST:PORT", help=f"serve {what} on HOST:PORT instead of stdio{_URL_NOTE}"
@@ -474,6 +480,8 @@ def _queue_options(args: argparse.Namespace, http: bool) -> dict[str, Any]:
 def _cmd_serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     import trio
 
+    from ..middleware._shipped import ACCESS_LOGGER, AccessLog
+
     try:
         resolve(parser, args)
     except ConfigError as exc:
@@ -484,6 +492,8 @@ def _cmd_serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     saved_level = root.level
+    access = logging.getLogger(ACCESS_LOGGER)
+    saved_access = access.level
     root.addHandler(handler)
     root.setLevel(args.log_level.upper())
     try:
@@ -499,6 +509,9 @@ def _cmd_serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
             return 1
         if args.http is None:
             server.session_options.update(_queue_options(args, http=False))
+        if args.access_log:
+            server.add_middleware(AccessLog(), outermost=True)  # (it sees the refusals of the others)
+            access.setLevel(logging.INFO)
         settle_heap()  # (after the import: what it built is never garbage)
         try:
             trio.run(serve_until_signalled, partial(serve, server), args.grace_period)
@@ -515,6 +528,7 @@ def _cmd_serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
     finally:
         root.removeHandler(handler)
         root.setLevel(saved_level)
+        access.setLevel(saved_access)
 
 
 def _leaves(group: BaseExceptionGroup[Any]) -> list[BaseException]:

@@ -390,7 +390,7 @@ class _Handlers:
                     log.debug("handler for %s ended with the session: %r", event.method, exc)
                     self._n_cancelled += 1
                     return False
-                log.exception("handler for %s failed", event.method)
+                log.exception("handler for %s%s failed", event.method, _subject(event.params))
                 self._n_error += 1
                 data = core.error(id, rpc.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}")
             if data is not None:  # (None: a batch reply still waits for others)
@@ -494,3 +494,12 @@ def _until_it_waits(
                 value = context.run(send, sent)
             except StopIteration as end:
                 return True, end.value
+
+
+def _subject(params: Any) -> str:
+    """`` (NAME)`` for the tool, prompt or resource a failed request named ("" if none)."""
+    for key in ("name", "uri"):
+        value = params.get(key) if isinstance(params, dict) else getattr(params, key, None)
+        if isinstance(value, str):
+            return f" ({value[:200]})"
+    return ""

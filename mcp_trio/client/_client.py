@@ -41,7 +41,8 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, ExitStack
 from typing import Any, TypeVar, Unpack
 
 import msgspec
@@ -51,6 +52,15 @@ from .. import _jsonrpc as rpc
 from .._engine._context import RequestContext
 from .._engine._session import ProgressCallback, Session
 from .._exceptions import LocalProtocolError, McpError, RemoteProtocolError
+from ..middleware._base import (
+    Middleware,
+    RequestInfo,
+    Result,
+    SendingMiddleware,
+    chain,
+    name_of,
+    session_id_of,
+)
 from ..types import _versions
 from ..types._versions import SUBSCRIPTION_ID
 from ._cache import _CACHEABLE, _INVALIDATES, ResultCache, _cache_params
@@ -111,6 +121,7 @@ class Client(ListenMixin):
         max_pages: int,
         strict: bool = False,
         validate_output: bool = True,
+        middleware: Sequence[Middleware] = (),
     ) -> None:
         self.session = session
         self._sampling = sampling
@@ -128,6 +139,14 @@ class Client(ListenMixin):
         self._outputs = OutputSchemas(validate_output)
         self._log_level: str | None = None
         self._listening: dict[Any, Subscription] = {}
+        self._middleware = tuple(middleware)
+        # The server's 2026-07-28 asks pass the middleware here (the earlier ones, JSON-RPC
+        # requests, through the session's wrapped handlers); a middleware with ``sending``
+        # also wraps the requests this client sends.
+        self._ask_chain = chain(self._middleware, self._answer_request) if middleware else None
+        self._senders: list[Callable[[str, dict[str, Any], str | None], AbstractContextManager[None]]] = [
+            m.sending for m in self._middleware if isinstance(m, SendingMiddleware)
+        ]
 
     # ------------------------------------------------------------ properties
 
@@ -207,7 +226,10 @@ class Client(ListenMixin):
         """Send, answering ``InputRequiredResult`` rounds; returns (result, whether retried)."""
         rounds = 0
         while True:
-            result = await self.session.request(method, params or None, **options)
+            if self._senders:
+                result = await self._send_wrapped(method, params, options)
+            else:
+                result = await self.session.request(method, params or None, **options)
             if getattr(result, "resultType", None) != "input_required":
                 return result, rounds > 0
             rounds += 1
@@ -222,6 +244,19 @@ class Client(ListenMixin):
             if result.requestState is not msgspec.UNSET:
                 params["requestState"] = result.requestState
 
+    async def _send_wrapped(self, method: str, params: dict[str, Any], options: dict[str, Any]) -> Any:
+        """Send one request inside the ``sending`` contexts of the middleware."""
+        session_id = session_id_of(self.session.channel)
+        with ExitStack() as stack:
+            for sending in self._senders:
+                stack.enter_context(sending(method, params, session_id))
+            return await self.session.request(method, params or None, **options)
+
+    async def _answer_request(self, request: RequestInfo) -> Result:
+        """The end of the middleware chain of a 2026-07-28 ask."""
+        answer: Result = await self._answer(request.method, request.params)
+        return answer
+
     async def _answer_inputs(self, requests: Mapping[str, Any]) -> dict[str, Any]:
         answers: dict[str, Any] = {}
 
@@ -231,7 +266,18 @@ class Client(ListenMixin):
             params = getattr(request, "params", None)
             method = getattr(request, "method", None) or request.__struct_config__.tag
             try:
-                answers[key] = await self._answer(method, params)
+                if self._ask_chain is None:
+                    answers[key] = await self._answer(method, params)
+                else:
+                    ask = RequestInfo(
+                        method=method,
+                        params=params,
+                        name=name_of(method, params),
+                        request_id=None,
+                        session_id=session_id_of(self.session.channel),
+                        side="client",
+                    )
+                    answers[key] = await self._ask_chain(ask)
             except Exception as exc:  # the first failure ends the round
                 failed.append((method, exc))
                 cancel_scope.cancel()

@@ -22,6 +22,7 @@ import trio
 
 from .._engine._common import _unwrap
 from .._engine._session import Session, open_session
+from ..middleware._base import Middleware, wrap_handlers
 from ..transports._base import MessageChannel
 from ..transports.memory import open_memory_transport_pair
 from ..transports.stdio import open_stdio_client
@@ -82,6 +83,7 @@ async def open_client(
     strict: bool = False,
     validate_output: bool = True,
     connect_timeout: float | None = 30.0,
+    middleware: Sequence[Middleware] = (),
     **session_options: Unpack[SessionOptions],
 ) -> AsyncIterator[Client]:
     """Open a session over ``channel`` as a client and connect.
@@ -126,6 +128,11 @@ async def open_client(
             result that would be checked logs a warning).
         connect_timeout: Seconds allowed for the negotiation; past them
             :class:`trio.TooSlowError` names the server and the timeout.
+        middleware: Wrap every ask of the server this client answers
+            (sampling, elicitation, roots, custom methods), the first listed
+            outermost (see :mod:`mcp_trio.middleware`); one with a ``sending``
+            method (:class:`~mcp_trio.middleware.OpenTelemetry`) also wraps each
+            request the client sends.
         session_options: Passed to :func:`open_session` (``default_timeout`` ...;
             see :class:`~mcp_trio.client.SessionOptions`).
 
@@ -186,6 +193,7 @@ async def open_client(
             max_pages=max_pages,
             strict=strict,
             validate_output=validate_output,
+            middleware=middleware,
         )
         holder.append(client)
         for method, present in (
@@ -195,6 +203,9 @@ async def open_client(
         ):
             if present is not None:
                 session.request_handlers[method] = client._legacy_handler(method)
+        if middleware:
+            handlers = session.request_handlers
+            handlers.update(wrap_handlers(handlers, middleware, "client"))
         with trio.move_on_after(connect_timeout if connect_timeout is not None else float("inf")) as scope:
             await session.connect()
         if scope.cancelled_caught:

@@ -21,6 +21,7 @@ from .asks import (
 
 if TYPE_CHECKING:
     from .._engine._context import RequestContext
+    from ..middleware._base import Middleware
     from ..transports.http.client import HTTPAuth
 
 
@@ -66,6 +67,7 @@ class ClientOptions(SessionOptions, total=False):
     strict: bool
     validate_output: bool
     connect_timeout: float | None
+    middleware: Sequence[Middleware]
 
 
 class ConnectOptions(ClientOptions, total=False):

@@ -12,7 +12,6 @@ inside a multi-round-trip request the answer comes from the round's inputs (see
 from __future__ import annotations
 
 import inspect
-import logging
 import secrets
 from collections.abc import Callable, Sequence
 from functools import partial
@@ -24,7 +23,7 @@ import trio
 from .. import _jsonrpc as rpc
 from .._engine._context import RequestContext
 from .._engine._session import Session
-from .._exceptions import ConnectionClosed, LocalProtocolError, McpError
+from .._exceptions import LocalProtocolError, McpError
 from ..types import _versions
 from ._elicit import Elicited, form_schema, typed_answer
 from ._mrtr import MISSING
@@ -331,18 +330,6 @@ async def _call(
     if inspect.isawaitable(result):
         result = await result
     return result
-
-
-#: What a resource or prompt handler may raise that is not its failure.
-_PASSED_ON = (McpError, ConnectionClosed)
-
-
-def _failed(kind: str, name: object, exc: Exception) -> McpError:
-    """What a resource or prompt handler that raised ``exc`` is answered with:
-    ``exc`` logged at ERROR with its traceback on ``mcp_trio.server``, then
-    the -32603 error the engine answers any exception with."""
-    logging.getLogger("mcp_trio.server").error("%s %s raised %r", kind, name, exc, exc_info=exc)
-    return McpError(rpc.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}")
 
 
 def _is_async(fn: Callable[..., Any]) -> bool:

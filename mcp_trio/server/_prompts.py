@@ -17,7 +17,7 @@ import trio
 from .. import _jsonrpc as rpc
 from .._engine._context import RequestContext
 from .._exceptions import McpError
-from ._context import _PASSED_ON, Context, _call, _context_param, _failed, _thread_for, _wants_context
+from ._context import Context, _call, _context_param, _thread_for, _wants_context
 from ._results import prompt_result
 from ._signature import ArgumentError, ToolSignature
 
@@ -189,12 +189,7 @@ class _PromptsMixin:
             raise McpError(rpc.INVALID_PARAMS, f"Invalid arguments for prompt {params.name}: {exc}") from None
         if prompt.context_param is not None:
             kwargs[prompt.context_param] = self._context(ctx)
-        try:
-            value = await _call(prompt.fn, kwargs, self._sync_limiter if prompt.threaded else None)
-        except _PASSED_ON:
-            raise
-        except Exception as exc:
-            raise _failed("prompt", params.name, exc) from None
+        value = await _call(prompt.fn, kwargs, self._sync_limiter if prompt.threaded else None)
         return prompt_result(value, prompt.definition.get("description"))
 
     async def _complete(self, ctx: RequestContext, params: Any) -> Any:

@@ -20,7 +20,7 @@ from .._engine._context import RequestContext
 from .._engine._session import Session
 from .._exceptions import McpError
 from ..types import _versions
-from ._context import _PASSED_ON, Context, _call, _context_param, _failed, _thread_for
+from ._context import Context, _call, _context_param, _thread_for
 from ._results import resource_contents
 from ._uritemplate import UriTemplate
 
@@ -170,12 +170,7 @@ class _ResourcesMixin:
         kwargs = dict(values)
         if entry.context_param is not None:
             kwargs[entry.context_param] = self._context(ctx)
-        try:
-            value = await _call(entry.fn, kwargs, self._sync_limiter if entry.threaded else None)
-        except _PASSED_ON:
-            raise
-        except Exception as exc:
-            raise _failed("resource", uri, exc) from None
+        value = await _call(entry.fn, kwargs, self._sync_limiter if entry.threaded else None)
         return self._cacheable(ctx, {"contents": resource_contents(uri, value, entry.mime_type)})
 
     async def _subscribe(self, ctx: RequestContext, params: Any) -> Any:

@@ -31,6 +31,7 @@ EXAMPLES = DOCS / "examples"
 # The pages written as a guide (the design notes keep their own sketches).
 GUIDE = sorted(
     [DOCS / "index.md", DOCS / "getting-started.md", DOCS / "migrating.md", DOCS / "about-docs.md"]
+    + [DOCS / "middleware.md"]
     + list((DOCS / "guide").glob("*.md"))
 )
 BLOCK = re.compile(r"^( *)```(\w*)\n(.*?)^\1```", re.S | re.M)  # indented: in tabs

@@ -1,7 +1,8 @@
 """mypy --strict on the user files of tests/typing: the public types stay precise.
 
 client_calls.py holds every public call of the client, server_calls.py every
-public decorator of the server and the Context calls.
+public decorator of the server and the Context calls, middleware_calls.py
+middleware written and installed on both sides.
 """
 
 from __future__ import annotations
@@ -45,3 +46,8 @@ def test_the_client_calls_type_check() -> None:
 @pytest.mark.slow
 def test_the_server_decorators_type_check() -> None:
     check("server_calls.py")
+
+
+@pytest.mark.slow
+def test_middleware_type_checks() -> None:
+    check("middleware_calls.py")

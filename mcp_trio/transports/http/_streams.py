@@ -127,6 +127,11 @@ class _HttpSession(trio.abc.Channel[Frame]):
         self.client: str | None = None
 
     @property
+    def session_id(self) -> str | None:
+        """The ``Mcp-Session-Id`` (``None`` for a sessionless request's session)."""
+        return self.id
+
+    @property
     def max_queued(self) -> int | None:
         """The endpoint's bound on this session's waiting requests (the engine reads it)."""
         return self.owner.max_queued

@@ -85,6 +85,11 @@ class _LegacySession(trio.abc.Channel[Frame]):
         #: When its stream closes for idleness (a message sent or a POST received puts it off).
         self.idle_at = float("inf")
 
+    @property
+    def session_id(self) -> str:
+        """The session's id (the ``session_id`` of its messages path)."""
+        return self.id
+
     def auth_for(self, request_id: RequestId) -> Any:
         """The authorization the request ``request_id`` came with (``HttpRequest.auth``)."""
         return self.auth.get(request_id)

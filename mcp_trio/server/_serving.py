@@ -1,0 +1,263 @@
+"""Serving a Server over Streamable HTTP, stdio and WebSocket.
+
+Streamable HTTP goes through either front door, with the legacy HTTP+SSE
+endpoints, authorization, plain routes, TLS and a graceful stop.
+
+``_ServingMixin`` is part of :class:`~mcp_trio.server.Server`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from functools import partial
+from typing import TYPE_CHECKING, Any, cast
+
+import trio
+
+from ..transports._base import MessageChannel
+from ..transports.stdio import open_stdio_server_channel
+from ._routes import Route, RouteHandler, http_routes, route_handlers
+from ._shutdown import GracefulShutdown
+
+if TYPE_CHECKING:
+    from ._server import Server
+
+__all__: list[str] = []
+
+
+class _ServingMixin:
+    """The ``serve_*`` methods of a :class:`~mcp_trio.server.Server`."""
+
+    versions: Sequence[str] | None
+    tasks: Any
+    _sync_limiter: trio.CapacityLimiter
+    _routes: dict[str, Route]
+
+    if TYPE_CHECKING:  # (the Server's)
+
+        def _count_in(self, shutdown: GracefulShutdown | None) -> None: ...
+
+        async def serve_session(
+            self, channel: MessageChannel, *, task_status: Any = trio.TASK_STATUS_IGNORED
+        ) -> None: ...
+
+    async def serve_http(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 3001,
+        *,
+        path: str = "/mcp",
+        front_door: str = "h11",
+        legacy_sse: bool = False,
+        auth: Any = None,
+        routes: Mapping[str, RouteHandler | Route] | None = None,
+        metrics_path: str | None = None,
+        max_connections: int = 1024,
+        max_connections_per_client: int | None = None,
+        header_timeout: float = 10.0,
+        keepalive_timeout: float = 60.0,
+        request_timeout: float = 30.0,
+        write_timeout: float = 30.0,
+        certfile: str | None = None,
+        keyfile: str | None = None,
+        shutdown: GracefulShutdown | None = None,
+        task_status: Any = trio.TASK_STATUS_IGNORED,
+        **http_options: Any,
+    ) -> None:
+        """Serve Streamable HTTP at ``http://host:port/path`` until cancelled.
+
+        ``front_door`` is ``"h11"`` (a lean HTTP/1.1 server, the fastest) or
+        ``"hypercorn"`` (ASGI: HTTP/2, TLS and hypercorn's other settings).
+        ``legacy_sse`` also serves the 2024-11-05 HTTP+SSE transport for old
+        clients (stream at ``/sse``, messages to ``/messages``).
+        ``auth`` (an :class:`mcp_trio.auth.server.ResourceServer`) makes every
+        endpoint require a bearer token and serves the protected resource
+        metadata; see docs/authorization.md.
+        ``routes`` (path -> handler or :class:`~mcp_trio.server.Route`) and
+        the routes of ``@server.route`` serve plain HTTP next to the MCP
+        endpoint; ``metrics_path`` serves :func:`~mcp_trio.server.prometheus_text`
+        there (see docs/guide/operations.md).
+        The connection limits go to the front door (see docs/http.md):
+        ``max_connections`` at once (further clients wait in the listen
+        backlog), ``max_connections_per_client`` from one IP address (default
+        a quarter of ``max_connections``; further ones closed at once), a
+        request head whole within ``header_timeout`` seconds, idle keep-alive
+        connections closed after ``keepalive_timeout``, a request body whole
+        within ``request_timeout`` (408), writes to a client that does not
+        read abandoned after ``write_timeout`` (the connection closed).
+        With ``certfile`` (a PEM certificate chain) and ``keyfile`` (its
+        private key; default: in ``certfile``), both doors serve HTTPS.
+        With ``shutdown``, requests are counted and, once it is stopped, the
+        door stops accepting and new requests are refused (see
+        :class:`~mcp_trio.server.GracefulShutdown`).
+        ``task_status.started`` gets the endpoint URLs.  ``http_options`` go to
+        :class:`~mcp_trio.transports.http.server.StreamableHTTP` (allowed
+        hosts, response mode, session limits, event store ...).
+        """
+        from ..transports.http.legacy_sse import LegacySSE
+        from ..transports.http.server import (
+            ASGIApp,
+            StreamableHTTP,
+            serve_h11,
+            serve_hypercorn,
+            server_ssl_context,
+        )
+
+        if front_door not in ("h11", "hypercorn"):
+            raise ValueError("front_door must be 'h11' or 'hypercorn'")
+        reserved = {path.rstrip("/") or "/": "the MCP endpoint"}
+        if legacy_sse:
+            reserved.update(dict.fromkeys(("/sse", "/messages"), "the legacy HTTP+SSE endpoints"))
+        if auth is not None:
+            reserved.update(dict.fromkeys(auth.metadata_routes(path), "the authorization metadata"))
+        custom = http_routes(cast("Server", self), routes, metrics_path, reserved)
+        if auth is None and any(r.auth for r in custom.values()):
+            raise ValueError("a route registered with auth=True needs serve_http(auth=...)")
+        self._count_in(shutdown)
+        endpoint = StreamableHTTP(self.serve_session, versions=self.versions, **http_options)
+        async with trio.open_nursery() as nursery:
+            # Extension tasks outlive the (per-POST) sessions that create them.
+            await nursery.start(self.tasks.run)
+            await nursery.start(endpoint.run)
+            table: dict[str, Any] = {}
+            if legacy_sse:
+                legacy = LegacySSE(
+                    self.serve_session,
+                    max_body_size=endpoint.max_body_size,
+                    allowed_hosts=endpoint.guard.allowed_hosts,
+                    allowed_origins=endpoint.guard.allowed_origins,
+                    stream_slots=endpoint.stream_slots,  # one bound on the streams of both
+                    stream_idle_timeout=endpoint.stream_idle_timeout,
+                )
+                await nursery.start(legacy.run)
+                table = {"/sse": legacy, legacy.messages_path: legacy}
+            front: Any = endpoint
+            if auth is not None:
+                # The transport, not the session, enforces authorization.
+                front = auth.protect(endpoint)
+                table = {p: auth.protect(h) for p, h in table.items()}
+                table.update(auth.metadata_routes(path))
+            guard, limit = endpoint.guard, endpoint.max_body_size
+            for p, handler in route_handlers(custom, guard, limit, self._sync_limiter).items():
+                table[p] = handler if auth is None or not custom[p].auth else auth.protect(handler)
+            door: dict[str, Any] = {}  # what only one door takes: TLS, how to stop accepting
+            if shutdown is not None:
+                front = shutdown.wrap_endpoint(front)
+                table = {p: shutdown.wrap_endpoint(h) for p, h in table.items()}
+                door["shutdown_trigger"] = shutdown.stopping.wait
+            # the front door's connection limits, the same for both doors
+            serve: Callable[..., Awaitable[None]]
+            if front_door == "h11":
+                if certfile is not None:
+                    door["ssl_context"] = server_ssl_context(certfile, keyfile)
+                serve = partial(serve_h11, front, path=path, routes=table, request_timeout=request_timeout)
+            else:
+                door.update(_hypercorn_tls(certfile, keyfile))
+                if shutdown is not None:  # (the caller cancels when the grace it gives is over)
+                    door["graceful_timeout"] = math.inf
+                app = ASGIApp(front, path, table, request_timeout=request_timeout)
+                serve = partial(serve_hypercorn, app)
+            serve = partial(
+                serve,
+                **door,
+                max_connections=max_connections,
+                max_connections_per_client=max_connections_per_client,
+                header_timeout=header_timeout,
+                keepalive_timeout=keepalive_timeout,
+                write_timeout=write_timeout,
+            )
+            urls = await nursery.start(serve, host, port)
+            if auth is not None:
+                auth.bind_resource(urls[0] + path)
+            task_status.started([url + path for url in urls])
+
+    async def serve_stdio(self, *, shutdown: GracefulShutdown | None = None, **channel_options: Any) -> None:
+        """Serve over stdin/stdout until stdin closes.  With ``shutdown``, requests are
+        counted and refused once it is stopped (see :class:`~mcp_trio.server.GracefulShutdown`)."""
+        self._count_in(shutdown)
+        async with open_stdio_server_channel(**channel_options) as channel:
+            await self.serve_session(channel)
+
+    async def serve_websocket(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 3001,
+        *,
+        path: str = "/mcp",
+        front_door: str = "hypercorn",
+        http: bool = False,
+        http_options: dict[str, Any] | None = None,
+        auth: Any = None,
+        certfile: str | None = None,
+        keyfile: str | None = None,
+        shutdown: GracefulShutdown | None = None,
+        task_status: Any = trio.TASK_STATUS_IGNORED,
+        **websocket_options: Any,
+    ) -> None:
+        """Serve MCP over WebSocket at ``ws://host:port/path`` until cancelled.
+
+        ``front_door`` is ``"hypercorn"`` (ASGI; with ``http=True`` the same
+        server also offers Streamable HTTP at ``http://host:port/path``,
+        ``http_options`` going to
+        :class:`~mcp_trio.transports.http.server.StreamableHTTP`) or
+        ``"wsproto"`` (a lean server with exact keepalive and close codes).
+        ``websocket_options`` go to
+        :class:`~mcp_trio.transports.websocket.WebSocketEndpoint` (allowed
+        hosts and origins, message size, keepalive ...).
+        ``auth`` (an :class:`mcp_trio.auth.server.ResourceServer`) makes the
+        handshake (and, with ``http``, every Streamable HTTP request) require
+        a bearer token, and serves the protected resource metadata over plain
+        HTTP on the same port; the resource is ``http://host:port/path``
+        (see docs/authorization.md).
+        ``certfile`` / ``keyfile`` (PEM; hypercorn front door) serve ``wss://``
+        (and ``https://``).  With ``shutdown``, requests are counted and,
+        once it is stopped, the hypercorn door stops accepting and new
+        requests are refused (see :class:`~mcp_trio.server.GracefulShutdown`).
+        ``task_status.started`` gets the WebSocket URLs, then (with ``http``)
+        the HTTP ones.  See docs/websocket.md.
+        """
+        from ..transports import websocket as ws
+
+        if front_door not in ("hypercorn", "wsproto"):
+            raise ValueError("front_door must be 'hypercorn' or 'wsproto'")
+        if (http or certfile is not None or shutdown is not None) and front_door != "hypercorn":
+            raise ValueError("http=True, certfile and shutdown need the hypercorn front door")
+        self._count_in(shutdown)
+        endpoint = ws.WebSocketEndpoint(self.serve_session, path=path, auth=auth, **websocket_options)
+        routes = auth.metadata_routes(path) if auth is not None else {}
+        async with trio.open_nursery() as nursery:
+            await nursery.start(self.tasks.run)
+            if front_door == "wsproto":
+                serve = partial(ws.serve_wsproto, endpoint, host, port, routes=routes)
+                urls = await nursery.start(serve)
+            else:
+                http_app = None
+                if http:
+                    from ..transports.http.server import ASGIApp, StreamableHTTP
+
+                    http_endpoint = StreamableHTTP(
+                        self.serve_session, versions=self.versions, **(http_options or {})
+                    )
+                    await nursery.start(http_endpoint.run)
+                    front: Any = auth.protect(http_endpoint) if auth is not None else http_endpoint
+                    http_app = ASGIApp(front, path, routes)
+                    routes = {}
+                app = ws.WebSocketASGI(endpoint, http_app, routes)
+                door = _hypercorn_tls(certfile, keyfile)
+                if shutdown is not None:
+                    door.update(shutdown_trigger=shutdown.stopping.wait, graceful_timeout=math.inf)
+                urls = await nursery.start(partial(ws.serve_hypercorn_websocket, app, host, port, **door))
+            if auth is not None:  # the resource is the endpoint's http(s) form
+                auth.bind_resource("http" + urls[0][2:] + path)
+            urls = [url + path for url in urls]
+            if http:
+                urls += ["http" + url[2:] for url in urls]
+            task_status.started(urls)
+
+
+def _hypercorn_tls(certfile: str | None, keyfile: str | None) -> dict[str, Any]:
+    """The hypercorn ``Config`` attributes serving TLS with ``certfile`` / ``keyfile``."""
+    if certfile is None:
+        return {}
+    return {"certfile": certfile, "keyfile": keyfile}
