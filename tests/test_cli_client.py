@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
+from functools import partial
 
 import pytest
+import trio
 
+from mcp_trio.server import Server
 from tests.test_cli import ROOT, serving_everything_over_http
 
 EVERYTHING = f"{sys.executable} examples/everything.py"
@@ -17,32 +18,8 @@ EVERYTHING = f"{sys.executable} examples/everything.py"
 
 def cli(*argv: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     """``python -m mcp_trio._cli *argv`` in the repository, output captured."""
-    return subprocess.run(
-        [sys.executable, "-m", "mcp_trio._cli", *argv],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-
-
-@contextlib.contextmanager
-def serving_everything_over_websocket() -> Iterator[str]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mcp_trio._cli", "serve", "examples/everything.py", "--ws", "127.0.0.1:0"],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert proc.stderr is not None
-        line = proc.stderr.readline()
-        assert "WebSocket at ws://127.0.0.1:" in line, line
-        yield line.split(" at ")[1].split()[0]
-    finally:
-        proc.terminate()
-        proc.communicate(timeout=10)
+    command = [sys.executable, "-m", "mcp_trio._cli", *argv]
+    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
 
 
 def test_list_over_stdio_as_text_and_json() -> None:
@@ -114,11 +91,23 @@ def test_every_command_over_streamable_http() -> None:
         assert inspected.returncode == 0 and "Server: mcp-trio everything server" in inspected.stdout
 
 
-def test_list_over_websocket() -> None:
-    with serving_everything_over_websocket() as url:
-        done = cli("list", url)
-        assert done.returncode == 0, done.stderr
-        assert "  greet(name: string)" in done.stdout
+async def test_list_and_call_over_websocket() -> None:
+    server = Server("ws-target", "1")
+
+    @server.tool
+    async def shout(text: str) -> str:
+        return text.upper()
+
+    async with trio.open_nursery() as nursery:
+        urls = await nursery.start(partial(server.serve_websocket, "127.0.0.1", 0, front_door="wsproto"))
+        command = [sys.executable, "-m", "mcp_trio._cli", "list", urls[0]]
+        with trio.fail_after(30):
+            listed = await trio.run_process(command, cwd=ROOT, capture_stdout=True, capture_stderr=True)
+            command[3:] = ["call", urls[0], "shout", "text=hey"]
+            called = await trio.run_process(command, cwd=ROOT, capture_stdout=True, capture_stderr=True)
+        assert listed.stdout.decode().startswith("Tools (1):\n  shout(text: string)\n")
+        assert json.loads(called.stdout)["content"] == [{"type": "text", "text": "HEY"}]
+        nursery.cancel_scope.cancel()
 
 
 def test_a_target_that_cannot_start_exits_2() -> None:
