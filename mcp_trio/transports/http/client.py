@@ -36,6 +36,10 @@ How messages travel:
   every request carries its headers; a 401/403 it answers is sent again, at
   most ``_AUTH_RETRIES`` times, and one it cannot answer fails the request
   (reason ``"auth"``).
+* Through an HTTP proxy (``proxy=``, or ``HTTP_PROXY`` / ``HTTPS_PROXY``
+  unless ``NO_PROXY`` covers the host; ``trust_env=False`` ignores them):
+  ``http://`` requests in absolute form, ``https://`` through a ``CONNECT``
+  tunnel (see :mod:`._proxy`).
 * On close, the session is ended with DELETE (a 405 answer is fine).  At
   2026-07-28, cancelling a request closes its response stream instead of
   posting ``notifications/cancelled``, as that revision specifies.
