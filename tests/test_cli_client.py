@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from functools import partial
+from pathlib import Path
 
 import pytest
 import trio
@@ -158,3 +159,30 @@ def test_usage_errors_exit_2(argv: list[str], message: str) -> None:
     done = cli(*argv)
     assert done.returncode == 2
     assert message in done.stderr and "usage: mcp-trio" in done.stderr
+
+
+RAW_SERVER = """
+import json, sys
+for line in sys.stdin:
+    msg = json.loads(line)
+    if "id" not in msg:
+        continue
+    if msg["method"] == "initialize":
+        result = {"protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
+                  "serverInfo": {"name": "raw", "version": "0"}}
+    elif msg["method"] == "tools/list":
+        schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+        result = {"tools": [{"name": "count", "inputSchema": {"type": "object"}, "outputSchema": schema}]}
+    else:
+        result = {"content": [{"type": "text", "text": "many"}], "structuredContent": {"n": "many"}}
+    print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}), flush=True)
+"""
+
+
+def test_a_result_that_breaks_its_output_schema_exits_1(tmp_path: Path) -> None:
+    pytest.importorskip("jsonschema_rs")
+    (tmp_path / "raw.py").write_text(RAW_SERVER)
+    done = cli("call", "count", "--", sys.executable, str(tmp_path / "raw.py"))
+    assert done.returncode == 1
+    assert json.loads(done.stdout)["structuredContent"] == {"n": "many"}  # shown all the same
+    assert "the server's answer is invalid: the structured content of tool count" in done.stderr

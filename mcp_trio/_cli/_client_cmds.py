@@ -8,7 +8,9 @@ Exit codes (for scripts):
 
 * 0: success;
 * 1: the server answered with a failure: a tool result with ``isError``, or
-  a JSON-RPC error reply (an unknown tool, invalid arguments ...);
+  a JSON-RPC error reply (an unknown tool, invalid arguments ...), or an
+  invalid answer (a ``structuredContent`` that does not match the tool's
+  ``outputSchema`` ...);
 * 2: a usage error, the target cannot be started or reached, the connection
   broke, or ``--timeout`` passed.
 
@@ -30,7 +32,7 @@ from typing import Any
 import msgspec
 import trio
 
-from .._exceptions import ConnectionClosed, McpError
+from .._exceptions import ConnectionClosed, McpError, RemoteProtocolError
 from .._version import __version__
 
 __all__ = ["COMMANDS", "add_parsers", "command"]
@@ -131,7 +133,11 @@ def command(argv: Sequence[str]) -> int:
         parser.print_usage(sys.stderr)
         print(f"mcp-trio {name}: {exc}", file=sys.stderr)
         return _EXIT_USAGE
-    return trio.run(_main, name, connection, run, getattr(args, "json", False))
+    try:
+        return trio.run(_main, name, connection, run, getattr(args, "json", False))
+    except KeyboardInterrupt:
+        print(f"mcp-trio {name}: interrupted", file=sys.stderr)
+        return 130
 
 
 def _headers(given: list[str]) -> dict[str, str]:
@@ -281,6 +287,8 @@ async def _main(name: str, connection: _Connection, run: Callable[[Any], Any], a
         if _is_transport_failure(exc):
             return fail(f"{connection.shown}: {exc.message}")
         return fail(f"the server answered with error {exc.code}: {exc.message}", _EXIT_FAILED)
+    except RemoteProtocolError as exc:
+        return fail(f"the server's answer is invalid: {exc}", _EXIT_FAILED)
 
 
 def _dumps(value: Any) -> str:
@@ -315,7 +323,7 @@ async def _inspect(client: Any) -> dict[str, Any]:
 def _call_runner(tool: str, given: dict[str, Any]) -> Callable[[Any], Any]:
     async def call(client: Any) -> int:
         schema: Any = {}
-        if any(isinstance(value, _Raw) for value in given.values()) and "tools" in client.server_capabilities:
+        if "tools" in client.server_capabilities:  # the schemas: to convert arguments, check the result
             for listed in await client.list_all_tools():
                 if listed.name == tool:
                     schema = listed.inputSchema
@@ -327,6 +335,11 @@ def _call_runner(tool: str, given: dict[str, Any]) -> Callable[[Any], Any]:
         }
         try:
             result = await client.call_tool(tool, arguments)
+        except RemoteProtocolError as exc:
+            kept = getattr(exc, "result", None)  # an OutputValidationError holds the result
+            if kept is not None:
+                print(_dumps(kept))
+            raise
         except McpError as exc:
             if not _is_transport_failure(exc):
                 error = {"code": exc.code, "message": exc.message}
