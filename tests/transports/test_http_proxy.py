@@ -30,6 +30,7 @@ from tests.transports.test_http_client import (
     request,
     start,
 )
+from tests.transports.test_websocket import serving
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 PROXY_VARIABLES = ("http_proxy", "https_proxy", "no_proxy", "all_proxy")
@@ -325,3 +326,21 @@ def test_choosing_the_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
     assert Proxy("http://u:s%3Acret@p:1").headers() == [("Proxy-Authorization", "Basic dTpzOmNyZXQ=")]
     with pytest.raises(ValueError, match="only http:// proxies are supported"):
         Proxy("socks5://p:1080")
+
+
+async def test_wss_tunnels_through_the_https_proxy_trusting_ssl_cert_file(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    server_ctx, _ = _certificates(tmp_path)
+    async with trio.open_nursery() as nursery:
+        proxy = RecordingProxy()
+        await nursery.start(proxy.run)
+        async with serving("wsproto", echo_server().serve_session, ssl_context=server_ctx) as (url, _):
+            assert url.startswith("wss://")
+            monkeypatch.setenv("HTTPS_PROXY", proxy.url)
+            monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "ca.pem"))
+            with trio.fail_after(10):
+                async with connect_websocket(url) as client:
+                    assert (await client.call_tool("echo", {"text": "wss"})).isError is False
+        assert proxy.methods() == [f"CONNECT {url.split('/')[2]}"]
+        nursery.cancel_scope.cancel()
