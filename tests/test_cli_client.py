@@ -18,8 +18,8 @@ EVERYTHING = f"{sys.executable} examples/everything.py"
 
 
 def cli(*argv: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    """``python -m mcp_trio._cli *argv`` in the repository, output captured."""
-    command = [sys.executable, "-m", "mcp_trio._cli", *argv]
+    """``python -m mcp_trio *argv`` in the repository, output captured."""
+    command = [sys.executable, "-m", "mcp_trio", *argv]
     return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
 
 
@@ -101,7 +101,7 @@ async def test_list_and_call_over_websocket() -> None:
 
     async with trio.open_nursery() as nursery:
         urls = await nursery.start(partial(server.serve_websocket, "127.0.0.1", 0, front_door="wsproto"))
-        command = [sys.executable, "-m", "mcp_trio._cli", "list", urls[0]]
+        command = [sys.executable, "-m", "mcp_trio", "list", urls[0]]
         with trio.fail_after(30):
             listed = await trio.run_process(command, cwd=ROOT, capture_stdout=True, capture_stderr=True)
             command[3:] = ["call", urls[0], "shout", "text=hey"]

@@ -290,7 +290,7 @@ async def test_the_cli_goes_through_the_proxy_with_its_headers() -> None:
         argv = [
             sys.executable,
             "-m",
-            "mcp_trio._cli",
+            "mcp_trio",
             "call",
             url,
             "echo",
