@@ -118,6 +118,9 @@ def test_a_target_that_cannot_start_exits_2() -> None:
     done = cli("inspect", "--", "no-such-program-here", "x")
     assert done.returncode == 2
     assert "cannot start 'no-such-program-here x': No such file or directory" in done.stderr
+    done = cli("list", "examples/everything.py")  # a Python file is not a program
+    assert done.returncode == 2
+    assert "(to run a Python file: 'python examples/everything.py')" in done.stderr
 
 
 def test_an_unreachable_url_exits_2() -> None:

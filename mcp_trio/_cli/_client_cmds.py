@@ -214,6 +214,7 @@ class _Connection:
         """The connected :class:`~mcp_trio.client.Client`; failures to connect become :class:`_Fatal`."""
         from ..client import connect, open_client
         from ..transports.stdio import open_stdio_client
+        from ..transports.websocket import WebSocketConnectError
 
         options: dict[str, Any] = {"name": "mcp-trio-cli", "version": __version__}
         options["connect_timeout"] = self.timeout
@@ -224,17 +225,15 @@ class _Connection:
                     options[key] = {"headers": self.headers}
                 try:
                     client = await stack.enter_async_context(connect(self.url, **options))
-                except (McpError, ConnectionClosed, OSError, ValueError) as exc:
+                except (McpError, ConnectionClosed, WebSocketConnectError, OSError, ValueError) as exc:
                     raise _Fatal(_unreachable(self.url, _reason(exc))) from None
-                except Exception as exc:
-                    if type(exc).__name__ != "WebSocketConnectError":
-                        raise
-                    raise _Fatal(_unreachable(self.url, str(exc))) from None
             else:
                 try:
                     process = await stack.enter_async_context(open_stdio_client(self.argv))
                 except OSError as exc:
                     problem = f"{exc.strerror}: {self.argv[0]!r}" if exc.strerror else str(exc)
+                    if self.argv[0].endswith(".py"):
+                        problem += f" (to run a Python file: 'python {self.shown}')"
                     raise _Fatal(f"cannot start {self.shown!r}: {problem}") from None
                 try:
                     client = await stack.enter_async_context(open_client(process.channel, **options))
