@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import ssl
 import sys
 import urllib.parse
 from collections.abc import AsyncIterator, Iterator
@@ -49,14 +50,15 @@ class RecordingProxy:
     """An HTTP proxy for the tests: absolute-form requests (rewritten to origin
     form and forwarded) and CONNECT tunnels; records each request head."""
 
-    def __init__(self, credentials: str | None = None) -> None:
+    def __init__(self, credentials: str | None = None, ssl_context: ssl.SSLContext | None = None) -> None:
         self.seen: list[tuple[str, str, dict[str, str]]] = []  # method, target, headers
         self.credentials = credentials  # "user:password" the proxy insists on
+        self.ssl_context = ssl_context  # an https:// proxy
         self.port = 0
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{'https' if self.ssl_context else 'http'}://127.0.0.1:{self.port}"
 
     def methods(self) -> list[str]:
         return [f"{method} {target}" for method, target, _ in self.seen]
@@ -67,8 +69,10 @@ class RecordingProxy:
         task_status.started()
         await trio.serve_listeners(self._connection, listeners)
 
-    async def _connection(self, client: trio.SocketStream) -> None:
+    async def _connection(self, client: trio.abc.Stream) -> None:
         upstream: trio.SocketStream | None = None
+        if self.ssl_context is not None:
+            client = trio.SSLStream(client, self.ssl_context, server_side=True)
         try:
             async with client, trio.open_nursery() as nursery:
                 buffer = bytearray()
@@ -116,7 +120,7 @@ class RecordingProxy:
                 upstream.socket.close()
 
 
-async def _read_head(stream: trio.SocketStream, buffer: bytearray) -> bytes | None:
+async def _read_head(stream: trio.abc.Stream, buffer: bytearray) -> bytes | None:
     while b"\r\n\r\n" not in buffer:
         data = await stream.receive_some(65536)
         if not data:
@@ -128,7 +132,7 @@ async def _read_head(stream: trio.SocketStream, buffer: bytearray) -> bytes | No
     return head
 
 
-async def _pipe(source: trio.SocketStream, sink: trio.SocketStream, scope: trio.CancelScope) -> None:
+async def _pipe(source: trio.abc.Stream, sink: trio.abc.Stream, scope: trio.CancelScope) -> None:
     try:
         while data := await source.receive_some(65536):
             await sink.send_all(data)
@@ -244,6 +248,34 @@ async def test_https_goes_through_a_connect_tunnel_trusting_ssl_cert_file(
         nursery.cancel_scope.cancel()
 
 
+async def test_an_https_proxy_carries_tls_in_tls_and_absolute_form(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    server_ctx, _ = _certificates(tmp_path)  # one certificate for 127.0.0.1: the proxy and the server
+    monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "ca.pem"))
+    async with trio.open_nursery() as nursery:
+        proxy = RecordingProxy(ssl_context=server_ctx)
+        await nursery.start(proxy.run)
+        assert proxy.url.startswith("https://")
+        tls_server = await start(nursery, mcp_handler(), ssl_context=server_ctx)
+        plain_server = await start(nursery, mcp_handler())
+        monkeypatch.setenv("HTTPS_PROXY", proxy.url)
+        monkeypatch.setenv("HTTP_PROXY", proxy.url)
+        for server in (tls_server, plain_server):
+            async with open_http_client(server.url, listen=False) as channel:
+                await handshake(channel)
+                await channel.send(request(1, "ping"))
+                assert (await receive_json(channel))["id"] == 1
+            assert [r.rpc_method for r in server.of("POST")] == [
+                "initialize",
+                "notifications/initialized",
+                "ping",
+            ]
+        assert proxy.methods()[0] == f"CONNECT 127.0.0.1:{tls_server.port}"
+        assert proxy.methods()[1:] == [f"POST {plain_server.url}"] * 3 + [f"DELETE {plain_server.url}"]
+        nursery.cancel_scope.cancel()
+
+
 async def test_a_proxy_refusing_connect_is_named(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     server_ctx, _ = _certificates(tmp_path)
     async with trio.open_nursery() as nursery:
@@ -324,7 +356,7 @@ def test_choosing_the_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
     assert choose_proxy("https", "api.example", 443, None, False) is None
     assert Proxy("http://u:s%3Acret@p:1").url == "http://u:***@p:1"
     assert Proxy("http://u:s%3Acret@p:1").headers() == [("Proxy-Authorization", "Basic dTpzOmNyZXQ=")]
-    with pytest.raises(ValueError, match="only http:// proxies are supported"):
+    with pytest.raises(ValueError, match="only http:// and https:// proxies work"):
         Proxy("socks5://p:1080")
 
 

@@ -105,7 +105,7 @@ class Target:
 
 
 def raw_socket(stream: trio.abc.Stream) -> trio.socket.SocketType | None:
-    if isinstance(stream, trio.SSLStream):
+    while isinstance(stream, trio.SSLStream):  # TLS in TLS through an https:// proxy
         stream = stream.transport_stream
     return stream.socket if isinstance(stream, trio.SocketStream) else None
 
@@ -354,6 +354,7 @@ class Pool:
         self.target = target
         self.proxy = proxy
         self.tunnel = proxy is not None and (tunnel or target.scheme == "https")
+        self._proxy_ssl_context: ssl.SSLContext | None = None
         self.ssl_context = ssl_context
         if target.scheme == "https" and ssl_context is None:
             self.ssl_context = ssl.create_default_context()
@@ -374,6 +375,11 @@ class Pool:
                     stream = await trio.open_tcp_stream(target.host, target.port)
                 else:
                     stream = await trio.open_tcp_stream(proxy.host, proxy.port)
+                    if proxy.tls:
+                        stream = trio.SSLStream(
+                            stream, self._proxy_tls(), server_hostname=proxy.host, https_compatible=True
+                        )
+                        await stream.do_handshake()
                     if self.tunnel:
                         await open_tunnel(stream, proxy, target.host, target.port)
                 if self.ssl_context is not None:
@@ -393,6 +399,12 @@ class Pool:
             raise Failure("connect", f"cannot connect to {where}: no answer within {self.connect_timeout} s")
         self.opened += 1
         return Connection(stream, self.read_timeout)
+
+    def _proxy_tls(self) -> ssl.SSLContext:
+        """The TLS settings for an ``https://`` proxy: the system's (made once)."""
+        if self._proxy_ssl_context is None:
+            self._proxy_ssl_context = ssl.create_default_context()
+        return self._proxy_ssl_context
 
     def _take_idle(self) -> Connection | None:
         while self._idle:

@@ -10,8 +10,10 @@ Rules:
   suffixes, ``host:port``, ``*``) bypasses the proxy as
   :func:`urllib.request.proxy_bypass_environment` decides.  Loopback
   addresses are not bypassed by themselves: list them in ``NO_PROXY``.
-* The proxy is an ``http://`` URL (a bare ``host:port`` means that); its
-  user and password become a ``Proxy-Authorization: Basic`` header.
+* The proxy is an ``http://`` URL (a bare ``host:port`` means that) or an
+  ``https://`` one (TLS to the proxy, verified with the system's CA
+  settings); its user and password become a ``Proxy-Authorization: Basic``
+  header.
 * Plain ``http://`` requests go to the proxy in absolute form
   (``POST http://host/mcp``); ``https://`` and WebSocket connections are
   tunnelled with ``CONNECT host:port``, then TLS (for https/wss) runs to the
@@ -49,17 +51,19 @@ class Proxy:
     def __init__(self, url: str) -> None:
         given = url if "://" in url else f"http://{url}"
         parts = urllib.parse.urlsplit(given)
-        if parts.scheme.lower() != "http":
+        scheme = parts.scheme.lower()
+        if scheme not in ("http", "https"):
             raise ValueError(
-                f"unsupported proxy {_hide_password(given)!r}: only http:// proxies are supported"
+                f"unsupported proxy {_hide_password(given)!r}: only http:// and https:// proxies work"
             )
         if not parts.hostname:
             raise ValueError(f"the proxy URL names no host: {_hide_password(given)!r}")
         self.host = parts.hostname
         try:
-            self.port = parts.port or 80
+            self.port = parts.port or (443 if scheme == "https" else 80)
         except ValueError:
             raise ValueError(f"the proxy URL has an invalid port: {_hide_password(given)!r}") from None
+        self.tls = scheme == "https"  # TLS to the proxy itself (then TLS in TLS for https targets)
         self.url = _hide_password(given)
         self.authorization: str | None = None
         if parts.username is not None:

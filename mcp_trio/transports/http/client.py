@@ -363,7 +363,7 @@ async def open_http_client(url: str, **options: Any) -> AsyncIterator[HTTPClient
         auth: Credentials for every request (see :class:`HTTPAuth`;
             :class:`mcp_trio.auth.client.OAuthClient` is the OAuth 2.1
             implementation).
-        proxy: An ``http://`` proxy for every request (credentials in the
+        proxy: An ``http://`` (or ``https://``) proxy for every request (credentials in the
             URL become ``Proxy-Authorization: Basic``), whatever the
             environment says.
         trust_env: Without ``proxy``, go through the proxy that

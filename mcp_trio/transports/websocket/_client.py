@@ -240,7 +240,7 @@ async def open_websocket_client(
             up, the handshake is tried again on a new connection (at most 3
             times).  Authorizing is not bounded by ``connect_timeout``, which
             applies to each attempt.
-        proxy: An ``http://`` proxy to tunnel through (``CONNECT``), whatever
+        proxy: An ``http://`` (or ``https://``) proxy to tunnel through (``CONNECT``), whatever
             the environment says.
         trust_env: Without ``proxy``, use the proxy ``HTTPS_PROXY`` (wss) or
             ``HTTP_PROXY`` (ws) names unless ``NO_PROXY`` covers the host, as
