@@ -376,3 +376,19 @@ async def test_wss_tunnels_through_the_https_proxy_trusting_ssl_cert_file(
                     assert (await client.call_tool("echo", {"text": "wss"})).isError is False
         assert proxy.methods() == [f"CONNECT {url.split('/')[2]}"]
         nursery.cancel_scope.cancel()
+
+
+async def test_the_oauth_clients_requests_use_the_proxy_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcp_trio.auth._client_http import OAuthHttp
+
+    async with proxy_and_server() as (proxy, url, _):
+        metadata = url.replace("/mcp", "/.well-known/oauth-protected-resource")
+        monkeypatch.setenv("HTTP_PROXY", proxy.url)
+        with trio.fail_after(10):
+            reply = await OAuthHttp(timeout=5).request("GET", metadata)
+        assert reply.status == 404  # the server has no such document; the proxy carried the question
+        assert proxy.methods() == [f"GET {metadata}"]
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+        with trio.fail_after(10):
+            await OAuthHttp(timeout=5).request("GET", metadata)
+        assert len(proxy.seen) == 1
