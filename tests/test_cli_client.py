@@ -189,3 +189,13 @@ def test_a_result_that_breaks_its_output_schema_exits_1(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert json.loads(done.stdout)["structuredContent"] == {"n": "many"}  # shown all the same
     assert "the server's answer is invalid: the structured content of tool count" in done.stderr
+
+
+def test_a_reader_that_goes_away_gets_no_traceback() -> None:
+    command = [sys.executable, "-m", "mcp_trio", "list", EVERYTHING]
+    with subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        proc.stdout.close()  # as `| head -0` would
+        stderr = proc.stderr.read()
+        assert proc.wait(timeout=60) == 1
+    assert b"Traceback" not in stderr, stderr.decode()

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import sys
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -138,6 +139,9 @@ def command(argv: Sequence[str]) -> int:
     except KeyboardInterrupt:
         print(f"mcp-trio {name}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader went away (``| head``): no traceback, and none at exit
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return _EXIT_FAILED
 
 
 def _headers(given: list[str]) -> dict[str, str]:
