@@ -45,6 +45,7 @@ LAYERS: dict[str, int] = {
     "auth": 5,
     "fuzzing": 5,
     "_cli": 6,
+    "__main__": 7,  # python -m mcp_trio: runs the command
     "": 6,  # mcp_trio/__init__.py
 }
 

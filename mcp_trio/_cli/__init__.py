@@ -11,6 +11,8 @@ Subcommands:
 * ``fuzz --stdio CMD | --http URL | --client CMD``: hypothesis-driven campaigns
   against any MCP server or client (needs the ``fuzz`` extra); ``fuzz replay FILE`` runs a saved
   finding again.
+* ``list | call | inspect TARGET``: poke any MCP server (a command, an
+  ``http(s)://`` or ``ws(s)://`` URL); see :mod:`._client_cmds`.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from . import _fuzz, _serve
+from . import _client_cmds, _fuzz, _serve
 from ._serve import load_server as load_server
 
 __all__ = ["load_server", "main"]
@@ -75,7 +77,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="fuzz an MCP server (see 'mcp-trio fuzz --help'); 'mcp-trio fuzz replay FILE' replays a finding",
         add_help=False,
     )
+    _client_cmds.add_parsers(sub)
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] and argv[0] in _client_cmds.COMMANDS:
+        return _client_cmds.command(argv)
     if argv[:1] == ["fuzz"]:
         return _fuzz.command(argv[1:])
     if argv[:1] == ["codegen"]:

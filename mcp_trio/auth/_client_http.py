@@ -5,7 +5,9 @@ authorization endpoint.
 They go through the project's own HTTP/1.1 client
 (:mod:`mcp_trio.transports.http._http11`), one short-lived connection each (these
 requests are rare, and the servers are often different origins), with every
-read bounded: response size, time, and the number of redirects followed.
+read bounded: response size, time, and the number of redirects followed.  They
+honour ``HTTP_PROXY`` / ``HTTPS_PROXY`` / ``NO_PROXY`` as the MCP channel does
+(:mod:`mcp_trio.transports.http._proxy`).
 
 The OAuth client's requests also pass a :class:`UrlGuard` (the MCP security
 best practices on SSRF): the URLs come from servers, and a hostile one must
@@ -25,6 +27,7 @@ import trio
 
 from .._version import __version__
 from ..transports.http._http11 import Failure, Pool, Target
+from ..transports.http._proxy import choose_proxy
 
 __all__ = ["HttpReply", "OAuthHttp", "UrlGuard"]
 
@@ -190,6 +193,9 @@ class OAuthHttp:
             connect_timeout=self.timeout,
             read_timeout=self.timeout,
             max_idle=0,
+            proxy=choose_proxy(
+                target.scheme, target.host, target.port, None, True
+            ),  # HTTP(S)_PROXY, NO_PROXY
         )
         try:
             with trio.fail_after(self.timeout):

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import textwrap
 import tomllib
+from contextlib import AsyncExitStack
 from pathlib import Path
 
 import pytest
@@ -45,15 +46,25 @@ def _blocks(page: Path) -> list[tuple[str, str]]:
     return [(m.group(2), textwrap.dedent(m.group(3))) for m in BLOCK.finditer(page.read_text())]
 
 
-def _serve_lines() -> list[str]:
+def _sh_lines(*prefixes: str) -> list[str]:
+    """The commands of the pages' shell blocks that start with one of ``prefixes``."""
     lines = []
     for page in GUIDE:
         for lang, code in _blocks(page):
             if lang == "sh":
-                lines += [
-                    ln.split("#")[0].strip() for ln in code.splitlines() if ln.startswith("mcp-trio serve")
-                ]
+                lines += [ln.split("#")[0].strip() for ln in code.splitlines() if ln.startswith(prefixes)]
     return sorted(set(lines))
+
+
+def _serve_lines() -> list[str]:
+    return _sh_lines("mcp-trio serve")
+
+
+CLIENT_COMMANDS = ("mcp-trio list ", "mcp-trio call ", "mcp-trio inspect ")
+
+
+def _client_lines() -> list[str]:
+    return _sh_lines(*CLIENT_COMMANDS)
 
 
 def test_the_guide_pages_exist() -> None:
@@ -92,6 +103,8 @@ def test_every_block_is_an_example_file_or_checked(page: Path) -> None:
                         assert set(filter(None, (match.group(1) or "").split(","))) <= extras
                 elif command.startswith("mcp-trio serve"):
                     assert command in _serve_lines()  # served below
+                elif command.startswith(CLIENT_COMMANDS):
+                    assert command in _client_lines()  # run below
                 elif command.startswith(("python ", "pytest")):
                     script = command.split()[-1]
                     assert script == "pytest" or (EXAMPLES / script).is_file(), command
@@ -209,3 +222,29 @@ async def test_a_serve_line_serves(line: str) -> None:
                 sys.executable, "-m", "mcp_trio._cli", "serve", *argv, cwd=str(EXAMPLES), env=example_env()
             ) as client:
                 assert await client.list_all_tools()
+
+
+@pytest.mark.parametrize("line", _client_lines())
+async def test_a_client_command_line_runs(line: str) -> None:
+    """``mcp-trio list | call | inspect`` lines: run against the example they name (a URL: the
+    page's server, served on a free port); they must succeed and print something."""
+    argv = [sys.executable if word == "python" else word for word in shlex.split(line)[1:]]
+    argv = [re.sub(r"^python ", f"{sys.executable} ", word) for word in argv]
+    url = next((word for word in argv if re.match(r"(http|ws)://", word)), None)
+    async with AsyncExitStack() as stack:
+        if url is not None:
+            flag = "--http" if url.startswith("http") else "--ws"
+            argv[argv.index(url)] = await stack.enter_async_context(
+                served("first_server.py", flag, "127.0.0.1:0", cwd=EXAMPLES)
+            )
+        with trio.fail_after(TIMEOUT):
+            done = await trio.run_process(
+                [sys.executable, "-m", "mcp_trio._cli", *argv],
+                cwd=EXAMPLES,
+                env=example_env(),
+                capture_stdout=True,
+                capture_stderr=True,
+                check=False,
+            )
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stdout.strip(), line

@@ -1054,7 +1054,7 @@ async def test_modern_requests_carry_method_name_and_param_headers(nursery: trio
 
 
 def _certificates(tmp_path: Any) -> tuple[ssl.SSLContext, ssl.SSLContext]:
-    """A throwaway CA and a certificate for 127.0.0.1: (server context, client context)."""
+    """A throwaway CA (written to ``ca.pem``) and a certificate for 127.0.0.1: (server context, client context)."""
     x509 = pytest.importorskip("cryptography.x509")
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
@@ -1091,6 +1091,7 @@ def _certificates(tmp_path: Any) -> tuple[ssl.SSLContext, ssl.SSLContext]:
     )
     pem = serialization.Encoding.PEM
     (tmp_path / "cert.pem").write_bytes(cert.public_bytes(pem))
+    (tmp_path / "ca.pem").write_bytes(ca.public_bytes(pem))
     (tmp_path / "key.pem").write_bytes(
         key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
     )

@@ -33,6 +33,7 @@ from ._headers import encode_value as _encode_header_value
 from ._headers import header_annotations as _header_annotations
 from ._headers import param_headers as _param_headers
 from ._http11 import Failure, Headers, Pool, Response, Target, excerpt
+from ._proxy import choose_proxy
 
 log = logging.getLogger("mcp_trio.http")
 
@@ -135,6 +136,8 @@ class _ChannelBase(trio.abc.Channel[Frame]):
         renew_sessions: bool = True,
         max_renewals: int = 3,
         auth: HTTPAuth | None = None,
+        proxy: str | None = None,
+        trust_env: bool = True,
     ) -> None:
         if max_connections < 1:
             raise ValueError("max_connections must be at least 1")
@@ -170,6 +173,7 @@ class _ChannelBase(trio.abc.Channel[Frame]):
             connect_timeout=timeout,
             read_timeout=read_timeout,
             max_idle=max_connections,
+            proxy=choose_proxy(self._target.scheme, self._target.host, self._target.port, proxy, trust_env),
         )
         self._limiter = trio.CapacityLimiter(max_connections)
         self.session_id: str | None = None

@@ -19,6 +19,7 @@ import trio
 
 from ... import _jsonrpc as rpc
 from .._base import Frame, RequestId
+from ._proxy import Proxy, open_tunnel
 
 __all__ = [
     "TRANSPORT_ERROR",
@@ -104,7 +105,7 @@ class Target:
 
 
 def raw_socket(stream: trio.abc.Stream) -> trio.socket.SocketType | None:
-    if isinstance(stream, trio.SSLStream):
+    while isinstance(stream, trio.SSLStream):  # TLS in TLS through an https:// proxy
         stream = stream.transport_stream
     return stream.socket if isinstance(stream, trio.SocketStream) else None
 
@@ -332,7 +333,12 @@ class Response:
 
 
 class Pool:
-    """Keep-alive connections to one origin."""
+    """Keep-alive connections to one origin, directly or through an HTTP ``proxy``.
+
+    Through a proxy, ``https`` connections (and every one with ``tunnel``, as
+    WebSockets need) are tunnelled with ``CONNECT``; plain ``http`` requests
+    go to the proxy in absolute form (see :mod:`._proxy`).
+    """
 
     def __init__(
         self,
@@ -342,8 +348,13 @@ class Pool:
         connect_timeout: float,
         read_timeout: float | None,
         max_idle: int,
+        proxy: Proxy | None = None,
+        tunnel: bool = False,
     ) -> None:
         self.target = target
+        self.proxy = proxy
+        self.tunnel = proxy is not None and (tunnel or target.scheme == "https")
+        self._proxy_ssl_context: ssl.SSLContext | None = None
         self.ssl_context = ssl_context
         if target.scheme == "https" and ssl_context is None:
             self.ssl_context = ssl.create_default_context()
@@ -355,12 +366,22 @@ class Pool:
         self.opened = 0  # connections made (for tests and statistics)
 
     async def _connect(self) -> Connection:
-        target = self.target
-        where = f"{target.host}:{target.port}"
+        target, proxy = self.target, self.proxy
+        where = f"{target.host}:{target.port}" + (f" through the proxy {proxy.url}" if proxy else "")
         stream: trio.abc.Stream | None = None
         try:
             with trio.move_on_after(self.connect_timeout) as scope:
-                stream = await trio.open_tcp_stream(target.host, target.port)
+                if proxy is None:
+                    stream = await trio.open_tcp_stream(target.host, target.port)
+                else:
+                    stream = await trio.open_tcp_stream(proxy.host, proxy.port)
+                    if proxy.tls:
+                        stream = trio.SSLStream(
+                            stream, self._proxy_tls(), server_hostname=proxy.host, https_compatible=True
+                        )
+                        await stream.do_handshake()
+                    if self.tunnel:
+                        await open_tunnel(stream, proxy, target.host, target.port)
                 if self.ssl_context is not None:
                     stream = trio.SSLStream(
                         stream, self.ssl_context, server_hostname=target.host, https_compatible=True
@@ -378,6 +399,12 @@ class Pool:
             raise Failure("connect", f"cannot connect to {where}: no answer within {self.connect_timeout} s")
         self.opened += 1
         return Connection(stream, self.read_timeout)
+
+    def _proxy_tls(self) -> ssl.SSLContext:
+        """The TLS settings for an ``https://`` proxy: the system's (made once)."""
+        if self._proxy_ssl_context is None:
+            self._proxy_ssl_context = ssl.create_default_context()
+        return self._proxy_ssl_context
 
     def _take_idle(self) -> Connection | None:
         while self._idle:
@@ -401,11 +428,14 @@ class Pool:
         A kept-alive connection that turns out to be closed before the
         server answered anything is replaced by a new one, once.
         """
+        url = f"{self.target.scheme}://{self.target.host_header}{target}"
+        if self.proxy is not None and not self.tunnel:  # absolute form, to the proxy
+            target, headers = url, [*headers, *self.proxy.headers()]
         for attempt in range(2):
             conn = self._take_idle() if attempt == 0 else None
             if conn is None:
                 conn = await self._connect()
-            conn.exchange = f"{method} {self.target.scheme}://{self.target.host_header}{target}"
+            conn.exchange = f"{method} {url}"
             try:
                 event = await conn.start(method, target, headers, body)
             except Failure as exc:

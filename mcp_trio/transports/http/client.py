@@ -36,6 +36,10 @@ How messages travel:
   every request carries its headers; a 401/403 it answers is sent again, at
   most ``_AUTH_RETRIES`` times, and one it cannot answer fails the request
   (reason ``"auth"``).
+* Through an HTTP proxy (``proxy=``, or ``HTTP_PROXY`` / ``HTTPS_PROXY``
+  unless ``NO_PROXY`` covers the host; ``trust_env=False`` ignores them):
+  ``http://`` requests in absolute form, ``https://`` through a ``CONNECT``
+  tunnel (see :mod:`._proxy`).
 * On close, the session is ended with DELETE (a 405 answer is fine).  At
   2026-07-28, cancelling a request closes its response stream instead of
   posting ``notifications/cancelled``, as that revision specifies.
@@ -87,7 +91,7 @@ import inspect
 import ssl
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypedDict, TypeVar, Unpack
 
 import trio
 
@@ -104,6 +108,7 @@ __all__ = [
     "TRANSPORT_ERROR",
     "HTTPAuth",
     "HTTPClientChannel",
+    "LegacySSEOptions",
     "open_http_client",
     "open_legacy_sse_client",
 ]
@@ -358,39 +363,51 @@ async def open_http_client(url: str, **options: Any) -> AsyncIterator[HTTPClient
         auth: Credentials for every request (see :class:`HTTPAuth`;
             :class:`mcp_trio.auth.client.OAuthClient` is the OAuth 2.1
             implementation).
+        proxy: An ``http://`` (or ``https://``) proxy for every request (credentials in the
+            URL become ``Proxy-Authorization: Basic``), whatever the
+            environment says.
+        trust_env: Without ``proxy``, go through the proxy that
+            ``HTTP_PROXY`` / ``HTTPS_PROXY`` (or their lower-case forms) name
+            for the URL's scheme, unless ``NO_PROXY`` covers its host (loopback
+            addresses included: list them there); False: connect directly.
+            Through a proxy, ``http://`` requests are sent in absolute form and
+            ``https://`` connections tunnelled with ``CONNECT``.  TLS
+            verification uses the system's CA settings either way
+            (``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` are honoured by the default
+            ``ssl_context``).
     """
     async with _serve(HTTPClientChannel(url, **options), legacy=False) as opened:
         yield opened
 
 
+class LegacySSEOptions(TypedDict, total=False):
+    """The options of :func:`open_legacy_sse_client`, as those of :func:`open_http_client`."""
+
+    headers: Mapping[str, str] | None
+    timeout: float
+    read_timeout: float | None
+    ssl_context: ssl.SSLContext | None
+    max_message_size: int
+    proxy: str | None
+    trust_env: bool
+
+
 @asynccontextmanager
 async def open_legacy_sse_client(
-    url: str,
-    *,
-    headers: Mapping[str, str] | None = None,
-    timeout: float = 30.0,
-    read_timeout: float | None = None,
-    ssl_context: ssl.SSLContext | None = None,
-    max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+    url: str, **options: Unpack[LegacySSEOptions]
 ) -> AsyncIterator[HTTPClientChannel]:
     """A channel over the deprecated HTTP+SSE transport (protocol 2024-11-05).
 
     Opens the SSE stream at ``url`` and waits (up to ``timeout``) for its
     ``endpoint`` event, which must name a URL on the same origin; every
     message is then POSTed there.  The channel ends when the stream does.
+    ``options`` (``headers``, ``timeout``, ``read_timeout``, ``ssl_context``,
+    ``max_message_size``, ``proxy``, ``trust_env``) mean what they mean for
+    :func:`open_http_client`.
 
     Raises:
         ConnectionError: the stream could not be opened or sent no endpoint.
     """
-    channel = HTTPClientChannel(
-        url,
-        headers=headers,
-        timeout=timeout,
-        read_timeout=read_timeout,
-        ssl_context=ssl_context,
-        max_message_size=max_message_size,
-        listen=False,
-        terminate_on_close=False,
-    )
+    channel = HTTPClientChannel(url, listen=False, terminate_on_close=False, **options)
     async with _serve(channel, legacy=True) as opened:
         yield opened

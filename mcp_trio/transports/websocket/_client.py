@@ -23,6 +23,7 @@ from wsproto.utilities import RemoteProtocolError
 
 from ..http._client_base import _AUTH_RETRIES, HTTPAuth
 from ..http._http11 import Failure, Pool, Target, close_stream, excerpt
+from ..http._proxy import choose_proxy
 from ..stdio import DEFAULT_MAX_MESSAGE_SIZE
 from ._channel import (
     _READ_SIZE,
@@ -213,6 +214,8 @@ async def open_websocket_client(
     close_timeout: float = 5.0,
     inbound_buffer: int = 16,
     auth: HTTPAuth | None = None,
+    proxy: str | None = None,
+    trust_env: bool = True,
 ) -> AsyncIterator[WebSocketChannel]:
     """Connect to the MCP WebSocket endpoint ``url`` (``ws://`` or ``wss://``).
 
@@ -237,6 +240,12 @@ async def open_websocket_client(
             up, the handshake is tried again on a new connection (at most 3
             times).  Authorizing is not bounded by ``connect_timeout``, which
             applies to each attempt.
+        proxy: An ``http://`` (or ``https://``) proxy to tunnel through (``CONNECT``), whatever
+            the environment says.
+        trust_env: Without ``proxy``, use the proxy ``HTTPS_PROXY`` (wss) or
+            ``HTTP_PROXY`` (ws) names unless ``NO_PROXY`` covers the host, as
+            the HTTP client does (see :mod:`mcp_trio.transports.http.client`);
+            False: connect directly.
 
     Raises:
         WebSocketConnectError: the connection could not be opened (the message
@@ -259,6 +268,8 @@ async def open_websocket_client(
         connect_timeout=connect_timeout,
         read_timeout=None,
         max_idle=0,
+        proxy=choose_proxy(target.scheme, target.host, target.port, proxy, trust_env),
+        tunnel=True,
     )
     if auth is None:
         stream, ws, subprotocol = await _connect(pool, url, target, extra, connect_timeout)

@@ -1,0 +1,7 @@
+"""python -m mcp_trio: the mcp-trio command."""
+
+import sys
+
+from ._cli import main
+
+sys.exit(main())
