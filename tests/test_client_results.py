@@ -148,7 +148,8 @@ async def test_the_same_types_in_every_revision(version: str, caplog: pytest.Log
 
         for value in (page, result, failed, shaped, read, prompts, got, done):
             assert not unset_anywhere(value)
-    assert caplog.records == []  # our server sends nothing its revision lacks
+    # our server sends nothing its revision lacks (its "boom" tool logs its error, as it should)
+    assert [r for r in caplog.records if r.name.startswith("mcp_trio.client")] == []
 
 
 async def test_to_builtins_gives_the_wire_shape() -> None:

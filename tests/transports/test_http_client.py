@@ -1054,7 +1054,8 @@ async def test_modern_requests_carry_method_name_and_param_headers(nursery: trio
 
 
 def _certificates(tmp_path: Any) -> tuple[ssl.SSLContext, ssl.SSLContext]:
-    """A throwaway CA (written to ``ca.pem``) and a certificate for 127.0.0.1: (server context, client context)."""
+    """A throwaway CA (written to ``ca.pem``) and a certificate for 127.0.0.1:
+    (server context, client context)."""
     x509 = pytest.importorskip("cryptography.x509")
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
