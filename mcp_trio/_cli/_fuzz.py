@@ -46,6 +46,10 @@ class _Progress:
         else:
             print(f"mcp-trio fuzz: {text}", file=self.stream, flush=True)
 
+    def finish(self) -> None:
+        """Take the status line away (the summary follows)."""
+        self._clear()
+
     def _clear(self) -> None:
         if self.drawn:
             self.stream.write("\r\x1b[K")
@@ -271,6 +275,7 @@ def command(argv: Sequence[str]) -> int:
     except fuzzing.TargetFailed as exc:
         stats, status = exc.stats, 2
         progress.event(f"error: {exc}")
+    progress.finish()
     junit, sarif = (Path(p) if p else None for p in (args.junit, args.sarif))
     fuzzing.runner.write_ci_reports(cfg, stats, junit, sarif)
     print(fuzzing.runner.summary(cfg, stats), end="")

@@ -148,7 +148,7 @@ class HttpConnection(Connection):
         while True:
             event = conn.next_event()
             if event is h11.NEED_DATA:
-                left = deadline - time.monotonic()
+                left, data = deadline - time.monotonic(), b""
                 if left > 0:
                     sock.settimeout(left)
                     try:
