@@ -163,12 +163,15 @@ class Connection:
 
     def _got(self, data: bytes, http: int | None = None) -> None:
         rec = Received(self.now(), data, http=http)
+        too_deep = False
         try:
             rec.message = loads(data.decode("utf-8"))
             rec.parsed = True
+        except TooDeep:
+            too_deep = True  # JSON the fuzzer does not read, not junk
         except (UnicodeDecodeError, ValueError, RecursionError):
             pass
-        if not _is_jsonrpc(rec.message) or not rec.parsed:
+        if not too_deep and (not _is_jsonrpc(rec.message) or not rec.parsed):
             self.junk.append(data)
         self.received.append(rec)
         self.log("recv", data, **({"http": http} if http is not None else {}))

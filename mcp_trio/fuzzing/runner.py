@@ -252,7 +252,9 @@ def _search(
         def test(case: Any) -> None:
             if errors:  # the campaign is over: let hypothesis finish without running anything
                 raise _Found
-            if best and shrink_started and time.monotonic() - shrink_started[0] > cfg.shrink_time:
+            now = time.monotonic()
+            over = cfg.time_budget is not None and now - started > cfg.time_budget  # (wall time)
+            if best and shrink_started and (now - shrink_started[0] > cfg.shrink_time or over):
                 if case == best[0]:
                     raise _Found
                 return

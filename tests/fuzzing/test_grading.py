@@ -471,3 +471,27 @@ def test_a_wedged_session_is_found_by_the_request_after_the_case() -> None:
             assert session.run_case([b'[{"jsonrpc":"2.0","id":"r","method":"ping"}]']).violations == []
         finally:
             session.close()
+
+
+def test_an_answer_nested_past_the_limit_is_not_taken_for_junk() -> None:
+    conn = drv.Connection()
+    deep = b'{"jsonrpc":"2.0","id":1,"result":{"a":' + b"[" * 500 + b"]" * 500 + b"}}"
+    conn._got(deep)
+    conn._got(b"debug: hello")
+    assert conn.junk == [b"debug: hello"] and len(conn.received) == 2
+
+
+def test_shrinking_stops_when_the_wall_time_is_up(tmp_path: Path) -> None:
+    cfg = FuzzConfig(
+        toy("answers-notifications"),
+        campaigns=["valid"],
+        max_examples=None,
+        time_budget=2,
+        shrink_time=300,
+        timeout=2,
+        max_findings=1,
+        out_dir=tmp_path,
+    )
+    [stats] = run(cfg)
+    assert stats.findings and stats.findings[0].violation.severity == "violation"
+    assert stats.seconds < 2 + 10  # the time budget, the replay of the best case so far, no more
