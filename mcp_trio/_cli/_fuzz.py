@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -12,8 +13,58 @@ from typing import Any
 __all__ = ["command"]
 
 
-def _fuzz_progress(line: str) -> None:
-    print(f"mcp-trio fuzz: {line}", file=sys.stderr, flush=True)
+class _Progress:
+    """What a run shows while it goes: event lines (findings, campaigns done), and the current
+    status (campaign, phase, examples, messages sent, findings) redrawn in place on a terminal,
+    or as a plain line every ``every`` seconds otherwise (a CI log)."""
+
+    def __init__(self, stream: Any = None, every: float = 10.0) -> None:
+        self.stream = stream or sys.stderr
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.every = every if not self.tty else 0.2
+        self.last = 0.0
+        self.drawn = False
+        self.phase: str | None = None
+
+    def event(self, line: str) -> None:
+        self._clear()
+        print(f"mcp-trio fuzz: {line}", file=self.stream, flush=True)
+
+    def status(self, st: Any) -> None:
+        now = time.monotonic()
+        if now - self.last < self.every and st.phase == self.phase:
+            return
+        self.last, self.phase = now, st.phase
+        text = (
+            f"{st.revision} {st.campaign}: {st.phase}, {st.examples} examples, {st.messages} messages sent, "
+            f"{st.findings} findings"
+        )
+        if self.tty:
+            self.stream.write("\r\x1b[K" + text[:200])
+            self.stream.flush()
+            self.drawn = True
+        else:
+            print(f"mcp-trio fuzz: {text}", file=self.stream, flush=True)
+
+    def finish(self) -> None:
+        """Take the status line away (the summary follows)."""
+        self._clear()
+
+    def _clear(self) -> None:
+        if self.drawn:
+            self.stream.write("\r\x1b[K")
+            self.drawn = False
+
+
+def _make_target(fuzzing: Any, args: argparse.Namespace, transport: str | None) -> Any:
+    """The target the arguments name (None: none named)."""
+    if args.stdio:
+        return fuzzing.StdioTarget(args.stdio)
+    if args.http:
+        return fuzzing.HttpTarget(args.http)
+    if args.client:
+        return fuzzing.ClientTarget(args.client, transport=transport or "http")
+    return None
 
 
 def _import_fuzzing() -> Any:
@@ -23,15 +74,6 @@ def _import_fuzzing() -> Any:
         print(f"mcp-trio fuzz: error: {exc}", file=sys.stderr)
         return None
     return fuzzing
-
-
-def _target(fuzzing: Any, args: argparse.Namespace, client_transport: str) -> Any:
-    """The target that --stdio, --client or --http names (None without any)."""
-    if args.stdio:
-        return fuzzing.StdioTarget(args.stdio)
-    if args.client:
-        return fuzzing.ClientTarget(args.client, transport=client_transport)
-    return fuzzing.HttpTarget(args.http) if args.http else None
 
 
 def _cmd_fuzz_replay(argv: Sequence[str]) -> int:
@@ -61,7 +103,7 @@ def _cmd_fuzz_replay(argv: Sequence[str]) -> int:
     try:
         saved = fuzzing.load_transcript(args.file)
         transport = args.client_transport or saved.get("target", {}).get("transport", "http")
-        target = _target(fuzzing, args, transport)
+        target = _make_target(fuzzing, args, transport)
         transcript, violations = fuzzing.replay(args.file, target=target, timeout=args.timeout)
     except (OSError, ValueError, KeyError) as exc:
         print(f"mcp-trio fuzz replay: error: {exc}", file=sys.stderr)
@@ -73,7 +115,7 @@ def _cmd_fuzz_replay(argv: Sequence[str]) -> int:
         Path(args.out).write_text(json.dumps(transcript, indent=1, ensure_ascii=False) + "\n")
     wanted = (saved.get("finding") or {}).get("key")
     for v in violations:
-        print(f"{v.key}: {v.message}")
+        print(f"{v.key} [{v.severity}]: {v.message}")
     if not violations:
         print("no violation")
     if wanted is not None:
@@ -93,6 +135,10 @@ def command(argv: Sequence[str]) -> int:
         description="Fuzz an MCP server or client with hypothesis-driven campaigns; each violation is "
         "shrunk, replayed on a fresh session and saved as a transcript "
         "('mcp-trio fuzz replay FILE' runs it again).",
+        epilog="Findings are graded by the rule they break: a violation (a MUST) fails the run, a "
+        "deviation (a SHOULD) only with --strict, a note (a judgement call) or a flaky finding (not "
+        "seen again on replay) never. Exit status: 0 passed, 1 failed, 2 the target cannot start or "
+        "died outside a finding (or bad arguments), 130 interrupted (the partial report is written).",
     )
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--stdio", metavar="CMD", help='launch this server command ("CMD ARGS")')
@@ -124,17 +170,23 @@ def command(argv: Sequence[str]) -> int:
         "and http with --http; client with --client; stateful only when asked)",
     )
     parser.add_argument("--seed", type=int, default=0, help="hypothesis seed (default 0)")
-    budget = parser.add_mutually_exclusive_group()
-    budget.add_argument(
-        "--max-examples", type=int, default=None, help="examples per campaign and revision (default 100)"
+    parser.add_argument(
+        "--max-examples",
+        type=int,
+        default=None,
+        metavar="N",
+        help="examples per campaign and revision (default 100; with --time, whichever comes first)",
     )
-    budget.add_argument(
+    parser.add_argument(
         "--time",
         type=float,
         default=None,
         metavar="SECONDS",
-        help="time per campaign and revision instead of an example count",
+        help="wall time per campaign and revision (shrinking and replay included)",
     )
+    parser.add_argument("--strict", action="store_true", help="deviations (SHOULDs broken) fail the run too")
+    parser.add_argument("--junit", metavar="FILE", help="also write the findings as JUnit XML")
+    parser.add_argument("--sarif", metavar="FILE", help="also write the findings as SARIF 2.1.0")
     parser.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for answers (default 5)")
     parser.add_argument(
         "--max-findings",
@@ -178,11 +230,15 @@ def command(argv: Sequence[str]) -> int:
     args = parser.parse_args(argv)
     if args.max_findings < 1:
         parser.error("--max-findings must be at least 1")
+    if args.max_examples is not None and args.max_examples < 1:
+        parser.error("--max-examples must be at least 1")
+    if args.time is not None and args.time <= 0:
+        parser.error("--time must be more than 0 seconds")
     fuzzing = _import_fuzzing()
     if fuzzing is None:
         return 2
     try:
-        target = _target(fuzzing, args, args.client_transport)
+        target = _make_target(fuzzing, args, args.client_transport)
     except ValueError as exc:
         print(f"mcp-trio fuzz: error: {exc}", file=sys.stderr)
         return 2
@@ -191,12 +247,13 @@ def command(argv: Sequence[str]) -> int:
         if args.client
         else ["valid", "invalid", "lifecycle", "capabilities", *(["http"] if args.http else [])]
     )
+    progress = _Progress()
     cfg = fuzzing.FuzzConfig(
         target=target,
         revisions=args.revision or ["2025-11-25"],
         campaigns=campaigns,
         seed=args.seed,
-        max_examples=None if args.time is not None else (args.max_examples or 100),
+        max_examples=args.max_examples if args.time is not None else (args.max_examples or 100),
         time_budget=args.time,
         timeout=args.timeout,
         skip_probes=frozenset(args.skip),
@@ -205,12 +262,24 @@ def command(argv: Sequence[str]) -> int:
         shrink_time=args.shrink_time,
         all_revisions=args.all_revisions,
         out_dir=Path(args.out),
-        progress=_fuzz_progress,
+        progress=progress.event,
+        status=progress.status,
+        strict=args.strict,
     )
+    status = None
     try:
         stats = fuzzing.run(cfg)
-    except KeyboardInterrupt:
-        return 130
+    except fuzzing.Interrupted as exc:
+        stats, status = exc.stats, 130
+        progress.event("interrupted (Ctrl-C): the report holds what ran")
+    except fuzzing.TargetFailed as exc:
+        stats, status = exc.stats, 2
+        progress.event(f"error: {exc}")
+    progress.finish()
+    junit, sarif = (Path(p) if p else None for p in (args.junit, args.sarif))
+    fuzzing.runner.write_ci_reports(cfg, stats, junit, sarif)
     print(fuzzing.runner.summary(cfg, stats), end="")
     print(f"mcp-trio fuzz: report in {Path(args.out) / 'report.json'}", file=sys.stderr)
-    return 1 if fuzzing.runner.violations_found(stats) else 0
+    if status is not None:
+        return status
+    return 1 if fuzzing.runner.violations_found(stats, args.strict) else 0

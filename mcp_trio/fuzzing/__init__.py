@@ -7,7 +7,8 @@ never imports this package.  The command is ``mcp-trio fuzz`` (see
 * :mod:`.strategies`: hypothesis strategies for valid messages of every
   revision (derived from the generated types) and for invalid traffic.
 * :mod:`.driver`: raw stdio and Streamable HTTP drivers that send bytes.
-* :mod:`.oracles`: what a peer must never do, with the spec text of each rule.
+* :mod:`.oracles`: what a peer must never do, each finding graded by the rule it breaks
+  (:data:`RULES`: the MUST or SHOULD sentence, its document and revision).
 * :mod:`.stateful`: a hypothesis state machine for long sessions (``stateful``).
 * :mod:`.client`: a fuzzing server and the client-side oracles (``--client``).
 * :mod:`.runner`: campaigns, shrinking, replay, transcripts and reports.
@@ -23,19 +24,32 @@ except ImportError as exc:  # pragma: no cover - depends on the install
 from . import runner
 from .client import ClientTarget
 from .driver import HttpTarget, StdioTarget
-from .oracles import ORACLES, Violation, check, classify
-from .runner import CAMPAIGNS, Finding, FuzzConfig, Session, load_transcript, replay, run
+from .oracles import ORACLES, RULES, Violation, check, classify
+from .runner import (
+    CAMPAIGNS,
+    Finding,
+    FuzzConfig,
+    Interrupted,
+    Session,
+    TargetFailed,
+    load_transcript,
+    replay,
+    run,
+)
 from .strategies import cases, from_type, invalid_items, valid_items, valid_message
 
 __all__ = [
     "CAMPAIGNS",
     "ClientTarget",
     "ORACLES",
+    "RULES",
     "Finding",
     "FuzzConfig",
     "HttpTarget",
+    "Interrupted",
     "Session",
     "StdioTarget",
+    "TargetFailed",
     "Violation",
     "cases",
     "check",

@@ -222,15 +222,15 @@ def _check_stdio(log: ServerLog) -> list[orc.Violation]:
     if any(e.get("dir") == "refused-batch" for e in log.events) and not _versions.supports_batching(revision):
         out.append(orc.Violation("valid-message", f"a JSON-RPC batch in {revision}, which has none", "batch"))
     if _versions.is_stateless(revision):
-        for msg, _ in log.client_messages:
-            if isinstance(msg, dict) and "method" not in msg:
-                out.append(
-                    orc.Violation(
-                        "valid-message",
-                        f"a response from a 2026-07-28 client, which gets no requests: {orc._excerpt(msg)}",
-                        "response",
-                    )
-                )
+        out += [
+            orc.Violation(
+                "valid-message",
+                f"a response from a 2026-07-28 client, which gets no requests: {orc._excerpt(msg)}",
+                "response",
+            )
+            for msg, _ in log.client_messages
+            if isinstance(msg, dict) and "method" not in msg
+        ]
     return out
 
 

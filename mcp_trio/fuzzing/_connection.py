@@ -12,13 +12,87 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import shlex
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CommandTarget", "Connection", "HttpExchange", "Received", "decode_bytes", "encode_bytes"]
+__all__ = [
+    "MAX_NESTING",
+    "CommandTarget",
+    "Connection",
+    "HttpExchange",
+    "Received",
+    "TooDeep",
+    "decode_bytes",
+    "encode_bytes",
+    "loads",
+]
+
+#: Seconds an SSE answer gets to end once the responses it was read for came.
+STREAM_GRACE = 1.0
+
+#: Extra HTTP headers for each payload of a send (None: none).
+Headers = Sequence[dict[str, str] | None]
+
+#: Nesting depth past which the fuzzer reads no JSON text (RFC 8259 section 9: "An implementation
+#: may set limits on the maximum depth of nesting"), well below any Python recursion limit, so that
+#: whether a text decodes is the same in a campaign (where hypothesis raises the recursion limit)
+#: and in its replay.
+MAX_NESTING = 400
+_STRINGS = re.compile(rb'"(?:[^"\\]|\\.)*"')
+_BRACKETS = re.compile(rb"[\[\]{}]")
+
+
+class TooDeep(RecursionError):
+    """A JSON text nested deeper than :data:`MAX_NESTING` (a RecursionError, as the decoder's own
+    would be, so every reader treats both alike)."""
+
+
+_SENT = [0]
+
+
+def messages_sent() -> int:
+    """Messages (stdio lines, HTTP requests, fuzzing-server answers) sent to targets so far in
+    this process; a campaign counts the difference."""
+    return _SENT[0]
+
+
+def log_event(events: list[dict[str, Any]], t: float, direction: str, data: bytes, **extra: Any) -> None:
+    """Append one transcript event (the bytes, cut at 64 KiB, with their size when cut)."""
+    if direction == "send":
+        _SENT[0] += 1
+    events.append(
+        {
+            "t": t,
+            "dir": direction,
+            **encode_bytes(data[:65536]),
+            **({"size": len(data)} if len(data) > 65536 else {}),
+            **extra,
+        }
+    )
+
+
+def nesting(data: bytes) -> int:
+    """The deepest nesting of arrays and objects in a JSON text (strings skipped)."""
+    if data.count(b"[") + data.count(b"{") <= MAX_NESTING:
+        return 0  # cannot be deeper than the limit: not worth a scan
+    depth = deepest = 0
+    for bracket in _BRACKETS.findall(_STRINGS.sub(b"", data)):
+        depth += 1 if bracket in b"[{" else -1
+        deepest = max(deepest, depth)
+    return deepest
+
+
+def loads(data: bytes | str, **kwargs: Any) -> Any:
+    """``json.loads`` with the same outcome wherever it runs: a text nested deeper than
+    :data:`MAX_NESTING` raises :class:`TooDeep` whatever the recursion limit."""
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+    if nesting(raw) > MAX_NESTING:
+        raise TooDeep(f"JSON nested deeper than {MAX_NESTING}")
+    return json.loads(data, **kwargs)
 
 
 def encode_bytes(data: bytes) -> dict[str, str]:
@@ -61,6 +135,10 @@ class HttpExchange:
     event_id: str | None = None  # the SSE event id the stream was dropped at (see request())
     payload: int | None = None  # index of the payload in the case
     expects_response: bool = False
+    #: An SSE answer that had not ended :data:`STREAM_GRACE` seconds after the last response
+    #: it was read for ("After the JSON-RPC response has been sent, the server SHOULD terminate
+    #: the SSE stream").
+    stream_open: bool = False
     t: float = 0.0
     index: int = -1  # position in Connection.http
 
@@ -81,24 +159,19 @@ class Connection:
         return round(time.monotonic() - self.started, 6)
 
     def log(self, direction: str, data: bytes, **extra: Any) -> None:
-        self.events.append(
-            {
-                "t": self.now(),
-                "dir": direction,
-                **encode_bytes(data[:65536]),
-                **({"size": len(data)} if len(data) > 65536 else {}),
-                **extra,
-            }
-        )
+        log_event(self.events, self.now(), direction, data, **extra)
 
     def _got(self, data: bytes, http: int | None = None) -> None:
         rec = Received(self.now(), data, http=http)
+        too_deep = False
         try:
-            rec.message = json.loads(data.decode("utf-8"))
+            rec.message = loads(data.decode("utf-8"))
             rec.parsed = True
+        except TooDeep:
+            too_deep = True  # JSON the fuzzer does not read, not junk
         except (UnicodeDecodeError, ValueError, RecursionError):
             pass
-        if not _is_jsonrpc(rec.message) or not rec.parsed:
+        if not too_deep and (not _is_jsonrpc(rec.message) or not rec.parsed):
             self.junk.append(data)
         self.received.append(rec)
         self.log("recv", data, **({"http": http} if http is not None else {}))
@@ -110,8 +183,13 @@ class Connection:
         *,
         want: set[Any],
         timeout: float,
-        headers: Sequence[dict[str, str] | None] | None = None,
+        headers: Headers | None = None,
     ) -> None:
+        """Send ``payloads`` (with extra HTTP ``headers`` per payload) and wait, up to
+        ``timeout`` in all, until every id in ``want`` is answered."""
+        self._send(payloads, want, time.monotonic() + timeout, headers or [])
+
+    def _send(self, payloads: Sequence[bytes], want: set[Any], deadline: float, headers: Headers) -> None:
         raise NotImplementedError
 
     def wait(self, want: set[Any], timeout: float) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 import msgspec
 
 from ..types import _versions
+from ._connection import loads
 
 __all__ = ["Expect", "IdExpect", "classify", "classify_payload", "idkey", "rejected_params_codes"]
 
@@ -90,7 +91,7 @@ def classify(frame: bytes, revision: str, *, initialized: bool = True) -> Expect
     e = Expect()
     try:
         text = frame.decode("utf-8")
-        value = json.loads(text, parse_constant=_reject_constant)
+        value = loads(text, parse_constant=_reject_constant)
     except RecursionError:
         e.lenient = True
         e.null_allowed += 1
@@ -143,7 +144,7 @@ def _classify_bad_utf8(frame: bytes, revision: str, initialized: bool) -> Expect
     note.  Anything else is a parse error."""
     try:
         replaced = frame.decode("utf-8", "replace")
-        json.loads(replaced, parse_constant=_reject_constant)
+        loads(replaced, parse_constant=_reject_constant)
     except (ValueError, RecursionError):
         e = Expect()
         e.null_required.append(PARSE_ERROR)

@@ -8,15 +8,18 @@ The lowest module of the runner: the server and client campaigns, the state mach
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hypothesis import Phase, Verbosity, settings
 from hypothesis import strategies as st
 
 from ..types import _versions
 from . import oracles as orc
+from .strategies import ALL_HEALTH_CHECKS
 
 __all__ = [
     "CampaignStats",
@@ -30,11 +33,32 @@ __all__ = [
     "write_report",
 ]
 
-TRANSCRIPT_FORMAT = "mcp-trio-fuzz-transcript/1"
+#: /2: each finding carries the rule it breaks (``rule``, ``cites``) and its grade; a reused id
+#: answered short is keyed ``one-response:reused-id[-stream]``.  /1 transcripts still load
+#: (:func:`load_transcript` upgrades them).
+TRANSCRIPT_FORMAT = "mcp-trio-fuzz-transcript/2"
+OLD_TRANSCRIPT_FORMATS = ("mcp-trio-fuzz-transcript/1",)
 
 
 class TargetError(Exception):
     """The target cannot be fuzzed at all (no answer to initialize, cannot start)."""
+
+
+class TargetDown(TargetError):
+    """The target cannot start, or died outside any case: the run cannot go on (exit status 2)."""
+
+
+@dataclass
+class Status:
+    """Where a run is, for a progress display: the campaign, its phase (``generating``,
+    ``shrinking``, ``replaying``), and the counts so far."""
+
+    revision: str
+    campaign: str
+    phase: str
+    examples: int
+    messages: int
+    findings: int
 
 
 @dataclass
@@ -57,6 +81,10 @@ class FuzzConfig:
     skip_probes: frozenset[str] = frozenset()  # probe kinds (Item notes, e.g. "deep_nesting") left out
     out_dir: Path | None = None
     progress: Callable[[str], None] = lambda line: None
+    #: Called on every example and change of phase (a progress display; the CLI draws it).
+    status: Callable[[Status], None] = lambda status: None
+    #: Deviations (SHOULDs) fail the run too, not only violations (MUSTs).
+    strict: bool = False
 
 
 @dataclass
@@ -75,11 +103,13 @@ class CampaignStats:
     examples: int = 0
     sessions: int = 0
     seconds: float = 0.0
+    messages: int = 0  # JSON-RPC messages (or HTTP requests) sent to the target
     findings: list[Finding] = field(default_factory=list)
     not_reproduced: list[dict[str, Any]] = field(default_factory=list)
     skipped: str | None = None
     aborted: str | None = None  # the campaign stopped early on an error of its own
     capped: bool = False  # stopped at FuzzConfig.max_findings
+    interrupted: bool = False  # stopped by Ctrl-C (SIGINT)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -87,12 +117,14 @@ class CampaignStats:
             "campaign": self.campaign,
             "examples": self.examples,
             "sessions": self.sessions,
+            "messages": self.messages,
             "seconds": round(self.seconds, 2),
             "findings": [
                 {
                     "key": f.violation.key,
                     "message": f.violation.message,
                     "severity": f.violation.severity,
+                    "rule": f.violation.rule,
                     "transcript": str(f.path) if f.path else None,
                 }
                 for f in self.findings
@@ -101,6 +133,7 @@ class CampaignStats:
             **({"skipped": self.skipped} if self.skipped else {}),
             **({"aborted": self.aborted} if self.aborted else {}),
             **({"capped": True} if self.capped else {}),
+            **({"interrupted": True} if self.interrupted else {}),
         }
 
 
@@ -119,6 +152,31 @@ class Hunt:
     reset: Callable[[], None]
 
 
+def within_budget(cfg: FuzzConfig, stats: CampaignStats, started: float) -> bool:
+    """Whether a campaign may run another example: wall time (``time_budget``, from ``started``)
+    and the example count (``max_examples``) both hold, whichever is set."""
+    if cfg.time_budget is not None and time.monotonic() - started >= cfg.time_budget:
+        return False
+    if cfg.max_examples is not None and stats.examples >= cfg.max_examples:
+        return False
+    return cfg.time_budget is not None or cfg.max_examples is not None
+
+
+def search_settings(max_examples: int, **more: Any) -> settings:
+    """The hypothesis settings of every campaign's search: no database, no deadline, quiet,
+    generate and shrink only, the first failure only."""
+    return settings(
+        max_examples=max_examples,
+        deadline=None,
+        database=None,
+        suppress_health_check=ALL_HEALTH_CHECKS,
+        verbosity=Verbosity.quiet,
+        phases=[Phase.generate, Phase.shrink],
+        report_multiple_bugs=False,
+        **more,
+    )
+
+
 def keep_if_replayed(
     cfg: FuzzConfig,
     stats: CampaignStats,
@@ -129,23 +187,65 @@ def keep_if_replayed(
     size: int,
     transcript: Callable[[], dict[str, Any]],
 ) -> None:
-    """Report ``key`` only if the replay's ``violations`` show it again (saving the
-    ``transcript()`` of the replay); otherwise count it as not reproduced."""
+    """Report ``key`` as a finding if the replay's ``violations`` show it again (saving the
+    ``transcript()`` of the replay); otherwise keep it as a *flaky* finding, with the same
+    transcript (the case's payloads and what the replay saw), which fails no run."""
     hit = next((v for v in violations if v.key == key), None)
     if hit is None:
-        stats.not_reproduced.append({"key": key, "payloads": size})
-        cfg.progress(f"{revision} {campaign}: {key} did not reproduce on replay; dropped")
-        return
+        oracle, _, detail = key.partition(":")
+        seen = orc.Violation(oracle, "", detail)
+        hit = orc.Violation(
+            oracle,
+            f"seen in the campaign ({seen.severity}), not on a replay on a fresh session",
+            detail,
+            severity="flaky",
+            rule=seen.rule,
+        )
     finding = Finding(revision, campaign, hit, transcript())
     if cfg.out_dir is not None:
         finding.path = save_transcript(cfg.out_dir, finding, len(stats.findings) + 1)
     stats.findings.append(finding)
-    cfg.progress(f"{revision} {campaign}: FINDING {hit.key}: {hit.message}")
+    if hit.severity == "flaky":
+        stats.not_reproduced.append(
+            {"key": key, "payloads": size, "transcript": str(finding.path) if finding.path else None}
+        )
+        cfg.progress(f"{revision} {campaign}: {key} did not reproduce on replay; kept as flaky")
+    else:
+        cfg.progress(f"{revision} {campaign}: FINDING ({hit.severity}) {hit.key}: {hit.message}")
 
 
-def violations_found(stats: Sequence[CampaignStats]) -> bool:
-    """Whether any finding is a violation (notes alone do not fail a run)."""
-    return any(f.violation.severity != "note" for s in stats for f in s.findings)
+def violations_found(stats: Sequence[CampaignStats], strict: bool = False) -> bool:
+    """Whether the findings fail the run: any violation (a MUST broken), and with ``strict``
+    any deviation (a SHOULD) too; notes and flaky findings never do."""
+    failing = {"violation", "deviation"} if strict else {"violation"}
+    return any(f.violation.severity in failing for s in stats for f in s.findings)
+
+
+def grouped(stats: Sequence[CampaignStats]) -> list[dict[str, Any]]:
+    """The findings deduplicated by (rule, target behaviour): one entry per finding key and grade,
+    listing the revisions and campaigns it holds in and every transcript."""
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for s in stats:
+        for f in s.findings:
+            v = f.violation
+            entry = out.setdefault(
+                (v.key, v.severity),
+                {
+                    "key": v.key,
+                    "severity": v.severity,
+                    "message": v.message,
+                    "cites": orc.RULES[v.rule].cite(f.revision),
+                    "revisions": [],
+                    "campaigns": [],
+                    "transcripts": [],
+                },
+            )
+            for name, value in (("revisions", f.revision), ("campaigns", s.campaign)):
+                if value not in entry[name]:
+                    entry[name].append(value)
+            if f.path is not None:
+                entry["transcripts"].append(str(f.path))
+    return list(out.values())
 
 
 # ------------------------------------------------------------ transcripts
@@ -173,17 +273,47 @@ def save_transcript(out_dir: Path, finding: Finding, n: int) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     safe = "".join(c if c.isalnum() else "-" for c in finding.violation.key).strip("-")
     path = out_dir / f"finding-{finding.revision}-{finding.campaign}-{n:02d}-{safe}.json"
-    data = {**finding.transcript, "finding": finding.violation.to_json()}
+    data = {**finding.transcript, "finding": finding.violation.to_json(finding.revision)}
     path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
     return path
 
 
 def load_transcript(path: str | Path) -> dict[str, Any]:
     data = json.loads(Path(path).read_text())
+    if data.get("format") in OLD_TRANSCRIPT_FORMATS:
+        data = upgrade_transcript(data)
     if data.get("format") != TRANSCRIPT_FORMAT:
         raise ValueError(f"{path} is not a {TRANSCRIPT_FORMAT} transcript")
     loaded: dict[str, Any] = data
     return loaded
+
+
+def upgrade_transcript(data: dict[str, Any]) -> dict[str, Any]:
+    """A /1 transcript as /2: its finding graded and citing its rule; a reused id answered once
+    (keyed ``one-response:missing`` in /1) keyed as a reused id."""
+    out = {**data, "format": TRANSCRIPT_FORMAT}
+    finding = data.get("finding")
+    if not isinstance(finding, dict) or not isinstance(finding.get("key"), str):
+        return out
+    oracle, _, detail = finding["key"].partition(":")
+    ids = [json.dumps(m.get("id")) for m in _case_messages(data) if "method" in m and "id" in m]
+    if finding["key"] == "one-response:missing" and ids and len(set(ids)) < len(ids):
+        detail = "reused-id-stream" if data.get("target", {}).get("kind") == "http" else "reused-id"
+    graded = orc.Violation(oracle, str(finding.get("message", "")), detail)
+    severity = finding.get("severity") if finding.get("severity") in ("note", "flaky") else graded.severity
+    out["finding"] = {**finding, **graded.to_json(data.get("revision")), "severity": severity}
+    return out
+
+
+def _case_messages(data: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for entry in data.get("case", []):
+        try:
+            msg = json.loads(entry.get("text", ""))
+        except ValueError:
+            continue
+        out += [m for m in (msg if isinstance(msg, list) else [msg]) if isinstance(m, dict)]
+    return out
 
 
 def write_report(cfg: FuzzConfig, stats: Sequence[CampaignStats]) -> None:
@@ -195,7 +325,11 @@ def write_report(cfg: FuzzConfig, stats: Sequence[CampaignStats]) -> None:
         "seed": cfg.seed,
         "max_examples": cfg.max_examples,
         "time_budget": cfg.time_budget,
+        "strict": cfg.strict,
+        "failed": violations_found(stats, cfg.strict),
+        **({"interrupted": True} if any(s.interrupted for s in stats) else {}),
         "campaigns": [s.to_json() for s in stats],
+        "findings": grouped(stats),
         "oracles": {
             name: {"rule": o.rule, "spec": o.spec, "source": o.source} for name, o in orc.ORACLES.items()
         },
@@ -204,33 +338,46 @@ def write_report(cfg: FuzzConfig, stats: Sequence[CampaignStats]) -> None:
     (cfg.out_dir / "summary.txt").write_text(summary(cfg, stats))
 
 
+_MARK = {"violation": "!", "deviation": "~", "note": "-", "flaky": "?"}
+
+
 def summary(cfg: FuzzConfig, stats: Sequence[CampaignStats]) -> str:
     lines = [f"mcp-trio fuzz: {json.dumps(cfg.target.describe())}, seed {cfg.seed}", ""]
-    total = 0
     for s in stats:
         status = (
             f"skipped ({s.skipped})"
             if s.skipped
             else (
-                f"{s.examples} examples, {s.sessions} sessions, {s.seconds:.1f} s, {len(s.findings)} findings"
+                f"{s.examples} examples, {s.messages} messages, {s.sessions} sessions, {s.seconds:.1f} s, "
+                f"{len(s.findings)} findings"
             )
         )
-        lines.append(f"{s.revision}  {s.campaign:<10} {status}")
+        lines.append(f"{s.revision}  {s.campaign:<12} {status}")
         if s.aborted:
             lines.append(f"    ! ABORTED after {s.examples} examples: {s.aborted}")
+        if s.interrupted:
+            lines.append(f"    ! INTERRUPTED (Ctrl-C) after {s.examples} examples")
         if s.capped:
             lines.append(f"    ! stopped at {cfg.max_findings} findings (--max-findings); more may remain")
-        for f in s.findings:
-            total += 1
-            grade = " (note)" if f.violation.severity == "note" else ""
-            lines.append(f"    - {f.violation.key}{grade}: {f.violation.message}")
-            lines.append(f"      replay: mcp-trio fuzz replay {f.path}" if f.path else "")
-        for nr in s.not_reproduced:
-            lines.append(f"    ~ {nr['key']}: seen, did not reproduce on replay (not reported)")
-    notes = sum(1 for s in stats for f in s.findings if f.violation.severity == "note")
+    groups = grouped(stats)
+    if groups:
+        lines += [
+            "",
+            "Findings (one per rule and behaviour; grades: ! violation, ~ deviation, - note, ? flaky):",
+        ]
+    for g in groups:
+        cites = g["cites"]
+        lines.append(f"  {_MARK.get(g['severity'], '!')} {g['key']} [{g['severity']}] {g['message']}")
+        lines.append(f"      in: {', '.join(g['revisions'])} ({', '.join(g['campaigns'])})")
+        lines.append(f'      rule ({cites["level"]}): {cites["document"]}: "{cites["text"]}"')
+        for path in g["transcripts"]:
+            lines.append(f"      replay: mcp-trio fuzz replay {path}")
+    counts = {grade: sum(1 for g in groups if g["severity"] == grade) for grade in _MARK}
+    failed = violations_found(stats, cfg.strict)
     lines += [
         "",
-        f"{total} finding(s)"
-        + (f", {notes} of them notes (judgement calls, not violations)." if notes else "."),
+        f"{len(groups)} finding(s): {counts['violation']} violation(s) (MUST), {counts['deviation']} "
+        f"deviation(s) (SHOULD; {'failing with --strict' if cfg.strict else 'failing only with --strict'}), "
+        f"{counts['note']} note(s), {counts['flaky']} flaky. {'FAILED' if failed else 'passed'}.",
     ]
-    return "\n".join(line for line in lines if line is not None) + "\n"
+    return "\n".join(lines) + "\n"

@@ -25,8 +25,9 @@ import h11
 
 from ..types import _versions
 from . import oracles as orc
+from ._connection import log_event
 from ._plans import Plan, default_result, initialize_result
-from .driver import encode_bytes
+from .driver import loads
 from .strategies import CLIENT_META_KEYS, advertised, gate
 
 __all__ = ["FuzzServer", "ServerLog"]
@@ -60,7 +61,7 @@ class ServerLog:
         return round(time.monotonic() - self.started, 6)
 
     def log(self, direction: str, data: bytes, **extra: Any) -> None:
-        self.events.append({"t": self.now(), "dir": direction, **encode_bytes(data[:65536]), **extra})
+        log_event(self.events, self.now(), direction, data, **extra)
 
 
 class FuzzServer:
@@ -201,7 +202,7 @@ class FuzzServer:
 
     def _post(self, conn: h11.Connection, sock: socket.socket, body: bytes, index: int) -> None:
         try:
-            msg = json.loads(body.decode("utf-8"))
+            msg = loads(body.decode("utf-8"))
         except (UnicodeDecodeError, ValueError, RecursionError):
             with self.cond:
                 self.log.unparsed.append(body)
@@ -209,7 +210,7 @@ class FuzzServer:
                 conn,
                 sock,
                 400,
-                _dump({"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "parse error"}}),
+                error_body(None, -32700, "parse error"),
             )
             return
         self._record(msg, index)
@@ -230,16 +231,7 @@ class FuzzServer:
                 conn,
                 sock,
                 200,
-                _dump(
-                    {
-                        "jsonrpc": "2.0",
-                        "id": msg["id"],
-                        "error": {
-                            "code": -32601,
-                            "message": f"{msg['method']} is not a method of {self.revision}",
-                        },
-                    }
-                ),
+                error_body(msg["id"], -32601, f"{msg['method']} is not a method of {self.revision}"),
             )
         else:
             self._answer_stream(conn, sock, [msg])
@@ -270,13 +262,7 @@ class FuzzServer:
                     conn,
                     sock,
                     400,
-                    _dump(
-                        {
-                            "jsonrpc": "2.0",
-                            "id": None,
-                            "error": {"code": orc.INVALID_REQUEST, "message": "not accepted"},
-                        }
-                    ),
+                    error_body(None, orc.INVALID_REQUEST, "not accepted"),
                 )
             return
         params = msg.get("params")
@@ -288,15 +274,10 @@ class FuzzServer:
                 conn,
                 sock,
                 400,
-                _dump(
-                    {
-                        "jsonrpc": "2.0",
-                        "id": msg["id"],
-                        "error": {
-                            "code": orc.INVALID_PARAMS,
-                            "message": f"_meta must name {self.revision} and the client's capabilities",
-                        },
-                    }
+                error_body(
+                    msg["id"],
+                    orc.INVALID_PARAMS,
+                    f"_meta must name {self.revision} and the client's capabilities",
                 ),
             )
             return
@@ -327,13 +308,7 @@ class FuzzServer:
                 conn,
                 sock,
                 400,
-                _dump(
-                    {
-                        "jsonrpc": "2.0",
-                        "id": None,
-                        "error": {"code": orc.INVALID_REQUEST, "message": "batch not accepted here"},
-                    }
-                ),
+                error_body(None, orc.INVALID_REQUEST, "batch not accepted here"),
             )
         elif not requests:
             self._reply(conn, sock, 202)
@@ -489,6 +464,11 @@ class FuzzServer:
             sock,
             h11.Data(data=b"event: message\n" + b"".join(b"data: " + ln + b"\n" for ln in lines) + b"\n"),
         )
+
+
+def error_body(rid: Any, code: int, message: str) -> bytes:
+    """A JSON-RPC error response, encoded."""
+    return _dump({"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}})
 
 
 def _dump(obj: Any) -> bytes:

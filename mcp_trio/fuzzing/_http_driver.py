@@ -8,7 +8,6 @@ every wait.
 
 from __future__ import annotations
 
-import json
 import socket
 import time
 import urllib.parse
@@ -17,7 +16,7 @@ from typing import Any
 
 import h11
 
-from ._connection import Connection, HttpExchange, _flatten, _key
+from ._connection import STREAM_GRACE, Connection, Headers, HttpExchange, _flatten, _key, loads
 
 __all__ = ["HttpConnection", "HttpTarget", "replace_headers"]
 
@@ -43,17 +42,9 @@ class HttpConnection(Connection):
             headers["MCP-Protocol-Version"] = self.protocol_version
         return headers
 
-    def send(
-        self,
-        payloads: Sequence[bytes],
-        *,
-        want: set[Any],
-        timeout: float,
-        headers: Sequence[dict[str, str] | None] | None = None,
-    ) -> None:
-        deadline = time.monotonic() + timeout
+    def _send(self, payloads: Sequence[bytes], want: set[Any], deadline: float, headers: Headers) -> None:
         for i, body in enumerate(payloads):
-            extra = headers[i] if headers is not None and i < len(headers) else None
+            extra = headers[i] if i < len(headers) else None
             hdrs = self.base_headers()
             if extra:
                 replace_headers(hdrs, extra)
@@ -152,19 +143,21 @@ class HttpConnection(Connection):
             out += conn.send(h11.EndOfMessage())
             sock.sendall(out)
         sse = None
+        answered = False
         collected = bytearray()
         while True:
             event = conn.next_event()
             if event is h11.NEED_DATA:
-                left = deadline - time.monotonic()
+                left, data = deadline - time.monotonic(), b""
+                if left > 0:
+                    sock.settimeout(left)
+                    try:
+                        data = sock.recv(65536)
+                    except TimeoutError:
+                        left = 0
                 if left <= 0:
-                    ex.error = ex.error or "timeout"
-                    break
-                sock.settimeout(left)
-                try:
-                    data = sock.recv(65536)
-                except TimeoutError:
-                    ex.error = "timeout"
+                    ex.stream_open = answered
+                    ex.error = None if answered else ex.error or "timeout"
                     break
                 conn.receive_data(data)
                 continue
@@ -197,8 +190,10 @@ class HttpConnection(Connection):
                                 }
                             )
                             return
-                    if want and want <= self.answered():
-                        break
+                    if want and want <= self.answered() and not answered:
+                        # answered: the stream should end now; wait a moment to see it does
+                        answered = True
+                        deadline = min(deadline, time.monotonic() + STREAM_GRACE)
                 else:
                     collected += event.data
                     if len(collected) > MAX_RESPONSE:
@@ -284,7 +279,7 @@ class _SSE:
 
 def _request_ids(body: bytes) -> set[Any]:
     try:
-        value = json.loads(body)
+        value = loads(body)
     except (ValueError, UnicodeDecodeError, RecursionError):
         return set()
     return {

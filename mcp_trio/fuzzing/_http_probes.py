@@ -30,8 +30,6 @@ HTTP_PROBES: dict[str, tuple[dict[str, str | None], set[int] | None]] = {
     # foreign Host is what the SDKs' DNS-rebinding protection does, so it is a note, not a violation.
     "foreign-host": ({"Host": "evil.example"}, {400, 403, 421}),
 }
-#: Probes whose expectation is good practice, not a MUST: a miss is reported as a note.
-NOTE_PROBES = frozenset({"foreign-host"})
 #: Methods Streamable HTTP gives no meaning: any 4xx (ideally 405), never a 5xx or a 2xx.
 WRONG_METHODS = ("PUT", "PATCH")
 
@@ -115,8 +113,7 @@ def _http_case(session: Session, probe: str) -> list[orc.Violation]:
             orc.Violation(
                 "http-session",
                 f"{probe}: HTTP {ex.status}, expected {sorted(expected)}",
-                probe,
-                severity="note" if probe in NOTE_PROBES else "violation",
+                probe,  # (graded by its rule: foreign-host is a judgement call, no-session-id a SHOULD)
             )
         )
     return out
@@ -125,18 +122,19 @@ def _http_case(session: Session, probe: str) -> list[orc.Violation]:
 def _wrong_methods(session: Session, body: bytes) -> list[orc.Violation]:
     conn = session.conn
     assert isinstance(conn, drv.HttpConnection)
-    out = []
-    for method in WRONG_METHODS:
-        ex = conn.request(method, body, conn.base_headers(), set(), session.timeout)
-        if ex.status is None or not 400 <= ex.status < 500:
-            out.append(
-                orc.Violation(
-                    "http-status",
-                    f"{method} answered {ex.status or ex.error} (want a 4xx, ideally 405)",
-                    "wrong-method",
-                )
-            )
-    return out
+    answers = {
+        method: conn.request(method, body, conn.base_headers(), set(), session.timeout)
+        for method in WRONG_METHODS
+    }
+    return [
+        orc.Violation(
+            "http-status",
+            f"{method} answered {ex.status or ex.error} (want a 4xx, ideally 405)",
+            "wrong-method",
+        )
+        for method, ex in answers.items()
+        if ex.status is None or not 400 <= ex.status < 500
+    ]
 
 
 def _bad_last_event_id(session: Session) -> list[orc.Violation]:

@@ -19,7 +19,7 @@ from ..transports.http._headers import encode_value
 from ..types import _versions
 from . import driver as drv
 from . import oracles as orc
-from ._findings import TargetError
+from ._findings import TargetDown, TargetError
 from .strategies import Item, stateless_meta
 
 __all__ = ["CaseResult", "Session"]
@@ -62,7 +62,10 @@ class Session:
         self.judge_capabilities = False
         self.counter = 0
         self.answered: set[str] = set()
-        self.conn = target.open()
+        try:
+            self.conn = target.open()
+        except OSError as exc:
+            raise TargetDown(f"the target cannot start: {exc}") from exc
         self.stateless = _versions.is_stateless(revision)
         if self.stateless and isinstance(self.conn, drv.HttpConnection):
             self.conn.protocol_version = revision
@@ -73,9 +76,25 @@ class Session:
 
     def _handshake(self) -> None:
         answer = self.initialize()
-        if answer is None or not isinstance(answer.get("result"), dict):
+        if answer is None:
             self.close()
-            raise TargetError(f"no valid answer to initialize within {max(self.timeout, STARTUP_TIMEOUT)} s")
+            raise TargetDown(f"the target gave no answer to initialize: {self.why_silent()}")
+        if not isinstance(answer.get("result"), dict):
+            self.close()
+            raise TargetError(f"initialize was refused: {orc._excerpt(answer)}")
+
+    def why_silent(self) -> str:
+        """Why the target said nothing: it exited (status and stderr), it could not be reached
+        (the HTTP error), or it stayed silent for the start-up time."""
+        conn = self.conn
+        tail = conn.stderr_tail().strip()[-800:]
+        said = f"; its stderr ends: {tail}" if tail else ""
+        if not conn.alive():
+            return f"it exited with status {conn.exit_code()}{said}"
+        errors = [h.error for h in conn.http if h.error]
+        if isinstance(conn, drv.HttpConnection) and errors:
+            return f"{conn.target.url}: {errors[-1]}"
+        return f"no answer within {max(self.timeout, STARTUP_TIMEOUT)} s{said}"
 
     def initialize(
         self,
@@ -182,7 +201,7 @@ class Session:
         if not self.stateless or not isinstance(self.conn, drv.HttpConnection):
             return None
         try:
-            msg = json.loads(payload)
+            msg = drv.loads(payload)
         except (ValueError, UnicodeDecodeError, RecursionError):
             return None
         if not isinstance(msg, dict) or not isinstance(msg.get("method"), str):
@@ -282,13 +301,36 @@ class Session:
             capabilities=self.server_capabilities if self.judge_capabilities else None,
         )
         violations = orc.check(view)
+        if isinstance(conn, drv.HttpConnection) and view.alive:
+            violations += self._wedged(conn, pid, http_from, len(payloads))
         self.answered |= conn.answered()
         return CaseResult(list(payloads), list(notes), violations, events_from, time.monotonic() - started)
+
+    def _wedged(self, conn: drv.HttpConnection, pid: str, http_from: int, probe: int) -> list[orc.Violation]:
+        """The session is wedged when the valid request sent after the case (ping, or
+        ``server/discover``) got a 2xx without its answer, or a 4xx other than 404 (which says
+        the server ended the session, as it MAY), in a session that was up."""
+        if orc.idkey(pid) in conn.answered() or not self.handshake_done:
+            return []
+        if conn.session_id is None and not self.stateless:
+            return []
+        statuses = [h.status for h in conn.http[http_from:] if h.payload == probe and h.status is not None]
+        bad = [s for s in statuses if 200 <= s < 300 or (400 <= s < 500 and s != 404)]
+        if not bad:
+            return []
+        return [
+            orc.Violation(
+                "alive",
+                f"the session is wedged: the valid request sent after the case got HTTP {bad[0]} "
+                "without an answer",
+                "wedged",
+            )
+        ]
 
 
 def _cancelled_ids(payload: bytes) -> set[str]:
     try:
-        msg = json.loads(payload)
+        msg = drv.loads(payload)
     except (ValueError, UnicodeDecodeError, RecursionError):
         return set()
     out = set()

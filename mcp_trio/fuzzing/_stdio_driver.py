@@ -16,7 +16,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ._connection import CommandTarget, Connection
+from ._connection import CommandTarget, Connection, Headers
 
 __all__ = ["StdioConnection", "StdioTarget"]
 
@@ -97,15 +97,7 @@ class StdioConnection(Connection):
                 return False
         return True
 
-    def send(
-        self,
-        payloads: Sequence[bytes],
-        *,
-        want: set[Any],
-        timeout: float,
-        headers: Sequence[dict[str, str] | None] | None = None,
-    ) -> None:
-        deadline = time.monotonic() + timeout
+    def _send(self, payloads: Sequence[bytes], want: set[Any], deadline: float, headers: Headers) -> None:
         for data in payloads:
             self.log("send", data)
         blob = b"".join(p + b"\n" for p in payloads)

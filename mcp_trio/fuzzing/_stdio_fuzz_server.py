@@ -3,7 +3,6 @@ a line, reached through the relay (``_relay.py``) the client starts as its stdio
 
 from __future__ import annotations
 
-import json
 import socket
 import sys
 import threading
@@ -12,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from . import oracles as orc
-from ._fuzz_server import MAX_BODY, FuzzServer, _dump
+from ._fuzz_server import MAX_BODY, FuzzServer, error_body
 from ._plans import Plan
 
 __all__ = ["StdioFuzzServer"]
@@ -95,13 +94,11 @@ class StdioFuzzServer(FuzzServer):
     def _line(self, data: bytes) -> None:
         self.log.log("recv", data)
         try:
-            msg = json.loads(data.decode("utf-8"))
+            msg = orc.loads(data.decode("utf-8"))
         except (UnicodeDecodeError, ValueError, RecursionError):
             with self.cond:
                 self.log.unparsed.append(data)
-            self._write(
-                _dump({"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "parse error"}})
-            )
+            self._write(error_body(None, -32700, "parse error"))
             return
         self._record(msg, None)
         is_request = isinstance(msg, dict) and isinstance(msg.get("method"), str) and "id" in msg
@@ -122,18 +119,7 @@ class StdioFuzzServer(FuzzServer):
                 _NO_HTTP, _NO_HTTP, msg
             )  # in this thread: the session exists before the next line
         elif self.log.session_id is None:
-            self._write(
-                _dump(
-                    {
-                        "jsonrpc": "2.0",
-                        "id": msg["id"],
-                        "error": {
-                            "code": -32601,
-                            "message": f"{msg['method']} is not a method of {self.revision}",
-                        },
-                    }
-                )
-            )
+            self._write(error_body(msg["id"], -32601, f"{msg['method']} is not a method of {self.revision}"))
         else:
             self._serve_in_thread(self._answer_stream, None, None, [msg])
 
@@ -142,21 +128,13 @@ class StdioFuzzServer(FuzzServer):
         if refused:
             with self.cond:
                 self.log.events.append({"t": self.log.now(), "dir": "refused-batch"})
-            self._write(
-                _dump(
-                    {
-                        "jsonrpc": "2.0",
-                        "id": None,
-                        "error": {"code": orc.INVALID_REQUEST, "message": "batch not accepted here"},
-                    }
-                )
-            )
+            self._write(error_body(None, orc.INVALID_REQUEST, "batch not accepted here"))
         elif requests:
             answers = self._steps_then_answers(None, None, requests)
             parsed = []
             for data in answers:
                 try:
-                    json.loads(data)
+                    orc.loads(data)
                     parsed.append(data)
                 except ValueError:  # a junk answer: a line of its own, before the array
                     self._event(None, None, data)

@@ -63,7 +63,7 @@ from ..types import _versions
 from . import oracles as orc
 from ._client_oracles import ClientRun as ClientRun
 from ._client_oracles import check_client as check_client
-from ._findings import TRANSCRIPT_FORMAT, Hunt, TargetError
+from ._findings import TRANSCRIPT_FORMAT, Hunt, TargetDown, TargetError
 from ._fuzz_server import FuzzServer as FuzzServer
 from ._fuzz_server import ServerLog as ServerLog
 from ._fuzz_server import _dump
@@ -140,15 +140,18 @@ def run_plan(
     hung = False
     with tempfile.TemporaryFile() as out:
         try:
-            proc = subprocess.Popen(
-                argv,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                cwd=target.cwd,
-                env=target.env,
-                start_new_session=True,
-            )
+            try:
+                proc = subprocess.Popen(
+                    argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    cwd=target.cwd,
+                    env=target.env,
+                    start_new_session=True,
+                )
+            except OSError as exc:
+                raise TargetDown(f"the client cannot start: {exc}") from exc
             try:
                 proc.wait(timeout=run_time)
             except subprocess.TimeoutExpired:

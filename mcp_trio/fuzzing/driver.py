@@ -25,6 +25,8 @@ from ._connection import HttpExchange as HttpExchange
 from ._connection import Received as Received
 from ._connection import decode_bytes as decode_bytes
 from ._connection import encode_bytes as encode_bytes
+from ._connection import loads as loads
+from ._connection import messages_sent as messages_sent
 from ._http_driver import ACCEPT_BOTH as ACCEPT_BOTH
 from ._http_driver import MAX_RESPONSE as MAX_RESPONSE
 from ._http_driver import HttpConnection as HttpConnection

@@ -5,9 +5,11 @@ must come back (:class:`Expect`); :func:`check` compares that with what did
 come back over a :class:`~mcp_trio.fuzzing.driver.Connection` and returns the
 :class:`Violation` list.  The expectations come from the bytes alone, never
 from how the target behaved, so the same case means the same thing on replay.
-The reading of the frames (:func:`classify`, :class:`Expect`) lives in :mod:`._expect`
-and is re-exported here; this module holds the rules (:data:`ORACLES`), :func:`check`
-and the ``capabilities`` oracle.
+The reading of the frames (:func:`classify`, :class:`Expect`) lives in :mod:`._expect`,
+the oracles and the rules they grade by (:data:`ORACLES`, :data:`RULES`) in :mod:`._rules`,
+both re-exported here; this module holds :class:`Violation`, :func:`check` and the
+``capabilities`` oracle.  Each violation names the rule it breaks, which grades it: a MUST
+a violation, a SHOULD a deviation, a judgement call a note.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from typing import Any
 import msgspec
 
 from ..types import _versions
+from ._connection import STREAM_GRACE
+from ._connection import loads as loads
 from ._expect import HEADER_MISMATCH as HEADER_MISMATCH
 from ._expect import INVALID_PARAMS as INVALID_PARAMS
 from ._expect import INVALID_REQUEST as INVALID_REQUEST
@@ -33,151 +37,39 @@ from ._expect import classify as classify
 from ._expect import classify_payload as classify_payload
 from ._expect import idkey as idkey
 from ._expect import rejected_params_codes as rejected_params_codes
+from ._rules import ORACLES as ORACLES
+from ._rules import RULES as RULES
+from ._rules import Oracle as Oracle
+from ._rules import grade_of, rule_for
 from .strategies import accepts, advertised, gate
 
 __all__ = ["ORACLES", "CaseView", "Expect", "Oracle", "Violation", "check", "classify", "classify_payload"]
 
 
-@dataclass(frozen=True)
-class Oracle:
-    name: str
-    rule: str
-    spec: str  # the text it enforces
-    source: str  # where that text is
-
-
-ORACLES: dict[str, Oracle] = {
-    o.name: o
-    for o in (
-        Oracle(
-            "alive",
-            "the peer stays alive and answers a ping after every case",
-            "The receiver MUST respond promptly with an empty response.",
-            "MCP basic/utilities/ping; basic/lifecycle (a session ends only by shutdown)",
-        ),
-        Oracle(
-            "one-response",
-            "every request gets exactly one response with its id, in time, unless cancelled",
-            "Responses MUST include the same ID as the request they correspond to. [...] When a rpc call is "
-            "made, the Server MUST reply with a Response, except for in the case of Notifications.",
-            "MCP basic (Responses); JSON-RPC 2.0 section 5",
-        ),
-        Oracle(
-            "no-response-to-notification",
-            "nothing answers a notification, nothing comes unasked",
-            "Notifications [...] The receiver MUST NOT send a response.",
-            "MCP basic (Notifications); JSON-RPC 2.0 section 4.1",
-        ),
-        Oracle(
-            "error-codes",
-            "the JSON-RPC error codes for parse errors, invalid requests, unknown methods and invalid params",
-            "-32700 Parse error: Invalid JSON was received by the server. -32600 Invalid Request: The JSON "
-            "sent is not a valid Request object. -32601 Method not found. -32602 Invalid params. [...] If "
-            "there was an error in detecting the id in the Request object (e.g. Parse error/Invalid "
-            "Request), it MUST be Null.",
-            "JSON-RPC 2.0 section 5.1; MCP basic (Requests: the ID MUST NOT be null; string or integer)",
-        ),
-        Oracle(
-            "valid-response",
-            "every response is valid for the negotiated revision",
-            "Responses [...] MUST include either a result or an error. A response MUST NOT set both. [...] "
-            "Error codes MUST be integers.",
-            "MCP basic (Responses) and the revision's schema.json (result types)",
-        ),
-        Oracle(
-            "stdout",
-            "nothing but MCP messages on a stdio server's stdout",
-            "The server MUST NOT write anything to its stdout that is not a valid MCP message.",
-            "MCP basic/transports (stdio)",
-        ),
-        Oracle(
-            "http-status",
-            "HTTP status codes as Streamable HTTP says",
-            "If the input is a JSON-RPC response or notification: If the server accepts the input, the "
-            "server MUST return HTTP status code 202 Accepted with no body. If the server cannot accept the "
-            "input, it MUST return an HTTP error status code (e.g., 400 Bad Request). [...] If the input is "
-            "a JSON-RPC request, the server MUST either return Content-Type: text/event-stream [...] or "
-            "Content-Type: application/json. [...] The server MUST either return Content-Type: "
-            "text/event-stream in response to this HTTP GET, or else return HTTP 405 Method Not Allowed",
-            "MCP basic/transports (Streamable HTTP, Sending Messages to the Server, Listening for Messages "
-            "from the Server)",
-        ),
-        Oracle(
-            "http-session",
-            "session and version headers are checked",
-            "Servers that require a session ID SHOULD respond to requests without an Mcp-Session-Id header "
-            "(other than initialization) with HTTP 400 Bad Request. [...] it MUST respond to requests "
-            "containing that session ID with HTTP 404 Not Found. [...] If the server receives a request "
-            "with an invalid or unsupported MCP-Protocol-Version, it MUST respond with 400 Bad Request. "
-            "[...] If the Origin header is present and invalid, servers MUST respond with HTTP 403 "
-            "Forbidden.",
-            "MCP basic/transports (Session Management, Protocol Version Header, Security Warning)",
-        ),
-        Oracle(
-            "version-negotiation",
-            "initialize is answered with the requested version when the server "
-            "speaks it, and never with a version that does not exist",
-            "If the server supports the requested protocol version, it MUST respond with the same version. "
-            "Otherwise, the server MUST respond with another protocol version it supports.",
-            "MCP basic/lifecycle (Version Negotiation)",
-        ),
-        Oracle(
-            "valid-message",
-            "every request and notification a client sends is valid for the negotiated revision",
-            "Requests MUST include a string or integer ID. [...] the client and server MUST only use "
-            "capabilities that were successfully negotiated",
-            "MCP basic (Requests), basic/lifecycle (Operation) and the revision's schema.json",
-        ),
-        Oracle(
-            "client-ids",
-            "a client never reuses a request id in a session and never sends a null one",
-            "Unlike base JSON-RPC, the ID MUST NOT be null. The request ID MUST NOT have been "
-            "previously used by the requestor within the same session.",
-            "MCP basic (Requests)",
-        ),
-        Oracle(
-            "capabilities",
-            "a request that needs a capability the receiver did not advertise is "
-            "refused with an error, -32601 Method not found (a note otherwise: the MUST binds the sender)",
-            "Both parties MUST: [...] Only use capabilities that were successfully negotiated. [...] Servers "
-            "that support prompts MUST declare the prompts capability [likewise tools, resources, logging]. "
-            "[...] Servers SHOULD return standard JSON-RPC errors for common failure cases: Method not "
-            "found: -32601 (Capability not supported) [...] Client does not support roots: -32601 (Method "
-            "not found)",
-            "MCP basic/lifecycle (Operation; Capability Negotiation), server/prompts, server/tools, "
-            "server/resources, server/utilities/completion, client/roots (Error Handling); 2026-07-28 "
-            'schema (MethodNotFoundError: "a method gated behind a server capability the server did not '
-            'advertise")',
-        ),
-        Oracle(
-            "client-http",
-            "the headers a Streamable HTTP client must send",
-            "The client MUST include an Accept header, listing both application/json and text/event-stream "
-            "as supported content types. [...] clients using the Streamable HTTP transport MUST include it "
-            "in the Mcp-Session-Id header on all of their subsequent HTTP requests. [...] the client MUST "
-            "include the MCP-Protocol-Version: <protocol-version> HTTP header on all subsequent requests",
-            "MCP basic/transports (Streamable HTTP: Sending Messages, Session Management, Protocol Version "
-            "Header)",
-        ),
-    )
-}
-
-
 @dataclass
 class Violation:
-    """A rule broken by the peer.  ``severity`` is ``"violation"`` for a MUST that the text settles,
-    ``"note"`` for a judgement call worth recording that does not fail a campaign."""
+    """A rule broken by the peer.  ``rule`` names the sentence (:data:`~._rules.RULES`; by
+    default the one :func:`~._rules.rule_for` gives the oracle and detail) and ``severity`` its
+    grade: ``"violation"`` for a MUST, ``"deviation"`` for a SHOULD, ``"note"`` for a judgement
+    call; ``"flaky"`` marks a candidate that did not show again on replay."""
 
     oracle: str
     message: str
     detail: str = ""
-    severity: str = "violation"
+    severity: str = ""
+    rule: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.rule:
+            self.rule = rule_for(self.oracle, self.detail)
+        if not self.severity:
+            self.severity = grade_of(self.rule)
 
     @property
     def key(self) -> str:
         return f"{self.oracle}:{self.detail}" if self.detail else self.oracle
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, revision: str | None = None) -> dict[str, Any]:
         o = ORACLES.get(self.oracle)
         return {
             "oracle": self.oracle,
@@ -185,6 +77,7 @@ class Violation:
             "message": self.message,
             "severity": self.severity,
             **({"spec": o.spec, "source": o.source} if o else {}),
+            "cites": RULES[self.rule].cite(revision),
         }
 
 
@@ -223,12 +116,21 @@ def _responses(received: Sequence[Any]) -> list[Any]:
     return out
 
 
-def _envelope_problem(msg: dict[str, Any]) -> str | None:
+def id_may_be_absent(revision: str | None) -> bool:
+    """Whether an error for input whose id cannot be read may leave the id out: 2025-11-25 and
+    later type the error response's id as optional and never null ("Error responses MUST include
+    the same ID as the request they correspond to (except in error cases where the ID could not be
+    read due a malformed request)", basic/index); earlier revisions and JSON-RPC 2.0 require the
+    member ("If there was an error in detecting the id [...] it MUST be Null")."""
+    return revision is not None and revision >= "2025-11-25"
+
+
+def _envelope_problem(msg: dict[str, Any], revision: str | None = None) -> str | None:
     if msg.get("jsonrpc") != "2.0":
         return 'jsonrpc is not "2.0"'
     if ("result" in msg) == ("error" in msg):
         return "a response must carry exactly one of result and error"
-    if "id" not in msg:
+    if "id" not in msg and not ("error" in msg and id_may_be_absent(revision)):
         return "a response without an id"
     if "error" in msg:
         err = msg["error"]
@@ -316,11 +218,14 @@ def check(view: CaseView) -> list[Violation]:
     by_id: dict[str, list[dict[str, Any]]] = {}
     nulls: list[dict[str, Any]] = []
     for msg in responses:
-        problem = _envelope_problem(msg)
+        problem = _envelope_problem(msg, view.revision)
         if problem:
-            out.append(Violation("valid-response", f"{problem}: {_excerpt(msg)}", "envelope"))
+            detail = "null-id" if "id" not in msg and "error" in msg else "envelope"
+            oracle = "error-codes" if detail == "null-id" else "valid-response"
+            why = " (JSON-RPC wants id null)" if detail == "null-id" else ""
+            out.append(Violation(oracle, f"{problem}{why}: {_excerpt(msg)}", detail))
             continue
-        if msg["id"] is None:
+        if msg.get("id") is None:
             nulls.append(msg)
         else:
             by_id.setdefault(idkey(msg["id"]), []).append(msg)
@@ -365,7 +270,16 @@ def check(view: CaseView) -> list[Violation]:
                 null_pool.remove(match)
                 continue
         if len(got) < x.count and not x.lenient and key not in view.cancelled and key not in waived_ids:
-            if view.alive:
+            if view.alive and got and x.count > 1:
+                # the id was reused: the requester broke "MUST NOT have been previously used" first
+                out.append(
+                    Violation(
+                        "one-response",
+                        f"{len(got)} response(s) to request id {key}, sent {x.count} times (a reused id)",
+                        "reused-id-stream" if view.transport == "http" else "reused-id",
+                    )
+                )
+            elif view.alive:
                 out.append(
                     Violation(
                         "one-response", f"no response to request id {key} within {view.timeout} s", "missing"
@@ -449,7 +363,7 @@ def gated_requests(revision: str, payloads: Sequence[bytes], capabilities: dict[
     out: dict[str, str] = {}
     for payload in payloads:
         try:
-            value = json.loads(payload)
+            value = loads(payload)
         except (ValueError, UnicodeDecodeError, RecursionError):
             continue
         for msg in value if isinstance(value, list) else [value]:
@@ -531,6 +445,14 @@ def _utf8_note(view: CaseView, total: Expect, nulls: list[dict[str, Any]]) -> li
 
 def _check_http(ex: Any, e: Expect) -> list[Violation]:
     out: list[Violation] = []
+    if ex.stream_open:
+        out.append(
+            Violation(
+                "one-response",
+                f"the SSE stream of a POST was still open {STREAM_GRACE} s after the response it carried",
+                "stream-never-ends",
+            )
+        )
     if ex.status is None:
         if not e.lenient:
             out.append(Violation("http-status", f"no HTTP answer: {ex.error}", "no-answer"))

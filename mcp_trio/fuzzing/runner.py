@@ -30,7 +30,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from hypothesis import Phase, Verbosity, given, seed, settings
+from hypothesis import given, seed
 
 from ..types import _versions
 from . import client as cli
@@ -41,25 +41,40 @@ from ._findings import CampaignStats as CampaignStats
 from ._findings import Finding as Finding
 from ._findings import FuzzConfig as FuzzConfig
 from ._findings import Hunt as Hunt
+from ._findings import Status as Status
+from ._findings import TargetDown as TargetDown
 from ._findings import TargetError as TargetError
 from ._findings import keep_if_replayed as keep_if_replayed
 from ._findings import load_transcript as load_transcript
 from ._findings import save_transcript as save_transcript
+from ._findings import search_settings, within_budget
 from ._findings import stateful_transcript as stateful_transcript
 from ._findings import summary as summary
 from ._findings import violations_found as violations_found
 from ._findings import write_report as write_report
 from ._http_probes import HTTP_CASES as HTTP_CASES
 from ._http_probes import HTTP_PROBES as HTTP_PROBES
+from ._reports import junit_xml as junit_xml
+from ._reports import sarif as sarif
+from ._reports import write_ci_reports as write_ci_reports
 from ._server_campaign import _replay_payloads, server_hunt
 from ._session import STARTUP_TIMEOUT as STARTUP_TIMEOUT
 from ._session import CaseResult as CaseResult
 from ._session import Session as Session
 from .client import ClientTarget
 from .stateful import run_stateful, run_steps
-from .strategies import ALL_HEALTH_CHECKS
 
-__all__ = ["CAMPAIGNS", "Finding", "FuzzConfig", "Session", "load_transcript", "replay", "run"]
+__all__ = [
+    "CAMPAIGNS",
+    "Finding",
+    "FuzzConfig",
+    "Interrupted",
+    "Session",
+    "TargetFailed",
+    "load_transcript",
+    "replay",
+    "run",
+]
 
 CAMPAIGNS = ("valid", "invalid", "lifecycle", "capabilities", "http", "stateful", "client")
 
@@ -68,26 +83,82 @@ class _Found(Exception):
     pass
 
 
+class Interrupted(Exception):
+    """The run was stopped by Ctrl-C (SIGINT); ``stats`` holds what ran (the report is written)."""
+
+    def __init__(self, stats: list[CampaignStats]) -> None:
+        super().__init__("interrupted")
+        self.stats = stats
+
+
+class TargetFailed(Exception):
+    """The target cannot start or died outside a finding; ``stats`` holds what ran (the report is
+    written)."""
+
+    def __init__(self, message: str, stats: list[CampaignStats]) -> None:
+        super().__init__(message)
+        self.stats = stats
+
+
 def run(cfg: FuzzConfig) -> list[CampaignStats]:
-    """Every campaign of ``cfg`` against every revision; writes the report when ``out_dir`` is set."""
-    stats = []
-    for revision in cfg.revisions:
-        for campaign in cfg.campaigns:
-            stats.append(run_campaign(cfg, revision, campaign))
+    """Every campaign of ``cfg`` against every revision; writes the report when ``out_dir`` is set.
+
+    Raises :class:`Interrupted` on Ctrl-C and :class:`TargetFailed` when the target cannot start
+    or dies outside a case, each after writing the partial report."""
+    stats: list[CampaignStats] = []
+    failure: BaseException | None = None
+    try:
+        preflight(cfg)
+        for revision in cfg.revisions:
+            for campaign in cfg.campaigns:
+                stats.append(CampaignStats(revision, campaign))
+                run_campaign(cfg, revision, campaign, stats[-1])
+    except KeyboardInterrupt:
+        if stats:
+            stats[-1].interrupted = True
+        failure = Interrupted(stats)
+    except TargetDown as exc:
+        failure = TargetFailed(str(exc), stats)
     if cfg.out_dir is not None:
         write_report(cfg, stats)
+    if failure is not None:
+        raise failure
     return stats
 
 
-def run_campaign(cfg: FuzzConfig, revision: str, campaign: str) -> CampaignStats:
-    stats = CampaignStats(revision, campaign)
+def preflight(cfg: FuzzConfig) -> None:
+    """Raise :class:`TargetDown` unless a server target starts and answers its first message
+    (``initialize``, or ``server/discover`` in a stateless revision); an answer that refuses is
+    fine here (the campaigns skip a revision the target does not speak)."""
+    if isinstance(cfg.target, ClientTarget) or not cfg.revisions:
+        return
+    try:
+        sess = Session(cfg.target, cfg.revisions[0], timeout=cfg.timeout)
+    except TargetDown:
+        raise
+    except Exception:  # refused, or the fuzzer's own error: the campaigns say which
+        return
+    try:
+        if sess.stateless and not sess.discovers() and not sess.conn.received:
+            raise TargetDown(f"the target gave no answer to server/discover: {sess.why_silent()}")
+    finally:
+        sess.close()
+
+
+def run_campaign(
+    cfg: FuzzConfig, revision: str, campaign: str, stats: CampaignStats | None = None
+) -> CampaignStats:
+    stats = stats or CampaignStats(revision, campaign)
     started = time.monotonic()
+    sent = drv.messages_sent()
     skipped = _skip_reason(cfg, revision, campaign)
     if skipped:
         stats.skipped = skipped
         return stats
     try:
         _run_rounds(cfg, revision, campaign, stats, started)
+    except TargetDown:
+        raise
     except TargetError as exc:
         stats.skipped = str(exc)
         cfg.progress(f"{revision} {campaign}: {exc}")
@@ -96,9 +167,10 @@ def run_campaign(cfg: FuzzConfig, revision: str, campaign: str) -> CampaignStats
         cfg.progress(f"{revision} {campaign}: ABORTED: {stats.aborted}")
     finally:
         stats.seconds = time.monotonic() - started
+        stats.messages = drv.messages_sent() - sent
     cfg.progress(
-        f"{revision} {campaign}: done, {stats.examples} examples, {len(stats.findings)} findings "
-        f"in {stats.seconds:.1f} s"
+        f"{revision} {campaign}: done, {stats.examples} examples, {stats.messages} messages, "
+        f"{len(stats.findings)} findings in {stats.seconds:.1f} s"
     )
     return stats
 
@@ -142,36 +214,47 @@ def _search(
     found: set[str] = set()
 
     def budget_left() -> bool:
-        elapsed = time.monotonic() - started
-        if cfg.time_budget is not None:
-            return elapsed < cfg.time_budget
-        return stats.examples < (cfg.max_examples or 0)
+        return within_budget(cfg, stats, started)
 
+    def show(phase: str) -> None:
+        cfg.status(
+            Status(
+                revision,
+                campaign,
+                phase,
+                stats.examples,
+                drv.messages_sent() - sent,
+                len(stats.findings),
+            )
+        )
+
+    sent = drv.messages_sent()
     round_no = 0
-    while budget_left() and len(stats.findings) < cfg.max_findings and round_no < 50:
+    # (with a time budget, rounds go on until the time is up; an example count alone ends them)
+    while (
+        budget_left()
+        and len(stats.findings) < cfg.max_findings
+        and (round_no < 50 or cfg.time_budget is not None)
+    ):
         round_no += 1
         focus: list[str] = []
         best: list[Any] = []  # [case, payloads, notes]
         shrink_started: list[float] = []
         errors: list[BaseException] = []
-        chunk = 25 if cfg.time_budget is not None else max(1, (cfg.max_examples or 0) - stats.examples)
+        left = (cfg.max_examples or 0) - stats.examples
+        chunk = min(25, max(1, left)) if cfg.time_budget is not None else max(1, left)
+        if cfg.max_examples is None:
+            chunk = 25
 
-        @settings(
-            database=None,
-            max_examples=chunk,
-            deadline=None,
-            derandomize=False,
-            suppress_health_check=ALL_HEALTH_CHECKS,
-            verbosity=Verbosity.quiet,
-            phases=[Phase.generate, Phase.shrink],
-            report_multiple_bugs=False,
-        )
+        @search_settings(chunk)
         @seed(cfg.seed * 1000 + round_no)
         @given(hunt.strategy)
         def test(case: Any) -> None:
             if errors:  # the campaign is over: let hypothesis finish without running anything
                 raise _Found
-            if best and shrink_started and time.monotonic() - shrink_started[0] > cfg.shrink_time:
+            now = time.monotonic()
+            over = cfg.time_budget is not None and now - started > cfg.time_budget  # (wall time)
+            if best and shrink_started and (now - shrink_started[0] > cfg.shrink_time or over):
                 if case == best[0]:
                     raise _Found
                 return
@@ -179,10 +262,7 @@ def _search(
                 return
             if not focus:
                 stats.examples += 1
-                if stats.examples % 25 == 0:
-                    cfg.progress(
-                        f"{revision} {campaign}: {stats.examples} examples, {len(stats.findings)} findings"
-                    )
+                show("generating")
             try:
                 payloads, notes, violations = hunt.execute(case)
             except Exception as exc:  # no session at all, or the fuzzer's own failure: stop, visibly
@@ -195,6 +275,8 @@ def _search(
                 focus.append(sorted(keys)[0])
                 shrink_started.append(time.monotonic())
                 cfg.progress(f"{revision} {campaign}: violation {focus[0]}; shrinking")
+            if focus:
+                show("shrinking")
             if focus and focus[0] in keys:
                 if not best or _size(payloads) <= _size(best[1]):
                     best[:] = [case, payloads, notes]
@@ -209,6 +291,7 @@ def _search(
         if not focus:
             continue
         found.add(focus[0])
+        show("replaying")
         hunt.reset()
         transcript, violations = hunt.replay(best[1], best[2])
         keep_if_replayed(

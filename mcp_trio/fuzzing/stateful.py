@@ -23,17 +23,17 @@ import time
 from functools import partial
 from typing import Any, ClassVar
 
-from hypothesis import Phase, Verbosity, seed, settings
+from hypothesis import seed
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule, run_state_machine_as_test
 
 from ..types import _versions
 from . import driver as drv
 from . import oracles as orc
-from ._findings import TargetError, keep_if_replayed, stateful_transcript
+from ._findings import TargetError, keep_if_replayed, search_settings, stateful_transcript
 from ._http_probes import _http_case
 from ._session import Session
-from .strategies import ALL_HEALTH_CHECKS, client_methods, valid_message
+from .strategies import client_methods, valid_message
 
 __all__ = ["ServerMachine", "run_stateful", "run_steps"]
 
@@ -315,16 +315,7 @@ def run_stateful(cfg: Any, revision: str, stats: Any, steps_per_run: int = 12) -
         try:
             run_state_machine_as_test(
                 seed(cfg.seed * 1000 + round_no)(machine),
-                settings=settings(
-                    max_examples=left,
-                    stateful_step_count=steps_per_run,
-                    deadline=None,
-                    database=None,
-                    suppress_health_check=ALL_HEALTH_CHECKS,
-                    verbosity=Verbosity.quiet,
-                    phases=[Phase.generate, Phase.shrink],
-                    report_multiple_bugs=False,
-                ),
+                settings=search_settings(left, stateful_step_count=steps_per_run),
             )
         except TargetError:
             raise

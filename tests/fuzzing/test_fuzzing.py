@@ -161,7 +161,7 @@ def test_a_broken_toy_server_is_found_and_the_finding_replays(
     finding = found[0]
     assert finding.path is not None and finding.path.exists()
     saved = json.loads(finding.path.read_text())
-    assert saved["format"] == "mcp-trio-fuzz-transcript/1"
+    assert saved["format"] == "mcp-trio-fuzz-transcript/2"
     assert saved["finding"]["spec"]  # the rule names its spec text
     assert any(e["dir"] == "send" for e in saved["events"]) and saved["case"]
     assert len(saved["case"]) <= 3  # shrunk
@@ -284,27 +284,14 @@ def test_invalid_utf8_gets_an_http_answer(everything_http: str) -> None:
 
 def test_invalid_utf8_inside_a_string_answered_leniently_is_a_note_not_a_violation() -> None:
     """RFC 8259 section 9 lets a parser accept it: answering it is recorded, not failed."""
-    from mcp_trio.fuzzing.driver import Received
     from mcp_trio.fuzzing.oracles import CaseView, check
+
+    from .views import case_view
 
     payload = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"_meta":{"x":"\xff"}}}'
 
     def view(answer: dict[str, object]) -> CaseView:
-        rec = Received(0.0, json.dumps(answer).encode(), message=answer, parsed=True)
-        return CaseView(
-            revision="2025-11-25",
-            transport="stdio",
-            payloads=[payload],
-            received=[rec],
-            http=[],
-            junk=[],
-            alive=True,
-            exit_code=None,
-            probe_id=None,
-            probe_answered=True,
-            cancelled=set(),
-            previously_answered=set(),
-        )
+        return case_view("2025-11-25", [payload], [answer])
 
     [note] = check(view({"jsonrpc": "2.0", "id": 1, "result": {}}))
     assert note.severity == "note" and note.key == "error-codes:utf8-accepted"
@@ -423,7 +410,7 @@ def test_an_aborted_campaign_is_visible_in_the_summary_and_the_report(tmp_path: 
 
     class Exploding(StdioTarget):
         def open(self):  # type: ignore[no-untyped-def]
-            raise OSError("no such terminal")
+            raise RuntimeError("no such terminal")
 
     cfg = FuzzConfig(
         Exploding([sys.executable, TOY]),
@@ -434,9 +421,9 @@ def test_an_aborted_campaign_is_visible_in_the_summary_and_the_report(tmp_path: 
         out_dir=tmp_path,
     )
     stats = run(cfg)
-    assert [s.aborted for s in stats] == ["OSError: no such terminal"] * 2
+    assert [s.aborted for s in stats] == ["RuntimeError: no such terminal"] * 2
     summary = (tmp_path / "summary.txt").read_text()
-    assert summary.count("ABORTED after 1 examples: OSError: no such terminal") == 2
+    assert summary.count("ABORTED after 1 examples: RuntimeError: no such terminal") == 2
     assert json.loads((tmp_path / "report.json").read_text())["campaigns"][0]["aborted"]
     assert not runner.violations_found(stats)
 

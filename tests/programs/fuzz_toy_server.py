@@ -6,6 +6,9 @@ and -32601 to other requests.  Its one flaw depends on MODE:
 * ``answers-notifications``: it also answers every notification (id null).
 * ``crashes``: it exits on a line that is not valid JSON.
 * ``junk``: it prints a debug line to stdout before answering tools/list.
+* ``internal-error``: -32603 Internal error instead of -32601 (a deviation, not a violation).
+* ``no-id``: errors for input whose id cannot be read leave the id out (2025-11-25 and later ask
+  for that; JSON-RPC and the earlier revisions want ``"id": null``).
 * ``good``: none.
 """
 
@@ -23,6 +26,11 @@ def send(obj: object) -> None:
 
 
 def error(id_: object, code: int, message: str) -> None:
+    if MODE == "internal-error" and code == -32601:
+        code = -32603
+    if MODE == "no-id" and id_ is None:
+        send({"jsonrpc": "2.0", "error": {"code": code, "message": message}})
+        return
     send({"jsonrpc": "2.0", "id": id_, "error": {"code": code, "message": message}})
 
 

@@ -1,0 +1,31 @@
+"""A fuzz campaign as CI runs it: wall time and example budgets, JUnit XML and SARIF files,
+and the grade that decides the exit status (needs the `fuzz` extra)."""
+
+import json
+import sys
+import tempfile
+from pathlib import Path
+from xml.etree import ElementTree
+
+from mcp_trio.fuzzing import RULES, FuzzConfig, StdioTarget, run
+from mcp_trio.fuzzing.runner import violations_found, write_ci_reports
+
+config = FuzzConfig(
+    target=StdioTarget([sys.executable, "first_server.py"]),
+    campaigns=["valid"],
+    seed=1,
+    max_examples=5,  # --max-examples 5
+    time_budget=60,  # --time 60: wall time; whichever budget ends first
+    strict=True,  # --strict: deviations (SHOULDs) fail the run too
+)
+stats = run(config)
+with tempfile.TemporaryDirectory() as tmp:
+    junit, sarif = Path(tmp, "fuzz-junit.xml"), Path(tmp, "fuzz.sarif")
+    write_ci_reports(config, stats, junit, sarif)  # --junit FILE --sarif FILE
+    suites = ElementTree.parse(junit).getroot()
+    log = json.loads(sarif.read_text())
+print(f"junit: {len(suites)} test suite(s), {suites.get('failures')} failure(s)")
+print(f"sarif: version {log['version']}, {len(log['runs'][0]['results'])} result(s)")
+print(f"fails the run: {violations_found(stats, config.strict)}")
+rule = RULES["reply"].cite("2025-11-25")  # what a finding of a request left unanswered cites
+print(f"{rule['level']} ({rule['document']}): {rule['text']}")

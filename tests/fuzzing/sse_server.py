@@ -1,0 +1,86 @@
+"""A Streamable HTTP server with one flaw, for the stream and session oracles (standard library).
+
+``python sse_server.py MODE``; it prints its URL, answers initialize with JSON and every other
+request on an SSE stream:
+
+* ``open``: the stream stays open 5 s after the response ("the server SHOULD terminate the SSE
+  stream" once the response is sent).
+* ``wedge``: after a batch, every later request gets an SSE stream that ends without a response.
+* ``good``: none.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+MODE = sys.argv[1] if len(sys.argv) > 1 else "good"
+WEDGED = threading.Event()
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.0"  # bodies end when the connection closes
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        try:
+            msg = json.loads(body)
+        except ValueError:
+            self.reply(400, b"")
+            return
+        if isinstance(msg, list):
+            WEDGED.set() if MODE == "wedge" else None
+            self.reply(400, b"")
+            return
+        if "id" not in msg or "method" not in msg:
+            self.reply(202, b"")
+            return
+        if msg["method"] == "initialize":
+            result = {
+                "protocolVersion": msg["params"]["protocolVersion"],
+                "capabilities": {},
+                "serverInfo": {"name": "sse", "version": "1"},
+            }
+            answer = json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}).encode()
+            self.reply(200, answer, "application/json", {"Mcp-Session-Id": "s1"})
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        if not WEDGED.is_set():
+            known = msg["method"] == "ping"
+            answer = (
+                {"jsonrpc": "2.0", "id": msg["id"], "result": {}}
+                if known
+                else {"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32601, "message": "no"}}
+            )
+            self.wfile.write(b"event: message\ndata: " + json.dumps(answer).encode() + b"\n\n")
+            self.wfile.flush()
+            if MODE == "open":
+                time.sleep(5)
+
+    def do_DELETE(self) -> None:
+        self.reply(200, b"")
+
+    def reply(
+        self, status: int, body: bytes, ctype: str = "application/json", extra: dict[str, str] | None = None
+    ) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        for k, v in (extra or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(body)
+
+
+server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+server.daemon_threads = True
+print(f"http://127.0.0.1:{server.server_address[1]}/mcp", flush=True)
+server.serve_forever()
