@@ -162,7 +162,6 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin, _RoutesMixin, _Serving
         self._rounds: dict[int, InputSession] = {}
         self._deferred: set[int] = set()  # requests whose tool may still call start_task()
         self._handlers: Mapping[str, Any] | None = None  # see _handler_table
-        self._counted_by: GracefulShutdown | None = None  # see _count_in
         self._middleware: list[Middleware] = list(middleware)
         self._shared_capabilities: tuple[bool, dict[str, Any]] | None = None  # see _session_capabilities
         self.tasks = tasks if tasks is not None else TaskManager(page_size=page_size)
@@ -302,16 +301,20 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin, _RoutesMixin, _Serving
             handlers = self.request_handlers()
             if self._middleware:
                 handlers = wrap_handlers(handlers, self._middleware, "server")
-            if self._counted_by is not None:  # outside the middleware: it counts what they take
-                handlers = self._counted_by.wrap_handlers(handlers)
             table = self._handlers = MappingProxyType(handlers)
         return table
 
     def _count_in(self, shutdown: GracefulShutdown | None) -> None:
-        """Have ``shutdown`` count this server's requests (and refuse them once stopped)."""
-        if shutdown is not None and shutdown is not self._counted_by:
-            self._counted_by = shutdown
-            self._handlers = None  # (built again, counted, on first use)
+        """Have ``shutdown`` stop this server (see :class:`GracefulShutdown`)."""
+        if shutdown is not None:
+            shutdown._attach(self)
+
+    def _refuse_requests(self, refuse: Callable[[Any, Any], Awaitable[Any]]) -> None:
+        """From now on, answer every request of every session with ``refuse``
+        (a graceful shutdown has begun; the requests under way go on)."""
+        self._handlers = MappingProxyType(dict.fromkeys(self.request_handlers(), refuse))
+        for session in self._sessions:
+            session._handlers = MappingProxyType(dict.fromkeys(session._handlers, refuse))
 
     def request_handlers(self) -> dict[str, Any]:
         """The method handlers of a session (a new dict on every call)."""

@@ -1,7 +1,7 @@
 """Graceful shutdown of a server: stop taking requests, let those under way finish.
 
 A :class:`GracefulShutdown` handed to ``Server.serve_http``, ``serve_websocket``
-or ``serve_stdio`` counts the server's requests in flight.  Once :meth:`stop
+or ``serve_stdio`` watches the server's requests in flight.  Once :meth:`stop
 <GracefulShutdown.stop>` is called, the front doors close their listening
 sockets (new clients are refused), an HTTP request arriving on a connection
 still open is answered 503 with ``connection: close``, and a JSON-RPC request
@@ -14,17 +14,21 @@ cancels the serving call, which ends every session and cancels what is left.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 
 from .. import _jsonrpc as rpc
 from .._exceptions import McpError
 
+if TYPE_CHECKING:
+    from ._stats import ServerStatistics
+
 __all__ = ["GracefulShutdown"]
 
 _SHUTTING_DOWN = "the server is shutting down"
+_LOOK_AGAIN = 0.02  # seconds between looks at the requests in flight while draining
 
 
 class _Request(Protocol):
@@ -45,72 +49,97 @@ class _Handler(Protocol):
     async def handle(self, request: Any, responder: Any) -> None: ...
 
 
+class _Served(Protocol):
+    """What a shutdown needs of a server it stops (a :class:`~mcp_trio.server.Server`)."""
+
+    def statistics(self) -> ServerStatistics: ...
+
+    def _refuse_requests(self, refuse: Callable[[Any, Any], Awaitable[Any]]) -> None: ...
+
+
 class GracefulShutdown:
-    """Counts a server's requests in flight and refuses new ones once stopped.
+    """Stops a server's intake and lets the requests under way finish.
+
+    It costs nothing per request before :meth:`stop`: the requests in flight
+    are the server's own count (:meth:`Server.statistics
+    <mcp_trio.server.Server.statistics>`), and the handlers that refuse new
+    requests are put in place only when it stops.
 
     Attributes:
         stopping: Set by :meth:`stop`; front doors stop accepting when it is.
-        in_flight: JSON-RPC requests whose handler runs now.
-        finished: Requests whose handler ended (answered, or with an error)
-            after :meth:`stop`.
-        cancelled: Requests whose handler was cancelled after :meth:`stop`
-            (by the peer, or when the serving call was cancelled).
         refused: Requests (HTTP or JSON-RPC) refused because of :meth:`stop`.
     """
 
     def __init__(self) -> None:
         self.stopping = trio.Event()
-        self.in_flight = 0
-        self.finished = 0
-        self.cancelled = 0
         self.refused = 0
+        self._refused_calls = 0  # JSON-RPC refusals: the server counts them as errors
+        self._servers: list[_Served] = []
+        self._at_stop: list[ServerStatistics] = []
         self._exchanges = 0  # HTTP requests (not GET streams) being answered
         self._changed = trio.lowlevel.ParkingLot()
 
+    def _attach(self, server: _Served) -> None:
+        """Stop ``server`` with this shutdown (its ``serve_*`` calls this)."""
+        if any(s is server for s in self._servers):
+            return
+        self._servers.append(server)
+        if self.stopping.is_set():
+            self._at_stop.append(server.statistics())
+            server._refuse_requests(self._refuse)
+
     def stop(self) -> None:
         """Stop taking requests (see the module's docstring); again: nothing."""
+        if self.stopping.is_set():
+            return
         self.stopping.set()
+        self._at_stop = [server.statistics() for server in self._servers]
+        for server in self._servers:
+            server._refuse_requests(self._refuse)
         self._changed.unpark_all()
+
+    async def _refuse(self, ctx: Any, params: Any) -> Any:
+        self.refused += 1
+        self._refused_calls += 1
+        raise McpError(rpc.INTERNAL_ERROR, _SHUTTING_DOWN)
+
+    @property
+    def in_flight(self) -> int:
+        """JSON-RPC requests whose handler runs now."""
+        return sum(server.statistics().requests_in_flight for server in self._servers)
+
+    @property
+    def finished(self) -> int:
+        """Requests whose handler ended (answered, or with an error) after :meth:`stop`."""
+        ended = sum(
+            now.requests_ok + now.requests_error - then.requests_ok - then.requests_error
+            for now, then in self._since_stop()
+        )
+        return ended - self._refused_calls
+
+    @property
+    def cancelled(self) -> int:
+        """Requests cancelled after :meth:`stop` (by the peer, or when the
+        serving call was cancelled)."""
+        return sum(now.requests_cancelled - then.requests_cancelled for now, then in self._since_stop())
+
+    def _since_stop(self) -> list[tuple[ServerStatistics, ServerStatistics]]:
+        return [
+            (server.statistics(), then) for server, then in zip(self._servers, self._at_stop, strict=True)
+        ]
 
     @property
     def idle(self) -> bool:
         """Whether no request is in flight (and no HTTP answer under way)."""
-        return self.in_flight == 0 and self._exchanges == 0
+        return self._exchanges == 0 and self.in_flight == 0
 
     async def wait_idle(self) -> None:
         """Return once :attr:`idle` (at once if it is)."""
         while not self.idle:
-            await self._changed.park()
-
-    def _ended(self, cancelled: bool) -> None:
-        self.in_flight -= 1
-        if self.stopping.is_set():
-            if cancelled:
-                self.cancelled += 1
-            else:
-                self.finished += 1
-        self._changed.unpark_all()
-
-    def wrap_handlers(self, table: Mapping[str, Any]) -> dict[str, Any]:
-        """``table`` (method -> request handler) with every handler counted."""
-        return {method: self._counted(handler) for method, handler in table.items()}
-
-    def _counted(self, handler: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
-        async def counted(ctx: Any, params: Any) -> Any:
-            if self.stopping.is_set():
-                self.refused += 1
-                raise McpError(rpc.INTERNAL_ERROR, _SHUTTING_DOWN)
-            self.in_flight += 1
-            cancelled = False
-            try:
-                return await handler(ctx, params)
-            except trio.Cancelled:
-                cancelled = True
-                raise
-            finally:
-                self._ended(cancelled)
-
-        return counted
+            # An HTTP answer's end wakes us; a request's end is only counted
+            # by the server, so look again soon.
+            with trio.move_on_after(_LOOK_AGAIN):
+                await self._changed.park()
 
     def wrap_endpoint(self, endpoint: _Handler) -> _Handler:
         """``endpoint`` (an HTTP handler) refusing requests once stopped, its
