@@ -9,6 +9,7 @@ sessions and leaves them idle.  Also the port helpers (:func:`wait_for_port`,
 
 from __future__ import annotations
 
+import os
 import socket
 import time
 from collections.abc import Callable
@@ -63,13 +64,16 @@ def http_calls(
     text: str = "hello",
     check: str = "echo",
     warmup: float = 0.2,
+    server_pid: int | None = None,
 ) -> Measurement:
     """``clients`` sessions, each calling ``echo`` back to back, measured for ``duration`` s.
 
     Sessions are opened first and deleted at the end, outside the measured
     time.  Then every client calls in a loop; the first ``warmup`` seconds
     are not counted.  The rate is the calls that both started and ended inside
-    the measured window, divided by its length.
+    the measured window, divided by its length.  With ``server_pid``, the server process's CPU
+    time (user + system, every thread) over the calling phase (warm-up included) divided by
+    the calls answered in it is the measurement's ``cpu_per_call``.
     """
     call = EchoCall(text)
     expect = text if check == "echo" else None
@@ -77,6 +81,7 @@ def http_calls(
     latencies: list[float] = []
     sessions = [_Session() for _ in range(clients)]
     window: list[float] = []
+    answered = [0]
 
     def calls(session: _Session) -> Flow:
         start, end = window
@@ -89,6 +94,7 @@ def http_calls(
             response = yield HttpRequest("POST", call.request(id), session.headers)
             t1 = clock()
             _check_answer(response.answer(id), id, expect, check == "id")
+            answered[0] += 1
             if t0 >= start and t1 <= end:
                 latencies.append(t1 - t0)
 
@@ -96,9 +102,21 @@ def http_calls(
         pool.run([_open_session(s) for s in sessions])
         begin = clock() + warmup
         window[:] = [begin, begin + duration]
+        cpu_before = cpu_seconds(server_pid) if server_pid else 0.0
         pool.run([calls(s) for s in sessions])
+        cpu = cpu_seconds(server_pid) - cpu_before if server_pid else None
         pool.run([_close_session(s) for s in sessions])
-    return Measurement(len(latencies), duration, latencies)
+    measured = Measurement(len(latencies), duration, latencies)
+    if cpu is not None and answered[0]:
+        measured.cpu_per_call = cpu / answered[0]
+    return measured
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) process ``pid`` has used so far (``/proc/<pid>/stat``)."""
+    with open(f"/proc/{pid}/stat", "rb") as stat:
+        fields = stat.read().rsplit(b")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def open_idle_sessions(target: HttpTarget, count: int, *, connections: int = 16) -> int:

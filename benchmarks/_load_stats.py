@@ -15,6 +15,8 @@ class Measurement:
     calls: int
     elapsed: float
     latencies: list[float] = field(repr=False, default_factory=list)
+    #: The server's CPU seconds per call, when measured (``http_calls(server_pid=...)``).
+    cpu_per_call: float | None = None
 
     @property
     def rate(self) -> float:

@@ -65,14 +65,16 @@ def render_markdown(results: dict[str, Any], table: dict[str, Peer]) -> str:
         lines.extend([f"## {title}", ""])
         if note:
             lines.extend([note, ""])
-        lines.append(f"| server | {unit} | p50 ms | p99 ms | runs |")
-        lines.append("|---|---:|---:|---:|---|")
+        cpu = any("server_cpu_us" in row for row in data.values())
+        lines.append(f"| server | {unit} | p50 ms | p99 ms |{' server CPU µs/call |' if cpu else ''} runs |")
+        lines.append(f"|---|---:|---:|---:|{'---:|' if cpu else ''}---|")
         for key, row in data.items():
             digits = 1 if row["rate"] < 100 else 0
+            cpu_cell = f" {_fmt(row.get('server_cpu_us'), 1)} |" if cpu else ""
             lines.append(
                 f"| {label.get(key, key)} | {_fmt(row['rate'], digits)} | {_fmt(row['p50_ms'], 2)} "
-                f"| {_fmt(row['p99_ms'], 2)} "
-                f"| {', '.join(_fmt(x, digits) for x in row.get('runs', []))} |"
+                f"| {_fmt(row['p99_ms'], 2)} |{cpu_cell}"
+                f" {', '.join(_fmt(x, digits) for x in row.get('runs', []))} |"
             )
         lines.append("")
 
@@ -108,7 +110,8 @@ def render_markdown(results: dict[str, Any], table: dict[str, Peer]) -> str:
         "req/s",
         f"{HTTP_CLIENTS} clients, each with its own session and connection, "
         "calling back to back. SDK servers run on uvicorn (its default server) in "
-        "JSON mode unless marked SSE.",
+        "JSON mode unless marked SSE; the TypeScript SDK on node:http, in JSON mode. Server CPU: "
+        "user + system time of the server process while the clients call, per call answered.",
     )
 
     memory = results.get("memory")

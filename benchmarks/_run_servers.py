@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._run_common import DEFAULT_VENV, HOST, ROOT
+from benchmarks._run_node import TsSdk
 
 
 @dataclass(frozen=True)
@@ -26,7 +27,8 @@ class Peer:
     check: str = "echo"
 
 
-def peers(python: str) -> dict[str, Peer]:
+def peers(python: str, ts: TsSdk | None = None) -> dict[str, Peer]:
+    """Every server, by key; the TypeScript SDK's has no commands unless ``ts`` is given."""
     bindir = str(Path(python).parent)
     ours = [f"{bindir}/mcp-trio", "serve", "benchmarks/echo_server.py"]
     # Every load client connects from the one loopback address: the per-address session share
@@ -73,6 +75,12 @@ def peers(python: str) -> dict[str, Peer]:
             script("fastmcp_server") + ["stdio"],
             lambda port: script("fastmcp_server") + ["http", str(port), "--json"],
         ),
+        "ts": Peer(
+            "ts",
+            "TypeScript SDK low-level",
+            ts.argv("stdio") if ts else None,
+            (lambda port: ts.argv("http", str(port))) if ts else None,
+        ),
         "raw_trio": Peer(
             "raw_trio",
             "raw trio line echo (ceiling)",
@@ -93,6 +101,11 @@ def peers(python: str) -> dict[str, Peer]:
             lambda port: script("trivial_hypercorn") + ["http", str(port)],
         ),
     }
+
+
+def available(keys: Sequence[str], table: dict[str, Peer], transport: str) -> list[str]:
+    """The ``keys`` whose server has a command for ``transport`` (``stdio`` or ``http``)."""
+    return [k for k in keys if getattr(table[k], transport) is not None]
 
 
 #: Where the servers' stderr goes (next to the benchmark environment).

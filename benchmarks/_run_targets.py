@@ -51,6 +51,7 @@ def targets(results: dict[str, Any]) -> list[Target]:
     cold = lambda k: _get(r, "startup", "cold_start", k, "seconds")  # noqa: E731
     return [
         Target("stdio sequential vs SDK low-level", "≥ 10×", _ratio(seq("ours"), seq("sdk")), 10),
+        Target("stdio sequential vs TypeScript SDK", "≥ 3×", _ratio(seq("ours"), seq("ts")), 3),
         Target(
             "stdio sequential vs raw trio line echo",
             "≥ 0.5×",
@@ -68,6 +69,14 @@ def targets(results: dict[str, Any]) -> list[Target]:
             "≥ 2×",
             _ratio(conc("ours"), conc(best_sdk) if best_sdk else None),
             2,
+        ),
+        Target("HTTP ×64, h11 front door vs TypeScript SDK", "≥ 1.5×", _ratio(conc("ours"), conc("ts")), 1.5),
+        Target(
+            "HTTP ×64 server CPU per request, h11 front door vs TypeScript SDK",
+            "≤ 0.5×",
+            _ratio(conc("ours", "server_cpu_us"), conc("ts", "server_cpu_us")),
+            0.5,
+            higher_is_better=False,
         ),
         Target(
             "HTTP ×64, h11 front door vs bare h11-over-trio",

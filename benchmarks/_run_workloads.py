@@ -23,17 +23,22 @@ from benchmarks._run_common import (
     log,
     median,
 )
-from benchmarks._run_servers import Peer, http_servers, stdio_servers
+from benchmarks._run_servers import Peer, available, http_servers, stdio_servers
 
 
 def summarize(runs: list[Any]) -> dict[str, Any]:
-    """Median rate and latencies over repeated :class:`loadgen.Measurement` runs."""
-    return {
+    """Median rate and latencies over repeated :class:`loadgen.Measurement` runs (and the
+    server's CPU microseconds per call, where it was measured)."""
+    out = {
         "rate": median([r.rate for r in runs]),
         "p50_ms": median([r.p50 for r in runs]),
         "p99_ms": median([r.p99 for r in runs]),
         "runs": [round(r.rate, 1) for r in runs],
     }
+    cpu = [r.cpu_per_call * 1e6 for r in runs if r.cpu_per_call is not None]
+    if cpu:
+        out["server_cpu_us"] = median(cpu)
+    return out
 
 
 def rounds(keys: Sequence[str], repeats: int) -> Iterator[str]:
@@ -51,9 +56,13 @@ def run_codec(python: str, mode: Mode) -> dict[str, Any]:
 def run_stdio(table: dict[str, Peer], mode: Mode) -> dict[str, Any]:
     from benchmarks import loadgen
 
-    seq_keys = ["ours", "ours_lowlevel", "sdk", "sdk_high", "fastmcp", "raw_trio"]
-    pipe_keys = seq_keys if mode.full else ["ours", "ours_lowlevel", "sdk", "fastmcp", "raw_trio"]
-    big_keys = ["ours", "sdk", "sdk_high", "fastmcp"] if mode.full else ["ours", "sdk"]
+    seq_keys = available(
+        ["ours", "ours_lowlevel", "sdk", "sdk_high", "fastmcp", "ts", "raw_trio"], table, "stdio"
+    )
+    pipe_keys = seq_keys if mode.full else [k for k in seq_keys if k != "sdk_high"]
+    big_keys = available(
+        ["ours", "sdk", "sdk_high", "fastmcp", "ts"] if mode.full else ["ours", "sdk", "ts"], table, "stdio"
+    )
     out: dict[str, Any] = {"sequential": {}, "pipelined": {}, "payload_1mib": {}}
     with stdio_servers(seq_keys, table) as servers:
         runs: dict[str, list[Any]] = {k: [] for k in seq_keys}
@@ -83,20 +92,25 @@ def run_stdio(table: dict[str, Peer], mode: Mode) -> dict[str, Any]:
 def run_http(table: dict[str, Peer], mode: Mode) -> dict[str, Any]:
     from benchmarks import loadgen
 
-    keys = ["ours", "ours_hypercorn", "sdk", "sdk_sse", "trivial_h11", "trivial_hypercorn"]
+    keys = ["ours", "ours_hypercorn", "sdk", "sdk_sse", "ts", "trivial_h11", "trivial_hypercorn"]
     if mode.full:
         keys += ["fastmcp", "sdk_high"]
-    seq_keys = keys if mode.full else ["ours", "sdk", "trivial_h11"]
+    keys = available(keys, table, "http")
+    seq_keys = keys if mode.full else available(["ours", "sdk", "ts", "trivial_h11"], table, "http")
     out: dict[str, Any] = {}
     with http_servers(keys, table) as servers:
         runs: dict[str, list[Any]] = {k: [] for k in seq_keys}
         for key in rounds(seq_keys, mode.repeats):
-            runs[key].append(loadgen.http_calls(servers[key][0], mode.http_duration, clients=1))
+            target, pid = servers[key]
+            runs[key].append(loadgen.http_calls(target, mode.http_duration, clients=1, server_pid=pid))
         out["sequential"] = {k: summarize(v) for k, v in runs.items()}
         log(f"  HTTP sequential: { {k: round(v['rate']) for k, v in out['sequential'].items()} }")
         runs = {k: [] for k in keys}
         for key in rounds(keys, mode.repeats):
-            runs[key].append(loadgen.http_calls(servers[key][0], mode.http_duration, clients=HTTP_CLIENTS))
+            target, pid = servers[key]
+            runs[key].append(
+                loadgen.http_calls(target, mode.http_duration, clients=HTTP_CLIENTS, server_pid=pid)
+            )
         out["concurrent"] = {k: summarize(v) for k, v in runs.items()}
         log(f"  HTTP x{HTTP_CLIENTS}: { {k: round(v['rate']) for k, v in out['concurrent'].items()} }")
     return out
@@ -106,7 +120,8 @@ def run_memory(table: dict[str, Peer], mode: Mode) -> dict[str, Any]:
     """RSS growth of the server process per idle session, over ``mode.sessions`` sessions."""
     from benchmarks import loadgen
 
-    keys = ["ours", "sdk"] + (["sdk_sse", "sdk_high", "fastmcp", "ours_hypercorn"] if mode.full else [])
+    full = ["sdk_sse", "sdk_high", "fastmcp", "ours_hypercorn"] if mode.full else []
+    keys = available(["ours", "sdk", "ts", *full], table, "http")
     out: dict[str, Any] = {}
     with http_servers(keys, table) as servers:
         for key in keys:
@@ -130,7 +145,7 @@ def run_memory(table: dict[str, Peer], mode: Mode) -> dict[str, Any]:
 def run_cold_start(python: str, table: dict[str, Peer], mode: Mode) -> dict[str, Any]:
     from benchmarks import loadgen
 
-    keys = ["ours", "sdk"] + (["fastmcp", "sdk_high"] if mode.full else [])
+    keys = available(["ours", "sdk", "ts"] + (["fastmcp", "sdk_high"] if mode.full else []), table, "stdio")
     samples: dict[str, list[float]] = {k: [] for k in keys}
     for key in rounds(keys, mode.cold_repeats):
         samples[key].append(loadgen.cold_start(table[key].stdio or [], cwd=str(ROOT)))

@@ -1,30 +1,30 @@
-"""Run the benchmark suite: mcp-trio against the official Python SDK and FastMCP.
+"""Run the benchmark suite: mcp-trio against the official Python and TypeScript SDKs and FastMCP.
 
 Usage (from the project root)::
 
     python3 -m benchmarks.run            # quick mode (under two minutes once installed)
     python3 -m benchmarks.run --full     # longer runs, every peer in every workload
 
-It creates (once) a virtual environment with the pinned peers of
-``benchmarks/requirements.txt`` and this checkout (editable), by default in
-``~/.cache/mcp-trio-bench/venv`` (``--venv`` or ``$MCP_TRIO_BENCH_VENV`` to
-change it), re-runs itself inside it, starts every server, measures, and
-writes ``RESULTS.md``, ``ratios.png`` and the raw figures in ``results.json``
-into a folder of its own, ``benchmarks/results/<UTC date and time>/`` (ignored
-by git).  ``--update`` writes them over the committed ``benchmarks/RESULTS.md``,
-``benchmarks/ratios.png`` and ``benchmarks/results.json`` instead; it refuses a
-partial run (``--only``), so the committed figures always come from one whole run.
+It creates (once) a virtual environment with the pinned peers of ``benchmarks/requirements.txt`` and
+this checkout (editable), by default in ``~/.cache/mcp-trio-bench/venv`` (``--venv`` or
+``$MCP_TRIO_BENCH_VENV`` to change it), re-runs itself inside it, installs (once) Node and the
+pinned TypeScript SDK next to it (``_run_node``), starts every server, measures, and writes
+``RESULTS.md``, ``ratios.png`` and the raw figures in ``results.json`` into a folder of its own,
+``benchmarks/results/<UTC date and time>/`` (ignored by git). ``--update`` writes them over the
+committed ``benchmarks/RESULTS.md``, ``benchmarks/ratios.png`` and ``benchmarks/results.json``
+instead; it refuses a partial run (``--only``), so the committed figures always come from one whole
+run.
 
 Every figure is the median of ``repeats`` runs; the servers of a workload
 run side by side and the repeats go round them in turn, so a change in the
 machine's load hits them all alike.  Ratios compare figures of the same run.
 The load generator (``loadgen.py``) speaks raw JSON-RPC to every server.
 
-This module is the command line and the order of the workloads; the rest is in private modules,
-one job each: ``_run_common`` (paths, modes, helpers), ``_run_env`` (the virtual environment,
-the machine and the versions), ``_run_servers`` (the peers and starting them), ``_run_workloads``
-(the measurements), ``_run_targets`` (the ratios wanted) and ``_run_report`` (``RESULTS.md`` and
-the chart).
+This module is the command line and the order of the workloads; the rest is in private modules, one
+job each: ``_run_common`` (paths, modes, helpers), ``_run_env`` (the virtual environment, the
+machine and the versions), ``_run_node`` (Node and the TypeScript SDK), ``_run_servers`` (the peers
+and starting them), ``_run_workloads`` (the measurements), ``_run_targets`` (the ratios wanted) and
+``_run_report`` (``RESULTS.md`` and the chart).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from benchmarks import _run_servers
+from benchmarks import _run_node, _run_servers
 from benchmarks._run_common import (
     ANALYSIS_MARKER,
     CHART,
@@ -72,7 +72,8 @@ COMMITTED = (RESULTS_MD, RESULTS_JSON, CHART)
 
 
 def run_suite(python: str, mode: Mode, only: set[str] | None) -> dict[str, Any]:
-    table = peers(python)
+    ts = _run_node.ensure_ts_sdk()
+    table = peers(python, ts)
     started = time.perf_counter()
     results: dict[str, Any] = {
         "meta": {
@@ -82,7 +83,11 @@ def run_suite(python: str, mode: Mode, only: set[str] | None) -> dict[str, Any]:
             "cold_repeats": mode.cold_repeats,
             "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
             "machine": machine(),
-            "versions": versions(),
+            "versions": {
+                **versions(),
+                "node": ts.node_version if ts else "not installed",
+                "@modelcontextprotocol/sdk (TypeScript)": ts.sdk_version if ts else "not installed",
+            },
             "load_before": loadavg(),
         },
         "errors": {},
@@ -149,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--update rewrites the committed results: it needs a whole run, not --only")
     venv = args.venv.expanduser().resolve()
     _run_servers.LOGS = venv.parent / "logs"
+    _run_node.CACHE = venv.parent / "node"
     if not _in_venv(venv):
         python = ensure_venv(venv)
         os.chdir(ROOT)

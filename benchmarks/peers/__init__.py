@@ -10,6 +10,10 @@ Every MCP peer offers the tools of ``benchmarks/echo_server.py``: ``echo(text)``
   HTTP on uvicorn, SSE answers by default, JSON bodies with ``--json``.
 * ``sdk_highlevel``: the official SDK's high-level ``MCPServer``.
 * ``fastmcp_server``: FastMCP.
+* ``ts_sdk_server.mjs``: the TypeScript SDK's low-level ``Server`` on Node, run as ``node
+  benchmarks/peers/ts_sdk_server.mjs --sdk NODE_MODULES stdio`` (or ``http PORT``): stateful
+  Streamable HTTP with JSON answers; the benchmark installs Node and the pinned SDK
+  (``benchmarks/_run_node.py``).
 * ``raw_trio_echo``: the stdio ceiling: a trio loop that writes every line back.
 * ``trivial_hypercorn`` / ``trivial_h11``: the HTTP ceilings: an ASGI app on
   hypercorn (trio worker) and a bare h11-over-trio loop, both answering every
