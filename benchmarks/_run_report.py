@@ -74,7 +74,7 @@ def render_markdown(results: dict[str, Any], table: dict[str, Peer]) -> str:
             lines.append(
                 f"| {label.get(key, key)} | {_fmt(row['rate'], digits)} | {_fmt(row['p50_ms'], 2)} "
                 f"| {_fmt(row['p99_ms'], 2)} |{cpu_cell}"
-                f" {', '.join(_fmt(x, digits) for x in row.get('runs', []))} |"
+                f" {_runs(row, digits)} |"
             )
         lines.append("")
 
@@ -83,7 +83,8 @@ def render_markdown(results: dict[str, Any], table: dict[str, Peer]) -> str:
         "stdio, sequential tools/call",
         stdio.get("sequential"),
         "calls/s",
-        'One `tools/call` of `echo("hello")` at a time, answer checked.',
+        'One `tools/call` of `echo("hello")` at a time, answer checked. After each run: whether '
+        "the server and the load generator last ran on the same CPU or on different ones.",
     )
     throughput_table(
         f"stdio, pipelined ({PIPELINE_DEPTH} in flight)",
@@ -212,6 +213,15 @@ def render_markdown(results: dict[str, Any], table: dict[str, Peer]) -> str:
         lines += [f"- {name}: `{message}`" for name, message in errors.items()]
         lines.append("")
     return "\n".join(lines)
+
+
+def _runs(row: dict[str, Any], digits: int) -> str:
+    """Each run's rate, with the CPU placement of server and load generator where recorded."""
+    rates = [_fmt(x, digits) for x in row.get("runs", [])]
+    placement = row.get("placement") or []
+    if len(placement) == len(rates):
+        rates = [f"{rate} ({where})" for rate, where in zip(rates, placement, strict=True)]
+    return ", ".join(rates)
 
 
 def write_chart(results: dict[str, Any], path: Path) -> bool:

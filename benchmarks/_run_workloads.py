@@ -66,9 +66,11 @@ def run_stdio(table: dict[str, Peer], mode: Mode) -> dict[str, Any]:
     out: dict[str, Any] = {"sequential": {}, "pipelined": {}, "payload_1mib": {}}
     with stdio_servers(seq_keys, table) as servers:
         runs: dict[str, list[Any]] = {k: [] for k in seq_keys}
+        placements: dict[str, list[str]] = {k: [] for k in seq_keys}
         for key in rounds(seq_keys, mode.repeats):
             runs[key].append(loadgen.stdio_sequential(servers[key], mode.duration, check=table[key].check))
-        out["sequential"] = {k: summarize(v) for k, v in runs.items()}
+            placements[key].append(_placement(servers[key].process.pid))
+        out["sequential"] = {k: {**summarize(v), "placement": placements[k]} for k, v in runs.items()}
         log(f"  stdio sequential: { {k: round(v['rate']) for k, v in out['sequential'].items()} }")
         runs = {k: [] for k in pipe_keys}
         for key in rounds(pipe_keys, mode.repeats):
@@ -87,6 +89,25 @@ def run_stdio(table: dict[str, Peer], mode: Mode) -> dict[str, Any]:
         out["payload_1mib"] = {k: summarize(v) for k, v in runs.items()}
         log(f"  stdio 1 MiB: { {k: round(v['rate'], 1) for k, v in out['payload_1mib'].items()} }")
     return out
+
+
+def _last_cpu(pid: int | str) -> int:
+    """The CPU process ``pid`` last ran on (``/proc/<pid>/stat``, field 39)."""
+    with open(f"/proc/{pid}/stat", "rb") as stat:
+        return int(stat.read().rsplit(b")", 1)[1].split()[36])
+
+
+def _placement(server_pid: int) -> str:
+    """``same`` if the server and the load generator last ran on one CPU, else ``different``.
+
+    A sequential stdio round trip hands the CPU back and forth between the two processes; on the
+    2-core KVM guest of the committed figures that costs far more across two vCPUs than on one
+    (``benchmarks/README.md``), so every sequential run records where the two ended up.
+    """
+    try:
+        return "same" if _last_cpu(server_pid) == _last_cpu("self") else "different"
+    except OSError:
+        return "unknown"
 
 
 def run_http(table: dict[str, Peer], mode: Mode) -> dict[str, Any]:

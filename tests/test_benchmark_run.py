@@ -99,3 +99,38 @@ def test_the_targets_table_is_marked_for_the_documentation() -> None:
     assert all(row.startswith("|") and row.endswith("|") for row in rows)
     page = (RESULTS_MD.parents[1] / "docs" / "guide" / "benchmarks.md").read_text()
     assert '--8<-- "benchmarks/RESULTS.md:targets"' in page
+
+
+def test_a_sequential_stdio_run_records_where_server_and_client_ran() -> None:
+    """Server and load generator on one CPU or on two: the figure depends on it (README)."""
+    import os
+    import subprocess
+    import sys
+
+    from benchmarks._run_report import _runs
+    from benchmarks._run_workloads import _placement
+
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.fail("this test needs two CPUs to place the processes on")
+    first, second = sorted(os.sched_getaffinity(0))[:2]
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {first})
+    try:
+        for cpu, expected in ((first, "same"), (second, "different")):
+            child = subprocess.Popen(
+                [sys.executable, "-c", "import sys; sys.stdin.read()"],
+                stdin=subprocess.PIPE,
+                preexec_fn=lambda cpu=cpu: os.sched_setaffinity(0, {cpu}),  # noqa: PLW1509
+            )
+            try:
+                assert _placement(child.pid) == expected
+            finally:
+                assert child.stdin is not None
+                child.stdin.close()
+                child.wait(10)
+    finally:
+        os.sched_setaffinity(0, before)
+    assert _placement(2**22 + 12345) == "unknown"  # no such process
+    row = {"runs": [33012.4, 16700.0], "placement": ["same", "different"]}
+    assert _runs(row, 0) == "33,012 (same), 16,700 (different)"
+    assert _runs({"runs": [5.0]}, 1) == "5.0"
