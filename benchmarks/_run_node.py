@@ -25,6 +25,7 @@ TS_SDK_VERSION = "1.32.2"
 #: npm ``--before``: the SDK's own dependencies resolve as they did on this date.
 TS_SDK_BEFORE = "2026-11-01T00:00:00Z"
 SERVER_SCRIPT = "benchmarks/peers/ts_sdk_server.mjs"
+CLIENT_SCRIPT = "benchmarks/peers/ts_sdk_client.mjs"
 
 #: The cache for Node and the SDK (next to the benchmark environment; ``run.main`` moves it
 #: along with ``--venv``).
@@ -43,6 +44,10 @@ class TsSdk:
     def argv(self, *args: str) -> list[str]:
         """The TypeScript SDK server's command: ``node ts_sdk_server.mjs --sdk DIR args...``."""
         return [str(self.node), SERVER_SCRIPT, "--sdk", str(self.node_modules), *args]
+
+    def client_argv(self, *args: str) -> list[str]:
+        """The TypeScript SDK client's command: ``node ts_sdk_client.mjs --sdk DIR args...``."""
+        return [str(self.node), CLIENT_SCRIPT, "--sdk", str(self.node_modules), *args]
 
 
 def _installed_version(node_modules: Path) -> str:

@@ -189,7 +189,8 @@ def render_markdown(results: dict[str, Any], table: dict[str, Peer]) -> str:
             "## Each implementation's own client against its own server",
             "",
             "Sequential `tools/call` through the client library users would use: "
-            "`mcp_trio.client`, the SDK's `mcp.Client` (handshake mode), `fastmcp.Client`.",
+            "`mcp_trio.client`, the SDK's `mcp.Client` (handshake mode), `fastmcp.Client`, the "
+            "TypeScript SDK's `Client` (on Node).",
             "",
             "| transport | client → server | calls/s | p50 ms | p99 ms |",
             "|---|---|---:|---:|---:|",
@@ -198,6 +199,7 @@ def render_markdown(results: dict[str, Any], table: dict[str, Peer]) -> str:
             "ours": "mcp-trio → mcp-trio",
             "sdk": "SDK → SDK low-level",
             "fastmcp": "FastMCP → FastMCP",
+            "ts": "TypeScript SDK → TypeScript SDK low-level",
         }
         for transport, rows in own.items():
             for key, row in rows.items():

@@ -25,6 +25,9 @@ class Peer:
     stdio: list[str] | None
     http: Callable[[int], list[str]] | None = None
     check: str = "echo"
+    #: Its own client's command, to which ``TRANSPORT DURATION TARGET...`` is added (the
+    #: "own clients" workload; see ``benchmarks/sdk_clients.py``).
+    own_client: list[str] | None = None
 
 
 def peers(python: str, ts: TsSdk | None = None) -> dict[str, Peer]:
@@ -38,8 +41,17 @@ def peers(python: str, ts: TsSdk | None = None) -> dict[str, Peer]:
     def script(name: str) -> list[str]:
         return [python, f"benchmarks/peers/{name}.py"]
 
+    def client(kind: str) -> list[str]:
+        return [python, "-m", "benchmarks.sdk_clients", kind]
+
     return {
-        "ours": Peer("ours", "mcp-trio", ours + [], lambda port: ours + ["--http", f"{HOST}:{port}", *http]),
+        "ours": Peer(
+            "ours",
+            "mcp-trio",
+            ours + [],
+            lambda port: ours + ["--http", f"{HOST}:{port}", *http],
+            own_client=client("ours"),
+        ),
         "ours_lowlevel": Peer(
             "ours_lowlevel",
             "mcp-trio low-level session (no Server)",
@@ -56,6 +68,7 @@ def peers(python: str, ts: TsSdk | None = None) -> dict[str, Peer]:
             "SDK low-level",
             script("sdk_lowlevel") + ["stdio"],
             lambda port: script("sdk_lowlevel") + ["http", str(port), "--json"],
+            own_client=client("sdk"),
         ),
         "sdk_sse": Peer(
             "sdk_sse",
@@ -74,12 +87,14 @@ def peers(python: str, ts: TsSdk | None = None) -> dict[str, Peer]:
             "FastMCP",
             script("fastmcp_server") + ["stdio"],
             lambda port: script("fastmcp_server") + ["http", str(port), "--json"],
+            own_client=client("fastmcp"),
         ),
         "ts": Peer(
             "ts",
             "TypeScript SDK low-level",
             ts.argv("stdio") if ts else None,
             (lambda port: ts.argv("http", str(port))) if ts else None,
+            own_client=ts.client_argv() if ts else None,
         ),
         "raw_trio": Peer(
             "raw_trio",

@@ -193,7 +193,7 @@ def run_cold_start(python: str, table: dict[str, Peer], mode: Mode) -> dict[str,
 
 def run_own_clients(python: str, table: dict[str, Peer], mode: Mode) -> dict[str, Any]:
     """Each implementation's client against its own server (sequential calls)."""
-    pairs = {"ours": "ours", "sdk": "sdk", "fastmcp": "fastmcp"}
+    pairs = {k: k for k in ["ours", "sdk", "fastmcp", "ts"] if table[k].own_client and table[k].stdio}
     transports = ["stdio", "http"] if mode.full else ["stdio"]
     out: dict[str, Any] = {t: {} for t in transports}
     duration = str(mode.duration)
@@ -207,15 +207,7 @@ def run_own_clients(python: str, table: dict[str, Peer], mode: Mode) -> dict[str
             else:
                 targets = {k: ["--", *(table[pairs[k]].stdio or [])] for k in pairs}
             for key in rounds(list(pairs), max(1, mode.repeats - (0 if mode.full else 2))):
-                argv = [
-                    python,
-                    "-m",
-                    "benchmarks.sdk_clients",
-                    key,
-                    transport,
-                    duration,
-                    *targets[key],
-                ]
+                argv = [*(table[key].own_client or []), transport, duration, *targets[key]]
                 result = subprocess.run(
                     argv, cwd=str(ROOT), check=True, capture_output=True, text=True, timeout=120
                 )

@@ -78,6 +78,24 @@ def test_http_echo_with_sessions_and_json_answers(http_server: tuple[loadgen.Htt
     assert loadgen.open_idle_sessions(target, 10, connections=3) == 10
 
 
+def _own_client(argv: list[str]) -> dict[str, float]:
+    done = subprocess.run(argv, cwd=str(ROOT), capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def test_its_own_client_over_stdio_and_http(
+    ts: _run_node.TsSdk, http_server: tuple[loadgen.HttpTarget, int]
+) -> None:
+    over_stdio = _own_client(ts.client_argv("stdio", "0.1", "--", *ts.argv("stdio")))
+    target, _ = http_server
+    over_http = _own_client(ts.client_argv("http", "0.1", target.url))
+    for measured in (over_stdio, over_http):
+        assert measured["calls"] > 0 and measured["elapsed"] >= 0.1
+        assert measured["p99_ms"] >= measured["p50_ms"] > 0
+    assert peers(sys.executable, ts)["ts"].own_client == ts.client_argv()
+
+
 def _post(
     target: loadgen.HttpTarget, body: bytes, headers: dict[str, str]
 ) -> tuple[int, dict[str, str], bytes]:
