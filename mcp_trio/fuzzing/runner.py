@@ -46,8 +46,8 @@ from ._findings import TargetDown as TargetDown
 from ._findings import TargetError as TargetError
 from ._findings import keep_if_replayed as keep_if_replayed
 from ._findings import load_transcript as load_transcript
+from ._findings import record_resources, search_settings, within_budget
 from ._findings import save_transcript as save_transcript
-from ._findings import search_settings, within_budget
 from ._findings import stateful_transcript as stateful_transcript
 from ._findings import summary as summary
 from ._findings import violations_found as violations_found
@@ -185,6 +185,7 @@ def _run_rounds(cfg: FuzzConfig, revision: str, campaign: str, stats: CampaignSt
         hunt = server_hunt(cfg, revision, campaign, stats)
     try:
         _search(cfg, revision, campaign, stats, hunt, started)
+        record_resources(cfg, stats, hunt)
     finally:
         hunt.reset()
 
@@ -320,6 +321,11 @@ def replay(
 ) -> tuple[dict[str, Any], list[orc.Violation]]:
     """Send a transcript's case again on a fresh session; (new transcript, violations)."""
     data = load_transcript(path)
+    if "resources" in data:
+        raise ValueError(
+            f"{path} is a resource growth finding: it has no case to replay (run the campaign again; "
+            "the file holds the samples)"
+        )
     if data.get("campaign") == "client" or data.get("target", {}).get("kind") == "client":
         return cli.replay_client(data, target=target, timeout=timeout)
     if data.get("campaign") == "stateful":
