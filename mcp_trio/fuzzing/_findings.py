@@ -52,7 +52,7 @@ class TargetDown(TargetError):
 @dataclass
 class Status:
     """Where a run is, for a progress display: the campaign, its phase (``generating``,
-    ``shrinking``, ``replaying``), and the counts so far."""
+    ``shrinking``, ``replaying``, ``minimizing``), and the counts so far."""
 
     revision: str
     campaign: str

@@ -295,11 +295,43 @@ def _search(
         show("replaying")
         hunt.reset()
         transcript, violations = hunt.replay(best[1], best[2])
+        if any(v.key == focus[0] for v in violations):
+            show("minimizing")
+            deadline = time.monotonic() + cfg.shrink_time
+            if cfg.time_budget is not None:
+                deadline = min(deadline, started + cfg.time_budget)
+            best[1], transcript, violations = drop_unneeded(
+                hunt, focus[0], best[1], best[2], (transcript, violations), deadline
+            )
         keep_if_replayed(
             cfg, stats, revision, campaign, focus[0], violations, len(best[1]), partial(dict, transcript)
         )
     if len(stats.findings) >= cfg.max_findings:
         stats.capped = True
+
+
+def drop_unneeded(
+    hunt: Hunt,
+    key: str,
+    payloads: list[bytes],
+    notes: list[str],
+    replayed: tuple[dict[str, Any], list[orc.Violation]],
+    deadline: float,
+) -> tuple[list[bytes], dict[str, Any], list[orc.Violation]]:
+    """The second shrinking pass, over the transcript: drop one message of the case at a time and
+    keep the drop when a replay on a fresh session shows ``key`` again, until no message can go
+    (at least one stays) or ``deadline`` (``time.monotonic()``) passes.  ``replayed`` is the
+    (transcript, violations) of the whole case; returns the case left and its replay's."""
+    notes = [*notes, *[""] * (len(payloads) - len(notes))][: len(payloads)]
+    i = 0
+    while i < len(payloads) and len(payloads) > 1 and time.monotonic() < deadline:
+        fewer, fewer_notes = payloads[:i] + payloads[i + 1 :], notes[:i] + notes[i + 1 :]
+        transcript, violations = hunt.replay(fewer, fewer_notes)
+        if any(v.key == key for v in violations):
+            payloads, notes, replayed = fewer, fewer_notes, (transcript, violations)
+        else:
+            i += 1
+    return payloads, *replayed
 
 
 def _size(payloads: Sequence[bytes]) -> tuple[int, int]:

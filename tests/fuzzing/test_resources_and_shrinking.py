@@ -6,15 +6,17 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from mcp_trio._cli import main
 from mcp_trio.fuzzing import FuzzConfig, StdioTarget, run
-from mcp_trio.fuzzing._findings import load_transcript
+from mcp_trio.fuzzing._findings import CampaignStats, load_transcript
 from mcp_trio.fuzzing._resources import ResourceWatch, sample
-from mcp_trio.fuzzing.runner import replay
+from mcp_trio.fuzzing._server_campaign import server_hunt
+from mcp_trio.fuzzing.runner import drop_unneeded, replay
 
 ROOT = Path(__file__).resolve().parents[2]
 TOY = str(ROOT / "tests" / "programs" / "fuzz_toy_server.py")
@@ -111,3 +113,54 @@ def test_without_proc_nothing_is_sampled_and_the_stats_say_why(monkeypatch: pyte
     watch.see(2**22 + 12345)  # no such process on any system
     assert watch.to_json() == {"watched": False, "why": "resource growth not watched: no /proc on darwin"}
     assert watch.violations() == []
+
+
+# ------------------------------------------------------------ the second shrinking pass
+
+
+def messages(*methods: str) -> list[bytes]:
+    return [
+        json.dumps({"jsonrpc": "2.0", "id": i + 100, "method": m}).encode() for i, m in enumerate(methods)
+    ]
+
+
+def test_unrelated_messages_around_the_trigger_are_dropped() -> None:
+    cfg = FuzzConfig(toy("junk"), timeout=3)
+    stats = CampaignStats("2025-11-25", "valid")
+    hunt = server_hunt(cfg, "2025-11-25", "valid", stats)
+    try:
+        case = messages("ping", "nothing/here", "tools/list", "ping", "other/thing")
+        notes = ["a", "b", "trigger", "c", "d"]
+        replayed = hunt.replay(case, notes)
+        assert "stdout:junk" in {v.key for v in replayed[1]}
+        left, transcript, violations = drop_unneeded(
+            hunt, "stdout:junk", case, notes, replayed, time.monotonic() + 60
+        )
+    finally:
+        hunt.reset()
+    assert left == [case[2]]
+    assert [c["note"] for c in transcript["case"]] == ["trigger"]
+    assert "stdout:junk" in {v.key for v in violations}
+
+
+def test_the_second_pass_stops_at_its_deadline() -> None:
+    cfg = FuzzConfig(toy("junk"), timeout=3)
+    hunt = server_hunt(cfg, "2025-11-25", "valid", CampaignStats("2025-11-25", "valid"))
+    case = messages("ping", "tools/list")
+    replayed = hunt.replay(case, [])
+    left, transcript, _ = drop_unneeded(hunt, "stdout:junk", case, [], replayed, time.monotonic())
+    assert left == case and transcript is replayed[0]
+
+
+def test_a_campaign_saves_the_minimal_case(tmp_path: Path) -> None:
+    [stats] = run(
+        FuzzConfig(
+            toy("junk"), campaigns=["valid"], max_examples=30, timeout=3, shrink_time=4, out_dir=tmp_path
+        )
+    )
+    [finding] = [f for f in stats.findings if f.violation.key == "stdout:junk"]
+    assert finding.path is not None
+    saved = load_transcript(finding.path)
+    [message] = [json.loads(c["text"]) for c in saved["case"]]
+    assert message["method"] == "tools/list"
+    assert replay(finding.path)[1][0].key == "stdout:junk"
