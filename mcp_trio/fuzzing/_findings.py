@@ -415,8 +415,11 @@ def summary(cfg: FuzzConfig, stats: Sequence[CampaignStats]) -> str:
         lines.append(f"  {_MARK.get(g['severity'], '!')} {g['key']} [{g['severity']}] {g['message']}")
         lines.append(f"      in: {', '.join(g['revisions'])} ({', '.join(g['campaigns'])})")
         lines.append(f'      rule ({cites["level"]}): {cites["document"]}: "{cites["text"]}"')
-        for path in g["transcripts"]:
-            lines.append(f"      replay: mcp-trio fuzz replay {path}")
+        for path in g["transcripts"]:  # (a resource growth finding has samples, no case to replay)
+            replayable = not g["key"].startswith("resources:")
+            lines.append(
+                f"      replay: mcp-trio fuzz replay {path}" if replayable else f"      samples: {path}"
+            )
     counts = {grade: sum(1 for g in groups if g["severity"] == grade) for grade in _MARK}
     failed = violations_found(stats, cfg.strict)
     lines += [

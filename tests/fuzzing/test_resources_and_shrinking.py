@@ -68,6 +68,7 @@ def test_a_target_leaking_descriptors_is_noted_with_the_numbers(tmp_path: Path) 
         replay(finding.path)
     summary = (tmp_path / "summary.txt").read_text()
     assert "resources:fd-growth [note]" in summary and "open fds" in summary
+    assert f"samples: {finding.path}" in summary and "fuzz replay" not in summary
 
 
 @linux_only
