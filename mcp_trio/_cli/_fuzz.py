@@ -210,6 +210,21 @@ def command(argv: Sequence[str]) -> int:
         help="--client: seconds one client run may take before it counts as hung (default 30)",
     )
     parser.add_argument(
+        "--max-rss-growth",
+        type=float,
+        default=200.0,
+        metavar="MB",
+        help="--stdio: note a target whose resident memory grows by more than this in a campaign "
+        "(default 200; sampled from /proc, Linux only)",
+    )
+    parser.add_argument(
+        "--max-fd-growth",
+        type=int,
+        default=100,
+        metavar="N",
+        help="--stdio: note a target whose open file descriptors grow by more than this (default 100)",
+    )
+    parser.add_argument(
         "--all-revisions",
         action="store_true",
         help="fuzz every --revision even if the server's initialize answer names another",
@@ -265,6 +280,8 @@ def command(argv: Sequence[str]) -> int:
         progress=progress.event,
         status=progress.status,
         strict=args.strict,
+        max_rss_growth=args.max_rss_growth,
+        max_fd_growth=args.max_fd_growth,
     )
     status = None
     try:

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from ..types import _versions
 from . import oracles as orc
+from ._resources import ResourceWatch
 from .strategies import ALL_HEALTH_CHECKS
 
 __all__ = [
@@ -51,7 +52,7 @@ class TargetDown(TargetError):
 @dataclass
 class Status:
     """Where a run is, for a progress display: the campaign, its phase (``generating``,
-    ``shrinking``, ``replaying``), and the counts so far."""
+    ``shrinking``, ``replaying``, ``minimizing``), and the counts so far."""
 
     revision: str
     campaign: str
@@ -85,6 +86,10 @@ class FuzzConfig:
     status: Callable[[Status], None] = lambda status: None
     #: Deviations (SHOULDs) fail the run too, not only violations (MUSTs).
     strict: bool = False
+    #: A local target (``--stdio``) whose RSS grows by more MB than this in a campaign is noted.
+    max_rss_growth: float = 200.0
+    #: ... or whose open file descriptors grow by more than this.
+    max_fd_growth: int = 100
 
 
 @dataclass
@@ -110,6 +115,7 @@ class CampaignStats:
     aborted: str | None = None  # the campaign stopped early on an error of its own
     capped: bool = False  # stopped at FuzzConfig.max_findings
     interrupted: bool = False  # stopped by Ctrl-C (SIGINT)
+    resources: dict[str, Any] | None = None  # ResourceWatch.to_json() of a local target
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -134,6 +140,7 @@ class CampaignStats:
             **({"aborted": self.aborted} if self.aborted else {}),
             **({"capped": True} if self.capped else {}),
             **({"interrupted": True} if self.interrupted else {}),
+            **({"resources": self.resources} if self.resources else {}),
         }
 
 
@@ -143,13 +150,17 @@ class Hunt:
 
     ``execute(case)`` runs one example and returns (payloads, notes, violations);
     ``replay(payloads, notes)`` runs the smallest failing case again on a fresh
-    session and returns (transcript, violations); ``reset()`` drops any live state.
+    session and returns (transcript, violations); ``reset()`` drops any live state.  A
+    campaign against a local process has a ``watch`` of its resources, fed by ``execute``;
+    ``pid()`` is the live process (None: none).
     """
 
     strategy: st.SearchStrategy[Any]
     execute: Callable[[Any], tuple[list[bytes], list[str], list[orc.Violation]]]
     replay: Callable[[list[bytes], list[str]], tuple[dict[str, Any], list[orc.Violation]]]
     reset: Callable[[], None]
+    watch: ResourceWatch | None = None
+    pid: Callable[[], int | None] = lambda: None
 
 
 def within_budget(cfg: FuzzConfig, stats: CampaignStats, started: float) -> bool:
@@ -201,10 +212,7 @@ def keep_if_replayed(
             severity="flaky",
             rule=seen.rule,
         )
-    finding = Finding(revision, campaign, hit, transcript())
-    if cfg.out_dir is not None:
-        finding.path = save_transcript(cfg.out_dir, finding, len(stats.findings) + 1)
-    stats.findings.append(finding)
+    finding = add_finding(cfg, stats, Finding(revision, campaign, hit, transcript()))
     if hit.severity == "flaky":
         stats.not_reproduced.append(
             {"key": key, "payloads": size, "transcript": str(finding.path) if finding.path else None}
@@ -212,6 +220,37 @@ def keep_if_replayed(
         cfg.progress(f"{revision} {campaign}: {key} did not reproduce on replay; kept as flaky")
     else:
         cfg.progress(f"{revision} {campaign}: FINDING ({hit.severity}) {hit.key}: {hit.message}")
+
+
+def add_finding(cfg: FuzzConfig, stats: CampaignStats, finding: Finding) -> Finding:
+    """Count ``finding`` in ``stats`` and save its transcript when the run has an ``out_dir``."""
+    if cfg.out_dir is not None:
+        finding.path = save_transcript(cfg.out_dir, finding, len(stats.findings) + 1)
+    stats.findings.append(finding)
+    return finding
+
+
+def record_resources(cfg: FuzzConfig, stats: CampaignStats, hunt: Hunt) -> None:
+    """The last sample of a campaign's ``hunt.watch``: its numbers in ``stats`` and a finding (a
+    note) for each growth past the thresholds, with the samples as its transcript (nothing to
+    replay: the campaign is the case)."""
+    watch = hunt.watch
+    if watch is None:
+        return
+    watch.end(hunt.pid())
+    stats.resources = watch.to_json()
+    for v in watch.violations():
+        transcript = {
+            "format": TRANSCRIPT_FORMAT,
+            "target": cfg.target.describe(),
+            "revision": stats.revision,
+            "campaign": stats.campaign,
+            "case": [],
+            "resources": stats.resources,
+            "violations": [v.to_json()],
+        }
+        add_finding(cfg, stats, Finding(stats.revision, stats.campaign, v, transcript))
+        cfg.progress(f"{stats.revision} {stats.campaign}: FINDING ({v.severity}) {v.key}: {v.message}")
 
 
 def violations_found(stats: Sequence[CampaignStats], strict: bool = False) -> bool:
@@ -359,6 +398,12 @@ def summary(cfg: FuzzConfig, stats: Sequence[CampaignStats]) -> str:
             lines.append(f"    ! INTERRUPTED (Ctrl-C) after {s.examples} examples")
         if s.capped:
             lines.append(f"    ! stopped at {cfg.max_findings} findings (--max-findings); more may remain")
+        if s.resources and s.resources.get("watched"):
+            rss, fds = s.resources["rss"], s.resources["fds"]
+            lines.append(
+                f"    resources: RSS {rss['rss_mb'][0]} -> {rss['rss_mb'][1]} MB, open fds "
+                f"{fds['fds'][0]} -> {fds['fds'][1]} (the largest growth of one process)"
+            )
     groups = grouped(stats)
     if groups:
         lines += [
@@ -370,8 +415,11 @@ def summary(cfg: FuzzConfig, stats: Sequence[CampaignStats]) -> str:
         lines.append(f"  {_MARK.get(g['severity'], '!')} {g['key']} [{g['severity']}] {g['message']}")
         lines.append(f"      in: {', '.join(g['revisions'])} ({', '.join(g['campaigns'])})")
         lines.append(f'      rule ({cites["level"]}): {cites["document"]}: "{cites["text"]}"')
-        for path in g["transcripts"]:
-            lines.append(f"      replay: mcp-trio fuzz replay {path}")
+        for path in g["transcripts"]:  # (a resource growth finding has samples, no case to replay)
+            replayable = not g["key"].startswith("resources:")
+            lines.append(
+                f"      replay: mcp-trio fuzz replay {path}" if replayable else f"      samples: {path}"
+            )
     counts = {grade: sum(1 for g in groups if g["severity"] == grade) for grade in _MARK}
     failed = violations_found(stats, cfg.strict)
     lines += [

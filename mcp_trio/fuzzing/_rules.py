@@ -379,6 +379,14 @@ RULES: dict[str, Rule] = _by_id(
         "Disconnection SHOULD NOT be interpreted as the client cancelling its request. [Work left "
         "running after the client has gone is allowed; it is recorded so a leak can be seen.]",
     ),
+    Rule(
+        "resource-growth",
+        "judgement",
+        "basic/lifecycle.mdx",
+        "During the operation phase, the client and server exchange messages according to the "
+        "negotiated capabilities. [No sentence bounds a peer's memory or open files; growth past the "
+        "threshold while messages come and go is recorded so a leak can be seen.]",
+    ),
 )
 
 #: (oracle, detail) -> rule id; an oracle alone (detail "") is its default.
@@ -426,6 +434,7 @@ _BY_FINDING: dict[tuple[str, str], str] = {
     ("client-ids", ""): "request-id",
     ("client-http", ""): "client-http",
     ("capabilities", ""): "capabilities",
+    ("resources", ""): "resource-growth",
 }
 
 
@@ -556,6 +565,14 @@ ORACLES: dict[str, Oracle] = {
             "server/resources, server/utilities/completion, client/roots (Error Handling); 2026-07-28 "
             'schema (MethodNotFoundError: "a method gated behind a server capability the server did not '
             'advertise")',
+        ),
+        Oracle(
+            "resources",
+            "a local target's RSS and open file descriptors do not grow past a threshold during a "
+            "campaign (a note: a judgement call)",
+            "During the operation phase, the client and server exchange messages according to the "
+            "negotiated capabilities.",
+            "MCP basic/lifecycle (Operation); the thresholds are --max-rss-growth and --max-fd-growth",
         ),
         Oracle(
             "client-http",

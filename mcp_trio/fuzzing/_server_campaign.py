@@ -18,6 +18,7 @@ from . import driver as drv
 from . import oracles as orc
 from ._findings import TRANSCRIPT_FORMAT, CampaignStats, FuzzConfig, Hunt, TargetError
 from ._http_probes import HTTP_CASES, _http_case
+from ._resources import ResourceWatch
 from ._session import Session
 from .strategies import capability_cases, cases, unadvertised_methods
 
@@ -28,6 +29,11 @@ def server_hunt(cfg: FuzzConfig, revision: str, campaign: str, stats: CampaignSt
     handshake = campaign != "lifecycle"
     fresh_each = campaign in ("lifecycle", "http")
     live: list[Session] = []
+    watch = ResourceWatch(cfg.max_rss_growth, cfg.max_fd_growth) if cfg.target.kind == "stdio" else None
+
+    def pid() -> int | None:
+        proc = getattr(live[0].conn, "proc", None) if live else None
+        return proc.pid if proc is not None and proc.poll() is None else None
 
     def session() -> Session:
         if live and (fresh_each or not live[0].conn.alive()):
@@ -81,12 +87,14 @@ def server_hunt(cfg: FuzzConfig, revision: str, campaign: str, stats: CampaignSt
             return [p.encode() for p in case], list(case), violations + result.violations
         payloads = sess.renumber(case)
         result = sess.run_case(payloads, [i.note for i in case])
+        if watch is not None:
+            watch.see(pid())
         return payloads, result.notes, result.violations
 
     def replay_best(payloads: list[bytes], notes: list[str]) -> tuple[dict[str, Any], list[orc.Violation]]:
         return _replay_payloads(cfg.target, revision, campaign, payloads, notes, cfg.timeout, seed=cfg.seed)
 
-    return Hunt(strategy, execute, replay_best, drop)
+    return Hunt(strategy, execute, replay_best, drop, watch, pid)
 
 
 def _learn_capabilities(sess: Session) -> None:

@@ -46,8 +46,8 @@ from ._findings import TargetDown as TargetDown
 from ._findings import TargetError as TargetError
 from ._findings import keep_if_replayed as keep_if_replayed
 from ._findings import load_transcript as load_transcript
+from ._findings import record_resources, search_settings, within_budget
 from ._findings import save_transcript as save_transcript
-from ._findings import search_settings, within_budget
 from ._findings import stateful_transcript as stateful_transcript
 from ._findings import summary as summary
 from ._findings import violations_found as violations_found
@@ -185,6 +185,7 @@ def _run_rounds(cfg: FuzzConfig, revision: str, campaign: str, stats: CampaignSt
         hunt = server_hunt(cfg, revision, campaign, stats)
     try:
         _search(cfg, revision, campaign, stats, hunt, started)
+        record_resources(cfg, stats, hunt)
     finally:
         hunt.reset()
 
@@ -294,11 +295,43 @@ def _search(
         show("replaying")
         hunt.reset()
         transcript, violations = hunt.replay(best[1], best[2])
+        if any(v.key == focus[0] for v in violations):
+            show("minimizing")
+            deadline = time.monotonic() + cfg.shrink_time
+            if cfg.time_budget is not None:
+                deadline = min(deadline, started + cfg.time_budget)
+            best[1], transcript, violations = drop_unneeded(
+                hunt, focus[0], best[1], best[2], (transcript, violations), deadline
+            )
         keep_if_replayed(
             cfg, stats, revision, campaign, focus[0], violations, len(best[1]), partial(dict, transcript)
         )
     if len(stats.findings) >= cfg.max_findings:
         stats.capped = True
+
+
+def drop_unneeded(
+    hunt: Hunt,
+    key: str,
+    payloads: list[bytes],
+    notes: list[str],
+    replayed: tuple[dict[str, Any], list[orc.Violation]],
+    deadline: float,
+) -> tuple[list[bytes], dict[str, Any], list[orc.Violation]]:
+    """The second shrinking pass, over the transcript: drop one message of the case at a time and
+    keep the drop when a replay on a fresh session shows ``key`` again, until no message can go
+    (at least one stays) or ``deadline`` (``time.monotonic()``) passes.  ``replayed`` is the
+    (transcript, violations) of the whole case; returns the case left and its replay's."""
+    notes = [*notes, *[""] * (len(payloads) - len(notes))][: len(payloads)]
+    i = 0
+    while i < len(payloads) and len(payloads) > 1 and time.monotonic() < deadline:
+        fewer, fewer_notes = payloads[:i] + payloads[i + 1 :], notes[:i] + notes[i + 1 :]
+        transcript, violations = hunt.replay(fewer, fewer_notes)
+        if any(v.key == key for v in violations):
+            payloads, notes, replayed = fewer, fewer_notes, (transcript, violations)
+        else:
+            i += 1
+    return payloads, *replayed
 
 
 def _size(payloads: Sequence[bytes]) -> tuple[int, int]:
@@ -320,6 +353,11 @@ def replay(
 ) -> tuple[dict[str, Any], list[orc.Violation]]:
     """Send a transcript's case again on a fresh session; (new transcript, violations)."""
     data = load_transcript(path)
+    if "resources" in data:
+        raise ValueError(
+            f"{path} is a resource growth finding: it has no case to replay (run the campaign again; "
+            "the file holds the samples)"
+        )
     if data.get("campaign") == "client" or data.get("target", {}).get("kind") == "client":
         return cli.replay_client(data, target=target, timeout=timeout)
     if data.get("campaign") == "stateful":

@@ -9,6 +9,8 @@ and -32601 to other requests.  Its one flaw depends on MODE:
 * ``internal-error``: -32603 Internal error instead of -32601 (a deviation, not a violation).
 * ``no-id``: errors for input whose id cannot be read leave the id out (2025-11-25 and later ask
   for that; JSON-RPC and the earlier revisions want ``"id": null``).
+* ``leaks-fds``: it opens a file per message and never closes it.
+* ``leaks-memory``: it keeps 2 MB per message.
 * ``good``: none.
 """
 
@@ -34,10 +36,16 @@ def error(id_: object, code: int, message: str) -> None:
     send({"jsonrpc": "2.0", "id": id_, "error": {"code": code, "message": message}})
 
 
+LEAKED: list[object] = []
+
 for raw in sys.stdin.buffer:
     line = raw.strip()
     if not line:
         continue
+    if MODE == "leaks-fds":
+        LEAKED.append(open(__file__, "rb"))  # noqa: SIM115
+    elif MODE == "leaks-memory":
+        LEAKED.append(bytearray(b"x" * (2 * 1024 * 1024)))
     try:
         msg = json.loads(line.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
