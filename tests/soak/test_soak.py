@@ -43,6 +43,7 @@ import trio
 
 from ._conn_attacks import ATTACKS as CONNECTION_ATTACKS
 from ._msg_attacks import ATTACKS as MESSAGE_ATTACKS
+from ._msg_attacks import SESSION_IDLE_TIMEOUT
 from ._tally import Attack, Stats
 from ._wire import (
     BATCHES,
@@ -68,7 +69,7 @@ SERVER_FILE = "tests/programs/soak_server.py"
 # (issue 19): enable them when they exist.
 SHORTENED: list[str] = [
     "--session-idle-timeout",
-    "4",  # sessions the attackers leave behind end before "after"
+    f"{SESSION_IDLE_TIMEOUT:g}",  # sessions the attackers leave behind end before "after"
     "--header-timeout",
     "2",  # slowloris heads, silent connections (default far above 15 s)
     "--write-timeout",
