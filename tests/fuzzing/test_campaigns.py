@@ -93,3 +93,19 @@ def test_the_generated_section_is_replaced_and_the_rest_kept() -> None:
     again = cp.update_page(first + "\n## After\n", cp.render({**RESULTS, "targets": []}))
     assert again.count(cp.BEGIN) == 1 and "python-sdk-server-stdio" not in again
     assert again.startswith(hand) and again.endswith("## After\n")
+
+
+def test_a_large_transcript_is_kept_gzipped_and_replayed_from_a_plain_copy(tmp_path: Path) -> None:
+    small = tmp_path / "small.json"
+    small.write_text('{"case": []}')
+    large = tmp_path / "large.json"
+    large.write_text(json.dumps({"case": [{"text": "x" * (cp.KEEP_PLAIN + 1)}]}))
+    kept = tmp_path / "kept"
+    assert cp.keep(small, kept) == kept / "small.json"
+    packed = cp.keep(large, kept)
+    assert packed == kept / "large.json.gz" and packed.stat().st_size < 100_000
+    with cp.readable(packed) as plain:
+        assert plain.name == "large.json" and plain.read_bytes() == large.read_bytes()
+    assert not plain.exists()  # the plain copy is gone after use
+    with cp.readable(kept / "small.json") as same:
+        assert same == kept / "small.json"
