@@ -20,6 +20,7 @@ RESULTS = {
     "targets": [
         {
             "target": "python-sdk-server-stdio",
+            "budget": 8.0,
             "seconds": 70.5,
             "campaigns": [
                 {"revision": "2025-11-25", "campaign": "invalid", "examples": 12},
@@ -69,7 +70,11 @@ def test_a_pin_that_is_not_exact_is_refused(tmp_path: Path) -> None:
 def test_the_page_renders_a_table_per_target_with_rule_revisions_and_replay() -> None:
     page = cp.render(RESULTS)
     assert page.startswith(cp.BEGIN) and page.rstrip().endswith(cp.END)
-    assert "`--time 8.0`" in page and "seed 1" in page and "`mcp==2.3.0`" in page
+    assert (
+        "Target `python-sdk-server-stdio`, `--time 8.0`, 70.5 s in all" in page
+        and "seed 1" in page
+        and "`mcp==2.3.0`" in page
+    )
     assert "### Python SDK server (stdio): `mcp` 2.3.0" in page
     row = next(line for line in page.splitlines() if line.startswith("| `error-codes:missing--32700`"))
     assert "no error -32700 \\| for a message" in row  # a | in a message does not split the row
