@@ -24,7 +24,6 @@ import json
 import os
 import shlex
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -38,7 +37,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchmarks._load_http import LoadError, free_port, wait_for_port  # noqa: E402
 from benchmarks._run_env import ensure_venv  # noqa: E402
+from benchmarks._run_servers import _stop  # noqa: E402
 from tests.conformance.runner import _ensure_node, _ensure_npm_dir  # noqa: E402
 
 REQUIREMENTS = ROOT / "fuzz" / "requirements.txt"
@@ -199,12 +200,6 @@ def install(cache: Path, need_python: bool, need_node: bool) -> Installed:
 # ------------------------------------------------------------------ run
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _mcp_trio() -> list[str]:
     return [sys.executable, "-m", "mcp_trio"]
 
@@ -214,7 +209,7 @@ def launched(target: Target, inst: Installed) -> Iterator[list[str]]:
     """The ``mcp-trio fuzz`` target options for ``target``; an HTTP server is started on a free
     port for the duration (and stopped after)."""
     with tempfile.TemporaryDirectory(prefix="mcp-trio-campaign-") as tmp:
-        port = _free_port()
+        port = free_port()
         values = inst.placeholders(port, tmp)
         argv = [a.format(**values) for a in target.argv]
         command = shlex.join(argv)
@@ -229,21 +224,15 @@ def launched(target: Target, inst: Installed) -> Iterator[list[str]]:
         log = open(Path(tmp) / "server.log", "wb")  # noqa: SIM115 (closed below)
         proc = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         try:
-            deadline = time.monotonic() + 60
-            while True:
-                with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
-                    break
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"{command} did not listen on port {port}: see {log.name}")
-                time.sleep(0.2)
+            try:
+                wait_for_port("127.0.0.1", port, 60, lambda: proc.poll() is None)
+            except LoadError as exc:
+                raise RuntimeError(
+                    f"{command}: {exc}; its output: {Path(log.name).read_text(errors='replace')[-2000:]}"
+                ) from None
             yield ["--http", f"http://127.0.0.1:{port}{target.path}"]
         finally:
-            proc.terminate()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            _stop(proc)
             log.close()
 
 
