@@ -22,26 +22,27 @@ def _venv_python(venv: Path) -> Path:
     return venv / "bin" / "python"
 
 
-def _install_stamp() -> str:
+def _install_stamp(requirements: Path = REQUIREMENTS) -> str:
     digest = hashlib.sha256()
-    for path in (REQUIREMENTS, ROOT / "pyproject.toml"):
+    for path in (requirements, ROOT / "pyproject.toml"):
         digest.update(path.read_bytes())
     digest.update(sys.version.encode())
     return digest.hexdigest()
 
 
-def ensure_venv(venv: Path) -> Path:
-    """Create or update the benchmark environment; returns its python."""
+def ensure_venv(venv: Path, requirements: Path = REQUIREMENTS, label: str = "benchmarks") -> Path:
+    """Create or update the environment of ``requirements`` (the benchmark peers by default)
+    with this checkout installed editable; returns its python."""
     python = _venv_python(venv)
     stamp_file = venv / ".mcp-trio-bench-stamp"
-    stamp = _install_stamp()
+    stamp = _install_stamp(requirements)
     if python.exists() and stamp_file.exists() and stamp_file.read_text() == stamp:
         return python
-    print(f"benchmarks: installing the peers into {venv} (once) ...", flush=True)
+    print(f"{label}: installing the peers into {venv} (once) ...", flush=True)
     if not python.exists():
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     subprocess.run(
-        [str(python), "-m", "pip", "install", "-q", "-r", str(REQUIREMENTS), "-e", str(ROOT)],
+        [str(python), "-m", "pip", "install", "-q", "-r", str(requirements), "-e", str(ROOT)],
         check=True,
     )
     stamp_file.write_text(stamp)

@@ -16,17 +16,17 @@ itself ended normally and 1 when it broke.  Run it from an isolated install of `
 
 from __future__ import annotations
 
+import os
 import sys
-import warnings
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import anyio
-import mcp_types as types
-from mcp.client.client import Client
-from mcp.client.stdio import StdioServerParameters
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-CALL_TIMEOUT = 10.0
+import mcp_types as types  # noqa: E402
+from _client_cli import CALL_TIMEOUT, call_each, main  # noqa: E402
+from mcp.client.client import Client  # noqa: E402
+from mcp.client.stdio import StdioServerParameters  # noqa: E402
 
 
 async def sample(context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
@@ -73,28 +73,8 @@ async def run(server: list[str]) -> None:
         read_timeout_seconds=CALL_TIMEOUT,
         cache=None,
     ) as client:
-        for name, call in _calls(client):
-            try:
-                with anyio.fail_after(CALL_TIMEOUT):
-                    await call()
-            except Exception as exc:  # the server's answer was refused: that is the client working
-                print(f"{name}: {type(exc).__name__}: {exc}"[:300], file=sys.stderr)
-
-
-def main() -> int:
-    args = sys.argv[1:]
-    server = args[args.index("--stdio") + 1 :] if "--stdio" in args else args[-1:]
-    if not server:
-        print("usage: python_sdk_client.py SERVER_URL | --stdio SERVER_COMMAND...", file=sys.stderr)
-        return 2
-    warnings.simplefilter("ignore")  # (deprecation notes about 2026-07-28 on stderr say nothing here)
-    try:
-        anyio.run(run, server)
-    except BaseException as exc:  # the session broke: say how, exit 1
-        print(f"session failed: {type(exc).__name__}: {exc!r}"[:2000], file=sys.stderr)
-        return 1
-    return 0
+        await call_each(_calls(client))
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(run, "python_sdk_client.py"))

@@ -5,15 +5,30 @@ a request with a header removed or changed (:data:`HTTP_PROBES`), a ``DELETE`` a
 request in the ended session, a truncated or chunked body, a method Streamable HTTP gives no
 meaning, a ``GET`` with a ``Last-Event-ID`` never issued, an SSE stream dropped and resumed.
 :func:`_http_case` runs one and returns the violations the statuses and answers show.
+
+:data:`ABANDON_PROBE` is not drawn by the search: it runs once per ``http`` campaign (it sends
+:data:`ABANDONED` requests) and replays like the others.
 """
 
 from __future__ import annotations
 
+import json
+import socket
+import time
+
+from ..types import _versions
 from . import driver as drv
 from . import oracles as orc
 from ._session import Session
 
-__all__ = ["HTTP_CASES", "HTTP_PROBES"]
+__all__ = ["ABANDON_PROBE", "HTTP_CASES", "HTTP_PROBES"]
+
+#: The probe of requests left in progress after the client left (run once per campaign).
+ABANDON_PROBE = "abandoned-requests"
+#: How many requests the probe abandons: more than common per-session concurrency limits (64).
+ABANDONED = 100
+#: Seconds the server gets to notice the abandoned requests before the ping after them.
+ABANDON_SETTLE = 0.5
 
 
 #: Header probes of the ``http`` campaign: (name, header changes, expected statuses or None for "no 5xx").
@@ -61,6 +76,8 @@ def _http_case(session: Session, probe: str) -> list[orc.Violation]:
         return out
     if probe == "wrong-method":
         return _wrong_methods(session, body)
+    if probe == ABANDON_PROBE:
+        return _abandoned_requests(session)
     if probe == "get-bad-last-event-id":
         return _bad_last_event_id(session)
     if probe == "sse-disconnect-resume":
@@ -117,6 +134,78 @@ def _http_case(session: Session, probe: str) -> list[orc.Violation]:
             )
         )
     return out
+
+
+def _abandoned_requests(session: Session) -> list[orc.Violation]:
+    """Abandon :data:`ABANDONED` requests (each POST written and its connection closed at once,
+    the answer never read): half of them the session's ping, half (in revisions without JSON-RPC
+    batching, which servers must refuse) a batch of two pings.  Then a ping with a new id must
+    still get its result promptly: disconnection does not cancel a request, but work left in
+    progress for a client that is gone must not starve the session (the ping is a MUST)."""
+    conn = session.conn
+    assert isinstance(conn, drv.HttpConnection)
+    batches = not _versions.supports_batching(session.negotiated) and session.negotiated >= "2025-06-18"
+    kinds = {"single": 0, "batch": 0}
+    for n in range(ABANDONED):
+        kind = "batch" if batches and n % 2 else "single"
+        kinds[kind] += 1
+        _pid, body = session.probe_message()
+        if kind == "batch":
+            pair = [json.loads(body), json.loads(session.probe_message()[1])]
+            body = json.dumps(pair, separators=(",", ":")).encode()
+        _post_and_leave(session, body)
+    what = f"{kinds['single']} requests" + (f" and {kinds['batch']} batches of two" if kinds["batch"] else "")
+    conn.events.append(
+        {"t": conn.now(), "dir": "note", "text": f"abandoned {what}: each POST's connection closed unread"}
+    )
+    time.sleep(ABANDON_SETTLE)
+    pid, body = session.probe_message()
+    hdrs = conn.base_headers()
+    drv.replace_headers(hdrs, session.headers_for(body) or {})
+    ex = conn.request("POST", body, hdrs, {orc.idkey(pid)}, min(session.timeout, 5.0))
+    answer = next(
+        (
+            r.message
+            for r in conn.received
+            if r.http == ex.index and isinstance(r.message, dict) and r.message.get("id") == pid
+        ),
+        None,
+    )
+    if answer is not None and "result" in answer:
+        return []
+    if answer is not None:
+        got = f"the error {orc._excerpt(answer)} (HTTP {ex.status})"
+    elif ex.status is not None:
+        got = f"HTTP {ex.status} without an answer" + (f" ({ex.error})" if ex.error else "")
+    else:
+        got = f"no answer ({ex.error})"
+    if conn.session_id is not None:  # that session is spent: the checks after the probe get another
+        conn.session_id = None
+        session._handshake()
+    return [
+        orc.Violation(
+            "alive",
+            f"after the client abandoned {what} (each POST's connection closed before the answer), "
+            f"the next ping in the session got {got}: requests are left in progress",
+            "left-in-progress",
+        )
+    ]
+
+
+def _post_and_leave(session: Session, body: bytes) -> None:
+    """Write one POST of ``body`` in the session and close the connection without reading."""
+    conn = session.conn
+    assert isinstance(conn, drv.HttpConnection)
+    hdrs = conn.base_headers()
+    drv.replace_headers(hdrs, session.headers_for(body) or {})
+    head = f"POST {conn.target.path} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in hdrs.items())
+    raw = f"{head}Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode() + body
+    conn.log("send", body, abandoned=True)
+    try:
+        with socket.create_connection((conn.target.host, conn.target.port), timeout=session.timeout) as sock:
+            sock.sendall(raw)
+    except OSError as exc:
+        conn.events.append({"t": conn.now(), "dir": "note", "text": f"an abandoned POST failed: {exc}"})
 
 
 def _wrong_methods(session: Session, body: bytes) -> list[orc.Violation]:

@@ -398,6 +398,7 @@ _BY_FINDING: dict[tuple[str, str], str] = {
     ("alive", "no-request"): "lifecycle",
     ("alive", "no-initialize-answer"): "reply",
     ("alive", "wedged"): "reply",
+    ("alive", "left-in-progress"): "ping",
     ("one-response", ""): "reply",
     ("one-response", "extra"): "one-reply",
     ("one-response", "reused-id-stream"): "reused-id-reply",

@@ -11,9 +11,10 @@ budget), and the smallest failing case is then replayed on a fresh session
 again becomes a finding; it is saved as a JSON transcript that
 :func:`replay` (``mcp-trio fuzz replay FILE``) runs again.  The next round
 ignores the violations already found, so one campaign can report several
-(at most ``FuzzConfig.max_findings``).  A campaign the target cannot take (a
-revision it does not speak) is skipped; one stopped by an error of the fuzzer
-itself is marked aborted; the summary shows both.
+(at most ``FuzzConfig.max_findings``).  The ``http`` campaign first runs, once, the probe of
+requests abandoned by their client (:func:`_probe_once`), too costly to draw per example.  A
+campaign the target cannot take (a revision it does not speak) is skipped; one stopped by an
+error of the fuzzer itself is marked aborted; the summary shows both.
 
 This module runs the campaigns and replays transcripts; the parts it puts together live
 below it: the server campaigns in :mod:`._server_campaign` (over a :class:`~._session.Session`,
@@ -52,6 +53,7 @@ from ._findings import stateful_transcript as stateful_transcript
 from ._findings import summary as summary
 from ._findings import violations_found as violations_found
 from ._findings import write_report as write_report
+from ._http_probes import ABANDON_PROBE
 from ._http_probes import HTTP_CASES as HTTP_CASES
 from ._http_probes import HTTP_PROBES as HTTP_PROBES
 from ._reports import junit_xml as junit_xml
@@ -184,7 +186,10 @@ def _run_rounds(cfg: FuzzConfig, revision: str, campaign: str, stats: CampaignSt
     else:
         hunt = server_hunt(cfg, revision, campaign, stats)
     try:
-        _search(cfg, revision, campaign, stats, hunt, started)
+        found: set[str] = set()
+        if campaign == "http" and ABANDON_PROBE not in cfg.skip_probes:
+            found = _probe_once(cfg, revision, campaign, stats, hunt, ABANDON_PROBE)
+        _search(cfg, revision, campaign, stats, hunt, started, found)
         record_resources(cfg, stats, hunt)
     finally:
         hunt.reset()
@@ -208,11 +213,38 @@ def _skip_reason(cfg: FuzzConfig, revision: str, campaign: str) -> str | None:
     return None
 
 
+def _probe_once(
+    cfg: FuzzConfig, revision: str, campaign: str, stats: CampaignStats, hunt: Hunt, probe: str
+) -> set[str]:
+    """Run ``probe``, a case the search does not draw (too costly to repeat), once; replay it
+    on a fresh session and keep what it found like a found case.  Returns the keys found."""
+    cfg.progress(f"{revision} {campaign}: probe {probe}")
+    payloads, notes, violations = hunt.execute([probe])
+    hunt.reset()
+    keys = sorted({v.key for v in violations})[: max(0, cfg.max_findings - len(stats.findings))]
+    if not keys:
+        return set()
+    transcript, replayed = hunt.replay(payloads, notes)
+    hunt.reset()
+    for key in keys:
+        keep_if_replayed(
+            cfg, stats, revision, campaign, key, replayed, len(payloads), partial(dict, transcript)
+        )
+    return set(keys)
+
+
 def _search(
-    cfg: FuzzConfig, revision: str, campaign: str, stats: CampaignStats, hunt: Hunt, started: float
+    cfg: FuzzConfig,
+    revision: str,
+    campaign: str,
+    stats: CampaignStats,
+    hunt: Hunt,
+    started: float,
+    found: set[str] | None = None,
 ) -> None:
-    """Rounds of hypothesis runs: find a new violation, shrink it, keep it if it replays."""
-    found: set[str] = set()
+    """Rounds of hypothesis runs: find a new violation (not in ``found``), shrink it, keep it if
+    it replays."""
+    found = set(found or ())
 
     def budget_left() -> bool:
         return within_budget(cfg, stats, started)

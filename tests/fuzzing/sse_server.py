@@ -6,12 +6,17 @@ request on an SSE stream:
 * ``open``: the stream stays open 5 s after the response ("the server SHOULD terminate the SSE
   stream" once the response is sent).
 * ``wedge``: after a batch, every later request gets an SSE stream that ends without a response.
+* ``limit``: a request whose client left before the answer stays "in progress" for good, a
+  batch too (answered on a stream that never ends); beyond 64 requests in progress in the
+  session, every request gets 429.
 * ``good``: none.
 """
 
 from __future__ import annotations
 
 import json
+import select
+import socket
 import sys
 import threading
 import time
@@ -19,6 +24,17 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "good"
 WEDGED = threading.Event()
+LIMIT = 64
+IN_PROGRESS: dict[str, int] = {}  # session id -> requests in progress
+LOCK = threading.Lock()
+
+
+class Server(ThreadingHTTPServer):
+    request_queue_size = 128  # (the probe of abandoned requests opens 100 connections at once)
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):  # (a client that left: not news)
+            super().handle_error(request, client_address)  # type: ignore[arg-type]
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -34,6 +50,8 @@ class Handler(BaseHTTPRequestHandler):
         except ValueError:
             self.reply(400, b"")
             return
+        if MODE == "limit" and msg != [] and self.limited(msg):
+            return
         if isinstance(msg, list):
             WEDGED.set() if MODE == "wedge" else None
             self.reply(400, b"")
@@ -48,7 +66,10 @@ class Handler(BaseHTTPRequestHandler):
                 "serverInfo": {"name": "sse", "version": "1"},
             }
             answer = json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}).encode()
-            self.reply(200, answer, "application/json", {"Mcp-Session-Id": "s1"})
+            with LOCK:
+                sid = f"s{len(IN_PROGRESS) + 1}"
+                IN_PROGRESS[sid] = 0
+            self.reply(200, answer, "application/json", {"Mcp-Session-Id": sid})
             return
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
@@ -65,6 +86,33 @@ class Handler(BaseHTTPRequestHandler):
             if MODE == "open":
                 time.sleep(5)
 
+    def limited(self, msg: object) -> bool:
+        """``limit`` mode: refuse beyond the limit; count requests left behind as in progress."""
+        if isinstance(msg, dict) and msg.get("method") == "initialize":
+            return False
+        sid = self.headers.get("Mcp-Session-Id", "")
+        with LOCK:
+            full = IN_PROGRESS.get(sid, 0) >= LIMIT
+        if full:
+            try:
+                self.reply(429, b"")
+            except OSError:
+                pass  # (a client that left)
+            return True
+        if isinstance(msg, list) or self.client_left():
+            with LOCK:
+                IN_PROGRESS[sid] = IN_PROGRESS.get(sid, 0) + (len(msg) if isinstance(msg, list) else 1)
+            return True
+        return False
+
+    def client_left(self) -> bool:
+        sock = self.connection
+        readable, _, _ = select.select([sock], [], [], 0.1)
+        try:
+            return bool(readable) and sock.recv(1, socket.MSG_PEEK) == b""
+        except OSError:
+            return True
+
     def do_DELETE(self) -> None:
         self.reply(200, b"")
 
@@ -80,7 +128,7 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
 
-server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+server = Server(("127.0.0.1", 0), Handler)
 server.daemon_threads = True
 print(f"http://127.0.0.1:{server.server_address[1]}/mcp", flush=True)
 server.serve_forever()

@@ -302,7 +302,8 @@ def test_invalid_utf8_inside_a_string_answered_leniently_is_a_note_not_a_violati
 
 
 @pytest.mark.parametrize(
-    "probe", ["foreign-host", "wrong-method", "get-bad-last-event-id", "delete-then-reuse"]
+    "probe",
+    ["foreign-host", "wrong-method", "get-bad-last-event-id", "delete-then-reuse", "abandoned-requests"],
 )
 def test_the_http_probes_pass_against_our_server(everything_http: str, probe: str) -> None:
     from mcp_trio.fuzzing._http_probes import _http_case

@@ -41,7 +41,8 @@ from mcp_trio.fuzzing._findings import (
     violations_found,
     within_budget,
 )
-from mcp_trio.fuzzing.runner import Session
+from mcp_trio.fuzzing._http_probes import ABANDON_PROBE, _http_case
+from mcp_trio.fuzzing.runner import Session, replay
 
 from .views import case_view
 
@@ -469,6 +470,44 @@ def test_a_wedged_session_is_found_by_the_request_after_the_case() -> None:
         session = Session(HttpTarget(url), "2025-11-25", timeout=2)
         try:
             assert session.run_case([b'[{"jsonrpc":"2.0","id":"r","method":"ping"}]']).violations == []
+        finally:
+            session.close()
+
+
+def test_requests_left_in_progress_are_found_and_the_finding_replays(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with sse_server("limit") as url:
+        session = Session(HttpTarget(url), "2025-11-25", timeout=2)
+        try:
+            assert session.run_case([]).violations == []  # (a ping answered before)
+            found = _http_case(session, ABANDON_PROBE)
+        finally:
+            session.close()
+        [v] = found
+        assert (v.key, v.severity, v.rule) == ("alive:left-in-progress", "violation", "ping")
+        assert "50 requests and 50 batches of two" in v.message and "HTTP 429" in v.message
+        cfg = FuzzConfig(
+            HttpTarget(url),
+            revisions=["2025-11-25"],
+            campaigns=["http"],
+            max_examples=1,
+            timeout=2,
+            shrink_time=2,
+            out_dir=tmp_path,
+        )
+        [stats] = run(cfg)
+        [finding] = [f for f in stats.findings if f.violation.key == "alive:left-in-progress"]
+        assert finding.violation.severity == "violation" and finding.path is not None
+        saved = json.loads(finding.path.read_text())
+        assert [c["note"] for c in saved["case"]] == [ABANDON_PROBE]
+        assert finding.violation.key in {v.key for v in replay(finding.path)[1]}
+        assert main(["fuzz", "replay", str(finding.path)]) == 1
+        assert "reproduced" in capsys.readouterr().err
+    with sse_server("good") as url:  # the same probe against a server that forgets them: nothing
+        session = Session(HttpTarget(url), "2025-11-25", timeout=2)
+        try:
+            assert _http_case(session, ABANDON_PROBE) == []
         finally:
             session.close()
 
