@@ -37,10 +37,9 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """A fresh venv with the wheel installed; yields its ``bin`` folder."""
-    base = tmp_path_factory.mktemp("wheel")
-    dist = base / "dist"
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel built from this checkout (once for the module)."""
+    dist = tmp_path_factory.mktemp("dist")
     subprocess.run(
         [
             sys.executable,
@@ -55,10 +54,17 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
             str(ROOT),
         ],
         check=True,
-        cwd=base,
+        cwd=dist,
         capture_output=True,
     )
-    (wheel,) = dist.glob("mcp_trio-*.whl")
+    (built,) = dist.glob("mcp_trio-*.whl")
+    return built
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory, wheel: Path) -> Iterator[Path]:
+    """A fresh venv with the wheel installed; yields its ``bin`` folder."""
+    base = tmp_path_factory.mktemp("wheel")
     env_dir = base / "env"
     venv.create(env_dir, with_pip=False)
     python = env_dir / "bin" / "python"
@@ -102,24 +108,7 @@ def _env() -> dict[str, str]:
     return env
 
 
-def test_the_wheel_ships_no_top_level_codegen_and_the_pins(tmp_path: Path) -> None:
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "-q",
-            "--no-deps",
-            "--no-build-isolation",
-            "-w",
-            str(tmp_path),
-            str(ROOT),
-        ],
-        check=True,
-        capture_output=True,
-    )
-    (wheel,) = tmp_path.glob("mcp_trio-*.whl")
+def test_the_wheel_ships_no_top_level_codegen_and_the_pins(wheel: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     tops = {name.split("/")[0] for name in names if not name.split("/")[0].endswith(".dist-info")}
     assert tops == {"mcp_trio", "mcp_trio_codegen"}
