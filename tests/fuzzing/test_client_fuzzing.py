@@ -18,6 +18,8 @@ from mcp_trio.fuzzing import client as C
 from mcp_trio.fuzzing.strategies import client_methods
 from mcp_trio.types import _versions
 
+from .views import CLIENT_STEP, client_campaign_argv
+
 ROOT = Path(__file__).resolve().parents[2]
 OWN_CLIENT = str(ROOT / "fuzz" / "targets" / "mcp_trio_client.py")
 BROKEN = str(Path(__file__).with_name("broken_client.py"))
@@ -49,20 +51,7 @@ def test_plans_are_plain_json_for_transcripts(case: tuple[str, dict[str, object]
 def test_a_good_run_of_our_client_passes_every_oracle() -> None:
     plan = {
         "answers": {},
-        "steps": [
-            [
-                {"note": "valid", "message": {"jsonrpc": "2.0", "id": 1, "method": "roots/list"}},
-                {
-                    "note": "valid",
-                    "message": {
-                        "jsonrpc": "2.0",
-                        "method": "notifications/message",
-                        "params": {"level": "info", "data": "x"},
-                    },
-                },
-                {"note": "unknown_method", "message": {"jsonrpc": "2.0", "id": 1, "method": "fuzz/unknown"}},
-            ]
-        ],
+        "steps": [CLIENT_STEP],
     }
     result = C.run_plan(
         ClientTarget([sys.executable, OWN_CLIENT]), "2025-11-25", plan, timeout=3, run_time=20
@@ -79,23 +68,7 @@ def test_a_good_run_of_our_client_passes_every_oracle() -> None:
 
 @pytest.mark.slow
 def test_client_campaign_against_our_own_client_finds_nothing(tmp_path: Path) -> None:
-    argv = [
-        "fuzz",
-        "--client",
-        f"{sys.executable} {OWN_CLIENT}",
-        "--max-examples",
-        "12",
-        "--timeout",
-        "3",
-        "--run-time",
-        "20",
-        "--shrink-time",
-        "5",
-        "--seed",
-        "3",
-        "--out",
-        str(tmp_path),
-    ]
+    argv = client_campaign_argv(f"{sys.executable} {OWN_CLIENT}", str(tmp_path), examples=12, seed=3)
     assert main(argv) == 0, (tmp_path / "summary.txt").read_text()
     report = json.loads((tmp_path / "report.json").read_text())
     [campaign] = report["campaigns"]

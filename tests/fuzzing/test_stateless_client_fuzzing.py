@@ -13,6 +13,8 @@ from mcp_trio._cli import main
 from mcp_trio.fuzzing import ClientTarget, FuzzConfig, run
 from mcp_trio.fuzzing import client as C
 
+from .views import client_campaign_argv
+
 HERE = Path(__file__).resolve().parent
 BROKEN_CLIENT = str(HERE / "broken_client.py")
 OWN_CLIENT = str(HERE.parents[1] / "fuzz" / "targets" / "mcp_trio_client.py")
@@ -106,25 +108,8 @@ def test_our_client_sends_no_response_for_a_junk_event_in_the_stateless_revision
 def test_client_campaign_against_our_own_client_in_the_stateless_revision_finds_nothing(
     tmp_path: Path,
 ) -> None:
-    argv = [
-        "fuzz",
-        "--client",
-        f"{sys.executable} {OWN_CLIENT}",
-        "--revision",
-        R,
-        "--max-examples",
-        "8",
-        "--timeout",
-        "3",
-        "--run-time",
-        "20",
-        "--shrink-time",
-        "5",
-        "--seed",
-        "3",
-        "--out",
-        str(tmp_path),
-    ]
+    client = f"{sys.executable} {OWN_CLIENT}"
+    argv = client_campaign_argv(client, str(tmp_path), "--revision", R, examples=8, seed=3)
     assert main(argv) == 0, (tmp_path / "summary.txt").read_text()
     report = json.loads((tmp_path / "report.json").read_text())
     [campaign] = report["campaigns"]

@@ -13,21 +13,11 @@ from mcp_trio._cli import main
 from mcp_trio.fuzzing import ClientTarget, FuzzConfig, replay, run
 from mcp_trio.fuzzing import client as C
 
+from .views import CLIENT_STEP, client_campaign_argv
+
 ROOT = Path(__file__).resolve().parents[2]
 OWN_CLIENT = str(ROOT / "fuzz" / "targets" / "mcp_trio_client.py")
 BROKEN = str(Path(__file__).with_name("broken_stdio_client.py"))
-STEP = [
-    {"note": "valid", "message": {"jsonrpc": "2.0", "id": 1, "method": "roots/list"}},
-    {
-        "note": "valid",
-        "message": {
-            "jsonrpc": "2.0",
-            "method": "notifications/message",
-            "params": {"level": "info", "data": "x"},
-        },
-    },
-    {"note": "unknown_method", "message": {"jsonrpc": "2.0", "id": 1, "method": "fuzz/unknown"}},
-]
 
 
 def test_the_server_command_is_appended_or_replaces_a_placeholder() -> None:
@@ -51,7 +41,7 @@ def test_the_server_command_is_appended_or_replaces_a_placeholder() -> None:
 @pytest.mark.parametrize("revision", ["2025-11-25", "2025-03-26"])
 def test_a_good_run_of_our_client_over_stdio_passes_every_oracle(revision: str) -> None:
     target = ClientTarget([sys.executable, OWN_CLIENT, "--stdio"], transport="stdio")
-    result = C.run_plan(target, revision, {"answers": {}, "steps": [STEP]}, timeout=3, run_time=20)
+    result = C.run_plan(target, revision, {"answers": {}, "steps": [CLIENT_STEP]}, timeout=3, run_time=20)
     assert C.check_client(result, 20) == [], result.output
     assert result.transport == "stdio" and not result.log.posts  # no HTTP at all
     roots = next(m for m, _ in result.log.client_messages if isinstance(m, dict) and m.get("id") == 10_001)
@@ -116,25 +106,9 @@ def test_a_stdio_client_that_answers_twice_is_caught_and_the_finding_replays(
 
 @pytest.mark.slow
 def test_client_campaign_against_our_own_stdio_client_finds_nothing(tmp_path: Path) -> None:
-    argv = [
-        "fuzz",
-        "--client",
-        f"{sys.executable} {OWN_CLIENT} --stdio",
-        "--client-transport",
-        "stdio",
-        "--max-examples",
-        "8",
-        "--timeout",
-        "3",
-        "--run-time",
-        "20",
-        "--shrink-time",
-        "5",
-        "--seed",
-        "5",
-        "--out",
-        str(tmp_path),
-    ]
+    client = f"{sys.executable} {OWN_CLIENT} --stdio"
+    options = ("--client-transport", "stdio")
+    argv = client_campaign_argv(client, str(tmp_path), *options, examples=8, seed=5)
     assert main(argv) == 0, (tmp_path / "summary.txt").read_text()
     report = json.loads((tmp_path / "report.json").read_text())
     [campaign] = report["campaigns"]

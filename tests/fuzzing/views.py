@@ -35,3 +35,41 @@ def case_view(
         **more,
     }
     return orc.CaseView(**fields)
+
+
+#: One step of a client plan: a valid request, a valid notification, an unknown method.
+CLIENT_STEP: list[dict[str, Any]] = [
+    {"note": "valid", "message": {"jsonrpc": "2.0", "id": 1, "method": "roots/list"}},
+    {
+        "note": "valid",
+        "message": {
+            "jsonrpc": "2.0",
+            "method": "notifications/message",
+            "params": {"level": "info", "data": "x"},
+        },
+    },
+    {"note": "unknown_method", "message": {"jsonrpc": "2.0", "id": 1, "method": "fuzz/unknown"}},
+]
+
+
+def client_campaign_argv(client: str, out: str, *options: str, examples: int, seed: int) -> list[str]:
+    """``mcp-trio fuzz`` arguments of a short client campaign against ``client``
+    (3 s per answer, 20 s per run, 5 s of shrinking), ``options`` inserted."""
+    return [
+        "fuzz",
+        "--client",
+        client,
+        *options,
+        "--max-examples",
+        str(examples),
+        "--timeout",
+        "3",
+        "--run-time",
+        "20",
+        "--shrink-time",
+        "5",
+        "--seed",
+        str(seed),
+        "--out",
+        out,
+    ]
