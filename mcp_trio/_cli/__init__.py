@@ -78,6 +78,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         add_help=False,
     )
     _client_cmds.add_parsers(sub)
+    whole_process = argv is None  # (the command line is this process's: serve may re-execute it)
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] and argv[0] in _client_cmds.COMMANDS:
         return _client_cmds.command(argv)
@@ -87,4 +88,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Everything after "codegen" belongs to the generator (options included).
         return _cmd_codegen(argparse.Namespace(rest=argv[1:]))
     args = parser.parse_args(argv)
+    args.whole_process = whole_process
     return int(args.func(args))

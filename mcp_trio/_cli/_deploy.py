@@ -9,6 +9,7 @@ import ssl
 from typing import Any
 
 from ._config import ConfigError
+from ._tuning import ALLOCATORS
 
 __all__ = ["add_deploy_arguments", "guard_options", "non_negative_float", "tls_options"]
 
@@ -49,6 +50,15 @@ def add_deploy_arguments(p: Any) -> None:
         metavar="SECONDS",
         help="on SIGINT or SIGTERM, stop accepting and give the requests in flight this long to "
         "finish before cancelling them (default: 10); a second signal stops at once",
+    )
+    p.add_argument(
+        "--allocator",
+        choices=ALLOCATORS,
+        default="auto",
+        help="the memory allocator: 'system' (the C library's; memory freed after a burst of "
+        "traffic goes back to the system), 'pymalloc' (CPython's, a little faster, keeps what it "
+        "freed) or 'auto' (default: 'system' for --http and --ws on Linux, else 'pymalloc'); a "
+        "PYTHONMALLOC in the environment wins",
     )
 
 

@@ -21,7 +21,7 @@ from .._version import __version__
 from ._config import ConfigError, layered, resolve
 from ._deploy import add_deploy_arguments, guard_options, tls_options
 from ._shutdown import serve_until_signalled
-from ._tuning import settle_heap
+from ._tuning import run_on_allocator, serve_tidying_after_bursts, settle_heap
 
 if TYPE_CHECKING:
     from ..server import GracefulShutdown, Server
@@ -499,6 +499,8 @@ def _cmd_serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
     try:
         try:
             serve = _serving(args)
+            if getattr(args, "whole_process", False):
+                run_on_allocator(args.allocator, network=args.http is not None or args.ws is not None)
             server = load_server(args.target)
         except (_ServeError, ConfigError) as exc:
             print(f"mcp-trio serve: error: {exc}", file=sys.stderr)
@@ -514,7 +516,9 @@ def _cmd_serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
             access.setLevel(logging.INFO)
         settle_heap()  # (after the import: what it built is never garbage)
         try:
-            trio.run(serve_until_signalled, partial(serve, server), args.grace_period)
+            trio.run(
+                serve_until_signalled, serve_tidying_after_bursts(partial(serve, server)), args.grace_period
+            )
         except KeyboardInterrupt:  # (before the signals were taken over)
             return 130
         except BaseExceptionGroup as group:

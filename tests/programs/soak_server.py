@@ -3,6 +3,7 @@ and ``sleep(ms)``, slow) with two more tools, one with a big answer."""
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import sys
 
@@ -18,8 +19,37 @@ async def blob(kb: int) -> str:
 
 
 @server.tool(structured_output=False)
-async def live_blocks() -> str:
-    """After a full collection, the blocks Python's small-object allocator holds (the soak test
-    reports them next to RSS: objects still alive, or memory the allocator keeps)."""
+async def live_memory() -> str:
+    """After a full collection, what the process's allocator holds for live objects: the bytes
+    in use on the C allocator (glibc's ``mallinfo2``, when ``mcp-trio serve`` runs on it), else
+    the blocks of Python's small-object allocator.  The soak test reports it next to RSS: live
+    objects, or memory the allocator keeps."""
     gc.collect()
-    return str(sys.getallocatedblocks())
+    if sys.getallocatedblocks() == 0:  # not on pymalloc
+        info = _mallinfo2()
+        return f"{(info.uordblks + info.hblkhd) // 1024} KiB in use (glibc mallinfo2)"
+    return f"{sys.getallocatedblocks()} blocks (sys.getallocatedblocks)"
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in (
+            "arena",
+            "ordblks",
+            "smblks",
+            "hblks",
+            "hblkhd",
+            "usmblks",
+            "fsmblks",
+            "uordblks",
+            "fordblks",
+            "keepcost",
+        )
+    ]
+
+
+def _mallinfo2() -> _MallInfo2:
+    function = ctypes.CDLL(None).mallinfo2
+    function.restype = _MallInfo2
+    return function()  # type: ignore[no-any-return]

@@ -245,18 +245,20 @@ async def warm_up(port: int) -> None:
             stream.socket.close()
 
 
-async def live_blocks(port: int) -> int:
-    """The server's live small objects (its ``live_blocks`` tool); 0 if it cannot tell in 5 s."""
+async def live_memory(port: int) -> tuple[int, str]:
+    """What the server's allocator holds for live objects (its ``live_memory`` tool): the
+    amount and "unit (how measured)"; (0, "") if it cannot tell in 5 s."""
     client = None
     try:
         with trio.fail_after(5):
             client = await Client.open(WARM_SOURCE, port)
             session = await open_session(client)
-            message = encode(call(1, "live_blocks"))
+            message = encode(call(1, "live_memory"))
             reply = await client.request("POST", headers(session, LATEST), message)
-            return int(reply.messages()[0]["result"]["content"][0]["text"])
+            amount, unit = str(reply.messages()[0]["result"]["content"][0]["text"]).split(" ", 1)
+            return int(amount), unit
     except (Failed, OSError, trio.TooSlowError, LookupError, ValueError):
-        return 0
+        return 0, ""
     finally:
         if client is not None:
             client.close()
@@ -281,8 +283,8 @@ class Report:
     rss_before: float = math.nan
     rss_peak: float = math.nan
     rss_after: float = math.nan
-    blocks_before: int = 0
-    blocks_after: int = 0
+    live_before: tuple[int, str] = (0, "")  # (amount, "unit (how measured)")
+    live_after: tuple[int, str] = (0, "")
     settled_in: float = math.nan
     files_peak: int = 0
     server_cpu: float = math.nan
@@ -338,19 +340,17 @@ class Report:
         return found
 
     def _blocks(self) -> str:
-        if not self.blocks_before or not self.blocks_after:
-            return "live small objects not measured"
-        growth = self.blocks_after / self.blocks_before - 1
+        (before, unit), (after, _) = self.live_before, self.live_after
+        if not before or not after:
+            return "live memory not measured"
+        growth = after / before - 1
         verdict = (
-            "small objects freed; the rest is large buffers still held or memory the "
-            "allocators keep (fragmentation)"
+            "objects freed; the rest is large buffers still held or memory the allocators keep "
+            "(fragmentation)"
             if growth <= RSS_MARGIN
             else "objects still alive"
         )
-        return (
-            f"live small objects (sys.getallocatedblocks) {self.blocks_before} before, "
-            f"{self.blocks_after} after ({growth:+.0%}): {verdict}"
-        )
+        return f"live memory {before} before, {after} after, {unit} ({growth:+.0%}): {verdict}"
 
     def _growth(self, value: float) -> str:
         return f"{(value / self.rss_before - 1):+.0%}"
@@ -422,7 +422,7 @@ async def soak(door: str, tmp: Path) -> Report:
         async with serving(door, tmp) as server:
             await warm_up(server.port)
             report.unloaded = await legit(server.port, UNLOADED)
-            report.blocks_before = await live_blocks(server.port)
+            report.live_before = await live_memory(server.port)
             await trio.sleep(0.5)
             report.rss_before = server.rss_mib()
             report.rss_peak = report.rss_before
@@ -444,7 +444,7 @@ async def soak(door: str, tmp: Path) -> Report:
                 if report.rss_after <= report.rss_before * (1 + RSS_MARGIN) or report.settled_in >= SETTLE:
                     break
             if server.alive():  # after a full collection, as "before" was read
-                report.blocks_after = await live_blocks(server.port)
+                report.live_after = await live_memory(server.port)
                 report.rss_after = min(report.rss_after, server.rss_mib())
             if not server.alive() and report.died is None:
                 report.died = f"exit code {server.proc.returncode}; stderr: {server.stderr_tail()}"

@@ -207,6 +207,25 @@ async def test_a_trickled_head_is_cut_off_at_the_header_timeout(door: str) -> No
 
 
 @pytest.mark.parametrize("door", DOORS)
+async def test_a_head_sent_in_pieces_within_the_header_timeout_is_served(door: str) -> None:
+    # The hypercorn door reads the first head itself before hypercorn sees the connection:
+    # what it read (the head's end and a second request in the same write) reaches hypercorn.
+    async with serving(door, Answer(), header_timeout=2.0) as port:
+        sock = await connect(port)
+        with trio.fail_after(5):
+            for piece in (REQUEST[:5], REQUEST[5:20], REQUEST[20:-1]):
+                await sock.send(piece)
+                await trio.sleep(0.05)
+            await sock.send(REQUEST[-1:] + REQUEST)  # the end of one head, then a whole request
+            got = b""
+            while got.count(b"HTTP/1.1 200") < 2 or not got.endswith(b"ok"):
+                data = await sock.recv(65536)
+                assert data, f"closed before both answers: {got!r}"
+                got += data
+        sock.close()
+
+
+@pytest.mark.parametrize("door", DOORS)
 async def test_a_client_that_never_reads_a_large_answer_is_dropped_at_the_write_timeout(door: str) -> None:
     handler = Answer()
     async with serving(door, handler, write_timeout=0.5) as port:

@@ -208,6 +208,7 @@ class TimedStream(trio.abc.HalfCloseableStream):
         self.closed = False
         self.eof = False
         self.changed = trio.lowlevel.ParkingLot()
+        self._early = b""  # bytes read ahead by read_head, given out first
 
     def _close(self) -> None:
         self.closed = True
@@ -231,7 +232,30 @@ class TimedStream(trio.abc.HalfCloseableStream):
         with trio.CancelScope(shield=True):
             await self.transport_stream.send_eof()
 
+    async def read_head(self, timeout: float, limit: int) -> bool:
+        """Read ahead until a request head ends (an empty line) or ``limit`` bytes came,
+        within ``timeout``: True if so (what was read is the start of what
+        ``receive_some`` returns), False if the client closed its side or was too slow.
+
+        So that connections that send nothing, or a head a byte at a time, cost one
+        parked task each and no web server's state until the head is whole."""
+        head = bytearray()
+        with trio.move_on_after(timeout):
+            while b"\r\n\r\n" not in head and len(head) < limit:
+                data = await self.transport_stream.receive_some(limit)
+                if not data:
+                    break
+                head += data
+            else:
+                self._early = bytes(head)
+                return True
+        return False
+
     async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        if self._early:
+            cut = len(self._early) if max_bytes is None else max_bytes
+            data, self._early = self._early[:cut], self._early[cut:]
+            return data
         data = await self.transport_stream.receive_some(max_bytes)
         if not data:
             self.eof = True

@@ -313,6 +313,11 @@ async def serve_hypercorn(
 
     async def connection(stream: trio.SocketStream, secure: bool) -> None:
         timed = TimedStream(stream, write_timeout)
+        # The first request's head is read here (on plain connections): one that never
+        # comes whole within header_timeout is closed, as hypercorn would, but costs no
+        # hypercorn connection meanwhile.
+        if not secure and not await timed.read_head(header_timeout, config.h11_max_incomplete_size):
+            return
         outer: Any = timed
         if secure:
             assert ssl_context is not None  # a secure socket exists only with a certificate

@@ -1,0 +1,102 @@
+"""What ``mcp-trio serve`` does with its memory: a network server runs on the C library's
+allocator and gives back what a burst of traffic took once the burst is over
+(mcp_trio/_cli/_tuning.py); stdio servers and ``--allocator pymalloc`` keep CPython's."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import httpx2
+import pytest
+
+from tests.cli.test_serve_deploy import serving, session_headers
+from tests.engine.test_reader_relay import call
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc and /proc")
+
+BURST_APP = """
+from mcp_trio.server import Server
+
+server = Server("burst", "1.0")
+
+
+@server.tool
+async def burst(megabytes: int) -> int:
+    "Build about this many MiB of small objects in reference cycles, then drop them."
+    nodes = []
+    for _ in range(megabytes * 4000):
+        node = {"payload": "x" * 100}
+        node["self"] = node  # freed only by a collection
+        nodes.append(node)
+    return len(nodes)
+"""
+
+
+def _environment(pid: int) -> dict[str, str]:
+    pairs = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    return dict(pair.decode().split("=", 1) for pair in pairs if b"=" in pair)
+
+
+def _rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
+
+
+@pytest.fixture
+def app(tmp_path: Path) -> Path:
+    (tmp_path / "app.py").write_text(BURST_APP)
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    ("flags", "preset", "expected"),
+    [
+        (["--http", "127.0.0.1:0"], None, "malloc"),
+        (["--http", "127.0.0.1:0", "--allocator", "pymalloc"], None, None),
+        (["--http", "127.0.0.1:0"], "pymalloc", "pymalloc"),  # the environment's choice stays
+        (["--http", "127.0.0.1:0", "--allocator", "system"], None, "malloc"),
+    ],
+)
+def test_the_allocator_a_server_runs_on(
+    app: Path, flags: list[str], preset: str | None, expected: str | None
+) -> None:
+    env = {"PYTHONMALLOC": preset} if preset else None
+    with serving(["app.py", *flags], app, env) as served:
+        served.wait_for(" at ")
+        # The same process (re-executed in place, same arguments), on the allocator chosen.
+        assert _environment(served.proc.pid).get("PYTHONMALLOC") == expected
+        cmdline = Path(f"/proc/{served.proc.pid}/cmdline").read_bytes().split(b"\0")
+        assert [part.decode() for part in cmdline[-len(flags) - 1 : -1]] == flags
+
+
+def test_a_stdio_server_keeps_cpythons_allocator(app: Path) -> None:
+    with serving(["app.py"], app) as served:
+        assert served.proc.stdin is not None and served.proc.stdout is not None
+        served.proc.stdin.write(b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
+        served.proc.stdin.flush()
+        served.proc.stdout.readline()  # (answered: past the point where serve would re-execute)
+        assert "PYTHONMALLOC" not in _environment(served.proc.pid)
+
+
+def test_memory_a_burst_took_goes_back_once_it_is_over(app: Path) -> None:
+    with serving(["app.py", "--http", "127.0.0.1:0"], app) as served, httpx2.Client(timeout=30) as client:
+        url = served.url
+        headers = session_headers(client, url)
+        r = client.post(url, headers=headers, json=call(2, "burst", megabytes=1))
+        assert r.status_code == 200, r.text
+        time.sleep(2.5)  # (the quiet seconds after the warm-up are tidied too)
+        before = _rss_mib(served.proc.pid)
+        r = client.post(url, headers=headers, json=call(3, "burst", megabytes=150))
+        assert r.status_code == 200, r.text
+        peak = _rss_mib(served.proc.pid)
+        assert peak > before + 100, (before, peak)  # the cycles are still there: garbage
+        deadline = time.monotonic() + 10
+        while (after := _rss_mib(served.proc.pid)) > before + 10 and time.monotonic() < deadline:
+            time.sleep(0.25)
+        assert after <= before + 10, (
+            f"RSS {before:.0f} MiB before the burst, {peak:.0f} at its end, {after:.0f} after"
+        )
