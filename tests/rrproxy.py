@@ -127,10 +127,32 @@ async def _relay_requests(front: trio.SocketStream, connect: Any, max_body: int)
             await _answer(conn, front, 502, b"backend unreachable")
         else:
             async with back:
-                await _exchange(conn, front, back, request, bytes(body))
+                if not await _exchange_watching(conn, front, back, request, bytes(body)):
+                    return
         if conn.our_state is h11.MUST_CLOSE or conn.their_state is h11.MUST_CLOSE:
             return
         conn.start_next_cycle()
+
+
+async def _exchange_watching(
+    conn: h11.Connection, front: trio.SocketStream, back: trio.SocketStream, request: h11.Request, body: bytes
+) -> bool:
+    """:func:`_exchange`, ended early if the client goes away meanwhile (an SSE stream it left):
+    whether the client is still there.  (What the client sends meanwhile is kept for later.)"""
+    gone = False
+    async with trio.open_nursery() as nursery:
+
+        async def watch() -> None:
+            nonlocal gone
+            while data := await front.receive_some(_CHUNK):
+                conn.receive_data(data)
+            gone = True
+            nursery.cancel_scope.cancel()
+
+        nursery.start_soon(watch)
+        await _exchange(conn, front, back, request, body)
+        nursery.cancel_scope.cancel()
+    return not gone
 
 
 async def _exchange(

@@ -258,3 +258,24 @@ def test_parser_namespace_round_trips() -> None:
     assert isinstance(again, argparse.Namespace)
     assert (again.stateless, again.max_connections, again.grace_period) == (True, 60, 3.0)
     assert again.allowed_host == ["a.example", "b.example"]
+
+
+async def test_our_client_through_the_proxy(tmp_path: Path) -> None:
+    """A whole session of our client (its GET stream and POSTs on kept-alive connections)
+    through the per-request proxy, twice (the proxy lets go of the streams the client left)."""
+    import trio
+
+    from mcp_trio.client import connect_http
+    from tests.rrproxy import serve_round_robin
+
+    with serving(["examples/everything.py", "--http", "127.0.0.1:0"], ROOT) as served:
+        backend = _address(served.url)
+        with trio.fail_after(30):
+            async with trio.open_nursery() as nursery:
+                host, port = await nursery.start(serve_round_robin, [backend])
+                for _ in range(2):
+                    async with connect_http(f"http://{host}:{port}/mcp") as client:
+                        assert await client.list_all_tools()
+                        result = await client.call_tool("test_tool_with_progress", {})
+                        assert not result.isError
+                nursery.cancel_scope.cancel()
