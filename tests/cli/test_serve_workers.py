@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import socket
+import threading
 import time
 from pathlib import Path
 
@@ -83,9 +85,40 @@ def test_a_killed_worker_is_restarted(tmp_path: Path) -> None:
             assert time.monotonic() < deadline, (new, seen)
             seen.update(pids_seen(url, 10))
         assert victim not in seen and seen <= (first - {victim}) | {new}
-        code, err = stop(served)
+        served.proc.send_signal(signal.SIGINT)  # (as Ctrl-C: forwarded too)
+        code, err = served.finish()
     assert code == 0, err
+    assert "stopped after SIGINT (3 workers stopped)" in err
     assert not alive(new)
+
+
+def test_requests_in_flight_finish_on_sigterm(tmp_path: Path) -> None:
+    """The workers' graceful stop: a call under way when the supervisor gets SIGTERM is answered."""
+    args = [PROGRAM, "--http", "127.0.0.1:0", "--workers", "2", "--stateless", "--grace-period", "10"]
+    nap = {**CALL, "params": {"name": "nap", "arguments": {"seconds": 1.5}}}
+    answers: list[httpx2.Response] = []
+    with serving(args, tmp_path) as served, httpx2.Client(timeout=10) as client:
+        url = served.url
+        caller = threading.Thread(target=lambda: answers.append(client.post(url, headers=HEADERS, json=nap)))
+        caller.start()
+        time.sleep(0.5)  # (the call is under way)
+        served.proc.send_signal(signal.SIGTERM)
+        caller.join(10)
+        code, err = served.finish()
+    assert code == 0, err
+    assert answers and answers[0].status_code == 200 and "result" in answers[0].json()
+    assert "1 request finished" in err
+
+
+def test_a_port_in_use_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        argv = ["serve", PROGRAM, "--http", f"127.0.0.1:{port}", "--workers", "2", "--stateless"]
+        assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("mcp-trio serve: error: cannot serve: ") and "in use" in err
 
 
 def test_a_worker_that_cannot_start_stops_the_supervisor(tmp_path: Path) -> None:

@@ -13,3 +13,12 @@ server = Server("pid-server", "1.0")
 def pid() -> str:
     """The id of the process serving this request."""
     return str(os.getpid())
+
+
+@server.tool
+async def nap(seconds: float) -> str:
+    """Sleep, then tell which process answered."""
+    import trio
+
+    await trio.sleep(seconds)
+    return str(os.getpid())
