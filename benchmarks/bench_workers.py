@@ -30,6 +30,7 @@ from benchmarks._load_http import http_calls
 from benchmarks._load_http_client import HttpTarget
 from benchmarks._load_messages import LoadError
 from benchmarks._run_common import HOST, ROOT, median
+from benchmarks._run_servers import _stop
 
 __all__ = ["main", "measure"]
 
@@ -59,12 +60,7 @@ def serving(workers: int, front_door: str) -> Iterator[HttpTarget]:
         host_port = url.split("//", 1)[1].split("/", 1)[0]
         yield HttpTarget(HOST, int(host_port.rsplit(":", 1)[1]))
     finally:
-        process.terminate()
-        try:
-            process.wait(15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        _stop(process)  # (SIGTERM: the supervisor stops its workers)
         drainer.join(5)
         if process.stderr is not None:
             process.stderr.close()
