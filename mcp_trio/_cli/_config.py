@@ -20,10 +20,10 @@ from __future__ import annotations
 import argparse
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["ConfigError", "env_name", "layered", "resolve"]
+__all__ = ["ConfigError", "as_argv", "env_name", "layered", "resolve"]
 
 ENV_PREFIX = "MCP_TRIO_"
 _TRUE = frozenset({"1", "true", "yes", "on"})
@@ -97,6 +97,31 @@ def resolve(
         else:
             value = defaults[dest]
         setattr(args, dest, value)
+
+
+def as_argv(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, leave_out: Sequence[str] = ()
+) -> list[str]:
+    """The flags of ``args`` (resolved) that differ from their defaults, as a
+    command line that gives them back (flags named in ``leave_out``, by their
+    ``dest``, left out): what a process started with the same settings takes."""
+    defaults: dict[str, Any] = getattr(parser, _DEFAULTS)
+    argv: list[str] = []
+    for action in parser._actions:
+        if not _layerable(action) or action.dest in leave_out:
+            continue
+        value = getattr(args, action.dest)
+        if value == defaults[action.dest]:
+            continue
+        flag = action.option_strings[-1]
+        if action.nargs == 0:
+            argv.append(flag)
+        elif isinstance(action, argparse._AppendAction):
+            for item in value:
+                argv += [flag, str(item)]
+        else:
+            argv += [flag, str(value)]
+    return argv
 
 
 def _read_config(path: str, actions: Mapping[str, argparse.Action]) -> dict[str, Any]:

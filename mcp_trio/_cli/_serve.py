@@ -22,6 +22,14 @@ from ._config import ConfigError, layered, resolve
 from ._deploy import add_deploy_arguments, guard_options, tls_options
 from ._shutdown import serve_until_signalled
 from ._tuning import run_on_allocator, serve_tidying_after_bursts, settle_heap
+from ._workers import (
+    add_worker_arguments,
+    check_workers,
+    open_store_options,
+    supervise,
+    wants_supervisor,
+    worker_serving,
+)
 
 if TYPE_CHECKING:
     from ..server import GracefulShutdown, Server
@@ -172,6 +180,7 @@ def add_parser(sub: Any) -> None:
         help="a scope every request needs (repeatable)",
     )
     add_deploy_arguments(p)
+    add_worker_arguments(p)
     p.add_argument("--version", action="version", version=VERSION)
     p.set_defaults(func=partial(_cmd_serve, p))
     # Last: every flag above is also MCP_TRIO_<FLAG> and a key of --config FILE.
@@ -411,8 +420,12 @@ async def _serve_http(
     serve = partial(
         server.serve_http, host, port, path=path, front_door=args.front_door, stateless=args.stateless
     )
-    async with trio.open_nursery() as nursery:
+    async with open_store_options(args) as store, trio.open_nursery() as nursery:
+        options.update(store, reuse_port=args.worker_of is not None)
         urls = await nursery.start(partial(serve, legacy_sse=args.legacy_sse, **options))
+        if args.worker_of is not None:  # (the supervisor announces)
+            await worker_serving(args, urls, nursery)
+            return
         for url in urls:
             _announce(f"Streamable HTTP at {url} ({args.front_door})")
             if args.legacy_sse:
@@ -487,6 +500,14 @@ def _cmd_serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
     except ConfigError as exc:
         print(f"mcp-trio serve: error: {exc}", file=sys.stderr)
         return 2
+    if wants_supervisor(args):
+        try:
+            check_workers(args)
+            host, port = _parse_host_port(str(args.http))
+        except ConfigError as exc:
+            print(f"mcp-trio serve: error: {exc}", file=sys.stderr)
+            return 2
+        return supervise(parser, args, host, port)
     # Log records go to stderr (stdout is the protocol), for as long as the command runs.
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
@@ -547,6 +568,7 @@ def _serving(args: argparse.Namespace) -> Callable[[Any, GracefulShutdown], Awai
     """What serves the server (called with it and the shutdown): stdio, --http or --ws."""
     if args.ws is not None and args.http is not None:
         raise _ServeError("use --http or --ws, not both")
+    check_workers(args)
     if args.ws is None and args.http is None:
         return lambda server, shutdown: server.serve_stdio(shutdown=shutdown)
     tls_options(args)  # (checked before the import)

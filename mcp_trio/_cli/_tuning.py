@@ -40,7 +40,13 @@ import trio
 if TYPE_CHECKING:
     from ..server import GracefulShutdown
 
-__all__ = ["ALLOCATORS", "run_on_allocator", "serve_tidying_after_bursts", "settle_heap"]
+__all__ = [
+    "ALLOCATORS",
+    "allocator_environment",
+    "run_on_allocator",
+    "serve_tidying_after_bursts",
+    "settle_heap",
+]
 
 ALLOCATORS = ("auto", "pymalloc", "system")
 TIDY_PERIOD = 1.0  # seconds between two looks at the process's CPU time
@@ -61,16 +67,25 @@ def _glibc() -> bool:
         return False
 
 
-def run_on_allocator(choice: str, network: bool) -> None:
-    """Re-execute this process on the C library's allocator when ``choice`` asks for it
-    (``auto``: for a network server on glibc); returns when nothing is to change."""
+def allocator_environment(choice: str, network: bool) -> dict[str, str] | None:
+    """The environment a process serving (over a network or not) should start with for
+    ``choice`` (``auto``: the C allocator for a network server on glibc); None when this
+    process's own environment already does."""
     if "PYTHONMALLOC" in os.environ or choice == "pymalloc":
-        return
+        return None
     if choice == "auto" and not (network and _glibc()):
+        return None
+    return {**os.environ, "PYTHONMALLOC": "malloc"}
+
+
+def run_on_allocator(choice: str, network: bool) -> None:
+    """Re-execute this process (same id, same arguments) in the environment
+    :func:`allocator_environment` asks for; returns when nothing is to change."""
+    environment = allocator_environment(choice, network)
+    if environment is None:
         return
     sys.stdout.flush()
     sys.stderr.flush()
-    environment = {**os.environ, "PYTHONMALLOC": "malloc"}
     os.execve(sys.executable, [sys.executable, *sys.orig_argv[1:]], environment)
 
 

@@ -62,6 +62,7 @@ class _ServingMixin:
         certfile: str | None = None,
         keyfile: str | None = None,
         shutdown: GracefulShutdown | None = None,
+        reuse_port: bool = False,
         task_status: Any = trio.TASK_STATUS_IGNORED,
         **http_options: Any,
     ) -> None:
@@ -91,6 +92,8 @@ class _ServingMixin:
         With ``shutdown``, requests are counted and, once it is stopped, the
         door stops accepting and new requests are refused (see
         :class:`~mcp_trio.server.GracefulShutdown`).
+        With ``reuse_port``, the listening sockets have ``SO_REUSEPORT``:
+        several processes may serve the same port (``mcp-trio serve --workers``).
         ``task_status.started`` gets the endpoint URLs.  ``http_options`` go to
         :class:`~mcp_trio.transports.http.server.StreamableHTTP` (allowed
         hosts, response mode, session limits, event store ...).
@@ -161,6 +164,7 @@ class _ServingMixin:
             serve = partial(
                 serve,
                 **door,
+                reuse_port=reuse_port,
                 max_connections=max_connections,
                 max_connections_per_client=max_connections_per_client,
                 header_timeout=header_timeout,

@@ -21,11 +21,12 @@ from __future__ import annotations
 import errno
 import logging
 import math
+import socket
 from collections.abc import Awaitable, Callable, Sequence
 
 import trio
 
-__all__ = ["ConnectionGate", "TimedStream", "default_per_client", "listener_url"]
+__all__ = ["ConnectionGate", "TimedStream", "default_per_client", "listener_url", "open_listeners"]
 
 log = logging.getLogger("mcp_trio.http")
 
@@ -45,6 +46,35 @@ def listener_url(listener: trio.SocketListener, scheme: str = "http") -> str:
     address = listener.socket.getsockname()
     shown = f"[{address[0]}]" if ":" in address[0] else address[0]
     return f"{scheme}://{shown}:{address[1]}"
+
+
+async def open_listeners(host: str, port: int, *, reuse_port: bool = False) -> list[trio.SocketListener]:
+    """Listening sockets on every address of ``host`` at ``port`` (as
+    :func:`trio.open_tcp_listeners`).  With ``reuse_port``, each socket has
+    ``SO_REUSEPORT`` (Linux, the BSDs): processes of one user may then listen
+    on the same port, and the kernel spreads the new connections among them
+    (``mcp-trio serve --workers``)."""
+    if not reuse_port:
+        return await trio.open_tcp_listeners(port, host=host)
+    if not hasattr(socket, "SO_REUSEPORT"):
+        raise OSError("SO_REUSEPORT is not available on this system")
+    found = await trio.socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    sockets: list[trio.socket.SocketType] = []
+    try:
+        for family, kind, proto, _, address in found:
+            sock = trio.socket.socket(family, kind, proto)
+            sockets.append(sock)  # (closed with the others on a failure)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            await sock.bind(address)
+            sock.listen(0xFFFF)  # (the kernel caps it at net.core.somaxconn)
+    except BaseException:
+        for sock in sockets:
+            sock.close()
+        raise
+    return [trio.SocketListener(sock) for sock in sockets]
 
 
 def default_per_client(max_connections: int) -> int:

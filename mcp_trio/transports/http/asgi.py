@@ -18,7 +18,7 @@ from typing import Any, cast
 import trio
 
 from ...types import _versions
-from ._gate import ConnectionGate, TimedStream, listener_url
+from ._gate import ConnectionGate, TimedStream, listener_url, open_listeners
 from ._replies import _BOTH_LENGTHS, _error_reply, _peek_body, _Reply, _send_reply
 from ._request import (
     _LINGER_BYTES,
@@ -252,6 +252,7 @@ async def serve_hypercorn(
     header_timeout: float = 10.0,
     keepalive_timeout: float = 60.0,
     write_timeout: float = 30.0,
+    reuse_port: bool = False,
     task_status: Any = trio.TASK_STATUS_IGNORED,
     **config_options: Any,
 ) -> None:
@@ -267,7 +268,8 @@ async def serve_hypercorn(
     idle connection and an incomplete request head: its ``keep_alive_timeout``
     is set to the smaller of ``keepalive_timeout`` and ``header_timeout``.
     ``config_options`` set other attributes of hypercorn's ``Config``
-    (``certfile``, ``h11_max_incomplete_size`` ...).
+    (``certfile``, ``h11_max_incomplete_size`` ...).  With ``reuse_port``, the
+    listening sockets have ``SO_REUSEPORT`` (see :func:`._gate.open_listeners`).
 
     ``task_status.started`` gets the bound URLs (``["http://127.0.0.1:43121"]``).
     """
@@ -289,12 +291,16 @@ async def serve_hypercorn(
     context = WorkerContext(None)
     wrapped = ASGIWrapper(cast(Any, app))  # hypercorn's ASGI types are narrower than our dict scope
     ssl_context = config.create_ssl_context()
-    sockets = config.create_sockets()
     listeners: list[tuple[trio.SocketListener, bool]] = []
-    for secure, group in ((True, sockets.secure_sockets), (False, sockets.insecure_sockets)):
-        for sock in group:
-            sock.listen(config.backlog)
-            listeners.append((trio.SocketListener(trio.socket.from_stdlib_socket(sock)), secure))
+    if reuse_port:
+        secure = ssl_context is not None
+        listeners = [(listener, secure) for listener in await open_listeners(host, port, reuse_port=True)]
+    else:
+        sockets = config.create_sockets()
+        for secure, group in ((True, sockets.secure_sockets), (False, sockets.insecure_sockets)):
+            for sock in group:
+                sock.listen(config.backlog)
+                listeners.append((trio.SocketListener(trio.socket.from_stdlib_socket(sock)), secure))
     urls = [listener_url(listener, "https" if secure else "http") for listener, secure in listeners]
 
     class Connection(TCPServer):

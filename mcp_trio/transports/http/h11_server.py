@@ -21,7 +21,7 @@ import h11
 import trio
 
 from ... import _jsonrpc as rpc
-from ._gate import ConnectionGate, listener_url
+from ._gate import ConnectionGate, listener_url, open_listeners
 from ._replies import _BOTH_LENGTHS, _Reply, _send_reply
 from ._request import (
     _HEADER_SESSION,
@@ -495,6 +495,7 @@ async def serve_h11(
     max_connections_per_client: int | None = None,
     ssl_context: ssl.SSLContext | None = None,
     shutdown_trigger: Callable[[], Awaitable[Any]] | None = None,
+    reuse_port: bool = False,
     task_status: Any = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve ``endpoint`` over HTTP/1.1 with h11 on trio sockets (no ASGI layer).
@@ -522,7 +523,8 @@ async def serve_h11(
 
     When ``shutdown_trigger`` (an async callable) returns, the listening
     sockets are closed (new clients are refused) and the connections open
-    go on until they end or the call is cancelled.
+    go on until they end or the call is cancelled.  With ``reuse_port``, the
+    listening sockets have ``SO_REUSEPORT`` (see :func:`open_listeners`).
     """
     gate = ConnectionGate(max_connections, max_connections_per_client)
     table = _routes(endpoint, path, routes)
@@ -543,7 +545,7 @@ async def serve_h11(
         except Exception:
             log.exception("HTTP connection failed")
 
-    listeners = await trio.open_tcp_listeners(port, host=host)
+    listeners = await open_listeners(host, port, reuse_port=reuse_port)
     urls = [listener_url(listener, "http" if ssl_context is None else "https") for listener in listeners]
     try:
         async with trio.open_nursery() as connections:
