@@ -17,8 +17,12 @@ import pytest
 import trio
 
 from mcp_trio.store import SessionRecord, Store, StoreError, StoreUnavailable, TaskRecord, open_store
+from tests.docs.examples_support import example_env
 from tests.redis_server import RedisServer
 from tests.store.conftest import fresh_prefix
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "store.py"
+EXPECTED = EXAMPLE.with_suffix(".out").read_text()
 
 
 @asynccontextmanager
@@ -175,3 +179,17 @@ async def test_a_redis_that_stops_answering_gives_an_error_within_the_timeout(ow
                 except StoreUnavailable:
                     await trio.sleep(0.05)
         assert found is not None
+
+
+async def test_the_guide_example_prints_the_same_on_redis_and_leaves_no_key(
+    redis_server: RedisServer,
+) -> None:
+    example = EXAMPLE
+    env = {**example_env(), "MCP_TRIO_STORE": redis_server.url}
+    done = await trio.run_process(
+        [sys.executable, str(example)], env=env, capture_stdout=True, capture_stderr=True, check=False
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stdout.decode() == EXPECTED
+    async with _raw(redis_server) as raw:
+        assert await _keys(raw, "example:") == []
