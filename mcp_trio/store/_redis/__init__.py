@@ -16,6 +16,7 @@ import coredis
 import trio
 from coredis.exceptions import ConnectionError as RedisConnectionError
 
+from .._base import StoreError
 from .._memory import Store
 from ._bus import RedisBus
 from ._conn import RedisConnection, leaf, redact, store_error
@@ -63,7 +64,12 @@ async def open_redis_store(
                 yield store
             finally:
                 nursery.cancel_scope.cancel()
-    except BaseExceptionGroup as group:
-        raise store_error(redact(url), "connecting", group) from leaf(group)
+    except BaseExceptionGroup as group:  # from the client's task group: never let one escape
+        error = store_error(redact(url), "connecting", group)
+        if isinstance(error, StoreError):
+            raise error from leaf(group)
+        if error is group:
+            raise
+        raise error from None  # the one exception of the group, unwrapped
     except (OSError, TimeoutError, RedisConnectionError) as exc:
         raise store_error(redact(url), "connecting", exc) from exc
