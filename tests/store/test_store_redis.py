@@ -51,6 +51,7 @@ async def _session_life(store: Store, i: int) -> None:
             assert (await subscription.receive()).data == b"x"
 
 
+@pytest.mark.slow
 async def test_every_key_has_a_ttl_and_1000_ended_sessions_leave_no_key(redis_server: RedisServer) -> None:
     prefix = fresh_prefix()
     async with open_store(redis_server.url, prefix=prefix) as store, _raw(redis_server) as raw:

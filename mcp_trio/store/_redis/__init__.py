@@ -40,9 +40,11 @@ async def open_redis_store(
     """The Redis store at ``url`` (see :func:`~mcp_trio.store.open_store`)."""
     client: coredis.Redis[bytes] = coredis.Redis.from_url(
         url,
-        connect_timeout=timeout,
-        stream_timeout=timeout,
-        pool_timeout=timeout,
+        # the store's guard bounds each call by ``timeout``; coredis's own bounds, later, are
+        # for what runs outside a call (the bus's subscriber connection)
+        connect_timeout=2 * timeout,
+        stream_timeout=2 * timeout,
+        pool_timeout=2 * timeout,
         max_connections=MAX_CONNECTIONS,
     )
     redis = RedisConnection(client, url=url, prefix=prefix, timeout=timeout)
