@@ -10,17 +10,15 @@ directly (a server of a test's own, which it may stop and restart)."""
 
 from __future__ import annotations
 
-import fcntl
-import os
-import shutil
 import socket
 import subprocess
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.debian import Unavailable, ensure_command
 
 START_TIMEOUT = 15.0  # seconds for redis-server to answer PING
 STOP_TIMEOUT = 10.0
@@ -31,44 +29,12 @@ class RedisUnavailable(RuntimeError):
     """redis-server is missing and cannot be installed, or did not start."""
 
 
-def _install_with_apt() -> None:
-    """``apt-get install -y redis-server`` (after ``apt-get update`` if the first try fails)."""
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    lock = Path(tempfile.gettempdir()) / "mcp-trio-redis-install.lock"
-    with lock.open("w") as held:
-        fcntl.flock(held, fcntl.LOCK_EX)  # one install at a time, across test processes
-        if shutil.which("redis-server"):
-            return
-        install = ["apt-get", "install", "-y", "--no-install-recommends", "redis-server"]
-        for step in ([install], [["apt-get", "update"], install]):
-            failed = None
-            for command in step:
-                done = subprocess.run(
-                    command, capture_output=True, text=True, timeout=INSTALL_TIMEOUT, env=env, check=False
-                )
-                if done.returncode != 0:
-                    failed = f"{' '.join(command)} exited {done.returncode}:\n{done.stderr[-2000:]}"
-                    break
-            if failed is None and shutil.which("redis-server"):
-                return
-        raise RedisUnavailable(f"could not install Debian's redis-server package: {failed}")
-
-
 def redis_server_path() -> str:
     """The path of ``redis-server``, installing Debian's package first if it is missing."""
-    found = shutil.which("redis-server")
-    if found:
-        return found
-    if shutil.which("apt-get") is None or os.geteuid() != 0:
-        raise RedisUnavailable(
-            "the store tests need redis-server (Redis 7 or later) on PATH: install it "
-            "(Debian/Ubuntu: sudo apt-get install redis-server); the tests install it "
-            "themselves only when they run as root on a system with apt-get"
-        )
-    _install_with_apt()
-    found = shutil.which("redis-server")
-    assert found
-    return found
+    try:
+        return ensure_command("redis-server", "redis-server", "the store tests (Redis 7 or later)")
+    except Unavailable as exc:
+        raise RedisUnavailable(str(exc)) from None
 
 
 def _free_port() -> int:

@@ -5,7 +5,6 @@ killed while the other goes on answering."""
 from __future__ import annotations
 
 import re
-import shutil
 import signal
 import socket
 import subprocess
@@ -13,15 +12,10 @@ import time
 from pathlib import Path
 
 import httpx2
-import pytest
 
 from tests.cli.test_serve_deploy import ROOT, Served
 from tests.cli.test_serve_workers import CALL, HEADERS, PROGRAM, alive
-
-NGINX = shutil.which("nginx") or shutil.which("nginx", path="/usr/sbin:/sbin")
-pytestmark = pytest.mark.skipif(
-    NGINX is None, reason="nginx is not installed (Debian: apt-get install nginx)"
-)
+from tests.debian import ensure_command
 
 PAGE = ROOT / "docs" / "deploy.md"
 NAME = "mcp.example.com"
@@ -102,9 +96,9 @@ def test_nginx_in_front_of_two_hosts_of_workers(tmp_path: Path) -> None:
         workers = [children(h.proc.pid) for h in hosts]
         assert all(len(w) == 2 for w in workers)
         port = free_port()
-        assert NGINX is not None
         conf = nginx_config(tmp_path, port, addresses)
-        nginx = subprocess.Popen([NGINX, "-p", str(tmp_path), "-c", str(conf), "-e", "stderr"])
+        binary = ensure_command("nginx", "nginx-light", "the deployment page's nginx test")
+        nginx = subprocess.Popen([binary, "-p", str(tmp_path), "-c", str(conf), "-e", "stderr"])
         wait_until(lambda: listening(port) or nginx.poll() is not None, 20, "nginx listens")
         assert nginx.poll() is None
         url = f"http://127.0.0.1:{port}/mcp"
