@@ -210,7 +210,7 @@ async def test_errors_inside_the_store_block_come_out_as_raised(redis_server: Re
 def test_without_redis_server_and_root_the_fixture_says_what_to_install(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(shutil, "which", lambda name: None)
+    monkeypatch.setattr(shutil, "which", lambda name, **where: None)
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     with pytest.raises(RedisUnavailable, match=r"need redis-server .* apt-get install redis-server"):
         redis_server_path()
