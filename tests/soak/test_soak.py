@@ -150,10 +150,7 @@ async def serving(door: str, tmp: Path) -> AsyncIterator[Server]:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=sink,
-            env={
-                **os.environ,
-                "PYTHONPATH": str(ROOT),
-            },  # (the server as shipped: its allocator, its mmap threshold)
+            env={**os.environ, "PYTHONPATH": str(ROOT)},  # (the server as shipped)
         )
     try:
         with trio.fail_after(15):
