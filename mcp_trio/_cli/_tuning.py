@@ -52,6 +52,8 @@ ALLOCATORS = ("auto", "pymalloc", "system")
 TIDY_PERIOD = 1.0  # seconds between two looks at the process's CPU time
 QUIET_SHARE = 0.05  # of a core: under it, the process is quiet
 TIDY_ROUNDS = 10  # quiet periods tidied in after a busier one
+M_MMAP_THRESHOLD = -3  # mallopt's parameter (malloc.h)
+MMAP_THRESHOLD = 128 * 1024  # glibc's default, kept: bigger blocks are mappings of their own
 
 
 def settle_heap() -> None:
@@ -90,11 +92,17 @@ def run_on_allocator(choice: str, network: bool) -> None:
 
 
 def _malloc_trim() -> Callable[[int], int] | None:
-    """glibc's ``malloc_trim`` when this process allocates through it, else None."""
+    """glibc's ``malloc_trim`` when this process allocates through it, else None.  Also pins
+    glibc's mmap threshold at ``MMAP_THRESHOLD``: left alone, glibc raises it up to the size of
+    the largest block freed (a 4 MiB answer, say), after which such buffers come from the heap
+    and their pages return only when trimmed; pinned, each is a mapping of its own, returned the
+    moment it is freed."""
     if os.environ.get("PYTHONMALLOC") not in ("malloc", "malloc_debug") or not _glibc():
         return None
     try:
-        function: Callable[[int], int] = ctypes.CDLL(None).malloc_trim
+        libc = ctypes.CDLL(None)
+        function: Callable[[int], int] = libc.malloc_trim
+        libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)
     except (OSError, AttributeError):
         return None
     return function
