@@ -8,10 +8,11 @@ of its repeats (:func:`summarize`).
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager, suppress
 from typing import Any
 
 from benchmarks._run_common import (
@@ -68,8 +69,11 @@ def run_stdio(table: dict[str, Peer], mode: Mode) -> dict[str, Any]:
         runs: dict[str, list[Any]] = {k: [] for k in seq_keys}
         placements: dict[str, list[str]] = {k: [] for k in seq_keys}
         for key in rounds(seq_keys, mode.repeats):
-            runs[key].append(loadgen.stdio_sequential(servers[key], mode.duration, check=table[key].check))
-            placements[key].append(_placement(servers[key].process.pid))
+            with one_cpu(servers[key].process.pid):
+                runs[key].append(
+                    loadgen.stdio_sequential(servers[key], mode.duration, check=table[key].check)
+                )
+                placements[key].append(_placement(servers[key].process.pid))
         out["sequential"] = {k: {**summarize(v), "placement": placements[k]} for k, v in runs.items()}
         log(f"  stdio sequential: { {k: round(v['rate']) for k, v in out['sequential'].items()} }")
         runs = {k: [] for k in pipe_keys}
@@ -95,6 +99,36 @@ def _last_cpu(pid: int | str) -> int:
     """The CPU process ``pid`` last ran on (``/proc/<pid>/stat``, field 39)."""
     with open(f"/proc/{pid}/stat", "rb") as stat:
         return int(stat.read().rsplit(b")", 1)[1].split()[36])
+
+
+@contextmanager
+def one_cpu(server_pid: int) -> Iterator[None]:
+    """The load generator and every thread of the server on one CPU, for the block.
+
+    A sequential round trip hands the CPU back and forth between the two processes: where the
+    scheduler put them decided the figure (about 2x between one vCPU and two on the 2-core
+    guest of the committed figures, run to run, for the same code; ``benchmarks/README.md``).
+    Every peer's sequential runs are pinned alike, to the CPU the load generator is on, so that
+    the figure measures the servers and not the placement.  Where affinity cannot be set
+    (not Linux), nothing changes."""
+    if not hasattr(os, "sched_setaffinity"):
+        yield
+        return
+    threads = (
+        [int(tid) for tid in os.listdir(f"/proc/{server_pid}/task")]
+        if os.path.isdir(f"/proc/{server_pid}/task")
+        else []
+    )
+    cpu = {_last_cpu("self")}
+    saved = {tid: os.sched_getaffinity(tid) for tid in [0, *threads]}
+    try:
+        for tid in saved:
+            os.sched_setaffinity(tid, cpu)
+        yield
+    finally:
+        for tid, mask in saved.items():
+            with suppress(OSError):  # (a thread that ended meanwhile)
+                os.sched_setaffinity(tid, mask)
 
 
 def _placement(server_pid: int) -> str:
