@@ -35,6 +35,7 @@ LAYERS: dict[str, int] = {
     "_exceptions": 0,
     "types": 1,  # types._wire is layer 0 inside it: the generated modules import it
     "_jsonrpc": 2,
+    "store": 2,  # what the workers share (sessions, events, tasks, bus); below the transports that use it
     "_jsonschema": 1,  # JSON Schema checks (the validation extra), for the server and the client
     "_core": 3,
     "transports": 3,
@@ -55,6 +56,9 @@ STDLIB = set(sys.stdlib_module_names) | {"__future__"}
 THIRD_PARTY: dict[str, set[str]] = {
     "mcp_trio.types": {"msgspec"},
     "mcp_trio._jsonrpc": {"msgspec"},
+    "mcp_trio.store": {"msgspec", "trio"},
+    # the ``redis`` extra: only open_store reaches this module, inside the function
+    "mcp_trio.store._redis": {"msgspec", "trio", "coredis"},
     "mcp_trio._exceptions": set(),
     "mcp_trio.server._uritemplate": set(),
     "mcp_trio.server._cursor": set(),
