@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import trio
@@ -62,6 +62,7 @@ class _ResourcesMixin:
     _cacheable: Callable[..., dict[str, Any]]
     _sync_limiter: trio.CapacityLimiter
     _context: Callable[[RequestContext], Context]
+    _share_state: Callable[[Session], Awaitable[None]]
 
     def resource(
         self,
@@ -175,10 +176,12 @@ class _ResourcesMixin:
 
     async def _subscribe(self, ctx: RequestContext, params: Any) -> Any:
         self._subscriptions.setdefault(ctx.session, set()).add(params.uri)
+        await self._share_state(ctx.session)
         return {}
 
     async def _unsubscribe(self, ctx: RequestContext, params: Any) -> Any:
         self._subscriptions.get(ctx.session, set()).discard(params.uri)
+        await self._share_state(ctx.session)
         return {}
 
 

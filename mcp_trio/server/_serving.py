@@ -21,6 +21,7 @@ from ._routes import Route, RouteHandler, http_routes, route_handlers
 from ._shutdown import GracefulShutdown
 
 if TYPE_CHECKING:
+    from ..store import Store
     from ._server import Server
 
 __all__: list[str] = []
@@ -62,6 +63,8 @@ class _ServingMixin:
         certfile: str | None = None,
         keyfile: str | None = None,
         shutdown: GracefulShutdown | None = None,
+        store: Store | None = None,
+        worker_id: str | None = None,
         task_status: Any = trio.TASK_STATUS_IGNORED,
         **http_options: Any,
     ) -> None:
@@ -91,6 +94,11 @@ class _ServingMixin:
         With ``shutdown``, requests are counted and, once it is stopped, the
         door stops accepting and new requests are refused (see
         :class:`~mcp_trio.server.GracefulShutdown`).
+        With ``store`` (a :class:`~mcp_trio.store.Store`, e.g. from
+        :func:`~mcp_trio.store.open_store`), the sessions are shared with the
+        other workers serving the endpoint with the same store, as
+        ``worker_id`` (unique among them; default: a random one): any request
+        of a session may land on any worker (see docs/http.md).
         ``task_status.started`` gets the endpoint URLs.  ``http_options`` go to
         :class:`~mcp_trio.transports.http.server.StreamableHTTP` (allowed
         hosts, response mode, session limits, event store ...).
@@ -115,7 +123,9 @@ class _ServingMixin:
         if auth is None and any(r.auth for r in custom.values()):
             raise ValueError("a route registered with auth=True needs serve_http(auth=...)")
         self._count_in(shutdown)
-        endpoint = StreamableHTTP(self.serve_session, versions=self.versions, **http_options)
+        endpoint = StreamableHTTP(
+            self.serve_session, versions=self.versions, store=store, worker_id=worker_id, **http_options
+        )
         async with trio.open_nursery() as nursery:
             # Extension tasks outlive the (per-POST) sessions that create them.
             await nursery.start(self.tasks.run)

@@ -1,0 +1,226 @@
+"""Streamable HTTP sessions shared by several workers through one store: two
+(or three) servers in this process, each on its own port, share one in-memory
+store, and a client's requests of one session go to one or the other."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import aclosing, asynccontextmanager
+from typing import Any
+
+import httpx2 as httpx
+import msgspec
+import pytest
+import trio
+
+from mcp_trio.server import Context, Server
+from mcp_trio.store import Store
+from mcp_trio.transports.http._sse import SSEDecoder
+
+from .test_http_server import ACCEPT, RawResponse, init, raw_stream, rpc
+
+pytestmark = pytest.mark.trio
+
+
+def make_server(name: str, state: dict[str, Any]) -> Server:
+    """One worker's server; ``state`` is shared by the workers' tools (as an app's database would be)."""
+    server = Server(name, "1")
+
+    @server.tool
+    async def add(a: int, b: int) -> int:
+        return a + b
+
+    @server.tool
+    async def where(ctx: Context) -> str:
+        return name
+
+    @server.tool
+    async def ask(ctx: Context) -> str:
+        answer = await ctx.elicit("name?", {"type": "object", "properties": {"n": {"type": "string"}}})
+        return f"hi {answer.content['n']} from {name}"
+
+    @server.tool
+    async def forever() -> str:
+        state["started"].set()
+        try:
+            await trio.sleep_forever()
+        finally:
+            state["cancelled"] = name
+            state["cancelled_event"].set()
+        return "never"
+
+    @server.tool
+    async def chatty(ctx: Context) -> str:
+        await ctx.info("an info")
+        await ctx.error("an error")
+        return "said"
+
+    return server
+
+
+@asynccontextmanager
+async def workers(
+    n: int = 2, front_door: str = "h11", **options: Any
+) -> AsyncIterator[tuple[list[str], list[Server], Store, dict[str, Any]]]:
+    """``n`` servers sharing one in-memory store, each on its own port: their URLs."""
+    store = Store.in_memory()
+    state: dict[str, Any] = {"started": trio.Event(), "cancelled_event": trio.Event()}
+    servers = [make_server(f"w{i}", state) for i in range(n)]
+    async with trio.open_nursery() as nursery:
+        urls = []
+        for i, server in enumerate(servers):
+            started = await nursery.start(
+                lambda task_status, server=server, i=i: server.serve_http(
+                    "127.0.0.1",
+                    0,
+                    front_door=front_door,
+                    store=store,
+                    worker_id=f"w{i}",
+                    task_status=task_status,
+                    **options,
+                )
+            )
+            urls.append(started[0])
+        yield urls, servers, store, state
+        nursery.cancel_scope.cancel()
+
+
+async def initialize(client: httpx.AsyncClient, url: str, version: str = "2025-11-25") -> dict[str, str]:
+    r = await client.post(url, headers=ACCEPT, json=init(version))
+    assert r.status_code == 200, r.text
+    return {**ACCEPT, "mcp-session-id": r.headers["mcp-session-id"], "mcp-protocol-version": version}
+
+
+def call(id: Any, tool: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+    return rpc(id, "tools/call", {"name": tool, "arguments": arguments or {}})
+
+
+def text(response: Any) -> str:
+    return str(response["result"]["content"][0]["text"])
+
+
+async def sse_messages(response: RawResponse, count: int, timeout: float = 5) -> list[Any]:
+    """The next ``count`` messages (with their event ids) of an SSE response."""
+    decoder = SSEDecoder()
+    got: list[Any] = []
+    with trio.fail_after(timeout):
+        async with aclosing(response.chunks()) as chunks:
+            async for chunk in chunks:
+                got += [(e.id, msgspec.json.decode(e.data)) for e in decoder.feed(chunk) if e.data]
+                if len(got) >= count:
+                    return got
+    return got
+
+
+@pytest.mark.parametrize("front_door", ["h11", "hypercorn"])
+async def test_a_session_initialized_on_one_worker_is_served_by_another(front_door: str) -> None:
+    async with workers(2, front_door) as (urls, servers, store, _):
+        async with httpx.AsyncClient(timeout=5) as client:
+            headers = await initialize(client, urls[0])
+            sid = headers["mcp-session-id"]
+            record = await store.sessions.get(sid)
+            assert record is not None and record.protocol_version == "2025-11-25"
+            assert msgspec.json.decode(record.client_info) == {"name": "raw", "version": "1"}
+            r = await client.post(urls[1], headers=headers, json=rpc(None, "notifications/initialized"))
+            assert r.status_code == 202
+            r = await client.post(urls[1], headers=headers, json=call(1, "add", {"a": 2, "b": 3}))
+            assert r.status_code == 200 and text(r.json()) == "5"
+            r = await client.post(urls[1], headers=headers, json=call(2, "where"))
+            assert text(r.json()) == "w1"
+            r = await client.post(urls[0], headers=headers, json=call(3, "where"))
+            assert text(r.json()) == "w0"
+            # the restored replica knows the client's capabilities: it may elicit
+            [replica] = list(servers[1]._sessions)
+            assert replica.peer_capabilities == {"elicitation": {}}
+            assert replica.protocol_version == "2025-11-25"
+            # an unknown id is still 404 on any worker
+            unknown = {**headers, "mcp-session-id": "nope"}
+            for url in urls:
+                r = await client.post(url, headers=unknown, json=call(4, "add", {"a": 1, "b": 1}))
+                assert r.status_code == 404
+
+
+async def test_delete_on_one_worker_ends_the_session_everywhere() -> None:
+    async with workers(3) as (urls, servers, store, _):
+        async with httpx.AsyncClient(timeout=5) as client:
+            headers = await initialize(client, urls[0])
+            sid = headers["mcp-session-id"]
+            for i, url in enumerate(urls[:2]):
+                r = await client.post(url, headers=headers, json=call(i, "add", {"a": 1, "b": i}))
+                assert r.status_code == 200
+            assert len(servers[0]._sessions) == len(servers[1]._sessions) == 1
+            # the third worker never saw the session: it ends it all the same
+            r = await client.delete(urls[2], headers=headers)
+            assert r.status_code == 200
+            with trio.fail_after(5):
+                while servers[0]._sessions or servers[1]._sessions:
+                    await trio.sleep(0.01)
+            assert await store.sessions.get(sid) is None
+            for url in urls:
+                r = await client.post(url, headers=headers, json=call(9, "add", {"a": 1, "b": 1}))
+                assert r.status_code == 404
+                assert (await client.delete(url, headers=headers)).status_code == 404
+
+
+async def test_elicitation_answered_through_another_worker() -> None:
+    async with workers(2) as (urls, servers, _, _state):
+        async with httpx.AsyncClient(timeout=5) as client:
+            headers = await initialize(client, urls[0])
+            await client.post(urls[1], headers=headers, json=rpc(None, "notifications/initialized"))
+            async with raw_stream(urls[1], "POST", headers, call(7, "ask")) as response:
+                assert response.headers["content-type"] == "text/event-stream"
+                [(_, asked)] = await sse_messages(response, 1)
+                assert asked["method"] == "elicitation/create"
+                assert asked["id"] == "w1~1"  # the worker whose handler waits is named in the id
+                answer = {
+                    "jsonrpc": "2.0",
+                    "id": asked["id"],
+                    "result": {"action": "accept", "content": {"n": "bo"}},
+                }
+                r = await client.post(urls[0], headers=headers, json=answer)
+                assert r.status_code == 202
+                [(_, result)] = await sse_messages(response, 1)
+                assert result["id"] == 7 and text(result) == "hi bo from w1"
+
+
+async def test_cancellation_through_another_worker() -> None:
+    async with workers(2) as (urls, _, _, state):
+        async with httpx.AsyncClient(timeout=5) as client:
+            headers = await initialize(client, urls[0])
+            async with trio.open_nursery() as nursery:
+
+                async def forever() -> None:
+                    async with raw_stream(urls[0], "POST", headers, call(5, "forever")) as response:
+                        assert await sse_messages(response, 1) == []  # the stream ends, unanswered
+
+                nursery.start_soon(forever)
+                with trio.fail_after(5):
+                    await state["started"].wait()
+                cancel = rpc(None, "notifications/cancelled", {"requestId": 5, "reason": "enough"})
+                r = await client.post(urls[1], headers=headers, json=cancel)
+                assert r.status_code == 202
+                with trio.fail_after(5):
+                    await state["cancelled_event"].wait()
+            assert state["cancelled"] == "w0"
+
+
+async def test_log_level_set_on_one_worker_holds_on_another() -> None:
+    async with workers(2) as (urls, _, _, _state):
+        async with httpx.AsyncClient(timeout=5) as client:
+            headers = await initialize(client, urls[0])
+            # w1 restores the session before the level is set (on w0)
+            r = await client.post(urls[1], headers=headers, json=call(1, "add", {"a": 1, "b": 1}))
+            assert r.status_code == 200
+            r = await client.post(
+                urls[0], headers=headers, json=rpc(2, "logging/setLevel", {"level": "error"})
+            )
+            assert r.status_code == 200
+            with trio.fail_after(5):
+                while True:
+                    async with raw_stream(urls[1], "POST", headers, call(3, "chatty")) as response:
+                        got = [m for _, m in await sse_messages(response, 3)]  # (or fewer: it ends)
+                    if len(got) == 2:
+                        break
+                    await trio.sleep(0.01)  # (the update reaches w1 over the bus)
+            assert got[0]["params"]["level"] == "error"
+            assert text(got[1]) == "said"
