@@ -224,3 +224,114 @@ async def test_log_level_set_on_one_worker_holds_on_another() -> None:
                     await trio.sleep(0.01)  # (the update reaches w1 over the bus)
             assert got[0]["params"]["level"] == "error"
             assert text(got[1]) == "said"
+
+
+GET = {"accept": "text/event-stream"}
+
+
+async def initialized_everywhere(
+    client: httpx.AsyncClient, urls: list[str], servers: list[Server]
+) -> dict[str, str]:
+    """A session initialized on the first worker, ``notifications/initialized``
+    sent to the second, and a replica on each worker."""
+    headers = await initialize(client, urls[0])
+    r = await client.post(urls[1], headers=headers, json=rpc(None, "notifications/initialized"))
+    assert r.status_code == 202
+    for i, url in enumerate(urls[1:]):
+        r = await client.post(url, headers=headers, json=call(100 + i, "add", {"a": 0, "b": 0}))
+        assert r.status_code == 200
+    with trio.fail_after(5):  # (notifications/initialized reaches the first one over the bus)
+        while not all(s.initialized.is_set() for server in servers for s in server._sessions):
+            await trio.sleep(0.01)
+    return headers
+
+
+def add_tool(server: Server, name: str) -> None:
+    """Change the server's tools: its sessions get notifications/tools/list_changed."""
+
+    async def extra() -> str:
+        return name
+
+    server.tool(name=name)(extra)
+
+
+async def test_notifications_reach_the_get_stream_held_by_another_worker() -> None:
+    async with workers(2) as (urls, servers, store, _):
+        async with httpx.AsyncClient(timeout=5) as client:
+            headers = await initialized_everywhere(client, urls, servers)
+            async with raw_stream(urls[1], "GET", {**headers, **GET}) as response:
+                assert response.status_code == 200
+                record = await store.sessions.get(headers["mcp-session-id"])
+                assert record is not None and record.stream_worker == "w1"
+                add_tool(servers[0], "extra")  # only the first worker's server changes
+                [(event_id, message)] = await sse_messages(response, 1)
+            assert message["method"] == "notifications/tools/list_changed"
+            assert event_id.startswith("0.") and event_id.endswith("@w1")
+            with trio.fail_after(5):
+                while (await store.sessions.get(headers["mcp-session-id"])).stream_worker is not None:  # type: ignore[union-attr]
+                    await trio.sleep(0.01)
+
+
+async def test_resumption_with_last_event_id_on_another_worker() -> None:
+    async with workers(2) as (urls, servers, _, _state):
+        async with httpx.AsyncClient(timeout=5) as client:
+            headers = await initialized_everywhere(client, urls, servers)
+            async with raw_stream(urls[0], "GET", {**headers, **GET}) as response:
+                add_tool(servers[0], "one")
+                add_tool(servers[0], "two")
+                [(first, _), (second, _)] = await sse_messages(response, 2)
+            # gone while no stream was open: kept by the worker that made it
+            add_tool(servers[0], "three")
+            resume = {**headers, **GET, "last-event-id": first}
+            async with raw_stream(urls[1], "GET", resume) as response:
+                got = await sse_messages(response, 2)
+                assert got[0][0] == second  # replayed from the shared event store
+                assert got[1][1]["method"] == "notifications/tools/list_changed"  # the one kept
+                add_tool(servers[0], "four")
+                [(live, message)] = await sse_messages(response, 1)  # then live ones
+            assert message["method"] == "notifications/tools/list_changed"
+            assert live.endswith("@w1") and live not in (first, second)
+
+
+async def test_progress_of_a_call_on_another_worker() -> None:
+    async with workers(2) as (urls, servers, _, _state):
+
+        @servers[1].tool
+        async def steps(ctx: Context) -> str:
+            for i in range(3):
+                await ctx.report_progress(i + 1, 3)
+            return "done"
+
+        async with httpx.AsyncClient(timeout=5) as client:
+            headers = await initialized_everywhere(client, urls, servers)
+            request = rpc(
+                8, "tools/call", {"name": "steps", "arguments": {}, "_meta": {"progressToken": "p"}}
+            )
+            async with raw_stream(urls[1], "POST", headers, request) as response:
+                got = [m for _, m in await sse_messages(response, 4)]
+            assert [m["params"]["progress"] for m in got[:3]] == [1, 2, 3]
+            assert text(got[3]) == "done"
+
+
+async def test_idle_expiry_ends_the_session_only_once_no_worker_uses_it() -> None:
+    async with workers(2, idle_timeout=0.6) as (urls, servers, store, _):
+        async with httpx.AsyncClient(timeout=5) as client:
+            headers = await initialize(client, urls[0])
+            sid = headers["mcp-session-id"]
+            # used on the second worker only: the first's replica ends, the session lives
+            with trio.fail_after(5):
+                while servers[0]._sessions:
+                    r = await client.post(urls[1], headers=headers, json=call(1, "add", {"a": 1, "b": 1}))
+                    assert r.status_code == 200
+                    await trio.sleep(0.05)
+            assert await store.sessions.get(sid) is not None
+            r = await client.post(urls[0], headers=headers, json=call(2, "where"))
+            assert r.status_code == 200 and text(r.json()) == "w0"  # restored again
+            # used by nobody: it ends everywhere
+            with trio.fail_after(5):
+                while servers[0]._sessions or servers[1]._sessions:
+                    await trio.sleep(0.05)
+            assert await store.sessions.get(sid) is None
+            for url in urls:
+                r = await client.post(url, headers=headers, json=call(3, "add", {"a": 1, "b": 1}))
+                assert r.status_code == 404

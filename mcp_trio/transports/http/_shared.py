@@ -78,7 +78,7 @@ class Restored:
 class _Note(msgspec.Struct, omit_defaults=True):
     """One bus message between workers."""
 
-    kind: str  # frame | end | get | update
+    kind: str  # frame | initialized | end | get | held | update
     session: str
     data: bytes = b""
     cancel: RequestId | None = None  # a frame's notifications/cancelled: its request id
@@ -280,10 +280,12 @@ class Sharing:
         record = await self.store.sessions.get(session.id)
         if record is None:
             return
-        if held and record.stream_worker != self.worker:
-            await self.store.sessions.put(
-                msgspec.structs.replace(record, stream_worker=self.worker), ttl=self.ttl
-            )
+        if held:
+            if record.stream_worker != self.worker:
+                changed = msgspec.structs.replace(record, stream_worker=self.worker)
+                await self.store.sessions.put(changed, ttl=self.ttl)
+            # what other workers kept for the stream while none was open comes here
+            self.post(None, _Note("held", session.id, origin=self.worker))
         elif not held and record.stream_worker == self.worker:
             await self.store.sessions.put(msgspec.structs.replace(record, stream_worker=None), ttl=self.ttl)
 
@@ -349,9 +351,15 @@ class Sharing:
     def route(self, session: _HttpSession, message: Any, body: bytes) -> bool:
         """Pass a POST's lone message on to the workers that must see it: an
         answer (or progress) for another worker's request goes to that worker
-        only (True: not for this one); ``notifications/cancelled`` to every
-        worker as well as this one (False)."""
+        only (True: not for this one); ``notifications/initialized`` to the
+        worker that answered ``initialize``; ``notifications/cancelled`` to
+        every worker as well as this one (False)."""
         assert session.id is not None
+        if message.method == "notifications/initialized":
+            if session.restored is None:
+                return False  # this worker answered initialize: its replica takes it
+            self.post(None, _Note("initialized", session.id, body))  # (a restored replica is ready)
+            return True
         if message.method == "notifications/cancelled":
             params = message.params if isinstance(message.params, dict) else {}
             note = _Note("frame", session.id, body, cancel=params.get("requestId"), origin=self.worker)
@@ -373,13 +381,17 @@ class Sharing:
             return
         if note.kind == "end":
             session.end_here()
-        elif note.kind == "frame":
+        elif note.kind == "frame" or note.kind == "initialized" and session.restored is None:
             if note.cancel is not None and note.cancel in session.by_request:
                 session.finish(note.cancel)
             try:
                 await session.put(Frame(note.data))
             except trio.ClosedResourceError:
                 pass
+        elif note.kind == "held":
+            kept, session.backlog = session.backlog, None
+            for data in kept or ():
+                self.post(note.origin, _Note("get", note.session, data))
         elif note.kind == "get":
             await session.to_get_stream(note.data)
         elif note.kind == "update":
