@@ -335,3 +335,32 @@ async def test_idle_expiry_ends_the_session_only_once_no_worker_uses_it() -> Non
             for url in urls:
                 r = await client.post(url, headers=headers, json=call(3, "add", {"a": 1, "b": 1}))
                 assert r.status_code == 404
+
+
+async def test_a_post_stream_resumed_on_another_worker_gets_the_rest_live() -> None:
+    async with workers(2) as (urls, servers, _, _state):
+        release = trio.Event()
+
+        @servers[0].tool
+        async def poll(ctx: Context) -> str:
+            """Closes its response stream mid-call (SSE polling)."""
+            await ctx.report_progress(1, 3)
+            await ctx.close_stream()
+            await release.wait()
+            await ctx.report_progress(2, 3)
+            await ctx.report_progress(3, 3)
+            return "polled"
+
+        async with httpx.AsyncClient(timeout=5) as client:
+            headers = await initialized_everywhere(client, urls, servers)
+            request = rpc(9, "tools/call", {"name": "poll", "arguments": {}, "_meta": {"progressToken": "t"}})
+            async with raw_stream(urls[0], "POST", headers, request) as response:
+                [(last, progress)] = await sse_messages(response, 2)  # then the stream ends
+            assert progress["params"]["progress"] == 1
+            assert last.partition(".")[0].endswith("@w0")  # the stream is the first worker's
+            resume = {**headers, **GET, "last-event-id": last}
+            async with raw_stream(urls[1], "GET", resume) as response:
+                release.set()
+                got = [m for _, m in await sse_messages(response, 3)]
+            assert [m["params"]["progress"] for m in got[:2]] == [2, 3]
+            assert got[2]["id"] == 9 and text(got[2]) == "polled"

@@ -29,6 +29,7 @@ import logging
 import time
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -38,17 +39,20 @@ from ...store import SessionRecord, Store, StoreError
 from .._base import Frame, RequestId
 from ._replies import _error_reply, _Reply, _session_ended
 from ._request import _HEADER_SESSION
+from ._streams import _CLOSE, _END, _HttpSession, _Stream
+
+_FOLLOWED = object()  # a followed stream's worker forwards what it sends from now on
 
 if TYPE_CHECKING:
     from ._request import HttpRequest
     from ._streamable import StreamableHTTP
-    from ._streams import _HttpSession
 
 log = logging.getLogger("mcp_trio.http")
 
 _CHANNEL = "mcp-trio:http:"  # + worker id; + "*" for every worker
 _ID_MARK = "~"  # a request id of the server's: <worker>~<n>
 _OUTBOX = 4096  # bus messages waiting to be published by a worker, at most
+_STREAM_NOTES = frozenset({"follow", "followed", "unfollow", "event", "close", "done"})
 
 
 def check_worker_id(worker_id: str) -> str:
@@ -78,9 +82,12 @@ class Restored:
 class _Note(msgspec.Struct, omit_defaults=True):
     """One bus message between workers."""
 
-    kind: str  # frame | initialized | end | get | held | update
+    # frame | initialized | end | get | held | update | follow | followed | unfollow | event | close | done
+    kind: str
     session: str
     data: bytes = b""
+    key: str = ""  # a POST stream's (follow, unfollow, event, done)
+    event_id: str = ""
     cancel: RequestId | None = None  # a frame's notifications/cancelled: its request id
     origin: str | None = None  # the worker that sent a frame to every worker
     log_level: str | None = None
@@ -232,8 +239,6 @@ class Sharing:
     async def restore(self, session_id: str, request: HttpRequest) -> _HttpSession | None:
         """A local replica of the session another worker initialized, or None
         (no such session, or not this principal's)."""
-        from ._streams import _HttpSession
-
         endpoint = self.endpoint
         waiting = self._restoring.get(session_id)
         if waiting is not None:  # another request of the session is restoring it
@@ -374,6 +379,73 @@ class Sharing:
         self.post(worker, _Note("frame", session.id, body))
         return True
 
+    # ---------------------------------------------- POST streams elsewhere
+
+    def follow(self, session: _HttpSession, key: str) -> _Stream | None:
+        """A local stream that another worker's POST stream ``key`` feeds from now
+        on (a client resuming it here), or None: the stream is not another's."""
+        worker = key.rpartition("@")[2]
+        if "@" not in key or worker == self.worker or session.id is None:
+            return None
+        stream = _Stream(key, set(), self.endpoint.stream_buffer)
+        stream.followed = worker
+        session.streams[key] = stream
+        self.post(worker, _Note("follow", session.id, key=key, origin=self.worker))
+        return stream
+
+    @staticmethod
+    async def followed(stream: _Stream) -> list[Any]:
+        """Wait until the worker of the followed ``stream`` forwards what it sends
+        (then nothing it sends is missing from the event store read after);
+        what it forwarded meanwhile.  At most 5 seconds."""
+        early: list[Any] = []
+        with trio.move_on_after(5):
+            while (item := await stream.next()) is not _FOLLOWED:
+                early.append(item)
+        return early
+
+    def unfollow(self, session: _HttpSession, stream: _Stream) -> None:
+        """The client following ``stream`` here left."""
+        assert session.id is not None and stream.followed is not None
+        session.streams.pop(stream.key, None)
+        if not stream.complete:
+            self.post(stream.followed, _Note("unfollow", session.id, key=stream.key))
+
+    def _forward(self, worker: str, session_id: str, key: str, item: Any) -> None:
+        if item is _END:
+            self.post(worker, _Note("done", session_id, key=key))
+        elif item is _CLOSE:
+            self.post(worker, _Note("close", session_id, key=key))
+        else:
+            event_id, data = item
+            self.post(worker, _Note("event", session_id, data, key=key, event_id=event_id or ""))
+
+    def _take_stream_note(self, session: _HttpSession, note: _Note) -> None:
+        assert session.id is not None
+        stream = session.streams.get(note.key)
+        if note.kind == "follow":
+            if note.origin is None:
+                return
+            if stream is None or stream.complete:
+                self.post(note.origin, _Note("done", session.id, key=note.key))
+            else:
+                stream.forward = partial(self._forward, note.origin, session.id, note.key)
+                self.post(note.origin, _Note("followed", session.id, key=note.key))
+        elif stream is None:
+            return
+        elif note.kind == "unfollow":
+            stream.forward = None
+        elif note.kind == "event":
+            stream.push((note.event_id or None, note.data))
+        elif note.kind == "close":
+            stream.push(_CLOSE)
+        elif note.kind == "followed":
+            stream.push(_FOLLOWED)
+        elif note.kind == "done":
+            stream.complete = True
+            stream.push(_FOLLOWED)
+            stream.push(_END)
+
     async def _take(self, note: _Note) -> None:
         """A message from another worker (or this one's broadcast) about a session."""
         session = self.endpoint.sessions.get(note.session)
@@ -394,6 +466,8 @@ class Sharing:
                 self.post(note.origin, _Note("get", note.session, data))
         elif note.kind == "get":
             await session.to_get_stream(note.data)
+        elif note.kind in _STREAM_NOTES:
+            self._take_stream_note(session, note)
         elif note.kind == "update":
             watcher: Callable[[str | None, list[str]], None] | None = session.on_shared_update
             if watcher is not None:

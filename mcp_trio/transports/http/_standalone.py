@@ -64,6 +64,10 @@ class _StreamsAndEnd:
             return _error_reply(409, "Conflict: that stream is already connected")
         if stream is None and key == "0":
             stream = session.get_stream = _Stream("0", set(), self.stream_buffer)
+        elif stream is None and sharing is not None:
+            stream = sharing.follow(session, key)  # a POST stream of another worker's
+        elif stream is not None:
+            stream.forward = None  # (no longer followed from another worker)
         slot: _Slot | None = None
         backlog: list[bytes] = []
         if stream is not None:  # a stream to hold open: it needs room
@@ -89,6 +93,8 @@ class _StreamsAndEnd:
             if held:
                 assert sharing is not None
                 await sharing.hold_stream(session, True)  # other workers send its messages here
+            elif stream is not None and stream.followed is not None and sharing is not None:
+                stream.items.extendleft(reversed(await sharing.followed(stream)))
             if last_event_id and self.event_store is not None and session.id is not None:
                 found_replay = await self.event_store.replay_after(session.id, last_event_id)
                 if found_replay is not None:
@@ -115,7 +121,9 @@ class _StreamsAndEnd:
             self.stream_slots.release(slot)
             if stream is not None:
                 stream.attached = False
-                if stream.complete:
+                if stream.followed is not None and sharing is not None:
+                    sharing.unfollow(session, stream)
+                elif stream.complete:
                     session.streams.pop(stream.key, None)
             session.touch()
             if held:

@@ -55,8 +55,14 @@ class _Stream:
         self.prime_id: str | None = None
         self.prime_stored = False  # the priming event is in the event store
         self.delivered = 0  # events pushed so far
+        #: Shared sessions: where what is pushed also goes (a client follows the
+        #: stream on another worker), and the worker a followed stream is on.
+        self.forward: Callable[[Any], None] | None = None
+        self.followed: str | None = None
 
     def push(self, item: Any) -> None:
+        if self.forward is not None:
+            self.forward(item)
         if self.attached:
             if len(self.items) >= self.buffer and item is not _END and item is not _CLOSE:
                 # The reader is too slow: detach it (it may resume from the store).
