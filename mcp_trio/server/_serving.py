@@ -9,6 +9,7 @@ endpoints, authorization, plain routes, TLS and a graceful stop.
 from __future__ import annotations
 
 import math
+import secrets
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any, cast
@@ -98,7 +99,8 @@ class _ServingMixin:
         :func:`~mcp_trio.store.open_store`), the sessions are shared with the
         other workers serving the endpoint with the same store, as
         ``worker_id`` (unique among them; default: a random one): any request
-        of a session may land on any worker (see docs/http.md).
+        of a session may land on any worker, and the tasks of
+        :attr:`tasks` are seen and cancelled from any of them (see docs/http.md).
         ``task_status.started`` gets the endpoint URLs.  ``http_options`` go to
         :class:`~mcp_trio.transports.http.server.StreamableHTTP` (allowed
         hosts, response mode, session limits, event store ...).
@@ -123,6 +125,13 @@ class _ServingMixin:
         if auth is None and any(r.auth for r in custom.values()):
             raise ValueError("a route registered with auth=True needs serve_http(auth=...)")
         self._count_in(shutdown)
+        if store is not None:
+            shared = self.tasks.sharing
+            if shared is not None and shared.store is store:
+                worker_id = worker_id or shared.worker  # (shared already, with its own lease)
+            else:
+                worker_id = worker_id or secrets.token_hex(4)
+                self.tasks.share(store, worker_id)  # tasks seen and cancelled from every worker
         endpoint = StreamableHTTP(
             self.serve_session, versions=self.versions, store=store, worker_id=worker_id, **http_options
         )

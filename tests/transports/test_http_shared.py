@@ -60,27 +60,34 @@ def make_server(name: str, state: dict[str, Any]) -> Server:
 
 @asynccontextmanager
 async def workers(
-    n: int = 2, front_door: str = "h11", **options: Any
+    n: int = 2, front_door: str = "h11", task_lease: float | None = None, **options: Any
 ) -> AsyncIterator[tuple[list[str], list[Server], Store, dict[str, Any]]]:
     """``n`` servers sharing one in-memory store, each on its own port: their URLs."""
     store = Store.in_memory()
     state: dict[str, Any] = {"started": trio.Event(), "cancelled_event": trio.Event()}
     servers = [make_server(f"w{i}", state) for i in range(n)]
+    if task_lease is not None:
+        for i, server in enumerate(servers):
+            server.tasks.share(store, f"w{i}", lease=task_lease)
+    state["stop"] = []  # state["stop"][i]() stops worker i (as if its process died)
     async with trio.open_nursery() as nursery:
         urls = []
         for i, server in enumerate(servers):
-            started = await nursery.start(
-                lambda task_status, server=server, i=i: server.serve_http(
-                    "127.0.0.1",
-                    0,
-                    front_door=front_door,
-                    store=store,
-                    worker_id=f"w{i}",
-                    task_status=task_status,
-                    **options,
-                )
-            )
-            urls.append(started[0])
+
+            async def serve(task_status: Any, server: Server = server, i: int = i) -> None:
+                with trio.CancelScope() as scope:
+                    state["stop"].append(scope.cancel)
+                    await server.serve_http(
+                        "127.0.0.1",
+                        0,
+                        front_door=front_door,
+                        store=store,
+                        worker_id=f"w{i}",
+                        task_status=task_status,
+                        **options,
+                    )
+
+            urls.append((await nursery.start(serve))[0])
         yield urls, servers, store, state
         nursery.cancel_scope.cancel()
 
