@@ -5,6 +5,7 @@ bus, and the store's errors."""
 from __future__ import annotations
 
 import builtins
+import time
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
 from typing import Literal, NamedTuple, Protocol
@@ -88,6 +89,27 @@ class TaskRecord(msgspec.Struct, kw_only=True):
     def terminal(self) -> bool:
         """Whether the task is completed, failed or cancelled."""
         return self.status in TERMINAL_STATUSES
+
+
+def check_ttl(ttl: float, what: str = "ttl") -> None:
+    """Refuse a time to live that is not a positive number of seconds."""
+    if not ttl > 0:
+        raise ValueError(f"{what} must be a positive number of seconds, not {ttl!r}")
+
+
+def new_task(record: TaskRecord, lease: float | None) -> TaskRecord:
+    """``record`` as a store keeps it when created (its ttl and ``lease`` checked,
+    its times and ``leased`` set)."""
+    check_ttl(record.ttl, "a task's ttl")
+    if lease is not None:
+        check_ttl(lease, "lease")
+    now = time.time()
+    return msgspec.structs.replace(
+        record,
+        created_at=record.created_at or now,
+        updated_at=record.updated_at or now,
+        leased=lease is not None,
+    )
 
 
 def lease_lost(record: TaskRecord, now: float) -> TaskRecord:

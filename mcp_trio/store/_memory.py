@@ -24,17 +24,13 @@ from ._base import (
     StoreError,
     TaskRecord,
     TaskStore,
+    check_ttl,
     lease_lost,
+    new_task,
 )
 from ._events import DEFAULT_EVENT_STORE_BYTES, EventStore, InMemoryEventStore
 
 _SWEEP_FLOOR = 1024  # entries kept before the first sweep of expired ones
-
-
-def check_ttl(ttl: float, what: str = "ttl") -> None:
-    """Refuse a time to live that is not a positive number of seconds."""
-    if not ttl > 0:
-        raise ValueError(f"{what} must be a positive number of seconds, not {ttl!r}")
 
 
 class _Expiring:
@@ -143,18 +139,9 @@ class InMemoryTaskStore(_Expiring):
         return entry.lease is not None and not entry.record.terminal and entry.lease <= trio.current_time()
 
     async def create(self, record: TaskRecord, *, lease: float | None = None) -> TaskRecord:
-        check_ttl(record.ttl, "a task's ttl")
-        if lease is not None:
-            check_ttl(lease, "lease")
+        kept = new_task(record, lease)
         if self._live(record.task_id) is not None:
             raise StoreError(f"a task with id {record.task_id!r} already exists")
-        now = time.time()
-        kept = msgspec.structs.replace(
-            record,
-            created_at=record.created_at or now,
-            updated_at=record.updated_at or now,
-            leased=lease is not None,
-        )
         clock = trio.current_time()
         self._tasks[record.task_id] = _Task(
             kept, clock + record.ttl, None if lease is None else clock + lease
