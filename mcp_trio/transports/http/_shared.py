@@ -278,21 +278,20 @@ class Sharing:
             await self.store.sessions.put(changed, ttl=self.ttl)
         self.post(None, _Note("update", session.id, log_level=log_level, subscriptions=subscriptions))
 
-    async def hold_stream(self, session: _HttpSession, held: bool) -> None:
-        """Name this worker in the record as the holder of the session's GET stream
-        (``held``), or no worker (if it still names this one)."""
+    async def hold_stream(self, session: _HttpSession) -> None:
+        """Name this worker in the record as the holder of the session's GET
+        stream, and have the other workers send here what they kept for it.
+        It stays named once the stream closes: what the others send meanwhile
+        waits here, for a GET on any worker to collect (see ``held``)."""
         assert session.id is not None
         record = await self.store.sessions.get(session.id)
         if record is None:
             return
-        if held:
-            if record.stream_worker != self.worker:
-                changed = msgspec.structs.replace(record, stream_worker=self.worker)
-                await self.store.sessions.put(changed, ttl=self.ttl)
-            # what other workers kept for the stream while none was open comes here
-            self.post(None, _Note("held", session.id, origin=self.worker))
-        elif not held and record.stream_worker == self.worker:
-            await self.store.sessions.put(msgspec.structs.replace(record, stream_worker=None), ttl=self.ttl)
+        if record.stream_worker != self.worker:
+            await self.store.sessions.put(
+                msgspec.structs.replace(record, stream_worker=self.worker), ttl=self.ttl
+            )
+        self.post(None, _Note("held", session.id, origin=self.worker))
 
     async def to_stream_holder(self, session: _HttpSession, data: bytes) -> bool:
         """Send ``data`` to the GET stream of the session another worker holds; False: none does."""

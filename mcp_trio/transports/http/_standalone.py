@@ -92,7 +92,7 @@ class _StreamsAndEnd:
         try:
             if held:
                 assert sharing is not None
-                await sharing.hold_stream(session, True)  # other workers send its messages here
+                await sharing.hold_stream(session)  # other workers send its messages here
             elif stream is not None and stream.followed is not None and sharing is not None:
                 stream.items.extendleft(reversed(await sharing.followed(stream)))
             if last_event_id and self.event_store is not None and session.id is not None:
@@ -126,10 +126,6 @@ class _StreamsAndEnd:
                 elif stream.complete:
                     session.streams.pop(stream.key, None)
             session.touch()
-            if held:
-                assert sharing is not None
-                with trio.move_on_after(5, shield=True):
-                    await sharing.hold_stream(session, False)
         return None
 
     async def _delete(self, request: HttpRequest) -> _Reply | None:
