@@ -54,6 +54,11 @@ def make_server(name: str, state: dict[str, Any]) -> Server:
         return "never"
 
     @server.tool
+    async def ask_llm(ctx: Context) -> str:
+        answer = await ctx.sample("2+2?", max_tokens=5)
+        return f"{answer.content.text} via {name}"
+
+    @server.tool
     async def chatty(ctx: Context) -> str:
         await ctx.info("an info")
         await ctx.error("an error")
