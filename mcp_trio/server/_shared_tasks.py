@@ -34,6 +34,7 @@ from .. import _jsonrpc as rpc
 from .._engine._context import RequestContext
 from .._exceptions import McpError
 from ..store import Store, StoreError, TaskRecord
+from ..transports.http._shared import listen
 from ..types import _versions
 
 if TYPE_CHECKING:
@@ -144,20 +145,23 @@ class TaskSharing:
     # ---------------------------------------------------------------- orders
 
     async def _listen(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        async with self.store.bus.subscribe(_CHANNEL + self.worker) as orders:
-            task_status.started()
-            async for message in orders:
-                try:
-                    order = _decode_order(message.data)
-                except (msgspec.DecodeError, msgspec.ValidationError):
-                    continue
-                task = self.manager._tasks.get(order.task_id)
-                if task is None or task.terminal:
-                    continue
-                if order.cancel:
-                    self.manager._cancel(task)
-                elif order.input_responses is not None:
-                    self.manager._take_inputs(task, order.input_responses)
+        channels = (_CHANNEL + self.worker,)
+        await listen(
+            self.store, channels, self._take_order, f"the tasks of {self.worker}", task_status=task_status
+        )
+
+    async def _take_order(self, data: bytes) -> None:
+        try:
+            order = _decode_order(data)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return
+        task = self.manager._tasks.get(order.task_id)
+        if task is None or task.terminal:
+            return
+        if order.cancel:
+            self.manager._cancel(task)
+        elif order.input_responses is not None:
+            self.manager._take_inputs(task, order.input_responses)
 
     async def _order(self, record: TaskRecord, order: _Order) -> None:
         if record.worker is not None:

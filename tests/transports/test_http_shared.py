@@ -17,7 +17,7 @@ import trio
 from mcp_trio.server import Context, Server
 from mcp_trio.store import Store, open_store
 from mcp_trio.transports.http._sse import SSEDecoder
-from tests.redis_server import redis_server
+from tests.redis_server import RedisServer, redis_server
 
 from .test_http_server import ACCEPT, RawResponse, init, raw_stream, rpc
 
@@ -409,3 +409,37 @@ async def test_a_post_stream_resumed_on_another_worker_gets_the_rest_live(store_
                 got = [m for _, m in await sse_messages(response, 3)]
             assert [m["params"]["progress"] for m in got[:2]] == [2, 3]
             assert got[2]["id"] == 9 and text(got[2]) == "polled"
+
+
+async def test_redis_stopped_and_restarted_mid_run_gives_errors_then_recovers(tmp_path: Any) -> None:
+    redis = RedisServer(tmp_path / "redis")
+    redis.start()
+    try:
+        async with AsyncExitStack() as stack:
+            stores = [
+                await stack.enter_async_context(open_store(redis.url, prefix="down:", timeout=1.0))
+                for _ in range(2)
+            ]
+            async with _serving(2, "h11", None, stores, {}) as (urls, _, _, _state):
+                async with httpx.AsyncClient(timeout=10) as client:
+                    headers = await initialize(client, urls[0])
+                    redis.stop()
+                    with trio.fail_after(8):
+                        # the worker holding the session serves it; the other cannot find it: 503
+                        r = await client.post(urls[0], headers=headers, json=call(1, "add", {"a": 1, "b": 2}))
+                        assert r.status_code == 200 and text(r.json()) == "3"
+                        r = await client.post(urls[1], headers=headers, json=call(2, "add", {"a": 1, "b": 2}))
+                        assert r.status_code == 503 and "store" in r.json()["error"]["message"]
+                    redis.start()  # (empty: nothing was saved)
+                    with trio.fail_after(10):
+                        while True:  # recovery: a new session is shared again
+                            r = await client.post(urls[0], headers=ACCEPT, json=init())
+                            if r.status_code == 200:
+                                fresh = {**headers, "mcp-session-id": r.headers["mcp-session-id"]}
+                                r = await client.post(urls[1], headers=fresh, json=call(3, "where"))
+                                if r.status_code == 200:
+                                    break
+                            await trio.sleep(0.1)
+                    assert text(r.json()) == "w1"
+    finally:
+        redis.stop()

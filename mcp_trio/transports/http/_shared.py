@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -52,7 +52,48 @@ log = logging.getLogger("mcp_trio.http")
 _CHANNEL = "mcp-trio:http:"  # + worker id; + "*" for every worker
 _ID_MARK = "~"  # a request id of the server's: <worker>~<n>
 _OUTBOX = 4096  # bus messages waiting to be published by a worker, at most
+_RESUBSCRIBE = 0.5  # seconds between attempts to subscribe again to a failed bus
 _STREAM_NOTES = frozenset({"follow", "followed", "unfollow", "event", "close", "done"})
+
+
+async def listen(
+    store: Store,
+    channels: tuple[str, ...],
+    take: Callable[[bytes], Awaitable[None]],
+    who: str,
+    *,
+    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Hand every message of the bus ``channels`` to ``take`` until cancelled;
+    when the bus fails (the store's backend went away), subscribe again after a
+    pause, for as long as it takes (messages published meanwhile are lost).
+    ``task_status.started()`` once subscribed; a failure before that is raised."""
+    started = False
+    while True:
+        try:
+            async with store.bus.subscribe(*channels) as messages:
+                if not started:
+                    started = True
+                    task_status.started()
+                async for message in messages:
+                    await take(message.data)
+        except (StoreError, BaseExceptionGroup) as exc:
+            error = _store_error(exc)
+            if error is None or not started:
+                raise
+            log.warning("the bus subscription of %s ended (%s); subscribing again", who, error)
+        await trio.sleep(_RESUBSCRIBE)
+
+
+def _store_error(exc: BaseException) -> StoreError | None:
+    """The store error ``exc`` is, or the first of a group of nothing else."""
+    if isinstance(exc, StoreError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        found = [_store_error(e) for e in exc.exceptions]
+        if found and all(e is not None for e in found):
+            return found[0]
+    return None
 
 
 def check_worker_id(worker_id: str) -> str:
@@ -141,25 +182,16 @@ class Sharing:
             task_status.started()
 
     async def _listen(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        started = False
-        while True:
-            try:
-                async with self.store.bus.subscribe(self.channel, _CHANNEL + "*") as messages:
-                    if not started:
-                        started = True
-                        task_status.started()
-                    async for message in messages:
-                        try:
-                            await self._take(_decode(message.data))
-                        except msgspec.DecodeError:
-                            log.warning("a bus message that is not a worker's was dropped")
-            except StoreError as exc:
-                log.warning(
-                    "the bus subscription of worker %s ended (%s); subscribing again", self.worker, exc
-                )
-                await trio.sleep(0.1)
-                if not started:
-                    raise
+        channels = (self.channel, _CHANNEL + "*")
+        await listen(self.store, channels, self._take_data, f"worker {self.worker}", task_status=task_status)
+
+    async def _take_data(self, data: bytes) -> None:
+        try:
+            note = _decode(data)
+        except msgspec.DecodeError:
+            log.warning("a bus message that is not a worker's was dropped")
+            return
+        await self._take(note)
 
     async def _publisher(self) -> None:
         async for channel, data in self._outbox:
@@ -199,7 +231,10 @@ class Sharing:
             client_capabilities=_json(params.get("capabilities"), b"{}"),
             principal=principal_key(session.principal),
         )
-        await self.store.sessions.put(record, ttl=self.ttl)
+        try:
+            await self.store.sessions.put(record, ttl=self.ttl)
+        except StoreError as exc:
+            log.warning("session %s is served by this worker only: its record failed (%s)", session.id, exc)
         session.touched_record = trio.current_time()
 
     async def touch(self, session: _HttpSession) -> bool:
@@ -272,10 +307,13 @@ class Sharing:
         """Write the session's log level and subscriptions to its record and
         tell the other replicas."""
         assert session.id is not None
-        record = await self.store.sessions.get(session.id)
-        if record is not None:
-            changed = msgspec.structs.replace(record, log_level=log_level, subscriptions=subscriptions)
-            await self.store.sessions.put(changed, ttl=self.ttl)
+        try:
+            record = await self.store.sessions.get(session.id)
+            if record is not None:
+                changed = msgspec.structs.replace(record, log_level=log_level, subscriptions=subscriptions)
+                await self.store.sessions.put(changed, ttl=self.ttl)
+        except StoreError as exc:
+            log.warning("could not write the record of session %s: %s", session.id, exc)
         self.post(None, _Note("update", session.id, log_level=log_level, subscriptions=subscriptions))
 
     async def hold_stream(self, session: _HttpSession) -> None:
@@ -284,19 +322,25 @@ class Sharing:
         It stays named once the stream closes: what the others send meanwhile
         waits here, for a GET on any worker to collect (see ``held``)."""
         assert session.id is not None
-        record = await self.store.sessions.get(session.id)
-        if record is None:
-            return
-        if record.stream_worker != self.worker:
-            await self.store.sessions.put(
-                msgspec.structs.replace(record, stream_worker=self.worker), ttl=self.ttl
-            )
+        try:
+            record = await self.store.sessions.get(session.id)
+            if record is None:
+                return
+            if record.stream_worker != self.worker:
+                holding = msgspec.structs.replace(record, stream_worker=self.worker)
+                await self.store.sessions.put(holding, ttl=self.ttl)
+        except StoreError as exc:
+            log.warning("could not name this worker the GET stream's of session %s: %s", session.id, exc)
         self.post(None, _Note("held", session.id, origin=self.worker))
 
     async def to_stream_holder(self, session: _HttpSession, data: bytes) -> bool:
         """Send ``data`` to the GET stream of the session another worker holds; False: none does."""
         assert session.id is not None
-        record = await self.store.sessions.get(session.id)
+        try:
+            record = await self.store.sessions.get(session.id)
+        except StoreError as exc:
+            log.warning("a message for session %s is kept here: %s", session.id, exc)
+            return False
         holder = record.stream_worker if record is not None else None
         if holder is None or holder == self.worker:
             return False
@@ -319,7 +363,10 @@ class Sharing:
         session_id = request.headers.get(_HEADER_SESSION)
         if found.status != 404 or session_id is None or session_id in self.endpoint.sessions:
             return found
-        record = await self.store.sessions.get(session_id)
+        try:
+            record = await self.store.sessions.get(session_id)
+        except StoreError as exc:
+            return _error_reply(503, f"Service Unavailable: the session store failed ({exc})")
         if record is None or record.principal != principal_key(request.principal):
             return found
         await self.end_everywhere(session_id)

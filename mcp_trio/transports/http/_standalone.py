@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from ...store import StoreError
 from ._replies import _SSE_HEADERS, _error_reply, _Reply
 from ._request import HttpRequest, Responder, StreamSlots, _Slot
 from ._sse import encode_event
@@ -96,7 +97,11 @@ class _StreamsAndEnd:
             elif stream is not None and stream.followed is not None and sharing is not None:
                 stream.items.extendleft(reversed(await sharing.followed(stream)))
             if last_event_id and self.event_store is not None and session.id is not None:
-                found_replay = await self.event_store.replay_after(session.id, last_event_id)
+                try:
+                    found_replay = await self.event_store.replay_after(session.id, last_event_id)
+                except StoreError as exc:
+                    log.warning("session %s: nothing to resume, the event store failed: %s", session.id, exc)
+                    found_replay = None
                 if found_replay is not None:
                     replayed = found_replay[1]
             session.touch()

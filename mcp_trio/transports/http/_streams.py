@@ -22,6 +22,7 @@ import msgspec
 import trio
 
 from ... import _jsonrpc as rpc
+from ...store import StoreError
 from .._base import CLOSE_STREAM, Frame, RequestId
 from ._replies import _SSE_HEADERS, _peek, _Reply, _send_reply
 from ._request import Responder
@@ -421,8 +422,11 @@ class _HttpSession(trio.abc.Channel[Frame]):
         # A POST's reply in "json" mode is a JSON body: nothing in it can be resumed.
         resumable = stream is self.get_stream or self.owner.response_mode != "json"
         if store is not None and self.id is not None and resumable:
-            await self.store_prime(stream)
-            await store.store(self.id, stream.key, event_id, data)
+            try:
+                await self.store_prime(stream)
+                await store.store(self.id, stream.key, event_id, data)
+            except StoreError as exc:  # sent all the same; a client cannot resume it
+                log.warning("an event of session %s was not stored: %s", self.id, exc)
         stream.delivered += 1
         stream.push((event_id, data))
 
@@ -435,7 +439,10 @@ class _HttpSession(trio.abc.Channel[Frame]):
         if stream.prime_id is None or stream.prime_stored or store is None or self.id is None:
             return
         stream.prime_stored = True
-        await store.store(self.id, stream.key, stream.prime_id, b"")
+        try:
+            await store.store(self.id, stream.key, stream.prime_id, b"")
+        except StoreError as exc:  # sent all the same; a client cannot resume it
+            log.warning("an event of session %s was not stored: %s", self.id, exc)
 
     async def put(self, frame: Frame) -> None:
         """Hand an incoming frame to the engine.
