@@ -212,12 +212,7 @@ class SessionCore(_Incoming, _Batching, _Requests, _Responses, _Sending):
         """Server: serve ``version`` without an ``initialize`` handshake (a
         transport with no sessions, where each request arrives on a fresh one).
         The client's capabilities and info are unknown (empty)."""
-        self._require_role("server")
-        if version not in self.legacy_versions:
-            raise LocalProtocolError(
-                f"{version!r} is not a handshake-era protocol version this server accepts "
-                f"({', '.join(self.legacy_versions) or 'none'})"
-            )
+        self._require_legacy_server(version)
         self.state = transition(self.role, self.state, "assume_initialized")
         self.version = version
 
@@ -232,12 +227,7 @@ class SessionCore(_Incoming, _Batching, _Requests, _Responses, _Sending):
         process answered (a session shared through a store): ``version`` was
         negotiated there, the client declared ``peer_info`` and
         ``peer_capabilities``; NEW moves to READY with no handshake."""
-        self._require_role("server")
-        if version not in self.legacy_versions:
-            raise LocalProtocolError(
-                f"{version!r} is not a handshake-era protocol version this server accepts "
-                f"({', '.join(self.legacy_versions) or 'none'})"
-            )
+        self._require_legacy_server(version)
         self.state = transition(self.role, self.state, "restore")
         self.version = version
         self.peer_info = as_dict(peer_info)
@@ -250,6 +240,14 @@ class SessionCore(_Incoming, _Batching, _Requests, _Responses, _Sending):
         self.version = None
         self.peer_capabilities = {}
         self.peer_info = {}
+
+    def _require_legacy_server(self, version: str) -> None:
+        self._require_role("server")
+        if version not in self.legacy_versions:
+            raise LocalProtocolError(
+                f"{version!r} is not a handshake-era protocol version this server accepts "
+                f"({', '.join(self.legacy_versions) or 'none'})"
+            )
 
     def _require_role(self, role: Role) -> None:
         if self.role != role:

@@ -48,9 +48,10 @@ def make_server(name: str, state: dict[str, Any]) -> Server:
         state["started"].set()
         try:
             await trio.sleep_forever()
-        finally:
+        except trio.Cancelled:
             state["cancelled"] = name
             state["cancelled_event"].set()
+            raise
         return "never"
 
     @server.tool
@@ -137,6 +138,19 @@ async def initialize(client: httpx.AsyncClient, url: str, version: str = "2025-1
     return {**ACCEPT, "mcp-session-id": r.headers["mcp-session-id"], "mcp-protocol-version": version}
 
 
+async def ended_everywhere(
+    client: httpx.AsyncClient, urls: list[str], servers: list[Server], store: Store, headers: dict[str, str]
+) -> None:
+    """The session is gone: from every worker, from the store, and 404 on every worker."""
+    with trio.fail_after(5):
+        while any(server._sessions for server in servers):
+            await trio.sleep(0.02)
+    assert await store.sessions.get(headers["mcp-session-id"]) is None
+    for url in urls:
+        r = await client.post(url, headers=headers, json=call(9, "add", {"a": 1, "b": 1}))
+        assert r.status_code == 404
+
+
 def call(id: Any, tool: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
     return rpc(id, "tools/call", {"name": tool, "arguments": arguments or {}})
 
@@ -192,7 +206,6 @@ async def test_delete_on_one_worker_ends_the_session_everywhere(store_url: str |
     async with workers(3, store_url=store_url) as (urls, servers, store, _):
         async with httpx.AsyncClient(timeout=5) as client:
             headers = await initialize(client, urls[0])
-            sid = headers["mcp-session-id"]
             for i, url in enumerate(urls[:2]):
                 r = await client.post(url, headers=headers, json=call(i, "add", {"a": 1, "b": i}))
                 assert r.status_code == 200
@@ -200,13 +213,8 @@ async def test_delete_on_one_worker_ends_the_session_everywhere(store_url: str |
             # the third worker never saw the session: it ends it all the same
             r = await client.delete(urls[2], headers=headers)
             assert r.status_code == 200
-            with trio.fail_after(5):
-                while servers[0]._sessions or servers[1]._sessions:
-                    await trio.sleep(0.01)
-            assert await store.sessions.get(sid) is None
+            await ended_everywhere(client, urls, servers, store, headers)
             for url in urls:
-                r = await client.post(url, headers=headers, json=call(9, "add", {"a": 1, "b": 1}))
-                assert r.status_code == 404
                 assert (await client.delete(url, headers=headers)).status_code == 404
 
 
@@ -373,13 +381,7 @@ async def test_idle_expiry_ends_the_session_only_once_no_worker_uses_it(store_ur
             r = await client.post(urls[0], headers=headers, json=call(2, "where"))
             assert r.status_code == 200 and text(r.json()) == "w0"  # restored again
             # used by nobody: it ends everywhere
-            with trio.fail_after(5):
-                while servers[0]._sessions or servers[1]._sessions:
-                    await trio.sleep(0.05)
-            assert await store.sessions.get(sid) is None
-            for url in urls:
-                r = await client.post(url, headers=headers, json=call(3, "add", {"a": 1, "b": 1}))
-                assert r.status_code == 404
+            await ended_everywhere(client, urls, servers, store, headers)
 
 
 async def test_a_post_stream_resumed_on_another_worker_gets_the_rest_live(store_url: str | None) -> None:

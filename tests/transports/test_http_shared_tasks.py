@@ -40,6 +40,14 @@ def add_slow_tool(servers: list[Server], state: dict[str, Any]) -> None:
             return label
 
 
+async def start_slow_task(client: httpx.AsyncClient, url: str) -> tuple[dict[str, str], str]:
+    """A session opened on ``url``, and the id of a ``slow`` task it started there."""
+    headers = await initialize(client, url)
+    params = {"name": "slow", "arguments": {"label": "x"}, "task": {}}
+    r = await client.post(url, headers=headers, json=rpc(1, "tools/call", params))
+    return headers, r.json()["result"]["task"]["taskId"]
+
+
 async def test_a_task_created_on_one_worker_is_seen_and_awaited_on_another(store_url: str | None) -> None:
     async with workers(2, store_url=store_url) as (urls, servers, _, state):
         add_slow_tool(servers, state)
@@ -90,10 +98,7 @@ async def test_a_task_is_cancelled_from_another_worker(store_url: str | None) ->
     async with workers(2, store_url=store_url) as (urls, servers, _, state):
         add_slow_tool(servers, state)
         async with httpx.AsyncClient(timeout=5) as client:
-            headers = await initialize(client, urls[0])
-            params = {"name": "slow", "arguments": {"label": "x"}, "task": {}}
-            r = await client.post(urls[0], headers=headers, json=rpc(1, "tools/call", params))
-            task_id = r.json()["result"]["task"]["taskId"]
+            headers, task_id = await start_slow_task(client, urls[0])
             r = await client.post(urls[1], headers=headers, json=rpc(2, "tasks/cancel", {"taskId": task_id}))
             assert r.json()["result"]["status"] == "cancelled"
             with trio.fail_after(5):
@@ -113,10 +118,7 @@ async def test_a_task_whose_worker_stopped_is_reported_failed(store_url: str | N
     ):  # (renewed every 0.1 s)
         add_slow_tool(servers, state)
         async with httpx.AsyncClient(timeout=5) as client:
-            headers = await initialize(client, urls[0])
-            params = {"name": "slow", "arguments": {"label": "x"}, "task": {}}
-            r = await client.post(urls[0], headers=headers, json=rpc(1, "tools/call", params))
-            task_id = r.json()["result"]["task"]["taskId"]
+            headers, task_id = await start_slow_task(client, urls[0])
             await trio.sleep(0.5)  # the lease is renewed while the worker runs
             r = await client.post(urls[1], headers=headers, json=rpc(2, "tasks/get", {"taskId": task_id}))
             assert r.json()["result"]["status"] == "working"
