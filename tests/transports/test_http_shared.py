@@ -325,6 +325,26 @@ async def test_notifications_reach_the_get_stream_held_by_another_worker(store_u
             assert event_id.startswith("0.") and event_id.endswith("@w1")
 
 
+async def test_a_subscription_made_on_one_worker_holds_on_another(store_url: str | None) -> None:
+    async with workers(2, store_url=store_url) as (urls, servers, _, _state):
+        async with httpx.AsyncClient(timeout=5) as client:
+            headers = await initialized_everywhere(client, urls, servers)
+            async with raw_stream(urls[1], "GET", {**headers, **GET}) as response:
+                subscribe = rpc(1, "resources/subscribe", {"uri": "notes://a"})
+                r = await client.post(urls[1], headers=headers, json=subscribe)
+                assert r.status_code == 200
+                with trio.fail_after(5):  # (the first worker learns it over the bus)
+                    while not any("notes://a" in uris for uris in servers[0]._subscriptions.values()):
+                        await trio.sleep(0.01)
+                await servers[0].notify_resource_updated("notes://a")  # the change is seen there
+                [(_, message)] = await sse_messages(response, 1)
+            assert message == {
+                "jsonrpc": "2.0",
+                "method": "notifications/resources/updated",
+                "params": {"uri": "notes://a"},
+            }
+
+
 async def test_resumption_with_last_event_id_on_another_worker(store_url: str | None) -> None:
     async with workers(2, store_url=store_url) as (urls, servers, _, _state):
         async with httpx.AsyncClient(timeout=5) as client:
