@@ -465,3 +465,20 @@ async def test_redis_stopped_and_restarted_mid_run_gives_errors_then_recovers(tm
                     assert text(r.json()) == "w1"
     finally:
         redis.stop()
+
+
+async def test_a_replica_counts_against_the_session_table(store_url: str | None) -> None:
+    async with workers(2, store_url=store_url, max_sessions=1) as (urls, _, _, _state):
+        async with httpx.AsyncClient(timeout=5) as client:
+            first = await initialize(client, urls[0])
+            second = await initialize(client, urls[1])
+            r = await client.post(urls[1], headers=second, json=call(1, "add", {"a": 1, "b": 1}))
+            assert r.status_code == 200
+            # the second worker's table is full of its own (past initialize): no room for a replica
+            r = await client.post(urls[1], headers=first, json=call(2, "add", {"a": 1, "b": 1}))
+            assert r.status_code == 503 and r.headers["retry-after"]
+            # an id nobody knows is still 404, and evicts nothing
+            unknown = {**first, "mcp-session-id": "nope"}
+            assert (await client.post(urls[1], headers=unknown, json=call(3, "where"))).status_code == 404
+            r = await client.post(urls[0], headers=first, json=call(4, "where"))
+            assert r.status_code == 200 and text(r.json()) == "w0"

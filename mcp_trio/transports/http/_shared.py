@@ -265,15 +265,18 @@ class Sharing:
             except StoreError as exc:
                 log.warning("could not restore session %s: %s", session_id, exc)
                 return _error_reply(503, f"Service Unavailable: the session store failed ({exc})")
+            if isinstance(restored, _Reply):
+                return restored
             return found if restored is None or restored.closed else restored
         if not await self.touch(found):  # ended by another worker meanwhile
             found.end_here()
             return _session_ended()
         return found
 
-    async def restore(self, session_id: str, request: HttpRequest) -> _HttpSession | None:
+    async def restore(self, session_id: str, request: HttpRequest) -> _HttpSession | _Reply | None:
         """A local replica of the session another worker initialized, or None
-        (no such session, or not this principal's)."""
+        (no such session, or not this principal's), or the refusal when this
+        worker's session table is full (a replica counts as a session)."""
         endpoint = self.endpoint
         waiting = self._restoring.get(session_id)
         if waiting is not None:  # another request of the session is restoring it
@@ -284,6 +287,9 @@ class Sharing:
             record = await self.store.sessions.get(session_id)
             if record is None or record.principal != principal_key(request.principal):
                 return None
+            refused = endpoint._make_room(None)
+            if refused is not None:
+                return refused
             session = _HttpSession(endpoint, session_id)
             session.restored = Restored(
                 record.protocol_version,
