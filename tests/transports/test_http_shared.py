@@ -346,6 +346,20 @@ async def test_a_subscription_made_on_one_worker_holds_on_another(store_url: str
             }
 
 
+async def test_a_resource_update_on_a_worker_without_the_session_reaches_it(store_url: str | None) -> None:
+    async with workers(3, store_url=store_url) as (urls, servers, _, _state):
+        async with httpx.AsyncClient(timeout=5) as client:
+            headers = await initialize(client, urls[0])
+            subscribe = rpc(1, "resources/subscribe", {"uri": "notes://b"})
+            assert (await client.post(urls[0], headers=headers, json=subscribe)).status_code == 200
+            async with raw_stream(urls[0], "GET", {**headers, **GET}) as response:
+                assert not servers[2]._sessions  # the third worker never saw the session
+                await servers[2].notify_resource_updated("notes://b")
+                [(_, message)] = await sse_messages(response, 1)
+            assert message["method"] == "notifications/resources/updated"
+            assert message["params"] == {"uri": "notes://b"}
+
+
 async def test_resumption_with_last_event_id_on_another_worker(store_url: str | None) -> None:
     async with workers(2, store_url=store_url) as (urls, servers, _, _state):
         async with httpx.AsyncClient(timeout=5) as client:
