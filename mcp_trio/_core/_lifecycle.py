@@ -24,7 +24,11 @@ Rules (both roles; "legacy" = revisions 2024-11-05 ... 2025-11-25 with the
    sessions (stateless Streamable HTTP) serves each request on a fresh session
    that ``assume_initialized(version)`` moves from NEW to READY; the client's
    capabilities are unknown there, so the server sends it no requests.
-7. CLOSED is final: nothing is sent or accepted.
+7. Restored, server side: a session whose handshake another process
+   answered (a session shared through a store) is moved by ``restore`` from
+   NEW to READY with the negotiated version and the client's declared info
+   and capabilities.
+8. CLOSED is final: nothing is sent or accepted.
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ TRANSITIONS: Final[dict[tuple[str, State, str], State]] = {
     ("server", State.INITIALIZING, "initialized_received"): State.READY,
     ("server", State.NEW, "modern_request"): State.MODERN,
     ("server", State.NEW, "assume_initialized"): State.READY,
+    ("server", State.NEW, "restore"): State.READY,
     ("server", State.MODERN, "modern_request"): State.MODERN,
     # A dual-era client may probe with a modern request and then fall back.
     ("server", State.MODERN, "initialize_answered"): State.INITIALIZING,

@@ -165,7 +165,8 @@ class _Sending(_CoreState):
                 capability, direction) or the params are invalid.
         """
         spec = self._checked_spec(method, "request")
-        id = self._next_id + 1
+        number = self._next_id + 1
+        id: RequestId = number if self.id_prefix is None else f"{self.id_prefix}{number}"
         extra_meta: dict[str, Any] = {}
         if progress:
             extra_meta["progressToken"] = id
@@ -178,7 +179,7 @@ class _Sending(_CoreState):
         if extra_meta:
             params = _with_meta(params, extra_meta)
         typed = self._typed_params(spec, params, method)
-        self._next_id = id
+        self._next_id = number
         data = rpc.encode_request(id, method, typed)
         task = spec is not None and getattr(typed, "task", UNSET) not in (UNSET, None)
         if result_type is not None and spec is not None and spec.results:

@@ -23,7 +23,7 @@ the rules it keeps and the state it touches:
 
 Rules kept here: the role and the accepted revisions (all known, at least
 one) are fixed at construction; ``use_modern``, ``expect_modern``,
-``assume_initialized`` and ``reset_era`` settle or undo the era only as the
+``assume_initialized``, ``restore`` and ``reset_era`` settle or undo the era only as the
 lifecycle allows, each for one role; ``close`` forgets every table and
 returns the ids of our requests that will never be answered.
 """
@@ -136,6 +136,9 @@ class SessionCore(_Incoming, _Batching, _Requests, _Responses, _Sending):
         self.peer_instructions: str | None = None
 
         self._next_id = 0
+        #: Our request ids are ``f"{id_prefix}{n}"`` strings when set, else ``n``: a
+        #: session served by several processes (shared through a store) keeps them unique.
+        self.id_prefix: str | None = None
         self._pending: dict[RequestId, _Pending] = {}
         self._progress_tokens: dict[RequestId, RequestId] = {}
         self._in_flight: dict[RequestId, _InFlight] = {}
@@ -209,14 +212,26 @@ class SessionCore(_Incoming, _Batching, _Requests, _Responses, _Sending):
         """Server: serve ``version`` without an ``initialize`` handshake (a
         transport with no sessions, where each request arrives on a fresh one).
         The client's capabilities and info are unknown (empty)."""
-        self._require_role("server")
-        if version not in self.legacy_versions:
-            raise LocalProtocolError(
-                f"{version!r} is not a handshake-era protocol version this server accepts "
-                f"({', '.join(self.legacy_versions) or 'none'})"
-            )
+        self._require_legacy_server(version)
         self.state = transition(self.role, self.state, "assume_initialized")
         self.version = version
+
+    def restore(
+        self,
+        version: str,
+        *,
+        peer_info: Any = None,
+        peer_capabilities: Any = None,
+    ) -> None:
+        """Server: serve a session whose ``initialize`` handshake another
+        process answered (a session shared through a store): ``version`` was
+        negotiated there, the client declared ``peer_info`` and
+        ``peer_capabilities``; NEW moves to READY with no handshake."""
+        self._require_legacy_server(version)
+        self.state = transition(self.role, self.state, "restore")
+        self.version = version
+        self.peer_info = as_dict(peer_info)
+        self.peer_capabilities = as_dict(peer_capabilities)
 
     def reset_era(self) -> None:
         """Client: forget a modern probe (the server turned out to be legacy)."""
@@ -225,6 +240,14 @@ class SessionCore(_Incoming, _Batching, _Requests, _Responses, _Sending):
         self.version = None
         self.peer_capabilities = {}
         self.peer_info = {}
+
+    def _require_legacy_server(self, version: str) -> None:
+        self._require_role("server")
+        if version not in self.legacy_versions:
+            raise LocalProtocolError(
+                f"{version!r} is not a handshake-era protocol version this server accepts "
+                f"({', '.join(self.legacy_versions) or 'none'})"
+            )
 
     def _require_role(self, role: Role) -> None:
         if self.role != role:

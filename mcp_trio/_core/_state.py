@@ -51,6 +51,7 @@ class _CoreState:
     peer_instructions: str | None
     # the tables
     _next_id: int
+    id_prefix: str | None
     _pending: dict[RequestId, _Pending]
     _progress_tokens: dict[RequestId, RequestId]
     _in_flight: dict[RequestId, _InFlight]

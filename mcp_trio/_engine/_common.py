@@ -1,5 +1,6 @@
 """What the engine's modules share: the ``mcp_trio`` logger, the default-timeout
-marker, the wording of a session's end and the unwrapping of one-member exception groups."""
+marker, the wording of a session's end, the unwrapping of one-member exception groups and
+what a server's transport settles about a session's era before it starts."""
 
 from __future__ import annotations
 
@@ -24,3 +25,32 @@ def _unwrap(group: BaseExceptionGroup[BaseException]) -> BaseException:
     while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
         exc = exc.exceptions[0]
     return exc
+
+
+def _settle_era(core: Any, channel: Any) -> bool:
+    """Server: what the transport knows of the session before it starts.  A
+    session of a transport without sessions (stateless Streamable HTTP,
+    ``assumed_version``) or one another process initialized (shared through a
+    store, ``restored``) needs no handshake: True, it is initialized.  A
+    transport that saw a stateless version in the headers (``expect_modern``)
+    makes every request a stateless one; ``request_id_prefix`` prefixes the
+    ids of the server's requests."""
+    settled = False
+    assumed = getattr(channel, "assumed_version", None)
+    if assumed is not None:
+        core.assume_initialized(assumed)
+        settled = True
+    if getattr(channel, "expect_modern", False):
+        core.expect_modern()
+    restored = getattr(channel, "restored", None)
+    if restored is not None:
+        core.restore(
+            restored.version,
+            peer_info=restored.client_info,
+            peer_capabilities=restored.client_capabilities,
+        )
+        settled = True
+    prefix = getattr(channel, "request_id_prefix", None)
+    if prefix is not None:
+        core.id_prefix = prefix  # our request ids, unique among the processes serving the session
+    return settled

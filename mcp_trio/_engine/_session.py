@@ -54,7 +54,7 @@ from .._core import (
 from .._exceptions import ConnectionClosed, McpError
 from ..transports._base import Frame, MessageChannel
 from ..types import _versions
-from ._common import _ended, _unwrap, log
+from ._common import _ended, _settle_era, _unwrap, log
 from ._handlers import RequestHandler, _Handlers, _queue_bounds
 from ._handshake import _Handshake
 from ._outgoing import ProgressCallback, RequestTimeout, _Outgoing, _Waiter
@@ -584,14 +584,8 @@ def new_session(
         instructions=instructions,
         extra_methods=extra_methods,
     )
-    assumed = getattr(channel, "assumed_version", None)
-    if assumed is not None and core.role == "server":
-        # A transport without sessions (stateless Streamable HTTP): no handshake.
-        core.assume_initialized(assumed)
-    if getattr(channel, "expect_modern", False) and core.role == "server":
-        # The transport saw a stateless version in the request's headers.
-        core.expect_modern()
+    settled = _settle_era(core, channel) if core.role == "server" else False
     session = Session(core, channel, **options)
-    if assumed is not None and core.role == "server":
+    if settled:
         session.initialized.set()
     return session

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import trio
@@ -25,6 +25,7 @@ from ._results import resource_contents
 from ._uritemplate import UriTemplate
 
 if TYPE_CHECKING:
+    from ._fanout import ResourceFanout
     from ._listen import SubscriptionHub
 
 log = logging.getLogger("mcp_trio.server")
@@ -62,6 +63,8 @@ class _ResourcesMixin:
     _cacheable: Callable[..., dict[str, Any]]
     _sync_limiter: trio.CapacityLimiter
     _context: Callable[[RequestContext], Context]
+    _share_state: Callable[[Session], Awaitable[None]]
+    _resource_fanout: ResourceFanout | None
 
     def resource(
         self,
@@ -134,7 +137,14 @@ class _ResourcesMixin:
 
     async def notify_resource_updated(self, uri: str) -> None:
         """Tell the sessions subscribed to ``uri`` that it changed (and the
-        2026-07-28 ``subscriptions/listen`` streams watching it)."""
+        2026-07-28 ``subscriptions/listen`` streams watching it); served with a
+        store (``serve_http(store=...)``), those of every worker serving it."""
+        if self._resource_fanout is not None:
+            await self._resource_fanout.publish(uri)
+        await self._resource_updated_here(uri)
+
+    async def _resource_updated_here(self, uri: str) -> None:
+        """:meth:`notify_resource_updated` for this worker's sessions only."""
         self.subscriptions.resource_updated(uri)
         for session, uris in list(self._subscriptions.items()):
             if uri in uris:
@@ -175,10 +185,12 @@ class _ResourcesMixin:
 
     async def _subscribe(self, ctx: RequestContext, params: Any) -> Any:
         self._subscriptions.setdefault(ctx.session, set()).add(params.uri)
+        await self._share_state(ctx.session)
         return {}
 
     async def _unsubscribe(self, ctx: RequestContext, params: Any) -> Any:
         self._subscriptions.get(ctx.session, set()).discard(params.uri)
+        await self._share_state(ctx.session)
         return {}
 
 

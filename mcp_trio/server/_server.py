@@ -61,6 +61,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from functools import partial
 from types import MappingProxyType
 from typing import Any
 
@@ -74,6 +75,7 @@ from ..transports._base import MessageChannel
 from ..types import _versions
 from ._context import _LEVEL_RANK, Context, _only
 from ._cursor import decode_cursor, encode_cursor
+from ._fanout import ResourceFanout
 from ._listen import SubscriptionHub
 from ._mrtr import InputRequired, InputSession, StateCodec
 from ._prompts import _Completion, _Prompt, _PromptsMixin
@@ -166,6 +168,7 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin, _RoutesMixin, _Serving
         self._shared_capabilities: tuple[bool, dict[str, Any]] | None = None  # see _session_capabilities
         self.tasks = tasks if tasks is not None else TaskManager(page_size=page_size)
         self._routes: dict[str, Route] = {}  # see route()
+        self._resource_fanout: ResourceFanout | None = None  # see serve_http(store=...)
         self._totals = _Totals()  # see statistics()
 
     # ----------------------------------------------------------- capabilities
@@ -242,7 +245,28 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin, _RoutesMixin, _Serving
 
     async def _set_level(self, ctx: RequestContext, params: Any) -> Any:
         self._log_levels[ctx.session] = params.level
+        await self._share_state(ctx.session)
         return {}
+
+    async def _share_state(self, session: Session) -> None:
+        """Keep the session's log level and subscriptions where the other
+        workers serving it find them (a transport sharing sessions through a
+        store: its ``remember``)."""
+        remember = getattr(session.channel, "remember", None)
+        if remember is not None:
+            subscriptions = sorted(self._subscriptions.get(session, ()))
+            await remember(log_level=self._log_levels.get(session), subscriptions=subscriptions)
+
+    def _adopt_state(self, session: Session, log_level: str | None, subscriptions: list[str]) -> None:
+        """Take the log level and subscriptions another worker set for ``session``."""
+        if log_level is None:
+            self._log_levels.pop(session, None)
+        else:
+            self._log_levels[session] = log_level
+        if subscriptions:
+            self._subscriptions[session] = set(subscriptions)
+        else:
+            self._subscriptions.pop(session, None)
 
     def _multi_round(self, handler: Callable[[RequestContext, Any], Awaitable[Any]]) -> Any:
         """Run ``handler`` so that, in the stateless era, its calls back to the
@@ -373,6 +397,11 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin, _RoutesMixin, _Serving
         )
         self._sessions.add(session)
         self._totals.opened(session, channel)
+        if getattr(channel, "request_id_prefix", None) is not None:  # shared by several workers
+            restored = getattr(channel, "restored", None)
+            if restored is not None:
+                self._adopt_state(session, restored.log_level, restored.subscriptions)
+            channel.on_shared_update = partial(self._adopt_state, session)  # type: ignore[attr-defined]
         try:
             await session.run(task_status=task_status)
         finally:

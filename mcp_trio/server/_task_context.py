@@ -18,7 +18,7 @@ import math
 import time
 from collections.abc import Hashable
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import trio
@@ -28,6 +28,9 @@ from .._engine._context import RequestContext
 from .._engine._session import RequestTimeout, Session
 from .._exceptions import ConnectionClosed, LocalProtocolError, McpError
 from ..types import _versions
+
+if TYPE_CHECKING:
+    from ._shared_tasks import TaskSharing
 
 __all__ = ["LEGACY_TASKS_VERSION", "RELATED_TASK", "TASK_SUPPORT", "TaskRequestContext"]
 
@@ -79,6 +82,7 @@ class _Task:
         "waiting_streams",
         "last_progress",
         "auth",
+        "shared_owner",
     )
 
     def __init__(
@@ -115,6 +119,8 @@ class _Task:
         # The authorization of the creating request (``ctx.auth``), for the
         # work's whole life; kept here only, never in what tasks/* answer.
         self.auth: Any = None
+        #: Its owner as every worker names it, when its record is in a store (see _shared_tasks.py).
+        self.shared_owner: str | None = None
 
     @property
     def terminal(self) -> bool:
@@ -128,6 +134,7 @@ class _TaskStatus:
     poll_interval_ms: int
     _notifiers: dict[Session, trio.MemorySendChannel[dict[str, Any]]]
     _epoch: tuple[float, float] | None
+    _sharing: TaskSharing | None
 
     # ---------------------------------------------------------------- status
 
@@ -140,6 +147,8 @@ class _TaskStatus:
         task.updated = trio.current_time()
         if task.terminal:
             task.done.set()
+        if self._sharing is not None and task.shared_owner is not None:
+            self._sharing.changed(task)
         if notify and not task.stateless:
             self._notify(task)
 
@@ -147,6 +156,8 @@ class _TaskStatus:
         if not task.terminal:
             task.status_message = message
             task.updated = trio.current_time()
+            if self._sharing is not None and task.shared_owner is not None:
+                self._sharing.changed(task)
 
     def _notify(self, task: _Task) -> None:
         """Queue ``notifications/tasks/status``; one sender per session keeps the order."""

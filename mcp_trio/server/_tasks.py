@@ -85,7 +85,9 @@ and a required one is refused with -32021 naming the extension.  Then:
   ends, a task still running is cancelled.  An extension task runs in the
   manager's own nursery while :meth:`TaskManager.run` is running (a transport
   that serves each stateless request with a session of its own, such as
-  Streamable HTTP, needs this), else in its session's, like the others.  A
+  Streamable HTTP, needs this), else in its session's, like the others; so
+  does every task of a manager sharing its tasks through a store
+  (:meth:`TaskManager.share`: the session goes on on other workers).  A
   task is kept for its ``ttl`` from creation (requested ttls are capped at
   ``max_ttl_ms``; the default is ``default_ttl_ms``): then it is forgotten,
   and cancelled if it still runs; its id answers -32602 "Task has expired"
@@ -101,7 +103,7 @@ from __future__ import annotations
 import logging
 import secrets
 from collections.abc import Awaitable, Callable, Hashable
-from typing import Any
+from typing import TYPE_CHECKING, Any, overload
 
 import msgspec
 import trio
@@ -110,6 +112,7 @@ from .. import _jsonrpc as rpc
 from .._engine._context import RequestContext
 from .._engine._session import Session
 from .._exceptions import ConnectionClosed, McpError
+from ..store import StoreError
 from ..types import _versions
 from ..types._versions import TASKS_EXTENSION as EXTENSION_ID
 from ._cursor import decode_cursor, encode_cursor
@@ -121,6 +124,10 @@ from ._task_context import (
     _Task,
     _TaskStatus,
 )
+
+if TYPE_CHECKING:
+    from ..store import Store
+    from ._shared_tasks import TaskSharing
 
 __all__ = ["TaskManager"]
 
@@ -186,6 +193,21 @@ class TaskManager(_TaskStatus):
         self._notifiers: dict[Session, trio.MemorySendChannel[dict[str, Any]]] = {}
         self._epoch: tuple[float, float] | None = None  # (trio time, wall time) at first use
         self._host: trio.Nursery | None = None
+        self._sharing: TaskSharing | None = None
+
+    def share(self, store: Store, worker_id: str, *, lease: float = 10.0) -> None:
+        """Keep every task's record in ``store`` so that every worker serving
+        the server with it sees and cancels it (see :mod:`._shared_tasks`);
+        ``lease``: seconds after which a task whose worker stopped renewing it
+        (the worker died) is reported failed.  Call before :meth:`run`."""
+        from ._shared_tasks import TaskSharing
+
+        self._sharing = TaskSharing(self, store, worker_id, lease)
+
+    @property
+    def sharing(self) -> TaskSharing | None:
+        """How the tasks are shared through a store (see :meth:`share`), if they are."""
+        return self._sharing
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Host extension tasks here, independent of sessions, until cancelled
@@ -194,6 +216,8 @@ class TaskManager(_TaskStatus):
             raise RuntimeError("the task manager is already running")
         try:
             async with trio.open_nursery() as nursery:
+                if self._sharing is not None:
+                    await nursery.start(self._sharing.run)
                 self._host = nursery
                 task_status.started()
                 await trio.sleep_forever()
@@ -260,10 +284,18 @@ class TaskManager(_TaskStatus):
         self._seq += 1
         task = _Task(task_id, owner, ctx.session, _versions.is_stateless(ctx.version), self._seq, now, ttl)
         task.auth = ctx.auth  # read now: the transport forgets it once the request is answered
+        if self._sharing is not None:
+            task.shared_owner = self._shared_owner(ctx)
+            try:
+                await self._sharing.created(task)
+            except StoreError as exc:
+                raise McpError(rpc.INTERNAL_ERROR, f"The task store failed: {exc}") from None
         self._tasks[task_id] = task
         task_ctx = TaskRequestContext(ctx.session, ctx.incoming, task.scope, task, self)
         try:
-            if task.stateless and self._host is not None:
+            # A shared task outlives this worker's replica of its session (the session
+            # goes on elsewhere): it runs here too.
+            if (task.stateless or self._sharing is not None) and self._host is not None:
                 self._host.start_soon(self._run, task, task_ctx, work, name=f"task {task_id}")
             else:
                 ctx.session.spawn(self._run, task, task_ctx, work, name=f"task {task_id}")
@@ -296,6 +328,7 @@ class TaskManager(_TaskStatus):
             self._drop(task)
         finally:
             if not task.terminal:  # its session (or the manager) is shutting down
+                task.shared_owner = None  # (a shared task's record is left to its lease: this worker stops)
                 self._set(task, "cancelled", "The server stopped running the task.", notify=False)
             if not task.stateless:
                 self._tasks.pop(task.task_id, None)  # gone with its session
@@ -328,14 +361,21 @@ class TaskManager(_TaskStatus):
 
     async def get_task(self, ctx: RequestContext, params: Any) -> dict[str, Any]:
         """``tasks/get`` in both eras."""
-        task = self._lookup(ctx, params.taskId)
+        task = self._lookup(ctx, params.taskId, shared=True)
+        if task is None:  # another worker's
+            assert self._sharing is not None
+            return self._sharing.fields(await self._sharing.find(ctx, params.taskId, self._shared_owner(ctx)))
         if task.stateless:
             return self._detailed(task)
         return self._fields(task)
 
     async def get_result(self, ctx: RequestContext, params: Any) -> dict[str, Any]:
         """``tasks/result`` (2025-11-25): waits for a terminal status."""
-        task = self._lookup(ctx, params.taskId)
+        task = self._lookup(ctx, params.taskId, shared=True)
+        if task is None:
+            assert self._sharing is not None
+            result = await self._sharing.result(ctx, params.taskId, self._shared_owner(ctx))
+            return _with_related_task(result, params.taskId)
         task.waiting_streams.append(ctx.id)
         try:
             await task.done.wait()
@@ -345,13 +385,13 @@ class TaskManager(_TaskStatus):
             raise McpError(task.error.code, task.error.message, task.error.data)
         if task.result is None:
             raise McpError(rpc.INVALID_PARAMS, f"Task {task.task_id} was cancelled; it has no result")
-        meta = task.result.get("_meta")
-        related = {RELATED_TASK: {"taskId": task.task_id}}
-        return {**task.result, "_meta": {**meta, **related} if isinstance(meta, dict) else related}
+        return _with_related_task(task.result, task.task_id)
 
     async def list_tasks(self, ctx: RequestContext, params: Any) -> dict[str, Any]:
         """``tasks/list`` (2025-11-25): the caller's tasks, oldest first."""
         self._purge(trio.current_time())
+        if self._sharing is not None:
+            return self._paged(await self._sharing.listed(self._shared_owner(ctx)), params)
         owner = self._owner(ctx)
         mine = sorted((t for t in self._tasks.values() if t.owner == owner), key=lambda t: t.seq)
         cursor = getattr(params, "cursor", msgspec.UNSET) if params is not None else msgspec.UNSET
@@ -366,7 +406,10 @@ class TaskManager(_TaskStatus):
 
     async def cancel_task(self, ctx: RequestContext, params: Any) -> dict[str, Any]:
         """``tasks/cancel`` in both eras."""
-        task = self._lookup(ctx, params.taskId)
+        task = self._lookup(ctx, params.taskId, shared=True)
+        if task is None:
+            assert self._sharing is not None
+            return await self._sharing.cancel(ctx, params.taskId, self._shared_owner(ctx))
         if task.stateless:
             if not task.terminal:
                 self._cancel(task)
@@ -381,9 +424,27 @@ class TaskManager(_TaskStatus):
 
     async def update_task(self, ctx: RequestContext, params: Any) -> dict[str, Any]:
         """``tasks/update`` (extension): answers to outstanding input requests."""
-        task = self._lookup(ctx, params.taskId)
+        task = self._lookup(ctx, params.taskId, shared=True)
+        if task is None:
+            assert self._sharing is not None
+            responses = dict(params.inputResponses)
+            await self._sharing.update(ctx, params.taskId, self._shared_owner(ctx), responses)
+            return {}
+        self._apply_inputs(task, self._accept_inputs(task, params.inputResponses))
+        return {}
+
+    def _take_inputs(self, task: _Task, responses: dict[str, Any]) -> None:
+        """Input responses another worker took for ``task`` (one that does not fit is dropped)."""
+        try:
+            accepted = self._accept_inputs(task, responses)
+        except McpError as exc:
+            log.info("task %s: input responses dropped: %s", task.task_id, exc.message)
+            return
+        self._apply_inputs(task, accepted)
+
+    def _accept_inputs(self, task: _Task, responses: dict[str, Any]) -> list[tuple[_InputWait, Any]]:
         accepted: list[tuple[_InputWait, Any]] = []
-        for key, response in params.inputResponses.items():
+        for key, response in responses.items():
             wait = task.inputs.get(key)
             if wait is None or wait.answered.is_set():
                 continue  # never issued, already answered or superseded: ignored
@@ -396,12 +457,14 @@ class TaskManager(_TaskStatus):
                     f"result: {exc}",
                 ) from None
             accepted.append((wait, value))
+        return accepted
+
+    def _apply_inputs(self, task: _Task, accepted: list[tuple[_InputWait, Any]]) -> None:
         for wait, value in accepted:
             wait.response = value
             wait.answered.set()
         if accepted and all(w.answered.is_set() for w in task.inputs.values()):
             self._set(task, "working", None)  # nothing outstanding any more
-        return {}
 
     def _cancel(self, task: _Task) -> None:
         self._set(task, "cancelled", "The task was cancelled by request.")
@@ -409,19 +472,46 @@ class TaskManager(_TaskStatus):
 
     # --------------------------------------------------------------- lookups
 
-    def _owner(self, ctx: RequestContext) -> Hashable:
+    def _principal(self, ctx: RequestContext) -> Hashable | None:
         if self.owner is not None:
-            principal = self.owner(ctx)
-        else:
-            principal = getattr(ctx.session, "principal", None)
-            if principal is None:
-                principal = _authorization_context(ctx.auth)
+            return self.owner(ctx)
+        principal = getattr(ctx.session, "principal", None)
+        return _authorization_context(ctx.auth) if principal is None else principal
+
+    def _owner(self, ctx: RequestContext) -> Hashable:
+        principal = self._principal(ctx)
         if _versions.is_stateless(ctx.version):
             return ("owner", principal)
         return ("session", ctx.session, principal)
 
-    def _lookup(self, ctx: RequestContext, task_id: str) -> _Task:
+    def _shared_owner(self, ctx: RequestContext) -> str:
+        assert self._sharing is not None
+        return self._sharing.owner_key(ctx, self._principal(ctx))
+
+    def _paged(self, tasks: list[dict[str, Any]], params: Any) -> dict[str, Any]:
+        """A ``tasks/list`` page of ``tasks`` (the cursor: a position)."""
+        cursor = getattr(params, "cursor", msgspec.UNSET) if params is not None else msgspec.UNSET
+        start = 0
+        if cursor is not msgspec.UNSET and cursor is not None:
+            start = _decode_cursor(cursor, len(tasks))
+        end = start + self.page_size
+        result: dict[str, Any] = {"tasks": tasks[start:end]}
+        if end < len(tasks):
+            result["nextCursor"] = _encode_cursor(end)
+        return result
+
+    @overload
+    def _lookup(self, ctx: RequestContext, task_id: str) -> _Task: ...
+
+    @overload
+    def _lookup(self, ctx: RequestContext, task_id: str, *, shared: bool) -> _Task | None: ...
+
+    def _lookup(self, ctx: RequestContext, task_id: str, *, shared: bool = False) -> _Task | None:
+        """The caller's task ``task_id`` (-32602 if unknown); with ``shared``,
+        None when it is not here but the store may know it (another worker's)."""
         task = self._tasks.get(task_id)
+        if task is None and shared and self._sharing is not None:
+            return None
         if task is None or task.owner != self._owner(ctx):
             raise McpError(rpc.INVALID_PARAMS, _NOT_FOUND)
         if trio.current_time() >= task.expires_at:
@@ -460,6 +550,13 @@ def _first_text(result: dict[str, Any]) -> str | None:
         if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
             return str(block["text"])
     return None
+
+
+def _with_related_task(result: dict[str, Any], task_id: str) -> dict[str, Any]:
+    """A task's result as ``tasks/result`` answers it: with the related-task ``_meta``."""
+    meta = result.get("_meta")
+    related = {RELATED_TASK: {"taskId": task_id}}
+    return {**result, "_meta": {**meta, **related} if isinstance(meta, dict) else related}
 
 
 def _encode_cursor(position: int) -> str:

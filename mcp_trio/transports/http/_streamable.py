@@ -62,11 +62,12 @@ from __future__ import annotations
 import logging
 import secrets
 from collections.abc import Callable, Iterable
-from functools import partial
+from typing import Any
 
 import trio
 
 from ... import _jsonrpc as rpc
+from ...store import Store
 from ...types import _versions
 from .._base import Frame
 from ._events import DEFAULT_EVENT_STORE_BYTES, EventStore, InMemoryEventStore
@@ -93,9 +94,10 @@ from ._request import (
     ServeSession,
     StreamSlots,
     _Endpoint,
-    _Slot,
 )
+from ._shared import Sharing
 from ._sse import encode_event
+from ._standalone import _StreamsAndEnd
 from ._streams import (
     _CLOSE,
     _END,
@@ -104,10 +106,10 @@ from ._streams import (
     _pump,
     _send_empty_stream,
     _send_json,
-    _SessionTable,
     _status,
     _Stream,
 )
+from ._table import _SessionTable
 
 log = logging.getLogger("mcp_trio.http")
 
@@ -116,7 +118,7 @@ _FIRST_PRIMING = "2025-11-25"
 _HEADER_VERSION = "mcp-protocol-version"
 
 
-class StreamableHTTP(_SessionTable, _Endpoint):
+class StreamableHTTP(_StreamsAndEnd, _SessionTable, _Endpoint):
     """The Streamable HTTP endpoint logic.
 
     Args:
@@ -174,6 +176,13 @@ class StreamableHTTP(_SessionTable, _Endpoint):
             an engine that reads with ``channel.receive()``; a POST waits for
             room beyond that.  An engine with push input (the library's, see
             docs/engine.md) takes every later frame in the POST's own task.
+        store: Share the sessions with the other workers (processes, hosts)
+            serving the endpoint with this store (see :mod:`mcp_trio.store`):
+            any request of a session may then land on any of them.  Its event
+            store keeps the events (``event_store`` must not be given too).
+            ``None`` (the default): the sessions live in this endpoint alone.
+        worker_id: This worker's name among those sharing ``store`` (letters,
+            digits, ``-``, ``_``; unique among them).  Default: a random one.
     """
 
     _started_with_self = True  # run() hands this endpoint to task_status.started
@@ -204,6 +213,8 @@ class StreamableHTTP(_SessionTable, _Endpoint):
         inbound_buffer: int = 16,
         stream_buffer: int = 1024,
         backlog: int = 1024,
+        store: Store | None = None,
+        worker_id: str | None = None,
     ) -> None:
         if response_mode not in ("auto", "json", "sse"):
             raise ValueError("response_mode must be 'auto', 'json' or 'sse'")
@@ -215,6 +226,10 @@ class StreamableHTTP(_SessionTable, _Endpoint):
         self.stream_slots = StreamSlots(max_streams_total, max_streams_per_client)
         self.stream_idle_timeout = stream_idle_timeout
         self.max_sessions_per_client = max_sessions_per_client
+        if store is not None:
+            if event_store is not None or event_store_bytes is not None:
+                raise ValueError("a store keeps the events itself: give store or event_store, not both")
+            event_store = store.events
         if event_store is not None and event_store_bytes is not None:
             raise ValueError("event_store_bytes sizes the default event store: give one or the other")
         if event_store is None:
@@ -237,10 +252,22 @@ class StreamableHTTP(_SessionTable, _Endpoint):
         self.inbound_buffer = inbound_buffer
         self.stream_buffer = stream_buffer
         self.backlog = backlog
+        #: This worker's side of the sessions shared through ``store`` (None: unshared).
+        self.sharing = None if store is None else Sharing(self, store, worker_id or secrets.token_hex(4))
         self.sessions: dict[str, _HttpSession] = {}
         self._by_client: dict[str | None, dict[str, _HttpSession]] = {}  # oldest first
 
     # -------------------------------------------------------------- running
+
+    async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        """Own the nursery sessions run in (and, with a store, listen to the
+        other workers); cancel it to end every session."""
+        if self.sharing is None:
+            await super().run(task_status=task_status)
+            return
+        async with trio.open_nursery() as nursery:
+            await nursery.start(self.sharing.run)
+            task_status.started(await nursery.start(super().run))
 
     def _start_session(self, session: _HttpSession) -> None:
         if self._nursery is None:
@@ -262,7 +289,10 @@ class StreamableHTTP(_SessionTable, _Endpoint):
         session._end()  # a POST still handing over a frame learns it at once
         if session.id is not None:
             self._drop(session)
-            if self.event_store is not None:
+            if self.sharing is not None:
+                with trio.move_on_after(5, shield=True):
+                    await self.sharing.ended(session)
+            elif self.event_store is not None:
                 with trio.CancelScope(shield=True):
                     await self.event_store.forget(session.id)
         for stream in list(session.streams.values()):
@@ -390,10 +420,14 @@ class StreamableHTTP(_SessionTable, _Endpoint):
             session.principal, session.client = request.principal, request.client
             self.sessions[session.id] = session
             self._by_client.setdefault(session.client, {})[session.id] = session
+            if self.sharing is not None and isinstance(requests[0].params, dict):
+                session.init_params = requests[0].params  # for its record (see _answer_post)
             self._start_session(session)
             reply_headers.append(("mcp-session-id", session.id))
         else:
             found = self._session_for(request)
+            if self.sharing is not None:
+                found = await self.sharing.find(request, found)
             if isinstance(found, _Reply):
                 return found
             session = found
@@ -410,6 +444,9 @@ class StreamableHTTP(_SessionTable, _Endpoint):
 
         if not requests:
             session.touch()
+            if self.sharing is not None and session.id is not None and len(messages) == 1:
+                if self.sharing.route(session, messages[0], request.body):
+                    return _Reply(202, headers=reply_headers)  # for another worker's handler
             try:
                 await session.put(Frame(request.body))
             except trio.ClosedResourceError:
@@ -471,6 +508,8 @@ class StreamableHTTP(_SessionTable, _Endpoint):
         version: str,
     ) -> None:
         first = await stream.next()
+        if session.init_params is not None and self.sharing is not None:
+            await self.sharing.save(session)  # before the client can use the session elsewhere
         if first is not _END and first is not _CLOSE and first[0] is None:
             # The answer came first and alone (see _HttpSession._plain_answer).
             await _send_json(responder, [first[1]], headers, _status(session, [first[1]]))
@@ -518,83 +557,3 @@ class StreamableHTTP(_SessionTable, _Endpoint):
         if stream.prime_id is not None:
             await session.store_prime(stream)
             await responder.send(encode_event(b"", id=stream.prime_id, retry=self.retry_ms))
-
-    async def _get(self, request: HttpRequest, responder: Responder) -> _Reply | None:
-        if "text/event-stream" not in request.headers.get("accept", ""):
-            return _error_reply(406, "Not Acceptable: Accept must list text/event-stream")
-        found = self._session_for(request)
-        if isinstance(found, _Reply):
-            return found
-        session = found
-        last_event_id = request.headers.get("last-event-id")
-        key = last_event_id.partition(".")[0] if last_event_id else "0"
-        stream = session.get_stream if key == "0" else session.streams.get(key)
-        if stream is not None and stream.attached:
-            return _error_reply(409, "Conflict: that stream is already connected")
-        if stream is None and key == "0":
-            stream = session.get_stream = _Stream("0", set(), self.stream_buffer)
-        slot: _Slot | None = None
-        backlog: list[bytes] = []
-        if stream is not None:  # a stream to hold open: it needs room
-            taken = self.stream_slots.take(request.client, partial(stream.push, _CLOSE))
-            if isinstance(taken, _Reply):
-                return taken
-            slot = taken
-            # Attach before reading the store, so nothing sent meanwhile is lost.  A plain
-            # GET keeps what the last one left unsent (an idle end races with a message; the
-            # client may have no event id to resume from); a resumption replays it from the store.
-            kept = [item for item in stream.items if isinstance(item, tuple) and not last_event_id]
-            stream.items.clear()
-            stream.items.extend(kept)
-            stream.attached = True
-            if key == "0":
-                backlog = list(session.backlog or ())
-                session.backlog = None
-        if stream is not None and not last_event_id:
-            self._reserve_prime(session, stream, session.version or _DEFAULT_VERSION)
-        replayed: list[tuple[str, bytes]] = []
-        try:
-            if last_event_id and self.event_store is not None and session.id is not None:
-                found_replay = await self.event_store.replay_after(session.id, last_event_id)
-                if found_replay is not None:
-                    replayed = found_replay[1]
-            session.touch()
-            await responder.start(200, _SSE_HEADERS)
-            if stream is not None and not last_event_id:
-                await self._prime(session, stream, responder, session.version or _DEFAULT_VERSION)
-            sent = set()
-            for event_id, data in replayed:
-                sent.add(event_id)
-                if data:
-                    await responder.send(encode_event(data, id=event_id))
-            if stream is None:
-                await responder.end()
-                return None
-            for data in backlog:
-                await session.deliver(stream, data)
-            idle = self.stream_idle_timeout
-            await _pump(stream, responder, None, skip=sent, retry_ms=self.retry_ms, idle_timeout=idle)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            log.debug("client left stream %s of session %s", key, session.id)
-        finally:
-            self.stream_slots.release(slot)
-            if stream is not None:
-                stream.attached = False
-                if stream.complete:
-                    session.streams.pop(stream.key, None)
-            session.touch()
-        return None
-
-    async def _delete(self, request: HttpRequest) -> _Reply | None:
-        found = self._session_for(request)
-        if isinstance(found, _Reply):
-            return found
-        session = found
-        if session.id is not None:
-            self._drop(session)
-        session.closed = True
-        await session.end_input()
-        with trio.move_on_after(5):
-            await session.wait_done()
-        session.scope.cancel()
-        return _Reply(200)

@@ -7,27 +7,29 @@ while none is connected); a lone answer that is its POST's whole reply goes
 out as a JSON body, with no event id and no event store work.  Events get
 ids ``<stream>.<n>`` and are stored (priming event first) for resumption.
 :func:`_pump` writes a stream out; :func:`_send_json` and
-:func:`_send_empty_stream` answer a POST without SSE.  :class:`_SessionTable`
-keeps the endpoint's sessions within their bounds.
+:func:`_send_empty_stream` answer a POST without SSE.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 from collections import deque
-from collections.abc import Awaitable, Callable, Hashable, Iterable
+from collections.abc import Awaitable, Callable, Hashable
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 import trio
 
 from ... import _jsonrpc as rpc
+from ...store import StoreError
 from .._base import CLOSE_STREAM, Frame, RequestId
 from ._replies import _SSE_HEADERS, _peek, _Reply, _send_reply
-from ._request import Responder, _busy
+from ._request import Responder
 from ._sse import encode_event, encode_retry
 
 if TYPE_CHECKING:
+    from ._shared import Restored
     from ._streamable import StreamableHTTP
 
 log = logging.getLogger("mcp_trio.http")
@@ -54,8 +56,14 @@ class _Stream:
         self.prime_id: str | None = None
         self.prime_stored = False  # the priming event is in the event store
         self.delivered = 0  # events pushed so far
+        #: Shared sessions: where what is pushed also goes (a client follows the
+        #: stream on another worker), and the worker a followed stream is on.
+        self.forward: Callable[[Any], None] | None = None
+        self.followed: str | None = None
 
     def push(self, item: Any) -> None:
+        if self.forward is not None:
+            self.forward(item)
         if self.attached:
             if len(self.items) >= self.buffer and item is not _END and item is not _CLOSE:
                 # The reader is too slow: detach it (it may resume from the store).
@@ -85,6 +93,7 @@ class _HttpSession(trio.abc.Channel[Frame]):
         #: ``initialize`` (``initialize_id``) names the negotiated one.
         self.version: str | None = None
         self.initialize_id: RequestId | None = None
+        self.negotiated = False  # the answer to initialize named the version
         #: Set by the first request after the ``initialize`` POST (see StreamableHTTP._session_for);
         #: a full session table evicts the oldest session without it first.
         self.past_initialize = False
@@ -111,6 +120,7 @@ class _HttpSession(trio.abc.Channel[Frame]):
         self._seq = 0
         self._stream_seq = 0
         self.closed = False
+        self.ended_everywhere = False  # (see end_here)
         #: Stateless mode: the version to serve without a handshake (see open_session).
         self.assumed_version: str | None = None
         #: A stateless (2026-07-28+) request's own session (see open_session).
@@ -125,11 +135,34 @@ class _HttpSession(trio.abc.Channel[Frame]):
         self.principal: Hashable | None = None
         #: The ``HttpRequest.client`` (address) of the ``initialize`` that opened it.
         self.client: str | None = None
+        # Shared through a store (see _shared.py); nothing of this is used without one.
+        sharing = owner.sharing if session_id is not None else None
+        self._sharing = sharing
+        #: The ids of this worker's events and streams end with it ("" unshared).
+        self._suffix = sharing.suffix if sharing is not None else ""
+        #: A replica of a session another worker initialized: what its record says.
+        self.restored: Restored | None = None
+        #: The ``initialize`` params, until the record is written (see StreamableHTTP._answer_post).
+        self.init_params: dict[str, Any] | None = None
+        self.touched_record = -math.inf  # (trio clock) when this worker last touched the record
+        #: Called with a new log level and subscriptions another worker set (the server's).
+        self.on_shared_update: Callable[[str | None, list[str]], None] | None = None
 
     @property
     def session_id(self) -> str | None:
         """The ``Mcp-Session-Id`` (``None`` for a sessionless request's session)."""
         return self.id
+
+    @property
+    def request_id_prefix(self) -> str | None:
+        """What the ids of the server's requests start with (a shared session's: this worker's)."""
+        return self._sharing.id_prefix if self._sharing is not None else None
+
+    async def remember(self, *, log_level: str | None, subscriptions: list[str]) -> None:
+        """Keep the session's log level and resource subscriptions where every
+        worker serving it finds them (nothing for an unshared session)."""
+        if self._sharing is not None:
+            await self._sharing.update(self, log_level=log_level, subscriptions=subscriptions)
 
     @property
     def max_queued(self) -> int | None:
@@ -202,6 +235,8 @@ class _HttpSession(trio.abc.Channel[Frame]):
         if stream is None:
             stream = self.get_stream
             if stream is None or not stream.attached:
+                if self._sharing is not None and await self._sharing.to_stream_holder(self, value.data):
+                    return  # another worker holds the GET stream
                 if self.backlog is None:
                     self.backlog = deque(maxlen=self.owner.backlog)
                 self.backlog.append(value.data)
@@ -257,6 +292,7 @@ class _HttpSession(trio.abc.Channel[Frame]):
             return
         if result is not None and isinstance(result.protocolVersion, str):
             self.version = result.protocolVersion  # (an error answer names none)
+            self.negotiated = True
 
     def _push_answer(self, stream: _Stream, frame: Frame) -> None:
         stream.delivered += 1
@@ -334,7 +370,7 @@ class _HttpSession(trio.abc.Channel[Frame]):
 
     def new_stream(self, pending: set[RequestId]) -> _Stream:
         self._stream_seq += 1
-        stream = _Stream(str(self._stream_seq), pending, self.owner.stream_buffer)
+        stream = _Stream(f"{self._stream_seq}{self._suffix}", pending, self.owner.stream_buffer)
         self.streams[stream.key] = stream
         for rid in pending:
             self.by_request[rid] = stream
@@ -354,7 +390,31 @@ class _HttpSession(trio.abc.Channel[Frame]):
 
     def next_event_id(self, stream: _Stream) -> str:
         self._seq += 1
-        return f"{stream.key}.{self._seq}"
+        return f"{stream.key}.{self._seq}{self._suffix}"
+
+    def holds_stream(self) -> bool:
+        """Whether a client is connected to one of the session's streams here."""
+        get = self.get_stream
+        return (get is not None and get.attached) or any(s.attached for s in self.streams.values())
+
+    async def to_get_stream(self, data: bytes) -> None:
+        """Send ``data`` on the GET stream (kept for it while none is connected)."""
+        stream = self.get_stream
+        if stream is not None and stream.attached:
+            await self.deliver(stream, data)
+            return
+        if self.backlog is None:
+            self.backlog = deque(maxlen=self.owner.backlog)
+        self.backlog.append(data)
+
+    def end_here(self) -> None:
+        """End this worker's replica of a session that ended elsewhere (as ``DELETE`` does)."""
+        self.ended_everywhere = True
+        if self.id is not None:
+            self.owner._drop(self)
+        self.closed = True
+        self._end()
+        self.scope.cancel()  # StreamableHTTP._run_session's finally forgets the rest
 
     async def deliver(self, stream: _Stream, data: bytes) -> None:
         event_id = self.next_event_id(stream)
@@ -362,8 +422,11 @@ class _HttpSession(trio.abc.Channel[Frame]):
         # A POST's reply in "json" mode is a JSON body: nothing in it can be resumed.
         resumable = stream is self.get_stream or self.owner.response_mode != "json"
         if store is not None and self.id is not None and resumable:
-            await self.store_prime(stream)
-            await store.store(self.id, stream.key, event_id, data)
+            try:
+                await self.store_prime(stream)
+                await store.store(self.id, stream.key, event_id, data)
+            except StoreError as exc:  # sent all the same; a client cannot resume it
+                log.warning("an event of session %s was not stored: %s", self.id, exc)
         stream.delivered += 1
         stream.push((event_id, data))
 
@@ -376,7 +439,10 @@ class _HttpSession(trio.abc.Channel[Frame]):
         if stream.prime_id is None or stream.prime_stored or store is None or self.id is None:
             return
         stream.prime_stored = True
-        await store.store(self.id, stream.key, stream.prime_id, b"")
+        try:
+            await store.store(self.id, stream.key, stream.prime_id, b"")
+        except StoreError as exc:  # sent all the same; a client cannot resume it
+            log.warning("an event of session %s was not stored: %s", self.id, exc)
 
     async def put(self, frame: Frame) -> None:
         """Hand an incoming frame to the engine.
@@ -408,60 +474,6 @@ class _HttpSession(trio.abc.Channel[Frame]):
             self.scope.deadline = float("inf")
         else:
             self.scope.deadline = trio.current_time() + self.owner.idle_timeout
-
-
-class _SessionTable:
-    """The session table of :class:`StreamableHTTP` (its ``sessions``, and the
-    same sessions by client address) and its bounds: ``max_sessions`` in all,
-    ``max_sessions_per_client`` of one address."""
-
-    sessions: dict[str, _HttpSession]
-    _by_client: dict[str | None, dict[str, _HttpSession]]  # oldest first
-    max_sessions: int
-    max_sessions_per_client: int | None
-
-    def _make_room(self, client: str | None) -> _Reply | None:
-        """Room for a new session of ``client``, or the refusal (429: its address holds its
-        share; 503: the table is full)."""
-        mine = self._by_client.get(client) if client is not None else None
-        cap = self.max_sessions_per_client
-        if (
-            mine is not None
-            and cap is not None
-            and len(mine) >= cap
-            and not self._evict_half_open(mine.values(), _REPLACE_AFTER)
-        ):
-            return _busy(429, f"Too many sessions from this client address (at most {cap})")
-        if len(self.sessions) >= self.max_sessions and not self._evict_half_open(self.sessions.values()):
-            return _busy(503, "Too many sessions")
-        return None
-
-    def _drop(self, session: _HttpSession) -> None:
-        """Take ``session`` out of the session tables."""
-        assert session.id is not None
-        self.sessions.pop(session.id, None)
-        mine = self._by_client.get(session.client)
-        if mine is not None and mine.pop(session.id, None) is not None and not mine:
-            del self._by_client[session.client]
-
-    def _evict_half_open(self, candidates: Iterable[_HttpSession], min_age: float = 0.0) -> bool:
-        """Make room for a new session: end the oldest of ``candidates`` that never
-        got past its ``initialize`` POST (and is ``min_age`` seconds old), as ``DELETE``
-        would.  False: none."""
-        for session in candidates:  # insertion order: oldest first
-            if not session.past_initialize:
-                break
-        else:
-            return False
-        if trio.current_time() - session.opened < min_age:
-            return False  # the oldest is too young, so are the others
-        assert session.id is not None
-        log.info("session table full: evicting half-open session %s", session.id)
-        self._drop(session)
-        session.closed = True
-        session._end()
-        session.scope.cancel()  # _run_session's finally forgets the rest
-        return True
 
 
 # ---------------------------------------------------------------- answers

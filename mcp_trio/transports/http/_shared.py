@@ -1,0 +1,526 @@
+"""Streamable HTTP sessions shared by several workers through a store.
+
+With a :class:`~mcp_trio.store.Store`, any request of a session may land on
+any worker (process or host) serving the endpoint.  Each worker keeps a local
+*replica* of the sessions it has seen; the store holds what they share:
+
+* the session record (:class:`~mcp_trio.store.SessionRecord`), written by the
+  worker that answered ``initialize`` before its answer leaves; a worker that
+  gets a request naming a session it has never seen restores a replica from
+  it (no handshake: the negotiated revision, the client's info and
+  capabilities, log level, subscriptions), else answers 404 as always;
+* the events of resumable SSE streams (ids ``<stream>.<n>@<worker>``, unique
+  among the workers), so a client resumes a stream on any worker;
+* the bus: each worker listens on its own channel and on one all of them
+  hear.  What must reach another worker goes there: the client's answer to a
+  request another worker's handler made (its id names that worker:
+  ``<worker>~<n>``), messages for the GET stream another worker holds (the
+  record names it), ``notifications/cancelled`` (every replica takes it:
+  the handler runs wherever its POST landed), the session's end (``DELETE``,
+  or expiry with no worker having seen the session within ``idle_timeout``)
+  and changes of the record (log level, subscriptions).
+
+Nothing here runs without a store: a single server keeps today's path.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable, Hashable
+from dataclasses import dataclass, field
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+import trio
+
+from ...store import SessionRecord, Store, StoreError
+from .._base import Frame, RequestId
+from ._replies import _error_reply, _Reply, _session_ended
+from ._request import _HEADER_SESSION
+from ._streams import _CLOSE, _END, _HttpSession, _Stream
+
+_FOLLOWED = object()  # a followed stream's worker forwards what it sends from now on
+
+if TYPE_CHECKING:
+    from ._request import HttpRequest
+    from ._streamable import StreamableHTTP
+
+log = logging.getLogger("mcp_trio.http")
+
+_CHANNEL = "mcp-trio:http:"  # + worker id; + "*" for every worker
+_ID_MARK = "~"  # a request id of the server's: <worker>~<n>
+_OUTBOX = 4096  # bus messages waiting to be published by a worker, at most
+_RESUBSCRIBE = 0.5  # seconds between attempts to subscribe again to a failed bus
+_STREAM_NOTES = frozenset({"follow", "followed", "unfollow", "event", "close", "done"})
+
+
+async def listen(
+    store: Store,
+    channels: tuple[str, ...],
+    take: Callable[[bytes], Awaitable[None]],
+    who: str,
+    *,
+    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Hand every message of the bus ``channels`` to ``take`` until cancelled;
+    when the bus fails (the store's backend went away), subscribe again after a
+    pause, for as long as it takes (messages published meanwhile are lost).
+    ``task_status.started()`` once subscribed; a failure before that is raised."""
+    started = False
+    while True:
+        try:
+            async with store.bus.subscribe(*channels) as messages:
+                if not started:
+                    started = True
+                    task_status.started()
+                async for message in messages:
+                    await take(message.data)
+        except (StoreError, BaseExceptionGroup) as exc:
+            error = _store_error(exc)
+            if error is None or not started:
+                raise
+            log.warning("the bus subscription of %s ended (%s); subscribing again", who, error)
+        await trio.sleep(_RESUBSCRIBE)
+
+
+def _store_error(exc: BaseException) -> StoreError | None:
+    """The store error ``exc`` is, or the first of a group of nothing else."""
+    if isinstance(exc, StoreError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        found = [_store_error(e) for e in exc.exceptions]
+        if found and all(e is not None for e in found):
+            return found[0]
+    return None
+
+
+def check_worker_id(worker_id: str) -> str:
+    """``worker_id``, if it can name a worker in request and event ids."""
+    if not worker_id or not all(c.isalnum() or c in "-_" for c in worker_id):
+        raise ValueError(f"worker_id must be letters, digits, '-' and '_' only, not {worker_id!r}")
+    return worker_id
+
+
+def principal_key(principal: Hashable | None) -> str | None:
+    """How a session's principal is written in its record (compared as text)."""
+    return None if principal is None else principal if isinstance(principal, str) else repr(principal)
+
+
+@dataclass
+class Restored:
+    """What a replica's engine and server take from the session record
+    (the engine reads ``version``, ``client_info``, ``client_capabilities``)."""
+
+    version: str
+    client_info: dict[str, Any]
+    client_capabilities: dict[str, Any]
+    log_level: str | None = None
+    subscriptions: list[str] = field(default_factory=list)
+
+
+class _Note(msgspec.Struct, omit_defaults=True):
+    """One bus message between workers."""
+
+    # frame | initialized | end | get | held | update | follow | followed | unfollow | event | close | done
+    kind: str
+    session: str
+    data: bytes = b""
+    key: str = ""  # a POST stream's (follow, unfollow, event, done)
+    event_id: str = ""
+    cancel: RequestId | None = None  # a frame's notifications/cancelled: its request id
+    origin: str | None = None  # the worker that sent a frame to every worker
+    log_level: str | None = None
+    subscriptions: list[str] | None = None
+
+
+_encode = msgspec.msgpack.Encoder().encode
+_decode = msgspec.msgpack.Decoder(_Note).decode
+
+
+def _json(value: Any, default: bytes) -> bytes:
+    return default if value is None else msgspec.json.encode(value)
+
+
+def _from_json(data: bytes) -> dict[str, Any]:
+    try:
+        value = msgspec.json.decode(data)
+    except msgspec.DecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+class Sharing:
+    """One worker's side of the sessions shared through ``store`` (see the module doc)."""
+
+    def __init__(self, endpoint: StreamableHTTP, store: Store, worker_id: str) -> None:
+        self.endpoint = endpoint
+        self.store = store
+        self.worker = check_worker_id(worker_id)
+        self.channel = _CHANNEL + worker_id
+        #: The ids of the server's requests on this worker start with it.
+        self.id_prefix = worker_id + _ID_MARK
+        #: The suffix of this worker's event ids and stream keys.
+        self.suffix = "@" + worker_id
+        self._restoring: dict[str, trio.Event] = {}
+        self._outbox_send, self._outbox = trio.open_memory_channel[tuple[str, bytes]](_OUTBOX)
+
+    @property
+    def ttl(self) -> float:
+        return self.endpoint.idle_timeout
+
+    # ------------------------------------------------------------- running
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Listen to the bus, publish what is queued and keep the records of the
+        sessions with open streams alive, until cancelled."""
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._publisher)
+            nursery.start_soon(self._keep_alive)
+            await nursery.start(self._listen)
+            task_status.started()
+
+    async def _listen(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        channels = (self.channel, _CHANNEL + "*")
+        await listen(self.store, channels, self._take_data, f"worker {self.worker}", task_status=task_status)
+
+    async def _take_data(self, data: bytes) -> None:
+        try:
+            note = _decode(data)
+        except msgspec.DecodeError:
+            log.warning("a bus message that is not a worker's was dropped")
+            return
+        await self._take(note)
+
+    async def _publisher(self) -> None:
+        async for channel, data in self._outbox:
+            try:
+                await self.store.bus.publish(channel, data)
+            except StoreError as exc:
+                log.warning("a message for another worker was lost: %s", exc)
+
+    async def _keep_alive(self) -> None:
+        """Sessions whose streams stay open here are alive everywhere: touch their records."""
+        while True:
+            await trio.sleep(self.ttl / 4)
+            for session in list(self.endpoint.sessions.values()):
+                if session.id is not None and session.holds_stream():
+                    await self._touch_record(session)
+
+    def post(self, worker: str | None, note: _Note) -> None:
+        """Publish ``note`` to ``worker`` (``None``: every worker), in order, without waiting."""
+        try:
+            self._outbox_send.send_nowait((_CHANNEL + (worker or "*"), _encode(note)))
+        except trio.WouldBlock:
+            log.warning("the bus outbox of worker %s is full: a %s message was lost", self.worker, note.kind)
+
+    # ------------------------------------------------------------ records
+
+    async def save(self, session: _HttpSession) -> None:
+        """Write the record of ``session``, just initialized here, if the answer
+        to its ``initialize`` negotiated a version."""
+        params, session.init_params = session.init_params, None
+        if not session.negotiated or params is None:
+            return
+        assert session.id is not None and session.version is not None
+        record = SessionRecord(
+            session_id=session.id,
+            protocol_version=session.version,
+            client_info=_json(params.get("clientInfo"), b"null"),
+            client_capabilities=_json(params.get("capabilities"), b"{}"),
+            principal=principal_key(session.principal),
+        )
+        try:
+            await self.store.sessions.put(record, ttl=self.ttl)
+        except StoreError as exc:
+            log.warning("session %s is served by this worker only: its record failed (%s)", session.id, exc)
+        session.touched_record = trio.current_time()
+
+    async def touch(self, session: _HttpSession) -> bool:
+        """Note that ``session`` is in use (at most every ``idle_timeout / 8``);
+        False: its record is gone (ended by another worker)."""
+        if trio.current_time() - session.touched_record < self.ttl / 8:
+            return True
+        return await self._touch_record(session)
+
+    async def _touch_record(self, session: _HttpSession) -> bool:
+        assert session.id is not None
+        session.touched_record = trio.current_time()
+        try:
+            return await self.store.sessions.touch(session.id, ttl=self.ttl)
+        except StoreError as exc:
+            log.warning("could not touch the record of session %s: %s", session.id, exc)
+            return True
+
+    async def find(self, request: HttpRequest, found: _HttpSession | _Reply) -> _HttpSession | _Reply:
+        """The session a request names (``found`` here, or restored from its
+        record), or the reply refusing it (404 when the record is gone too)."""
+        if isinstance(found, _Reply):
+            session_id = request.headers.get(_HEADER_SESSION)
+            if found.status != 404 or session_id is None or session_id in self.endpoint.sessions:
+                return found  # (a local session ending, or another principal's)
+            try:
+                restored = await self.restore(session_id, request)
+            except StoreError as exc:
+                log.warning("could not restore session %s: %s", session_id, exc)
+                return _error_reply(503, f"Service Unavailable: the session store failed ({exc})")
+            if isinstance(restored, _Reply):
+                return restored
+            return found if restored is None or restored.closed else restored
+        if not await self.touch(found):  # ended by another worker meanwhile
+            found.end_here()
+            return _session_ended()
+        return found
+
+    async def restore(self, session_id: str, request: HttpRequest) -> _HttpSession | _Reply | None:
+        """A local replica of the session another worker initialized, or None
+        (no such session, or not this principal's), or the refusal when this
+        worker's session table is full (a replica counts as a session)."""
+        endpoint = self.endpoint
+        waiting = self._restoring.get(session_id)
+        if waiting is not None:  # another request of the session is restoring it
+            await waiting.wait()
+            return endpoint.sessions.get(session_id)
+        done = self._restoring[session_id] = trio.Event()
+        try:
+            record = await self.store.sessions.get(session_id)
+            if record is None or record.principal != principal_key(request.principal):
+                return None
+            refused = endpoint._make_room(None)
+            if refused is not None:
+                return refused
+            session = _HttpSession(endpoint, session_id)
+            session.restored = Restored(
+                record.protocol_version,
+                _from_json(record.client_info),
+                _from_json(record.client_capabilities),
+                record.log_level,
+                list(record.subscriptions),
+            )
+            session.version = record.protocol_version
+            session.principal = request.principal
+            session.past_initialize = True
+            session.touched_record = trio.current_time()
+            endpoint.sessions[session_id] = session
+            endpoint._start_session(session)
+            return session
+        finally:
+            del self._restoring[session_id]
+            done.set()
+
+    async def update(self, session: _HttpSession, *, log_level: str | None, subscriptions: list[str]) -> None:
+        """Write the session's log level and subscriptions to its record and
+        tell the other replicas."""
+        assert session.id is not None
+        try:
+            record = await self.store.sessions.get(session.id)
+            if record is not None:
+                changed = msgspec.structs.replace(record, log_level=log_level, subscriptions=subscriptions)
+                await self.store.sessions.put(changed, ttl=self.ttl)
+        except StoreError as exc:
+            log.warning("could not write the record of session %s: %s", session.id, exc)
+        self.post(None, _Note("update", session.id, log_level=log_level, subscriptions=subscriptions))
+
+    async def hold_stream(self, session: _HttpSession) -> None:
+        """Name this worker in the record as the holder of the session's GET
+        stream, and have the other workers send here what they kept for it.
+        It stays named once the stream closes: what the others send meanwhile
+        waits here, for a GET on any worker to collect (see ``held``)."""
+        assert session.id is not None
+        try:
+            record = await self.store.sessions.get(session.id)
+            if record is None:
+                return
+            if record.stream_worker != self.worker:
+                holding = msgspec.structs.replace(record, stream_worker=self.worker)
+                await self.store.sessions.put(holding, ttl=self.ttl)
+        except StoreError as exc:
+            log.warning("could not name this worker the GET stream's of session %s: %s", session.id, exc)
+        self.post(None, _Note("held", session.id, origin=self.worker))
+
+    async def to_stream_holder(self, session: _HttpSession, data: bytes) -> bool:
+        """Send ``data`` to the GET stream of the session another worker holds; False: none does."""
+        assert session.id is not None
+        try:
+            record = await self.store.sessions.get(session.id)
+        except StoreError as exc:
+            log.warning("a message for session %s is kept here: %s", session.id, exc)
+            return False
+        holder = record.stream_worker if record is not None else None
+        if holder is None or holder == self.worker:
+            return False
+        self.post(holder, _Note("get", session.id, data))
+        return True
+
+    async def end_everywhere(self, session_id: str) -> None:
+        """The session ended (``DELETE``, or expiry): forget its record and
+        events, and end every replica."""
+        try:
+            await self.store.sessions.delete(session_id)
+            await self.store.events.forget(session_id)
+        except StoreError as exc:
+            log.warning("could not forget session %s: %s", session_id, exc)
+        self.post(None, _Note("end", session_id))
+
+    async def delete_elsewhere(self, request: HttpRequest, found: _Reply) -> _Reply:
+        """``DELETE`` of a session this worker holds no replica of: end it
+        everywhere if its record says it exists and is this principal's."""
+        session_id = request.headers.get(_HEADER_SESSION)
+        if found.status != 404 or session_id is None or session_id in self.endpoint.sessions:
+            return found
+        try:
+            record = await self.store.sessions.get(session_id)
+        except StoreError as exc:
+            return _error_reply(503, f"Service Unavailable: the session store failed ({exc})")
+        if record is None or record.principal != principal_key(request.principal):
+            return found
+        await self.end_everywhere(session_id)
+        return _Reply(200)
+
+    async def ended(self, session: _HttpSession) -> None:
+        """This worker's replica of ``session`` ended: if no worker has used the
+        session within ``idle_timeout`` (it expired), end it everywhere."""
+        if not session.ended_everywhere and await self.expired(session):
+            assert session.id is not None
+            await self.end_everywhere(session.id)
+
+    async def expired(self, session: _HttpSession) -> bool:
+        """Whether ``session``, idle here for ``idle_timeout``, is idle everywhere
+        (no worker touched its record since this one last did)."""
+        assert session.id is not None
+        try:
+            record = await self.store.sessions.get(session.id)
+        except StoreError:
+            return False
+        return record is None or record.expires_at <= time.time() + self.ttl / 8
+
+    # ------------------------------------------------------------ routing
+
+    def owner_of(self, request_id: Any) -> str | None:
+        """The worker whose handler waits for the answer to ``request_id``, if not this one."""
+        if isinstance(request_id, str):
+            worker, mark, _ = request_id.partition(_ID_MARK)
+            if mark and worker != self.worker:
+                return worker
+        return None
+
+    def route(self, session: _HttpSession, message: Any, body: bytes) -> bool:
+        """Pass a POST's lone message on to the workers that must see it: an
+        answer (or progress) for another worker's request goes to that worker
+        only (True: not for this one); ``notifications/initialized`` to the
+        worker that answered ``initialize``; ``notifications/cancelled`` to
+        every worker as well as this one (False)."""
+        assert session.id is not None
+        if message.method == "notifications/initialized":
+            if session.restored is None:
+                return False  # this worker answered initialize: its replica takes it
+            self.post(None, _Note("initialized", session.id, body))  # (a restored replica is ready)
+            return True
+        if message.method == "notifications/cancelled":
+            params = message.params if isinstance(message.params, dict) else {}
+            note = _Note("frame", session.id, body, cancel=params.get("requestId"), origin=self.worker)
+            self.post(None, note)
+            return False
+        target = message.id
+        if message.method == "notifications/progress" and isinstance(message.params, dict):
+            target = message.params.get("progressToken")
+        worker = self.owner_of(target)
+        if worker is None:
+            return False
+        self.post(worker, _Note("frame", session.id, body))
+        return True
+
+    # ---------------------------------------------- POST streams elsewhere
+
+    def follow(self, session: _HttpSession, key: str) -> _Stream | None:
+        """A local stream that another worker's POST stream ``key`` feeds from now
+        on (a client resuming it here), or None: the stream is not another's."""
+        worker = key.rpartition("@")[2]
+        if "@" not in key or worker == self.worker or session.id is None:
+            return None
+        stream = _Stream(key, set(), self.endpoint.stream_buffer)
+        stream.followed = worker
+        session.streams[key] = stream
+        self.post(worker, _Note("follow", session.id, key=key, origin=self.worker))
+        return stream
+
+    @staticmethod
+    async def followed(stream: _Stream) -> list[Any]:
+        """Wait until the worker of the followed ``stream`` forwards what it sends
+        (then nothing it sends is missing from the event store read after);
+        what it forwarded meanwhile.  At most 5 seconds."""
+        early: list[Any] = []
+        with trio.move_on_after(5):
+            while (item := await stream.next()) is not _FOLLOWED:
+                early.append(item)
+        return early
+
+    def unfollow(self, session: _HttpSession, stream: _Stream) -> None:
+        """The client following ``stream`` here left."""
+        assert session.id is not None and stream.followed is not None
+        session.streams.pop(stream.key, None)
+        if not stream.complete:
+            self.post(stream.followed, _Note("unfollow", session.id, key=stream.key))
+
+    def _forward(self, worker: str, session_id: str, key: str, item: Any) -> None:
+        if item is _END:
+            self.post(worker, _Note("done", session_id, key=key))
+        elif item is _CLOSE:
+            self.post(worker, _Note("close", session_id, key=key))
+        else:
+            event_id, data = item
+            self.post(worker, _Note("event", session_id, data, key=key, event_id=event_id or ""))
+
+    def _take_stream_note(self, session: _HttpSession, note: _Note) -> None:
+        assert session.id is not None
+        stream = session.streams.get(note.key)
+        if note.kind == "follow":
+            if note.origin is None:
+                return
+            if stream is None or stream.complete:
+                self.post(note.origin, _Note("done", session.id, key=note.key))
+            else:
+                stream.forward = partial(self._forward, note.origin, session.id, note.key)
+                self.post(note.origin, _Note("followed", session.id, key=note.key))
+        elif stream is None:
+            return
+        elif note.kind == "unfollow":
+            stream.forward = None
+        elif note.kind == "event":
+            stream.push((note.event_id or None, note.data))
+        elif note.kind == "close":
+            stream.push(_CLOSE)
+        elif note.kind == "followed":
+            stream.push(_FOLLOWED)
+        elif note.kind == "done":
+            stream.complete = True
+            stream.push(_FOLLOWED)
+            stream.push(_END)
+
+    async def _take(self, note: _Note) -> None:
+        """A message from another worker (or this one's broadcast) about a session."""
+        session = self.endpoint.sessions.get(note.session)
+        if session is None or session.closed or note.origin == self.worker:
+            return
+        if note.kind == "end":
+            session.end_here()
+        elif note.kind == "frame" or note.kind == "initialized" and session.restored is None:
+            if note.cancel is not None and note.cancel in session.by_request:
+                session.finish(note.cancel)
+            try:
+                await session.put(Frame(note.data))
+            except trio.ClosedResourceError:
+                pass
+        elif note.kind == "held":
+            kept, session.backlog = session.backlog, None
+            for data in kept or ():
+                self.post(note.origin, _Note("get", note.session, data))
+        elif note.kind == "get":
+            await session.to_get_stream(note.data)
+        elif note.kind in _STREAM_NOTES:
+            self._take_stream_note(session, note)
+        elif note.kind == "update":
+            watcher: Callable[[str | None, list[str]], None] | None = session.on_shared_update
+            if watcher is not None:
+                watcher(note.log_level, list(note.subscriptions or ()))

@@ -1,0 +1,521 @@
+"""Streamable HTTP sessions shared by several workers through one store: two
+(or three) servers in this process, each on its own port, share one in-memory
+store, and a client's requests of one session go to one or the other."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, aclosing, asynccontextmanager
+from typing import Any
+
+import h11
+import httpx2 as httpx
+import msgspec
+import pytest
+import trio
+
+from mcp_trio.server import Context, Server
+from mcp_trio.store import Store, open_store
+from mcp_trio.transports.http._sse import SSEDecoder
+from tests.redis_server import RedisServer, redis_server
+
+from .test_http_server import ACCEPT, RawResponse, init, raw_stream, rpc
+
+pytestmark = pytest.mark.trio
+
+__all__ = ["redis_server"]  # (the fixture)
+
+
+def make_server(name: str, state: dict[str, Any]) -> Server:
+    """One worker's server; ``state`` is shared by the workers' tools (as an app's database would be)."""
+    server = Server(name, "1")
+
+    @server.tool
+    async def add(a: int, b: int) -> int:
+        return a + b
+
+    @server.tool
+    async def where(ctx: Context) -> str:
+        return name
+
+    @server.tool
+    async def ask(ctx: Context) -> str:
+        answer = await ctx.elicit("name?", {"type": "object", "properties": {"n": {"type": "string"}}})
+        return f"hi {answer.content['n']} from {name}"
+
+    @server.tool
+    async def forever() -> str:
+        state["started"].set()
+        try:
+            await trio.sleep_forever()
+        except trio.Cancelled:
+            state["cancelled"] = name
+            state["cancelled_event"].set()
+            raise
+        return "never"
+
+    @server.tool
+    async def ask_llm(ctx: Context) -> str:
+        answer = await ctx.sample("2+2?", max_tokens=5)
+        return f"{answer.content.text} via {name}"
+
+    @server.tool
+    async def chatty(ctx: Context) -> str:
+        await ctx.info("an info")
+        await ctx.error("an error")
+        return "said"
+
+    return server
+
+
+_prefixes = itertools.count()
+
+
+@pytest.fixture(params=["memory", "redis"])
+def store_url(request: pytest.FixtureRequest) -> str | None:
+    """Where the workers' store is: ``None``, one in-memory store they share;
+    else a real redis-server, each worker with a connection of its own."""
+    if request.param == "memory":
+        return None
+    return str(request.getfixturevalue("redis_server").url)
+
+
+@asynccontextmanager
+async def workers(
+    n: int = 2,
+    front_door: str = "h11",
+    task_lease: float | None = None,
+    store_url: str | None = None,
+    **options: Any,
+) -> AsyncIterator[tuple[list[str], list[Server], Store, dict[str, Any]]]:
+    """``n`` servers sharing one store (see ``store_url``), each on its own port: their URLs."""
+    async with AsyncExitStack() as stack:
+        if store_url is None:
+            stores = [Store.in_memory()] * n
+        else:
+            prefix = f"anyworker{next(_prefixes)}:"
+            stores = [await stack.enter_async_context(open_store(store_url, prefix=prefix)) for _ in range(n)]
+        async with _serving(n, front_door, task_lease, stores, options) as running:
+            yield running
+
+
+@asynccontextmanager
+async def _serving(
+    n: int, front_door: str, task_lease: float | None, stores: list[Store], options: dict[str, Any]
+) -> AsyncIterator[tuple[list[str], list[Server], Store, dict[str, Any]]]:
+    state: dict[str, Any] = {"started": trio.Event(), "cancelled_event": trio.Event()}
+    servers = [make_server(f"w{i}", state) for i in range(n)]
+    if task_lease is not None:
+        for i, server in enumerate(servers):
+            server.tasks.share(stores[i], f"w{i}", lease=task_lease)
+    state["stop"] = []  # state["stop"][i]() stops worker i (as if its process died)
+    store = stores[0]
+    async with trio.open_nursery() as nursery:
+        urls = []
+        for i, server in enumerate(servers):
+
+            async def serve(task_status: Any, server: Server = server, i: int = i) -> None:
+                with trio.CancelScope() as scope:
+                    state["stop"].append(scope.cancel)
+                    await server.serve_http(
+                        "127.0.0.1",
+                        0,
+                        front_door=front_door,
+                        store=stores[i],
+                        worker_id=f"w{i}",
+                        task_status=task_status,
+                        **options,
+                    )
+
+            urls.append((await nursery.start(serve))[0])
+        yield urls, servers, store, state
+        nursery.cancel_scope.cancel()
+
+
+async def initialize(client: httpx.AsyncClient, url: str, version: str = "2025-11-25") -> dict[str, str]:
+    r = await client.post(url, headers=ACCEPT, json=init(version))
+    assert r.status_code == 200, r.text
+    return {**ACCEPT, "mcp-session-id": r.headers["mcp-session-id"], "mcp-protocol-version": version}
+
+
+async def ended_everywhere(
+    client: httpx.AsyncClient, urls: list[str], servers: list[Server], store: Store, headers: dict[str, str]
+) -> None:
+    """The session is gone: from every worker, from the store, and 404 on every worker."""
+    with trio.fail_after(5):
+        while any(server._sessions for server in servers):
+            await trio.sleep(0.02)
+    assert await store.sessions.get(headers["mcp-session-id"]) is None
+    for url in urls:
+        r = await client.post(url, headers=headers, json=call(9, "add", {"a": 1, "b": 1}))
+        assert r.status_code == 404
+
+
+def call(id: Any, tool: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+    return rpc(id, "tools/call", {"name": tool, "arguments": arguments or {}})
+
+
+def text(response: Any) -> str:
+    return str(response["result"]["content"][0]["text"])
+
+
+async def sse_messages(response: RawResponse, count: int, timeout: float = 5) -> list[Any]:
+    """The next ``count`` messages (with their event ids) of an SSE response."""
+    decoder = SSEDecoder()
+    got: list[Any] = []
+    with trio.fail_after(timeout):
+        async with aclosing(response.chunks()) as chunks:
+            async for chunk in chunks:
+                got += [(e.id, msgspec.json.decode(e.data)) for e in decoder.feed(chunk) if e.data]
+                if len(got) >= count:
+                    return got
+    return got
+
+
+@pytest.mark.parametrize("front_door", ["h11", "hypercorn"])
+async def test_a_session_initialized_on_one_worker_is_served_by_another(
+    front_door: str, store_url: str | None
+) -> None:
+    async with workers(2, front_door, store_url=store_url) as (urls, servers, store, _):
+        async with httpx.AsyncClient(timeout=5) as client:
+            headers = await initialize(client, urls[0])
+            sid = headers["mcp-session-id"]
+            record = await store.sessions.get(sid)
+            assert record is not None and record.protocol_version == "2025-11-25"
+            assert msgspec.json.decode(record.client_info) == {"name": "raw", "version": "1"}
+            r = await client.post(urls[1], headers=headers, json=rpc(None, "notifications/initialized"))
+            assert r.status_code == 202
+            r = await client.post(urls[1], headers=headers, json=call(1, "add", {"a": 2, "b": 3}))
+            assert r.status_code == 200 and text(r.json()) == "5"
+            r = await client.post(urls[1], headers=headers, json=call(2, "where"))
+            assert text(r.json()) == "w1"
+            r = await client.post(urls[0], headers=headers, json=call(3, "where"))
+            assert text(r.json()) == "w0"
+            # the restored replica knows the client's capabilities: it may elicit
+            [replica] = list(servers[1]._sessions)
+            assert replica.peer_capabilities == {"elicitation": {}}
+            assert replica.protocol_version == "2025-11-25"
+            # an unknown id is still 404 on any worker
+            unknown = {**headers, "mcp-session-id": "nope"}
+            for url in urls:
+                r = await client.post(url, headers=unknown, json=call(4, "add", {"a": 1, "b": 1}))
+                assert r.status_code == 404
+
+
+async def test_delete_on_one_worker_ends_the_session_everywhere(store_url: str | None) -> None:
+    async with workers(3, store_url=store_url) as (urls, servers, store, _):
+        async with httpx.AsyncClient(timeout=5) as client:
+            headers = await initialize(client, urls[0])
+            for i, url in enumerate(urls[:2]):
+                r = await client.post(url, headers=headers, json=call(i, "add", {"a": 1, "b": i}))
+                assert r.status_code == 200
+            assert len(servers[0]._sessions) == len(servers[1]._sessions) == 1
+            # the third worker never saw the session: it ends it all the same
+            r = await client.delete(urls[2], headers=headers)
+            assert r.status_code == 200
+            await ended_everywhere(client, urls, servers, store, headers)
+            for url in urls:
+                assert (await client.delete(url, headers=headers)).status_code == 404
+
+
+async def test_elicitation_answered_through_another_worker(store_url: str | None) -> None:
+    async with workers(2, store_url=store_url) as (urls, servers, _, _state):
+        async with httpx.AsyncClient(timeout=5) as client:
+            headers = await initialize(client, urls[0])
+            await client.post(urls[1], headers=headers, json=rpc(None, "notifications/initialized"))
+            async with raw_stream(urls[1], "POST", headers, call(7, "ask")) as response:
+                assert response.headers["content-type"] == "text/event-stream"
+                [(_, asked)] = await sse_messages(response, 1)
+                assert asked["method"] == "elicitation/create"
+                assert asked["id"] == "w1~1"  # the worker whose handler waits is named in the id
+                answer = {
+                    "jsonrpc": "2.0",
+                    "id": asked["id"],
+                    "result": {"action": "accept", "content": {"n": "bo"}},
+                }
+                r = await client.post(urls[0], headers=headers, json=answer)
+                assert r.status_code == 202
+                [(_, result)] = await sse_messages(response, 1)
+                assert result["id"] == 7 and text(result) == "hi bo from w1"
+
+
+async def test_cancellation_through_another_worker(store_url: str | None) -> None:
+    async with workers(2, store_url=store_url) as (urls, _, _, state):
+        async with httpx.AsyncClient(timeout=5) as client:
+            headers = await initialize(client, urls[0])
+            async with trio.open_nursery() as nursery:
+
+                async def forever() -> None:
+                    async with raw_stream(urls[0], "POST", headers, call(5, "forever")) as response:
+                        assert await sse_messages(response, 1) == []  # the stream ends, unanswered
+
+                nursery.start_soon(forever)
+                with trio.fail_after(5):
+                    await state["started"].wait()
+                cancel = rpc(None, "notifications/cancelled", {"requestId": 5, "reason": "enough"})
+                r = await client.post(urls[1], headers=headers, json=cancel)
+                assert r.status_code == 202
+                with trio.fail_after(5):
+                    await state["cancelled_event"].wait()
+            assert state["cancelled"] == "w0"
+
+
+async def test_log_level_set_on_one_worker_holds_on_another(store_url: str | None) -> None:
+    async with workers(2, store_url=store_url) as (urls, _, _, _state):
+        async with httpx.AsyncClient(timeout=5) as client:
+            headers = await initialize(client, urls[0])
+            # w1 restores the session before the level is set (on w0)
+            r = await client.post(urls[1], headers=headers, json=call(1, "add", {"a": 1, "b": 1}))
+            assert r.status_code == 200
+            r = await client.post(
+                urls[0], headers=headers, json=rpc(2, "logging/setLevel", {"level": "error"})
+            )
+            assert r.status_code == 200
+            with trio.fail_after(5):
+                while True:
+                    async with raw_stream(urls[1], "POST", headers, call(3, "chatty")) as response:
+                        got = [m for _, m in await sse_messages(response, 3)]  # (or fewer: it ends)
+                    if len(got) == 2:
+                        break
+                    await trio.sleep(0.01)  # (the update reaches w1 over the bus)
+            assert got[0]["params"]["level"] == "error"
+            assert text(got[1]) == "said"
+
+
+GET = {"accept": "text/event-stream"}
+
+
+async def initialized_everywhere(
+    client: httpx.AsyncClient, urls: list[str], servers: list[Server]
+) -> dict[str, str]:
+    """A session initialized on the first worker, ``notifications/initialized``
+    sent to the second, and a replica on each worker."""
+    headers = await initialize(client, urls[0])
+    r = await client.post(urls[1], headers=headers, json=rpc(None, "notifications/initialized"))
+    assert r.status_code == 202
+    for i, url in enumerate(urls[1:]):
+        r = await client.post(url, headers=headers, json=call(100 + i, "add", {"a": 0, "b": 0}))
+        assert r.status_code == 200
+    with trio.fail_after(5):  # (notifications/initialized reaches the first one over the bus)
+        while not all(s.initialized.is_set() for server in servers for s in server._sessions):
+            await trio.sleep(0.01)
+    return headers
+
+
+def add_tool(server: Server, name: str) -> None:
+    """Change the server's tools: its sessions get notifications/tools/list_changed."""
+
+    async def extra() -> str:
+        return name
+
+    server.tool(name=name)(extra)
+
+
+async def test_notifications_reach_the_get_stream_held_by_another_worker(store_url: str | None) -> None:
+    async with workers(2, store_url=store_url) as (urls, servers, store, _):
+        async with httpx.AsyncClient(timeout=5) as client:
+            headers = await initialized_everywhere(client, urls, servers)
+            async with raw_stream(urls[1], "GET", {**headers, **GET}) as response:
+                assert response.status_code == 200
+                record = await store.sessions.get(headers["mcp-session-id"])
+                assert record is not None and record.stream_worker == "w1"
+                add_tool(servers[0], "extra")  # only the first worker's server changes
+                [(event_id, message)] = await sse_messages(response, 1)
+            assert message["method"] == "notifications/tools/list_changed"
+            assert event_id.startswith("0.") and event_id.endswith("@w1")
+
+
+async def test_a_subscription_made_on_one_worker_holds_on_another(store_url: str | None) -> None:
+    async with workers(2, store_url=store_url) as (urls, servers, _, _state):
+        async with httpx.AsyncClient(timeout=5) as client:
+            headers = await initialized_everywhere(client, urls, servers)
+            async with raw_stream(urls[1], "GET", {**headers, **GET}) as response:
+                subscribe = rpc(1, "resources/subscribe", {"uri": "notes://a"})
+                r = await client.post(urls[1], headers=headers, json=subscribe)
+                assert r.status_code == 200
+                with trio.fail_after(5):  # (the first worker learns it over the bus)
+                    while not any("notes://a" in uris for uris in servers[0]._subscriptions.values()):
+                        await trio.sleep(0.01)
+                await servers[0].notify_resource_updated("notes://a")  # the change is seen there
+                [(_, message)] = await sse_messages(response, 1)
+            assert message == {
+                "jsonrpc": "2.0",
+                "method": "notifications/resources/updated",
+                "params": {"uri": "notes://a"},
+            }
+
+
+async def test_a_resource_update_on_a_worker_without_the_session_reaches_it(store_url: str | None) -> None:
+    async with workers(3, store_url=store_url) as (urls, servers, _, _state):
+        async with httpx.AsyncClient(timeout=5) as client:
+            headers = await initialize(client, urls[0])
+            subscribe = rpc(1, "resources/subscribe", {"uri": "notes://b"})
+            assert (await client.post(urls[0], headers=headers, json=subscribe)).status_code == 200
+            async with raw_stream(urls[0], "GET", {**headers, **GET}) as response:
+                assert not servers[2]._sessions  # the third worker never saw the session
+                await servers[2].notify_resource_updated("notes://b")
+                [(_, message)] = await sse_messages(response, 1)
+            assert message["method"] == "notifications/resources/updated"
+            assert message["params"] == {"uri": "notes://b"}
+
+
+async def test_resumption_with_last_event_id_on_another_worker(store_url: str | None) -> None:
+    async with workers(2, store_url=store_url) as (urls, servers, _, _state):
+        async with httpx.AsyncClient(timeout=5) as client:
+            headers = await initialized_everywhere(client, urls, servers)
+            async with raw_stream(urls[0], "GET", {**headers, **GET}) as response:
+                add_tool(servers[0], "one")
+                add_tool(servers[0], "two")
+                [(first, _), (second, _)] = await sse_messages(response, 2)
+            # gone while no stream was open: kept by the worker that made it
+            add_tool(servers[0], "three")
+            resume = {**headers, **GET, "last-event-id": first}
+            async with raw_stream(urls[1], "GET", resume) as response:
+                got = await sse_messages(response, 2)
+                assert got[0][0] == second  # replayed from the shared event store
+                assert got[1][1]["method"] == "notifications/tools/list_changed"  # the one kept
+                add_tool(servers[0], "four")
+                [(live, message)] = await sse_messages(response, 1)  # then live ones
+            assert message["method"] == "notifications/tools/list_changed"
+            assert live.endswith("@w1") and live not in (first, second)
+
+
+async def test_progress_of_a_call_on_another_worker() -> None:
+    async with workers(2) as (urls, servers, _, _state):
+
+        @servers[1].tool
+        async def steps(ctx: Context) -> str:
+            for i in range(3):
+                await ctx.report_progress(i + 1, 3)
+            return "done"
+
+        async with httpx.AsyncClient(timeout=5) as client:
+            headers = await initialized_everywhere(client, urls, servers)
+            request = rpc(
+                8, "tools/call", {"name": "steps", "arguments": {}, "_meta": {"progressToken": "p"}}
+            )
+            async with raw_stream(urls[1], "POST", headers, request) as response:
+                got = [m for _, m in await sse_messages(response, 4)]
+            assert [m["params"]["progress"] for m in got[:3]] == [1, 2, 3]
+            assert text(got[3]) == "done"
+
+
+async def test_idle_expiry_ends_the_session_only_once_no_worker_uses_it(store_url: str | None) -> None:
+    async with workers(2, idle_timeout=0.6, store_url=store_url) as (urls, servers, store, _):
+        async with httpx.AsyncClient(timeout=5) as client:
+            headers = await initialize(client, urls[0])
+            sid = headers["mcp-session-id"]
+            # used on the second worker only: the first's replica ends, the session lives
+            with trio.fail_after(5):
+                while servers[0]._sessions:
+                    r = await client.post(urls[1], headers=headers, json=call(1, "add", {"a": 1, "b": 1}))
+                    assert r.status_code == 200
+                    await trio.sleep(0.05)
+            assert await store.sessions.get(sid) is not None
+            r = await client.post(urls[0], headers=headers, json=call(2, "where"))
+            assert r.status_code == 200 and text(r.json()) == "w0"  # restored again
+            # used by nobody: it ends everywhere
+            await ended_everywhere(client, urls, servers, store, headers)
+
+
+async def test_a_post_stream_resumed_on_another_worker_gets_the_rest_live(store_url: str | None) -> None:
+    async with workers(2, store_url=store_url) as (urls, servers, _, _state):
+        release = trio.Event()
+
+        @servers[0].tool
+        async def poll(ctx: Context) -> str:
+            """Closes its response stream mid-call (SSE polling)."""
+            await ctx.report_progress(1, 3)
+            await ctx.close_stream()
+            await release.wait()
+            await ctx.report_progress(2, 3)
+            await ctx.report_progress(3, 3)
+            return "polled"
+
+        async with httpx.AsyncClient(timeout=5) as client:
+            headers = await initialized_everywhere(client, urls, servers)
+            request = rpc(9, "tools/call", {"name": "poll", "arguments": {}, "_meta": {"progressToken": "t"}})
+            async with raw_stream(urls[0], "POST", headers, request) as response:
+                [(last, progress)] = await sse_messages(response, 2)  # then the stream ends
+            assert progress["params"]["progress"] == 1
+            assert last.partition(".")[0].endswith("@w0")  # the stream is the first worker's
+            resume = {**headers, **GET, "last-event-id": last}
+            async with raw_stream(urls[1], "GET", resume) as response:
+                release.set()
+                got = [m for _, m in await sse_messages(response, 3)]
+            assert [m["params"]["progress"] for m in got[:2]] == [2, 3]
+            assert got[2]["id"] == 9 and text(got[2]) == "polled"
+
+
+async def test_redis_stopped_and_restarted_mid_run_gives_errors_then_recovers(tmp_path: Any) -> None:
+    redis = RedisServer(tmp_path / "redis")
+    redis.start()
+    try:
+        async with AsyncExitStack() as stack:
+            stores = [
+                await stack.enter_async_context(open_store(redis.url, prefix="down:", timeout=1.0))
+                for _ in range(2)
+            ]
+            async with _serving(2, "h11", None, stores, {}) as (urls, _, _, _state):
+                async with httpx.AsyncClient(timeout=10) as client:
+                    headers = await initialize(client, urls[0])
+                    redis.stop()
+                    with trio.fail_after(8):
+                        # the worker holding the session serves it; the other cannot find it: 503
+                        r = await client.post(urls[0], headers=headers, json=call(1, "add", {"a": 1, "b": 2}))
+                        assert r.status_code == 200 and text(r.json()) == "3"
+                        r = await client.post(urls[1], headers=headers, json=call(2, "add", {"a": 1, "b": 2}))
+                        assert r.status_code == 503 and "store" in r.json()["error"]["message"]
+                    redis.start()  # (empty: nothing was saved)
+                    with trio.fail_after(10):
+                        while True:  # recovery: a new session is shared again
+                            r = await client.post(urls[0], headers=ACCEPT, json=init())
+                            if r.status_code == 200:
+                                fresh = {**headers, "mcp-session-id": r.headers["mcp-session-id"]}
+                                r = await client.post(urls[1], headers=fresh, json=call(3, "where"))
+                                if r.status_code == 200:
+                                    break
+                            await trio.sleep(0.1)
+                    assert text(r.json()) == "w1"
+    finally:
+        redis.stop()
+
+
+async def test_a_replica_counts_against_the_session_table(store_url: str | None) -> None:
+    async with workers(2, store_url=store_url, max_sessions=1) as (urls, _, _, _state):
+        async with httpx.AsyncClient(timeout=5) as client:
+            first = await initialize(client, urls[0])
+            second = await initialize(client, urls[1])
+            r = await client.post(urls[1], headers=second, json=call(1, "add", {"a": 1, "b": 1}))
+            assert r.status_code == 200
+            # the second worker's table is full of its own (past initialize): no room for a replica
+            r = await client.post(urls[1], headers=first, json=call(2, "add", {"a": 1, "b": 1}))
+            assert r.status_code == 503 and r.headers["retry-after"]
+            # an id nobody knows is still 404, and evicts nothing
+            unknown = {**first, "mcp-session-id": "nope"}
+            assert (await client.post(urls[1], headers=unknown, json=call(3, "where"))).status_code == 404
+            r = await client.post(urls[0], headers=first, json=call(4, "where"))
+            assert r.status_code == 200 and text(r.json()) == "w0"
+
+
+async def test_a_worker_stopped_mid_session_loses_only_its_calls(store_url: str | None) -> None:
+    async with workers(2, store_url=store_url) as (urls, _, _, state):
+        async with httpx.AsyncClient(timeout=5) as client:
+            headers = await initialize(client, urls[0])
+            async with trio.open_nursery() as nursery:
+
+                async def in_flight() -> None:
+                    # its connection is cut mid-answer: the client sees an error
+                    with pytest.raises(h11.RemoteProtocolError, match="ConnectionClosed"):
+                        async with raw_stream(urls[0], "POST", headers, call(5, "forever")) as response:
+                            async with aclosing(response.chunks()) as chunks:
+                                async for _ in chunks:
+                                    pass
+
+                nursery.start_soon(in_flight)
+                with trio.fail_after(5):
+                    await state["started"].wait()
+                state["stop"][0]()  # the worker running the call stops
+            r = await client.post(urls[1], headers=headers, json=call(6, "add", {"a": 20, "b": 22}))
+            assert r.status_code == 200 and text(r.json()) == "42"  # the session goes on elsewhere
