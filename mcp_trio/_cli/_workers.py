@@ -34,7 +34,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -158,33 +160,43 @@ def check_workers(args: argparse.Namespace) -> None:
 
 
 def worker_id(args: argparse.Namespace) -> str:
-    """This process's id for the store's bus: ``HOST:PID`` (unique among live workers, and a
-    restarted worker is a new one)."""
-    return f"{socket.gethostname()}:{os.getpid()}"
+    """This process's id for the store's bus: ``HOST-PID`` (unique among live workers, and a
+    restarted worker is a new one; only letters, digits, ``-`` and ``_``, as ``serve_http``
+    takes them)."""
+    host = re.sub(r"[^A-Za-z0-9_-]", "_", socket.gethostname())
+    return f"{host}-{os.getpid()}"
 
 
 # -------------------------------------------------------------- the store (merge point)
 
 
 def _check_store_support(url: str) -> None:
-    """Whether ``url`` (a shared store, checked by :func:`store_url`) can be opened here."""
-    raise ConfigError(f"--store {url}: a shared store needs the store support (mcp_trio.store)")
+    """Whether ``url`` (a shared store, checked by :func:`store_url`) can be opened here: the
+    Redis store needs the ``redis`` extra."""
+    if importlib.util.find_spec("coredis") is None:
+        raise ConfigError(f"--store {url}: the Redis store needs coredis: pip install 'mcp-trio[redis]'")
 
 
 @contextlib.asynccontextmanager
 async def open_store_options(args: argparse.Namespace) -> AsyncIterator[dict[str, Any]]:
     """Open the session store ``--store`` names for this process (worker :func:`worker_id`),
     and yield what ``Server.serve_http`` takes for it, as keywords; close it on the way out.
+    ``memory`` (the default) is each process's own store: nothing to pass.  A store that
+    cannot be opened is an :class:`OSError` naming it (``serve`` says it cannot serve, exit 1)."""
+    if not _shared_store(args):
+        yield {}
+        return
+    from ..store import StoreError, open_store
 
-    This is THE place where the store is opened and passed.  ``memory`` (the default) is each
-    process's own store: nothing to pass.  A shared store (``redis://``) is refused by
-    :func:`check_workers` before anything starts until the store support is merged in; then
-    this opens it (``open_store(args.store)`` for ``worker_id(args)``) and yields
-    ``{"store": store}``.
-    """
-    if _shared_store(args):
-        _check_store_support(args.store)
-    yield {}
+    opened = False
+    try:
+        async with open_store(args.store) as store:
+            opened = True
+            yield {"store": store, "worker_id": worker_id(args)}
+    except StoreError as exc:
+        if opened:
+            raise
+        raise OSError(f"--store: {exc}") from None  # (the store names its URL, password masked)
 
 
 # ----------------------------------------------------------------------------- the worker

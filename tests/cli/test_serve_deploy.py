@@ -70,7 +70,8 @@ class Served:
         )
         self.lines: list[str] = []
         self._changed = threading.Condition()
-        threading.Thread(target=self._read, daemon=True).start()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
 
     def _read(self) -> None:
         assert self.proc.stderr is not None
@@ -117,7 +118,13 @@ class Served:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait(10)
-        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+        # stderr is the reader's until its end of file: a child of the process (a worker)
+        # may hold it open for a while after the process itself is gone.
+        self._reader.join(10)
+        streams = [self.proc.stdin, self.proc.stdout]
+        if not self._reader.is_alive():
+            streams.append(self.proc.stderr)
+        for stream in streams:
             if stream is not None:
                 stream.close()
 

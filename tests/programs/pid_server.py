@@ -18,7 +18,10 @@ def pid() -> str:
 @server.tool
 async def nap(seconds: float) -> str:
     """Sleep, then tell which process answered."""
+    import sys
+
     import trio
 
+    print(f"nap started in {os.getpid()}", file=sys.stderr, flush=True)
     await trio.sleep(seconds)
     return str(os.getpid())

@@ -14,14 +14,18 @@ from contextlib import asynccontextmanager
 
 import coredis
 import trio
+from anyio import BrokenResourceError, ClosedResourceError, WouldBlock
 from coredis.exceptions import ConnectionError as RedisConnectionError
 
 from .._base import StoreError
 from .._memory import Store
 from ._bus import RedisBus
-from ._conn import RedisConnection, leaf, redact, store_error
+from ._conn import RedisConnection, leaf, leaves, redact, store_error
 from ._sessions import RedisEventStore, RedisSessionStore
 from ._tasks import RedisTaskStore
+
+# What coredis's own tasks may raise when cancelled with the store (streams closed under them).
+_TEARDOWN = (ClosedResourceError, BrokenResourceError, WouldBlock, RedisConnectionError)
 
 MAX_CONNECTIONS = 64  # a store's connections to Redis, besides the bus's subscriber
 
@@ -67,6 +71,11 @@ async def open_redis_store(
             finally:
                 nursery.cancel_scope.cancel()
     except BaseExceptionGroup as group:  # from the client's task group: never let one escape
+        cancelled, rest = group.split(trio.Cancelled)
+        if cancelled is not None and (rest is None or all(isinstance(e, _TEARDOWN) for e in leaves(rest))):
+            # Cancelled from outside (a server stopping): coredis's tasks, cancelled with it,
+            # may trip on their own closed streams on the way out; the cancellation goes on.
+            raise leaf(cancelled) from None
         error = store_error(redact(url), "connecting", group)
         if isinstance(error, StoreError):
             raise error from leaf(group)

@@ -45,9 +45,9 @@ def leaf(exc: BaseException) -> BaseException:
     return exc
 
 
-def _leaves(exc: BaseException) -> list[BaseException]:
+def leaves(exc: BaseException) -> list[BaseException]:
     if isinstance(exc, BaseExceptionGroup):
-        return [inner for member in exc.exceptions for inner in _leaves(member)]
+        return [inner for member in exc.exceptions for inner in leaves(member)]
     return [exc]
 
 
@@ -55,13 +55,13 @@ def store_error(url: str, what: str, exc: BaseException) -> BaseException:
     """The store's error for ``exc``, raised by coredis while doing ``what`` (an
     exception group counts when every exception inside is a Redis failure);
     anything else comes back unchanged."""
-    leaves = _leaves(exc)
-    first = leaves[0]
-    if all(isinstance(e, _UNAVAILABLE) for e in leaves):
+    found = leaves(exc)
+    first = found[0]
+    if all(isinstance(e, _UNAVAILABLE) for e in found):
         return StoreUnavailable(f"the Redis store at {url} is unavailable ({what}): {first}")
-    if all(isinstance(e, (*_UNAVAILABLE, RedisError)) for e in leaves):
+    if all(isinstance(e, (*_UNAVAILABLE, RedisError)) for e in found):
         return StoreError(f"the Redis store at {url} refused {what}: {first}")
-    return exc if len(leaves) > 1 else first
+    return exc if len(found) > 1 else first
 
 
 def ms(seconds: float) -> int:
