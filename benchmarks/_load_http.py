@@ -65,6 +65,7 @@ def http_calls(
     check: str = "echo",
     warmup: float = 0.2,
     server_pid: int | None = None,
+    store_pid: int | None = None,
 ) -> Measurement:
     """``clients`` sessions, each calling ``echo`` back to back, measured for ``duration`` s.
 
@@ -73,7 +74,9 @@ def http_calls(
     are not counted.  The rate is the calls that both started and ended inside
     the measured window, divided by its length.  With ``server_pid``, the server process's CPU
     time (user + system, every thread) over the calling phase (warm-up included) divided by
-    the calls answered in it is the measurement's ``cpu_per_call``.
+    the calls answered in it is the measurement's ``cpu_per_call``; with ``store_pid`` (a process
+    the server relies on, such as the redis-server of its session store), that process's is
+    ``store_cpu_per_call``.
     """
     call = EchoCall(text)
     expect = text if check == "echo" else None
@@ -102,13 +105,15 @@ def http_calls(
         pool.run([_open_session(s) for s in sessions])
         begin = clock() + warmup
         window[:] = [begin, begin + duration]
-        cpu_before = cpu_seconds(server_pid) if server_pid else 0.0
+        pids = {"server": server_pid, "store": store_pid}
+        before = {name: cpu_seconds(pid) for name, pid in pids.items() if pid}
         pool.run([calls(s) for s in sessions])
-        cpu = cpu_seconds(server_pid) - cpu_before if server_pid else None
+        used = {name: cpu_seconds(pids[name]) - seconds for name, seconds in before.items()}
         pool.run([_close_session(s) for s in sessions])
     measured = Measurement(len(latencies), duration, latencies)
-    if cpu is not None and answered[0]:
-        measured.cpu_per_call = cpu / answered[0]
+    if answered[0]:
+        measured.cpu_per_call = used["server"] / answered[0] if "server" in used else None
+        measured.store_cpu_per_call = used["store"] / answered[0] if "store" in used else None
     return measured
 
 
