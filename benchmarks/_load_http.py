@@ -12,7 +12,8 @@ from __future__ import annotations
 import os
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from benchmarks._load_http_client import Flow, HttpClients, HttpRequest, HttpTarget
 from benchmarks._load_messages import (
@@ -64,7 +65,7 @@ def http_calls(
     text: str = "hello",
     check: str = "echo",
     warmup: float = 0.2,
-    server_pid: int | None = None,
+    server_pid: int | Sequence[int] | None = None,
     store_pid: int | None = None,
 ) -> Measurement:
     """``clients`` sessions, each calling ``echo`` back to back, measured for ``duration`` s.
@@ -74,7 +75,8 @@ def http_calls(
     are not counted.  The rate is the calls that both started and ended inside
     the measured window, divided by its length.  With ``server_pid``, the server process's CPU
     time (user + system, every thread) over the calling phase (warm-up included) divided by
-    the calls answered in it is the measurement's ``cpu_per_call``; with ``store_pid`` (a process
+    the calls answered in it is the measurement's ``cpu_per_call`` (a server of several
+    processes: a sequence of their ids, summed); with ``store_pid`` (a process
     the server relies on, such as the redis-server of its session store), that process's is
     ``store_cpu_per_call``.
     """
@@ -106,7 +108,7 @@ def http_calls(
         begin = clock() + warmup
         window[:] = [begin, begin + duration]
         pids = {"server": server_pid, "store": store_pid}
-        before = {name: cpu_seconds(pid) for name, pid in pids.items() if pid}
+        before = {name: cpu_seconds(pid) for name, pid in pids.items() if pid is not None}
         pool.run([calls(s) for s in sessions])
         used = {name: cpu_seconds(pids[name]) - seconds for name, seconds in before.items()}
         pool.run([_close_session(s) for s in sessions])
@@ -117,11 +119,28 @@ def http_calls(
     return measured
 
 
-def cpu_seconds(pid: int) -> float:
-    """CPU time (user + system) process ``pid`` has used so far (``/proc/<pid>/stat``)."""
+def cpu_seconds(pid: int | Sequence[int]) -> float:
+    """CPU time (user + system) process ``pid`` (or these processes together) has used so far
+    (``/proc/<pid>/stat``)."""
+    if not isinstance(pid, int):
+        return sum(cpu_seconds(one) for one in pid)
     with open(f"/proc/{pid}/stat", "rb") as stat:
         fields = stat.read().rsplit(b")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and its children, theirs, and so on (``/proc/<pid>/task/*/children``), as now."""
+    found = [pid]
+    try:
+        children = [
+            c for task in Path(f"/proc/{pid}/task").iterdir() for c in (task / "children").read_text().split()
+        ]
+    except OSError:  # (it, or a thread of it, has just ended)
+        return found
+    for child in children:
+        found += process_tree(int(child))
+    return found
 
 
 def open_idle_sessions(target: HttpTarget, count: int, *, connections: int = 16) -> int:

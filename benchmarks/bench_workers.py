@@ -48,7 +48,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from benchmarks._load_http import http_calls, wait_for_port
+from benchmarks._load_http import free_port, http_calls, process_tree, wait_for_port
 from benchmarks._load_http_client import HttpTarget
 from benchmarks._load_messages import LoadError
 from benchmarks._redis import RedisServer
@@ -96,10 +96,11 @@ def configurations(counts: list[int], *, stateless: bool = False, sdk: bool = Tr
 
 @dataclass
 class Served:
-    """A running configuration: where it listens, and its process when it is the only one."""
+    """A running configuration: where it listens, and its processes (the first one and its
+    workers)."""
 
     target: HttpTarget
-    pid: int | None
+    pids: list[int]
 
 
 def _ours_argv(config: Config, store_url: str | None, front_door: str) -> list[str]:
@@ -140,10 +141,8 @@ def serving_ours(config: Config, store_url: str | None, front_door: str) -> Iter
             said.append(line)
         url = line.split(" at ")[1].split()[0]
         host_port = url.split("//", 1)[1].split("/", 1)[0]
-        # (with one worker there is no supervisor: the process is the server)
-        yield Served(
-            HttpTarget(HOST, int(host_port.rsplit(":", 1)[1])), process.pid if config.workers == 1 else None
-        )
+        # (the supervisor announces once its workers serve)
+        yield Served(HttpTarget(HOST, int(host_port.rsplit(":", 1)[1])), process_tree(process.pid))
     finally:
         _stop(process)  # (SIGTERM: the supervisor stops its workers)
         drainer.join(5)
@@ -154,8 +153,6 @@ def serving_ours(config: Config, store_url: str | None, front_door: str) -> Iter
 @contextmanager
 def serving_sdk(config: Config, python: str) -> Iterator[Served]:
     """The SDK's stateless server under uvicorn with ``config.workers`` workers."""
-    from benchmarks._load_http import free_port
-
     port = free_port(HOST)
     argv = [python, "benchmarks/peers/sdk_lowlevel.py", "http", str(port), "--json", "--stateless"]
     argv += ["--workers", str(config.workers)]
@@ -165,9 +162,19 @@ def serving_sdk(config: Config, python: str) -> Iterator[Served]:
         )
         try:
             wait_for_port(HOST, port, 60, lambda: process.poll() is None)
-            yield Served(HttpTarget(HOST, port), process.pid if config.workers == 1 else None)
+            yield Served(HttpTarget(HOST, port), _workers_started(process, config.workers))
         finally:
             _stop(process)  # (SIGTERM: uvicorn stops its workers)
+
+
+def _workers_started(process: subprocess.Popen[bytes], workers: int) -> list[int]:
+    """The processes of uvicorn ``process`` once its ``workers`` have started (it listens before)."""
+    deadline = time.monotonic() + 30
+    while len(tree := process_tree(process.pid)) <= workers and workers > 1:
+        if process.poll() is not None or time.monotonic() > deadline:
+            raise LoadError(f"uvicorn did not start {workers} workers: {tree}")
+        time.sleep(0.05)
+    return tree
 
 
 def pinned_sdk() -> str:
@@ -222,7 +229,7 @@ def measure(
                         duration,
                         clients=clients,
                         warmup=setup.warmup,
-                        server_pid=served.pid,
+                        server_pid=served.pids,
                         store_pid=store_pid,
                     )
                 )
@@ -306,7 +313,7 @@ def render(report: dict[str, Any]) -> str:
         f"echo calls/s at {report['clients']} clients, each with its own session ({report['front_door']})",
         f"  load average before {report['load_before']}, after {report['load_after']}",
         *map(_table_line, [head, *cells]),
-        "  (CPU: µs per call, of the server's process and of redis-server; one process only)",
+        "  (CPU: µs per call, of all the server's processes (workers, supervisor), of redis-server)",
     ]
     cost = report.get("store_cost")
     if cost:

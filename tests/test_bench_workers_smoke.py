@@ -63,9 +63,8 @@ def test_sessions_in_memory_and_in_redis_at_1_and_2_workers_and_the_sdk(
     assert list(rows) == ["memory-1", "redis-1", "redis-2", "sdk-1", "sdk-2"]
     assert all(row["rate"] > 0 and row["ratio"] > 0 for row in rows.values())
     assert rows["memory-1"]["ratio"] == rows["sdk-1"]["ratio"] == 1.0
-    # one process: its CPU per call is known, and redis-server's for the Redis store
-    for key in ("memory-1", "redis-1", "sdk-1"):
-        assert 0 < rows[key]["cpu_us_per_call"] < 1e5
+    # the CPU per call of the server's processes, and of redis-server for the Redis store
+    assert all(0 < row["cpu_us_per_call"] < 1e5 for row in rows.values())
     assert rows["redis-1"]["redis_cpu_us_per_call"] is not None
     assert rows["memory-1"]["redis_cpu_us_per_call"] is None
     assert set(report["store_cost"]) == {"rate", "server_cpu", "server_and_redis_cpu"}  # type: ignore[call-overload]
