@@ -67,6 +67,7 @@ def http_calls(
     warmup: float = 0.2,
     server_pid: int | Sequence[int] | None = None,
     store_pid: int | None = None,
+    connections_per_session: int = 1,
 ) -> Measurement:
     """``clients`` sessions, each calling ``echo`` back to back, measured for ``duration`` s.
 
@@ -78,13 +79,15 @@ def http_calls(
     the calls answered in it is the measurement's ``cpu_per_call`` (a server of several
     processes: a sequence of their ids, summed); with ``store_pid`` (a process
     the server relies on, such as the redis-server of its session store), that process's is
-    ``store_cpu_per_call``.
+    ``store_cpu_per_call``.  With ``connections_per_session`` K above 1, the ``clients``
+    connections carry ``clients / K`` sessions (rounded up), each called over K connections
+    at once: behind several workers sharing the port, a session's requests land on several.
     """
     call = EchoCall(text)
     expect = text if check == "echo" else None
     clock = time.perf_counter
     latencies: list[float] = []
-    sessions = [_Session() for _ in range(clients)]
+    sessions = [_Session() for _ in range(-(-clients // max(1, connections_per_session)))]
     window: list[float] = []
     answered = [0]
 
@@ -109,7 +112,7 @@ def http_calls(
         window[:] = [begin, begin + duration]
         pids = {"server": server_pid, "store": store_pid}
         before = {name: cpu_seconds(pid) for name, pid in pids.items() if pid is not None}
-        pool.run([calls(s) for s in sessions])
+        pool.run([calls(sessions[i % len(sessions)]) for i in range(clients)])
         used = {name: cpu_seconds(pids[name]) - seconds for name, seconds in before.items()}
         pool.run([_close_session(s) for s in sessions])
     measured = Measurement(len(latencies), duration, latencies)

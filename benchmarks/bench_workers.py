@@ -208,6 +208,7 @@ class Setup:
     store_pid: int | None = None
     sdk_python: str = sys.executable
     warmup: float = 0.5
+    connections_per_session: int = 1
 
 
 def measure(
@@ -231,6 +232,7 @@ def measure(
                         warmup=setup.warmup,
                         server_pid=served.pids,
                         store_pid=store_pid,
+                        connections_per_session=setup.connections_per_session,
                     )
                 )
 
@@ -309,8 +311,10 @@ def render(report: dict[str, Any]) -> str:
         )
         for r in report["configs"].values()
     ]
+    per = report["connections_per_session"]
+    sessions = "each with its own session" if per == 1 else f"a session per {per} of them"
     out = [
-        f"echo calls/s at {report['clients']} clients, each with its own session ({report['front_door']})",
+        f"echo calls/s at {report['clients']} clients, {sessions} ({report['front_door']})",
         f"  load average before {report['load_before']}, after {report['load_after']}",
         *map(_table_line, [head, *cells]),
         "  (CPU: µs per call, of all the server's processes (workers, supervisor), of redis-server)",
@@ -333,6 +337,14 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--workers", default="1,2", help="worker counts, comma-separated (default: 1,2)")
     parser.add_argument("--duration", type=float, default=5.0, help="seconds measured per run (default: 5)")
     parser.add_argument("--clients", type=int, default=64, help="concurrent clients (default: 64)")
+    parser.add_argument(
+        "--connections-per-session",
+        type=int,
+        default=1,
+        metavar="K",
+        help="call each session over K connections (clients / K sessions): its requests land on "
+        "several workers (default: 1)",
+    )
     parser.add_argument("--warmup", type=float, default=0.5, help="seconds not counted first (default: 0.5)")
     parser.add_argument("--rounds", type=int, default=1, help="runs per configuration (default: 1)")
     parser.add_argument("--front-door", choices=("h11", "hypercorn"), default="h11")
@@ -351,7 +363,8 @@ def main(argv: list[str] | None = None) -> int:
     configs = configurations(
         [int(n) for n in args.workers.split(",")], stateless=args.stateless, sdk=not args.no_sdk
     )
-    setup = Setup(front_door=args.front_door, store_url=args.store_url, warmup=args.warmup)
+    setup = Setup(args.front_door, args.store_url, warmup=args.warmup)
+    setup.connections_per_session = args.connections_per_session
     with ExitStack() as stack:
         if any(c.store == "redis" for c in configs) and setup.store_url is None:
             folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-redis-")))
@@ -362,6 +375,7 @@ def main(argv: list[str] | None = None) -> int:
         before = loadavg()
         rows = measure(configs, setup, duration=args.duration, clients=args.clients, rounds=args.rounds)
     report = {"clients": args.clients, "front_door": args.front_door, "load_before": before}
+    report["connections_per_session"] = args.connections_per_session
     report.update(load_after=loadavg(), configs=rows, **compare(rows))
     print(json.dumps(report) if args.json else render(report))
     return 0

@@ -57,7 +57,9 @@ def _run(capsys: pytest.CaptureFixture[str], *extra: str) -> dict[str, object]:
 def test_sessions_in_memory_and_in_redis_at_1_and_2_workers_and_the_sdk(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    report = _run(capsys, "--redis-server", redis_server_path())
+    # (each session called over 2 connections: with 2 workers its requests land on both)
+    report = _run(capsys, "--redis-server", redis_server_path(), "--connections-per-session", "2")
+    assert report["connections_per_session"] == 2
     rows = report["configs"]
     assert isinstance(rows, dict)
     assert list(rows) == ["memory-1", "redis-1", "redis-2", "sdk-1", "sdk-2"]
@@ -73,6 +75,7 @@ def test_sessions_in_memory_and_in_redis_at_1_and_2_workers_and_the_sdk(
 
 def test_stateless_at_1_and_2_workers_and_the_sdk(capsys: pytest.CaptureFixture[str]) -> None:
     report = _run(capsys, "--stateless")
+    assert report["connections_per_session"] == 1
     rows = report["configs"]
     assert isinstance(rows, dict)
     assert list(rows) == ["stateless-1", "stateless-2", "sdk-1", "sdk-2"]
