@@ -24,8 +24,10 @@ configurations, measured in the same run:
 With ``--stateless``, mcp-trio's rows are ``stateless-N`` (``--stateless --workers N``, no store)
 instead of ``memory-1`` and ``redis-N``.  Reported: each configuration's calls/s and its ratio to
 the same server with one worker; the Redis store's cost against memory at one worker (calls/s,
-and CPU per call of the server and of redis-server, from ``/proc``); mcp-trio against the SDK at
-each worker count.  With ``--rounds`` above 1 the configurations take turns and each keeps its
+and CPU per call of the server's processes and of redis-server, from ``/proc``); mcp-trio against
+the SDK at each worker count.  ``--connections-per-session K`` calls each session over K
+connections (``clients / K`` sessions), so its requests land on several workers.  With
+``--rounds`` above 1 the configurations take turns and each keeps its
 median.  The load generator is one more process on the same cores: on a 2-core machine it takes
 one of them.
 """
