@@ -12,7 +12,8 @@ from __future__ import annotations
 import os
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from benchmarks._load_http_client import Flow, HttpClients, HttpRequest, HttpTarget
 from benchmarks._load_messages import (
@@ -64,7 +65,9 @@ def http_calls(
     text: str = "hello",
     check: str = "echo",
     warmup: float = 0.2,
-    server_pid: int | None = None,
+    server_pid: int | Sequence[int] | None = None,
+    store_pid: int | None = None,
+    connections_per_session: int = 1,
 ) -> Measurement:
     """``clients`` sessions, each calling ``echo`` back to back, measured for ``duration`` s.
 
@@ -73,13 +76,18 @@ def http_calls(
     are not counted.  The rate is the calls that both started and ended inside
     the measured window, divided by its length.  With ``server_pid``, the server process's CPU
     time (user + system, every thread) over the calling phase (warm-up included) divided by
-    the calls answered in it is the measurement's ``cpu_per_call``.
+    the calls answered in it is the measurement's ``cpu_per_call`` (a server of several
+    processes: a sequence of their ids, summed); with ``store_pid`` (a process
+    the server relies on, such as the redis-server of its session store), that process's is
+    ``store_cpu_per_call``.  With ``connections_per_session`` K above 1, the ``clients``
+    connections carry ``clients / K`` sessions (rounded up), each called over K connections
+    at once: behind several workers sharing the port, a session's requests land on several.
     """
     call = EchoCall(text)
     expect = text if check == "echo" else None
     clock = time.perf_counter
     latencies: list[float] = []
-    sessions = [_Session() for _ in range(clients)]
+    sessions = [_Session() for _ in range(-(-clients // max(1, connections_per_session)))]
     window: list[float] = []
     answered = [0]
 
@@ -102,21 +110,40 @@ def http_calls(
         pool.run([_open_session(s) for s in sessions])
         begin = clock() + warmup
         window[:] = [begin, begin + duration]
-        cpu_before = cpu_seconds(server_pid) if server_pid else 0.0
-        pool.run([calls(s) for s in sessions])
-        cpu = cpu_seconds(server_pid) - cpu_before if server_pid else None
+        pids = {"server": server_pid, "store": store_pid}
+        before = {name: cpu_seconds(pid) for name, pid in pids.items() if pid is not None}
+        pool.run([calls(sessions[i % len(sessions)]) for i in range(clients)])
+        used = {name: cpu_seconds(pids[name]) - seconds for name, seconds in before.items()}
         pool.run([_close_session(s) for s in sessions])
     measured = Measurement(len(latencies), duration, latencies)
-    if cpu is not None and answered[0]:
-        measured.cpu_per_call = cpu / answered[0]
+    if answered[0]:
+        measured.cpu_per_call = used["server"] / answered[0] if "server" in used else None
+        measured.store_cpu_per_call = used["store"] / answered[0] if "store" in used else None
     return measured
 
 
-def cpu_seconds(pid: int) -> float:
-    """CPU time (user + system) process ``pid`` has used so far (``/proc/<pid>/stat``)."""
+def cpu_seconds(pid: int | Sequence[int]) -> float:
+    """CPU time (user + system) process ``pid`` (or these processes together) has used so far
+    (``/proc/<pid>/stat``)."""
+    if not isinstance(pid, int):
+        return sum(cpu_seconds(one) for one in pid)
     with open(f"/proc/{pid}/stat", "rb") as stat:
         fields = stat.read().rsplit(b")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and its children, theirs, and so on (``/proc/<pid>/task/*/children``), as now."""
+    found = [pid]
+    try:
+        children = [
+            c for task in Path(f"/proc/{pid}/task").iterdir() for c in (task / "children").read_text().split()
+        ]
+    except OSError:  # (it, or a thread of it, has just ended)
+        return found
+    for child in children:
+        found += process_tree(int(child))
+    return found
 
 
 def open_idle_sessions(target: HttpTarget, count: int, *, connections: int = 16) -> int:

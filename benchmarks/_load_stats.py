@@ -17,6 +17,8 @@ class Measurement:
     latencies: list[float] = field(repr=False, default_factory=list)
     #: The server's CPU seconds per call, when measured (``http_calls(server_pid=...)``).
     cpu_per_call: float | None = None
+    #: The CPU seconds per call of a process the server relies on (``http_calls(store_pid=...)``).
+    store_cpu_per_call: float | None = None
 
     @property
     def rate(self) -> float:

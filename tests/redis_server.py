@@ -1,32 +1,26 @@
 """A real ``redis-server`` for tests, on a free loopback port, with nothing
 saved to disk.
 
-If ``redis-server`` is not on PATH it is installed from Debian's package
-(``apt-get install -y redis-server``) when the tests run as root, as
-``tests/conformance/runner.py`` installs Node; otherwise the fixture fails
-saying what to install.  Use the ``redis_server`` fixture (one server for the
-test session; give each test a prefix of its own) or :class:`RedisServer`
-directly (a server of a test's own, which it may stop and restart)."""
+The server itself is :class:`benchmarks._redis.RedisServer` (the benchmarks
+start theirs with it too); here, if ``redis-server`` is not on PATH it is
+installed from Debian's package (``apt-get install -y redis-server``) when the
+tests run as root, as ``tests/conformance/runner.py`` installs Node; otherwise
+the fixture fails saying what to install.  Use the ``redis_server`` fixture
+(one server for the test session; give each test a prefix of its own) or
+:class:`RedisServer` directly (a server of a test's own, which it may stop and
+restart)."""
 
 from __future__ import annotations
 
-import socket
-import subprocess
-import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
+from benchmarks import _redis
+from benchmarks._redis import RedisUnavailable
 from tests.debian import Unavailable, ensure_command
 
-START_TIMEOUT = 15.0  # seconds for redis-server to answer PING
-STOP_TIMEOUT = 10.0
-INSTALL_TIMEOUT = 600.0
-
-
-class RedisUnavailable(RuntimeError):
-    """redis-server is missing and cannot be installed, or did not start."""
+__all__ = ["RedisServer", "RedisUnavailable", "redis_server", "redis_server_path"]
 
 
 def redis_server_path() -> str:
@@ -37,76 +31,12 @@ def redis_server_path() -> str:
         raise RedisUnavailable(str(exc)) from None
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+class RedisServer(_redis.RedisServer):
+    """A ``redis-server`` subprocess on ``127.0.0.1:port`` (a free one unless given),
+    installed first if it is missing (:func:`redis_server_path`)."""
 
-
-def _answers_ping(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1) as conn:
-            conn.sendall(b"PING\r\n")
-            return conn.recv(16).startswith(b"+PONG")
-    except OSError:
-        return False
-
-
-class RedisServer:
-    """A ``redis-server`` subprocess on ``127.0.0.1:port`` (a free one unless given)."""
-
-    def __init__(self, directory: Path, port: int | None = None) -> None:
-        self.directory = directory
-        self.port = port or _free_port()
-        self.process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        """``redis://127.0.0.1:PORT/0``."""
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> None:
-        """Start it, and wait (bounded) until it answers PING."""
-        assert self.process is None, "already running"
-        self.directory.mkdir(parents=True, exist_ok=True)
-        log = self.directory / "redis.log"
-        command = [
-            redis_server_path(),
-            "--port", str(self.port),
-            "--bind", "127.0.0.1",
-            "--save", "",
-            "--appendonly", "no",
-            "--dir", str(self.directory),
-            "--logfile", str(log),
-        ]  # fmt: skip
-        self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
-        deadline = time.monotonic() + START_TIMEOUT
-        while not _answers_ping(self.port):
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                output = log.read_text(errors="replace")[-2000:] if log.exists() else ""
-                raise RedisUnavailable(
-                    f"redis-server did not answer PING on port {self.port} "
-                    f"within {START_TIMEOUT:g} s:\n{output}"
-                )
-            time.sleep(0.02)
-
-    def stop(self) -> None:
-        """Stop it (SIGTERM, then SIGKILL if it lingers)."""
-        process, self.process = self.process, None
-        if process is None:
-            return
-        process.terminate()
-        try:
-            process.wait(STOP_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(STOP_TIMEOUT)
-
-    def restart(self) -> None:
-        """Stop it and start it again on the same port (empty: nothing is saved)."""
-        self.stop()
-        self.start()
+    def executable(self) -> str:
+        return self.command or redis_server_path()
 
 
 @pytest.fixture(scope="session")

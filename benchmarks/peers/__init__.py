@@ -7,7 +7,8 @@ Every MCP peer offers the tools of ``benchmarks/echo_server.py``: ``echo(text)``
     python benchmarks/peers/NAME.py http PORT [--json]
 
 * ``sdk_lowlevel``: the official SDK's low-level ``Server`` (``mcp.server.lowlevel``);
-  HTTP on uvicorn, SSE answers by default, JSON bodies with ``--json``.
+  HTTP on uvicorn, SSE answers by default, JSON bodies with ``--json``; its stateless mode
+  with ``--stateless``, under N uvicorn workers with ``--workers N`` (``bench_workers.py``).
 * ``sdk_highlevel``: the official SDK's high-level ``MCPServer``.
 * ``fastmcp_server``: FastMCP.
 * ``ts_sdk_server.mjs``: the TypeScript SDK's low-level ``Server`` on Node, run as ``node

@@ -1,7 +1,10 @@
 """The official SDK's low-level server (``mcp.server.lowlevel.Server``) with echo and sleep.
 
 Run with ``python benchmarks/peers/sdk_lowlevel.py stdio`` or ``... http PORT [--json]``
-(uvicorn, as ``MCPServer.run("streamable-http")`` does).
+(uvicorn, as ``MCPServer.run("streamable-http")`` does).  ``--stateless`` serves the SDK's
+stateless mode (``stateless_http=True``: no sessions, a fresh transport per request), and
+``--workers N`` runs it in N uvicorn worker processes sharing the port (``uvicorn --workers``:
+the app is then built in each worker by :func:`app_from_environment`).
 """
 
 from __future__ import annotations
@@ -64,15 +67,38 @@ async def serve_stdio() -> None:
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
+#: How :func:`app_from_environment` builds the app in each uvicorn worker: "json,stateless,HOST".
+APP_ENV = "BENCH_SDK_LOWLEVEL_APP"
+
+
+def app_from_environment() -> Any:
+    """The Streamable HTTP app as :data:`APP_ENV` describes it (uvicorn's factory, per worker)."""
+    json_response, stateless, host = os.environ[APP_ENV].split(",", 2)
+    return server.streamable_http_app(
+        json_response=json_response == "1", stateless_http=stateless == "1", host=host
+    )
+
+
 def main() -> None:
-    args = parse()
+    args = parse(scaling=True)
     if args.transport == "stdio":
         anyio.run(serve_stdio)
         return
     import uvicorn
 
-    app = server.streamable_http_app(json_response=args.json, host=args.host)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    if args.workers == 1 and not args.stateless:
+        app = server.streamable_http_app(json_response=args.json, host=args.host)
+        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+        return
+    os.environ[APP_ENV] = f"{int(args.json)},{int(args.stateless)},{args.host}"
+    uvicorn.run(
+        "sdk_lowlevel:app_from_environment",
+        factory=True,
+        workers=args.workers,
+        host=args.host,
+        port=args.port,
+        log_level="warning",
+    )
 
 
 if __name__ == "__main__":
