@@ -12,8 +12,6 @@ import pytest
 
 from benchmarks import bench_workers
 from benchmarks.bench_workers import Config, compare, configurations
-from mcp_trio._cli import _workers
-from mcp_trio._cli._config import ConfigError
 from tests.redis_server import redis_server_path
 
 pytestmark = pytest.mark.slow
@@ -33,27 +31,11 @@ BRIEF = [
 ]
 
 
-def _store_support() -> bool:
-    """Whether ``serve --store redis://...`` is accepted by this checkout."""
-    check = getattr(_workers, "_check_store_support", None)
-    try:
-        if check is not None:
-            check("redis://127.0.0.1:6379/0")
-    except ConfigError:
-        return False
-    return True
-
-
 def _run(capsys: pytest.CaptureFixture[str], *extra: str) -> dict[str, object]:
     assert bench_workers.main([*BRIEF, *extra]) == 0
     return json.loads(capsys.readouterr().out)  # type: ignore[no-any-return]
 
 
-@pytest.mark.xfail(
-    not _store_support(),
-    reason="serve --store redis:// is refused until the shared sessions are merged in",
-    strict=True,
-)
 def test_sessions_in_memory_and_in_redis_at_1_and_2_workers_and_the_sdk(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
