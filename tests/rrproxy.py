@@ -70,8 +70,14 @@ async def serve_round_robin(
                     await _relay_connection(stream, await connect())
                 else:
                     await _relay_requests(stream, connect, max_body)
-            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError, trio.TooSlowError):
-                pass
+            except* (
+                trio.BrokenResourceError,
+                trio.ClosedResourceError,
+                OSError,
+                trio.TooSlowError,
+                h11.ProtocolError,
+            ):
+                pass  # (one client or backend connection failed: the proxy goes on)
 
     listeners = await trio.open_tcp_listeners(port, host=host)
     async with trio.open_nursery() as nursery:
