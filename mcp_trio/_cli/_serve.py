@@ -24,6 +24,7 @@ from ._shutdown import serve_until_signalled
 from ._tuning import run_on_allocator, serve_tidying_after_bursts, settle_heap
 from ._workers import (
     add_worker_arguments,
+    apply_state_key,
     check_workers,
     open_store_options,
     supervise,
@@ -523,6 +524,7 @@ def _cmd_serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
             if getattr(args, "whole_process", False):
                 run_on_allocator(args.allocator, network=args.http is not None or args.ws is not None)
             server = load_server(args.target)
+            apply_state_key(server, args)
         except (_ServeError, ConfigError) as exc:
             print(f"mcp-trio serve: error: {exc}", file=sys.stderr)
             return 2

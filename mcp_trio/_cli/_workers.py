@@ -35,8 +35,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib.util
+import logging
 import os
 import re
+import secrets
 import signal
 import socket
 import subprocess
@@ -61,6 +63,8 @@ __all__ = [
 ]
 
 #: The schemes --store takes (memory: the default, in-process store).
+log = logging.getLogger("mcp_trio.serve")
+STATE_KEY_VARIABLE = "MCP_TRIO_STATE_KEY"
 STORE_SCHEMES = ("memory", "redis", "rediss")
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 #: The restart backoff: the first restart after _BACKOFF_FIRST seconds, doubling for each worker
@@ -91,6 +95,14 @@ def add_worker_arguments(p: Any) -> None:
         help="with --http, where sessions, resumable streams and tasks are kept: 'memory' (default: "
         "this process only) or redis://HOST[:PORT][/DB] (rediss:// for TLS), shared by every "
         "worker and host given the same URL",
+    )
+    p.add_argument(
+        "--state-key",
+        metavar="SECRET",
+        help="the key (at least 16 characters) that signs 2026-07-28 multi-round-trip request "
+        "state: every process serving one endpoint must have the same (give it as "
+        "MCP_TRIO_STATE_KEY rather than on the command line); default: one drawn by the process, "
+        "or by the supervisor for all its workers",
     )
     p.add_argument("--worker-of", metavar="INDEX:FD", help=argparse.SUPPRESS)
 
@@ -422,15 +434,33 @@ def supervise(parser: argparse.ArgumentParser, args: argparse.Namespace, host: s
         print(f"mcp-trio serve: error: cannot serve: {exc}", file=sys.stderr)
         return 1
     shown = f"[{host}]" if ":" in host else host
-    flags = as_argv(parser, args, leave_out=("http", "workers", "worker_of", "config"))
+    # (the state key goes to the workers in their environment, never on a command line)
+    flags = as_argv(parser, args, leave_out=("http", "workers", "worker_of", "config", "state_key"))
     command = [sys.executable, "-m", "mcp_trio._cli", "serve", args.target, *flags]
     command += ["--http", f"{shown}:{port}", "--workers", "1"]
     try:
         supervisor = _Supervisor(command, args.workers, args.grace_period)
-        supervisor.environment = allocator_environment(args.allocator, network=True)
+        environment = allocator_environment(args.allocator, network=True) or dict(os.environ)
+        environment[STATE_KEY_VARIABLE] = args.state_key or secrets.token_hex(32)
+        supervisor.environment = environment
         return trio.run(_supervise, supervisor, args.front_door)
     except KeyboardInterrupt:  # (before the signals were taken over)
         return 130
     finally:
         for sock in held:
             sock.close()
+
+
+def apply_state_key(server: Any, args: argparse.Namespace) -> None:
+    """Give ``server`` the ``--state-key`` (or MCP_TRIO_STATE_KEY); with a shared store and no
+    key, warn: a multi-round-trip request begun here would fail on another process."""
+    if args.state_key:
+        key = str(args.state_key).encode()
+        if len(key) < 16:
+            raise ConfigError("--state-key: at least 16 characters")
+        server.use_state_key(key)
+    elif _shared_store(args) and args.worker_of is None:
+        log.warning(
+            "--store without --state-key: 2026-07-28 multi-round-trip requests begun on this "
+            "process fail on the others; give every process the same MCP_TRIO_STATE_KEY"
+        )

@@ -362,6 +362,12 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin, _RoutesMixin, _Serving
             "tasks/update": self.tasks.update_task,
         }
 
+    def use_state_key(self, key: bytes) -> None:
+        """Sign multi-round-trip request state (2026-07-28) with ``key`` (at least 16 bytes)
+        from now on, as every process serving one endpoint must: a ``requestState`` signed by
+        one is then accepted by the others (``mcp-trio serve --state-key``)."""
+        self._state = StateCodec(key, self._state.ttl)
+
     def statistics(self) -> ServerStatistics:
         """Sessions open and opened, requests in flight and finished by
         outcome, in all and by transport (see docs/guide/operations.md)."""
