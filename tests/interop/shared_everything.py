@@ -7,7 +7,8 @@ as in a process of its own) serving Streamable HTTP on a port of its own, with a
 connection of its own, all under one key prefix; the proxy sends each HTTP request to the next
 worker, so the requests of one session are spread over all three.  A middleware on every worker
 records which worker answered which request and how it ended (``"ok"``, ``"error"`` or
-``"cancelled"``): what the clients cannot see.
+``"cancelled"``), and a tap in front of each worker records the HTTP requests it got (the proxy
+opens one connection per request): what the clients cannot see.
 
 The workers sign the 2026-07-28 multi-round-trip ``requestState`` with one key (as
 ``Server(state_key=...)`` would; the example's server draws a random key of its own), since a
@@ -16,6 +17,7 @@ retry may land on any of them.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import itertools
 import json
@@ -56,12 +58,24 @@ class Served:
     outcome: str  # "ok", "error" or "cancelled"
 
 
+@dataclass(frozen=True)
+class Received:
+    """One HTTP request a worker got (its method, ``Mcp-Session-Id`` and ``Last-Event-ID``)."""
+
+    worker: str
+    method: str
+    session_id: str | None
+    last_event_id: str | None
+
+
 @dataclass
 class Record:
-    """What the workers' :class:`Recorder` saw: the requests answered, and how many are running."""
+    """What the workers' :class:`Recorder` saw (the requests answered, and how many are running)
+    and what their taps saw (the HTTP requests)."""
 
     served: list[Served] = field(default_factory=list)
     running: int = 0
+    received: list[Received] = field(default_factory=list)
 
 
 class Recorder:
@@ -86,6 +100,46 @@ class Recorder:
             self.record.running -= 1
             served = Served(self.worker, request.method, request.name, request.session_id, outcome)
             self.record.served.append(served)
+
+
+MAX_HEAD = 65536
+
+
+async def _relay(source: trio.SocketStream, sink: trio.SocketStream) -> None:
+    with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+        while data := await source.receive_some(MAX_HEAD):
+            await sink.send_all(data)
+        await sink.send_eof()
+
+
+async def serve_tap(
+    port: int, worker: str, record: Record, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED
+) -> None:
+    """A TCP relay to the worker on ``port`` noting the head of the request each connection
+    opens with in ``record.received``; ``task_status`` gets its own port."""
+
+    async def handle(front: trio.SocketStream) -> None:
+        async with front, await trio.open_tcp_stream("127.0.0.1", port) as back:
+            head = b""
+            while b"\r\n\r\n" not in head and len(head) < MAX_HEAD:
+                data = await front.receive_some(MAX_HEAD)
+                if not data:
+                    return
+                head += data
+            lines = head.split(b"\r\n\r\n")[0].decode("latin-1").split("\r\n")
+            fields = dict(line.split(":", 1) for line in lines[1:] if ":" in line)
+            headers = {k.strip().lower(): v.strip() for k, v in fields.items()}
+            method = lines[0].split(" ")[0]
+            received = Received(worker, method, headers.get("mcp-session-id"), headers.get("last-event-id"))
+            record.received.append(received)
+            await back.send_all(head)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(_relay, front, back)
+                nursery.start_soon(_relay, back, front)
+
+    async with trio.open_nursery() as nursery:
+        listeners = await nursery.start(partial(trio.serve_tcp, handle, 0, host="127.0.0.1"))
+        task_status.started(listeners[0].socket.getsockname()[1])
 
 
 def everything_server(state_key: bytes) -> Server:
@@ -122,7 +176,7 @@ async def everything_behind_proxy(
                 urls: Sequence[str] = await nursery.start(serve)
                 port = urlsplit(urls[0]).port
                 assert port is not None
-                backends.append(("127.0.0.1", port))
+                backends.append(("127.0.0.1", await nursery.start(serve_tap, port, f"w{i}", record)))
             host, port = await nursery.start(serve_round_robin, backends)
             yield f"http://{host}:{port}/mcp", record
             nursery.cancel_scope.cancel()
@@ -134,14 +188,16 @@ class Observed:
 
     outputs: dict[str, dict[str, Any]]
     served: list[Served]
+    received: list[Received]
 
 
 def run_clients(
     redis_url: str, prefix: str, commands: Mapping[str, Callable[[str], list[str]]], timeout: float
 ) -> Observed:
     """Serve the everything example behind the proxy (see :func:`everything_behind_proxy`) and run
-    the client commands (``commands[name](url)``, at the same time); each must exit 0 after
-    printing one JSON line within ``timeout`` seconds.  Once they are done, waits (briefly) for
+    the client commands (``commands[name](url)``, one after the other, so that each one's
+    requests take turns over the workers as it sends them); each must exit 0 after printing one
+    JSON line within ``timeout`` seconds.  Once they are done, waits (briefly) for
     the workers to finish what the clients abandoned."""
     outputs: dict[str, dict[str, Any]] = {}
 
@@ -156,14 +212,14 @@ def run_clients(
         assert len(lines) == 1, (name, lines, stderr)
         outputs[name] = json.loads(lines[0])
 
-    async def main() -> list[Served]:
+    async def main() -> Record:
         async with everything_behind_proxy(redis_url, prefix) as (url, record):
-            async with trio.open_nursery() as nursery:
-                for name, command in commands.items():
-                    nursery.start_soon(run, url, name, command(url))
+            for name, command in commands.items():
+                await run(url, name, command(url))
             with trio.move_on_after(SETTLE):
                 while record.running:
                     await trio.sleep(0.02)
-            return list(record.served)
+            return record
 
-    return Observed(outputs, trio.run(main))
+    record = trio.run(main)
+    return Observed(outputs, record.served, record.received)

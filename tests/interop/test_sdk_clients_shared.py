@@ -3,15 +3,14 @@
 Three workers serve ``examples/everything.py`` with their sessions in one real redis-server,
 behind a proxy that sends each HTTP request to the next worker
 (``tests/interop/shared_everything.py``), so every session's requests are spread over all three:
-a server-to-client request is answered through another worker than the one waiting for it, a
-cancellation reaches the handler from another worker, a broken response stream is resumed on
-another worker, a task is followed from the others.
+the answer to a server-to-client request, a cancellation, the resumption of a broken response
+stream, the polls of a task all land on other workers than the one running the call.
 
-* The Python SDK (PyPI ``mcp``; ``tests/programs/sdk_everything_client.py --url``) runs twice
-  at the same time: ``legacy`` (the initialize handshake at 2025-11-25: one session, shared) and
-  ``auto`` (its discovery probe: the stateless 2026-07-28, where sampling and elicitation are
-  multi-round-trip input requests, retried on any worker).  It has no task API: its
-  ``tools/call`` result validation rejects a 2025-11-25 ``CreateTaskResult``, so 2025-11-25
+* The Python SDK (PyPI ``mcp``; ``tests/programs/sdk_everything_client.py --url``) runs twice,
+  one run after the other: ``legacy`` (the initialize handshake at 2025-11-25: one session,
+  shared), then ``auto`` (its discovery probe: the stateless 2026-07-28, where sampling and
+  elicitation are multi-round-trip input requests, retried on any worker).  It has no task API:
+  its ``tools/call`` result validation rejects a 2025-11-25 ``CreateTaskResult``, so 2025-11-25
   tasks cannot be driven through it; the Tasks extension of 2026-07-28 is, through the SDK's
   extension hooks (a result claim following the task with ``tasks/get`` and ``tasks/update``).
 * The TypeScript SDK (``@modelcontextprotocol/sdk`` as the benchmarks pin it;
@@ -32,7 +31,7 @@ from tests.interop import test_sdk_client_everything as stdio_suite
 from tests.interop.shared_everything import ROOT, Observed, Served, run_clients
 from tests.redis_server import RedisServer, redis_server
 
-pytestmark = pytest.mark.slow  # about 15 s: two runs of three workers and their clients
+pytestmark = pytest.mark.slow  # 15 to 30 s: two sets of three workers, and three client runs
 
 __all__ = ["redis_server"]  # (the fixture)
 
@@ -51,7 +50,7 @@ def prefix() -> str:
 
 @pytest.fixture(scope="module")
 def python_sdk(redis_server: RedisServer) -> Observed:
-    """The Python SDK client in both modes, at the same time, against one set of workers."""
+    """The Python SDK client in both modes, one after the other, against one set of workers."""
 
     def command(mode: str) -> Any:
         return lambda url: [sys.executable, str(PROGRAM), "--mode", mode, "--url", url]
@@ -84,6 +83,15 @@ def served_in(observed: Observed, out: dict[str, Any]) -> list[Served]:
         session_id = next(iter(ids)) if len(ids) == 1 else None
         assert session_id is not None, ids
     return [s for s in observed.served if s.session_id == session_id]
+
+
+def resumed_on_another_worker(observed: Observed, out: dict[str, Any], session_id: str) -> None:
+    """The call of ``test_reconnection`` ran on one worker; its stream was resumed (a GET with
+    Last-Event-ID of its session) on another."""
+    (ran_on,) = workers_of(served_in(observed, out), "tools/call", "test_reconnection")
+    resumed = [r for r in observed.received if r.session_id == session_id and r.last_event_id]
+    assert resumed and all(r.method == "GET" for r in resumed), resumed
+    assert ran_on not in {r.worker for r in resumed}, (ran_on, resumed)
 
 
 def workers_of(served: list[Served], method: str, name: str | None = None) -> set[str]:
@@ -130,13 +138,16 @@ def test_python_sdk_cancellation(python_sdk: Observed, out: dict[str, Any]) -> N
     assert slow.count("cancelled") == 1  # (the others: its 0 s call, and those run as tasks)
 
 
-def test_python_sdk_resumption(out: dict[str, Any]) -> None:
+def test_python_sdk_resumption(python_sdk: Observed, out: dict[str, Any]) -> None:
     """``test_reconnection`` closes its response stream mid-call; the SDK gets the rest of it
     (a log message and the result) by reconnecting with Last-Event-ID, through the proxy."""
     assert stdio_suite.text_of(out["calls"]["test_reconnection"]) == "Reconnection test completed"
     if out["protocol_version"] < "2026-07-28":  # (a 2026-07-28 client opted in to no logs here)
         logs = out["logs"]
         assert logs.index(["info", "Before disconnect"]) < logs.index(["info", "After reconnect"])
+        (session_id,) = {s.session_id for s in served_in(python_sdk, out)}
+        assert session_id is not None
+        resumed_on_another_worker(python_sdk, out, session_id)
 
 
 def test_python_sdk_tasks_of_the_extension(python_sdk: Observed) -> None:
@@ -224,13 +235,14 @@ def test_ts_sdk_cancellation(ts_sdk: tuple[Observed, dict[str, Any]]) -> None:
 
 
 def test_ts_sdk_resumption(ts_sdk: tuple[Observed, dict[str, Any]]) -> None:
-    _, out = ts_sdk
+    observed, out = ts_sdk
     assert out["calls"]["test_reconnection"] == "Reconnection test completed"
     logs = out["logs"]
     assert logs.index(["info", "Before disconnect"]) < logs.index(["info", "After reconnect"])
     # the SDK kept the stream's event ids (its resumption tokens), on both sides of the break
     tokens = out["resumption_tokens"]
     assert len(tokens) >= 2 and len(set(tokens)) == len(tokens)
+    resumed_on_another_worker(observed, out, out["session_id"])
 
 
 def test_ts_sdk_tasks(ts_sdk: tuple[Observed, dict[str, Any]]) -> None:
