@@ -25,6 +25,7 @@ from ._results import resource_contents
 from ._uritemplate import UriTemplate
 
 if TYPE_CHECKING:
+    from ._fanout import ResourceFanout
     from ._listen import SubscriptionHub
 
 log = logging.getLogger("mcp_trio.server")
@@ -63,6 +64,7 @@ class _ResourcesMixin:
     _sync_limiter: trio.CapacityLimiter
     _context: Callable[[RequestContext], Context]
     _share_state: Callable[[Session], Awaitable[None]]
+    _resource_fanout: ResourceFanout | None
 
     def resource(
         self,
@@ -135,7 +137,14 @@ class _ResourcesMixin:
 
     async def notify_resource_updated(self, uri: str) -> None:
         """Tell the sessions subscribed to ``uri`` that it changed (and the
-        2026-07-28 ``subscriptions/listen`` streams watching it)."""
+        2026-07-28 ``subscriptions/listen`` streams watching it); served with a
+        store (``serve_http(store=...)``), those of every worker serving it."""
+        if self._resource_fanout is not None:
+            await self._resource_fanout.publish(uri)
+        await self._resource_updated_here(uri)
+
+    async def _resource_updated_here(self, uri: str) -> None:
+        """:meth:`notify_resource_updated` for this worker's sessions only."""
         self.subscriptions.resource_updated(uri)
         for session, uris in list(self._subscriptions.items()):
             if uri in uris:

@@ -75,6 +75,7 @@ from ..transports._base import MessageChannel
 from ..types import _versions
 from ._context import _LEVEL_RANK, Context, _only
 from ._cursor import decode_cursor, encode_cursor
+from ._fanout import ResourceFanout
 from ._listen import SubscriptionHub
 from ._mrtr import InputRequired, InputSession, StateCodec
 from ._prompts import _Completion, _Prompt, _PromptsMixin
@@ -167,6 +168,7 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin, _RoutesMixin, _Serving
         self._shared_capabilities: tuple[bool, dict[str, Any]] | None = None  # see _session_capabilities
         self.tasks = tasks if tasks is not None else TaskManager(page_size=page_size)
         self._routes: dict[str, Route] = {}  # see route()
+        self._resource_fanout: ResourceFanout | None = None  # see serve_http(store=...)
         self._totals = _Totals()  # see statistics()
 
     # ----------------------------------------------------------- capabilities

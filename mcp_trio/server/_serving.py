@@ -18,6 +18,7 @@ import trio
 
 from ..transports._base import MessageChannel
 from ..transports.stdio import open_stdio_server_channel
+from ._fanout import ResourceFanout
 from ._routes import Route, RouteHandler, http_routes, route_handlers
 from ._shutdown import GracefulShutdown
 
@@ -35,10 +36,13 @@ class _ServingMixin:
     tasks: Any
     _sync_limiter: trio.CapacityLimiter
     _routes: dict[str, Route]
+    _resource_fanout: ResourceFanout | None
 
     if TYPE_CHECKING:  # (the Server's)
 
         def _count_in(self, shutdown: GracefulShutdown | None) -> None: ...
+
+        async def _resource_updated_here(self, uri: str) -> None: ...
 
         async def serve_session(
             self, channel: MessageChannel, *, task_status: Any = trio.TASK_STATUS_IGNORED
@@ -135,61 +139,71 @@ class _ServingMixin:
         endpoint = StreamableHTTP(
             self.serve_session, versions=self.versions, store=store, worker_id=worker_id, **http_options
         )
-        async with trio.open_nursery() as nursery:
-            # Extension tasks outlive the (per-POST) sessions that create them.
-            await nursery.start(self.tasks.run)
-            await nursery.start(endpoint.run)
-            table: dict[str, Any] = {}
-            if legacy_sse:
-                legacy = LegacySSE(
-                    self.serve_session,
-                    max_body_size=endpoint.max_body_size,
-                    allowed_hosts=endpoint.guard.allowed_hosts,
-                    allowed_origins=endpoint.guard.allowed_origins,
-                    stream_slots=endpoint.stream_slots,  # one bound on the streams of both
-                    stream_idle_timeout=endpoint.stream_idle_timeout,
+        try:
+            async with trio.open_nursery() as nursery:
+                # Extension tasks outlive the (per-POST) sessions that create them.
+                await nursery.start(self.tasks.run)
+                if store is not None:
+                    assert worker_id is not None
+                    fanout = ResourceFanout(store, worker_id, self._resource_updated_here)
+                    await nursery.start(fanout.run)
+                    self._resource_fanout = fanout  # (resource updates reach every worker)
+                await nursery.start(endpoint.run)
+                table: dict[str, Any] = {}
+                if legacy_sse:
+                    legacy = LegacySSE(
+                        self.serve_session,
+                        max_body_size=endpoint.max_body_size,
+                        allowed_hosts=endpoint.guard.allowed_hosts,
+                        allowed_origins=endpoint.guard.allowed_origins,
+                        stream_slots=endpoint.stream_slots,  # one bound on the streams of both
+                        stream_idle_timeout=endpoint.stream_idle_timeout,
+                    )
+                    await nursery.start(legacy.run)
+                    table = {"/sse": legacy, legacy.messages_path: legacy}
+                front: Any = endpoint
+                if auth is not None:
+                    # The transport, not the session, enforces authorization.
+                    front = auth.protect(endpoint)
+                    table = {p: auth.protect(h) for p, h in table.items()}
+                    table.update(auth.metadata_routes(path))
+                guard, limit = endpoint.guard, endpoint.max_body_size
+                for p, handler in route_handlers(custom, guard, limit, self._sync_limiter).items():
+                    table[p] = handler if auth is None or not custom[p].auth else auth.protect(handler)
+                door: dict[str, Any] = {}  # what only one door takes: TLS, how to stop accepting
+                if shutdown is not None:
+                    front = shutdown.wrap_endpoint(front)
+                    table = {p: shutdown.wrap_endpoint(h) for p, h in table.items()}
+                    door["shutdown_trigger"] = shutdown.stopping.wait
+                # the front door's connection limits, the same for both doors
+                serve: Callable[..., Awaitable[None]]
+                if front_door == "h11":
+                    if certfile is not None:
+                        door["ssl_context"] = server_ssl_context(certfile, keyfile)
+                    serve = partial(
+                        serve_h11, front, path=path, routes=table, request_timeout=request_timeout
+                    )
+                else:
+                    door.update(_hypercorn_tls(certfile, keyfile))
+                    if shutdown is not None:  # (the caller cancels when the grace it gives is over)
+                        door["graceful_timeout"] = math.inf
+                    app = ASGIApp(front, path, table, request_timeout=request_timeout)
+                    serve = partial(serve_hypercorn, app)
+                serve = partial(
+                    serve,
+                    **door,
+                    max_connections=max_connections,
+                    max_connections_per_client=max_connections_per_client,
+                    header_timeout=header_timeout,
+                    keepalive_timeout=keepalive_timeout,
+                    write_timeout=write_timeout,
                 )
-                await nursery.start(legacy.run)
-                table = {"/sse": legacy, legacy.messages_path: legacy}
-            front: Any = endpoint
-            if auth is not None:
-                # The transport, not the session, enforces authorization.
-                front = auth.protect(endpoint)
-                table = {p: auth.protect(h) for p, h in table.items()}
-                table.update(auth.metadata_routes(path))
-            guard, limit = endpoint.guard, endpoint.max_body_size
-            for p, handler in route_handlers(custom, guard, limit, self._sync_limiter).items():
-                table[p] = handler if auth is None or not custom[p].auth else auth.protect(handler)
-            door: dict[str, Any] = {}  # what only one door takes: TLS, how to stop accepting
-            if shutdown is not None:
-                front = shutdown.wrap_endpoint(front)
-                table = {p: shutdown.wrap_endpoint(h) for p, h in table.items()}
-                door["shutdown_trigger"] = shutdown.stopping.wait
-            # the front door's connection limits, the same for both doors
-            serve: Callable[..., Awaitable[None]]
-            if front_door == "h11":
-                if certfile is not None:
-                    door["ssl_context"] = server_ssl_context(certfile, keyfile)
-                serve = partial(serve_h11, front, path=path, routes=table, request_timeout=request_timeout)
-            else:
-                door.update(_hypercorn_tls(certfile, keyfile))
-                if shutdown is not None:  # (the caller cancels when the grace it gives is over)
-                    door["graceful_timeout"] = math.inf
-                app = ASGIApp(front, path, table, request_timeout=request_timeout)
-                serve = partial(serve_hypercorn, app)
-            serve = partial(
-                serve,
-                **door,
-                max_connections=max_connections,
-                max_connections_per_client=max_connections_per_client,
-                header_timeout=header_timeout,
-                keepalive_timeout=keepalive_timeout,
-                write_timeout=write_timeout,
-            )
-            urls = await nursery.start(serve, host, port)
-            if auth is not None:
-                auth.bind_resource(urls[0] + path)
-            task_status.started([url + path for url in urls])
+                urls = await nursery.start(serve, host, port)
+                if auth is not None:
+                    auth.bind_resource(urls[0] + path)
+                task_status.started([url + path for url in urls])
+        finally:
+            self._resource_fanout = None
 
     async def serve_stdio(self, *, shutdown: GracefulShutdown | None = None, **channel_options: Any) -> None:
         """Serve over stdin/stdout until stdin closes.  With ``shutdown``, requests are

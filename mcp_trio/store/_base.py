@@ -17,7 +17,7 @@ DEFAULT_MAX_QUEUED = 1024  # messages a bus subscription holds before it is cut 
 
 TaskStatus = Literal["working", "input_required", "completed", "failed", "cancelled"]
 TERMINAL_STATUSES: frozenset[str] = frozenset({"completed", "failed", "cancelled"})
-LEASE_LOST_MESSAGE = "The worker running the task stopped (its lease expired)."
+LEASE_LOST_MESSAGE = "The worker running the task stopped: its lease expired."
 
 
 class StoreError(Exception):

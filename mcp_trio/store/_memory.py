@@ -92,7 +92,7 @@ class InMemorySessionStore(_Expiring):
         record = await self.get(session_id)
         if record is None:
             return False
-        record.expires_at = time.time() + ttl
+        record = msgspec.structs.replace(record, expires_at=time.time() + ttl)
         self._records[session_id] = (record, trio.current_time() + ttl)
         return True
 

@@ -19,7 +19,9 @@ from mcp_trio.store import (
 )
 from tests.store.conftest import open_for as _open
 
-TTL = 0.3  # seconds: long enough to read a record back, short enough to wait out
+TTL = 0.6  # seconds: long enough to read a record back, short enough to wait out
+BEAT = TTL / 4  # how often what must stay alive is touched or renewed (slack for a loaded machine)
+BEATS = 6  # BEATS * BEAT > TTL: what is not touched has expired by then
 
 
 def _session(sid: str = "s1") -> SessionRecord:
@@ -53,8 +55,8 @@ async def test_a_session_record_round_trips_between_workers(pair: tuple[Store, S
 async def test_a_session_record_expires_unless_touched(store: Store) -> None:
     await store.sessions.put(_session("gone"), ttl=TTL)
     await store.sessions.put(_session("kept"), ttl=TTL)
-    for _ in range(3):
-        await trio.sleep(TTL / 2)
+    for _ in range(BEATS):
+        await trio.sleep(BEAT)
         assert await store.sessions.touch("kept", ttl=TTL)
     assert await store.sessions.get("gone") is None
     assert not await store.sessions.touch("gone", ttl=TTL)
@@ -162,8 +164,8 @@ async def test_a_task_whose_lease_expires_is_reported_failed(pair: tuple[Store, 
     one, two = pair
     await one.tasks.create(_task("renewed"), lease=TTL)
     await one.tasks.create(_task("abandoned"), lease=TTL)
-    for _ in range(3):
-        await trio.sleep(TTL / 2)
+    for _ in range(BEATS):
+        await trio.sleep(BEAT)
         assert await one.tasks.renew("renewed", TTL)
     renewed = await two.tasks.get("renewed")
     assert renewed is not None and renewed.status == "working" and renewed.leased

@@ -6,6 +6,7 @@ real redis-server (see tests/redis_server.py)."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import sys
 from collections.abc import AsyncIterator
@@ -17,8 +18,12 @@ import pytest
 import trio
 
 from mcp_trio.store import SessionRecord, Store, StoreError, StoreUnavailable, TaskRecord, open_store
-from tests.redis_server import RedisServer
+from tests.docs.examples_support import example_env
+from tests.redis_server import RedisServer, RedisUnavailable, redis_server_path
 from tests.store.conftest import fresh_prefix
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "store.py"
+EXPECTED = EXAMPLE.with_suffix(".out").read_text()
 
 
 @asynccontextmanager
@@ -46,6 +51,7 @@ async def _session_life(store: Store, i: int) -> None:
             assert (await subscription.receive()).data == b"x"
 
 
+@pytest.mark.slow
 async def test_every_key_has_a_ttl_and_1000_ended_sessions_leave_no_key(redis_server: RedisServer) -> None:
     prefix = fresh_prefix()
     async with open_store(redis_server.url, prefix=prefix) as store, _raw(redis_server) as raw:
@@ -175,3 +181,63 @@ async def test_a_redis_that_stops_answering_gives_an_error_within_the_timeout(ow
                 except StoreUnavailable:
                     await trio.sleep(0.05)
         assert found is not None
+
+
+async def test_the_guide_example_prints_the_same_on_redis_and_leaves_no_key(
+    redis_server: RedisServer,
+) -> None:
+    example = EXAMPLE
+    env = {**example_env(), "MCP_TRIO_STORE": redis_server.url}
+    done = await trio.run_process(
+        [sys.executable, str(example)], env=env, capture_stdout=True, capture_stderr=True, check=False
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stdout.decode() == EXPECTED
+    async with _raw(redis_server) as raw:
+        assert await _keys(raw, "example:") == []
+
+
+async def test_errors_inside_the_store_block_come_out_as_raised(redis_server: RedisServer) -> None:
+    with pytest.raises(KeyError, match="mine"):
+        async with open_store(redis_server.url, prefix=fresh_prefix()):
+            raise KeyError("mine")
+    with pytest.raises(StoreError, match="already exists"):
+        async with open_store(redis_server.url, prefix=fresh_prefix()) as store:
+            await store.tasks.create(TaskRecord(task_id="t", owner="o", ttl=5))
+            await store.tasks.create(TaskRecord(task_id="t", owner="o", ttl=5))
+
+
+def test_without_redis_server_and_root_the_fixture_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    with pytest.raises(RedisUnavailable, match=r"need redis-server .* apt-get install redis-server"):
+        redis_server_path()
+
+
+async def test_subscriptions_come_and_go_concurrently_and_leave_no_channel(redis_server: RedisServer) -> None:
+    prefix = fresh_prefix()
+    received = 0
+
+    async def churn(store: Store, n: int) -> None:
+        nonlocal received
+        for i in range(10):
+            async with store.bus.subscribe("shared", f"own-{n}") as subscription:
+                await store.bus.publish(f"own-{n}", b"%d" % i)
+                async for message in subscription:
+                    if message.channel == f"own-{n}":  # "shared" ones may come first
+                        assert message.data == b"%d" % i
+                        received += 1
+                        break
+
+    async with open_store(redis_server.url, prefix=prefix) as store, _raw(redis_server) as raw:
+        with trio.fail_after(30):
+            async with trio.open_nursery() as nursery:
+                for n in range(10):
+                    nursery.start_soon(churn, store, n)
+                for _ in range(20):
+                    await store.bus.publish("shared", b"noise")
+                    await trio.sleep(0.005)
+            assert received == 100
+            assert await raw.pubsub_channels(prefix + "*") == set()

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, aclosing, asynccontextmanager
 from typing import Any
 
+import h11
 import httpx2 as httpx
 import msgspec
 import pytest
@@ -345,6 +346,20 @@ async def test_a_subscription_made_on_one_worker_holds_on_another(store_url: str
             }
 
 
+async def test_a_resource_update_on_a_worker_without_the_session_reaches_it(store_url: str | None) -> None:
+    async with workers(3, store_url=store_url) as (urls, servers, _, _state):
+        async with httpx.AsyncClient(timeout=5) as client:
+            headers = await initialize(client, urls[0])
+            subscribe = rpc(1, "resources/subscribe", {"uri": "notes://b"})
+            assert (await client.post(urls[0], headers=headers, json=subscribe)).status_code == 200
+            async with raw_stream(urls[0], "GET", {**headers, **GET}) as response:
+                assert not servers[2]._sessions  # the third worker never saw the session
+                await servers[2].notify_resource_updated("notes://b")
+                [(_, message)] = await sse_messages(response, 1)
+            assert message["method"] == "notifications/resources/updated"
+            assert message["params"] == {"uri": "notes://b"}
+
+
 async def test_resumption_with_last_event_id_on_another_worker(store_url: str | None) -> None:
     async with workers(2, store_url=store_url) as (urls, servers, _, _state):
         async with httpx.AsyncClient(timeout=5) as client:
@@ -482,3 +497,25 @@ async def test_a_replica_counts_against_the_session_table(store_url: str | None)
             assert (await client.post(urls[1], headers=unknown, json=call(3, "where"))).status_code == 404
             r = await client.post(urls[0], headers=first, json=call(4, "where"))
             assert r.status_code == 200 and text(r.json()) == "w0"
+
+
+async def test_a_worker_stopped_mid_session_loses_only_its_calls(store_url: str | None) -> None:
+    async with workers(2, store_url=store_url) as (urls, _, _, state):
+        async with httpx.AsyncClient(timeout=5) as client:
+            headers = await initialize(client, urls[0])
+            async with trio.open_nursery() as nursery:
+
+                async def in_flight() -> None:
+                    # its connection is cut mid-answer: the client sees an error
+                    with pytest.raises(h11.RemoteProtocolError, match="ConnectionClosed"):
+                        async with raw_stream(urls[0], "POST", headers, call(5, "forever")) as response:
+                            async with aclosing(response.chunks()) as chunks:
+                                async for _ in chunks:
+                                    pass
+
+                nursery.start_soon(in_flight)
+                with trio.fail_after(5):
+                    await state["started"].wait()
+                state["stop"][0]()  # the worker running the call stops
+            r = await client.post(urls[1], headers=headers, json=call(6, "add", {"a": 20, "b": 22}))
+            assert r.status_code == 200 and text(r.json()) == "42"  # the session goes on elsewhere

@@ -16,6 +16,7 @@ import coredis
 import trio
 from coredis.exceptions import ConnectionError as RedisConnectionError
 
+from .._base import StoreError
 from .._memory import Store
 from ._bus import RedisBus
 from ._conn import RedisConnection, leaf, redact, store_error
@@ -39,9 +40,11 @@ async def open_redis_store(
     """The Redis store at ``url`` (see :func:`~mcp_trio.store.open_store`)."""
     client: coredis.Redis[bytes] = coredis.Redis.from_url(
         url,
-        connect_timeout=timeout,
-        stream_timeout=timeout,
-        pool_timeout=timeout,
+        # the store's guard bounds each call by ``timeout``; coredis's own bounds, later, are
+        # for what runs outside a call (the bus's subscriber connection)
+        connect_timeout=2 * timeout,
+        stream_timeout=2 * timeout,
+        pool_timeout=2 * timeout,
         max_connections=MAX_CONNECTIONS,
     )
     redis = RedisConnection(client, url=url, prefix=prefix, timeout=timeout)
@@ -63,7 +66,12 @@ async def open_redis_store(
                 yield store
             finally:
                 nursery.cancel_scope.cancel()
-    except BaseExceptionGroup as group:
-        raise store_error(redact(url), "connecting", group) from leaf(group)
+    except BaseExceptionGroup as group:  # from the client's task group: never let one escape
+        error = store_error(redact(url), "connecting", group)
+        if isinstance(error, StoreError):
+            raise error from leaf(group)
+        if error is group:
+            raise
+        raise error from None  # the one exception of the group, unwrapped
     except (OSError, TimeoutError, RedisConnectionError) as exc:
         raise store_error(redact(url), "connecting", exc) from exc

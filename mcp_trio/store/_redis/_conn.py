@@ -39,21 +39,29 @@ def redact(url: str) -> str:
 
 
 def leaf(exc: BaseException) -> BaseException:
-    """The one exception inside (nested) one-member exception groups, else ``exc``."""
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+    """The first exception that is not a group inside (nested) exception groups, or ``exc``."""
+    while isinstance(exc, BaseExceptionGroup):
         exc = exc.exceptions[0]
     return exc
 
 
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [inner for member in exc.exceptions for inner in _leaves(member)]
+    return [exc]
+
+
 def store_error(url: str, what: str, exc: BaseException) -> BaseException:
-    """The store's error for ``exc``, raised by coredis while doing ``what``;
-    anything that is not a Redis failure comes back unchanged."""
-    exc = leaf(exc)
-    if isinstance(exc, _UNAVAILABLE):
-        return StoreUnavailable(f"the Redis store at {url} is unavailable ({what}): {exc}")
-    if isinstance(exc, RedisError):
-        return StoreError(f"the Redis store at {url} refused {what}: {exc}")
-    return exc
+    """The store's error for ``exc``, raised by coredis while doing ``what`` (an
+    exception group counts when every exception inside is a Redis failure);
+    anything else comes back unchanged."""
+    leaves = _leaves(exc)
+    first = leaves[0]
+    if all(isinstance(e, _UNAVAILABLE) for e in leaves):
+        return StoreUnavailable(f"the Redis store at {url} is unavailable ({what}): {first}")
+    if all(isinstance(e, (*_UNAVAILABLE, RedisError)) for e in leaves):
+        return StoreError(f"the Redis store at {url} refused {what}: {first}")
+    return exc if len(leaves) > 1 else first
 
 
 def ms(seconds: float) -> int:
@@ -111,6 +119,8 @@ class RedisConnection:
             ) from None
         except Exception as exc:
             error = store_error(self.url, what, exc)
+            if isinstance(error, StoreError):
+                raise error from leaf(exc)
             if error is exc:
                 raise
-            raise error from leaf(exc)
+            raise error from None  # the one exception of a group, unwrapped
