@@ -497,6 +497,9 @@ async def _pump(
                 if retry_ms is not None:
                     await responder.send(encode_retry(retry_ms))
                 break
+            if not isinstance(item, tuple):  # a marker of a followed stream's, already acted on
+                item = await _next(stream, idle_timeout)
+                continue
             event_id, data = item
             if event_id not in skip:
                 await responder.send(encode_event(data, id=event_id))
