@@ -60,12 +60,16 @@ class Served:
 
 @dataclass(frozen=True)
 class Received:
-    """One HTTP request a worker got (its method, ``Mcp-Session-Id`` and ``Last-Event-ID``)."""
+    """One HTTP request a worker got: its method, ``Mcp-Session-Id`` and ``Last-Event-ID``, and
+    what its body holds: a JSON-RPC request's or notification's method (for ``tools/call``,
+    followed by a space and the tool's name), ``"response"`` for the client's answer to a
+    request of the server, ``None`` for anything else."""
 
     worker: str
     method: str
     session_id: str | None
     last_event_id: str | None
+    message: str | None = None
 
 
 @dataclass
@@ -103,6 +107,23 @@ class Recorder:
 
 
 MAX_HEAD = 65536
+MAX_BODY = 1 << 20  # a longer body is relayed unread
+
+
+def _message(body: bytes) -> str | None:
+    """What a POST body holds (see :class:`Received`)."""
+    try:
+        value = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(value, dict):
+        return None
+    if "method" in value:
+        params = value.get("params")
+        if value["method"] == "tools/call" and isinstance(params, dict):
+            return f"tools/call {params.get('name')}"
+        return str(value["method"])
+    return "response" if "result" in value or "error" in value else None
 
 
 async def _relay(source: trio.SocketStream, sink: trio.SocketStream) -> None:
@@ -115,8 +136,9 @@ async def _relay(source: trio.SocketStream, sink: trio.SocketStream) -> None:
 async def serve_tap(
     port: int, worker: str, record: Record, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED
 ) -> None:
-    """A TCP relay to the worker on ``port`` noting the head of the request each connection
-    opens with in ``record.received``; ``task_status`` gets its own port."""
+    """A TCP relay to the worker on ``port`` noting the request each connection opens with
+    in ``record.received`` (the test proxy opens one connection per request); ``task_status``
+    gets its own port."""
 
     async def handle(front: trio.SocketStream) -> None:
         async with front, await trio.open_tcp_stream("127.0.0.1", port) as back:
@@ -129,8 +151,19 @@ async def serve_tap(
             lines = head.split(b"\r\n\r\n")[0].decode("latin-1").split("\r\n")
             fields = dict(line.split(":", 1) for line in lines[1:] if ":" in line)
             headers = {k.strip().lower(): v.strip() for k, v in fields.items()}
-            method = lines[0].split(" ")[0]
-            received = Received(worker, method, headers.get("mcp-session-id"), headers.get("last-event-id"))
+            length = int(headers.get("content-length") or 0)
+            while len(head.split(b"\r\n\r\n", 1)[1]) < min(length, MAX_BODY):
+                data = await front.receive_some(MAX_HEAD)
+                if not data:
+                    return
+                head += data
+            received = Received(
+                worker,
+                lines[0].split(" ")[0],
+                headers.get("mcp-session-id"),
+                headers.get("last-event-id"),
+                _message(head.split(b"\r\n\r\n", 1)[1][:length]),
+            )
             record.received.append(received)
             await back.send_all(head)
             async with trio.open_nursery() as nursery:

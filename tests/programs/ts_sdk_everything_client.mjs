@@ -121,7 +121,7 @@ async function main() {
     const seen = [];
     const stream = client.experimental.tasks.callToolStream({ name, arguments: args }, types.CallToolResultSchema, {
       task: { ttl: TASK_TTL_MS },
-      timeout: 30000,
+      timeout: 10000, // (a task asking the user waits on tasks/result for its answer)
     });
     for await (const message of stream) {
       if (message.type === 'taskCreated' || message.type === 'taskStatus') seen.push(message.task.status);
