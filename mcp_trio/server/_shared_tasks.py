@@ -103,6 +103,10 @@ class TaskSharing:
         elif task.result is not None:
             result = _encode({"result": task.result})
         data = {"stateless": b"1"} if task.stateless else {}
+        if task.stateless and task.status == "input_required":
+            # what tasks/get answers from any worker: the requests still outstanding
+            asks = {key: wait.request for key, wait in task.inputs.items() if not wait.answered.is_set()}
+            data["input_requests"] = _encode(asks)
         return TaskRecord(
             task_id=task.task_id,
             owner=task.shared_owner or "",
@@ -197,7 +201,9 @@ class TaskSharing:
             fields["statusMessage"] = record.status_message
         if stateless:
             outcome = _outcome(record)
-            if record.status == "completed" and "result" in outcome:
+            if record.status == "input_required":
+                fields["inputRequests"] = _decoded(record.data.get("input_requests"))
+            elif record.status == "completed" and "result" in outcome:
                 fields["result"] = outcome["result"]
             elif record.status == "failed":
                 fields["error"] = outcome.get("error") or {
@@ -263,10 +269,15 @@ class TaskSharing:
 
 
 def _outcome(record: TaskRecord) -> dict[str, Any]:
-    if record.result is None:
+    return _decoded(record.result)
+
+
+def _decoded(data: bytes | None) -> dict[str, Any]:
+    """A JSON object kept in a record (empty when absent or not one)."""
+    if data is None:
         return {}
     try:
-        value = msgspec.json.decode(record.result)
+        value = msgspec.json.decode(data)
     except msgspec.DecodeError:
         return {}
     return value if isinstance(value, dict) else {}

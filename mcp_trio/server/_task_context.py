@@ -152,6 +152,12 @@ class _TaskStatus:
         if notify and not task.stateless:
             self._notify(task)
 
+    def _inputs_changed(self, task: _Task) -> None:
+        """An input request was added or answered while the status stays ``input_required``:
+        the shared record lists the outstanding ones too."""
+        if task.status == "input_required" and self._sharing is not None and task.shared_owner is not None:
+            self._sharing.changed(task)
+
     def _set_message(self, task: _Task, message: str) -> None:
         if not task.terminal:
             task.status_message = message
@@ -253,6 +259,7 @@ class _TaskStatus:
         task.issued_keys.add(key)
         wait = _InputWait({"method": method, "params": msgspec.to_builtins(typed)}, spec.result)
         task.inputs[key] = wait
+        self._inputs_changed(task)
         self._set(task, "input_required", None)
         try:
             with trio.move_on_after(math.inf if timeout is None else timeout) as scope:

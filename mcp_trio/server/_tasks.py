@@ -465,6 +465,8 @@ class TaskManager(_TaskStatus):
             wait.answered.set()
         if accepted and all(w.answered.is_set() for w in task.inputs.values()):
             self._set(task, "working", None)  # nothing outstanding any more
+        elif accepted:
+            self._inputs_changed(task)
 
     def _cancel(self, task: _Task) -> None:
         self._set(task, "cancelled", "The task was cancelled by request.")

@@ -1,15 +1,20 @@
 """Drive the everything example with the official Python SDK's client (for the interop tests).
 
-Usage: sdk_everything_client.py [--mode legacy|auto] -- CMD [ARG...]
+Usage: sdk_everything_client.py [--mode legacy|auto] (-- CMD [ARG...] | --url URL)
 
-Launches CMD with the SDK's stdio client (``legacy``: the initialize handshake;
-``auto``: the SDK's server/discover probe), with sampling, elicitation and logging
+Launches CMD with the SDK's stdio client, or connects to URL with its Streamable
+HTTP client (``legacy``: the initialize handshake; ``auto``: the SDK's
+server/discover probe), with sampling, elicitation and logging
 callbacks (and a roots list), then lists and calls every tool (a tool answering with a
 JSON-RPC error is recorded as ``{"error": {...}}``), reads every resource and template,
 gets every prompt, asks for completions and (on handshake-era revisions)
-subscribes to the watched resource.  It prints ONE JSON line with everything it
-observed, in wire shape (camelCase), and exits 0; on any failure it prints the
-error to stderr and exits 1.  Runs on anyio (asyncio); never import it from trio.
+subscribes to the watched resource.  Over HTTP it also cancels a slow call
+(``cancellation``) and, on 2026-07-28, runs tools as tasks of the Tasks
+extension through a second client (``tasks``: the SDK has no task API of its
+own, so :class:`TasksExtension` follows them with the SDK's extension hooks).
+It prints ONE JSON line with everything it observed, in wire shape (camelCase),
+and exits 0; on any failure it prints the error to stderr and exits 1.  Runs on
+anyio (asyncio); never import it from trio.
 """
 
 from __future__ import annotations
@@ -21,22 +26,28 @@ import sys
 import tempfile
 import traceback
 import warnings
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 from mcp.client.client import Client
+from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
+    CallToolResult,
     CreateMessageResult,
     ElicitResult,
     Implementation,
     ListRootsResult,
     PromptReference,
+    Request,
     ResourceTemplateReference,
+    Result,
     Root,
     TextContent,
 )
+from pydantic import TypeAdapter
 
 SAMPLING_REPLY = "This is a test response from the client"
 
@@ -65,6 +76,7 @@ ANSWERS: list[tuple[str, dict[str, Any]]] = [
     ("context", {"context": "sdk context"}),
 ]
 ROOT_URI = "file:///sdk/root"
+CANCEL_AFTER = 1.0  # seconds before the slow call is abandoned
 
 TOOL_ARGUMENTS: dict[str, dict[str, Any]] = {
     "test_sampling": {"prompt": "Test prompt for sampling"},
@@ -86,10 +98,139 @@ def wire(model: Any) -> Any:
     return model.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
-async def run(args: argparse.Namespace, errlog: Any) -> dict[str, Any]:
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+TASK_TIMEOUT = 20.0  # seconds for one task to end
+ANY_RESULT: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, Any])
+
+
+class TaskCreated(Result):
+    """The Tasks extension's answer to a ``tools/call`` run as a task (``resultType: "task"``)."""
+
+    result_type: Literal["task"]
+    task_id: str
+    status: str
+    poll_interval_ms: int | None = None
+
+
+class TaskRequest(Request[dict[str, Any], str]):
+    """``tasks/get``, ``tasks/update`` or ``tasks/cancel`` (``Mcp-Name`` carries the task id)."""
+
+    name_param = "taskId"
+
+
+def answer_elicitation(schema: dict[str, Any] | None) -> dict[str, Any]:
+    """What the "user" answers to an elicitation form (see ``ANSWERS``), in wire shape."""
+    fields = (schema or {}).get("properties", {})
+    for marker, answer in ANSWERS:
+        if marker in fields:
+            return {"action": "accept", "content": answer}
+    return {"action": "decline"}
+
+
+class TasksExtension(ClientExtension):
+    """The Tasks extension on the SDK's extension hooks: a task the server starts for a
+    ``tools/call`` is polled with ``tasks/get`` (its questions answered with ``tasks/update``)
+    until it ends; every status seen is kept in ``seen`` (by task id)."""
+
+    identifier = TASKS_EXTENSION
+
+    def __init__(self) -> None:
+        self.seen: dict[str, list[str]] = {}
+
+    def claims(self) -> list[ResultClaim[Any]]:
+        return [ResultClaim(result_type="task", model=TaskCreated, resolve=self.follow)]
+
+    async def follow(self, created: TaskCreated, ctx: ClaimContext) -> CallToolResult:
+        seen = self.seen.setdefault(created.task_id, [created.status])
+        with anyio.fail_after(TASK_TIMEOUT):
+            while True:
+                task = await task_request(ctx.session, "tasks/get", created.task_id)
+                seen.append(task["status"])
+                if task["status"] == "completed":
+                    return CallToolResult.model_validate(task["result"])
+                if task["status"] in ("failed", "cancelled"):
+                    raise RuntimeError(f"task {created.task_id} ended {task['status']}: {task}")
+                if task["status"] == "input_required":
+                    responses = {
+                        key: answer_elicitation(ask["params"].get("requestedSchema"))
+                        for key, ask in task.get("inputRequests", {}).items()
+                    }
+                    if not responses:
+                        raise RuntimeError(
+                            f"task {created.task_id} is input_required, asking nothing: {task}"
+                        )
+                    await task_request(ctx.session, "tasks/update", created.task_id, inputResponses=responses)
+                    await anyio.sleep(0.05)  # (the answers reach the task's worker meanwhile)
+                else:
+                    await anyio.sleep((task.get("pollIntervalMs") or 100) / 1000)
+
+
+async def task_request(session: Any, method: str, task_id: str, **params: Any) -> dict[str, Any]:
+    request = TaskRequest(method=method, params={"taskId": task_id, **params})
+    return await session.send_request(request, ANY_RESULT)
+
+
+async def run_tasks(url: str) -> dict[str, Any]:
+    """Tools run as tasks of the Tasks extension (2026-07-28), by a client that declares it."""
+    extension = TasksExtension()
+    out: dict[str, Any] = {}
+
+    async def on_elicitation(context: Any, request: Any) -> Any:  # (declares the capability)
+        return ElicitResult.model_validate(answer_elicitation(request.requested_schema))
+
+    client = Client(url, mode="auto", extensions=[extension], elicitation_callback=on_elicitation, cache=None)
+    async with client:
+        out["protocol_version"] = client.protocol_version
+        out["extensions"] = wire(client.server_capabilities).get("extensions", {})
+        await client.list_tools()
+        results = {}
+        for name, arguments in [
+            ("slow_compute", {"seconds": 0.5, "label": "a task"}),
+            ("confirm_delete", {"filename": "task.txt"}),
+            ("multi_input", {}),
+            ("failing_job", {}),
+        ]:
+            results[name] = wire(await client.call_tool(name, arguments))
+        out["results"] = results
+        out["statuses"] = list(extension.seen.values())
+        # a task cancelled with tasks/cancel (the claimed answer taken as it is)
+        created = await client.session.call_tool(
+            "slow_compute", {"seconds": 30, "label": "cancelled"}, allow_claimed=True
+        )
+        assert isinstance(created, TaskCreated), created
+        out["cancel"] = await task_request(client.session, "tasks/cancel", created.task_id)
+        with anyio.fail_after(TASK_TIMEOUT):
+            while (task := await task_request(client.session, "tasks/get", created.task_id))["status"] in (
+                "working",
+            ):
+                await anyio.sleep(0.05)
+        out["cancelled"] = task
+    return out
+
+
+def transport(args: argparse.Namespace, errlog: Any) -> Any:
+    """The SDK's Streamable HTTP client for ``--url``, else its stdio client launching the command."""
+    if args.url:
+        return streamable_http_client(args.url)
     command, *argv = args.command
     env = {k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ}
-    params = StdioServerParameters(command=command, args=argv, env=env)
+    return stdio_client(StdioServerParameters(command=command, args=argv, env=env), errlog=errlog)
+
+
+async def cancellation(client: Client) -> dict[str, Any]:
+    """A slow call abandoned by the caller (the SDK tells the server), then a call on the same client."""
+    started = anyio.current_time()
+    with anyio.move_on_after(CANCEL_AFTER) as scope:
+        await client.call_tool("slow_compute", {"seconds": 30, "label": "cancel me"})
+    after = await client.call_tool("greet", {"name": "after the cancel"})
+    return {
+        "cancelled": scope.cancelled_caught,
+        "elapsed": anyio.current_time() - started,
+        "after": wire(after),
+    }
+
+
+async def run(args: argparse.Namespace, errlog: Any) -> dict[str, Any]:
     out: dict[str, Any] = {"mode": args.mode}
     sampling: list[Any] = []
     elicitations: list[Any] = []
@@ -106,11 +247,7 @@ async def run(args: argparse.Namespace, errlog: Any) -> dict[str, Any]:
 
     async def on_elicitation(context: Any, request: Any) -> Any:
         elicitations.append(wire(request))
-        fields = (request.requested_schema or {}).get("properties", {})
-        for marker, answer in ANSWERS:
-            if marker in fields:
-                return ElicitResult(action="accept", content=answer)
-        return ElicitResult(action="decline")
+        return ElicitResult.model_validate(answer_elicitation(request.requested_schema))
 
     async def on_log(notification: Any) -> None:
         logs.append([notification.level, notification.data])
@@ -119,7 +256,7 @@ async def run(args: argparse.Namespace, errlog: Any) -> dict[str, Any]:
         return ListRootsResult(roots=[Root(uri=ROOT_URI, name="SDK root")])
 
     client = Client(
-        stdio_client(params, errlog=errlog),
+        transport(args, errlog),
         mode=args.mode,
         client_info=Implementation(name="sdk-everything-client", version="1.0"),
         cache=None,
@@ -193,8 +330,14 @@ async def run(args: argparse.Namespace, errlog: Any) -> dict[str, Any]:
         out["complete_arg1"] = wire(await client.complete(prompt_ref, {"name": "arg1", "value": "al"}))
         out["complete_id"] = wire(await client.complete(template_ref, {"name": "id", "value": "4"}))
 
+        if args.url:
+            out["cancellation"] = await cancellation(client)
+
         await anyio.sleep(0.05)  # log notifications sent during the last calls
         out["logs"] = logs
+
+    if args.url and out["protocol_version"] >= "2026-07-28":
+        out["tasks"] = await run_tasks(args.url)
 
     errlog.seek(0)
     out["server_stderr"] = errlog.read()[-4000:]
@@ -204,8 +347,11 @@ async def run(args: argparse.Namespace, errlog: Any) -> dict[str, Any]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mode", default="legacy", help="legacy, auto, or a modern version")
-    parser.add_argument("command", nargs="+", help="the server command line (after --)")
+    parser.add_argument("--url", help="a Streamable HTTP endpoint (instead of a command)")
+    parser.add_argument("command", nargs="*", help="the server command line (after --)")
     args = parser.parse_args()
+    if bool(args.url) == bool(args.command):
+        parser.error("give either a server command (after --) or --url, not both")
     with tempfile.TemporaryFile("w+", encoding="utf-8") as errlog:
         try:
             out = anyio.run(run, args, errlog)

@@ -497,7 +497,7 @@ async def _pump(
                 if retry_ms is not None:
                     await responder.send(encode_retry(retry_ms))
                 break
-            if not isinstance(item, tuple):  # a marker for another reader (a followed stream's)
+            if not isinstance(item, tuple):  # a marker of a followed stream's, already acted on
                 item = await _next(stream, idle_timeout)
                 continue
             event_id, data = item
