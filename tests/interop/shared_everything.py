@@ -35,7 +35,6 @@ import trio
 
 from mcp_trio.middleware import CallNext, RequestInfo, Result
 from mcp_trio.server import Server
-from mcp_trio.server._mrtr import StateCodec
 from mcp_trio.store import open_store
 from tests.rrproxy import serve_round_robin
 
@@ -186,7 +185,7 @@ def everything_server(state_key: bytes) -> Server:
     spec.loader.exec_module(module)
     server = module.server
     assert isinstance(server, Server)
-    server._state = StateCodec(state_key)  # what Server(state_key=...) sets
+    server.use_state_key(state_key)  # (every worker of the endpoint signs with one key)
     return server
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import signal
 import socket
 import threading
@@ -46,9 +47,10 @@ def _address(url: str) -> tuple[str, int]:
 def workers_behind_a_proxy(store: str, count: int = 3, program: str = EVERYTHING) -> Iterator[str]:
     """``count`` processes serving ``program`` with ``store``, each on its own port, behind the
     round-robin proxy (each request to the next one): the proxy's endpoint URL."""
+    key = {"MCP_TRIO_STATE_KEY": secrets.token_hex(16)}  # (one key for the endpoint, as deployed)
     with contextlib.ExitStack() as stack:
         workers = [
-            stack.enter_context(serving([program, "--http", "127.0.0.1:0", "--store", store], ROOT))
+            stack.enter_context(serving([program, "--http", "127.0.0.1:0", "--store", store], ROOT, key))
             for _ in range(count)
         ]
         urls = [worker.url for worker in workers]
