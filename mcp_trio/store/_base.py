@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import builtins
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager
-from typing import Literal, NamedTuple, Protocol
+from typing import Any, Literal, NamedTuple, Protocol
 
 import msgspec
 
@@ -130,6 +130,14 @@ class SessionStore(Protocol):
 
     async def touch(self, session_id: str, *, ttl: float) -> bool:
         """Keep the session's record ``ttl`` seconds from now; ``False`` if it is gone."""
+        ...
+
+    async def change(
+        self, session_id: str, changes: Mapping[str, Any], *, ttl: float
+    ) -> SessionRecord | None:
+        """Set the record's fields named in ``changes`` (the others as they are, whoever else
+        changes them meanwhile) and keep it ``ttl`` seconds from now: the record as kept, or
+        ``None`` if it is gone."""
         ...
 
     async def delete(self, session_id: str) -> bool:

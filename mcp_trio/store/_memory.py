@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import builtins
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import msgspec
 import trio
@@ -95,6 +96,14 @@ class InMemorySessionStore(_Expiring):
         record = msgspec.structs.replace(record, expires_at=time.time() + ttl)
         self._records[session_id] = (record, trio.current_time() + ttl)
         return True
+
+    async def change(
+        self, session_id: str, changes: Mapping[str, Any], *, ttl: float
+    ) -> SessionRecord | None:
+        record = await self.get(session_id)  # (no checkpoint in between: nobody else writes)
+        if record is None:
+            return None
+        return await self.put(msgspec.structs.replace(record, **changes), ttl=ttl)
 
     async def delete(self, session_id: str) -> bool:
         return self._records.pop(session_id, None) is not None

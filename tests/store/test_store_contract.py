@@ -4,6 +4,8 @@ on its own clock."""
 
 from __future__ import annotations
 
+from functools import partial
+
 import msgspec
 import pytest
 import trio
@@ -50,6 +52,26 @@ async def test_a_session_record_round_trips_between_workers(pair: tuple[Store, S
     assert msgspec.structs.replace(seen, expires_at=0.0) == msgspec.structs.replace(kept, expires_at=0.0)
     assert seen.expires_at == pytest.approx(kept.expires_at, abs=1)
     assert await two.sessions.get("unknown") is None
+
+
+async def test_changes_of_different_fields_by_two_workers_at_once_are_all_kept(
+    pair: tuple[Store, Store],
+) -> None:
+    # (a worker taking the GET stream while another sets the log level: neither change lost)
+    one, two = pair
+    await one.sessions.put(_session(), ttl=60)
+    async with trio.open_nursery() as nursery:
+        for n in range(20):
+            nursery.start_soon(partial(one.sessions.change, "s1", {"log_level": f"level-{n}"}, ttl=60))
+            nursery.start_soon(partial(two.sessions.change, "s1", {"stream_worker": f"worker-{n}"}, ttl=60))
+    seen = await one.sessions.get("s1")
+    assert seen is not None
+    assert seen.log_level is not None and seen.log_level.startswith("level-")
+    assert seen.stream_worker is not None and seen.stream_worker.startswith("worker-")
+    assert seen.subscriptions == ["file:///a"]  # (fields nobody changed stay)
+    last = await two.sessions.change("s1", {"log_level": "debug"}, ttl=60)
+    assert last is not None and last.log_level == "debug" and last.stream_worker == seen.stream_worker
+    assert await one.sessions.change("unknown", {"log_level": "debug"}, ttl=60) is None
 
 
 async def test_a_session_record_expires_unless_touched(store: Store) -> None:

@@ -8,11 +8,15 @@ which also pushes both keys' expiry ``event_ttl`` seconds ahead."""
 
 from __future__ import annotations
 
+import random
 import time
+from collections.abc import Mapping
+from typing import Any
 
 import msgspec
+import trio
 
-from .._base import SessionRecord, check_ttl
+from .._base import SessionRecord, StoreError, check_ttl
 from .._events import _EVENT_OVERHEAD
 from ._conn import RedisConnection, data, ms, run, text
 
@@ -21,6 +25,15 @@ local value = redis.call('GET', KEYS[1])
 if not value then return false end
 return {value, redis.call('PTTL', KEYS[1])}
 """
+
+# KEYS: the record; ARGV: the value read, the value to write, ttl (ms): 1 if written, 0 if the
+# record changed (or went) since it was read
+_SWAP = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+return 1
+"""
+_SWAP_TRIES = 32  # a record changed by others this often in a row is an error
 
 # KEYS: the stream, its byte count; ARGV: stream, event id, data, max events, max bytes, ttl (ms), overhead
 _STORE = """
@@ -48,6 +61,7 @@ class RedisSessionStore:
     def __init__(self, redis: RedisConnection) -> None:
         self._redis = redis
         self._get = redis.script(_GET)
+        self._swap = redis.script(_SWAP)
         self._encode = msgspec.msgpack.Encoder().encode
         self._decode = msgspec.msgpack.Decoder(SessionRecord).decode
 
@@ -71,6 +85,24 @@ class RedisSessionStore:
                 self._redis.key("s", record.session_id), self._encode(kept), px=ms(ttl)
             )
         return kept
+
+    async def change(
+        self, session_id: str, changes: Mapping[str, Any], *, ttl: float
+    ) -> SessionRecord | None:
+        check_ttl(ttl)
+        key = self._redis.key("s", session_id)
+        for attempt in range(_SWAP_TRIES):  # compare and set: a change made meanwhile is kept
+            if attempt:
+                await trio.sleep(random.uniform(0, 0.001 * attempt))  # (contenders spread out)
+            with self._redis.guard("changing a session"):
+                read = await self._redis.client.get(key)
+                if read is None:
+                    return None
+                now = time.time()
+                kept = msgspec.structs.replace(self._decode(read), **changes, expires_at=now + ttl)
+                if await run(self._swap, [key], [read, self._encode(kept), ms(ttl)]) == 1:
+                    return kept
+        raise StoreError(f"session {session_id}: its record kept changing under {_SWAP_TRIES} tries")
 
     async def touch(self, session_id: str, *, ttl: float) -> bool:
         check_ttl(ttl)

@@ -314,10 +314,8 @@ class Sharing:
         tell the other replicas."""
         assert session.id is not None
         try:
-            record = await self.store.sessions.get(session.id)
-            if record is not None:
-                changed = msgspec.structs.replace(record, log_level=log_level, subscriptions=subscriptions)
-                await self.store.sessions.put(changed, ttl=self.ttl)
+            changes = {"log_level": log_level, "subscriptions": subscriptions}
+            await self.store.sessions.change(session.id, changes, ttl=self.ttl)
         except StoreError as exc:
             log.warning("could not write the record of session %s: %s", session.id, exc)
         self.post(None, _Note("update", session.id, log_level=log_level, subscriptions=subscriptions))
@@ -329,12 +327,11 @@ class Sharing:
         waits here, for a GET on any worker to collect (see ``held``)."""
         assert session.id is not None
         try:
-            record = await self.store.sessions.get(session.id)
-            if record is None:
+            if (
+                await self.store.sessions.change(session.id, {"stream_worker": self.worker}, ttl=self.ttl)
+                is None
+            ):
                 return
-            if record.stream_worker != self.worker:
-                holding = msgspec.structs.replace(record, stream_worker=self.worker)
-                await self.store.sessions.put(holding, ttl=self.ttl)
         except StoreError as exc:
             log.warning("could not name this worker the GET stream's of session %s: %s", session.id, exc)
         self.post(None, _Note("held", session.id, origin=self.worker))
