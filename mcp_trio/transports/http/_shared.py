@@ -238,10 +238,9 @@ class Sharing:
         session.touched_record = trio.current_time()
 
     async def touch(self, session: _HttpSession) -> bool:
-        """Note that ``session`` is in use (at most every ``idle_timeout / 8``);
-        False: its record is gone (ended by another worker)."""
-        if trio.current_time() - session.touched_record < self.ttl / 8:
-            return True
+        """Note that ``session`` is in use; False: its record is gone (ended by another
+        worker).  Asked of the store on every request: a DELETE answered by another worker
+        must be a 404 here at once (the specification's MUST), before the bus brings the news."""
         return await self._touch_record(session)
 
     async def _touch_record(self, session: _HttpSession) -> bool:
