@@ -58,7 +58,7 @@ THIRD_PARTY: dict[str, set[str]] = {
     "mcp_trio._jsonrpc": {"msgspec"},
     "mcp_trio.store": {"msgspec", "trio"},
     # the ``redis`` extra: only open_store reaches this module, inside the function
-    "mcp_trio.store._redis": {"msgspec", "trio", "coredis"},
+    "mcp_trio.store._redis": {"msgspec", "trio", "coredis", "anyio"},
     "mcp_trio._exceptions": set(),
     "mcp_trio.server._uritemplate": set(),
     "mcp_trio.server._cursor": set(),
