@@ -25,11 +25,6 @@ async def live_memory() -> str:
     the blocks of Python's small-object allocator.  The soak test reports it next to RSS: live
     objects, or memory the allocator keeps."""
     gc.collect()
-    import time
-    import tracemalloc
-
-    if tracemalloc.is_tracing():
-        tracemalloc.take_snapshot().dump(f"/tmp/snap.{time.time():.0f}")
     if sys.getallocatedblocks() == 0:  # not on pymalloc
         info = _mallinfo2()
         return f"{(info.uordblks + info.hblkhd) // 1024} KiB in use (glibc mallinfo2)"
