@@ -206,7 +206,7 @@ class Sharing:
             await trio.sleep(self.ttl / 4)
             for session in list(self.endpoint.sessions.values()):
                 if session.id is not None and session.holds_stream():
-                    await self._touch_record(session)
+                    await self.touch(session)
 
     def post(self, worker: str | None, note: _Note) -> None:
         """Publish ``note`` to ``worker`` (``None``: every worker), in order, without waiting."""
@@ -235,17 +235,12 @@ class Sharing:
             await self.store.sessions.put(record, ttl=self.ttl)
         except StoreError as exc:
             log.warning("session %s is served by this worker only: its record failed (%s)", session.id, exc)
-        session.touched_record = trio.current_time()
 
     async def touch(self, session: _HttpSession) -> bool:
         """Note that ``session`` is in use; False: its record is gone (ended by another
         worker).  Asked of the store on every request: a DELETE answered by another worker
         must be a 404 here at once (the specification's MUST), before the bus brings the news."""
-        return await self._touch_record(session)
-
-    async def _touch_record(self, session: _HttpSession) -> bool:
         assert session.id is not None
-        session.touched_record = trio.current_time()
         try:
             return await self.store.sessions.touch(session.id, ttl=self.ttl)
         except StoreError as exc:
@@ -300,7 +295,6 @@ class Sharing:
             session.version = record.protocol_version
             session.principal = request.principal
             session.past_initialize = True
-            session.touched_record = trio.current_time()
             endpoint.sessions[session_id] = session
             endpoint._start_session(session)
             return session

@@ -13,7 +13,6 @@ ids ``<stream>.<n>`` and are stored (priming event first) for resumption.
 from __future__ import annotations
 
 import logging
-import math
 from collections import deque
 from collections.abc import Awaitable, Callable, Hashable
 from typing import TYPE_CHECKING, Any
@@ -144,7 +143,6 @@ class _HttpSession(trio.abc.Channel[Frame]):
         self.restored: Restored | None = None
         #: The ``initialize`` params, until the record is written (see StreamableHTTP._answer_post).
         self.init_params: dict[str, Any] | None = None
-        self.touched_record = -math.inf  # (trio clock) when this worker last touched the record
         #: Called with a new log level and subscriptions another worker set (the server's).
         self.on_shared_update: Callable[[str | None, list[str]], None] | None = None
 
