@@ -20,6 +20,7 @@ from ._base import LEASE_LOST_MESSAGE as LEASE_LOST_MESSAGE
 from ._base import Bus as Bus
 from ._base import BusMessage as BusMessage
 from ._base import BusOverflow as BusOverflow
+from ._base import Changes as Changes
 from ._base import SessionRecord as SessionRecord
 from ._base import SessionStore as SessionStore
 from ._base import StoreError as StoreError
@@ -42,6 +43,7 @@ __all__ = [
     "Bus",
     "BusMessage",
     "BusOverflow",
+    "Changes",
     "EventStore",
     "InMemoryBus",
     "InMemoryEventStore",

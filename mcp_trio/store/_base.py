@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import builtins
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Literal, NamedTuple, Protocol
 
@@ -54,6 +54,9 @@ class SessionRecord(msgspec.Struct, kw_only=True):
     log_level: str | None = None
     subscriptions: list[str] = msgspec.field(default_factory=list)
     stream_worker: str | None = None
+    #: The workers that restored a replica of the session (and the one that answered
+    #: ``initialize``): those a ``DELETE`` waits for.
+    replicas: list[str] = msgspec.field(default_factory=list)
     """The worker holding the session's GET stream, if one is open."""
     principal: str | None = None
     """Whom the session belongs to (the authenticated principal), if anyone."""
@@ -117,6 +120,15 @@ def lease_lost(record: TaskRecord, now: float) -> TaskRecord:
     return msgspec.structs.replace(record, status="failed", status_message=LEASE_LOST_MESSAGE, updated_at=now)
 
 
+#: What :meth:`SessionStore.change` sets: fields and values, or a function of the record giving them.
+Changes = Mapping[str, Any] | Callable[[SessionRecord], Mapping[str, Any]]
+
+
+def apply_changes(record: SessionRecord, changes: Changes) -> SessionRecord:
+    """``record`` with ``changes`` made (see :meth:`SessionStore.change`)."""
+    return msgspec.structs.replace(record, **(changes(record) if callable(changes) else changes))
+
+
 class SessionStore(Protocol):
     """Session records, each kept for a time to live (seconds)."""
 
@@ -132,16 +144,20 @@ class SessionStore(Protocol):
         """Keep the session's record ``ttl`` seconds from now; ``False`` if it is gone."""
         ...
 
-    async def change(
-        self, session_id: str, changes: Mapping[str, Any], *, ttl: float
-    ) -> SessionRecord | None:
+    async def change(self, session_id: str, changes: Changes, *, ttl: float) -> SessionRecord | None:
         """Set the record's fields named in ``changes`` (the others as they are, whoever else
         changes them meanwhile) and keep it ``ttl`` seconds from now: the record as kept, or
-        ``None`` if it is gone."""
+        ``None`` if it is gone.  ``changes`` may be a function of the record as read, called
+        again if another change came first (to add to a list without losing another's)."""
         ...
 
     async def delete(self, session_id: str) -> bool:
         """Forget the session's record; ``False`` if there was none."""
+        ...
+
+    async def take(self, session_id: str) -> SessionRecord | None:
+        """Forget the session's record and return it as it was (``None``: there was none),
+        in one step: a :meth:`change` after it finds the record gone."""
         ...
 
 
@@ -207,8 +223,9 @@ class Bus(Protocol):
     publisher.  A subscription holds at most ``max_queued`` unread messages:
     beyond that it is cut off with :class:`BusOverflow`."""
 
-    async def publish(self, channel: str, data: bytes) -> None:
-        """Send ``data`` to every subscription of ``channel``."""
+    async def publish(self, channel: str, data: bytes) -> int:
+        """Send ``data`` to every subscription of ``channel``: how many listeners took it
+        (0: nobody listens; the subscriptions of one process to one Redis count once)."""
         ...
 
     def subscribe(self, *channels: str) -> AbstractAsyncContextManager[Subscription]:

@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import builtins
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
 
 import msgspec
 import trio
@@ -20,11 +19,13 @@ from ._base import (
     Bus,
     BusMessage,
     BusOverflow,
+    Changes,
     SessionRecord,
     SessionStore,
     StoreError,
     TaskRecord,
     TaskStore,
+    apply_changes,
     check_ttl,
     lease_lost,
     new_task,
@@ -97,16 +98,19 @@ class InMemorySessionStore(_Expiring):
         self._records[session_id] = (record, trio.current_time() + ttl)
         return True
 
-    async def change(
-        self, session_id: str, changes: Mapping[str, Any], *, ttl: float
-    ) -> SessionRecord | None:
+    async def change(self, session_id: str, changes: Changes, *, ttl: float) -> SessionRecord | None:
         record = await self.get(session_id)  # (no checkpoint in between: nobody else writes)
         if record is None:
             return None
-        return await self.put(msgspec.structs.replace(record, **changes), ttl=ttl)
+        return await self.put(apply_changes(record, changes), ttl=ttl)
 
     async def delete(self, session_id: str) -> bool:
         return self._records.pop(session_id, None) is not None
+
+    async def take(self, session_id: str) -> SessionRecord | None:
+        record = await self.get(session_id)
+        self._records.pop(session_id, None)
+        return record
 
     def _deadlines(self) -> Iterator[tuple[str, float]]:
         return ((key, deadline) for key, (_, deadline) in self._records.items())
@@ -275,9 +279,11 @@ class InMemoryBus:
         self.max_queued = max_queued
         self._subscribers: dict[str, set[QueuedSubscription]] = {}
 
-    async def publish(self, channel: str, data: bytes) -> None:
-        for subscription in list(self._subscribers.get(channel, ())):
+    async def publish(self, channel: str, data: bytes) -> int:
+        subscriptions = list(self._subscribers.get(channel, ()))
+        for subscription in subscriptions:
             subscription.offer(BusMessage(channel, data))
+        return len(subscriptions)
 
     @asynccontextmanager
     async def subscribe(self, *channels: str) -> AsyncIterator[QueuedSubscription]:

@@ -4,7 +4,9 @@ on its own clock."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
+from typing import Any
 
 import msgspec
 import pytest
@@ -72,6 +74,37 @@ async def test_changes_of_different_fields_by_two_workers_at_once_are_all_kept(
     last = await two.sessions.change("s1", {"log_level": "debug"}, ttl=60)
     assert last is not None and last.log_level == "debug" and last.stream_worker == seen.stream_worker
     assert await one.sessions.change("unknown", {"log_level": "debug"}, ttl=60) is None
+
+
+async def test_a_change_computed_from_the_record_adds_without_losing_another(
+    pair: tuple[Store, Store],
+) -> None:
+    # (workers naming themselves among a session's replicas at once: every name kept)
+    one, two = pair
+    await one.sessions.put(_session(), ttl=60)
+
+    def adding(name: str) -> Callable[[SessionRecord], dict[str, Any]]:
+        return lambda record: {"replicas": [*record.replicas, name]}
+
+    async with trio.open_nursery() as nursery:
+        for n in range(10):
+            nursery.start_soon(partial(one.sessions.change, "s1", adding(f"a{n}"), ttl=60))
+            nursery.start_soon(partial(two.sessions.change, "s1", adding(f"b{n}"), ttl=60))
+    seen = await two.sessions.get("s1")
+    assert seen is not None
+    assert sorted(seen.replicas) == sorted([f"a{n}" for n in range(10)] + [f"b{n}" for n in range(10)])
+    assert await one.sessions.change("unknown", adding("x"), ttl=60) is None
+
+
+async def test_take_forgets_the_record_and_returns_it(pair: tuple[Store, Store]) -> None:
+    one, two = pair
+    await one.sessions.put(msgspec.structs.replace(_session(), replicas=["w1", "w2"]), ttl=60)
+    taken = await two.sessions.take("s1")
+    assert taken is not None and taken.replicas == ["w1", "w2"] and taken.log_level == _session().log_level
+    assert await one.sessions.get("s1") is None
+    assert await one.sessions.take("s1") is None
+    # a change after it finds the record gone
+    assert await one.sessions.change("s1", {"log_level": "debug"}, ttl=60) is None
 
 
 async def test_a_session_record_expires_unless_touched(store: Store) -> None:
@@ -228,10 +261,10 @@ async def test_the_bus_delivers_between_workers_in_order(pair: tuple[Store, Stor
             two.bus.subscribe("worker-2", "broadcast") as mine,
             one.bus.subscribe("broadcast") as theirs,
         ):
-            await one.bus.publish("nobody", b"lost")
+            assert await one.bus.publish("nobody", b"lost") == 0  # (nobody listens: told so)
             for i in range(20):
-                await one.bus.publish("worker-2", b"%d" % i)
-            await one.bus.publish("broadcast", b"all")
+                assert await one.bus.publish("worker-2", b"%d" % i) == 1
+            assert await one.bus.publish("broadcast", b"all") == 2
             got = [await mine.receive() for _ in range(21)]
             assert got == [BusMessage("worker-2", b"%d" % i) for i in range(20)] + [
                 BusMessage("broadcast", b"all")

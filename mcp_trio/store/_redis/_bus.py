@@ -35,9 +35,9 @@ class RedisBus:
     def _channel(self, channel: str) -> str:
         return self._redis.key("b", channel)
 
-    async def publish(self, channel: str, data: bytes) -> None:
+    async def publish(self, channel: str, data: bytes) -> int:
         with self._redis.guard("publishing"):
-            await self._redis.client.publish(self._channel(channel), data)
+            return await self._redis.client.publish(self._channel(channel), data)
 
     @asynccontextmanager
     async def subscribe(self, *channels: str) -> AsyncIterator[QueuedSubscription]:

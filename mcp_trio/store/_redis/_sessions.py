@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Mapping
-from typing import Any
 
 import msgspec
 import trio
 
-from .._base import SessionRecord, StoreError, check_ttl
+from .._base import Changes, SessionRecord, StoreError, apply_changes, check_ttl
 from .._events import _EVENT_OVERHEAD
 from ._conn import RedisConnection, data, ms, run, text
 
@@ -86,9 +84,7 @@ class RedisSessionStore:
             )
         return kept
 
-    async def change(
-        self, session_id: str, changes: Mapping[str, Any], *, ttl: float
-    ) -> SessionRecord | None:
+    async def change(self, session_id: str, changes: Changes, *, ttl: float) -> SessionRecord | None:
         check_ttl(ttl)
         key = self._redis.key("s", session_id)
         for attempt in range(_SWAP_TRIES):  # compare and set: a change made meanwhile is kept
@@ -99,7 +95,8 @@ class RedisSessionStore:
                 if read is None:
                     return None
                 now = time.time()
-                kept = msgspec.structs.replace(self._decode(read), **changes, expires_at=now + ttl)
+                kept = apply_changes(self._decode(read), changes)
+                kept.expires_at = now + ttl
                 if await run(self._swap, [key], [read, self._encode(kept), ms(ttl)]) == 1:
                     return kept
         raise StoreError(f"session {session_id}: its record kept changing under {_SWAP_TRIES} tries")
@@ -112,6 +109,11 @@ class RedisSessionStore:
     async def delete(self, session_id: str) -> bool:
         with self._redis.guard("deleting a session"):
             return await self._redis.client.delete([self._redis.key("s", session_id)]) > 0
+
+    async def take(self, session_id: str) -> SessionRecord | None:
+        with self._redis.guard("deleting a session"):
+            value = await self._redis.client.getdel(self._redis.key("s", session_id))
+        return None if value is None else self._decode(value)
 
 
 class RedisEventStore:
