@@ -21,11 +21,12 @@ from .._engine._session import Session
 from .._exceptions import McpError
 from ..types import _versions
 from ._context import Context, _call, _context_param, _thread_for
+from ._fanout import announces
 from ._results import resource_contents
 from ._uritemplate import UriTemplate
 
 if TYPE_CHECKING:
-    from ._fanout import ResourceFanout
+    from ._fanout import Fanout
     from ._listen import SubscriptionHub
 
 log = logging.getLogger("mcp_trio.server")
@@ -64,7 +65,7 @@ class _ResourcesMixin:
     _sync_limiter: trio.CapacityLimiter
     _context: Callable[[RequestContext], Context]
     _share_state: Callable[[Session], Awaitable[None]]
-    _resource_fanout: ResourceFanout | None
+    _fanout: Fanout | None
 
     def resource(
         self,
@@ -139,15 +140,15 @@ class _ResourcesMixin:
         """Tell the sessions subscribed to ``uri`` that it changed (and the
         2026-07-28 ``subscriptions/listen`` streams watching it); served with a
         store (``serve_http(store=...)``), those of every worker serving it."""
-        if self._resource_fanout is not None:
-            await self._resource_fanout.publish(uri)
+        if self._fanout is not None:
+            await self._fanout.publish(uri)
         await self._resource_updated_here(uri)
 
     async def _resource_updated_here(self, uri: str) -> None:
         """:meth:`notify_resource_updated` for this worker's sessions only."""
         self.subscriptions.resource_updated(uri)
         for session, uris in list(self._subscriptions.items()):
-            if uri in uris:
+            if uri in uris and announces(session):
                 try:
                     await session.notify("notifications/resources/updated", {"uri": uri})
                 except Exception as exc:

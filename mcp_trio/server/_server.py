@@ -75,7 +75,7 @@ from ..transports._base import MessageChannel
 from ..types import _versions
 from ._context import _LEVEL_RANK, Context, _only
 from ._cursor import decode_cursor, encode_cursor
-from ._fanout import ResourceFanout
+from ._fanout import Fanout, announces
 from ._listen import SubscriptionHub
 from ._mrtr import InputRequired, InputSession, StateCodec
 from ._prompts import _Completion, _Prompt, _PromptsMixin
@@ -168,7 +168,7 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin, _RoutesMixin, _Serving
         self._shared_capabilities: tuple[bool, dict[str, Any]] | None = None  # see _session_capabilities
         self.tasks = tasks if tasks is not None else TaskManager(page_size=page_size)
         self._routes: dict[str, Route] = {}  # see route()
-        self._resource_fanout: ResourceFanout | None = None  # see serve_http(store=...)
+        self._fanout: Fanout | None = None  # see serve_http(store=...)
         self._totals = _Totals()  # see statistics()
 
     # ----------------------------------------------------------- capabilities
@@ -200,9 +200,19 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin, _RoutesMixin, _Serving
     # --------------------------------------------------------- notifications
 
     def _changed(self, method: str) -> None:
+        if self._fanout is not None:
+            self._fanout.list_changed(method)  # every worker announces it (once, coalesced)
+        else:
+            self._list_changed_here(method)
+
+    def _list_changed_here(self, method: str) -> None:
         self.subscriptions.changed(method)
         for session in list(self._sessions):
-            if session.initialized.is_set() and not _versions.is_stateless(session.protocol_version or ""):
+            if (
+                session.initialized.is_set()
+                and not _versions.is_stateless(session.protocol_version or "")
+                and announces(session)
+            ):
                 self._spawn_notify(session, method, None)
 
     def _spawn_notify(self, session: Session, method: str, params: Any) -> None:

@@ -18,7 +18,7 @@ import trio
 
 from ..transports._base import MessageChannel
 from ..transports.stdio import open_stdio_server_channel
-from ._fanout import ResourceFanout
+from ._fanout import Fanout
 from ._routes import Route, RouteHandler, http_routes, route_handlers
 from ._shutdown import GracefulShutdown
 
@@ -36,13 +36,15 @@ class _ServingMixin:
     tasks: Any
     _sync_limiter: trio.CapacityLimiter
     _routes: dict[str, Route]
-    _resource_fanout: ResourceFanout | None
+    _fanout: Fanout | None
 
     if TYPE_CHECKING:  # (the Server's)
 
         def _count_in(self, shutdown: GracefulShutdown | None) -> None: ...
 
         async def _resource_updated_here(self, uri: str) -> None: ...
+
+        def _list_changed_here(self, method: str) -> None: ...
 
         async def serve_session(
             self, channel: MessageChannel, *, task_status: Any = trio.TASK_STATUS_IGNORED
@@ -148,9 +150,9 @@ class _ServingMixin:
                 await nursery.start(self.tasks.run)
                 if store is not None:
                     assert worker_id is not None
-                    fanout = ResourceFanout(store, worker_id, self._resource_updated_here)
+                    fanout = Fanout(store, worker_id, self._resource_updated_here, self._list_changed_here)
                     await nursery.start(fanout.run)
-                    self._resource_fanout = fanout  # (resource updates reach every worker)
+                    self._fanout = fanout  # (resource updates and list changes reach every worker)
                 await nursery.start(endpoint.run)
                 table: dict[str, Any] = {}
                 if legacy_sse:
@@ -207,7 +209,7 @@ class _ServingMixin:
                     auth.bind_resource(urls[0] + path)
                 task_status.started([url + path for url in urls])
         finally:
-            self._resource_fanout = None
+            self._fanout = None
 
     async def serve_stdio(self, *, shutdown: GracefulShutdown | None = None, **channel_options: Any) -> None:
         """Serve over stdin/stdout until stdin closes.  With ``shutdown``, requests are

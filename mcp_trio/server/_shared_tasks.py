@@ -34,7 +34,7 @@ from .. import _jsonrpc as rpc
 from .._engine._context import RequestContext
 from .._exceptions import McpError
 from ..store import Store, StoreError, TaskRecord
-from ..transports.http._shared import listen
+from ..transports.http._bus import listen
 from ..types import _versions
 
 if TYPE_CHECKING:

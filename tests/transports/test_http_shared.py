@@ -15,6 +15,7 @@ import msgspec
 import pytest
 import trio
 
+from mcp_trio.client import connect_http
 from mcp_trio.server import Context, Server
 from mcp_trio.store import Store, open_store
 from mcp_trio.transports.http._sse import SSEDecoder
@@ -143,10 +144,11 @@ async def ended_everywhere(
     client: httpx.AsyncClient, urls: list[str], servers: list[Server], store: Store, headers: dict[str, str]
 ) -> None:
     """The session is gone: from every worker, from the store, and 404 on every worker."""
-    with trio.fail_after(5):
-        while any(server._sessions for server in servers):
+    with trio.fail_after(5):  # (the last replica forgets the record once it has ended)
+        while any(server._sessions for server in servers) or await store.sessions.get(
+            headers["mcp-session-id"]
+        ):
             await trio.sleep(0.02)
-    assert await store.sessions.get(headers["mcp-session-id"]) is None
     for url in urls:
         r = await client.post(url, headers=headers, json=call(9, "add", {"a": 1, "b": 1}))
         assert r.status_code == 404
@@ -219,6 +221,22 @@ async def test_delete_on_one_worker_ends_the_session_everywhere(store_url: str |
                 assert (await client.delete(url, headers=headers)).status_code == 404
 
 
+async def test_a_request_right_after_a_delete_elsewhere_is_a_404(store_url: str | None) -> None:
+    """DELETE answers once every replica has dropped the session: the next request,
+    on any worker, is a 404 at once (no worker asks the store on each request)."""
+    async with workers(3, store_url=store_url) as (urls, servers, store, _):
+        async with httpx.AsyncClient(timeout=5) as client:
+            for n in range(10):
+                headers = await initialize(client, urls[n % 3])
+                for i, url in enumerate(urls):
+                    r = await client.post(url, headers=headers, json=call(i, "add", {"a": 1, "b": i}))
+                    assert r.status_code == 200
+                assert (await client.delete(urls[(n + 1) % 3], headers=headers)).status_code == 200
+                for i, url in enumerate(urls):
+                    r = await client.post(url, headers=headers, json=call(9, "add", {"a": 1, "b": i}))
+                    assert r.status_code == 404, (n, i)
+
+
 async def test_elicitation_answered_through_another_worker(store_url: str | None) -> None:
     async with workers(2, store_url=store_url) as (urls, servers, _, _state):
         async with httpx.AsyncClient(timeout=5) as client:
@@ -238,6 +256,40 @@ async def test_elicitation_answered_through_another_worker(store_url: str | None
                 assert r.status_code == 202
                 [(_, result)] = await sse_messages(response, 1)
                 assert result["id"] == 7 and text(result) == "hi bo from w1"
+
+
+async def test_answers_in_a_batch_reach_the_workers_whose_handlers_wait(store_url: str | None) -> None:
+    async with workers(2, store_url=store_url) as (urls, _, _, _state):
+        async with httpx.AsyncClient(timeout=5) as client:
+            params = {
+                "protocolVersion": "2025-03-26",  # (the last revision with batches)
+                "capabilities": {"sampling": {}},
+                "clientInfo": {"name": "raw", "version": "1"},
+            }
+            r = await client.post(urls[0], headers=ACCEPT, json=rpc(0, "initialize", params))
+            assert r.status_code == 200
+            headers = {**ACCEPT, "mcp-session-id": r.headers["mcp-session-id"]}
+            headers["mcp-protocol-version"] = "2025-03-26"
+            await client.post(urls[0], headers=headers, json=rpc(None, "notifications/initialized"))
+            async with (
+                raw_stream(urls[0], "POST", headers, call(7, "ask_llm")) as first,
+                raw_stream(urls[1], "POST", headers, call(8, "ask_llm")) as second,
+            ):
+                [(_, asked_here)] = await sse_messages(first, 1)
+                [(_, asked_there)] = await sse_messages(second, 1)
+                assert asked_here["id"].startswith("w0~") and asked_there["id"].startswith("w1~")
+                answer = {"role": "assistant", "content": {"type": "text", "text": "4"}, "model": "m"}
+                batch = [
+                    {"jsonrpc": "2.0", "id": asked["id"], "result": answer}
+                    for asked in (asked_there, asked_here)
+                ]
+                batch.append(rpc(None, "notifications/roots/list_changed"))
+                r = await client.post(urls[0], headers=headers, json=batch)  # one batch, to the first
+                assert r.status_code == 202
+                [(_, done_here)] = await sse_messages(first, 1)
+                [(_, done_there)] = await sse_messages(second, 1)
+            assert done_here["id"] == 7 and text(done_here) == "4 via w0"
+            assert done_there["id"] == 8 and text(done_there) == "4 via w1"
 
 
 async def test_cancellation_through_another_worker(store_url: str | None) -> None:
@@ -358,6 +410,52 @@ async def test_a_resource_update_on_a_worker_without_the_session_reaches_it(stor
                 [(_, message)] = await sse_messages(response, 1)
             assert message["method"] == "notifications/resources/updated"
             assert message["params"] == {"uri": "notes://b"}
+
+
+async def sse_within(response: RawResponse, seconds: float) -> list[Any]:
+    """The messages of an SSE response within ``seconds``."""
+    decoder = SSEDecoder()
+    got: list[Any] = []
+    with trio.move_on_after(seconds):
+        async with aclosing(response.chunks()) as chunks:
+            async for chunk in chunks:
+                got += [msgspec.json.decode(e.data) for e in decoder.feed(chunk) if e.data]
+    return got
+
+
+async def test_a_list_change_on_a_worker_without_the_session_reaches_it(store_url: str | None) -> None:
+    async with workers(3, store_url=store_url) as (urls, servers, _, _state):
+        async with httpx.AsyncClient(timeout=5) as client:
+            headers = await initialize(client, urls[0])
+            async with raw_stream(urls[0], "GET", {**headers, **GET}) as response:
+                assert not servers[2]._sessions  # the third worker never saw the session
+                add_tool(servers[2], "extra")
+                [(_, message)] = await sse_messages(response, 1)
+            assert message["method"] == "notifications/tools/list_changed"
+
+
+async def test_a_session_on_every_worker_hears_each_change_once(store_url: str | None) -> None:
+    async with workers(3, store_url=store_url) as (urls, servers, _, _state):
+        async with httpx.AsyncClient(timeout=5) as client:
+            headers = await initialized_everywhere(client, urls, servers)
+            subscribe = rpc(1, "resources/subscribe", {"uri": "notes://c"})
+            assert (await client.post(urls[2], headers=headers, json=subscribe)).status_code == 200
+            with trio.fail_after(5):  # (every replica learns it over the bus)
+                while not all(
+                    any("notes://c" in uris for uris in server._subscriptions.values()) for server in servers
+                ):
+                    await trio.sleep(0.01)
+            async with raw_stream(urls[1], "GET", {**headers, **GET}) as response:
+                assert response.status_code == 200
+                with trio.fail_after(5):  # (the others learn over the bus that the second holds it)
+                    while sum(s.channel.announces for server in servers for s in server._sessions) != 1:
+                        await trio.sleep(0.01)
+                for server in servers:  # the same change made on every worker: one announcement
+                    add_tool(server, "extra")
+                await servers[0].notify_resource_updated("notes://c")
+                got = await sse_within(response, 1.0)
+            methods = sorted(m["method"] for m in got)
+            assert methods == ["notifications/resources/updated", "notifications/tools/list_changed"], got
 
 
 async def test_resumption_with_last_event_id_on_another_worker(store_url: str | None) -> None:
@@ -519,3 +617,46 @@ async def test_a_worker_stopped_mid_session_loses_only_its_calls(store_url: str 
                 state["stop"][0]()  # the worker running the call stops
             r = await client.post(urls[1], headers=headers, json=call(6, "add", {"a": 20, "b": 22}))
             assert r.status_code == 200 and text(r.json()) == "42"  # the session goes on elsewhere
+
+
+async def test_what_is_sent_to_a_dead_holder_of_the_get_stream_waits_for_the_next_one(
+    store_url: str | None,
+) -> None:
+    async with workers(3, store_url=store_url) as (urls, servers, store, state):
+        async with httpx.AsyncClient(timeout=5) as client:
+            headers = await initialized_everywhere(client, urls, servers)
+            sid = headers["mcp-session-id"]
+            with pytest.raises(h11.RemoteProtocolError):  # (its connection is cut)
+                async with raw_stream(urls[1], "GET", {**headers, **GET}) as response:
+                    with trio.fail_after(5):
+                        while sum(s.channel.announces for server in servers for s in server._sessions) != 1:
+                            await trio.sleep(0.01)
+                    state["stop"][1]()  # the worker holding the GET stream dies
+                    await sse_within(response, 5)
+            with trio.fail_after(5):  # (until the stopped worker has left the bus, as a dead one has)
+                while await store.bus.publish("mcp-trio:http:w1", b"") != 0:
+                    await trio.sleep(0.01)
+            [session] = servers[0]._sessions
+            await session.notify("notifications/message", {"level": "info", "data": "meanwhile"})
+            with trio.fail_after(5):  # the first worker finds the holder gone and takes its place
+                while (record := await store.sessions.get(sid)) is None or record.stream_worker != "w0":
+                    await trio.sleep(0.01)
+            async with raw_stream(urls[2], "GET", {**headers, **GET}) as response:  # reopened elsewhere
+                [(_, kept)] = await sse_messages(response, 1)
+                assert kept["params"]["data"] == "meanwhile"
+                add_tool(servers[2], "extra")  # and the new holder announces
+                [(_, changed)] = await sse_messages(response, 1)
+                assert changed["method"] == "notifications/tools/list_changed"
+
+
+async def test_a_listen_stream_hears_the_changes_made_on_another_worker(store_url: str | None) -> None:
+    async with workers(2, store_url=store_url) as (urls, servers, _, _state):
+        with trio.fail_after(10):
+            async with connect_http(urls[0], versions=["2026-07-28"]) as client:
+                async with client.listen(tools=True, resource_uris=["notes://a"]) as sub:
+                    assert sub.acknowledged["toolsListChanged"] is True
+                    add_tool(servers[1], "extra")  # only the second worker's server changes
+                    assert (await sub.__anext__())[0] == "notifications/tools/list_changed"
+                    await servers[1].notify_resource_updated("notes://a")
+                    method, params = await sub.__anext__()
+                    assert method == "notifications/resources/updated" and params.uri == "notes://a"

@@ -20,6 +20,15 @@ any worker (process or host) serving the endpoint.  Each worker keeps a local
   or expiry with no worker having seen the session within ``idle_timeout``)
   and changes of the record (log level, subscriptions).
 
+A request of a session a worker holds a replica of costs no store round trip:
+the worker renews the record at most every eighth of ``idle_timeout`` (it lives
+a quarter longer), and a worker ending a session takes the record (which names
+every worker holding a replica) and waits until each has confirmed over the bus
+that it dropped its own, so that the next request anywhere is a 404.  A message
+for the GET stream of a worker that died (nobody listens on its channel) is kept
+by the sender, which is named holder instead until the client opens the stream
+again.
+
 Nothing here runs without a store: a single server keeps today's path.
 """
 
@@ -27,8 +36,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable, Hashable
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -36,7 +44,20 @@ import msgspec
 import trio
 
 from ...store import SessionRecord, Store, StoreError
-from .._base import Frame, RequestId
+from .._base import Frame
+from ._bus import (
+    Restored,
+    _batch_members,
+    _decode,
+    _encode,
+    _from_json,
+    _json,
+    _Note,
+    _Outgoing,
+    check_worker_id,
+    listen,
+    principal_key,
+)
 from ._replies import _error_reply, _Reply, _session_ended
 from ._request import _HEADER_SESSION
 from ._streams import _CLOSE, _END, _HttpSession, _Stream
@@ -52,103 +73,10 @@ log = logging.getLogger("mcp_trio.http")
 _CHANNEL = "mcp-trio:http:"  # + worker id; + "*" for every worker
 _ID_MARK = "~"  # a request id of the server's: <worker>~<n>
 _OUTBOX = 4096  # bus messages waiting to be published by a worker, at most
-_RESUBSCRIBE = 0.5  # seconds between attempts to subscribe again to a failed bus
+_TOUCH_EVERY = 1 / 8  # of idle_timeout: how often a worker in use renews a session's record, at most
+_RECORD_TTL = 1 + 2 * _TOUCH_EVERY  # of idle_timeout: a record's time to live (the renewals are late)
+_END_ACK = 1.0  # seconds a worker ending a session waits for the others to drop their replicas, at most
 _STREAM_NOTES = frozenset({"follow", "followed", "unfollow", "event", "close", "done"})
-
-
-async def listen(
-    store: Store,
-    channels: tuple[str, ...],
-    take: Callable[[bytes], Awaitable[None]],
-    who: str,
-    *,
-    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
-) -> None:
-    """Hand every message of the bus ``channels`` to ``take`` until cancelled;
-    when the bus fails (the store's backend went away), subscribe again after a
-    pause, for as long as it takes (messages published meanwhile are lost).
-    ``task_status.started()`` once subscribed; a failure before that is raised."""
-    started = False
-    while True:
-        try:
-            async with store.bus.subscribe(*channels) as messages:
-                if not started:
-                    started = True
-                    task_status.started()
-                async for message in messages:
-                    await take(message.data)
-        except (StoreError, BaseExceptionGroup) as exc:
-            error = _store_error(exc)
-            if error is None or not started:
-                raise
-            log.warning("the bus subscription of %s ended (%s); subscribing again", who, error)
-        await trio.sleep(_RESUBSCRIBE)
-
-
-def _store_error(exc: BaseException) -> StoreError | None:
-    """The store error ``exc`` is, or the first of a group of nothing else."""
-    if isinstance(exc, StoreError):
-        return exc
-    if isinstance(exc, BaseExceptionGroup):
-        found = [_store_error(e) for e in exc.exceptions]
-        if found and all(e is not None for e in found):
-            return found[0]
-    return None
-
-
-def check_worker_id(worker_id: str) -> str:
-    """``worker_id``, if it can name a worker in request and event ids."""
-    if not worker_id or not all(c.isalnum() or c in "-_" for c in worker_id):
-        raise ValueError(f"worker_id must be letters, digits, '-' and '_' only, not {worker_id!r}")
-    return worker_id
-
-
-def principal_key(principal: Hashable | None) -> str | None:
-    """How a session's principal is written in its record (compared as text)."""
-    return None if principal is None else principal if isinstance(principal, str) else repr(principal)
-
-
-@dataclass
-class Restored:
-    """What a replica's engine and server take from the session record
-    (the engine reads ``version``, ``client_info``, ``client_capabilities``)."""
-
-    version: str
-    client_info: dict[str, Any]
-    client_capabilities: dict[str, Any]
-    log_level: str | None = None
-    subscriptions: list[str] = field(default_factory=list)
-
-
-class _Note(msgspec.Struct, omit_defaults=True):
-    """One bus message between workers."""
-
-    # frame | initialized | end | get | held | update | follow | followed | unfollow | event | close | done
-    kind: str
-    session: str
-    data: bytes = b""
-    key: str = ""  # a POST stream's (follow, unfollow, event, done)
-    event_id: str = ""
-    cancel: RequestId | None = None  # a frame's notifications/cancelled: its request id
-    origin: str | None = None  # the worker that sent a frame to every worker
-    log_level: str | None = None
-    subscriptions: list[str] | None = None
-
-
-_encode = msgspec.msgpack.Encoder().encode
-_decode = msgspec.msgpack.Decoder(_Note).decode
-
-
-def _json(value: Any, default: bytes) -> bytes:
-    return default if value is None else msgspec.json.encode(value)
-
-
-def _from_json(data: bytes) -> dict[str, Any]:
-    try:
-        value = msgspec.json.decode(data)
-    except msgspec.DecodeError:
-        return {}
-    return value if isinstance(value, dict) else {}
 
 
 class Sharing:
@@ -164,11 +92,20 @@ class Sharing:
         #: The suffix of this worker's event ids and stream keys.
         self.suffix = "@" + worker_id
         self._restoring: dict[str, trio.Event] = {}
-        self._outbox_send, self._outbox = trio.open_memory_channel[tuple[str, bytes]](_OUTBOX)
+        self._ended_restoring: set[str] = set()  # sessions ended while this worker restored them
+        #: The sessions this worker is ending: the workers yet to drop their replicas.
+        self._ending: dict[str, tuple[set[str], trio.Event]] = {}
+        self._outbox_send, self._outbox = trio.open_memory_channel[_Outgoing](_OUTBOX)
 
     @property
     def ttl(self) -> float:
         return self.endpoint.idle_timeout
+
+    @property
+    def record_ttl(self) -> float:
+        """A record's time to live: renewed by the workers using it at most every eighth
+        of ``idle_timeout``, it outlives the session's last request by ``idle_timeout``."""
+        return self.ttl * _RECORD_TTL
 
     # ------------------------------------------------------------- running
 
@@ -194,11 +131,14 @@ class Sharing:
         await self._take(note)
 
     async def _publisher(self) -> None:
-        async for channel, data in self._outbox:
+        async for channel, data, unheard in self._outbox:
             try:
-                await self.store.bus.publish(channel, data)
+                heard = await self.store.bus.publish(channel, data)
             except StoreError as exc:
                 log.warning("a message for another worker was lost: %s", exc)
+                continue
+            if not heard and unheard is not None:
+                await unheard()
 
     async def _keep_alive(self) -> None:
         """Sessions whose streams stay open here are alive everywhere: touch their records."""
@@ -208,10 +148,13 @@ class Sharing:
                 if session.id is not None and session.holds_stream():
                     await self.touch(session)
 
-    def post(self, worker: str | None, note: _Note) -> None:
-        """Publish ``note`` to ``worker`` (``None``: every worker), in order, without waiting."""
+    def post(
+        self, worker: str | None, note: _Note, unheard: Callable[[], Awaitable[None]] | None = None
+    ) -> None:
+        """Publish ``note`` to ``worker`` (``None``: every worker), in order, without
+        waiting; ``unheard()`` once published if no worker listens (``worker`` is gone)."""
         try:
-            self._outbox_send.send_nowait((_CHANNEL + (worker or "*"), _encode(note)))
+            self._outbox_send.send_nowait((_CHANNEL + (worker or "*"), _encode(note), unheard))
         except trio.WouldBlock:
             log.warning("the bus outbox of worker %s is full: a %s message was lost", self.worker, note.kind)
 
@@ -230,19 +173,22 @@ class Sharing:
             client_info=_json(params.get("clientInfo"), b"null"),
             client_capabilities=_json(params.get("capabilities"), b"{}"),
             principal=principal_key(session.principal),
+            replicas=[self.worker],
         )
         try:
-            await self.store.sessions.put(record, ttl=self.ttl)
+            await self.store.sessions.put(record, ttl=self.record_ttl)
+            session.renewed = trio.current_time()
         except StoreError as exc:
             log.warning("session %s is served by this worker only: its record failed (%s)", session.id, exc)
 
     async def touch(self, session: _HttpSession) -> bool:
-        """Note that ``session`` is in use; False: its record is gone (ended by another
-        worker).  Asked of the store on every request: a DELETE answered by another worker
-        must be a 404 here at once (the specification's MUST), before the bus brings the news."""
+        """Renew the record of ``session``, in use; False: the record is gone (the
+        session ended, and the news has not come over the bus)."""
         assert session.id is not None
         try:
-            return await self.store.sessions.touch(session.id, ttl=self.ttl)
+            renewed = await self.store.sessions.touch(session.id, ttl=self.record_ttl)
+            session.renewed = trio.current_time()
+            return renewed
         except StoreError as exc:
             log.warning("could not touch the record of session %s: %s", session.id, exc)
             return True
@@ -262,8 +208,10 @@ class Sharing:
             if isinstance(restored, _Reply):
                 return restored
             return found if restored is None or restored.closed else restored
-        if not await self.touch(found):  # ended by another worker meanwhile
-            found.end_here()
+        # No store round trip per request: a worker ending the session waits until every
+        # replica has dropped it (end_everywhere), so a later request here is a 404 at once.
+        if trio.current_time() - found.renewed >= self.ttl * _TOUCH_EVERY and not await self.touch(found):
+            found.end_here()  # ended by another worker, and the news was lost
             return _session_ended()
         return found
 
@@ -281,6 +229,10 @@ class Sharing:
             record = await self.store.sessions.get(session_id)
             if record is None or record.principal != principal_key(request.principal):
                 return None
+            # Named among the replicas first: a DELETE from now on waits for this one.
+            record = await self.store.sessions.change(session_id, self._with_me, ttl=self.record_ttl)
+            if record is None or session_id in self._ended_restoring:
+                return None
             refused = endpoint._make_room(None)
             if refused is not None:
                 return refused
@@ -295,12 +247,18 @@ class Sharing:
             session.version = record.protocol_version
             session.principal = request.principal
             session.past_initialize = True
+            session.renewed = trio.current_time()
+            session.announces = False  # (the worker holding its GET stream does)
             endpoint.sessions[session_id] = session
             endpoint._start_session(session)
             return session
         finally:
             del self._restoring[session_id]
+            self._ended_restoring.discard(session_id)
             done.set()
+
+    def _with_me(self, record: SessionRecord) -> dict[str, Any]:
+        return {} if self.worker in record.replicas else {"replicas": [*record.replicas, self.worker]}
 
     async def update(self, session: _HttpSession, *, log_level: str | None, subscriptions: list[str]) -> None:
         """Write the session's log level and subscriptions to its record and
@@ -308,7 +266,7 @@ class Sharing:
         assert session.id is not None
         try:
             changes = {"log_level": log_level, "subscriptions": subscriptions}
-            await self.store.sessions.change(session.id, changes, ttl=self.ttl)
+            await self.store.sessions.change(session.id, changes, ttl=self.record_ttl)
         except StoreError as exc:
             log.warning("could not write the record of session %s: %s", session.id, exc)
         self.post(None, _Note("update", session.id, log_level=log_level, subscriptions=subscriptions))
@@ -319,9 +277,12 @@ class Sharing:
         It stays named once the stream closes: what the others send meanwhile
         waits here, for a GET on any worker to collect (see ``held``)."""
         assert session.id is not None
+        session.announces = True
         try:
             if (
-                await self.store.sessions.change(session.id, {"stream_worker": self.worker}, ttl=self.ttl)
+                await self.store.sessions.change(
+                    session.id, {"stream_worker": self.worker}, ttl=self.record_ttl
+                )
                 is None
             ):
                 return
@@ -340,18 +301,60 @@ class Sharing:
         holder = record.stream_worker if record is not None else None
         if holder is None or holder == self.worker:
             return False
-        self.post(holder, _Note("get", session.id, data))
+        self.post(holder, _Note("get", session.id, data), partial(self._holder_gone, session, holder, data))
         return True
+
+    async def _holder_gone(self, session: _HttpSession, holder: str, data: bytes) -> None:
+        """The worker named as holding the session's GET stream is gone (it died): this
+        one keeps ``data`` for the stream and is named instead, unless another was."""
+        assert session.id is not None
+        session.keep(data)
+        if session.announces:
+            return  # (named already)
+
+        def instead(record: SessionRecord) -> dict[str, Any]:
+            return {"stream_worker": self.worker} if record.stream_worker == holder else {}
+
+        try:
+            record = await self.store.sessions.change(session.id, instead, ttl=self.record_ttl)
+        except StoreError as exc:
+            log.warning("session %s: could not replace the worker of its GET stream: %s", session.id, exc)
+            return
+        if record is not None and record.stream_worker == self.worker:
+            log.info("session %s: worker %s is gone; its GET stream is kept here", session.id, holder)
+            session.announces = True
+            self.post(None, _Note("held", session.id, origin=self.worker))
 
     async def end_everywhere(self, session_id: str) -> None:
         """The session ended (``DELETE``, or expiry): forget its record and
-        events, and end every replica."""
+        events, and end every replica; return once the workers the record
+        names have dropped theirs (at most ``_END_ACK`` seconds: a worker that
+        died does not answer)."""
+        record = None
         try:
-            await self.store.sessions.delete(session_id)
+            record = await self.store.sessions.take(session_id)
             await self.store.events.forget(session_id)
         except StoreError as exc:
             log.warning("could not forget session %s: %s", session_id, exc)
-        self.post(None, _Note("end", session_id))
+        others = set(record.replicas if record is not None else ()) - {self.worker}
+        done = trio.Event()
+        if others:
+            self._ending[session_id] = (others, done)
+        self.post(None, _Note("end", session_id, origin=self.worker))
+        if not others:
+            return
+        try:
+            with trio.move_on_after(_END_ACK):
+                await done.wait()
+        finally:
+            del self._ending[session_id]
+        if others:
+            log.warning(
+                "session %s ended; worker(s) %s did not confirm within %s s",
+                session_id,
+                ", ".join(sorted(others)),
+                _END_ACK,
+            )
 
     async def delete_elsewhere(self, request: HttpRequest, found: _Reply) -> _Reply:
         """``DELETE`` of a session this worker holds no replica of: end it
@@ -383,7 +386,11 @@ class Sharing:
             record = await self.store.sessions.get(session.id)
         except StoreError:
             return False
-        return record is None or record.expires_at <= time.time() + self.ttl / 8
+        # This worker renewed the record at most an eighth of idle_timeout before the
+        # session's last request here: left as it renewed it, the record expires at most
+        # _RECORD_TTL - 1 idle_timeouts from now (give or take the clocks' rounding: a
+        # 32nd); later, another worker renewed it since.
+        return record is None or record.expires_at <= time.time() + self.ttl * (_RECORD_TTL - 1 + 1 / 32)
 
     # ------------------------------------------------------------ routing
 
@@ -396,7 +403,7 @@ class Sharing:
         return None
 
     def route(self, session: _HttpSession, message: Any, body: bytes) -> bool:
-        """Pass a POST's lone message on to the workers that must see it: an
+        """Pass a POST's message on to the workers that must see it: an
         answer (or progress) for another worker's request goes to that worker
         only (True: not for this one); ``notifications/initialized`` to the
         worker that answered ``initialize``; ``notifications/cancelled`` to
@@ -420,6 +427,24 @@ class Sharing:
             return False
         self.post(worker, _Note("frame", session.id, body))
         return True
+
+    def route_batch(self, session: _HttpSession, messages: list[Any], body: bytes) -> bytes | None:
+        """:meth:`route` each message of a batch (2025-03-26): the batch left for this
+        worker (``body`` itself when nothing went elsewhere), or None: nothing is left."""
+        try:
+            members = _batch_members(body)
+        except msgspec.DecodeError:
+            return body
+        if len(members) != len(messages):
+            return body
+        kept = [
+            bytes(raw)
+            for m, raw in zip(messages, members, strict=True)
+            if not self.route(session, m, bytes(raw))
+        ]
+        if len(kept) == len(members):
+            return body
+        return b"[" + b",".join(kept) + b"]" if kept else None
 
     # ---------------------------------------------- POST streams elsewhere
 
@@ -488,14 +513,32 @@ class Sharing:
             stream.push(_FOLLOWED)
             stream.push(_END)
 
+    def _take_end(self, note: _Note) -> None:
+        if note.kind == "ended":  # a worker dropped its replica of a session this one ends
+            ending = self._ending.get(note.session)
+            if ending is not None and note.origin is not None:
+                ending[0].discard(note.origin)
+                if not ending[0]:
+                    ending[1].set()
+            return
+        if note.session in self._restoring:
+            self._ended_restoring.add(note.session)
+        session = self.endpoint.sessions.get(note.session)
+        if session is not None and not session.closed:
+            session.end_here()
+        if note.origin is not None:  # (confirmed even without a replica: the ender waits)
+            self.post(note.origin, _Note("ended", note.session, origin=self.worker))
+
     async def _take(self, note: _Note) -> None:
         """A message from another worker (or this one's broadcast) about a session."""
+        if note.kind in ("end", "ended"):
+            if note.origin != self.worker:
+                self._take_end(note)
+            return
         session = self.endpoint.sessions.get(note.session)
         if session is None or session.closed or note.origin == self.worker:
             return
-        if note.kind == "end":
-            session.end_here()
-        elif note.kind == "frame" or note.kind == "initialized" and session.restored is None:
+        if note.kind == "frame" or note.kind == "initialized" and session.restored is None:
             if note.cancel is not None and note.cancel in session.by_request:
                 session.finish(note.cancel)
             try:
@@ -503,6 +546,7 @@ class Sharing:
             except trio.ClosedResourceError:
                 pass
         elif note.kind == "held":
+            session.announces = False
             kept, session.backlog = session.backlog, None
             for data in kept or ():
                 self.post(note.origin, _Note("get", note.session, data))

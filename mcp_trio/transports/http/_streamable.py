@@ -435,6 +435,14 @@ class StreamableHTTP(_StreamsAndEnd, _SessionTable, _Endpoint):
             if refused is not None:
                 return refused
 
+        body = request.body
+        if self.sharing is not None and session.id is not None and len(messages) > 1:
+            left = self.sharing.route_batch(session, messages, body)  # (answers for other workers)
+            if left is None:
+                session.touch()
+                return _Reply(202, headers=reply_headers)
+            body = left
+
         for m in messages:
             if m.method == "notifications/cancelled" and isinstance(m.params, dict):
                 # The cancelled request gets no answer; its stream ends here.
@@ -445,10 +453,10 @@ class StreamableHTTP(_StreamsAndEnd, _SessionTable, _Endpoint):
         if not requests:
             session.touch()
             if self.sharing is not None and session.id is not None and len(messages) == 1:
-                if self.sharing.route(session, messages[0], request.body):
+                if self.sharing.route(session, messages[0], body):
                     return _Reply(202, headers=reply_headers)  # for another worker's handler
             try:
-                await session.put(Frame(request.body))
+                await session.put(Frame(body))
             except trio.ClosedResourceError:
                 return _session_ended()
             if session.id is None:
@@ -486,7 +494,7 @@ class StreamableHTTP(_StreamsAndEnd, _SessionTable, _Endpoint):
         try:
             self._reserve_prime(session, stream, str(version))
             try:
-                await session.put(Frame(request.body))
+                await session.put(Frame(body))
             except trio.ClosedResourceError:  # the session ended meanwhile
                 return _session_ended()
             await self._answer_post(session, stream, responder, reply_headers, str(version))

@@ -13,6 +13,7 @@ ids ``<stream>.<n>`` and are stored (priming event first) for resumption.
 from __future__ import annotations
 
 import logging
+import math
 from collections import deque
 from collections.abc import Awaitable, Callable, Hashable
 from typing import TYPE_CHECKING, Any
@@ -28,7 +29,7 @@ from ._request import Responder
 from ._sse import encode_event, encode_retry
 
 if TYPE_CHECKING:
-    from ._shared import Restored
+    from ._bus import Restored
     from ._streamable import StreamableHTTP
 
 log = logging.getLogger("mcp_trio.http")
@@ -141,6 +142,10 @@ class _HttpSession(trio.abc.Channel[Frame]):
         self._suffix = sharing.suffix if sharing is not None else ""
         #: A replica of a session another worker initialized: what its record says.
         self.restored: Restored | None = None
+        self.renewed = -math.inf  # when this worker last renewed the shared record (trio clock)
+        #: Whether this worker tells the session of list changes and resource updates (shared
+        #: by workers: the one holding, or last holding, its GET stream, else the first).
+        self.announces = True
         #: The ``initialize`` params, until the record is written (see StreamableHTTP._answer_post).
         self.init_params: dict[str, Any] | None = None
         #: Called with a new log level and subscriptions another worker set (the server's).
@@ -235,9 +240,7 @@ class _HttpSession(trio.abc.Channel[Frame]):
             if stream is None or not stream.attached:
                 if self._sharing is not None and await self._sharing.to_stream_holder(self, value.data):
                     return  # another worker holds the GET stream
-                if self.backlog is None:
-                    self.backlog = deque(maxlen=self.owner.backlog)
-                self.backlog.append(value.data)
+                self.keep(value.data)
                 return
         if value.final and not batch_reply and self._plain_answer(stream, value.related):
             self._push_answer(stream, value)
@@ -401,6 +404,10 @@ class _HttpSession(trio.abc.Channel[Frame]):
         if stream is not None and stream.attached:
             await self.deliver(stream, data)
             return
+        self.keep(data)
+
+    def keep(self, data: bytes) -> None:
+        """Keep ``data`` for the GET stream, none being connected (the oldest dropped beyond ``backlog``)."""
         if self.backlog is None:
             self.backlog = deque(maxlen=self.owner.backlog)
         self.backlog.append(data)
