@@ -14,7 +14,8 @@ bus what its sessions everywhere must hear, and every worker tells its own:
 
 A session replicated on several workers hears each of these once, from the worker that
 holds (or last held) its GET stream, else the one that answered its ``initialize``
-(``announces`` of its HTTP session).
+(``announces`` of its HTTP session); if that worker is gone (nobody listens on its bus
+channel), the first other worker to find out takes its place (``adopted``).
 """
 
 from __future__ import annotations
@@ -41,6 +42,12 @@ def announces(session: Session) -> bool:
     """Whether this worker tells ``session`` of list changes and resource updates (a session
     not shared by workers: always)."""
     return bool(getattr(session.channel, "announces", True))
+
+
+async def adopted(session: Session) -> bool:
+    """Whether the worker announcing to ``session`` is gone and this one took its place."""
+    take_over = getattr(session.channel, "adopted", None)
+    return bool(await take_over()) if take_over is not None else False
 
 
 class _Updated(msgspec.Struct, omit_defaults=True):

@@ -21,7 +21,7 @@ from .._engine._session import Session
 from .._exceptions import McpError
 from ..types import _versions
 from ._context import Context, _call, _context_param, _thread_for
-from ._fanout import announces
+from ._fanout import adopted, announces
 from ._results import resource_contents
 from ._uritemplate import UriTemplate
 
@@ -148,9 +148,11 @@ class _ResourcesMixin:
         """:meth:`notify_resource_updated` for this worker's sessions only."""
         self.subscriptions.resource_updated(uri)
         for session, uris in list(self._subscriptions.items()):
-            if uri in uris and announces(session):
+            if uri in uris:
                 try:
-                    await session.notify("notifications/resources/updated", {"uri": uri})
+                    # (shared by workers: told by the one announcing to it, or instead of it if gone)
+                    if announces(session) or await adopted(session):
+                        await session.notify("notifications/resources/updated", {"uri": uri})
                 except Exception as exc:
                     log.debug("could not notify %s: %s", uri, exc)
 

@@ -75,7 +75,7 @@ from ..transports._base import MessageChannel
 from ..types import _versions
 from ._context import _LEVEL_RANK, Context, _only
 from ._cursor import decode_cursor, encode_cursor
-from ._fanout import Fanout, announces
+from ._fanout import Fanout, adopted, announces
 from ._listen import SubscriptionHub
 from ._mrtr import InputRequired, InputSession, StateCodec
 from ._prompts import _Completion, _Prompt, _PromptsMixin
@@ -208,16 +208,18 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin, _RoutesMixin, _Serving
     def _list_changed_here(self, method: str) -> None:
         self.subscriptions.changed(method)
         for session in list(self._sessions):
-            if (
-                session.initialized.is_set()
-                and not _versions.is_stateless(session.protocol_version or "")
-                and announces(session)
-            ):
-                self._spawn_notify(session, method, None)
+            if session.initialized.is_set() and not _versions.is_stateless(session.protocol_version or ""):
+                # (shared by workers: told by the one announcing to it, or instead of it if gone)
+                self._spawn_notify(session, method, None, unless_announced_elsewhere=True)
 
-    def _spawn_notify(self, session: Session, method: str, params: Any) -> None:
+    def _spawn_notify(
+        self, session: Session, method: str, params: Any, *, unless_announced_elsewhere: bool = False
+    ) -> None:
         nursery = getattr(session, "_tasks", None)
         if nursery is None:
+            return
+        if unless_announced_elsewhere and not announces(session):
+            nursery.start_soon(self._notify_if_adopted, session, method, params)
             return
 
         async def send() -> None:
@@ -227,6 +229,13 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin, _RoutesMixin, _Serving
                 log.debug("could not send %s: %s", method, exc)
 
         nursery.start_soon(send)
+
+    async def _notify_if_adopted(self, session: Session, method: str, params: Any) -> None:
+        try:
+            if await adopted(session):
+                await session.notify(method, params)
+        except Exception as exc:  # the session may be closing
+            log.debug("could not send %s: %s", method, exc)
 
     # ------------------------------------------------------------- handlers
 

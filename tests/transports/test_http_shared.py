@@ -292,6 +292,19 @@ async def test_answers_in_a_batch_reach_the_workers_whose_handlers_wait(store_ur
             assert done_there["id"] == 8 and text(done_there) == "4 via w1"
 
 
+async def test_initialized_sent_to_another_worker_holds_at_once_on_the_first(store_url: str | None) -> None:
+    async with workers(2, store_url=store_url) as (urls, _, _, _state):
+        async with httpx.AsyncClient(timeout=5) as client:
+            for n in range(10):
+                headers = await initialize(client, urls[0])
+                r = await client.post(urls[1], headers=headers, json=rpc(None, "notifications/initialized"))
+                assert r.status_code == 202
+                # at once on the first worker: a call that asks the client (allowed only once initialized)
+                async with raw_stream(urls[0], "POST", headers, call(n, "ask")) as response:
+                    [(_, asked)] = await sse_messages(response, 1)
+                assert asked["method"] == "elicitation/create", (n, asked)
+
+
 async def test_cancellation_through_another_worker(store_url: str | None) -> None:
     async with workers(2, store_url=store_url) as (urls, _, _, state):
         async with httpx.AsyncClient(timeout=5) as client:
@@ -660,3 +673,29 @@ async def test_a_listen_stream_hears_the_changes_made_on_another_worker(store_ur
                     await servers[1].notify_resource_updated("notes://a")
                     method, params = await sub.__anext__()
                     assert method == "notifications/resources/updated" and params.uri == "notes://a"
+
+
+async def test_when_the_worker_announcing_to_a_session_dies_another_takes_its_place(
+    store_url: str | None,
+) -> None:
+    async with workers(3, store_url=store_url) as (urls, servers, store, state):
+        async with httpx.AsyncClient(timeout=5) as client:
+            headers = await initialized_everywhere(client, urls, servers)
+            sid = headers["mcp-session-id"]
+            record = await store.sessions.get(sid)
+            assert record is not None and record.stream_worker is None  # (no GET stream yet)
+            state["stop"][0]()  # the worker that answered initialize (announcing to it) dies
+            with trio.fail_after(5):  # (until it has left the bus, as a dead one has)
+                while await store.bus.publish("mcp-trio:http:w0", b"") != 0:
+                    await trio.sleep(0.01)
+            for server in servers[1:]:  # a change made on every worker left
+                add_tool(server, "extra")
+            with trio.fail_after(5):  # one of them finds the first gone and takes its place
+                while (record := await store.sessions.get(sid)) is None or record.stream_worker not in (
+                    "w1",
+                    "w2",
+                ):
+                    await trio.sleep(0.01)
+            async with raw_stream(urls[2], "GET", {**headers, **GET}) as response:
+                got = await sse_within(response, 1.0)
+            assert [m["method"] for m in got] == ["notifications/tools/list_changed"], got

@@ -82,12 +82,13 @@ class Restored:
     client_capabilities: dict[str, Any]
     log_level: str | None = None
     subscriptions: list[str] = field(default_factory=list)
+    first_worker: str | None = None  # the one that answered initialize
 
 
 class _Note(msgspec.Struct, omit_defaults=True):
     """One bus message between workers."""
 
-    # frame | initialized | end | ended | get | held | update
+    # frame | initialized | end | ack | get | held | update | probe
     # | follow | followed | unfollow | event | close | done (a POST stream's)
     kind: str
     session: str

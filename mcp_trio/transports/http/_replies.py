@@ -57,6 +57,29 @@ def _kind(id: Any, method: Any, result: Any, error: Any) -> str:
 _peek = msgspec.json.Decoder(_Message | list[_Message])
 
 
+def _is_response(data: bytes) -> bool:
+    """Whether ``data`` (an answer going out) is a response or a batch of them."""
+    try:
+        message = _peek.decode(data)
+    except msgspec.DecodeError:
+        return False
+    if isinstance(message, list):
+        return True
+    return message.method is msgspec.UNSET
+
+
+#: HTTP statuses of a stateless request's JSON-RPC errors (2026-07-28); others: 200.
+_ERROR_STATUS = {
+    rpc.PARSE_ERROR: 400,
+    rpc.INVALID_REQUEST: 400,
+    rpc.INVALID_PARAMS: 400,
+    rpc.METHOD_NOT_FOUND: 404,
+    rpc.HEADER_MISMATCH: 400,
+    rpc.MISSING_REQUIRED_CLIENT_CAPABILITY: 400,
+    rpc.UNSUPPORTED_PROTOCOL_VERSION: 400,
+}
+
+
 class _BatchMember(msgspec.Struct):
     """A member of a batch, peeked at as :class:`_Message` is, but with its
     ``params`` left as raw JSON until somebody reads them (a large batch's

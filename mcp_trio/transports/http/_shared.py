@@ -27,7 +27,9 @@ every worker holding a replica) and waits until each has confirmed over the bus
 that it dropped its own, so that the next request anywhere is a 404.  A message
 for the GET stream of a worker that died (nobody listens on its channel) is kept
 by the sender, which is named holder instead until the client opens the stream
-again.
+again; the worker holding the GET stream (else the one that answered
+``initialize``) tells the session of list changes and resource updates, and a
+replica finding it gone at such a change takes its place (``adopt``).
 
 Nothing here runs without a store: a single server keeps today's path.
 """
@@ -35,6 +37,7 @@ Nothing here runs without a store: a single server keeps today's path.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Awaitable, Callable
 from functools import partial
@@ -58,11 +61,10 @@ from ._bus import (
     listen,
     principal_key,
 )
+from ._follow import Following
 from ._replies import _error_reply, _Reply, _session_ended
 from ._request import _HEADER_SESSION
-from ._streams import _CLOSE, _END, _HttpSession, _Stream
-
-_FOLLOWED = object()  # a followed stream's worker forwards what it sends from now on
+from ._streams import _HttpSession
 
 if TYPE_CHECKING:
     from ._request import HttpRequest
@@ -75,11 +77,14 @@ _ID_MARK = "~"  # a request id of the server's: <worker>~<n>
 _OUTBOX = 4096  # bus messages waiting to be published by a worker, at most
 _TOUCH_EVERY = 1 / 8  # of idle_timeout: how often a worker in use renews a session's record, at most
 _RECORD_TTL = 1 + 2 * _TOUCH_EVERY  # of idle_timeout: a record's time to live (the renewals are late)
-_END_ACK = 1.0  # seconds a worker ending a session waits for the others to drop their replicas, at most
+_PROBE_EVERY = 1.0  # seconds: how long whether a worker is gone is taken as known
+_GONE_KEPT = 1024  # workers whose presence is remembered, at most
+_ACK_WAIT = 1.0  # seconds a worker waits for others to confirm a note (a session's end ...), at most
+_PROBE = _encode(_Note("probe", ""))  # published to learn whether a worker listens; ignored
 _STREAM_NOTES = frozenset({"follow", "followed", "unfollow", "event", "close", "done"})
 
 
-class Sharing:
+class Sharing(Following):
     """One worker's side of the sessions shared through ``store`` (see the module doc)."""
 
     def __init__(self, endpoint: StreamableHTTP, store: Store, worker_id: str) -> None:
@@ -93,8 +98,10 @@ class Sharing:
         self.suffix = "@" + worker_id
         self._restoring: dict[str, trio.Event] = {}
         self._ended_restoring: set[str] = set()  # sessions ended while this worker restored them
-        #: The sessions this worker is ending: the workers yet to drop their replicas.
-        self._ending: dict[str, tuple[set[str], trio.Event]] = {}
+        #: The notes (kind, session) this worker waits to see confirmed: by which workers.
+        self._awaiting: dict[tuple[str, str], tuple[set[str], trio.Event]] = {}
+        #: Workers found gone (or not) by ``adopt``: when, and whether gone.
+        self._gone: dict[str, tuple[float, bool]] = {}
         self._outbox_send, self._outbox = trio.open_memory_channel[_Outgoing](_OUTBOX)
 
     @property
@@ -243,12 +250,14 @@ class Sharing:
                 _from_json(record.client_capabilities),
                 record.log_level,
                 list(record.subscriptions),
+                record.replicas[0] if record.replicas else None,
             )
             session.version = record.protocol_version
             session.principal = request.principal
             session.past_initialize = True
             session.renewed = trio.current_time()
-            session.announces = False  # (the worker holding its GET stream does)
+            # (the worker holding its GET stream announces, else the first)
+            session.holder = record.stream_worker or (record.replicas[0] if record.replicas else "")
             endpoint.sessions[session_id] = session
             endpoint._start_session(session)
             return session
@@ -277,7 +286,7 @@ class Sharing:
         It stays named once the stream closes: what the others send meanwhile
         waits here, for a GET on any worker to collect (see ``held``)."""
         assert session.id is not None
-        session.announces = True
+        session.holder = self.worker
         try:
             if (
                 await self.store.sessions.change(
@@ -307,53 +316,99 @@ class Sharing:
     async def _holder_gone(self, session: _HttpSession, holder: str, data: bytes) -> None:
         """The worker named as holding the session's GET stream is gone (it died): this
         one keeps ``data`` for the stream and is named instead, unless another was."""
-        assert session.id is not None
         session.keep(data)
-        if session.announces:
-            return  # (named already)
+        self._gone[holder] = (trio.current_time(), True)
+        await self._take_over(session, holder)
+
+    async def adopt(self, session: _HttpSession) -> bool:
+        """Whether the worker announcing to ``session`` (list changes, resource updates)
+        is gone and this one took its place; asked of the bus (is anybody listening on
+        that worker's channel?) once a second at most per worker."""
+        holder = session.holder
+        if not holder or holder == self.worker or session.closed:
+            return False
+        checked, gone = self._gone.get(holder, (-math.inf, False))
+        if trio.current_time() - checked >= _PROBE_EVERY:
+            try:
+                gone = await self.store.bus.publish(_CHANNEL + holder, _PROBE) == 0
+            except StoreError:
+                return False
+            self._gone[holder] = (trio.current_time(), gone)
+            if len(self._gone) > _GONE_KEPT:
+                self._gone.clear()
+        return gone and await self._take_over(session, holder)
+
+    async def _take_over(self, session: _HttpSession, holder: str) -> bool:
+        """Name this worker instead of ``holder`` (gone) as the one holding the session's
+        GET stream, unless another worker was named meanwhile; whether it is."""
+        assert session.id is not None
+        if session.holder == self.worker:
+            return True  # (named already)
 
         def instead(record: SessionRecord) -> dict[str, Any]:
-            return {"stream_worker": self.worker} if record.stream_worker == holder else {}
+            named = record.stream_worker or (record.replicas[0] if record.replicas else None)
+            return {"stream_worker": self.worker} if named == holder else {}
 
         try:
             record = await self.store.sessions.change(session.id, instead, ttl=self.record_ttl)
         except StoreError as exc:
             log.warning("session %s: could not replace the worker of its GET stream: %s", session.id, exc)
-            return
-        if record is not None and record.stream_worker == self.worker:
-            log.info("session %s: worker %s is gone; its GET stream is kept here", session.id, holder)
-            session.announces = True
-            self.post(None, _Note("held", session.id, origin=self.worker))
+            return False
+        if record is None or record.stream_worker != self.worker:
+            if record is not None and record.stream_worker:
+                session.holder = record.stream_worker
+            return False
+        log.info("session %s: worker %s is gone; its GET stream is kept here", session.id, holder)
+        session.holder = self.worker
+        self.post(None, _Note("held", session.id, origin=self.worker))
+        return True
 
     async def end_everywhere(self, session_id: str) -> None:
         """The session ended (``DELETE``, or expiry): forget its record and
         events, and end every replica; return once the workers the record
-        names have dropped theirs (at most ``_END_ACK`` seconds: a worker that
-        died does not answer)."""
+        names have dropped theirs (see ``_post_confirmed``)."""
         record = None
         try:
             record = await self.store.sessions.take(session_id)
             await self.store.events.forget(session_id)
         except StoreError as exc:
             log.warning("could not forget session %s: %s", session_id, exc)
-        others = set(record.replicas if record is not None else ()) - {self.worker}
-        done = trio.Event()
-        if others:
-            self._ending[session_id] = (others, done)
-        self.post(None, _Note("end", session_id, origin=self.worker))
-        if not others:
+        replicas = set(record.replicas if record is not None else ())
+        await self._post_confirmed(_Note("end", session_id, origin=self.worker), replicas)
+
+    async def initialized_elsewhere(self, session: _HttpSession, body: bytes) -> None:
+        """Hand ``notifications/initialized``, sent to this replica, to the worker that
+        answered ``initialize``; return once it has it: the client's next request may
+        go there, and must find the session initialized."""
+        assert session.id is not None and session.restored is not None
+        first = session.restored.first_worker
+        note = _Note("initialized", session.id, body, origin=self.worker)
+        await self._post_confirmed(note, {first} if first else set())
+
+    async def _post_confirmed(self, note: _Note, workers: set[str]) -> None:
+        """Post ``note`` to every worker; return once each of ``workers`` confirmed
+        it (at most ``_ACK_WAIT`` seconds: a worker that died does not answer)."""
+        key = (note.kind, note.session)
+        waiting = workers - {self.worker}
+        if not waiting or key in self._awaiting:  # (the same note already awaited: not again)
+            self.post(None, note)
             return
+        done = trio.Event()
+        self._awaiting[key] = (waiting, done)
+        self.post(None, note)
         try:
-            with trio.move_on_after(_END_ACK):
+            with trio.move_on_after(_ACK_WAIT):
                 await done.wait()
         finally:
-            del self._ending[session_id]
-        if others:
+            del self._awaiting[key]
+        if waiting:
+            who = ", ".join(sorted(waiting))
             log.warning(
-                "session %s ended; worker(s) %s did not confirm within %s s",
-                session_id,
-                ", ".join(sorted(others)),
-                _END_ACK,
+                "session %s: worker(s) %s did not confirm %r within %s s",
+                note.session,
+                who,
+                note.kind,
+                _ACK_WAIT,
             )
 
     async def delete_elsewhere(self, request: HttpRequest, found: _Reply) -> _Reply:
@@ -412,7 +467,8 @@ class Sharing:
         if message.method == "notifications/initialized":
             if session.restored is None:
                 return False  # this worker answered initialize: its replica takes it
-            self.post(None, _Note("initialized", session.id, body))  # (a restored replica is ready)
+            note = _Note("initialized", session.id, body, origin=self.worker)
+            self.post(None, note)  # (a restored replica is ready; see initialized_elsewhere)
             return True
         if message.method == "notifications/cancelled":
             params = message.params if isinstance(message.params, dict) else {}
@@ -446,99 +502,40 @@ class Sharing:
             return body
         return b"[" + b",".join(kept) + b"]" if kept else None
 
-    # ---------------------------------------------- POST streams elsewhere
-
-    def follow(self, session: _HttpSession, key: str) -> _Stream | None:
-        """A local stream that another worker's POST stream ``key`` feeds from now
-        on (a client resuming it here), or None: the stream is not another's."""
-        worker = key.rpartition("@")[2]
-        if "@" not in key or worker == self.worker or session.id is None:
-            return None
-        stream = _Stream(key, set(), self.endpoint.stream_buffer)
-        stream.followed = worker
-        session.streams[key] = stream
-        self.post(worker, _Note("follow", session.id, key=key, origin=self.worker))
-        return stream
-
-    @staticmethod
-    async def followed(stream: _Stream) -> list[Any]:
-        """Wait until the worker of the followed ``stream`` forwards what it sends
-        (then nothing it sends is missing from the event store read after);
-        what it forwarded meanwhile.  At most 5 seconds."""
-        early: list[Any] = []
-        with trio.move_on_after(5):
-            while (item := await stream.next()) is not _FOLLOWED:
-                early.append(item)
-        return early
-
-    def unfollow(self, session: _HttpSession, stream: _Stream) -> None:
-        """The client following ``stream`` here left."""
-        assert session.id is not None and stream.followed is not None
-        session.streams.pop(stream.key, None)
-        if not stream.complete:
-            self.post(stream.followed, _Note("unfollow", session.id, key=stream.key))
-
-    def _forward(self, worker: str, session_id: str, key: str, item: Any) -> None:
-        if item is _END:
-            self.post(worker, _Note("done", session_id, key=key))
-        elif item is _CLOSE:
-            self.post(worker, _Note("close", session_id, key=key))
-        else:
-            event_id, data = item
-            self.post(worker, _Note("event", session_id, data, key=key, event_id=event_id or ""))
-
-    def _take_stream_note(self, session: _HttpSession, note: _Note) -> None:
-        assert session.id is not None
-        stream = session.streams.get(note.key)
-        if note.kind == "follow":
-            if note.origin is None:
-                return
-            if stream is None or stream.complete:
-                self.post(note.origin, _Note("done", session.id, key=note.key))
-            else:
-                stream.forward = partial(self._forward, note.origin, session.id, note.key)
-                self.post(note.origin, _Note("followed", session.id, key=note.key))
-        elif stream is None:
+    async def _take_confirmed(self, note: _Note) -> None:
+        """A note another worker waits for this one to confirm (``_post_confirmed``),
+        confirmed once taken, even without a replica; or a confirmation."""
+        if note.kind == "ack":
+            awaiting = self._awaiting.get((note.key, note.session))
+            if awaiting is not None and note.origin is not None:
+                awaiting[0].discard(note.origin)
+                if not awaiting[0]:
+                    awaiting[1].set()
             return
-        elif note.kind == "unfollow":
-            stream.forward = None
-        elif note.kind == "event":
-            stream.push((note.event_id or None, note.data))
-        elif note.kind == "close":
-            stream.push(_CLOSE)
-        elif note.kind == "followed":
-            stream.push(_FOLLOWED)
-        elif note.kind == "done":
-            stream.complete = True
-            stream.push(_FOLLOWED)
-            stream.push(_END)
-
-    def _take_end(self, note: _Note) -> None:
-        if note.kind == "ended":  # a worker dropped its replica of a session this one ends
-            ending = self._ending.get(note.session)
-            if ending is not None and note.origin is not None:
-                ending[0].discard(note.origin)
-                if not ending[0]:
-                    ending[1].set()
-            return
-        if note.session in self._restoring:
-            self._ended_restoring.add(note.session)
         session = self.endpoint.sessions.get(note.session)
-        if session is not None and not session.closed:
-            session.end_here()
-        if note.origin is not None:  # (confirmed even without a replica: the ender waits)
-            self.post(note.origin, _Note("ended", note.session, origin=self.worker))
+        if note.kind == "end":
+            if note.session in self._restoring:
+                self._ended_restoring.add(note.session)
+            if session is not None and not session.closed:
+                session.end_here()
+        elif session is not None and not session.closed and session.restored is None:
+            try:  # (initialized: queued before any later request of the client's reaches it)
+                await session.put(Frame(note.data))
+            except trio.ClosedResourceError:
+                pass
+        if note.origin is not None:
+            self.post(note.origin, _Note("ack", note.session, key=note.kind, origin=self.worker))
 
     async def _take(self, note: _Note) -> None:
         """A message from another worker (or this one's broadcast) about a session."""
-        if note.kind in ("end", "ended"):
+        if note.kind in ("end", "initialized", "ack"):
             if note.origin != self.worker:
-                self._take_end(note)
+                await self._take_confirmed(note)
             return
         session = self.endpoint.sessions.get(note.session)
         if session is None or session.closed or note.origin == self.worker:
             return
-        if note.kind == "frame" or note.kind == "initialized" and session.restored is None:
+        if note.kind == "frame":
             if note.cancel is not None and note.cancel in session.by_request:
                 session.finish(note.cancel)
             try:
@@ -546,7 +543,7 @@ class Sharing:
             except trio.ClosedResourceError:
                 pass
         elif note.kind == "held":
-            session.announces = False
+            session.holder = note.origin
             kept, session.backlog = session.backlog, None
             for data in kept or ():
                 self.post(note.origin, _Note("get", note.session, data))

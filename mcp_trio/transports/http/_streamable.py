@@ -76,6 +76,7 @@ from ._replies import (
     _SSE_HEADERS,
     _BatchMember,
     _error_reply,
+    _is_response,
     _kinds,
     _Message,
     _modern_version,
@@ -102,7 +103,6 @@ from ._streams import (
     _CLOSE,
     _END,
     _HttpSession,
-    _is_response,
     _pump,
     _send_empty_stream,
     _send_json,
@@ -453,6 +453,9 @@ class StreamableHTTP(_StreamsAndEnd, _SessionTable, _Endpoint):
         if not requests:
             session.touch()
             if self.sharing is not None and session.id is not None and len(messages) == 1:
+                if messages[0].method == "notifications/initialized" and session.restored is not None:
+                    await self.sharing.initialized_elsewhere(session, body)  # (for the first worker)
+                    return _Reply(202, headers=reply_headers)
                 if self.sharing.route(session, messages[0], body):
                     return _Reply(202, headers=reply_headers)  # for another worker's handler
             try:

@@ -21,10 +21,9 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 import trio
 
-from ... import _jsonrpc as rpc
 from ...store import StoreError
 from .._base import CLOSE_STREAM, Frame, RequestId
-from ._replies import _SSE_HEADERS, _peek, _Reply, _send_reply
+from ._replies import _ERROR_STATUS, _SSE_HEADERS, _peek, _Reply, _send_reply
 from ._request import Responder
 from ._sse import encode_event, encode_retry
 
@@ -143,9 +142,9 @@ class _HttpSession(trio.abc.Channel[Frame]):
         #: A replica of a session another worker initialized: what its record says.
         self.restored: Restored | None = None
         self.renewed = -math.inf  # when this worker last renewed the shared record (trio clock)
-        #: Whether this worker tells the session of list changes and resource updates (shared
-        #: by workers: the one holding, or last holding, its GET stream, else the first).
-        self.announces = True
+        #: Shared: the worker holding (or last holding) the GET stream, else the first (None:
+        #: this one); it tells the session of list changes and resource updates.
+        self.holder: str | None = None
         #: The ``initialize`` params, until the record is written (see StreamableHTTP._answer_post).
         self.init_params: dict[str, Any] | None = None
         #: Called with a new log level and subscriptions another worker set (the server's).
@@ -406,6 +405,13 @@ class _HttpSession(trio.abc.Channel[Frame]):
             return
         self.keep(data)
 
+    @property
+    def announces(self) -> bool:  # (see holder)
+        return self._sharing is None or self.holder is None or self.holder == self._sharing.worker
+
+    async def adopted(self) -> bool:  # (see Sharing.adopt)
+        return self._sharing is not None and await self._sharing.adopt(self)
+
     def keep(self, data: bytes) -> None:
         """Keep ``data`` for the GET stream, none being connected (the oldest dropped beyond ``backlog``)."""
         if self.backlog is None:
@@ -521,28 +527,6 @@ async def _next(stream: _Stream, idle_timeout: float | None) -> Any:
     with trio.move_on_after(idle_timeout):
         return await stream.next()
     return _CLOSE
-
-
-def _is_response(data: bytes) -> bool:
-    try:
-        message = _peek.decode(data)
-    except msgspec.DecodeError:
-        return False
-    if isinstance(message, list):
-        return True
-    return message.method is msgspec.UNSET
-
-
-#: HTTP statuses of a stateless request's JSON-RPC errors (2026-07-28); others: 200.
-_ERROR_STATUS = {
-    rpc.PARSE_ERROR: 400,
-    rpc.INVALID_REQUEST: 400,
-    rpc.INVALID_PARAMS: 400,
-    rpc.METHOD_NOT_FOUND: 404,
-    rpc.HEADER_MISMATCH: 400,
-    rpc.MISSING_REQUIRED_CLIENT_CAPABILITY: 400,
-    rpc.UNSUPPORTED_PROTOCOL_VERSION: 400,
-}
 
 
 class _InitializePeek(msgspec.Struct):

@@ -1,0 +1,95 @@
+"""Following another worker's POST stream: a client resuming, with
+``Last-Event-ID``, a stream that a handler on another worker still feeds.  The
+worker the client reached keeps a local stream that the other forwards what it
+sends to, over the bus (see ``_shared.py``)."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from ._bus import _Note
+from ._streams import _CLOSE, _END, _HttpSession, _Stream
+
+if TYPE_CHECKING:
+    from ._streamable import StreamableHTTP
+
+_FOLLOWED = object()  # a followed stream's worker forwards what it sends from now on
+
+
+class Following:
+    """The part of :class:`~._shared.Sharing` that follows POST streams of other workers."""
+
+    endpoint: StreamableHTTP
+    worker: str
+
+    if TYPE_CHECKING:
+
+        def post(self, worker: str | None, note: _Note, unheard: Any = None) -> None: ...
+
+    def follow(self, session: _HttpSession, key: str) -> _Stream | None:
+        """A local stream that another worker's POST stream ``key`` feeds from now
+        on (a client resuming it here), or None: the stream is not another's."""
+        worker = key.rpartition("@")[2]
+        if "@" not in key or worker == self.worker or session.id is None:
+            return None
+        stream = _Stream(key, set(), self.endpoint.stream_buffer)
+        stream.followed = worker
+        session.streams[key] = stream
+        self.post(worker, _Note("follow", session.id, key=key, origin=self.worker))
+        return stream
+
+    @staticmethod
+    async def followed(stream: _Stream) -> list[Any]:
+        """Wait until the worker of the followed ``stream`` forwards what it sends
+        (then nothing it sends is missing from the event store read after);
+        what it forwarded meanwhile.  At most 5 seconds."""
+        early: list[Any] = []
+        with trio.move_on_after(5):
+            while (item := await stream.next()) is not _FOLLOWED:
+                early.append(item)
+        return early
+
+    def unfollow(self, session: _HttpSession, stream: _Stream) -> None:
+        """The client following ``stream`` here left."""
+        assert session.id is not None and stream.followed is not None
+        session.streams.pop(stream.key, None)
+        if not stream.complete:
+            self.post(stream.followed, _Note("unfollow", session.id, key=stream.key))
+
+    def _forward(self, worker: str, session_id: str, key: str, item: Any) -> None:
+        if item is _END:
+            self.post(worker, _Note("done", session_id, key=key))
+        elif item is _CLOSE:
+            self.post(worker, _Note("close", session_id, key=key))
+        else:
+            event_id, data = item
+            self.post(worker, _Note("event", session_id, data, key=key, event_id=event_id or ""))
+
+    def _take_stream_note(self, session: _HttpSession, note: _Note) -> None:
+        assert session.id is not None
+        stream = session.streams.get(note.key)
+        if note.kind == "follow":
+            if note.origin is None:
+                return
+            if stream is None or stream.complete:
+                self.post(note.origin, _Note("done", session.id, key=note.key))
+            else:
+                stream.forward = partial(self._forward, note.origin, session.id, note.key)
+                self.post(note.origin, _Note("followed", session.id, key=note.key))
+        elif stream is None:
+            return
+        elif note.kind == "unfollow":
+            stream.forward = None
+        elif note.kind == "event":
+            stream.push((note.event_id or None, note.data))
+        elif note.kind == "close":
+            stream.push(_CLOSE)
+        elif note.kind == "followed":
+            stream.push(_FOLLOWED)
+        elif note.kind == "done":
+            stream.complete = True
+            stream.push(_FOLLOWED)
+            stream.push(_END)
