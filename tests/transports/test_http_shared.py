@@ -699,3 +699,45 @@ async def test_when_the_worker_announcing_to_a_session_dies_another_takes_its_pl
             async with raw_stream(urls[2], "GET", {**headers, **GET}) as response:
                 got = await sse_within(response, 1.0)
             assert [m["method"] for m in got] == ["notifications/tools/list_changed"], got
+
+
+async def test_a_change_told_to_many_sessions_asks_once_whether_a_worker_is_gone(
+    store_url: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with workers(3, store_url=store_url) as (urls, servers, store, state):
+        async with httpx.AsyncClient(timeout=5) as client:
+            ids = []
+            for n in range(20):  # sessions the first worker announces to, with replicas on the others
+                headers = await initialize(client, urls[0])
+                r = await client.post(urls[0], headers=headers, json=rpc(None, "notifications/initialized"))
+                assert r.status_code == 202
+                for url in urls[1:]:
+                    r = await client.post(url, headers=headers, json=call(n, "add", {"a": 1, "b": 1}))
+                    assert r.status_code == 200
+                ids.append(headers["mcp-session-id"])
+            state["stop"][0]()
+            with trio.fail_after(5):  # (until it has left the bus, as a dead one has)
+                while await store.bus.publish("mcp-trio:http:w0", b"") != 0:
+                    await trio.sleep(0.01)
+            probes: list[str] = []
+            buses = {
+                id(s.channel._sharing.store.bus): s.channel._sharing.store.bus for s in servers[1]._sessions
+            }
+            buses.update(
+                {id(s.channel._sharing.store.bus): s.channel._sharing.store.bus for s in servers[2]._sessions}
+            )
+            for bus in buses.values():
+
+                async def counting(channel: str, data: bytes, publish: Any = bus.publish) -> int:
+                    if channel.endswith("http:w0"):
+                        probes.append(channel)
+                    return int(await publish(channel, data))
+
+                monkeypatch.setattr(bus, "publish", counting)
+            for server in servers[1:]:
+                add_tool(server, "extra")
+            with trio.fail_after(5):  # every session gets a new announcer
+                for sid in ids:
+                    while (record := await store.sessions.get(sid)) is None or record.stream_worker is None:
+                        await trio.sleep(0.01)
+            assert 1 <= len(probes) <= 2  # (once per remaining worker, not once per session)

@@ -102,6 +102,7 @@ class Sharing(Following):
         self._awaiting: dict[tuple[str, str], tuple[set[str], trio.Event]] = {}
         #: Workers found gone (or not) by ``adopt``: when, and whether gone.
         self._gone: dict[str, tuple[float, bool]] = {}
+        self._probing: dict[str, trio.Event] = {}
         self._outbox_send, self._outbox = trio.open_memory_channel[_Outgoing](_OUTBOX)
 
     @property
@@ -327,16 +328,28 @@ class Sharing(Following):
         holder = session.holder
         if not holder or holder == self.worker or session.closed:
             return False
+        return await self._is_gone(holder) and await self._take_over(session, holder)
+
+    async def _is_gone(self, holder: str) -> bool:
+        """Whether nobody listens on ``holder``'s channel (one probe at a time per worker,
+        and its answer taken as known for ``_PROBE_EVERY`` seconds)."""
+        while (probing := self._probing.get(holder)) is not None:
+            await probing.wait()  # (a change told to thousands of sessions: one probe)
         checked, gone = self._gone.get(holder, (-math.inf, False))
-        if trio.current_time() - checked >= _PROBE_EVERY:
-            try:
-                gone = await self.store.bus.publish(_CHANNEL + holder, _PROBE) == 0
-            except StoreError:
-                return False
-            self._gone[holder] = (trio.current_time(), gone)
-            if len(self._gone) > _GONE_KEPT:
-                self._gone.clear()
-        return gone and await self._take_over(session, holder)
+        if trio.current_time() - checked < _PROBE_EVERY:
+            return gone
+        probing = self._probing[holder] = trio.Event()
+        try:
+            gone = await self.store.bus.publish(_CHANNEL + holder, _PROBE) == 0
+        except StoreError:
+            return False
+        finally:
+            del self._probing[holder]
+            probing.set()
+        if len(self._gone) >= _GONE_KEPT:
+            self._gone.clear()
+        self._gone[holder] = (trio.current_time(), gone)
+        return gone
 
     async def _take_over(self, session: _HttpSession, holder: str) -> bool:
         """Name this worker instead of ``holder`` (gone) as the one holding the session's
