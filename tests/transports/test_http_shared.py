@@ -425,6 +425,13 @@ async def test_a_resource_update_on_a_worker_without_the_session_reaches_it(stor
             assert message["params"] == {"uri": "notes://b"}
 
 
+async def left_the_bus(store: Store, worker: str) -> None:
+    """Until the stopped ``worker`` no longer listens on the bus, as a dead process would not."""
+    with trio.fail_after(5):
+        while await store.bus.publish(f"mcp-trio:http:{worker}", b"") != 0:
+            await trio.sleep(0.01)
+
+
 async def sse_within(response: RawResponse, seconds: float) -> list[Any]:
     """The messages of an SSE response within ``seconds``."""
     decoder = SSEDecoder()
@@ -646,9 +653,7 @@ async def test_what_is_sent_to_a_dead_holder_of_the_get_stream_waits_for_the_nex
                             await trio.sleep(0.01)
                     state["stop"][1]()  # the worker holding the GET stream dies
                     await sse_within(response, 5)
-            with trio.fail_after(5):  # (until the stopped worker has left the bus, as a dead one has)
-                while await store.bus.publish("mcp-trio:http:w1", b"") != 0:
-                    await trio.sleep(0.01)
+            await left_the_bus(store, "w1")
             [session] = servers[0]._sessions
             await session.notify("notifications/message", {"level": "info", "data": "meanwhile"})
             with trio.fail_after(5):  # the first worker finds the holder gone and takes its place
@@ -685,9 +690,7 @@ async def test_when_the_worker_announcing_to_a_session_dies_another_takes_its_pl
             record = await store.sessions.get(sid)
             assert record is not None and record.stream_worker is None  # (no GET stream yet)
             state["stop"][0]()  # the worker that answered initialize (announcing to it) dies
-            with trio.fail_after(5):  # (until it has left the bus, as a dead one has)
-                while await store.bus.publish("mcp-trio:http:w0", b"") != 0:
-                    await trio.sleep(0.01)
+            await left_the_bus(store, "w0")
             for server in servers[1:]:  # a change made on every worker left
                 add_tool(server, "extra")
             with trio.fail_after(5):  # one of them finds the first gone and takes its place
@@ -716,9 +719,7 @@ async def test_a_change_told_to_many_sessions_asks_once_whether_a_worker_is_gone
                     assert r.status_code == 200
                 ids.append(headers["mcp-session-id"])
             state["stop"][0]()
-            with trio.fail_after(5):  # (until it has left the bus, as a dead one has)
-                while await store.bus.publish("mcp-trio:http:w0", b"") != 0:
-                    await trio.sleep(0.01)
+            await left_the_bus(store, "w0")
             probes: list[str] = []
             buses = {
                 id(s.channel._sharing.store.bus): s.channel._sharing.store.bus for s in servers[1]._sessions

@@ -84,6 +84,12 @@ _PROBE = _encode(_Note("probe", ""))  # published to learn whether a worker list
 _STREAM_NOTES = frozenset({"follow", "followed", "unfollow", "event", "close", "done"})
 
 
+def _announcer(record: SessionRecord) -> str | None:
+    """The worker telling the session of list changes and resource updates: the one
+    holding (or last holding) its GET stream, else the one that answered initialize."""
+    return record.stream_worker or (record.replicas[0] if record.replicas else None)
+
+
 class Sharing(Following):
     """One worker's side of the sessions shared through ``store`` (see the module doc)."""
 
@@ -251,14 +257,14 @@ class Sharing(Following):
                 _from_json(record.client_capabilities),
                 record.log_level,
                 list(record.subscriptions),
-                record.replicas[0] if record.replicas else None,
+                record.replicas[0] if record.replicas else None,  # (the first)
             )
             session.version = record.protocol_version
             session.principal = request.principal
             session.past_initialize = True
             session.renewed = trio.current_time()
             # (the worker holding its GET stream announces, else the first)
-            session.holder = record.stream_worker or (record.replicas[0] if record.replicas else "")
+            session.holder = _announcer(record) or ""
             endpoint.sessions[session_id] = session
             endpoint._start_session(session)
             return session
@@ -359,8 +365,7 @@ class Sharing(Following):
             return True  # (named already)
 
         def instead(record: SessionRecord) -> dict[str, Any]:
-            named = record.stream_worker or (record.replicas[0] if record.replicas else None)
-            return {"stream_worker": self.worker} if named == holder else {}
+            return {"stream_worker": self.worker} if _announcer(record) == holder else {}
 
         try:
             record = await self.store.sessions.change(session.id, instead, ttl=self.record_ttl)
