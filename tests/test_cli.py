@@ -172,7 +172,9 @@ async def test_serve_speaks_stdio_and_logs_to_stderr(tmp_path: Path) -> None:
 
 async def test_serve_freezes_what_startup_built(tmp_path: Path) -> None:
     """The serve process moves what its import built out of the GC's way (gc.freeze), so that
-    full collections under load walk only what the server builds as it serves."""
+    full collections under load walk only what the server builds as it serves, and starts
+    young collections less often (a burst of requests no longer starts one every 700
+    objects)."""
     write_module(
         tmp_path,
         "cli_gc_app",
@@ -185,6 +187,11 @@ async def test_serve_freezes_what_startup_built(tmp_path: Path) -> None:
         def frozen() -> str:
             "The objects in the permanent generation."
             return str(gc.get_freeze_count())
+
+        @app.tool
+        def thresholds() -> str:
+            "The collector's thresholds."
+            return " ".join(map(str, gc.get_threshold()))
         """,
     )
     argv = [sys.executable, "-m", "mcp_trio._cli", "serve", "cli_gc_app.py:app"]
@@ -196,8 +203,11 @@ async def test_serve_freezes_what_startup_built(tmp_path: Path) -> None:
             ) as client:
                 await client.connect()
                 result = await client.request("tools/call", {"name": "frozen", "arguments": {}})
+                thresholds = await client.request("tools/call", {"name": "thresholds", "arguments": {}})
             await proc.process.wait()
     assert int(result.content[0].text) > 10_000  # the library, its types and the server
+    # Young collections every 20,000 net new objects, not CPython's 700 (docs: _tuning).
+    assert thresholds.content[0].text.split() == ["20000", "10", "10"]
 
 
 HTTP_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}

@@ -31,14 +31,17 @@ THINK = 0.01  # seconds between two requests of one client
 class Tally:
     measure_from: float
     latencies: list[float] = field(default_factory=list)
+    by_kind: dict[str, list[float]] = field(default_factory=dict)
     errors: int = 0
     warmup_errors: int = 0
     samples: list[str] = field(default_factory=list)
     sessions: int = 0
 
-    def record(self, started: float) -> None:
+    def record(self, started: float, kind: str) -> None:
         if started >= self.measure_from:
-            self.latencies.append(trio.current_time() - started)
+            latency = trio.current_time() - started
+            self.latencies.append(latency)
+            self.by_kind.setdefault(kind, []).append(latency)
 
     def error(self, started: float, what: str) -> None:
         if started < self.measure_from:
@@ -60,7 +63,7 @@ async def one_session(port: int, source: str, tally: Tally, ident: str, until: f
         result = reply.messages()[0].get("result", {}) if reply.status == 200 else {}
         if session is None or result.get("protocolVersion") != LATEST:
             raise Failed(f"initialize: {reply.status} {reply.body[:100]!r}")
-        tally.record(started)
+        tally.record(started, "initialize")
         step = "notifications/initialized"
         await trio.sleep(THINK)
         if trio.current_time() >= until:
@@ -69,7 +72,7 @@ async def one_session(port: int, source: str, tally: Tally, ident: str, until: f
         reply = await client.request("POST", headers(session, LATEST), encode(rpc(None, step)), timeout)
         if reply.status != 202:
             raise Failed(f"{step}: {reply.status} {reply.body[:100]!r}")
-        tally.record(started)
+        tally.record(started, "initialized")
         for n in range(CALLS_PER_SESSION):
             await trio.sleep(THINK)
             if trio.current_time() >= until:
@@ -83,7 +86,7 @@ async def one_session(port: int, source: str, tally: Tally, ident: str, until: f
             content = answer[-1].get("result", {}).get("content", []) if answer else []
             if not content or content[0].get("text") != text:
                 raise Failed(f"tools/call: {reply.status} {reply.body[:100]!r}")
-            tally.record(started)
+            tally.record(started, "call")
         await trio.sleep(THINK)
         if trio.current_time() >= until:
             return
@@ -91,7 +94,7 @@ async def one_session(port: int, source: str, tally: Tally, ident: str, until: f
         reply = await client.request("DELETE", headers(session, LATEST), b"", timeout)
         if reply.status not in (200, 202, 204):
             raise Failed(f"DELETE: {reply.status} {reply.body[:100]!r}")
-        tally.record(started)
+        tally.record(started, "DELETE")
         tally.sessions += 1
     except Failed as exc:
         tally.error(started, str(exc))
@@ -141,6 +144,9 @@ async def run(
         "p90_ms": percentile(ms, 0.90),
         "p99_ms": percentile(ms, 0.99),
         "max_ms": max(ms, default=math.nan),
+        "p99_ms_by_kind": {
+            kind: round(1000 * percentile(values, 0.99), 1) for kind, values in tally.by_kind.items()
+        },
         "cpu_s": usage.ru_utime + usage.ru_stime,
     }
 

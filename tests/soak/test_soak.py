@@ -114,6 +114,15 @@ class Server:
                 return int(line.split()[1]) / 1024
         raise AssertionError("no VmRSS")
 
+    def rss_kinds(self) -> str:
+        """The RSS by kind (anonymous, file-backed, shared memory), as /proc shows it."""
+        found = {}
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith(("RssAnon:", "RssFile:", "RssShmem:")):
+                name, value = line.split(":", 1)
+                found[name[3:].lower()] = f"{int(value.split()[0]) / 1024:.1f}"
+        return ", ".join(f"{kind} {value}" for kind, value in found.items())
+
     def cpu_seconds(self) -> float:
         fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
@@ -278,6 +287,8 @@ class Report:
     rss_before: float = math.nan
     rss_peak: float = math.nan
     rss_after: float = math.nan
+    rss_kinds_before: str = ""
+    rss_kinds_after: str = ""
     live_before: tuple[int, str] = (0, "")  # (amount, "unit (how measured)")
     live_after: tuple[int, str] = (0, "")
     settled_in: float = math.nan
@@ -357,7 +368,7 @@ class Report:
                 f"  {label:<13}{r.get('requests', 0):>6} requests in {r.get('sessions', 0)} "
                 f"sessions, {r.get('errors', '?')} errors, p50 {p['p50_ms']:.1f} ms, "
                 f"p90 {p['p90_ms']:.1f} ms, p99 {p['p99_ms']:.1f} ms, max {p['max_ms']:.1f} ms, "
-                f"client CPU {p['cpu_s']:.1f} s"
+                f"client CPU {p['cpu_s']:.1f} s; p99 by request: {r.get('p99_ms_by_kind')}"
             )
 
         flags = " ".join(SHORTENED) or "(none)"
@@ -372,7 +383,8 @@ class Report:
             f"({self._growth(self.rss_after)}, read {self.settled_in:.1f} s after the attacks); "
             f"open files peak {self.files_peak}; CPU {self.server_cpu:.1f} s in "
             f"{UNDER_ATTACK:g} s; {fate}",
-            f"server memory: {self._blocks()}",
+            f"server memory: {self._blocks()}; RSS MiB by kind before ({self.rss_kinds_before}), "
+            f"after ({self.rss_kinds_after})",
             f"attackers' own CPU (test process): {self.attackers_cpu:.1f} s",
             "attacks, all at once:",
         ]
@@ -420,6 +432,7 @@ async def soak(door: str, tmp: Path) -> Report:
             report.live_before = await live_memory(server.port)
             await trio.sleep(0.5)
             report.rss_before = server.rss_mib()
+            report.rss_kinds_before = server.rss_kinds()
             report.rss_peak = report.rss_before
             cpu_before, mine_before = server.cpu_seconds(), _own_cpu()
             async with trio.open_nursery() as nursery:
@@ -441,6 +454,7 @@ async def soak(door: str, tmp: Path) -> Report:
             if server.alive():  # after a full collection, as "before" was read
                 report.live_after = await live_memory(server.port)
                 report.rss_after = min(report.rss_after, server.rss_mib())
+                report.rss_kinds_after = server.rss_kinds()
             if not server.alive() and report.died is None:
                 report.died = f"exit code {server.proc.returncode}; stderr: {server.stderr_tail()}"
     return report

@@ -9,6 +9,7 @@ held freed.  Clients tell "legitimate" (127.0.0.2) from "attacker"
 from __future__ import annotations
 
 import os
+import socket
 import tracemalloc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -299,3 +300,47 @@ async def test_a_body_trickled_past_the_request_timeout_gets_408(door: str) -> N
                 pass
         assert got.startswith(b"HTTP/1.1 408")
         sock.close()
+
+
+@pytest.mark.parametrize("door", DOORS)
+async def test_a_backlog_of_connections_is_taken_in_a_few_rounds_of_a_busy_loop(door: str) -> None:
+    """A flood of connections queued while the process is busy does not hold a client
+    queued behind it for one scheduler round per connection: the gate accepts them in
+    bursts (those past the address's share closed at once)."""
+    rounds = 0
+
+    async def busy() -> None:  # another task always ready to run: one count per round
+        nonlocal rounds
+        while True:
+            rounds += 1
+            await trio.lowlevel.checkpoint()
+
+    async with (
+        serving(door, Answer(), max_connections_per_client=128) as port,
+        trio.open_nursery() as nursery,
+    ):
+        nursery.start_soon(busy)
+        flood = []
+        for _ in range(400):  # connected by the kernel, queued for accept(); no checkpoint here
+            sock = socket.socket()
+            sock.bind(("127.0.0.3", 0))
+            sock.connect(("127.0.0.1", port))
+            flood.append(sock)
+        client = socket.socket()
+        client.bind(("127.0.0.2", 0))
+        client.connect(("127.0.0.1", port))
+        client.setblocking(False)
+        client.send(REQUEST)
+        start = rounds
+        got = b""
+        with trio.fail_after(10):
+            while not got.endswith(b"ok"):
+                await trio.lowlevel.wait_readable(client)
+                got += client.recv(65536)
+        taken = rounds - start
+        nursery.cancel_scope.cancel()
+        for sock in [*flood, client]:
+            sock.close()
+    assert got.startswith(b"HTTP/1.1 200")
+    # One accept per round would take more than 400 rounds to reach the client.
+    assert taken < 100, f"the client was answered after {taken} rounds of the loop"

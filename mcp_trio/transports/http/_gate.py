@@ -21,6 +21,7 @@ from __future__ import annotations
 import errno
 import logging
 import math
+import os
 import socket
 from collections.abc import Awaitable, Callable, Sequence
 
@@ -34,6 +35,10 @@ log = logging.getLogger("mcp_trio.http")
 #: trio.serve_listeners): wait a little and accept again.
 _ACCEPT_CAPACITY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
 _ACCEPT_PAUSE = 0.1
+#: accept() errors about one connection only (it was reset while queued): accept the next.
+_ACCEPT_IGNORED_ERRNOS = frozenset({errno.ECONNABORTED, errno.EPERM, errno.EPROTO, errno.EINTR})
+#: Connections accepted at most between two checkpoints of the accept loop.
+_BURST = 64
 #: How long a new connection may take to send its first request head before
 #: it can be evicted to make room (past any round trip, so a client whose
 #: request is on its way is not cut off; a flood of connections waits this
@@ -157,42 +162,56 @@ class ConnectionGate:
         handler: Callable[[trio.SocketStream], Awaitable[None]],
         nursery: trio.Nursery,
     ) -> None:
-        while True:
-            # Room first (a free slot, or an unproven connection to evict):
-            # else the client waits in the backlog, not accepted.
-            await self._room()
-            try:
-                stream = await listener.accept()
-            except OSError as exc:
-                if exc.errno not in _ACCEPT_CAPACITY_ERRNOS:
-                    raise
-                log.error("accept() failed (%s); accepting again in %s s", exc, _ACCEPT_PAUSE)
-                await trio.sleep(_ACCEPT_PAUSE)
-                continue
-            try:
-                address = str(stream.socket.getpeername()[0])
-            except OSError:  # already gone
-                address = ""
-            count = self._clients.get(address, 0)
-            if not address or count >= self.max_per_client:
-                stream.socket.close()  # over this address's share: closed at once
-                if address:
-                    log.debug("connection from %s refused: %d open from it", address, count)
-                continue
-            try:
-                await self._room()  # (the room seen before may have gone while accepting)
-            except BaseException:
-                stream.socket.close()
-                raise
-            if self.open >= self.max_connections:
-                oldest = next(iter(self._unproven))
-                self._release(self._unproven.pop(oldest))
-                log.debug("full: the oldest connection that sent no request evicted")
-            ticket = _Ticket(address)
-            self._clients[address] = count + 1
-            self.open += 1
-            self._unproven[id(stream)] = ticket
-            nursery.start_soon(self._run, handler, stream, ticket)
+        # accept() on a duplicate of the listening socket, in a burst of up to _BURST
+        # between checkpoints: trio's accept yields after each connection, so on a busy
+        # loop a backlog of hundreds (a connection flood) would take hundreds of rounds,
+        # a legitimate client waiting behind all of them.
+        raw = socket.socket(fileno=os.dup(listener.socket.fileno()))
+        try:
+            raw.setblocking(False)
+            burst = 0
+            while True:
+                if burst >= _BURST:
+                    burst = 0
+                    await trio.lowlevel.checkpoint()
+                # Room first (a free slot, or an unproven connection to evict):
+                # else the client waits in the backlog, not accepted.  (No checkpoint
+                # between here and the accept: the room seen is still there.)
+                await self._room()
+                try:
+                    sock, peer = raw.accept()
+                except BlockingIOError:
+                    burst = 0
+                    await trio.lowlevel.wait_readable(listener.socket)
+                    continue
+                except OSError as exc:
+                    if exc.errno in _ACCEPT_IGNORED_ERRNOS:
+                        continue
+                    if exc.errno not in _ACCEPT_CAPACITY_ERRNOS:
+                        raise
+                    log.error("accept() failed (%s); accepting again in %s s", exc, _ACCEPT_PAUSE)
+                    await trio.sleep(_ACCEPT_PAUSE)
+                    continue
+                burst += 1
+                address = str(peer[0]) if isinstance(peer, tuple) and peer else ""
+                count = self._clients.get(address, 0)
+                if not address or count >= self.max_per_client:
+                    sock.close()  # over this address's share: closed at once
+                    if address:
+                        log.debug("connection from %s refused: %d open from it", address, count)
+                    continue
+                if self.open >= self.max_connections:
+                    oldest = next(iter(self._unproven))
+                    self._release(self._unproven.pop(oldest))
+                    log.debug("full: the oldest connection that sent no request evicted")
+                stream = trio.SocketStream(trio.socket.from_stdlib_socket(sock))
+                ticket = _Ticket(address)
+                self._clients[address] = count + 1
+                self.open += 1
+                self._unproven[id(stream)] = ticket
+                nursery.start_soon(self._run, handler, stream, ticket)
+        finally:
+            raw.close()
 
     def _release(self, ticket: _Ticket) -> None:
         """``ticket``'s connection no longer counts (it ended, or is evicted: cancelled)."""

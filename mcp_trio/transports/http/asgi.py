@@ -285,6 +285,10 @@ async def serve_hypercorn(
     config.accesslog = None
     config.errorlog = log
     config.keep_alive_timeout = min(keepalive_timeout, header_timeout)
+    # The kernel's longest listen backlog (capped at net.core.somaxconn), as the h11 door has:
+    # hypercorn's 100 overflows under a connection flood, and a legitimate client's SYN is
+    # then dropped (retried 1 s later) while the gate could have taken it at once.
+    config.backlog = 0xFFFF
     for key, value in config_options.items():
         setattr(config, key, value)
     gate = ConnectionGate(max_connections, max_connections_per_client)
