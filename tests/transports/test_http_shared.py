@@ -742,3 +742,22 @@ async def test_a_change_told_to_many_sessions_asks_once_whether_a_worker_is_gone
                     while (record := await store.sessions.get(sid)) is None or record.stream_worker is None:
                         await trio.sleep(0.01)
             assert 1 <= len(probes) <= 2  # (once per remaining worker, not once per session)
+
+
+async def test_a_delete_does_not_wait_for_a_dead_worker_named_in_the_record(
+    store_url: str | None, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A worker that died stays named among the session's replicas; ending the session
+    finds it gone instead of waiting the whole confirmation time for it."""
+    async with workers(3, store_url=store_url) as (urls, servers, store, state):
+        async with httpx.AsyncClient(timeout=5) as client:
+            headers = await initialized_everywhere(client, urls, servers)
+            record = await store.sessions.get(headers["mcp-session-id"])
+            assert record is not None and set(record.replicas) == {"w0", "w1", "w2"}
+            state["stop"][1]()
+            await left_the_bus(store, "w1")
+            started = trio.current_time()
+            assert (await client.delete(urls[0], headers=headers)).status_code == 200
+            took = trio.current_time() - started
+    assert "did not confirm" not in caplog.text
+    assert took < 0.8, f"the DELETE waited {took:.2f} s for a dead worker"  # (the wait is 1 s)

@@ -80,6 +80,7 @@ _RECORD_TTL = 1 + 2 * _TOUCH_EVERY  # of idle_timeout: a record's time to live (
 _PROBE_EVERY = 1.0  # seconds: how long whether a worker is gone is taken as known
 _GONE_KEPT = 1024  # workers whose presence is remembered, at most
 _ACK_WAIT = 1.0  # seconds a worker waits for others to confirm a note (a session's end ...), at most
+_PROBE_AFTER = 0.1  # seconds without a confirmation before asking whether its worker is gone
 _PROBE = _encode(_Note("probe", ""))  # published to learn whether a worker listens; ignored
 _STREAM_NOTES = frozenset({"follow", "followed", "unfollow", "event", "close", "done"})
 
@@ -416,7 +417,11 @@ class Sharing(Following):
         self.post(None, note)
         try:
             with trio.move_on_after(_ACK_WAIT):
-                await done.wait()
+                async with trio.open_nursery() as nursery:
+                    for worker in list(waiting):  # (a worker that died stays named in records)
+                        nursery.start_soon(self._unless_gone, worker, waiting, done)
+                    await done.wait()
+                    nursery.cancel_scope.cancel()
         finally:
             del self._awaiting[key]
         if waiting:
@@ -428,6 +433,15 @@ class Sharing(Following):
                 note.kind,
                 _ACK_WAIT,
             )
+
+    async def _unless_gone(self, worker: str, waiting: set[str], done: trio.Event) -> None:
+        """Stop waiting for ``worker``'s confirmation if, once a confirmation is late
+        (``_PROBE_AFTER``), nobody listens on its channel: it died."""
+        await trio.sleep(_PROBE_AFTER)
+        if worker in waiting and await self._is_gone(worker):
+            waiting.discard(worker)
+            if not waiting:
+                done.set()
 
     async def delete_elsewhere(self, request: HttpRequest, found: _Reply) -> _Reply:
         """``DELETE`` of a session this worker holds no replica of: end it
