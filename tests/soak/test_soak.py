@@ -108,20 +108,23 @@ class Server:
     port: int
     stderr: Path
 
-    def rss_mib(self) -> float:
+    def _status_kib(self) -> dict[str, int]:
+        """The memory lines of /proc/PID/status, in KiB, by name."""
+        found = {}
         for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-        raise AssertionError("no VmRSS")
+            name, _, value = line.partition(":")
+            if value.strip().endswith(" kB"):
+                found[name] = int(value.split()[0])
+        return found
+
+    def rss_mib(self) -> float:
+        return self._status_kib()["VmRSS"] / 1024
 
     def rss_kinds(self) -> str:
         """The RSS by kind (anonymous, file-backed, shared memory), as /proc shows it."""
-        found = {}
-        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
-            if line.startswith(("RssAnon:", "RssFile:", "RssShmem:")):
-                name, value = line.split(":", 1)
-                found[name[3:].lower()] = f"{int(value.split()[0]) / 1024:.1f}"
-        return ", ".join(f"{kind} {value}" for kind, value in found.items())
+        status = self._status_kib()
+        kinds = (("anon", "RssAnon"), ("file", "RssFile"), ("shmem", "RssShmem"))
+        return ", ".join(f"{kind} {status[name] / 1024:.1f}" for kind, name in kinds if name in status)
 
     def cpu_seconds(self) -> float:
         fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()

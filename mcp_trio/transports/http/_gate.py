@@ -27,7 +27,14 @@ from collections.abc import Awaitable, Callable, Sequence
 
 import trio
 
-__all__ = ["ConnectionGate", "TimedStream", "default_per_client", "listener_url", "open_listeners"]
+__all__ = [
+    "ConnectionGate",
+    "TimedStream",
+    "default_per_client",
+    "listener_url",
+    "open_listeners",
+    "write_now",
+]
 
 log = logging.getLogger("mcp_trio.http")
 
@@ -80,6 +87,25 @@ async def open_listeners(host: str, port: int, *, reuse_port: bool = False) -> l
             sock.close()
         raise
     return [trio.SocketListener(sock) for sock in sockets]
+
+
+def write_now(fd: int, parts: Sequence[bytes | memoryview]) -> int:
+    """Write what the socket ``fd`` takes at once, without waiting: the bytes written
+    (0 for a closed socket's -1).  ``parts`` go out in one system call, none of them
+    copied.  Most answers fit in the socket's buffer: they need no timeout and no trip
+    through the scheduler; the caller sends the rest under its write timeout.
+
+    Raises:
+        trio.BrokenResourceError: the client reset the connection (or a broken pipe).
+    """
+    if fd < 0:
+        return 0
+    try:
+        return os.writev(fd, parts) if len(parts) > 1 else os.write(fd, parts[0])
+    except (BlockingIOError, InterruptedError):
+        return 0
+    except OSError:
+        raise trio.BrokenResourceError("the client disconnected") from None
 
 
 def default_per_client(max_connections: int) -> int:
@@ -268,7 +294,8 @@ class TimedStream(trio.abc.HalfCloseableStream):
         # scheduler (most answers fit in its buffer); the rest waits, within the write
         # timeout.  (The caller serializes its sends: hypercorn holds its send lock.)
         view = memoryview(data)
-        sent = self._write_now(view)
+        # (0 when closed here, so that send_all fails as trio's does)
+        sent = write_now(-1 if self.closed else self.socket.fileno(), (view,)) if view.nbytes else 0
         if sent == view.nbytes:
             return
         # A scope of our own: its deadline applies even under a caller's shield.
@@ -278,19 +305,6 @@ class TimedStream(trio.abc.HalfCloseableStream):
             self.socket.close()
             self._close()
             raise trio.BrokenResourceError(f"the client read nothing for {self.write_timeout} s")
-
-    def _write_now(self, view: memoryview) -> int:
-        """Write what the socket takes without waiting: the bytes written (0 when it is
-        closed here, so that ``send_all`` fails as trio's does)."""
-        fd = -1 if self.closed else self.socket.fileno()
-        if fd < 0 or not view.nbytes:
-            return 0
-        try:
-            return os.write(fd, view)
-        except (BlockingIOError, InterruptedError):
-            return 0
-        except OSError as exc:  # reset, or a broken pipe
-            raise trio.BrokenResourceError(f"the client disconnected ({exc.strerror})") from None
 
     async def wait_send_all_might_not_block(self) -> None:
         await self.transport_stream.wait_send_all_might_not_block()

@@ -10,7 +10,6 @@ once) are those of :func:`serve_h11`.
 from __future__ import annotations
 
 import logging
-import os
 import socket
 import ssl
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -21,7 +20,7 @@ import h11
 import trio
 
 from ... import _jsonrpc as rpc
-from ._gate import ConnectionGate, listener_url, open_listeners
+from ._gate import ConnectionGate, listener_url, open_listeners, write_now
 from ._replies import _BOTH_LENGTHS, _Reply, _send_reply
 from ._request import (
     _HEADER_SESSION,
@@ -92,23 +91,12 @@ class _H11Responder:
         self._ended = False
 
     def _write_now(self, parts: Sequence[bytes | memoryview]) -> int:
-        """Write what the socket takes at once, without waiting; the bytes written.
-
-        Most answers fit in the socket's buffer: they need no timeout and no
-        trip through the scheduler.  Whatever is left goes out through
-        ``send_all`` under the write timeout.  ``parts`` go out in one
-        system call, none of them copied.
-        """
-        fd = -1 if self._socket is None else self._socket.fileno()  # -1 once closed
-        if fd < 0:
-            return 0
+        """:func:`write_now` on this connection's socket (nothing on a TLS stream)."""
         try:
-            return os.writev(fd, parts) if len(parts) > 1 else os.write(fd, parts[0])
-        except (BlockingIOError, InterruptedError):
-            return 0
-        except OSError:
-            self.gone = True  # reset, or a broken pipe
-            raise trio.BrokenResourceError("the client disconnected") from None
+            return write_now(-1 if self._socket is None else self._socket.fileno(), parts)
+        except trio.BrokenResourceError:
+            self.gone = True
+            raise
 
     async def _write(self, *parts: bytes | memoryview) -> None:
         """Write ``parts`` in order, within the write timeout.
