@@ -93,7 +93,7 @@ class _Note(msgspec.Struct, omit_defaults=True):
     kind: str
     session: str
     data: bytes = b""
-    key: str = ""  # a POST stream's (follow, unfollow, event, done)
+    key: str = ""  # a POST stream's (follow, unfollow, event, done); an update's, an ack's
     event_id: str = ""
     cancel: RequestId | None = None  # a frame's notifications/cancelled: its request id
     origin: str | None = None  # the worker that sent a frame to every worker

@@ -107,6 +107,7 @@ class Sharing(Following):
         self._ended_restoring: set[str] = set()  # sessions ended while this worker restored them
         #: The notes (kind, session) this worker waits to see confirmed: by which workers.
         self._awaiting: dict[tuple[str, str], tuple[set[str], trio.Event]] = {}
+        self._updates = 0  # (numbers this worker's updates: see ``update``)
         #: Workers found gone (or not) by ``adopt``: when, and whether gone.
         self._gone: dict[str, tuple[float, bool]] = {}
         self._probing: dict[str, trio.Event] = {}
@@ -278,15 +279,20 @@ class Sharing(Following):
         return {} if self.worker in record.replicas else {"replicas": [*record.replicas, self.worker]}
 
     async def update(self, session: _HttpSession, *, log_level: str | None, subscriptions: list[str]) -> None:
-        """Write the session's log level and subscriptions to its record and
-        tell the other replicas."""
+        """Write the session's log level and subscriptions to its record and tell
+        the other replicas; return once each has it (the client's next request may
+        go to any of them)."""
         assert session.id is not None
+        record = None
         try:
             changes = {"log_level": log_level, "subscriptions": subscriptions}
-            await self.store.sessions.change(session.id, changes, ttl=self.record_ttl)
+            record = await self.store.sessions.change(session.id, changes, ttl=self.record_ttl)
         except StoreError as exc:
             log.warning("could not write the record of session %s: %s", session.id, exc)
-        self.post(None, _Note("update", session.id, log_level=log_level, subscriptions=subscriptions))
+        self._updates += 1  # (its own key: two updates at once each wait)
+        note = _Note("update", session.id, key=f"update-{self._updates}", origin=self.worker)
+        note.log_level, note.subscriptions = log_level, subscriptions
+        await self._post_confirmed(note, set(record.replicas) if record is not None else set())
 
     async def hold_stream(self, session: _HttpSession) -> None:
         """Name this worker in the record as the holder of the session's GET
@@ -407,7 +413,7 @@ class Sharing(Following):
     async def _post_confirmed(self, note: _Note, workers: set[str]) -> None:
         """Post ``note`` to every worker; return once each of ``workers`` confirmed
         it (at most ``_ACK_WAIT`` seconds: a worker that died does not answer)."""
-        key = (note.kind, note.session)
+        key = (note.key or note.kind, note.session)
         waiting = workers - {self.worker}
         if not waiting or key in self._awaiting:  # (the same note already awaited: not again)
             self.post(None, note)
@@ -550,17 +556,21 @@ class Sharing(Following):
                 self._ended_restoring.add(note.session)
             if session is not None and not session.closed:
                 session.end_here()
+        elif note.kind == "update":
+            watcher = session.on_shared_update if session is not None and not session.closed else None
+            if watcher is not None:
+                watcher(note.log_level, list(note.subscriptions or ()))
         elif session is not None and not session.closed and session.restored is None:
             try:  # (initialized: queued before any later request of the client's reaches it)
                 await session.put(Frame(note.data))
             except trio.ClosedResourceError:
                 pass
         if note.origin is not None:
-            self.post(note.origin, _Note("ack", note.session, key=note.kind, origin=self.worker))
+            self.post(note.origin, _Note("ack", note.session, key=note.key or note.kind, origin=self.worker))
 
     async def _take(self, note: _Note) -> None:
         """A message from another worker (or this one's broadcast) about a session."""
-        if note.kind in ("end", "initialized", "ack"):
+        if note.kind in ("end", "initialized", "update", "ack"):
             if note.origin != self.worker:
                 await self._take_confirmed(note)
             return
@@ -583,7 +593,3 @@ class Sharing(Following):
             await session.to_get_stream(note.data)
         elif note.kind in _STREAM_NOTES:
             self._take_stream_note(session, note)
-        elif note.kind == "update":
-            watcher: Callable[[str | None, list[str]], None] | None = session.on_shared_update
-            if watcher is not None:
-                watcher(note.log_level, list(note.subscriptions or ()))
