@@ -33,7 +33,8 @@ BIG = 4 * 1024 * 1024
 
 
 class Answer:
-    """Answers ``ok``, or ``BIG`` bytes at ``/mcp?big``, and records how a big answer ended."""
+    """Answers ``ok`` (0.8 s late at ``/mcp?slow``), or ``BIG`` bytes at ``/mcp?big``, and
+    records how a big answer ended."""
 
     max_body_size = 1024
 
@@ -43,6 +44,8 @@ class Answer:
         self.extra_bytes = -1  # memory the big answer's write took beyond its body (traced)
 
     async def handle(self, request: HttpRequest, responder: Responder) -> None:
+        if request.query == "slow":
+            await trio.sleep(0.8)
         if request.query != "big":
             await responder.start(200, [("content-type", "text/plain"), ("content-length", "2")])
             await responder.send(b"ok")
@@ -205,6 +208,27 @@ async def test_a_trickled_head_is_cut_off_at_the_header_timeout(door: str) -> No
         assert (await ask(kept)).startswith(b"HTTP/1.1 200")
         for sock in (trickler, idle, kept):
             sock.close()
+
+
+@pytest.mark.parametrize("door", DOORS)
+async def test_a_kept_alive_connection_is_closed_once_idle_for_the_keepalive_timeout(door: str) -> None:
+    async with serving(door, Answer(), keepalive_timeout=0.5) as port:
+        sock = await connect(port)
+        for _ in range(4):  # a request every 0.3 s keeps it open past the timeout
+            assert (await ask(sock)).startswith(b"HTTP/1.1 200")
+            await trio.sleep(0.3)
+        await sock.send(REQUEST.replace(b"/mcp", b"/mcp?slow"))  # under way longer than the timeout
+        got = b""
+        while not got.endswith(b"ok"):
+            data = await sock.recv(65536)
+            assert data, f"closed during a request: {got!r}"
+            got += data
+        assert got.startswith(b"HTTP/1.1 200")
+        start = trio.current_time()
+        with trio.fail_after(3):
+            assert await closed_by_server(sock)
+        assert trio.current_time() - start > 0.4  # idle from the answer on
+        sock.close()
 
 
 @pytest.mark.parametrize("door", DOORS)

@@ -289,13 +289,16 @@ class TimedStream(trio.abc.HalfCloseableStream):
         self.closed = True
         self.changed.unpark_all()
 
+    def write_some(self, view: memoryview) -> int:
+        """Write what the socket takes of ``view`` at once: how many bytes (0 when closed here)."""
+        return write_now(-1 if self.closed else self.socket.fileno(), (view,)) if view.nbytes else 0
+
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:
         # What the socket takes at once is written without a timer or a trip through the
         # scheduler (most answers fit in its buffer); the rest waits, within the write
         # timeout.  (The caller serializes its sends: hypercorn holds its send lock.)
         view = memoryview(data)
-        # (0 when closed here, so that send_all fails as trio's does)
-        sent = write_now(-1 if self.closed else self.socket.fileno(), (view,)) if view.nbytes else 0
+        sent = self.write_some(view)  # (0 when closed here, so that send_all fails as trio's does)
         if sent == view.nbytes:
             return
         # A scope of our own: its deadline applies even under a caller's shield.

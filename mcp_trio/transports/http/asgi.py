@@ -11,6 +11,7 @@ a cancellation (a 2026-07-28 request: closing its response stream cancels it).
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import partial
 from typing import Any, cast
@@ -141,7 +142,7 @@ class ASGIApp:
         limit = handler.max_body_size
         with trio.move_on_after(self.request_timeout) as reading:
             while True:
-                message = await receive()
+                message = await _next_message(receive)
                 if message["type"] == "http.disconnect":
                     return
                 body += message.get("body", b"")
@@ -230,6 +231,62 @@ def _may_stay_open(body: bytes) -> bool:
     return any(m.method == "subscriptions/listen" for m in (peeked if isinstance(peeked, list) else [peeked]))
 
 
+async def _next_message(receive: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
+    """The ASGI server's next message; one already queued on a trio memory channel
+    (hypercorn's) is taken without a trip through the scheduler."""
+    channel = getattr(receive, "__self__", None)
+    if isinstance(channel, trio.MemoryReceiveChannel):
+        try:
+            return cast(dict[str, Any], channel.receive_nowait())
+        except trio.WouldBlock:
+            pass
+    return await receive()
+
+
+class _IdleTimer:
+    """A hypercorn connection's idle timer (its ``SingleTask``), in one task for the
+    connection's life.  Hypercorn starts a new task for it each time a request ends
+    (``Nursery.start``, a few scheduler rounds) and cancels it when the next begins;
+    here the task is started once and a request only moves its deadline.  As
+    hypercorn's: the connection is closed once idle for ``keep_alive_timeout``, or
+    once idle after the server began shutting down."""
+
+    def __init__(self, server: Any) -> None:
+        self._server = server
+        self._scope: trio.CancelScope | None = None
+        self._ended = False
+
+    async def restart(self, task_group: Any, action: Callable[[], Awaitable[None]]) -> None:
+        """The connection is idle (``action``, hypercorn's own timer, is not used)."""
+        deadline = trio.current_time() + self._server.config.keep_alive_timeout
+        if self._scope is None:
+            self._scope = trio.CancelScope(deadline=deadline)
+            task_group._nursery.start_soon(self._run, self._scope)
+        else:
+            self._scope.deadline = deadline
+
+    async def stop(self) -> None:
+        """A request is under way: no idle timeout until it ends."""
+        if self._scope is not None:
+            self._scope.deadline = math.inf
+
+    def end(self) -> None:
+        """The connection's reading ended (hypercorn's cancelled timer task: none is left)."""
+        self._ended = True
+        if self._scope is not None:
+            self._scope.cancel()
+
+    async def _run(self, scope: trio.CancelScope) -> None:
+        server = self._server
+        with scope:
+            await server.context.terminated.wait()
+            while not server.idle:  # (shutting down: a request under way ends first)
+                await server.timed.changed.park()
+        if not self._ended:
+            with trio.CancelScope(shield=True):
+                await server._initiate_server_close()
+
+
 def _forget_connection(server: Any) -> None:
     """Break the reference cycles of an ended hypercorn connection (its server, protocol wrapper
     and protocol point at each other through their send callbacks and task group), so that its
@@ -275,7 +332,7 @@ async def serve_hypercorn(
     """
     from hypercorn.app_wrappers import ASGIWrapper
     from hypercorn.config import Config
-    from hypercorn.events import Event, Updated
+    from hypercorn.events import Event, RawData, Updated
     from hypercorn.trio.tcp_server import TCPServer
     from hypercorn.trio.worker_context import WorkerContext
     from hypercorn.typing import ConnectionState
@@ -308,13 +365,38 @@ async def serve_hypercorn(
     urls = [listener_url(listener, "https" if secure else "http") for listener, secure in listeners]
 
     class Connection(TCPServer):
-        """Hypercorn's connection server, telling when it is idle (no request under way)."""
+        """Hypercorn's connection server, telling when it is idle (no request under way),
+        with one idle timer for the connection's life (see :class:`_IdleTimer`)."""
 
         idle = True
         timed: TimedStream
+        ended: trio.CancelScope  # (cancelled: the connection's tasks end)
+
+        def __init__(self, *args: Any) -> None:
+            super().__init__(*args)
+            self.idle_timer = _IdleTimer(self)
+            self.idle_task = cast(Any, self.idle_timer)  # (hypercorn's restart and stop)
+
+        async def _read_data(self) -> None:
+            try:
+                await super()._read_data()
+            finally:
+                self.idle_timer.end()
 
         async def protocol_send(self, event: Event) -> None:
+            if isinstance(event, RawData) and self.stream is self.timed and not self.send_lock.locked():
+                # Written at once when the socket takes it all, as TimedStream.send_all would,
+                # without the send lock's trip through the scheduler: no other send can come
+                # in between.  (h11's end of a sized body is empty: nothing to write.)
+                view = memoryview(event.data)
+                sent = self.timed.write_some(view)
+                if sent == view.nbytes and (sent or not self.timed.closed):
+                    return
+                event = RawData(data=bytes(view[sent:]))
             await super().protocol_send(event)
+            if self.timed.closed and isinstance(event, RawData):  # the write timed out here:
+                self.ended.cancel()  # the connection ends now, its app's send with it
+                await trio.lowlevel.checkpoint()
             if isinstance(event, Updated):
                 self.idle = event.idle
                 if not event.idle:  # a request head came whole
@@ -348,6 +430,7 @@ async def serve_hypercorn(
         # closed its side during a request still gets its answer.)
         try:
             async with trio.open_nursery() as nursery:
+                server.ended = nursery.cancel_scope
                 nursery.start_soon(run, nursery.cancel_scope)
                 while not (timed.closed or (timed.eof and server.idle)):
                     await timed.changed.park()
