@@ -191,6 +191,15 @@ async def test_a_trickled_head_is_cut_off_at_the_header_timeout(door: str) -> No
         start = trio.current_time()
         with trio.fail_after(3):
             async with trio.open_nursery() as nursery:
+                if door == "hypercorn":  # (its one idle timer has the smaller of both: kept busy)
+
+                    async def busy() -> None:
+                        while True:
+                            await trio.sleep(0.2)
+                            with trio.CancelScope(shield=True):  # (each answer read whole)
+                                await ask(kept)
+
+                    nursery.start_soon(busy)
 
                 async def trickle() -> None:
                     try:
@@ -202,8 +211,8 @@ async def test_a_trickled_head_is_cut_off_at_the_header_timeout(door: str) -> No
 
                 nursery.start_soon(trickle)
                 assert await closed_by_server(trickler)
+                assert await closed_by_server(idle)
                 nursery.cancel_scope.cancel()
-            assert await closed_by_server(idle)
         assert trio.current_time() - start < 2
         assert (await ask(kept)).startswith(b"HTTP/1.1 200")
         for sock in (trickler, idle, kept):

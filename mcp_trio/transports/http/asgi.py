@@ -34,6 +34,8 @@ __all__ = ["ASGIApp", "serve_hypercorn"]
 
 log = logging.getLogger("mcp_trio.http")
 
+_ENDING_GRACE = 1.0  # seconds hypercorn has to end a connection by itself (see serve_hypercorn)
+
 
 class _ASGIResponder:
     """Sends one response through ASGI.
@@ -424,16 +426,21 @@ async def serve_hypercorn(
                 log.exception("HTTP connection failed")
             cancel_scope.cancel()
 
-        # Hypercorn keeps a connection the client closed while idle until its
-        # idle timer runs out, and may outlive a socket closed here: the
-        # connection ends at once then, which frees its slot.  (A client that
-        # closed its side during a request still gets its answer.)
+        # A connection ends once its socket is closed, or once the client closed its
+        # side while no request is under way (which frees its slot at once).  Hypercorn
+        # ends it by itself then (its idle timer ends with its reading), and is given a
+        # moment to: a cancellation through hypercorn's frames leaves reference cycles (a
+        # caught Cancelled that its traceback's frames still hold), each of them a whole
+        # connection's objects kept until a full collection.  A write that timed out
+        # cancels the connection itself (see ``protocol_send``).  (A client that closed
+        # its side during a request still gets its answer.)
         try:
             async with trio.open_nursery() as nursery:
                 server.ended = nursery.cancel_scope
                 nursery.start_soon(run, nursery.cancel_scope)
                 while not (timed.closed or (timed.eof and server.idle)):
                     await timed.changed.park()
+                await trio.sleep(_ENDING_GRACE)  # (cancelled once hypercorn has ended it)
                 nursery.cancel_scope.cancel()
         finally:
             _forget_connection(server)
