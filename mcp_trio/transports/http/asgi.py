@@ -245,6 +245,24 @@ async def _next_message(receive: Callable[[], Awaitable[dict[str, Any]]]) -> dic
     return await receive()
 
 
+async def _put_now(spawn_app: Callable[..., Awaitable[Any]], *args: Any) -> Any:
+    """Hypercorn's ``spawn_app``, whose returned ``put`` (how the connection hands the
+    app a request's body, end and disconnect) queues a message at once when the app's
+    channel has room, as ``send`` would after a trip through the scheduler."""
+    put = await spawn_app(*args)
+    channel = getattr(put, "__self__", None)
+    if not isinstance(channel, trio.MemorySendChannel):
+        return put
+
+    async def put_now(message: Any) -> None:
+        try:
+            channel.send_nowait(message)
+        except trio.WouldBlock:
+            await put(message)
+
+    return put_now
+
+
 class _IdleTimer:
     """A hypercorn connection's idle timer (its ``SingleTask``), in one task for the
     connection's life.  Hypercorn starts a new task for it each time a request ends
@@ -384,6 +402,18 @@ async def serve_hypercorn(
                 await super()._read_data()
             finally:
                 self.idle_timer.end()
+
+        @property  # type: ignore[override]
+        def protocol(self) -> Any:  # pyright: ignore[reportIncompatibleVariableOverride]
+            return self._protocol
+
+        @protocol.setter
+        def protocol(self, protocol: Any) -> None:  # pyright: ignore[reportIncompatibleVariableOverride]
+            # Set once the connection's task group exists: its requests' apps are handed
+            # their messages without a trip through the scheduler each (see _put_now).
+            self._protocol = protocol
+            group: Any = self._task_group
+            group.spawn_app = partial(_put_now, group.spawn_app)
 
         async def protocol_send(self, event: Event) -> None:
             if isinstance(event, RawData) and self.stream is self.timed and not self.send_lock.locked():
