@@ -424,7 +424,7 @@ async def serve_hypercorn(
                 sent = self.timed.write_some(view)
                 if sent == view.nbytes and (sent or not self.timed.closed):
                     return
-                event = RawData(data=bytes(view[sent:]))
+                event = RawData(data=cast(bytes, view[sent:]))  # (the rest, not copied)
             await super().protocol_send(event)
             if self.timed.closed and isinstance(event, RawData):  # the write timed out here:
                 self.ended.cancel()  # the connection ends now, its app's send with it
