@@ -17,6 +17,7 @@ import textwrap
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -264,6 +265,33 @@ def test_tls_over_http(tmp_path: Path, front_door: str) -> None:
             untrusting.post(url, headers=HEADERS, json=INIT)  # the system's CAs do not know it
         with httpx2.Client(timeout=10) as plain, pytest.raises(httpx2.HTTPError):
             plain.post("http" + url[5:], headers=HEADERS, json=INIT)  # no plain HTTP on that port
+        served.proc.send_signal(signal.SIGTERM)
+        assert served.finish()[0] == 0
+
+
+def test_http2_over_tls_on_the_hypercorn_door(tmp_path: Path) -> None:
+    """ALPN picks HTTP/2; calls from several threads share the one connection, their
+    answers written in turns (hypercorn's streams, the door's writes)."""
+    trusted, cert, key = certificates(tmp_path)
+    args = ["examples/everything.py", "--http", "127.0.0.1:0", "--front-door", "hypercorn"]
+    args += ["--certfile", str(cert), "--keyfile", str(key)]
+    with serving(args, ROOT) as served:
+        with httpx2.Client(timeout=10, verify=trusted, http1=False, http2=True) as client:
+            r = client.post(served.url, headers=HEADERS, json=INIT)
+            assert r.http_version == "HTTP/2" and r.status_code == 200
+            headers = session_headers(client, served.url)
+
+            def calls(first: int) -> list[str]:
+                texts = []
+                for n in range(first, first + 5):
+                    r = client.post(served.url, headers=headers, json=call(n, "test_simple_text"))
+                    assert r.http_version == "HTTP/2" and r.json()["id"] == n
+                    texts.append(r.json()["result"]["content"][0]["text"])
+                return texts
+
+            with ThreadPoolExecutor(8) as pool:
+                answers = [text for texts in pool.map(calls, range(10, 90, 10)) for text in texts]
+        assert len(answers) == 40 and set(answers) == {"This is a simple text response for testing."}
         served.proc.send_signal(signal.SIGTERM)
         assert served.finish()[0] == 0
 
