@@ -390,6 +390,7 @@ async def serve_hypercorn(
 
         idle = True
         timed: TimedStream
+        plain = True  # (False: TLS, whose writes go through its own stream)
         ended: trio.CancelScope  # (cancelled: the connection's tasks end)
 
         def __init__(self, *args: Any) -> None:
@@ -403,7 +404,7 @@ async def serve_hypercorn(
             finally:
                 self.idle_timer.end()
 
-        @property  # type: ignore[override]
+        @property
         def protocol(self) -> Any:  # pyright: ignore[reportIncompatibleVariableOverride]
             return self._protocol
 
@@ -416,7 +417,7 @@ async def serve_hypercorn(
             group.spawn_app = partial(_put_now, group.spawn_app)
 
         async def protocol_send(self, event: Event) -> None:
-            if isinstance(event, RawData) and self.stream is self.timed and not self.send_lock.locked():
+            if isinstance(event, RawData) and self.plain and not self.send_lock.locked():
                 # Written at once when the socket takes it all, as TimedStream.send_all would,
                 # without the send lock's trip through the scheduler: no other send can come
                 # in between.  (h11's end of a sized body is empty: nothing to write.)
@@ -448,6 +449,7 @@ async def serve_hypercorn(
             outer = trio.SSLStream(timed, ssl_context, server_side=True, https_compatible=True)
         server = Connection(wrapped, config, context, ConnectionState({}), outer)
         server.timed = timed
+        server.plain = not secure
 
         async def run(cancel_scope: trio.CancelScope) -> None:
             try:
