@@ -62,6 +62,7 @@ __all__ = [
 ALLOCATORS = ("auto", "pymalloc", "system")
 TIDY_PERIOD = 1.0  # seconds between two looks at the process's CPU time
 QUIET_SHARE = 0.05  # of a core: under it, the process is quiet
+QUIET_FRACTION = 0.1  # of the busiest period since the last tidying: under it too
 TIDY_ROUNDS = 10  # quiet periods tidied in after a busier one
 M_MMAP_THRESHOLD = -3  # mallopt's parameter (malloc.h)
 MMAP_THRESHOLD = 128 * 1024  # glibc's default, kept: bigger blocks are mappings of their own
@@ -128,7 +129,9 @@ def serve_tidying_after_bursts(
 ) -> Callable[[GracefulShutdown], Awaitable[None]]:
     """``serve``, with a task that tidies up once a burst of work is over: every
     ``TIDY_PERIOD`` it reads the process's CPU time; in each of the first ``TIDY_ROUNDS``
-    periods below ``QUIET_SHARE`` of a core after a busier one, it runs a full collection (the
+    quiet periods after a busier one (below ``QUIET_SHARE`` of a core, or below
+    ``QUIET_FRACTION`` of the busiest period since: the trickle after a burst, sessions
+    ending and streams timing out, is quiet too), it runs a full collection (the
     cycles a burst left, which the rare full passes would otherwise keep for minutes; sessions
     and streams it opened end over the next seconds as their timeouts fire) and, on the C
     allocator, gives the free pages back to the system (``malloc_trim``).  Under load, and
@@ -146,14 +149,18 @@ def serve_tidying_after_bursts(
 
 async def _tidy(trim: Callable[[int], int] | None) -> None:
     left = 0  # quiet periods still to tidy in
+    busiest = 0.0  # CPU seconds of the busiest period since the last tidying began
     before = time.process_time()
     while True:
         await trio.sleep(TIDY_PERIOD)
         now = time.process_time()
-        if now - before > QUIET_SHARE * TIDY_PERIOD:
+        used = now - before
+        if used > max(QUIET_SHARE * TIDY_PERIOD, QUIET_FRACTION * busiest):
             left = TIDY_ROUNDS
+            busiest = max(busiest, used)
         elif left:
             left -= 1
+            busiest = busiest if left else 0.0
             gc.collect()
             if trim is not None:
                 trim(0)
