@@ -10,7 +10,10 @@ from pathlib import Path
 
 import httpx2
 import pytest
+import trio
+import trio.testing
 
+from mcp_trio._cli import _tuning
 from tests.cli.test_serve_deploy import serving, session_headers
 from tests.engine.test_reader_relay import call
 
@@ -100,3 +103,35 @@ def test_memory_a_burst_took_goes_back_once_it_is_over(app: Path) -> None:
         assert after <= before + 10, (
             f"RSS {before:.0f} MiB before the burst, {peak:.0f} at its end, {after:.0f} after"
         )
+
+
+@pytest.mark.parametrize(
+    ("after_the_burst", "tidied"),
+    [(0.07, True), (0.2, False), (0.01, True)],  # a trickle of 7% of a core, a load of 20%, idle
+)
+async def test_tidying_starts_once_a_burst_is_over(
+    after_the_burst: float,
+    tidied: bool,
+    monkeypatch: pytest.MonkeyPatch,
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """After periods at 80% of a core, one under a tenth of that counts as quiet even above
+    5% of a core (sessions and streams of the burst ending): the free pages go back then."""
+    cpu = [0.0]
+    monkeypatch.setattr(_tuning.time, "process_time", lambda: cpu[0])
+    trims: list[float] = []
+
+    def trim(pad: int) -> int:
+        trims.append(trio.current_time())
+        return 1
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_tuning._tidy, trim)
+        await trio.sleep(0.5)  # (between the tidying task's looks, one a second)
+        for used in (0.8, 0.8, after_the_burst, after_the_burst):
+            cpu[0] += used
+            await trio.sleep(_tuning.TIDY_PERIOD)
+        nursery.cancel_scope.cancel()
+    assert bool(trims) is tidied, trims
+    if tidied:
+        assert trims[0] == 3.0  # the first look after the burst
