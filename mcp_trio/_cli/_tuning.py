@@ -160,7 +160,8 @@ async def _tidy(trim: Callable[[int], int] | None) -> None:
             busiest = max(busiest, used)
         elif left:
             left -= 1
-            busiest = busiest if left else 0.0
+            if not left:  # (the next burst is measured on its own)
+                busiest = 0.0
             gc.collect()
             if trim is not None:
                 trim(0)

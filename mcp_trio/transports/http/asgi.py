@@ -395,14 +395,13 @@ async def serve_hypercorn(
 
         def __init__(self, *args: Any) -> None:
             super().__init__(*args)
-            self.idle_timer = _IdleTimer(self)
-            self.idle_task = cast(Any, self.idle_timer)  # (hypercorn's restart and stop)
+            self.idle_task = cast(Any, _IdleTimer(self))  # (hypercorn's restart and stop)
 
         async def _read_data(self) -> None:
             try:
                 await super()._read_data()
             finally:
-                self.idle_timer.end()
+                cast(_IdleTimer, self.idle_task).end()
 
         @property
         def protocol(self) -> Any:  # pyright: ignore[reportIncompatibleVariableOverride]
