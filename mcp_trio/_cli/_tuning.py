@@ -34,6 +34,16 @@ arenas for the life of the process.  The allocator is chosen when the interprete
 ``--allocator pymalloc`` keeps CPython's allocator; stdio servers keep it by default (one
 trusted client, and the fastest path); a ``PYTHONMALLOC`` already in the environment is always
 left as it is.
+
+What pinned the most pages after a burst on that allocator were trio's records of deadlines no
+longer in force.  Each timeout that is moved (a session's idle timer, at every request) or left
+early (a connection's keep-alive and request timers) leaves a record in trio's deadline heap,
+holding its cancel scope, until the deadline's time comes (30 minutes for a session's idle
+timer) or until trio prunes the heap, which it does once over a thousand are stale.  A burst
+thus left a thousand small records scattered over as many pages of the heap: 4-6 MiB that no
+trim could give back.  So the tidying also prunes trio's deadline heap (:func:`_prune_deadlines`,
+the same pass trio makes by itself; through trio's internals, and skipped if a trio release
+has moved them: tests/cli/test_serve_memory.py says so when it happens).
 """
 
 from __future__ import annotations
@@ -162,8 +172,21 @@ async def _tidy(trim: Callable[[int], int] | None) -> None:
             left -= 1
             if not left:  # (the next burst is measured on its own)
                 busiest = 0.0
+            _prune_deadlines()
             gc.collect()
             if trim is not None:
                 trim(0)
             now = time.process_time()  # (the tidying itself is not work)
         before = now
+
+
+def _prune_deadlines() -> bool:
+    """Drop the records of deadlines no longer in force from trio's deadline heap (see the
+    module's docstring): True if done, False if this trio keeps them elsewhere."""
+    run = sys.modules.get("trio._core._run")
+    runner = getattr(getattr(run, "GLOBAL_RUN_CONTEXT", None), "runner", None)
+    prune = getattr(getattr(runner, "deadlines", None), "_prune", None)
+    if not callable(prune):
+        return False
+    prune()
+    return True

@@ -4,8 +4,10 @@ allocator and gives back what a burst of traffic took once the burst is over
 
 from __future__ import annotations
 
+import gc
 import sys
 import time
+import weakref
 from pathlib import Path
 
 import httpx2
@@ -135,3 +137,19 @@ async def test_tidying_starts_once_a_burst_is_over(
     assert bool(trims) is tidied, trims
     if tidied:
         assert trims[0] == 3.0  # the first look after the burst
+
+
+async def test_tidying_drops_the_deadline_records_of_scopes_that_ended() -> None:
+    """A scope that ended before its deadline stays referenced by trio's deadline heap until
+    that deadline; the tidying drops it (and what it holds) at once."""
+    scopes = []
+    for _ in range(100):
+        with trio.CancelScope(deadline=trio.current_time() + 1800) as scope:
+            await trio.lowlevel.checkpoint()
+        scopes.append(weakref.ref(scope))
+    del scope
+    gc.collect()
+    assert all(ref() is not None for ref in scopes)  # (trio's heap holds them)
+    assert _tuning._prune_deadlines(), "this trio release keeps its deadline heap elsewhere"
+    gc.collect()
+    assert all(ref() is None for ref in scopes)
