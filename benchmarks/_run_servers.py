@@ -109,6 +109,12 @@ def peers(python: str, ts: TsSdk | None = None) -> dict[str, Peer]:
             None,
             lambda port: script("trivial_h11") + ["http", str(port)],
         ),
+        "trivial_httptools": Peer(
+            "trivial_httptools",
+            "trivial JSON on bare httptools/trio (ceiling)",
+            None,
+            lambda port: script("trivial_httptools") + ["http", str(port)],
+        ),
         "trivial_hypercorn": Peer(
             "trivial_hypercorn",
             "trivial JSON on hypercorn (ceiling)",

@@ -119,6 +119,8 @@ def test_the_figures_are_the_last_runs() -> None:
         ("memory per idle HTTP session vs SDK (JSON mode)", 2),
         ("cold start, SDK low-level / ours", 1),
         ("codec, full wire path vs SDK (geometric mean)", 1),
+        ("stdio sequential vs TypeScript SDK", 2),
+        ("HTTP ×64, h11 front door vs TypeScript SDK", 2),
     ]:
         value = figures[name]
         assert value is not None, name
