@@ -16,9 +16,10 @@ Every MCP peer offers the tools of ``benchmarks/echo_server.py``: ``echo(text)``
   Streamable HTTP with JSON answers; the benchmark installs Node and the pinned SDK
   (``benchmarks/_run_node.py``).
 * ``raw_trio_echo``: the stdio ceiling: a trio loop that writes every line back.
-* ``trivial_hypercorn`` / ``trivial_h11``: the HTTP ceilings: an ASGI app on
-  hypercorn (trio worker) and a bare h11-over-trio loop, both answering every
-  JSON-RPC request with a fixed-shape JSON result (``_trivial.py``).
+* ``trivial_hypercorn`` / ``trivial_h11`` / ``trivial_httptools``: the HTTP ceilings: an
+  ASGI app on hypercorn (trio worker), a bare h11-over-trio loop, and the same loop parsing
+  with ``httptools`` (C), all answering every JSON-RPC request with a fixed-shape JSON
+  result (``_trivial.py``).
 
 The asyncio peers must never be imported by trio code (and vice versa): they
 run in their own processes.

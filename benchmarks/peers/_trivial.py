@@ -9,8 +9,14 @@ notification gets 202.  No session table, no validation: a ceiling.
 from __future__ import annotations
 
 import json
+import sys
 import uuid
+from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any
+
+import trio
+from _args import parse
 
 JSON_HEADERS = [(b"content-type", b"application/json")]
 
@@ -37,3 +43,11 @@ def answer(body: bytes) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
         headers.append((b"mcp-session-id", uuid.uuid4().hex.encode()))
     data = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}).encode()
     return 200, headers, data
+
+
+def serve_http(name: str, connection: Callable[[trio.SocketStream], Awaitable[None]]) -> None:
+    """Serve ``connection`` on the port of the command line (``http PORT``), for peer ``name``."""
+    args = parse()
+    if args.transport != "http":
+        sys.exit(f"{name} speaks HTTP only")
+    trio.run(partial(trio.serve_tcp, connection, args.port, host=args.host))

@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import os
 import sys
-from functools import partial
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import h11  # noqa: E402
 import trio  # noqa: E402
-from _args import parse  # noqa: E402
-from _trivial import answer  # noqa: E402
+from _trivial import answer, serve_http  # noqa: E402
 
 
 async def next_event(stream: trio.SocketStream, conn: h11.Connection) -> object:
@@ -60,10 +58,7 @@ async def connection(stream: trio.SocketStream) -> None:
 
 
 def main() -> None:
-    args = parse()
-    if args.transport != "http":
-        sys.exit("trivial_h11 speaks HTTP only")
-    trio.run(partial(trio.serve_tcp, connection, args.port, host=args.host))
+    serve_http("trivial_h11", connection)
 
 
 if __name__ == "__main__":

@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import os
 import sys
-from functools import partial
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import httptools  # noqa: E402
 import trio  # noqa: E402
-from _args import parse  # noqa: E402
-from _trivial import answer  # noqa: E402
+from _trivial import answer, serve_http  # noqa: E402
 
 _REASONS = {200: b"OK", 202: b"Accepted", 400: b"Bad Request"}
 
@@ -66,10 +64,7 @@ async def connection(stream: trio.SocketStream) -> None:
 
 
 def main() -> None:
-    args = parse()
-    if args.transport != "http":
-        sys.exit("trivial_httptools speaks HTTP only")
-    trio.run(partial(trio.serve_tcp, connection, args.port, host=args.host))
+    serve_http("trivial_httptools", connection)
 
 
 if __name__ == "__main__":
