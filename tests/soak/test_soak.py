@@ -18,7 +18,8 @@ they fire within the test's window).  Then:
 
 It asserts: 0 errors for the legitimate clients under attack; their p99 within
 ``P99_FACTOR`` x max(p99_unloaded, ``P99_FLOOR_MS``); RSS after within ``RSS_MARGIN`` of before;
-the server alive; and that every attack really ran.  The failure message carries the whole
+the server alive; and that every attack really ran (the p99, not met reliably yet, fails as an
+expected failure with its numbers: docs/security.md, "Not met yet").  The failure message carries the whole
 report: per attack what it did, what the server answered and, where its counters show it, the
 bound that is missing (with the knob that sets it).  ``MCP_TRIO_SOAK_ATTACKS=name,name`` runs a
 subset of the attacks (to tell which one breaks a bound).
@@ -302,7 +303,7 @@ class Report:
 
     def problems(self) -> list[str]:
         """Every assertion that fails, each saying which bound it is."""
-        return self.service_problems() + self.target_problems()
+        return self.service_problems() + self.memory_problems() + self.latency_problems()
 
     def service_problems(self) -> list[str]:
         """The service: the process lives, legitimate clients get every answer, every
@@ -327,9 +328,8 @@ class Report:
                 found.append(f"attack {attack.name} met no bound: {missing}")
         return found
 
-    def target_problems(self) -> list[str]:
-        """The targets: legitimate p99 within ``P99_FACTOR`` of unloaded, memory back
-        within ``RSS_MARGIN``."""
+    def latency_problems(self) -> list[str]:
+        """The latency target: legitimate p99 within ``P99_FACTOR`` of unloaded."""
         found = []
         before, loaded = self.unloaded, self.loaded
         unloaded_p99 = before.get("p99_ms", math.nan)
@@ -340,6 +340,11 @@ class Report:
                 f"{P99_FACTOR:g} x max(p99 unloaded {unloaded_p99:.1f} ms, "
                 f"floor {P99_FLOOR_MS:g} ms) = {bound:.1f} ms"
             )
+        return found
+
+    def memory_problems(self) -> list[str]:
+        """The memory target: the process's RSS back within ``RSS_MARGIN`` of before."""
+        found = []
         if not self.rss_after <= self.rss_before * (1 + RSS_MARGIN):
             found.append(
                 f"server RSS {self.rss_after:.1f} MiB {self.settled_in:.0f} s after the attacks vs "
@@ -486,12 +491,13 @@ def test_legitimate_clients_keep_their_service_under_every_attack_at_once(
     report = trio.run(soak, door, tmp_path)
     service = report.service_problems()
     assert not service, report.render(report.problems())
-    targets = report.target_problems()
-    if targets:
-        # Known and measured, not met yet (docs/security.md, "Not met yet"): the legitimate
-        # p99 under every attack at once on the hypercorn door (its CPU saturates) and, by a
-        # little in some runs, on the h11 door; and the process's RSS back within 10% (2-13%:
-        # pages of the C allocator's heap that still hold a live block).  Reported as an
-        # expected failure with this run's numbers.
-        pytest.xfail(report.render(targets))
-    print(report.render(targets))  # with -s: the numbers of a run that passed
+    memory = report.memory_problems()
+    assert not memory, report.render(memory)
+    latency = report.latency_problems()
+    if latency:
+        # Known and measured, not met reliably yet (docs/security.md, "Not met yet"): the
+        # legitimate p99 under every attack at once, on the hypercorn door (its CPU saturates)
+        # and, by a little in some runs, on the h11 door.  Reported as an expected failure with
+        # this run's numbers.
+        pytest.xfail(report.render(latency))
+    print(report.render(latency))  # with -s: the numbers of a run that passed

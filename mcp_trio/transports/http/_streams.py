@@ -85,44 +85,14 @@ class _HttpSession(trio.abc.Channel[Frame]):
 
     # Slots: a server holds up to ``max_sessions`` of these; past 30 attributes CPython gives
     # each instance a dictionary of its own (keys too), about 1.5 KiB more per session.
-    __slots__ = (
-        "_arrived",
-        "_early",
-        "_feed",
-        "_input_ended",
-        "_on_end",
-        "_room",
-        "_seq",
-        "_sharing",
-        "_stream_seq",
-        "_suffix",
-        "assumed_version",
-        "auth",
-        "backlog",
-        "by_request",
-        "client",
-        "closed",
-        "done",
-        "ended_everywhere",
-        "expect_modern",
-        "finished",
-        "get_stream",
-        "holder",
-        "id",
-        "init_params",
-        "initialize_id",
-        "negotiated",
-        "on_shared_update",
-        "opened",
-        "owner",
-        "past_initialize",
-        "principal",
-        "renewed",
-        "restored",
-        "scope",
-        "sessionless",
-        "streams",
-        "version",
+    __slots__ = tuple(
+        (
+            "_arrived _early _feed _input_ended _on_end _room _seq _sharing _stream_seq _suffix "
+            "assumed_version auth backlog by_request client closed done ended_everywhere "
+            "expect_modern finished get_stream holder id init_params initialize_id negotiated "
+            "on_shared_update opened owner past_initialize principal renewed restored scope "
+            "sessionless streams version"
+        ).split()
     )
     stream_controls = True  # the engine may send CLOSE_STREAM controls
 
