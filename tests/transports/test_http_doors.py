@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 import trio
 
+from mcp_trio.transports.http import _gate
 from mcp_trio.transports.http.server import (
     ASGIApp,
     HttpRequest,
@@ -297,6 +298,47 @@ async def test_the_h11_door_writes_a_large_answer_without_copying_it() -> None:
         tracemalloc.stop()
     assert handler.big_outcome == "dropped"
     assert 0 <= handler.extra_bytes < BIG // 4, f"the write held {handler.extra_bytes} bytes beyond the body"
+
+
+@pytest.mark.parametrize("door", DOORS)
+async def test_a_large_answer_goes_out_in_pieces_each_a_step_of_its_own(
+    door: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No system call writes more than ``WRITE_CHUNK`` of a 4 MiB answer (the kernel's copy of
+    all of it at once would hold every other connection up), and the client gets it whole."""
+    writes: list[int] = []
+
+    def recorded(call: Any) -> Any:
+        def write(fd: int, data: Any) -> int:
+            writes.append(len(data) if call is real_write else sum(len(part) for part in data))
+            return int(call(fd, data))
+
+        return write
+
+    real_write, real_writev = os.write, os.writev
+    monkeypatch.setattr(_gate.os, "write", recorded(real_write))
+    monkeypatch.setattr(_gate.os, "writev", recorded(real_writev))
+    real_send_all = trio.SocketStream.send_all
+
+    async def send_all(stream: trio.SocketStream, data: Any) -> None:
+        writes.append(len(data))
+        await real_send_all(stream, data)
+
+    monkeypatch.setattr(trio.SocketStream, "send_all", send_all)
+    handler = Answer()
+    async with serving(door, handler) as port:
+        sock = await connect(port)
+        await sock.send(b"GET /mcp?big HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        got = 0
+        with trio.fail_after(10):
+            while got < BIG:
+                data = await sock.recv(1 << 20)
+                assert data, "closed before the whole answer"
+                got += len(data) if got else len(data) - data.index(b"\r\n\r\n") - 4
+            await handler.big_ended.wait()
+        sock.close()
+    assert handler.big_outcome == "sent" and got == BIG
+    assert sum(writes) >= BIG and max(writes) <= _gate.WRITE_CHUNK, sorted(writes)[-3:]
 
 
 @pytest.mark.parametrize("door", DOORS)

@@ -33,6 +33,7 @@ __all__ = [
     "default_per_client",
     "listener_url",
     "open_listeners",
+    "send_in_chunks",
     "write_now",
 ]
 
@@ -89,23 +90,43 @@ async def open_listeners(host: str, port: int, *, reuse_port: bool = False) -> l
     return [trio.SocketListener(sock) for sock in sockets]
 
 
+# The most one system call writes: a large answer goes out in pieces, each of them a step of
+# its own, so that writing it (the kernel's copy of megabytes, on loopback its TCP receive
+# path too) never holds the other connections up for milliseconds at a time.
+WRITE_CHUNK = 256 * 1024
+
+
 def write_now(fd: int, parts: Sequence[bytes | memoryview]) -> int:
-    """Write what the socket ``fd`` takes at once, without waiting: the bytes written
-    (0 for a closed socket's -1).  ``parts`` go out in one system call, none of them
-    copied.  Most answers fit in the socket's buffer: they need no timeout and no trip
-    through the scheduler; the caller sends the rest under its write timeout.
+    """Write what the socket ``fd`` takes at once, without waiting, up to
+    ``WRITE_CHUNK`` bytes: the bytes written (0 for a closed socket's -1).  ``parts`` go
+    out in one system call, none of them copied.  Most answers fit: they need no timeout
+    and no trip through the scheduler; the caller sends the rest under its write timeout
+    (with :func:`send_in_chunks`).
 
     Raises:
         trio.BrokenResourceError: the client reset the connection (or a broken pipe).
     """
     if fd < 0:
         return 0
+    size = 0
+    for index, part in enumerate(parts):
+        size += len(part)
+        if size > WRITE_CHUNK:
+            parts = [*parts[:index], memoryview(part)[: len(part) - (size - WRITE_CHUNK)]]
+            break
     try:
         return os.writev(fd, parts) if len(parts) > 1 else os.write(fd, parts[0])
     except (BlockingIOError, InterruptedError):
         return 0
     except OSError:
         raise trio.BrokenResourceError("the client disconnected") from None
+
+
+async def send_in_chunks(stream: trio.abc.SendStream, data: bytes | memoryview) -> None:
+    """``stream.send_all(data)``, ``WRITE_CHUNK`` bytes at a time (see ``WRITE_CHUNK``)."""
+    view = memoryview(data)
+    for start in range(0, view.nbytes, WRITE_CHUNK):
+        await stream.send_all(view[start : start + WRITE_CHUNK])
 
 
 def default_per_client(max_connections: int) -> int:
@@ -303,7 +324,7 @@ class TimedStream(trio.abc.HalfCloseableStream):
             return
         # A scope of our own: its deadline applies even under a caller's shield.
         with trio.move_on_after(self.write_timeout) as scope:
-            await self.transport_stream.send_all(view[sent:])
+            await send_in_chunks(self.transport_stream, view[sent:])
         if scope.cancelled_caught:
             self.socket.close()
             self._close()

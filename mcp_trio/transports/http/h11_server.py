@@ -20,7 +20,7 @@ import h11
 import trio
 
 from ... import _jsonrpc as rpc
-from ._gate import ConnectionGate, listener_url, open_listeners, write_now
+from ._gate import ConnectionGate, listener_url, open_listeners, send_in_chunks, write_now
 from ._replies import _BOTH_LENGTHS, _Reply, _send_reply
 from ._request import (
     _HEADER_SESSION,
@@ -117,7 +117,7 @@ class _H11Responder:
                     if written >= len(part):
                         written -= len(part)
                         continue
-                    await self._stream.send_all(memoryview(part)[written:] if written else part)
+                    await send_in_chunks(self._stream, memoryview(part)[written:] if written else part)
                     written = 0
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 self.gone = True
