@@ -549,15 +549,48 @@ async def test_idle_sessions_expire(front_door: str) -> None:
     ):
         headers = await open_http_session(client, url)
         session = endpoint.sessions[headers["mcp-session-id"]]
-        first_deadline = session.scope.deadline
+        first_deadline = session.due
         assert first_deadline <= trio.current_time() + 1.0
         await trio.sleep(0.1)
         assert (await client.post(url, headers=headers, json=rpc(1, "ping"))).status_code == 200
-        assert session.scope.deadline > first_deadline  # activity pushed the deadline
+        assert session.due > first_deadline  # activity pushed the deadline
         with trio.fail_after(10):
             while endpoint.sessions:
                 await trio.sleep(0.05)
         assert (await client.post(url, headers=headers, json=rpc(3, "ping"))).status_code == 404
+
+
+async def test_an_open_get_stream_keeps_its_session_past_the_idle_timeout(front_door: str) -> None:
+    server, _ = make_server()
+    async with (
+        running(front_door, server, idle_timeout=0.3) as (url, endpoint),
+        httpx.AsyncClient() as client,
+    ):
+        headers = await open_http_session(client, url)
+        session_id = headers["mcp-session-id"]
+        async with raw_stream(url, "GET", {**headers, "accept": "text/event-stream"}) as stream:
+            assert stream.status_code == 200
+            await trio.sleep(1.0)  # over three idle timeouts, the stream open
+            assert session_id in endpoint.sessions
+        ended = trio.current_time()
+        with trio.fail_after(10):  # closed: now it is idle, and ends
+            while session_id in endpoint.sessions:
+                await trio.sleep(0.02)
+        assert trio.current_time() - ended >= 0.25
+
+
+async def test_sessions_that_ended_leave_nothing_behind_in_the_idle_watch(front_door: str) -> None:
+    """Idle expiry keeps an entry per session it watches; the entries of sessions that ended
+    (here by DELETE, long before their idle timeout) are dropped, not kept for 30 minutes."""
+    server, _ = make_server()
+    async with running(front_door, server) as (url, endpoint), httpx.AsyncClient() as client:
+        with trio.fail_after(60):
+            for _ in range(150):
+                headers = await open_http_session(client, url)
+                assert (await client.delete(url, headers=headers)).status_code == 200
+            while endpoint.sessions:
+                await trio.sleep(0.02)
+        assert len(endpoint._idle) <= 65, len(endpoint._idle)
 
 
 async def test_a_full_session_table_evicts_the_oldest_half_open_session(front_door: str) -> None:

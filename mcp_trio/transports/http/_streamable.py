@@ -256,17 +256,17 @@ class StreamableHTTP(_StreamsAndEnd, _SessionTable, _Endpoint):
         self.sharing = None if store is None else Sharing(self, store, worker_id or secrets.token_hex(4))
         self.sessions: dict[str, _HttpSession] = {}
         self._by_client: dict[str | None, dict[str, _HttpSession]] = {}  # oldest first
+        self._init_idle()
 
     # -------------------------------------------------------------- running
 
     async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         """Own the nursery sessions run in (and, with a store, listen to the
         other workers); cancel it to end every session."""
-        if self.sharing is None:
-            await super().run(task_status=task_status)
-            return
         async with trio.open_nursery() as nursery:
-            await nursery.start(self.sharing.run)
+            nursery.start_soon(self._expire_idle)
+            if self.sharing is not None:
+                await nursery.start(self.sharing.run)
             task_status.started(await nursery.start(super().run))
 
     def _start_session(self, session: _HttpSession) -> None:
@@ -277,7 +277,7 @@ class StreamableHTTP(_StreamsAndEnd, _SessionTable, _Endpoint):
     async def _run_session(self, session: _HttpSession) -> None:
         try:
             with session.scope:
-                session.touch()
+                self._watch_idle(session)
                 await self.serve_session(session)
         except Exception:
             log.exception("HTTP session %s failed", session.id)
@@ -286,6 +286,7 @@ class StreamableHTTP(_StreamsAndEnd, _SessionTable, _Endpoint):
 
     async def _forget(self, session: _HttpSession) -> None:
         session.closed = True
+        self._unwatch_idle()
         session._end()  # a POST still handing over a frame learns it at once
         if session.id is not None:
             self._drop(session)

@@ -88,7 +88,7 @@ class _HttpSession(trio.abc.Channel[Frame]):
     __slots__ = tuple(
         (
             "_arrived _early _feed _input_ended _on_end _room _seq _sharing _stream_seq _suffix "
-            "assumed_version auth backlog by_request client closed done ended_everywhere "
+            "assumed_version auth backlog by_request client closed done due ended_everywhere "
             "expect_modern finished get_stream holder id init_params initialize_id negotiated "
             "on_shared_update opened owner past_initialize principal renewed restored scope "
             "sessionless streams version"
@@ -124,6 +124,8 @@ class _HttpSession(trio.abc.Channel[Frame]):
         #: Messages for the GET stream while none is connected (made on the first one).
         self.backlog: deque[bytes] | None = None
         self.scope = trio.CancelScope()
+        #: When the session expires unless a request comes or a stream is open (see touch).
+        self.due = math.inf
         #: Set once the session's engine has ended (made when somebody waits, see wait_done).
         self.done: trio.Event | None = None
         self.finished = False
@@ -492,10 +494,14 @@ class _HttpSession(trio.abc.Channel[Frame]):
         self._end()
 
     def touch(self) -> None:
-        if any(s.attached for s in self.streams.values()) or (self.get_stream and self.get_stream.attached):
-            self.scope.deadline = float("inf")
-        else:
-            self.scope.deadline = trio.current_time() + self.owner.idle_timeout
+        """Activity: the session's idle time starts again (``StreamableHTTP._expire_idle``
+        ends it once ``due`` has passed with no stream open)."""
+        self.due = trio.current_time() + self.owner.idle_timeout
+
+    def busy(self) -> bool:
+        """Whether a POST or the GET stream is open (no idle expiry meanwhile)."""
+        get = self.get_stream
+        return (get is not None and get.attached) or any(s.attached for s in self.streams.values())
 
 
 # ---------------------------------------------------------------- answers

@@ -413,9 +413,9 @@ class _H11Connection:
         """Check the head of ``event``, then read its body (within the request timeout)."""
         headers: dict[str, str] = {}
         head_size = len(event.target)
-        for raw_name, raw_value in event.headers:
+        for raw_name, raw_value in event.headers.raw_items():  # (iterating Headers costs 2x)
             head_size += len(raw_name) + len(raw_value) + 4
-            name = raw_name.decode("latin-1")
+            name = raw_name.decode("latin-1").lower()
             value = raw_value.decode("latin-1")
             headers[name] = f"{headers[name]}, {value}" if name in headers else value
         if head_size > self.limits.max_header_size:
