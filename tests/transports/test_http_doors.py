@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 
 from mcp_trio.transports.http import _gate
 from mcp_trio.transports.http.server import (
@@ -339,6 +340,63 @@ async def test_a_large_answer_goes_out_in_pieces_each_a_step_of_its_own(
         sock.close()
     assert handler.big_outcome == "sent" and got == BIG
     assert sum(writes) >= BIG and max(writes) <= _gate.WRITE_CHUNK, sorted(writes)[-3:]
+
+
+class _StepNames(trio.abc.Instrument):
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    def before_task_step(self, task: trio.lowlevel.Task) -> None:
+        self.names.append(task.name)
+
+
+class _Recording(Answer):
+    """Answers as :class:`Answer`, noting the task steps taken before it was called."""
+
+    def __init__(self, steps: _StepNames) -> None:
+        super().__init__()
+        self.steps = steps
+        self.before: list[str] = []
+
+    async def handle(self, request: HttpRequest, responder: Responder) -> None:
+        self.before = list(self.steps.names)
+        await super().handle(request, responder)
+
+
+async def test_the_h11_door_reads_a_request_that_came_with_its_connection_at_once() -> None:
+    """No trip through the connection's reader task (two scheduler rounds) before a new
+    connection's first request is handled, when its bytes came with the connection."""
+    steps = _StepNames()
+    handler = _Recording(steps)
+    async with serving("h11", handler) as port:
+        with socket.create_connection(("127.0.0.1", port)) as sock:  # (blocking: no yield before
+            sock.sendall(REQUEST)  # the request is sent, so it is there when the door accepts)
+            trio.lowlevel.add_instrument(steps)
+            try:
+                stream = trio.SocketStream(trio.socket.from_stdlib_socket(sock))
+                got = b""
+                with trio.fail_after(5):
+                    while not got.endswith(b"ok"):
+                        got += await stream.receive_some(65536)
+            finally:
+                trio.lowlevel.remove_instrument(steps)
+    assert got.startswith(b"HTTP/1.1 200")
+    assert any(name.endswith("ConnectionGate._run") for name in handler.before), handler.before
+    assert not [name for name in handler.before if name.endswith("_read_loop")], handler.before
+
+
+async def test_a_head_that_came_with_its_connection_is_read_without_a_checkpoint() -> None:
+    """The hypercorn door's first read (``TimedStream.read_head``): no timer, no trip through
+    the scheduler when the head is there already; else it waits for the rest as before."""
+    left, right = trio.socket.socketpair()
+    with left, right:
+        timed = _gate.TimedStream(trio.SocketStream(right), write_timeout=1.0)
+        await left.send(REQUEST)
+        with trio.testing.assert_no_checkpoints():
+            assert await timed.read_head(1.0, 65536)
+        assert await timed.receive_some(65536) == REQUEST
+        await left.send(REQUEST[:10])  # a part only: it waits for the rest, within the timeout
+        assert not await timed.read_head(0.2, 65536)
 
 
 @pytest.mark.parametrize("door", DOORS)

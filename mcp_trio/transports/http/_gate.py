@@ -33,6 +33,7 @@ __all__ = [
     "default_per_client",
     "listener_url",
     "open_listeners",
+    "read_now",
     "send_in_chunks",
     "write_now",
 ]
@@ -120,6 +121,15 @@ def write_now(fd: int, parts: Sequence[bytes | memoryview]) -> int:
         return 0
     except OSError:
         raise trio.BrokenResourceError("the client disconnected") from None
+
+
+def read_now(fd: int, size: int) -> bytes | None:
+    """What the socket ``fd`` holds, up to ``size`` bytes, without waiting: None when
+    nothing is there yet (or the client closed or reset: the caller's reader finds out)."""
+    try:
+        return os.read(fd, size) or None
+    except OSError:
+        return None
 
 
 async def send_in_chunks(stream: trio.abc.SendStream, data: bytes | memoryview) -> None:
@@ -345,8 +355,13 @@ class TimedStream(trio.abc.HalfCloseableStream):
         ``receive_some`` returns), False if the client closed its side or was too slow.
 
         So that connections that send nothing, or a head a byte at a time, cost one
-        parked task each and no web server's state until the head is whole."""
-        head = bytearray()
+        parked task each and no web server's state until the head is whole.  A head
+        that came with the connection (the usual case) is read at once: no timer, no
+        trip through the scheduler."""
+        head = bytearray(read_now(self.socket.fileno(), limit) or b"")
+        if b"\r\n\r\n" in head:  # (whole already)
+            self._early = bytes(head)
+            return True
         with trio.move_on_after(timeout):
             while b"\r\n\r\n" not in head and len(head) < limit:
                 data = await self.transport_stream.receive_some(limit)
