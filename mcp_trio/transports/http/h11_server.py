@@ -111,6 +111,8 @@ class _H11Responder:
         if not parts:
             return
         written = self._write_now(parts)
+        if written == sum(map(len, parts)):
+            return  # (most answers: no timer)
         with trio.move_on_after(self._write_timeout) as scope:
             try:
                 for part in parts:
@@ -317,11 +319,14 @@ class _H11Connection:
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 pass
 
-    async def _next_event(self) -> Any:
+    async def _next_event(self, scope: trio.CancelScope, deadline: float) -> Any:
+        """The next part of a request's body, within ``deadline`` (set on ``scope`` only
+        when there is a wait: most bodies came with their head)."""
         while True:
             event = self.conn.next_event()
             if event is not h11.NEED_DATA:
                 return event
+            scope.deadline = deadline
             await self._more()
 
     async def _more(self) -> None:
@@ -353,7 +358,7 @@ class _H11Connection:
         """
         limits = self.limits
         idle = self.served > 0
-        scope.deadline = trio.current_time() + (limits.keepalive_timeout if idle else limits.header_timeout)
+        deadline = trio.current_time() + (limits.keepalive_timeout if idle else limits.header_timeout)
         mark = self.received
         while True:
             event = self.conn.next_event()
@@ -361,7 +366,8 @@ class _H11Connection:
                 return event
             if idle and self.received != mark:  # the head has begun
                 idle = False
-                scope.deadline = trio.current_time() + limits.header_timeout
+                deadline = trio.current_time() + limits.header_timeout
+            scope.deadline = deadline  # (only once there is a wait: no timer for a head already here)
             await self._more()
 
     async def _exchange(self) -> bool:
@@ -407,8 +413,7 @@ class _H11Connection:
                 if self.on_head is not None:
                     self.on_head(self.socket_stream)
                     self.on_head = None
-                scope.deadline = trio.current_time() + self.limits.request_timeout
-                return await self._read_body(event)
+                return await self._read_body(event, scope, trio.current_time() + self.limits.request_timeout)
             if in_request or self.received != mark:  # a request (or its head) came too slowly
                 await self._reject(408, "Request Timeout")
             return None
@@ -419,8 +424,11 @@ class _H11Connection:
         except (trio.BrokenResourceError, trio.ClosedResourceError, ValueError):
             return None
 
-    async def _read_body(self, event: h11.Request) -> tuple[Handler | None, HttpRequest] | None:
-        """Check the head of ``event``, then read its body (within the request timeout)."""
+    async def _read_body(
+        self, event: h11.Request, scope: trio.CancelScope, deadline: float
+    ) -> tuple[Handler | None, HttpRequest] | None:
+        """Check the head of ``event``, then read its body (by ``deadline``, the request
+        timeout's, on ``scope``)."""
         headers: dict[str, str] = {}
         head_size = len(event.target)
         for raw_name, raw_value in event.headers.raw_items():  # (iterating Headers costs 2x)
@@ -445,7 +453,7 @@ class _H11Connection:
         chunks: list[bytes] = []
         size = 0
         while True:
-            part = await self._next_event()
+            part = await self._next_event(scope, deadline)
             if isinstance(part, h11.Data):
                 chunks.append(part.data)
                 size += len(part.data)
