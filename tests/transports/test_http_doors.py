@@ -385,6 +385,44 @@ async def test_the_h11_door_reads_a_request_that_came_with_its_connection_at_onc
     assert not [name for name in handler.before if name.endswith("_read_loop")], handler.before
 
 
+async def test_the_h11_door_starts_no_reader_for_a_connection_that_never_sent_a_request() -> None:
+    """Until its first answer a connection's own task reads: silent and trickling connections
+    (floods, slowloris) cost one task each, not two; the reader that notices a client leaving
+    mid-answer starts with the first answer."""
+
+    class Spawned(trio.abc.Instrument):
+        def __init__(self) -> None:
+            self.names: list[str] = []
+
+        def task_spawned(self, task: trio.lowlevel.Task) -> None:
+            self.names.append(task.name)
+
+    spawned = Spawned()
+    async with serving("h11", Answer(), header_timeout=30.0) as port:
+        trio.lowlevel.add_instrument(spawned)
+        try:
+            socks = [await connect(port, "127.0.0.2") for _ in range(4)]
+            for sock in socks[:2]:
+                await sock.send(REQUEST[:10])  # a head begun, a byte at a time
+                await trio.sleep(0.05)
+                await sock.send(REQUEST[10:11])
+            await trio.sleep(0.2)
+            readers = [name for name in spawned.names if name.endswith("_read_loop")]
+            connections = [name for name in spawned.names if name.endswith("ConnectionGate._run")]
+            assert len(connections) == 4 and not readers, spawned.names
+            with trio.fail_after(5):
+                await socks[0].send(REQUEST[11:])  # the rest: answered, and now watched
+                got = b""
+                while not got.endswith(b"ok"):
+                    got += await socks[0].recv(65536)
+            assert got.startswith(b"HTTP/1.1 200")
+            assert [name for name in spawned.names if name.endswith("_read_loop")]
+        finally:
+            trio.lowlevel.remove_instrument(spawned)
+        for sock in socks:
+            sock.close()
+
+
 async def test_a_head_that_came_with_its_connection_is_read_without_a_checkpoint() -> None:
     """The hypercorn door's first read (``TimedStream.read_head``): no timer, no trip through
     the scheduler when the head is there already; else it waits for the rest as before."""

@@ -33,6 +33,7 @@ __all__ = [
     "default_per_client",
     "listener_url",
     "open_listeners",
+    "peer_address",
     "read_now",
     "send_in_chunks",
     "write_now",
@@ -121,6 +122,14 @@ def write_now(fd: int, parts: Sequence[bytes | memoryview]) -> int:
         return 0
     except OSError:
         raise trio.BrokenResourceError("the client disconnected") from None
+
+
+def peer_address(stream: trio.SocketStream) -> str | None:
+    """The client's IP address (``None`` once the socket is gone)."""
+    try:
+        return str(stream.socket.getpeername()[0])
+    except OSError:
+        return None
 
 
 def read_now(fd: int, size: int) -> bytes | None:

@@ -20,7 +20,8 @@ import h11
 import trio
 
 from ... import _jsonrpc as rpc
-from ._gate import ConnectionGate, listener_url, open_listeners, read_now, send_in_chunks, write_now
+from . import _gate
+from ._gate import ConnectionGate, listener_url, open_listeners
 from ._replies import _BOTH_LENGTHS, _Reply, _send_reply
 from ._request import (
     _HEADER_SESSION,
@@ -93,7 +94,7 @@ class _H11Responder:
     def _write_now(self, parts: Sequence[bytes | memoryview]) -> int:
         """:func:`write_now` on this connection's socket (nothing on a TLS stream)."""
         try:
-            return write_now(-1 if self._socket is None else self._socket.fileno(), parts)
+            return _gate.write_now(-1 if self._socket is None else self._socket.fileno(), parts)
         except trio.BrokenResourceError:
             self.gone = True
             raise
@@ -119,7 +120,7 @@ class _H11Responder:
                     if written >= len(part):
                         written -= len(part)
                         continue
-                    await send_in_chunks(self._stream, memoryview(part)[written:] if written else part)
+                    await _gate.send_in_chunks(self._stream, memoryview(part)[written:] if written else part)
                     written = 0
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 self.gone = True
@@ -185,10 +186,13 @@ class _H11Limits:
 class _H11Connection:
     """One client connection of :func:`serve_h11`: requests answered one at a time.
 
-    The connection's own task parses requests and answers them; a second task
-    is the only one that reads the socket and feeds h11, at all times, so a
-    client that leaves mid-answer is noticed at once (its EOF cancels the
-    answer; the request itself goes on in its session).  It stays at most
+    The connection's own task parses requests and answers them; from its
+    first answer on, a second task is the only one that reads the socket and
+    feeds h11, so a client that leaves mid-answer is noticed at once (its EOF
+    cancels the answer; the request itself goes on in its session).  Until
+    then the connection's task reads itself: a connection that never sends a
+    whole request (a flood, slowloris) costs one task, and each of its bytes
+    one step.  It stays at most
     ``_READ_SIZE`` bytes ahead of the parser (a pipelining client waits for
     the answers), so memory stays bounded.  That costs one task per
     connection instead of a task and a nursery per request, and no extra read
@@ -220,12 +224,14 @@ class _H11Connection:
         self.data_lot = trio.lowlevel.ParkingLot()
         self.cancel_scope = trio.CancelScope()
         self.rejected = False  # an error answer ends the connection (then a lingering close)
-        self.client = _peer_address(self.socket_stream)  # for per-client limits
+        #: Where the reader task starts at the first answer (None once started).
+        self.nursery: trio.Nursery | None = None
+        self.client = _gate.peer_address(self.socket_stream)  # for per-client limits
 
     async def serve(self) -> None:
         async with trio.open_nursery() as nursery:
             self.cancel_scope = nursery.cancel_scope
-            nursery.start_soon(self._read_loop)
+            self.nursery = nursery
             try:
                 while await self._exchange():
                     pass
@@ -336,11 +342,20 @@ class _H11Connection:
         once, without the trip through the reader task (two scheduler rounds, which
         under load are most of a new client's wait)."""
         if not self.received and self.stream is self.socket_stream:  # (plain TCP)
-            data = read_now(self.socket_stream.socket.fileno(), _READ_SIZE)
+            data = _gate.read_now(self.socket_stream.socket.fileno(), _READ_SIZE)
             if data is not None:
                 self.received = len(data)
                 self.conn.receive_data(data)
                 return
+        if self.nursery is not None:  # no reader yet (nothing answered: no answer to watch)
+            try:
+                received = await self.stream.receive_some(_READ_SIZE)
+                data = received if isinstance(received, bytes) else bytes(received)  # (TLS)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                data = b""  # a reset: the end, as for the reader
+            self.received += len(data)
+            self.conn.receive_data(data)
+            return
         self.want = True
         self.ahead = 0
         self.reader_lot.unpark()
@@ -379,6 +394,9 @@ class _H11Connection:
         head_only = request.method == "HEAD"
         responder = _H11Responder(self.stream, self.conn, self.limits.write_timeout, head_only)
         self.answering = responder
+        if self.nursery is not None:  # (the first answer: from now on the reader watches)
+            self.nursery.start_soon(self._read_loop)
+            self.nursery = None
         try:
             if handler is None:
                 await _send_reply(responder, _Reply(404, b"Not Found", [("content-type", "text/plain")]))
@@ -579,11 +597,3 @@ def server_ssl_context(certfile: str, keyfile: str | None = None) -> ssl.SSLCont
     context.load_cert_chain(certfile, keyfile)
     context.set_alpn_protocols(["http/1.1"])
     return context
-
-
-def _peer_address(stream: trio.SocketStream) -> str | None:
-    """The client's IP address (``None`` once the socket is gone)."""
-    try:
-        return str(stream.socket.getpeername()[0])
-    except OSError:
-        return None
