@@ -13,7 +13,7 @@ import trio
 
 from mcp_trio.transports.http._request import _LINGER_SECONDS
 
-from ._tally import ESTABLISHED, Attack, Stats, server_side
+from ._tally import ESTABLISHED, Attack, Stats, server_state
 from ._wire import (
     LATEST,
     SERVER,
@@ -194,9 +194,8 @@ async def _watch_server_side(port: int, s: Stats, held: dict[int, tuple[float, t
     """The server letting go of a reader shows only on its side: its socket leaves ESTABLISHED."""
     while True:
         await trio.sleep(0.5)
-        states = server_side(port, s.source)
         for local_port, (opened, let_go) in list(held.items()):
-            if states.get(local_port) != ESTABLISHED and trio.current_time() - opened > 0.5:
+            if server_state(port, s.source, local_port) != ESTABLISHED and trio.current_time() - opened > 0.5:
                 del held[local_port]
                 s.ended(trio.current_time() - opened, "let go by the server")
                 let_go.set()
