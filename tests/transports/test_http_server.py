@@ -541,13 +541,21 @@ async def test_stateless_requests_and_multi_round_trip_over_http(front_door: str
         assert endpoint.sessions == {}
 
 
-async def test_idle_sessions_expire(front_door: str) -> None:
+@asynccontextmanager
+async def idle_timing_session(
+    front_door: str, idle_timeout: float
+) -> AsyncIterator[tuple[str, StreamableHTTP, httpx.AsyncClient, dict[str, str]]]:
+    """A server with ``idle_timeout``, a client, and a session of it (its request headers)."""
     server, _ = make_server()
     async with (
-        running(front_door, server, idle_timeout=1.0) as (url, endpoint),
+        running(front_door, server, idle_timeout=idle_timeout) as (url, endpoint),
         httpx.AsyncClient() as client,
     ):
-        headers = await open_http_session(client, url)
+        yield url, endpoint, client, await open_http_session(client, url)
+
+
+async def test_idle_sessions_expire(front_door: str) -> None:
+    async with idle_timing_session(front_door, 1.0) as (url, endpoint, client, headers):
         session = endpoint.sessions[headers["mcp-session-id"]]
         first_deadline = session.due
         assert first_deadline <= trio.current_time() + 1.0
@@ -561,12 +569,7 @@ async def test_idle_sessions_expire(front_door: str) -> None:
 
 
 async def test_an_open_get_stream_keeps_its_session_past_the_idle_timeout(front_door: str) -> None:
-    server, _ = make_server()
-    async with (
-        running(front_door, server, idle_timeout=0.3) as (url, endpoint),
-        httpx.AsyncClient() as client,
-    ):
-        headers = await open_http_session(client, url)
+    async with idle_timing_session(front_door, 0.3) as (url, endpoint, _, headers):
         session_id = headers["mcp-session-id"]
         async with raw_stream(url, "GET", {**headers, "accept": "text/event-stream"}) as stream:
             assert stream.status_code == 200
