@@ -336,23 +336,21 @@ class _H11Connection:
             await self._more()
 
     async def _more(self) -> None:
-        """Wait for the reader to feed the parser more bytes (or the end).
+        """Feed the parser more bytes (or the end): read here until the first answer
+        (no reader task yet, no answer to watch), else wait for the reader.
 
         A new connection's first request has most often come with it: it is read at
-        once, without the trip through the reader task (two scheduler rounds, which
-        under load are most of a new client's wait)."""
-        if not self.received and self.stream is self.socket_stream:  # (plain TCP)
-            data = _gate.read_now(self.socket_stream.socket.fileno(), _READ_SIZE)
-            if data is not None:
-                self.received = len(data)
-                self.conn.receive_data(data)
-                return
-        if self.nursery is not None:  # no reader yet (nothing answered: no answer to watch)
-            try:
-                received = await self.stream.receive_some(_READ_SIZE)
-                data = received if isinstance(received, bytes) else bytes(received)  # (TLS)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                data = b""  # a reset: the end, as for the reader
+        once, without a scheduler round (under load, most of a new client's wait)."""
+        if self.nursery is not None:
+            data = None
+            if not self.received and self.stream is self.socket_stream:  # (plain TCP)
+                data = _gate.read_now(self.socket_stream.socket.fileno(), _READ_SIZE)
+            if data is None:
+                try:
+                    received = await self.stream.receive_some(_READ_SIZE)
+                    data = received if isinstance(received, bytes) else bytes(received)  # (TLS)
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    data = b""  # a reset: the end, as for the reader
             self.received += len(data)
             self.conn.receive_data(data)
             return
