@@ -57,6 +57,12 @@ def peers(python: str, ts: TsSdk | None = None) -> dict[str, Peer]:
             "mcp-trio low-level session (no Server)",
             [python, "benchmarks/echo_lowlevel.py"],
         ),
+        "ours_httptools": Peer(
+            "ours_httptools",
+            "mcp-trio (httptools front door)",
+            None,
+            lambda port: ours + ["--http", f"{HOST}:{port}", "--front-door", "httptools", *http],
+        ),
         "ours_hypercorn": Peer(
             "ours_hypercorn",
             "mcp-trio (hypercorn front door)",

@@ -79,6 +79,19 @@ def targets(results: dict[str, Any]) -> list[Target]:
             higher_is_better=False,
         ),
         Target(
+            "HTTP ×64, httptools front door vs TypeScript SDK",
+            "≥ 1.5×",
+            _ratio(conc("ours_httptools"), conc("ts")),
+            1.5,
+        ),
+        Target(
+            "HTTP ×64 server CPU per request, httptools front door vs TypeScript SDK",
+            "≤ 0.5×",
+            _ratio(conc("ours_httptools", "server_cpu_us"), conc("ts", "server_cpu_us")),
+            0.5,
+            higher_is_better=False,
+        ),
+        Target(
             "HTTP ×64, h11 front door vs bare h11-over-trio",
             "≥ 0.8×",
             _ratio(conc("ours"), conc("trivial_h11")),

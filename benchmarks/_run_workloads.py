@@ -147,7 +147,7 @@ def _placement(server_pid: int) -> str:
 def run_http(table: dict[str, Peer], mode: Mode) -> dict[str, Any]:
     from benchmarks import loadgen
 
-    keys = ["ours", "ours_hypercorn", "sdk", "sdk_sse", "ts"]
+    keys = ["ours", "ours_httptools", "ours_hypercorn", "sdk", "sdk_sse", "ts"]
     keys += ["trivial_h11", "trivial_httptools", "trivial_hypercorn"]
     if mode.full:
         keys += ["fastmcp", "sdk_high"]

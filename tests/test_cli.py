@@ -16,6 +16,7 @@ import trio
 from mcp_trio import open_session, open_stdio_client
 from mcp_trio._cli import load_server, main
 from mcp_trio.types import _versions
+from tests.doors import DOORS
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -278,7 +279,7 @@ def test_serve_http_session_limits() -> None:
         assert client.post(url, headers=HTTP_HEADERS, json=INIT).status_code == 503
 
 
-@pytest.mark.parametrize("front_door", ["h11", "hypercorn"])
+@pytest.mark.parametrize("front_door", DOORS)
 def test_serve_http_connection_limits(front_door: str) -> None:
     import socket
     import time

@@ -59,6 +59,8 @@ THIRD_PARTY: dict[str, set[str]] = {
     "mcp_trio.store": {"msgspec", "trio"},
     # the ``redis`` extra: only open_store reaches this module, inside the function
     "mcp_trio.store._redis": {"msgspec", "trio", "coredis", "anyio"},
+    # the ``fast`` extra: only the lean door's parser="httptools" reaches this module, inside a function
+    "mcp_trio.transports.http._llhttp": {"h11", "httptools"},
     "mcp_trio._exceptions": set(),
     "mcp_trio.server._uritemplate": set(),
     "mcp_trio.server._cursor": set(),

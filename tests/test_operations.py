@@ -32,8 +32,8 @@ from mcp_trio.server import (
     TransportStatistics,
     prometheus_text,
 )
+from tests.doors import DOORS
 
-DOORS = ["h11", "hypercorn"]
 ROOT = Path(__file__).resolve().parent.parent
 
 

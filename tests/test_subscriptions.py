@@ -15,6 +15,7 @@ from mcp_trio import LocalProtocolError, McpError
 from mcp_trio.client import Client, connect_http, connect_server
 from mcp_trio.server import Server
 from mcp_trio.server._listen import SUBSCRIPTION_ID, SubscriptionHub
+from tests.doors import DOORS
 
 MODERN = "2026-07-28"
 EVERYTHING = Path(__file__).resolve().parent.parent / "examples" / "everything.py"
@@ -139,7 +140,7 @@ async def test_the_server_only_acknowledges_what_it_offers() -> None:
     assert methods == {"notifications/tools/list_changed"} and uris == set()
 
 
-@pytest.mark.parametrize("front_door", ["h11", "hypercorn"])
+@pytest.mark.parametrize("front_door", DOORS)
 async def test_listen_over_streamable_http(front_door: str) -> None:
     server = make_server()
     async with trio.open_nursery() as nursery:

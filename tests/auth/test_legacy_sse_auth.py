@@ -25,6 +25,7 @@ from mcp_trio.auth.server import JWTVerifier, ResourceServer
 from mcp_trio.client import open_client
 from mcp_trio.server import Context, Server
 from mcp_trio.transports.http.client import open_http_client, open_legacy_sse_client
+from tests.doors import DOORS
 
 TASKS_VERSION = "2025-11-25"
 
@@ -84,7 +85,7 @@ def bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
-@pytest.mark.parametrize("front_door", ["h11", "hypercorn"])
+@pytest.mark.parametrize("front_door", DOORS)
 async def test_legacy_messages_carry_the_token(
     authorization_server: AuthorizationServer, front_door: str
 ) -> None:

@@ -29,6 +29,7 @@ from mcp_trio.transports.websocket import open_websocket_client
 from tests.auth.test_server import ACCEPT, challenge_of, jwt_verifier, protected
 from tests.auth.test_websocket_auth import bearer, http_form
 from tests.auth.test_websocket_auth import protected as protected_websocket
+from tests.doors import DOORS
 
 #: How a body may spell the method ``tools/call`` (JSON text, inside the quotes).
 METHODS = ["tools\\/call", "tools\\u002fcall", "\\u0074ools\\u002Fcall"]
@@ -61,7 +62,7 @@ def answer(response: httpx.Response) -> tuple[int, str | None, bytes]:
     return response.status_code, response.headers.get("www-authenticate"), response.content
 
 
-@pytest.fixture(params=["h11", "hypercorn"])
+@pytest.fixture(params=DOORS)
 def front_door(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 

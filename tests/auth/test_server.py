@@ -28,6 +28,7 @@ from mcp_trio.auth.server import (
 )
 from mcp_trio.server import Context, Server
 from mcp_trio.transports.http.server import HttpRequest, Responder, StreamableHTTP, serve_h11
+from tests.doors import DOORS
 
 ACCEPT = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 INIT = {
@@ -60,7 +61,7 @@ def make_server() -> Server:
     return server
 
 
-@pytest.fixture(params=["h11", "hypercorn"])
+@pytest.fixture(params=DOORS)
 def front_door(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 

@@ -22,6 +22,7 @@ from mcp_trio.auth.client import (
 )
 from mcp_trio.client import connect_http
 from tests.auth.conftest import resource_server, whoami_server
+from tests.doors import DOORS
 
 
 @asynccontextmanager
@@ -34,7 +35,7 @@ async def protected(authorization_server: AuthorizationServer, front_door: str) 
         nursery.cancel_scope.cancel()
 
 
-@pytest.mark.parametrize("front_door", ["h11", "hypercorn"])
+@pytest.mark.parametrize("front_door", DOORS)
 async def test_code_flow_and_step_up(authorization_server: AuthorizationServer, front_door: str) -> None:
     async with protected(authorization_server, front_door) as url:
         auth = OAuthClient(

@@ -29,6 +29,7 @@ from mcp_trio._cli import _serve, main
 from mcp_trio._cli._config import ConfigError, resolve
 from mcp_trio._version import __version__
 from mcp_trio.transports.http._request import _RefusalLog
+from tests.doors import DOORS
 from tests.engine.test_reader_relay import call
 from tests.test_cli import HTTP_HEADERS as HEADERS
 from tests.test_cli import INIT
@@ -246,7 +247,7 @@ def certificates(directory: Path) -> tuple[ssl.SSLContext, Path, Path]:
     return trusted, directory / "cert.pem", directory / "key.pem"
 
 
-@pytest.mark.parametrize("front_door", ["h11", "hypercorn"])
+@pytest.mark.parametrize("front_door", DOORS)
 def test_tls_over_http(tmp_path: Path, front_door: str) -> None:
     trusted, cert, key = certificates(tmp_path)
     args = ["examples/everything.py", "--http", "127.0.0.1:0", "--front-door", front_door]
@@ -374,7 +375,7 @@ def refused_within(url: str, seconds: float) -> bool:
     return False
 
 
-@pytest.mark.parametrize("front_door", ["h11", "hypercorn"])
+@pytest.mark.parametrize("front_door", DOORS)
 def test_sigterm_lets_the_call_in_flight_finish(slow_app: Path, front_door: str) -> None:
     args = ["slow_app.py", "--http", "127.0.0.1:0", "--front-door", front_door]
     with serving(args, slow_app) as served, httpx2.Client(timeout=20) as client:

@@ -18,6 +18,7 @@ from mcp_trio._cli import main
 from mcp_trio._cli._config import ConfigError
 from mcp_trio._cli._workers import store_url
 from tests.cli.test_serve_deploy import ROOT, Served, parsed, serving
+from tests.doors import DOORS
 from tests.rrproxy import running_proxy
 from tests.test_cli import HTTP_HEADERS
 
@@ -51,7 +52,7 @@ def stop(served: Served) -> tuple[int, str]:
     return served.finish()
 
 
-@pytest.mark.parametrize("door", ["h11", "hypercorn"])
+@pytest.mark.parametrize("door", DOORS)
 def test_workers_share_the_port_and_stop_on_sigterm(tmp_path: Path, door: str) -> None:
     args = [PROGRAM, "--http", "127.0.0.1:0", "--workers", "3", "--stateless", "--front-door", door]
     with serving(args, tmp_path) as served:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conformance.runner import run_server
+from tests.doors import DOORS
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -31,7 +32,7 @@ def _serve(front_door: str) -> Iterator[str]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("front_door", ["h11", "hypercorn"])
+@pytest.mark.parametrize("front_door", DOORS)
 def test_server_suite_passes(front_door: str) -> None:
     for url in _serve(front_door):
         result = run_server(url, suite="all", timeout=600)
@@ -47,7 +48,7 @@ ALPHA = "0.2.0-alpha.12"
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("front_door", ["h11", "hypercorn"])
+@pytest.mark.parametrize("front_door", DOORS)
 def test_2026_harness_passes(front_door: str) -> None:
     """0.2.0-alpha.12: every scenario of the default run (65, the tasks extension and the
     skills scenarios included), then the 2025-11-25 and 2026-07-28 legs."""

@@ -42,6 +42,8 @@ from typing import Any
 import pytest
 import trio
 
+from tests.doors import DOORS
+
 from ._conn_attacks import ATTACKS as CONNECTION_ATTACKS
 from ._msg_attacks import ATTACKS as MESSAGE_ATTACKS
 from ._msg_attacks import SESSION_IDLE_TIMEOUT
@@ -484,7 +486,7 @@ def open_files_limit() -> object:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="127.0.0.0/8 source addresses and /proc")
-@pytest.mark.parametrize("door", ["h11", "hypercorn"])
+@pytest.mark.parametrize("door", DOORS)
 def test_legitimate_clients_keep_their_service_under_every_attack_at_once(
     door: str, tmp_path: Path, open_files_limit: object
 ) -> None:

@@ -28,8 +28,8 @@ from mcp_trio.transports.http.server import (
     serve_h11,
     serve_hypercorn,
 )
+from tests.doors import DOORS, LEAN_DOORS, is_lean
 
-DOORS = ["h11", "hypercorn"]
 REQUEST = b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
 BIG = 4 * 1024 * 1024
 
@@ -74,8 +74,8 @@ class Answer:
 async def serving(door: str, handler: Answer, **limits: Any) -> AsyncIterator[int]:
     """Serve ``handler`` at /mcp on ``door`` with ``limits``; yields the port."""
     async with trio.open_nursery() as nursery:
-        if door == "h11":
-            serve = partial(serve_h11, handler, "127.0.0.1", 0, **limits)
+        if is_lean(door):
+            serve = partial(serve_h11, handler, "127.0.0.1", 0, parser=door, **limits)
         else:
             app = ASGIApp(handler, request_timeout=limits.pop("request_timeout", 30.0))
             serve = partial(serve_hypercorn, app, "127.0.0.1", 0, **limits)
@@ -269,7 +269,7 @@ async def test_a_client_that_never_reads_a_large_answer_is_dropped_at_the_write_
         await sock.send(b"GET /mcp?big HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         with trio.fail_after(4):  # the answer is abandoned and its handler ends
             await handler.big_ended.wait()
-        assert handler.big_outcome == "dropped" if door == "h11" else handler.big_outcome != "sent"
+        assert handler.big_outcome == "dropped" if is_lean(door) else handler.big_outcome != "sent"
         with trio.fail_after(4):  # and the connection is closed: the client finds its end
             got = 0
             try:
@@ -285,11 +285,12 @@ async def test_a_client_that_never_reads_a_large_answer_is_dropped_at_the_write_
         sock.close()
 
 
-async def test_the_h11_door_writes_a_large_answer_without_copying_it() -> None:
+@pytest.mark.parametrize("door", LEAN_DOORS)
+async def test_the_h11_door_writes_a_large_answer_without_copying_it(door: str) -> None:
     handler = Answer()
     tracemalloc.start()
     try:
-        async with serving("h11", handler, write_timeout=0.5) as port:
+        async with serving(door, handler, write_timeout=0.5) as port:
             sock = await connect(port, rcvbuf=4096)
             await sock.send(b"GET /mcp?big HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
             with trio.fail_after(4):
@@ -363,12 +364,13 @@ class _Recording(Answer):
         await super().handle(request, responder)
 
 
-async def test_the_h11_door_reads_a_request_that_came_with_its_connection_at_once() -> None:
+@pytest.mark.parametrize("door", LEAN_DOORS)
+async def test_the_h11_door_reads_a_request_that_came_with_its_connection_at_once(door: str) -> None:
     """No trip through the connection's reader task (two scheduler rounds) before a new
     connection's first request is handled, when its bytes came with the connection."""
     steps = _StepNames()
     handler = _Recording(steps)
-    async with serving("h11", handler) as port:
+    async with serving(door, handler) as port:
         with socket.create_connection(("127.0.0.1", port)) as sock:  # (blocking: no yield before
             sock.sendall(REQUEST)  # the request is sent, so it is there when the door accepts)
             trio.lowlevel.add_instrument(steps)
@@ -385,7 +387,8 @@ async def test_the_h11_door_reads_a_request_that_came_with_its_connection_at_onc
     assert not [name for name in handler.before if name.endswith("_read_loop")], handler.before
 
 
-async def test_the_h11_door_starts_no_reader_for_a_connection_that_never_sent_a_request() -> None:
+@pytest.mark.parametrize("door", LEAN_DOORS)
+async def test_the_h11_door_starts_no_reader_for_a_connection_that_never_sent_a_request(door: str) -> None:
     """Until its first answer a connection's own task reads: silent and trickling connections
     (floods, slowloris) cost one task each, not two; the reader that notices a client leaving
     mid-answer starts with the first answer."""
@@ -398,7 +401,7 @@ async def test_the_h11_door_starts_no_reader_for_a_connection_that_never_sent_a_
             self.names.append(task.name)
 
     spawned = Spawned()
-    async with serving("h11", Answer(), header_timeout=30.0) as port:
+    async with serving(door, Answer(), header_timeout=30.0) as port:
         trio.lowlevel.add_instrument(spawned)
         try:
             socks = [await connect(port, "127.0.0.2") for _ in range(4)]

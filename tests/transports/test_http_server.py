@@ -24,6 +24,7 @@ from mcp_trio.transports.http.server import (
     serve_h11,
     serve_hypercorn,
 )
+from tests.doors import DOORS
 
 ACCEPT = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 MODERN_META = {
@@ -93,7 +94,7 @@ def make_server() -> tuple[Server, dict[str, Any]]:
     return server, state
 
 
-@pytest.fixture(params=["hypercorn", "h11"])
+@pytest.fixture(params=DOORS)
 def front_door(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
@@ -108,7 +109,7 @@ async def running(
         if front_door == "hypercorn":
             urls = await nursery.start(serve_hypercorn, ASGIApp(endpoint), "127.0.0.1", 0)
         else:
-            urls = await nursery.start(serve_h11, endpoint, "127.0.0.1", 0)
+            urls = await nursery.start(partial(serve_h11, endpoint, "127.0.0.1", 0, parser=front_door))
         yield urls[0] + "/mcp", endpoint
         nursery.cancel_scope.cancel()
 

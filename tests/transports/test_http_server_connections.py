@@ -13,6 +13,7 @@ import pytest
 import trio
 
 from mcp_trio.server import Server
+from tests.doors import DOORS, LEAN_DOORS, is_lean
 
 from .test_http_server_fast_paths import VERSION, call, make_server, open_session, post, serving
 
@@ -53,7 +54,7 @@ def final_responses(raw: bytes) -> list[tuple[int, bytes]]:
     return found
 
 
-@pytest.mark.parametrize("front_door", ["h11", "hypercorn"])
+@pytest.mark.parametrize("front_door", DOORS)
 async def test_a_request_with_both_lengths_is_refused_and_its_connection_closed(front_door: str) -> None:
     """Content-Length and Transfer-Encoding together (RFC 9112 section 6.1):
     the server refuses it and closes, so what follows its body (here a second
@@ -73,7 +74,7 @@ async def test_a_request_with_both_lengths_is_refused_and_its_connection_closed(
             raw, closed = await read_to_eof(stream)
     assert b'"id":7' not in raw and raw.count(b"HTTP/1.1 ") <= 1
     assert closed, "the connection was kept open"
-    if front_door == "h11":
+    if is_lean(front_door):
         ((status, answer),) = final_responses(raw)
         assert status == 400 and b"Content-Length and Transfer-Encoding" in answer
     else:  # hypercorn closes as soon as it parses bytes after such a request: the 400 may be cut short
@@ -107,7 +108,7 @@ def post_too_much(port: int, chunked: bool) -> list[int | str]:
 
 
 @pytest.mark.parametrize("chunked", [False, True], ids=["declared", "chunked"])
-@pytest.mark.parametrize("front_door", ["h11", "hypercorn"])
+@pytest.mark.parametrize("front_door", DOORS)
 async def test_a_client_sending_a_body_over_the_limit_reads_its_413(front_door: str, chunked: bool) -> None:
     """The 413 goes out before the body is read (declared too large) or while
     it is (chunked); the server then reads and drops the rest before it
@@ -119,11 +120,12 @@ async def test_a_client_sending_a_body_over_the_limit_reads_its_413(front_door: 
     assert got == [413] * 5
 
 
-async def test_the_lingering_close_after_an_error_answer_is_bounded() -> None:
+@pytest.mark.parametrize("door", LEAN_DOORS)
+async def test_the_lingering_close_after_an_error_answer_is_bounded(door: str) -> None:
     """A client that never sends the body it announced, nor closes, holds its
     connection for at most the lingering time after its 413."""
     server, _ = make_server()
-    async with serving("h11", server, h11_options={"max_connections": 1}, max_body_size=1000) as (port, _):
+    async with serving(door, server, h11_options={"max_connections": 1}, max_body_size=1000) as (port, _):
         stream = await trio.open_tcp_stream("127.0.0.1", port)
         async with stream:
             await stream.send_all(post(b"").replace(b"content-length: 0", b"content-length: 100000000"))
@@ -148,7 +150,7 @@ async def half_closed_exchange(port: int, request: bytes) -> bytes:
     return raw
 
 
-@pytest.mark.parametrize("front_door", ["h11", "hypercorn"])
+@pytest.mark.parametrize("front_door", DOORS)
 async def test_a_half_closed_client_gets_its_answer(front_door: str) -> None:
     """A client that closes its side for writing after a whole request still
     reads: it is answered (the EOF arriving at once, or while the answer is
@@ -201,7 +203,7 @@ def lingering_tool(server: Server) -> dict[str, trio.Event]:
 
 
 @pytest.mark.parametrize("version", ["2025-11-25", "2026-07-28"])
-@pytest.mark.parametrize("front_door", ["h11", "hypercorn"])
+@pytest.mark.parametrize("front_door", DOORS)
 async def test_a_client_that_leaves_cancels_its_request_only_from_2026_07_28(
     front_door: str, version: str
 ) -> None:
@@ -232,7 +234,7 @@ async def test_a_client_that_leaves_cancels_its_request_only_from_2026_07_28(
             assert not events["finished"].is_set()
 
 
-@pytest.mark.parametrize("front_door", ["h11", "hypercorn"])
+@pytest.mark.parametrize("front_door", DOORS)
 async def test_a_half_closed_2026_07_28_client(front_door: str) -> None:
     """A 2026-07-28 client that half-closes after its request: the h11 door
     tells that from leaving (the client still reads) and answers it; hypercorn
@@ -243,7 +245,7 @@ async def test_a_half_closed_2026_07_28_client(front_door: str) -> None:
     async with serving(front_door, server) as (port, _):
         with trio.fail_after(10):
             raw = await half_closed_exchange(port, stateless_call("lingering"))
-    if front_door == "h11":
+    if is_lean(front_door):
         ((status, body),) = final_responses(raw)
         assert status == 200 and msgspec.json.decode(body)["result"]["content"][0]["text"] == "done"
     else:

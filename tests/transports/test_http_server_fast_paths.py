@@ -23,6 +23,7 @@ from mcp_trio.transports.http.server import (
     serve_h11,
     serve_hypercorn,
 )
+from tests.doors import DOORS, LEAN_DOORS, is_lean
 
 VERSION = "2025-11-25"
 
@@ -74,8 +75,10 @@ async def serving(
     endpoint = StreamableHTTP(server.serve_session, **options)
     async with trio.open_nursery() as nursery:
         await nursery.start(endpoint.run)
-        if front_door == "h11":
-            urls = await nursery.start(partial(serve_h11, endpoint, "127.0.0.1", 0, **(h11_options or {})))
+        if is_lean(front_door):
+            urls = await nursery.start(
+                partial(serve_h11, endpoint, "127.0.0.1", 0, parser=front_door, **(h11_options or {}))
+            )
         else:
             urls = await nursery.start(serve_hypercorn, ASGIApp(endpoint), "127.0.0.1", 0)
         yield int(urls[0].rsplit(":", 1)[1]), endpoint
@@ -179,7 +182,7 @@ def text_of(body: bytes) -> str:
     return str(msgspec.json.decode(body)["result"]["content"][0]["text"])
 
 
-@pytest.mark.parametrize("front_door", ["h11", "hypercorn"])
+@pytest.mark.parametrize("front_door", DOORS)
 async def test_plain_json_answers_store_no_events_but_streams_still_resume(front_door: str) -> None:
     server, _ = make_server()
     store = InMemoryEventStore()
@@ -216,9 +219,10 @@ async def test_plain_json_answers_store_no_events_but_streams_still_resume(front
         ]
 
 
-async def test_pipelined_requests_are_answered_in_order_on_one_connection() -> None:
+@pytest.mark.parametrize("door", LEAN_DOORS)
+async def test_pipelined_requests_are_answered_in_order_on_one_connection(door: str) -> None:
     server, _ = make_server()
-    async with serving("h11", server) as (port, _):
+    async with serving(door, server) as (port, _):
         stream, reader, session_id = await open_session(port)
         async with stream:
             with trio.fail_after(10):
@@ -234,10 +238,11 @@ async def test_pipelined_requests_are_answered_in_order_on_one_connection() -> N
         assert len(text_of(answers[2][2])) == 100_000
 
 
-async def test_a_client_leaving_mid_answer_frees_its_connection_and_the_call_goes_on() -> None:
+@pytest.mark.parametrize("door", LEAN_DOORS)
+async def test_a_client_leaving_mid_answer_frees_its_connection_and_the_call_goes_on(door: str) -> None:
     server, state = make_server()
     # One connection at a time: a second client is served only once the first one's slot is free.
-    async with serving("h11", server, h11_options={"max_connections": 1}) as (port, endpoint):
+    async with serving(door, server, h11_options={"max_connections": 1}) as (port, endpoint):
         stream, reader, session_id = await open_session(port)
         await stream.send_all(post(call(1, "gated"), session_id))
         with trio.fail_after(5):
@@ -255,10 +260,11 @@ async def test_a_client_leaving_mid_answer_frees_its_connection_and_the_call_goe
         assert endpoint.sessions[session_id].by_request == {}  # its stream is gone once answered
 
 
-async def test_a_client_that_stops_reading_is_dropped_after_the_write_timeout() -> None:
+@pytest.mark.parametrize("door", LEAN_DOORS)
+async def test_a_client_that_stops_reading_is_dropped_after_the_write_timeout(door: str) -> None:
     server, _ = make_server()
     options = {"max_connections": 1, "write_timeout": 0.3}
-    async with serving("h11", server, h11_options=options) as (port, _):
+    async with serving(door, server, h11_options=options) as (port, _):
         stream, _, session_id = await open_session(port)
         async with stream:
             # An answer far larger than the socket buffers, never read.
@@ -271,9 +277,10 @@ async def test_a_client_that_stops_reading_is_dropped_after_the_write_timeout() 
         assert text_of(body) == "served"
 
 
-async def test_an_open_post_keeps_its_session_past_the_idle_timeout() -> None:
+@pytest.mark.parametrize("door", LEAN_DOORS)
+async def test_an_open_post_keeps_its_session_past_the_idle_timeout(door: str) -> None:
     server, _ = make_server()
-    async with serving("h11", server, idle_timeout=0.3) as (port, endpoint):
+    async with serving(door, server, idle_timeout=0.3) as (port, endpoint):
         stream, reader, session_id = await open_session(port)
         async with stream:
             with trio.fail_after(10):
@@ -284,7 +291,7 @@ async def test_an_open_post_keeps_its_session_past_the_idle_timeout() -> None:
                     await trio.sleep(0.05)
 
 
-@pytest.mark.parametrize("front_door", ["h11", "hypercorn"])
+@pytest.mark.parametrize("front_door", DOORS)
 async def test_fixed_length_answers_end_with_their_body_and_keep_the_connection(front_door: str) -> None:
     server, _ = make_server()
     async with serving(front_door, server) as (port, _):
@@ -304,9 +311,10 @@ async def test_fixed_length_answers_end_with_their_body_and_keep_the_connection(
                 assert text_of((await reader.response())[2]) == "after"
 
 
-async def test_head_requests_get_heads_only_and_the_connection_goes_on() -> None:
+@pytest.mark.parametrize("door", LEAN_DOORS)
+async def test_head_requests_get_heads_only_and_the_connection_goes_on(door: str) -> None:
     server, _ = make_server()
-    async with serving("h11", server) as (port, _):
+    async with serving(door, server) as (port, _):
         stream = await trio.open_tcp_stream("127.0.0.1", port)
         async with stream:
             head = b" HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n"
@@ -331,7 +339,7 @@ async def sse_body(reader: Reader) -> bytes:
     return raw
 
 
-@pytest.mark.parametrize("front_door", ["h11", "hypercorn"])
+@pytest.mark.parametrize("front_door", DOORS)
 async def test_an_answer_after_an_early_closed_stream_is_kept_for_the_resuming_client(
     front_door: str,
 ) -> None:
@@ -364,11 +372,12 @@ async def test_an_answer_after_an_early_closed_stream_is_kept_for_the_resuming_c
         assert [(m["id"], m["result"]["content"][0]["text"]) for m in events] == [(1, "polled")]
 
 
-async def test_more_pipelined_bytes_than_the_read_ahead_are_all_answered() -> None:
+@pytest.mark.parametrize("door", LEAN_DOORS)
+async def test_more_pipelined_bytes_than_the_read_ahead_are_all_answered(door: str) -> None:
     """The connection's reader stops 64 KiB ahead of the parser while an answer
     is worked on, and resumes once the parser needs more: nothing is lost."""
     server, _ = make_server()
-    async with serving("h11", server) as (port, _):
+    async with serving(door, server) as (port, _):
         stream, reader, session_id = await open_session(port)
         async with stream:
             burst = post(call(1, "slow", seconds=0.2), session_id)

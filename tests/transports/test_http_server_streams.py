@@ -18,6 +18,7 @@ import trio
 from mcp_trio.server import Server
 from mcp_trio.transports.http import _streams
 from mcp_trio.transports.http.server import HttpRequest, StreamableHTTP
+from tests.doors import DOORS
 
 from .test_http_server_fast_paths import VERSION, Reader, call, make_server, post, serving
 
@@ -88,7 +89,7 @@ async def get_stream_from(port: int, source: str) -> tuple[trio.SocketStream, Re
     return stream, reader, status, headers
 
 
-@pytest.mark.parametrize("front_door", ["h11", "hypercorn"])
+@pytest.mark.parametrize("front_door", DOORS)
 async def test_idle_get_streams_of_one_address_never_lock_another_out(front_door: str) -> None:
     """One address opening GET streams gets its share (64 by default), then 429
     with Retry-After: a client of another address still opens a session,
@@ -125,7 +126,7 @@ async def test_idle_get_streams_of_one_address_never_lock_another_out(front_door
     assert all(status == 429 and headers["retry-after"] == "5" for status, headers in refused)
 
 
-@pytest.mark.parametrize("front_door", ["h11", "hypercorn"])
+@pytest.mark.parametrize("front_door", DOORS)
 async def test_a_full_stream_table_makes_room_from_the_biggest_holder(front_door: str) -> None:
     """At ``max_streams_total`` a new address's GET stream closes the oldest
     stream of the address holding the most (a retry hint, then the end, so its
@@ -153,7 +154,7 @@ async def test_a_full_stream_table_makes_room_from_the_biggest_holder(front_door
                 await s.aclose()
 
 
-@pytest.mark.parametrize("front_door", ["h11", "hypercorn"])
+@pytest.mark.parametrize("front_door", DOORS)
 async def test_an_idle_get_stream_ends_with_a_retry_hint_and_resumes(front_door: str) -> None:
     """A GET stream that sent nothing for ``stream_idle_timeout`` ends cleanly
     after ``retry``; the client resumes it with ``Last-Event-ID`` and gets what
@@ -182,7 +183,7 @@ async def test_an_idle_get_stream_ends_with_a_retry_hint_and_resumes(front_door:
             await stream.aclose()
 
 
-@pytest.mark.parametrize("front_door", ["h11", "hypercorn"])
+@pytest.mark.parametrize("front_door", DOORS)
 async def test_an_initialize_flood_from_one_address_leaves_another_its_sessions(front_door: str) -> None:
     """Past ``max_sessions_per_client`` an address's ``initialize`` gets 429 with
     Retry-After (its own half-open sessions are younger than ``_REPLACE_AFTER``);
@@ -208,7 +209,7 @@ async def test_an_initialize_flood_from_one_address_leaves_another_its_sessions(
                 await s.aclose()
 
 
-@pytest.mark.parametrize("front_door", ["h11", "hypercorn"])
+@pytest.mark.parametrize("front_door", DOORS)
 async def test_an_address_replaces_only_its_half_open_sessions_older_than_10_s(
     front_door: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -247,7 +248,7 @@ async def legacy_stream(port: int, source: str) -> tuple[trio.SocketStream, Read
     return stream, reader, status, headers
 
 
-@pytest.mark.parametrize("front_door", ["h11", "hypercorn"])
+@pytest.mark.parametrize("front_door", DOORS)
 async def test_legacy_sse_streams_share_the_bounds(front_door: str) -> None:
     """HTTP+SSE streams count against the same per-address and per-process
     bounds as GET streams, and one that sends nothing for

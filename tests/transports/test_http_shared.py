@@ -19,6 +19,7 @@ from mcp_trio.client import connect_http
 from mcp_trio.server import Context, Server
 from mcp_trio.store import Store, open_store
 from mcp_trio.transports.http._sse import SSEDecoder
+from tests.doors import DOORS
 from tests.redis_server import RedisServer, redis_server
 
 from .test_http_server import ACCEPT, RawResponse, init, raw_stream, rpc
@@ -175,7 +176,7 @@ async def sse_messages(response: RawResponse, count: int, timeout: float = 5) ->
     return got
 
 
-@pytest.mark.parametrize("front_door", ["h11", "hypercorn"])
+@pytest.mark.parametrize("front_door", DOORS)
 async def test_a_session_initialized_on_one_worker_is_served_by_another(
     front_door: str, store_url: str | None
 ) -> None:

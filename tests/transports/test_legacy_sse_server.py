@@ -22,6 +22,7 @@ from mcp_trio.transports.http._sse import SSEDecoder
 from mcp_trio.transports.http.client import open_legacy_sse_client
 from mcp_trio.transports.http.legacy_sse import LegacySSE
 from mcp_trio.transports.http.server import ASGIApp, StreamableHTTP, serve_h11, serve_hypercorn
+from tests.doors import DOORS
 from tests.transports.test_http_server import raw_stream
 
 SDK_CLIENT = [sys.executable, str(Path(__file__).resolve().parent.parent / "programs" / "sdk_client.py")]
@@ -54,7 +55,7 @@ def make_server() -> tuple[Server, dict[str, Any]]:
     return server, state
 
 
-@pytest.fixture(params=["h11", "hypercorn"])
+@pytest.fixture(params=DOORS)
 def front_door(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
@@ -114,7 +115,9 @@ async def serving_parts(front_door: str, server: Server) -> AsyncIterator[tuple[
         if front_door == "hypercorn":
             urls = await nursery.start(serve_hypercorn, ASGIApp(endpoint, "/mcp", routes), "127.0.0.1", 0)
         else:
-            urls = await nursery.start(partial(serve_h11, endpoint, "127.0.0.1", 0, routes=routes))
+            urls = await nursery.start(
+                partial(serve_h11, endpoint, "127.0.0.1", 0, routes=routes, parser=front_door)
+            )
         yield urls[0], legacy
         nursery.cancel_scope.cancel()
 

@@ -23,6 +23,7 @@ import logging
 import math
 import os
 import socket
+import ssl
 from collections.abc import Awaitable, Callable, Sequence
 
 import trio
@@ -36,6 +37,7 @@ __all__ = [
     "peer_address",
     "read_now",
     "send_in_chunks",
+    "server_ssl_context",
     "write_now",
 ]
 
@@ -396,3 +398,17 @@ class TimedStream(trio.abc.HalfCloseableStream):
     async def aclose(self) -> None:
         self._close()
         await self.transport_stream.aclose()
+
+
+def server_ssl_context(certfile: str, keyfile: str | None = None) -> ssl.SSLContext:
+    """A server-side TLS context for the lean door (``serve_h11``'s ``ssl_context``):
+    the certificate chain in ``certfile`` and its private key (``keyfile``, default:
+    in ``certfile``), both PEM; ALPN offers ``http/1.1``.
+
+    Raises:
+        OSError, ssl.SSLError: a file cannot be read, or holds no matching key.
+    """
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(certfile, keyfile)
+    context.set_alpn_protocols(["http/1.1"])
+    return context

@@ -21,7 +21,7 @@ import trio
 
 from ... import _jsonrpc as rpc
 from . import _gate
-from ._gate import ConnectionGate, listener_url, open_listeners
+from ._gate import ConnectionGate, listener_url, open_listeners, server_ssl_context
 from ._replies import _BOTH_LENGTHS, _Reply, _send_reply
 from ._request import (
     _HEADER_SESSION,
@@ -181,6 +181,7 @@ class _H11Limits:
     request_timeout: float
     write_timeout: float
     header_timeout: float
+    parser: str = "h11"  # or "httptools" (llhttp, see _llhttp)
 
 
 class _H11Connection:
@@ -214,7 +215,13 @@ class _H11Connection:
         self.limits = limits
         self.table = table
         self.default = default
-        self.conn = h11.Connection(h11.SERVER, max_incomplete_event_size=limits.max_header_size)
+        self.conn: Any
+        if limits.parser == "h11":
+            self.conn = h11.Connection(h11.SERVER, max_incomplete_event_size=limits.max_header_size)
+        else:
+            from ._llhttp import LlhttpConnection
+
+            self.conn = LlhttpConnection(limits.max_header_size)
         self.want = False  # the parser waits for bytes
         self.answering: _H11Responder | None = None
         self.ahead = 0  # bytes read since the parser last asked for more
@@ -518,6 +525,7 @@ async def serve_h11(
     ssl_context: ssl.SSLContext | None = None,
     shutdown_trigger: Callable[[], Awaitable[Any]] | None = None,
     reuse_port: bool = False,
+    parser: str = "h11",
     task_status: Any = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve ``endpoint`` over HTTP/1.1 with h11 on trio sockets (no ASGI layer).
@@ -547,10 +555,18 @@ async def serve_h11(
     sockets are closed (new clients are refused) and the connections open
     go on until they end or the call is cancelled.  With ``reuse_port``, the
     listening sockets have ``SO_REUSEPORT`` (see :func:`open_listeners`).
+    With ``parser="httptools"``, requests are parsed by llhttp (the ``httptools``
+    package, the ``fast`` extra) instead of h11, with the same checks and answers.
     """
+    if parser not in ("h11", "httptools"):
+        raise ValueError("parser must be 'h11' or 'httptools'")
+    if parser == "httptools":
+        from . import _llhttp  # noqa: F401  (a missing package fails here, named)
     gate = ConnectionGate(max_connections, max_connections_per_client)
     table = _routes(endpoint, path, routes)
-    limits = _H11Limits(max_header_size, keepalive_timeout, request_timeout, write_timeout, header_timeout)
+    limits = _H11Limits(
+        max_header_size, keepalive_timeout, request_timeout, write_timeout, header_timeout, parser
+    )
 
     async def connection(stream: trio.SocketStream) -> None:
         # One connection's failure must never take the listener down.
@@ -581,17 +597,3 @@ async def serve_h11(
     finally:
         for listener in listeners:
             listener.socket.close()
-
-
-def server_ssl_context(certfile: str, keyfile: str | None = None) -> ssl.SSLContext:
-    """A server-side TLS context for :func:`serve_h11` (``ssl_context``): the
-    certificate chain in ``certfile`` and its private key (``keyfile``, default:
-    in ``certfile``), both PEM; ALPN offers ``http/1.1``.
-
-    Raises:
-        OSError, ssl.SSLError: a file cannot be read, or holds no matching key.
-    """
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.load_cert_chain(certfile, keyfile)
-    context.set_alpn_protocols(["http/1.1"])
-    return context
