@@ -42,6 +42,7 @@ CORPUS: dict[str, list[bytes]] = {
     "the end first": [EOF],
     "an absolute target": [b"GET http://a/mcp?q HTTP/1.1\r\nHost: a\r\n\r\n"],
     "HTTP/1.0 asking to keep alive": [b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"],
+    "whitespace around a value": [b"GET / HTTP/1.1\r\nHost: a\r\nMcp-Name: x \t\r\nX-E:  \r\n\r\n"],
     "trailers": [CHUNKED_HEAD + b"\r\n1\r\na\r\n0\r\nX-T: 1\r\n\r\n"],
     "HTTP/2 in the request line": [b"GET / HTTP/2.0\r\nHost: a\r\n\r\n"],
     "an upgrade": [b"GET / HTTP/1.1\r\nHost: a\r\nConnection: upgrade\r\nUpgrade: websocket\r\n\r\n"],

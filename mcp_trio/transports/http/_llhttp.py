@@ -95,8 +95,8 @@ class LlhttpConnection:
 
     def on_header(self, name: bytes, value: bytes) -> None:
         # (After the head: a trailer of a chunked body, counted, then dropped, as the door drops h11's.)
-        if self._in_head:
-            self._headers.append((name, name.lower(), value))
+        if self._in_head:  # (llhttp keeps a value's trailing whitespace: not part of it, RFC 9110 5.5)
+            self._headers.append((name, name.lower(), value.strip(b" \t")))
         self._grow(len(name) + len(value) + 4)
 
     def _grow(self, size: int) -> None:
