@@ -42,6 +42,8 @@ _MUST_CLOSE: Any = h11.MUST_CLOSE
 _CLOSED: Any = h11.CLOSED
 _ERROR: Any = h11.ERROR
 _CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+_new_request = object.__new__
+_set = object.__setattr__
 
 
 class _Refused(Exception):
@@ -94,10 +96,12 @@ class LlhttpConnection:
         self._grow(len(url))
 
     def on_header(self, name: bytes, value: bytes) -> None:
+        size = self._head_size = self._head_size + len(name) + len(value) + 4
         # (After the head: a trailer of a chunked body, counted, then dropped, as the door drops h11's.)
         if self._in_head:  # (llhttp keeps a value's trailing whitespace: not part of it, RFC 9110 5.5)
             self._headers.append((name, name.lower(), value.strip(b" \t")))
-        self._grow(len(name) + len(value) + 4)
+        if size > self._max_head:
+            self._refuse("Receive buffer too long", 431)
 
     def _grow(self, size: int) -> None:
         self._head_size += size
@@ -129,13 +133,12 @@ class LlhttpConnection:
             self._refuse("Missing mandatory Host: header", 400)
         if hosts > 1:
             self._refuse("Found multiple Host: headers", 400)
-        request = h11.Request(
-            method=method,
-            headers=Headers(self._headers),  # (already validated, as h11's parser's)
-            target=self._url,
-            http_version=version,
-            _parsed=True,
-        )
+        # h11's event, made as h11's parser makes it but without its checks again (made above).
+        request = _new_request(h11.Request)
+        _set(request, "method", method)
+        _set(request, "headers", Headers(self._headers))
+        _set(request, "target", self._url)
+        _set(request, "http_version", version)
         self._events.append((request, version, method, not close))
 
     def on_body(self, body: bytes) -> None:
