@@ -121,6 +121,8 @@ def test_the_figures_are_the_last_runs() -> None:
         ("codec, full wire path vs SDK (geometric mean)", 1),
         ("stdio sequential vs TypeScript SDK", 2),
         ("HTTP ×64, h11 front door vs TypeScript SDK", 2),
+        ("HTTP ×64, httptools front door vs TypeScript SDK", 2),
+        ("HTTP ×64 server CPU per request, httptools front door vs TypeScript SDK", 2),
     ]:
         value = figures[name]
         assert value is not None, name
