@@ -40,6 +40,20 @@ def _ratio(a: float | None, b: float | None) -> float | None:
     return a / b
 
 
+def _against_ts(door: str, rate: float | None, cpu: float | None, conc: Any) -> list[Target]:
+    """The two HTTP targets of ``door`` against the TypeScript SDK: req/s and server CPU per request."""
+    return [
+        Target(f"HTTP ×64, {door} front door vs TypeScript SDK", "≥ 1.5×", _ratio(rate, conc("ts")), 1.5),
+        Target(
+            f"HTTP ×64 server CPU per request, {door} front door vs TypeScript SDK",
+            "≤ 0.5×",
+            _ratio(cpu, conc("ts", "server_cpu_us")),
+            0.5,
+            higher_is_better=False,
+        ),
+    ]
+
+
 def targets(results: dict[str, Any]) -> list[Target]:
     r = results
     seq = lambda k: _get(r, "stdio", "sequential", k, "rate")  # noqa: E731
@@ -70,26 +84,10 @@ def targets(results: dict[str, Any]) -> list[Target]:
             _ratio(conc("ours"), conc(best_sdk) if best_sdk else None),
             2,
         ),
-        Target("HTTP ×64, h11 front door vs TypeScript SDK", "≥ 1.5×", _ratio(conc("ours"), conc("ts")), 1.5),
-        Target(
-            "HTTP ×64 server CPU per request, h11 front door vs TypeScript SDK",
-            "≤ 0.5×",
-            _ratio(conc("ours", "server_cpu_us"), conc("ts", "server_cpu_us")),
-            0.5,
-            higher_is_better=False,
-        ),
-        Target(
-            "HTTP ×64, httptools front door vs TypeScript SDK",
-            "≥ 1.5×",
-            _ratio(conc("ours_httptools"), conc("ts")),
-            1.5,
-        ),
-        Target(
-            "HTTP ×64 server CPU per request, httptools front door vs TypeScript SDK",
-            "≤ 0.5×",
-            _ratio(conc("ours_httptools", "server_cpu_us"), conc("ts", "server_cpu_us")),
-            0.5,
-            higher_is_better=False,
+        *(
+            target
+            for door, key in (("h11", "ours"), ("httptools", "ours_httptools"))
+            for target in _against_ts(door, conc(key), conc(key, "server_cpu_us"), conc)
         ),
         Target(
             "HTTP ×64, h11 front door vs bare h11-over-trio",
