@@ -26,7 +26,7 @@ import h11
 from h11._headers import Headers
 
 try:
-    import httptools  # type: ignore[import-untyped]
+    import httptools  # type: ignore[import-untyped, unused-ignore]  # (typed from 0.9)
 except ImportError as exc:  # pragma: no cover - the message is the point
     raise ImportError(
         "the httptools front door needs the httptools package: pip install 'mcp-trio[fast]'"
