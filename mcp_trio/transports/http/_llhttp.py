@@ -264,15 +264,14 @@ class LlhttpConnection:
             elif lower == b"connection" and b"close" in value.lower():
                 closes = any(token.strip() == b"close" for token in value.lower().split(b","))
         method = self._request_method
-        empty = status in (204, 304) or method == b"HEAD" or (method == b"CONNECT" and 200 <= status < 300)
-        framing = "length" if (lengths and not chunked) else "unknown"
-        if status in (204, 304) or (method == b"CONNECT" and 200 <= status < 300):
-            framing = "length"
+        bodiless = status in (204, 304) or (method == b"CONNECT" and 200 <= status < 300)
+        sized = bodiless or (lengths and not chunked)
+        chunks = self.their_http_version is not None and self.their_http_version >= b"1.1"
         headers: Sequence[tuple[bytes, bytes]] = raw
-        if framing == "unknown":
+        if not sized:
             # A body of unknown length: chunked to an HTTP/1.1 client, else ended by the close.
             keep = [(n, v) for n, v in raw if n.lower() not in (b"content-length", b"transfer-encoding")]
-            if self.their_http_version == b"1.1":
+            if chunks:
                 headers = [*keep, (b"Transfer-Encoding", b"chunked")]
             else:
                 headers = keep
@@ -292,14 +291,12 @@ class LlhttpConnection:
             self._keep_alive = False
             if self.their_state is _DONE:
                 self.their_state = _MUST_CLOSE
-        if empty:
+        if bodiless or method == b"HEAD":
             self._framing, self._left = "length", 0
-        elif framing == "length":
-            self._framing, self._left = "length", (int(lengths[0]) if lengths else 0)
-        elif self.their_http_version == b"1.1":
-            self._framing = "chunked"
+        elif sized:
+            self._framing, self._left = "length", int(lengths[0])
         else:
-            self._framing = "close"
+            self._framing = "chunked" if chunks else "close"
         self.our_state = _SEND_BODY
         lines = [b"HTTP/1.1 %d %s\r\n" % (status, response.reason)]
         lines += [b"%s: %s\r\n" % (name, value) for name, value in headers]
