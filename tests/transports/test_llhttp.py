@@ -156,6 +156,12 @@ ANSWERS: dict[str, tuple[bytes, int, list[tuple[str, str]], list[bytes]]] = {
     "a sized answer": (SIMPLE, 200, [("content-type", "application/json"), ("content-length", "2")], [b"{}"]),
     "a stream to HTTP/1.1": (SIMPLE, 200, [("content-type", "text/event-stream")], [b"data: 1\n\n", b"x"]),
     "a stream to HTTP/1.0": (b"GET / HTTP/1.0\r\n\r\n", 200, [("content-type", "text/event-stream")], [b"a"]),
+    "a stream to an HTTP/2.0 request line": (
+        b"GET / HTTP/2.0\r\nHost: a\r\n\r\n",
+        200,
+        [("content-type", "text/event-stream")],
+        [b"a"],
+    ),
     "a HEAD answer": (b"HEAD / HTTP/1.1\r\nHost: a\r\n\r\n", 200, [("content-length", "5")], []),
     "a HEAD answer of unknown length": (b"HEAD / HTTP/1.1\r\nHost: a\r\n\r\n", 200, [], []),
     "204": (SIMPLE, 204, [("mcp-session-id", "x")], []),
