@@ -30,6 +30,7 @@ import trio
 
 __all__ = [
     "ConnectionGate",
+    "Receiver",
     "TimedStream",
     "default_per_client",
     "listener_url",
@@ -132,6 +133,54 @@ def peer_address(stream: trio.SocketStream) -> str | None:
         return str(stream.socket.getpeername()[0])
     except OSError:
         return None
+
+
+class Receiver:
+    """Reads a connection's stream as ``receive_some`` does, without the read that fails.
+
+    After a read that emptied the socket (it returned less than it asked
+    for), the next one waits for data first instead of trying: a client that
+    waits for our answer has sent nothing more, and trying would cost a
+    failed system call (and trio's exception for it) per request.  Over TLS
+    (no socket to watch directly) it is the stream's own ``receive_some``.
+    """
+
+    __slots__ = ("stream", "socket", "drained")
+
+    def __init__(self, stream: trio.SocketStream | trio.SSLStream[trio.SocketStream]) -> None:
+        self.stream = stream
+        self.socket = stream.socket if isinstance(stream, trio.SocketStream) else None
+        self.drained = False  # the last read returned less than it asked for
+
+    async def receive(self, size: int, checkpoint: bool = True) -> bytes | None:
+        """Up to ``size`` bytes; ``b""`` at the client's end of file, None when it reset
+        the connection or the stream is closed.  A read that finds data at once yields
+        to the scheduler after it (a cancel-shielded checkpoint) unless ``checkpoint``
+        is False, as for a new connection's first read."""
+        sock = self.socket
+        try:
+            if sock is None:
+                received = await self.stream.receive_some(size)
+                return received if isinstance(received, bytes) else bytes(received)  # (TLS)
+            waited = self.drained
+            if waited:
+                await trio.lowlevel.wait_readable(sock)
+            while True:
+                fd = sock.fileno()  # (-1 once closed: never a number reused by another socket)
+                if fd < 0:
+                    return None
+                try:
+                    data = os.read(fd, size)
+                    break
+                except BlockingIOError:
+                    waited = True
+                    await trio.lowlevel.wait_readable(sock)
+        except (OSError, trio.BrokenResourceError, trio.ClosedResourceError):
+            return None
+        self.drained = 0 < len(data) < size
+        if checkpoint and not waited:
+            await trio.lowlevel.cancel_shielded_checkpoint()
+        return data
 
 
 def read_now(fd: int, size: int) -> bytes | None:

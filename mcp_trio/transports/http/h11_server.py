@@ -227,6 +227,7 @@ class _H11Connection:
         self.ahead = 0  # bytes read since the parser last asked for more
         self.received = 0  # bytes read in all
         self.served = 0  # requests answered
+        self.receiver = _gate.Receiver(stream)
         self.reader_lot = trio.lowlevel.ParkingLot()
         self.data_lot = trio.lowlevel.ParkingLot()
         self.cancel_scope = trio.CancelScope()
@@ -251,11 +252,7 @@ class _H11Connection:
         while True:
             while not self.want and self.ahead >= _READ_SIZE:
                 await self.reader_lot.park()
-            try:
-                received = await self.stream.receive_some(_READ_SIZE)
-                data: bytes | None = received if isinstance(received, bytes) else bytes(received)  # (TLS)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                data = None  # a reset
+            data = await self.receiver.receive(_READ_SIZE)  # (None: a reset)
             if not data:
                 await self._closed(reset=data is None)
                 return
@@ -349,15 +346,8 @@ class _H11Connection:
         A new connection's first request has most often come with it: it is read at
         once, without a scheduler round (under load, most of a new client's wait)."""
         if self.nursery is not None:
-            data = None
-            if not self.received and self.stream is self.socket_stream:  # (plain TCP)
-                data = _gate.read_now(self.socket_stream.socket.fileno(), _READ_SIZE)
-            if data is None:
-                try:
-                    received = await self.stream.receive_some(_READ_SIZE)
-                    data = received if isinstance(received, bytes) else bytes(received)  # (TLS)
-                except (trio.BrokenResourceError, trio.ClosedResourceError):
-                    data = b""  # a reset: the end, as for the reader
+            # (None: a reset, the end as for the reader)
+            data = await self.receiver.receive(_READ_SIZE, checkpoint=self.received > 0) or b""
             self.received += len(data)
             self.conn.receive_data(data)
             return

@@ -1,0 +1,147 @@
+"""The lean front door's socket reader (``_gate.Receiver``): what ``receive_some``
+returns, without the read that would fail after the socket was emptied."""
+
+from __future__ import annotations
+
+import os
+import socket
+
+import pytest
+import trio
+import trio.testing
+
+from mcp_trio.transports.http import _gate
+
+
+async def _pair() -> tuple[trio.SocketStream, socket.socket]:
+    ours, theirs = socket.socketpair()
+    ours.setblocking(False)
+    return trio.SocketStream(trio.socket.from_stdlib_socket(ours)), theirs
+
+
+def _count_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Record the outcome of every ``os.read`` the reader makes (-1: it failed, would block)."""
+    calls: list[int] = []
+    real = os.read
+
+    def counting(fd: int, size: int) -> bytes:
+        try:
+            data = real(fd, size)
+        except BlockingIOError:
+            calls.append(-1)
+            raise
+        calls.append(len(data))
+        return data
+
+    monkeypatch.setattr(_gate.os, "read", counting)
+    return calls
+
+
+async def test_after_a_short_read_the_next_one_waits_for_data_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    stream, theirs = await _pair()
+    calls = _count_reads(monkeypatch)
+    receiver = _gate.Receiver(stream)
+    theirs.send(b"first")
+    assert await receiver.receive(1024) == b"first"
+    assert receiver.drained
+
+    got: list[bytes | None] = []
+
+    async def read() -> None:
+        got.append(await receiver.receive(1024))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(read)
+        await trio.sleep(0.05)
+        assert got == [] and calls == [5]  # waiting, and no read tried on the empty socket
+        theirs.send(b"second")
+    assert got == [b"second"]
+    assert calls == [5, 6]  # one read per arrival, none that failed
+    theirs.close()
+    await stream.aclose()
+
+
+async def test_a_full_read_is_followed_by_a_read_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    stream, theirs = await _pair()
+    calls = _count_reads(monkeypatch)
+    receiver = _gate.Receiver(stream)
+    theirs.sendall(b"x" * 12)
+    assert await receiver.receive(8) == b"x" * 8
+    assert not receiver.drained  # more may be there: tried at once
+    assert await receiver.receive(8) == b"x" * 4
+    assert calls == [8, 4]
+    theirs.close()
+    await stream.aclose()
+
+
+async def test_the_first_read_tries_then_waits(monkeypatch: pytest.MonkeyPatch) -> None:
+    stream, theirs = await _pair()
+    calls = _count_reads(monkeypatch)
+    receiver = _gate.Receiver(stream)
+    async with trio.open_nursery() as nursery:
+
+        async def later() -> None:
+            await trio.sleep(0.05)
+            theirs.send(b"hello")
+
+        nursery.start_soon(later)
+        assert await receiver.receive(1024, checkpoint=False) == b"hello"
+    assert calls == [-1, 5]  # nothing known about a new socket: tried, then waited
+    theirs.close()
+    await stream.aclose()
+
+
+async def test_end_of_file_reset_and_close() -> None:
+    stream, theirs = await _pair()
+    receiver = _gate.Receiver(stream)
+    theirs.shutdown(socket.SHUT_WR)
+    assert await receiver.receive(1024) == b""  # the client's end of file
+    theirs.close()
+    await stream.aclose()
+
+    # A reset: the peer closes with unread data, so the kernel resets the connection.
+    listener = trio.socket.socket()
+    await listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    client = socket.create_connection(listener.getsockname())
+    accepted, _ = await listener.accept()
+    server = trio.SocketStream(accepted)
+    await server.send_all(b"unread by the client")
+    client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+    client.close()
+    await trio.sleep(0.05)
+    assert await _gate.Receiver(server).receive(1024) is None
+    await server.aclose()
+    listener.close()
+
+    stream, theirs = await _pair()
+    receiver = _gate.Receiver(stream)
+    await stream.aclose()
+    assert await receiver.receive(1024) is None  # closed: no read of a number another socket may reuse
+    theirs.close()
+
+
+async def test_a_waiting_read_is_cancellable() -> None:
+    stream, theirs = await _pair()
+    receiver = _gate.Receiver(stream)
+    receiver.drained = True
+    with trio.move_on_after(0.05) as scope:
+        await receiver.receive(1024)
+    assert scope.cancelled_caught
+    theirs.send(b"after")
+    assert await receiver.receive(1024) == b"after"
+    theirs.close()
+    await stream.aclose()
+
+
+async def test_a_stream_without_a_socket_is_read_with_its_own_receive_some() -> None:
+    # (as a TLS stream is: no descriptor of its own to watch)
+    ours, theirs = trio.testing.memory_stream_pair()
+    receiver = _gate.Receiver(ours)  # type: ignore[arg-type]
+    assert receiver.socket is None
+    await theirs.send_all(b"abc")
+    assert await receiver.receive(1024) == b"abc"
+    await theirs.send_eof()
+    assert await receiver.receive(1024) == b""
+    await ours.aclose()
+    assert await receiver.receive(1024) is None
