@@ -22,7 +22,10 @@ Rules:
   for a request before it began, is never read in again.
 * A handler task goes on with queued requests in its scope, each in a fresh
   copy of its starting context, until the queue is empty, the session stops,
-  or the scope is cancelled or unfit.
+  or the scope is cancelled or unfit.  Over a transport that sweeps idle
+  tasks (Streamable HTTP: ``idle_handlers``), one such task per session then
+  waits for the next request instead of ending, until a sweep finds it idle
+  twice in a row.
 * A handler's return value is the result; :class:`McpError` answers with that
   error, any other exception -32603 (logged); a cancelled request sends
   nothing.  The answer is the request's last act: written at once, queued
@@ -102,6 +105,10 @@ class _Handlers:
     _alive: int
     _queued: deque[RequestReceived] | tuple[()]
     _room: trio.Event | None
+    #: The session's idle handler task, parked in :meth:`_linger`, and where
+    #: the request handed to it as it is woken goes.
+    _idle: tuple[trio.lowlevel.Task, list[RequestReceived]] | None = None
+    _idle_swept: tuple[trio.lowlevel.Task, list[RequestReceived]] | None = None  # (see sweep_idle_handler)
     _scopes: dict[Any, trio.CancelScope]
     _stopping: bool
     _tasks: trio.Nursery | None
@@ -298,40 +305,94 @@ class _Handlers:
         self._alive += 1
 
     def _start_queued(self) -> None:
-        """Start queued requests while slots are free, each in a task of its own."""
+        """Start queued requests while slots are free: the first in the session's
+        idle handler task if it has one (see :meth:`_linger`), the others each in
+        a task of its own."""
         assert self._tasks is not None
         while self._queued and self._running < self.max_in_flight and not self._stopping:
             self._take_slot()
-            # (a name given: trio need not build one from the method per task)
-            self._tasks.start_soon(self._handler_task, self._dequeue(), name=_HANDLER_NAME)
+            idle = self._idle
+            if idle is not None:
+                self._idle = None
+                task, handed = idle
+                handed.append(self._dequeue())
+                trio.lowlevel.reschedule(task)
+            else:
+                # (a name given: trio need not build one from the method per task)
+                self._tasks.start_soon(self._handler_task, self._dequeue(), name=_HANDLER_NAME)
         if self._room is not None:
             self._room.set()
+
+    async def _linger(self, registry: set[Any]) -> RequestReceived | None:
+        """Wait, as the session's idle handler task, for the next request
+        :meth:`_start_queued` hands over (its slot taken); None: the transport
+        swept the task away (:meth:`sweep_idle_handler`), or the session ends
+        (its nursery is cancelled)."""
+        handed: list[RequestReceived] = []
+        idle = self._idle = (trio.lowlevel.current_task(), handed)
+        registry.add(self)
+
+        def abort(_: object) -> trio.lowlevel.Abort:  # (the session ends: nothing of it is kept)
+            if self._idle is idle:
+                self._idle = None
+            registry.discard(self)
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        await trio.lowlevel.wait_task_rescheduled(abort)
+        return handed[0] if handed else None
+
+    def sweep_idle_handler(self) -> bool:
+        """Called now and then by a transport whose channel has ``idle_handlers``
+        (the set an idle handler task registers its session in): end the
+        session's idle handler task if it has waited since the previous call,
+        so a session that has gone quiet holds no task.  False: the session has
+        no idle handler task now (take it out of the set)."""
+        idle = self._idle
+        if idle is None:
+            return False
+        if self._idle_swept is not idle:
+            self._idle_swept = idle
+            return True
+        self._idle = self._idle_swept = None
+        trio.lowlevel.reschedule(idle[0])  # (nothing handed: it ends)
+        return False
 
     async def _handler_task(self, event: RequestReceived) -> None:
         """A request's own task: answers ``event``, then takes requests still
         queued, one at a time, in the same cancel scope, each in a fresh copy
         of the context the task started with (what a task of its own would
-        get), until the queue is empty, the session stops, or a request
-        spoils the scope (see :meth:`_reader`) or is cancelled (which ends
-        the task).
+        get), until the session stops, a request spoils the scope (see
+        :meth:`_reader`) or is cancelled (which ends the task), or the queue
+        holds more than a free slot allows.  With the queue empty, over a
+        transport that sweeps idle tasks away (see :meth:`sweep_idle_handler`),
+        the first such task to find it so stays as the session's idle handler
+        task and takes the next request that comes (:meth:`_linger`): a
+        session whose requests come one after another costs no task and no
+        cancel scope per request.
         """
         context = contextvars.copy_context()
         taken = 1
         try:
             with trio.CancelScope() as scope:
                 fit = await self._handle_request(event, scope)
-                while (
-                    fit
-                    and self._queued
-                    and self._running < self.max_in_flight
-                    and not self._stopping
-                    # (a handler that caught its cancellation and returned left it cancelled)
-                    and not scope.cancel_called
-                ):
-                    self._take_slot()
-                    event = self._dequeue()
-                    if self._room is not None:
-                        self._room.set()
+                # (a handler that caught its cancellation and returned left it cancelled)
+                while fit and not self._stopping and not scope.cancel_called:
+                    if self._queued and self._running < self.max_in_flight:
+                        self._take_slot()
+                        event = self._dequeue()
+                        if self._room is not None:
+                            self._room.set()
+                    elif (
+                        not self._queued
+                        and self._idle is None
+                        and (registry := getattr(self.channel, "idle_handlers", None)) is not None
+                    ):
+                        handed = await self._linger(registry)
+                        if handed is None:
+                            break
+                        event = handed
+                    else:
+                        break
                     _, fit = await _until_it_waits(
                         self._handle_request(event, scope), context.copy(), _nothing
                     )
@@ -340,6 +401,8 @@ class _Handlers:
                         # Handlers that never wait: other tasks run now and then all the same.
                         await trio.lowlevel.cancel_shielded_checkpoint()
         finally:
+            if self._stopping:  # (an ended session is not kept until the next sweep)
+                getattr(self.channel, "idle_handlers", set()).discard(self)
             # (from the context the task started with: the first handler may have changed its own)
             context.run(self._start_queued)
 

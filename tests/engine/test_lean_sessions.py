@@ -2,7 +2,8 @@
 
 A session has one nursery; its writer starts with the first frame queued; a
 push transport (Streamable HTTP) feeds frames from its own tasks, so an idle
-HTTP session is one parked task whose nursery holds no task at all.
+HTTP session is one parked task whose nursery holds no task at all (its handler
+task, kept between requests, is swept away once the session has gone quiet).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from mcp_trio import (
 )
 from mcp_trio.server import Server
 from mcp_trio.transports import Frame
+from mcp_trio.transports.http import _streamable
 from mcp_trio.transports.http.server import HttpRequest, StreamableHTTP
 
 from ..transports.test_http_server import _Sink
@@ -135,36 +137,121 @@ async def _open(endpoint: StreamableHTTP) -> dict[str, str]:
     return headers
 
 
-async def test_an_idle_http_session_is_one_parked_task_with_an_empty_nursery() -> None:
+_HANDLER = "mcp_trio._engine._session.Session._handle_request"  # the name of request handler tasks
+
+
+class _Spawns(trio.abc.Instrument):
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    def task_spawned(self, task: trio.lowlevel.Task) -> None:
+        self.names.append(task.name)
+
+
+def _echo_endpoint() -> StreamableHTTP:
     server = Server("lean", "1")
 
     @server.tool(structured_output=False)
     async def echo(text: str) -> str:
         return text
 
-    endpoint = StreamableHTTP(server.serve_session)
+    @server.tool(structured_output=False)
+    async def nap(seconds: float) -> str:
+        await trio.sleep(seconds)
+        return "rested"
+
+    return StreamableHTTP(server.serve_session)
+
+
+def _call(id: int, name: str = "echo", **arguments: Any) -> bytes:
+    arguments = arguments or {"text": str(id)}
+    return msgspec.json.encode(
+        {"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
+    )
+
+
+async def _answer(endpoint: StreamableHTTP, headers: dict[str, str], body: bytes) -> Any:
+    sink = _Sink()
+    await endpoint.handle(HttpRequest("POST", headers, body), sink)
+    return msgspec.json.decode(sink.body)["result"]["content"][0]["text"]
+
+
+def _session_nurseries(endpoint: StreamableHTTP) -> list[trio.Nursery]:
+    assert endpoint._nursery is not None
+    nurseries = []
+    for task in endpoint._nursery.child_tasks:
+        [session_nursery] = task.child_nurseries
+        nurseries.append(session_nursery)
+    return nurseries
+
+
+async def test_an_idle_http_session_is_one_parked_task_with_an_empty_nursery(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Between requests a session keeps the task that handled its last one, for
+    # the next; once a sweep found it idle and the next one still does, it ends.
+    monkeypatch.setattr(_streamable, "_IDLE_HANDLER_SWEEP", 0.05)
+    endpoint = _echo_endpoint()
     async with trio.open_nursery() as nursery:
         await nursery.start(endpoint.run)
         sessions = [await _open(endpoint) for _ in range(5)]
-        call = msgspec.json.encode(
-            {
-                "jsonrpc": "2.0",
-                "id": 2,
-                "method": "tools/call",
-                "params": {"name": "echo", "arguments": {"text": "x"}},
-            }
-        )
-        sink = _Sink()
-        await endpoint.handle(HttpRequest("POST", sessions[0], call), sink)
-        assert msgspec.json.decode(sink.body)["result"]["content"][0]["text"] == "x"
+        assert await _answer(endpoint, sessions[0], _call(2)) == "2"
         await trio.testing.wait_all_tasks_blocked()
+        assert sorted(len(n.child_tasks) for n in _session_nurseries(endpoint)) == [0, 0, 0, 0, 1]
+        assert len(endpoint.idle_handlers) == 1
 
-        assert endpoint._nursery is not None
-        session_tasks = list(endpoint._nursery.child_tasks)
-        assert len(session_tasks) == 5
-        for task in session_tasks:
-            [session_nursery] = task.child_nurseries
+        await trio.sleep(0.2)  # (two sweeps at least)
+        assert len(_session_nurseries(endpoint)) == 5
+        for session_nursery in _session_nurseries(endpoint):
             assert not session_nursery.child_tasks  # no reader, writer or handler left
+        assert not endpoint.idle_handlers
+        assert await _answer(endpoint, sessions[0], _call(3)) == "3"  # a new one takes the next
+        nursery.cancel_scope.cancel()
+
+
+async def test_requests_one_after_another_are_handled_by_one_task() -> None:
+    endpoint = _echo_endpoint()
+    spawns = _Spawns()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(endpoint.run)
+        headers = await _open(endpoint)
+        trio.lowlevel.add_instrument(spawns)
+        try:
+            for id in range(2, 12):
+                assert await _answer(endpoint, headers, _call(id)) == str(id)
+            # A request that waits, then two at once: the kept task takes the
+            # first, a task of its own the second, and both are answered.
+            assert await _answer(endpoint, headers, _call(20, "nap", seconds=0.01)) == "rested"
+            async with trio.open_nursery() as both:
+                for id in (21, 22):
+                    both.start_soon(_answer, endpoint, headers, _call(id, "nap", seconds=0.05))
+        finally:
+            trio.lowlevel.remove_instrument(spawns)
+        assert spawns.names.count(_HANDLER) == 2
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_request_taken_by_the_kept_task_can_be_cancelled() -> None:
+    endpoint = _echo_endpoint()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(endpoint.run)
+        headers = await _open(endpoint)
+        assert await _answer(endpoint, headers, _call(2)) == "2"
+        await trio.testing.wait_all_tasks_blocked()
+        assert len(endpoint.idle_handlers) == 1
+
+        async def cancel_soon() -> None:
+            await trio.sleep(0.05)
+            cancel = b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3}}'
+            await endpoint.handle(HttpRequest("POST", headers, cancel), _Sink())
+
+        sink = _Sink()
+        with trio.fail_after(5):
+            async with trio.open_nursery() as both:
+                both.start_soon(cancel_soon)
+                await endpoint.handle(HttpRequest("POST", headers, _call(3, "nap", seconds=60)), sink)
+        assert b"rested" not in sink.body  # cancelled: no answer
+        assert await _answer(endpoint, headers, _call(4)) == "4"  # and the session goes on
         nursery.cancel_scope.cancel()
 
 

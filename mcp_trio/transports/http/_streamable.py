@@ -116,6 +116,10 @@ log = logging.getLogger("mcp_trio.http")
 _DEFAULT_VERSION = "2025-03-26"  # assumed when MCP-Protocol-Version is absent
 _FIRST_PRIMING = "2025-11-25"
 _HEADER_VERSION = "mcp-protocol-version"
+#: How often idle handler tasks are swept away: a session keeps its handler task
+#: between requests (no task started per request) until it has had none for this
+#: long to twice this long (see _sweep_idle_handlers).
+_IDLE_HANDLER_SWEEP = 2.0
 
 
 class StreamableHTTP(_StreamsAndEnd, _SessionTable, _Endpoint):
@@ -257,6 +261,8 @@ class StreamableHTTP(_StreamsAndEnd, _SessionTable, _Endpoint):
         self.sessions: dict[str, _HttpSession] = {}
         self._by_client: dict[str | None, dict[str, _HttpSession]] = {}  # oldest first
         self._init_idle()
+        #: The engines (sessions) whose handler task waits for their next request.
+        self.idle_handlers: set[Any] = set()
 
     # -------------------------------------------------------------- running
 
@@ -265,9 +271,20 @@ class StreamableHTTP(_StreamsAndEnd, _SessionTable, _Endpoint):
         other workers); cancel it to end every session."""
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._expire_idle)
+            nursery.start_soon(self._sweep_idle_handlers)
             if self.sharing is not None:
                 await nursery.start(self.sharing.run)
             task_status.started(await nursery.start(super().run))
+
+    async def _sweep_idle_handlers(self) -> None:
+        """End the handler task of each session idle since the previous sweep (the
+        engine's ``sweep_idle_handler``): a quiet session holds no task."""
+        handlers = self.idle_handlers
+        while True:
+            await trio.sleep(_IDLE_HANDLER_SWEEP)
+            for engine in list(handlers):
+                if not engine.sweep_idle_handler():
+                    handlers.discard(engine)
 
     def _start_session(self, session: _HttpSession) -> None:
         if self._nursery is None:

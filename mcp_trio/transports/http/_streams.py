@@ -108,10 +108,8 @@ class _HttpSession(trio.abc.Channel[Frame]):
         #: a full session table evicts the oldest session without it first.
         self.past_initialize = False
         self.opened = trio.current_time()
-        # Input: the engine takes each frame in the POST's own task once it has
-        # attached (attach_receiver); frames that come before, or every frame
-        # for an engine that reads with receive(), wait here (at most
-        # owner.inbound_buffer of them).
+        # Input: the engine takes each frame in the POST's own task once attached (attach_receiver);
+        # frames before that, or all for an engine reading with receive(), wait here (inbound_buffer).
         self._feed: Callable[[Frame], Awaitable[None]] | None = None
         self._early: deque[Frame] | None = None
         self._arrived: trio.Event | None = None  # receive() waits for a frame
@@ -167,6 +165,11 @@ class _HttpSession(trio.abc.Channel[Frame]):
     def session_id(self) -> str | None:
         """The ``Mcp-Session-Id`` (``None`` for a sessionless request's session)."""
         return self.id
+
+    @property
+    def idle_handlers(self) -> set[Any]:
+        """Where the engine registers its idle handler task (``StreamableHTTP._sweep_idle_handlers``)."""
+        return self.owner.idle_handlers
 
     @property
     def request_id_prefix(self) -> str | None:
