@@ -9,7 +9,9 @@ once) are those of :func:`serve_h11`.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import math
 import socket
 import ssl
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -232,6 +234,9 @@ class _H11Connection:
         self.data_lot = trio.lowlevel.ParkingLot()
         self.cancel_scope = trio.CancelScope()
         self.rejected = False  # an error answer ends the connection (then a lingering close)
+        self.read_scope = trio.CancelScope()
+        self.in_request = False  # the request being read has its head whole
+        self.mark = 0  # bytes received when the request being read began
         #: Where the reader task starts at the first answer (None once started).
         self.nursery: trio.Nursery | None = None
         self.client = _gate.peer_address(self.socket_stream)  # for per-client limits
@@ -241,8 +246,15 @@ class _H11Connection:
             self.cancel_scope = nursery.cancel_scope
             self.nursery = nursery
             try:
-                while await self._exchange():
-                    pass
+                # One scope for the connection times each request's reading: its
+                # deadline is set while a read waits (see _next_head) and lifted once
+                # the request is whole; a timeout ends the connection.
+                with trio.CancelScope() as self.read_scope:
+                    while await self._exchange():
+                        pass
+                if self.read_scope.cancelled_caught and (self.in_request or self.received != self.mark):
+                    with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError, ValueError):
+                        await self._reject(408, "Request Timeout")  # (a request or its head: too slow)
             finally:
                 nursery.cancel_scope.cancel()
         if self.rejected:
@@ -414,22 +426,21 @@ class _H11Connection:
     async def _read_request(self) -> tuple[Handler | None, HttpRequest] | None:
         """The next request, whole; None (after an error answer if one is due)
         when the connection must end: closed, idle too long, or a bad request."""
-        in_request = False
+        self.in_request = False
+        self.mark = self.received
+        scope = self.read_scope  # (see serve: its timeout ends the connection, with a 408 if due)
         try:
             # One deadline: the head's (see _next_head), then the time allowed for the rest.
-            mark = self.received
-            with trio.CancelScope() as scope:
-                event = await self._next_head(scope)
-                if not isinstance(event, h11.Request):
-                    return None
-                in_request = True
-                if self.on_head is not None:
-                    self.on_head(self.socket_stream)
-                    self.on_head = None
-                return await self._read_body(event, scope, trio.current_time() + self.limits.request_timeout)
-            if in_request or self.received != mark:  # a request (or its head) came too slowly
-                await self._reject(408, "Request Timeout")
-            return None
+            event = await self._next_head(scope)
+            if not isinstance(event, h11.Request):
+                return None
+            self.in_request = True
+            if self.on_head is not None:
+                self.on_head(self.socket_stream)
+                self.on_head = None
+            read = await self._read_body(event, scope, trio.current_time() + self.limits.request_timeout)
+            scope.deadline = math.inf  # (whole: no timer while it is answered)
+            return read
         except h11.RemoteProtocolError as exc:
             if self.conn.our_state in (h11.IDLE, h11.SEND_RESPONSE):
                 await self._reject(exc.error_status_hint, f"Bad HTTP request: {exc}")
