@@ -25,11 +25,13 @@ import os
 import socket
 import ssl
 from collections.abc import Awaitable, Callable, Sequence
+from typing import Protocol
 
 import trio
 
 __all__ = [
     "ConnectionGate",
+    "ReadClock",
     "Receiver",
     "TimedStream",
     "default_per_client",
@@ -133,6 +135,38 @@ def peer_address(stream: trio.SocketStream) -> str | None:
         return str(stream.socket.getpeername()[0])
     except OSError:
         return None
+
+
+class _Timed(Protocol):
+    read_deadline: float
+    read_scope: trio.CancelScope
+
+
+class ReadClock:
+    """Times the reads of a server's connections, one task for them all.
+
+    A connection that waits for its client's bytes sets its ``read_deadline``
+    (a plain number) rather than its read scope's deadline: moving a trio
+    deadline costs a few microseconds each time, and a kept-alive connection
+    would move it twice per request (on while it waits, off once the request
+    is whole).  This clock looks at every connection of the server each tick
+    and cancels the ``read_scope`` of those whose deadline has passed.  A tick
+    is a tenth of the shortest timeout ``shortest`` (at most half a second), so
+    a read times out at most that much late.
+    """
+
+    def __init__(self, shortest: float) -> None:
+        self.tick = min(max(shortest / 10, 0.001), 0.5)
+        self.connections: set[_Timed] = set()
+
+    async def run(self) -> None:
+        while True:
+            await trio.sleep(self.tick)
+            now = trio.current_time()
+            for connection in self.connections:  # (no await in here: nothing changes the set)
+                if connection.read_deadline <= now:
+                    connection.read_deadline = math.inf
+                    connection.read_scope.cancel()
 
 
 class Receiver:

@@ -71,6 +71,7 @@ class _H11Connection:
         limits: _H11Limits,
         table: dict[str, Handler],
         default: Handler,
+        clock: _gate.ReadClock,
         on_head: Callable[[trio.SocketStream], None] | None = None,
     ) -> None:
         self.stream = stream
@@ -98,6 +99,8 @@ class _H11Connection:
         self.cancel_scope = trio.CancelScope()
         self.rejected = False  # an error answer ends the connection (then a lingering close)
         self.read_scope = trio.CancelScope()
+        self.read_deadline = math.inf  # (see serve)
+        self.clock = clock
         self.in_request = False  # the request being read has its head whole
         self.mark = 0  # bytes received when the request being read began
         #: Where the reader task starts at the first answer (None once started).
@@ -105,13 +108,15 @@ class _H11Connection:
         self.client = _gate.peer_address(self.socket_stream)  # for per-client limits
 
     async def serve(self) -> None:
+        self.clock.connections.add(self)
         async with trio.open_nursery() as nursery:
             self.cancel_scope = nursery.cancel_scope
             self.nursery = nursery
             try:
                 # One scope for the connection times each request's reading: its
-                # deadline is set while a read waits (see _next_head) and lifted once
-                # the request is whole; a timeout ends the connection.
+                # read_deadline is set while a read waits (see _next_head), lifted once
+                # the request is whole, and kept by the server's ReadClock (cheaper than
+                # moving a trio deadline twice per request); a timeout ends the connection.
                 with trio.CancelScope() as self.read_scope:
                     while await self._exchange():
                         pass
@@ -119,6 +124,7 @@ class _H11Connection:
                     with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError, ValueError):
                         await self._reject(408, "Request Timeout")  # (a request or its head: too slow)
             finally:
+                self.clock.connections.discard(self)
                 nursery.cancel_scope.cancel()
         if self.rejected:
             await self._linger()
@@ -204,14 +210,14 @@ class _H11Connection:
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 pass
 
-    async def _next_event(self, scope: trio.CancelScope, deadline: float) -> Any:
-        """The next part of a request's body, within ``deadline`` (set on ``scope`` only
-        when there is a wait: most bodies came with their head)."""
+    async def _next_event(self, deadline: float) -> Any:
+        """The next part of a request's body, within ``deadline`` (set only when there is
+        a wait: most bodies came with their head)."""
         while True:
             event = self.conn.next_event()
             if event is not h11.NEED_DATA:
                 return event
-            scope.deadline = deadline
+            self.read_deadline = deadline
             await self._more()
 
     async def _more(self) -> None:
@@ -231,7 +237,7 @@ class _H11Connection:
         self.reader_lot.unpark()
         await self.data_lot.park()
 
-    async def _next_head(self, scope: trio.CancelScope) -> Any:
+    async def _next_head(self) -> Any:
         """The next request's head (or the end), within the header timeout.
 
         The head of a connection's first request must be whole within
@@ -252,7 +258,7 @@ class _H11Connection:
             if idle and self.received != mark:  # the head has begun
                 idle = False
                 deadline = trio.current_time() + limits.header_timeout
-            scope.deadline = deadline  # (only once there is a wait: no timer for a head already here)
+            self.read_deadline = deadline  # (only once there is a wait: none for a head already here)
             await self._more()
 
     async def _exchange(self) -> bool:
@@ -291,18 +297,17 @@ class _H11Connection:
         when the connection must end: closed, idle too long, or a bad request."""
         self.in_request = False
         self.mark = self.received
-        scope = self.read_scope  # (see serve: its timeout ends the connection, with a 408 if due)
         try:
             # One deadline: the head's (see _next_head), then the time allowed for the rest.
-            event = await self._next_head(scope)
+            event = await self._next_head()
             if not isinstance(event, h11.Request):
                 return None
             self.in_request = True
             if self.on_head is not None:
                 self.on_head(self.socket_stream)
                 self.on_head = None
-            read = await self._read_body(event, scope, trio.current_time() + self.limits.request_timeout)
-            scope.deadline = math.inf  # (whole: no timer while it is answered)
+            read = await self._read_body(event, trio.current_time() + self.limits.request_timeout)
+            self.read_deadline = math.inf  # (whole: no timeout while it is answered)
             return read
         except h11.RemoteProtocolError as exc:
             if self.conn.our_state in (h11.IDLE, h11.SEND_RESPONSE):
@@ -312,10 +317,10 @@ class _H11Connection:
             return None
 
     async def _read_body(
-        self, event: h11.Request, scope: trio.CancelScope, deadline: float
+        self, event: h11.Request, deadline: float
     ) -> tuple[Handler | None, HttpRequest] | None:
         """Check the head of ``event``, then read its body (by ``deadline``, the request
-        timeout's, on ``scope``)."""
+        timeout's)."""
         headers: dict[str, str] = {}
         head_size = len(event.target)
         for raw_name, raw_value in event.headers.raw_items():  # (iterating Headers costs 2x)
@@ -340,7 +345,7 @@ class _H11Connection:
         chunks: list[bytes] = []
         size = 0
         while True:
-            part = await self._next_event(scope, deadline)
+            part = await self._next_event(deadline)
             if isinstance(part, h11.Data):
                 chunks.append(part.data)
                 size += len(part.data)
@@ -441,23 +446,27 @@ async def serve_h11(
         )
         try:
             async with outer:
-                await _H11Connection(outer, limits, table, endpoint, gate.prove).serve()
+                await _H11Connection(outer, limits, table, endpoint, clock, gate.prove).serve()
         except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
             log.debug("HTTP connection ended abruptly: %s", exc)  # a reset by the client (or a bad TLS hello)
         except Exception:
             log.exception("HTTP connection failed")
 
+    clock = _gate.ReadClock(min(header_timeout, keepalive_timeout, request_timeout))
     listeners = await open_listeners(host, port, reuse_port=reuse_port)
     urls = [listener_url(listener, "http" if ssl_context is None else "https") for listener in listeners]
     try:
-        async with trio.open_nursery() as connections:
-            async with trio.open_nursery() as accepting:
-                accepting.start_soon(gate.serve, listeners, connection, connections)
-                task_status.started(urls)
-                await (shutdown_trigger or trio.sleep_forever)()
-                accepting.cancel_scope.cancel()  # no more connections
-            for listener in listeners:
-                listener.socket.close()
+        async with trio.open_nursery() as timing:
+            timing.start_soon(clock.run)
+            async with trio.open_nursery() as connections:
+                async with trio.open_nursery() as accepting:
+                    accepting.start_soon(gate.serve, listeners, connection, connections)
+                    task_status.started(urls)
+                    await (shutdown_trigger or trio.sleep_forever)()
+                    accepting.cancel_scope.cancel()  # no more connections
+                for listener in listeners:
+                    listener.socket.close()
+            timing.cancel_scope.cancel()  # (the connections have ended)
     finally:
         for listener in listeners:
             listener.socket.close()

@@ -1,8 +1,10 @@
-"""The lean front door's socket reader (``_gate.Receiver``): what ``receive_some``
-returns, without the read that would fail after the socket was emptied."""
+"""How the lean front door reads: its socket reader (``_gate.Receiver``: what
+``receive_some`` returns, without the read that would fail after the socket was
+emptied) and the clock that times its connections' reads (``_gate.ReadClock``)."""
 
 from __future__ import annotations
 
+import math
 import os
 import socket
 
@@ -145,3 +147,42 @@ async def test_a_stream_without_a_socket_is_read_with_its_own_receive_some() -> 
     assert await receiver.receive(1024) == b""
     await ours.aclose()
     assert await receiver.receive(1024) is None
+
+
+class _Connection:
+    def __init__(self) -> None:
+        self.read_deadline = math.inf
+        self.read_scope = trio.CancelScope()
+
+
+async def test_the_read_clock_cancels_a_read_past_its_deadline_within_a_tick() -> None:
+    clock = _gate.ReadClock(0.2)
+    assert clock.tick == pytest.approx(0.02)
+    late, lifted, idle = _Connection(), _Connection(), _Connection()
+    clock.connections.update((late, lifted, idle))
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(clock.run)
+        start = trio.current_time()
+        late.read_deadline = lifted.read_deadline = start + 0.1
+        waited = {}
+
+        async def wait(connection: _Connection, name: str) -> None:
+            with connection.read_scope:
+                await trio.sleep(1)
+            waited[name] = trio.current_time() - start
+
+        nursery.start_soon(wait, late, "late")
+        nursery.start_soon(wait, lifted, "lifted")
+        nursery.start_soon(wait, idle, "idle")
+        await trio.sleep(0.05)
+        lifted.read_deadline = math.inf  # (its read was done in time)
+        await trio.sleep(0.3)
+        assert late.read_scope.cancelled_caught and 0.1 <= waited["late"] < 0.1 + 2 * clock.tick + 0.05
+        assert late.read_deadline == math.inf
+        assert not lifted.read_scope.cancel_called and not idle.read_scope.cancel_called
+        nursery.cancel_scope.cancel()
+
+
+def test_the_read_clocks_tick_is_a_tenth_of_the_shortest_timeout_at_most_half_a_second() -> None:
+    assert _gate.ReadClock(10).tick == 0.5
+    assert _gate.ReadClock(3).tick == pytest.approx(0.3)
