@@ -1019,3 +1019,25 @@ async def test_bodies_that_are_not_json_text_get_a_parse_error(front_door: str) 
             assert r.status_code == 400 and r.json()["error"]["code"] == -32700, r.text
         r = await client.post(url, headers=ACCEPT, json=init())  # and the server goes on
         assert r.status_code == 200
+
+
+def test_a_host_found_allowed_once_still_has_its_origin_checked_and_others_their_own() -> None:
+    # The guard remembers the last Host it allowed (a client repeats its own); what
+    # it remembers must never let a bad Origin, or another Host, through.
+    from mcp_trio.transports.http._request import HostGuard
+
+    guard = HostGuard(["127.0.0.1"])
+
+    def status(headers: dict[str, str]) -> int | None:
+        reply = guard.check(HttpRequest("POST", headers, b""))
+        return None if reply is None else reply.status
+
+    assert status({"host": "127.0.0.1:8000"}) is None
+    assert status({"host": "127.0.0.1:8000"}) is None  # (remembered)
+    assert status({"host": "127.0.0.1:8000", "origin": "http://evil.example"}) == 403
+    assert status({"host": "127.0.0.1:8000", "origin": "http://127.0.0.1:9999"}) == 403
+    assert status({"host": "127.0.0.1:8000", "origin": "http://127.0.0.1:8000"}) is None
+    assert status({"host": "evil.example"}) == 421
+    assert status({"host": "127.0.0.1:8000, evil.example"}) == 421
+    assert status({}) == 421
+    assert status({"host": "127.0.0.1:8000"}) is None

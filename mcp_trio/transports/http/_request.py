@@ -108,17 +108,25 @@ class HostGuard:
         origins = None if allowed_origins is None else list(allowed_origins)
         self.allowed_origins = None if origins is None else {o.lower() for o in origins}
         self._origins = None if origins is None else {_origin(o) for o in origins} - {None}
+        #: The last ``Host`` found allowed (a client repeats its own: not parsed again).
+        self._host_ok: str | None = None
 
     def check(self, request: HttpRequest) -> _Reply | None:
         """The rejection for ``request`` (421 / 403), or None."""
-        raw = request.headers.get("host", "")
+        headers = request.headers
+        raw = headers.get("host", "")
+        if raw == self._host_ok and "origin" not in headers:
+            return None
         host = _authority(raw)
         names = self.allowed_hosts
         if names is not None and (host is None or not {host[0], f"{host[0]}:{host[1]}"} & names):
             _REFUSALS.note("Host", raw, 421, None if host is None else f"--allowed-host {host[0]}")
             return _error_reply(421, f"Host not allowed: {raw!r}")
-        origin = request.headers.get("origin")
-        if origin is None or (self.allowed_origins is None and self.allowed_hosts is None):
+        origin = headers.get("origin")
+        if origin is None:
+            self._host_ok = raw
+            return None
+        if self.allowed_origins is None and self.allowed_hosts is None:
             return None
         parsed = _origin(origin)
         if self._origins is not None:

@@ -383,11 +383,11 @@ class StreamableHTTP(_StreamsAndEnd, _SessionTable, _Endpoint):
         messages: list[_Message | _BatchMember] = [*peeked] if isinstance(peeked, list) else [peeked]
         if not messages:
             return _error_reply(400, "Invalid Request: empty batch")
-        kinds = await _kinds(messages)
+        kinds = [messages[0].kind] if len(messages) == 1 else await _kinds(messages)
         if "invalid" in kinds:
             return _error_reply(400, "Invalid Request: not a JSON-RPC request, notification or response")
         requests = [m for m, kind in zip(messages, kinds, strict=True) if kind == "request"]
-        is_initialize = any(m.method == "initialize" for m in requests)
+        is_initialize = any([m.method == "initialize" for m in requests])
         single = len(messages) == 1 and len(requests) == 1
         modern_version = _modern_version(requests[0]) if single else None
         header_version = request.headers.get(_HEADER_VERSION)
@@ -486,7 +486,7 @@ class StreamableHTTP(_StreamsAndEnd, _SessionTable, _Endpoint):
         ids = {m.id for m in requests}
         if len(ids) != len(requests):
             return _error_reply(400, "Invalid Request: two requests of the batch share an id")
-        if any(rid in session.by_request for rid in ids):
+        if not session.by_request.keys().isdisjoint(ids):
             return _error_reply(400, "Invalid Request: a request with this id is already in progress")
         if len([s for s in session.streams.values() if s.pending]) >= self.max_streams:
             return _error_reply(429, "Too many requests in flight in this session")

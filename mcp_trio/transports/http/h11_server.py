@@ -34,6 +34,10 @@ log = logging.getLogger("mcp_trio.http")
 
 
 _READ_SIZE = 65536
+#: Header names as the handlers see them (lower-case text), by their bytes: the few a
+#: client sends again and again are decoded once (a bounded table: made-up names pass by).
+_NAMES: dict[bytes, str] = {}
+_NAMES_MAX = 512
 #: How long a client's reset to the ``100 Continue`` probe is waited for
 #: (see :meth:`_H11Connection._left`): past any round trip.
 _PROBE_SECONDS = 2.0
@@ -323,9 +327,14 @@ class _H11Connection:
         timeout's)."""
         headers: dict[str, str] = {}
         head_size = len(event.target)
+        names = _NAMES
         for raw_name, raw_value in event.headers.raw_items():  # (iterating Headers costs 2x)
             head_size += len(raw_name) + len(raw_value) + 4
-            name = raw_name.decode("latin-1").lower()
+            name = names.get(raw_name)
+            if name is None:
+                name = raw_name.decode("latin-1").lower()
+                if len(names) < _NAMES_MAX:
+                    names[raw_name] = name
             value = raw_value.decode("latin-1")
             headers[name] = f"{headers[name]}, {value}" if name in headers else value
         if head_size > self.limits.max_header_size:
