@@ -186,3 +186,32 @@ async def test_the_read_clock_cancels_a_read_past_its_deadline_within_a_tick() -
 def test_the_read_clocks_tick_is_a_tenth_of_the_shortest_timeout_at_most_half_a_second() -> None:
     assert _gate.ReadClock(10).tick == 0.5
     assert _gate.ReadClock(3).tick == pytest.approx(0.3)
+
+
+async def test_a_wakeup_wakes_every_task_waiting_then_and_a_cancelled_one_leaves() -> None:
+    from mcp_trio.transports.http._request import Wakeup
+
+    wakeup = Wakeup()
+    wakeup.wake()  # nobody waits: nothing happens, and nothing is remembered
+    woken: list[str] = []
+
+    async def waiter(name: str) -> None:
+        await wakeup.wait()
+        woken.append(name)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(waiter, "a")
+        nursery.start_soon(waiter, "b")
+        nursery.start_soon(waiter, "c")
+        await trio.testing.wait_all_tasks_blocked()
+        assert woken == []
+        with trio.move_on_after(0.01) as scope:
+            await wakeup.wait()  # a waiter cancelled leaves the list
+        assert scope.cancelled_caught
+        wakeup.wake()
+    assert sorted(woken) == ["a", "b", "c"]
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(waiter, "d")
+        await trio.testing.wait_all_tasks_blocked()
+        wakeup.wake()
+    assert woken[-1] == "d"

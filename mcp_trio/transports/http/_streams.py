@@ -24,7 +24,7 @@ import trio
 from ...store import StoreError
 from .._base import CLOSE_STREAM, Frame, RequestId
 from ._replies import _ERROR_STATUS, _SSE_HEADERS, _peek, _Reply, _send_reply
-from ._request import Responder
+from ._request import Responder, Wakeup
 from ._sse import encode_event, encode_retry
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ class _Stream:
         self.pending = pending
         self.items: deque[Any] = deque()  # (event id, data) or _END, for the attached listener
         self.buffer = buffer
-        self.wakeup = trio.Event()
+        self.wakeup = Wakeup()
         self.attached = False
         self.complete = False  # every request answered (POST) / session over
         self.prime_id: str | None = None
@@ -71,11 +71,10 @@ class _Stream:
                 self.attached = False
             else:
                 self.items.append(item)
-        self.wakeup.set()
+        self.wakeup.wake()
 
     async def next(self) -> Any:
         while not self.items:
-            self.wakeup = trio.Event()
             await self.wakeup.wait()
         return self.items.popleft()
 

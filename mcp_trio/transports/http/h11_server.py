@@ -26,7 +26,7 @@ from . import _gate
 from ._gate import ConnectionGate, listener_url, open_listeners, server_ssl_context
 from ._h11_responder import _H11Responder
 from ._replies import _BOTH_LENGTHS, _Reply, _send_reply
-from ._request import _LINGER_BYTES, _LINGER_SECONDS, Handler, HttpRequest, _routes
+from ._request import _LINGER_BYTES, _LINGER_SECONDS, Handler, HttpRequest, Wakeup, _routes
 
 __all__ = ["serve_h11", "server_ssl_context"]
 
@@ -98,8 +98,8 @@ class _H11Connection:
         self.received = 0  # bytes read in all
         self.served = 0  # requests answered
         self.receiver = _gate.Receiver(stream)
-        self.reader_lot = trio.lowlevel.ParkingLot()
-        self.data_lot = trio.lowlevel.ParkingLot()
+        self.reader_lot = Wakeup()  # the reader waits here while far enough ahead
+        self.data_lot = Wakeup()  # the connection's task waits here for the reader's bytes
         self.cancel_scope = trio.CancelScope()
         self.rejected = False  # an error answer ends the connection (then a lingering close)
         self.read_scope = trio.CancelScope()
@@ -136,7 +136,7 @@ class _H11Connection:
     async def _read_loop(self) -> None:
         while True:
             while not self.want and self.ahead >= _READ_SIZE:
-                await self.reader_lot.park()
+                await self.reader_lot.wait()
             data = await self.receiver.receive(_READ_SIZE)  # (None: a reset)
             if not data:
                 await self._closed(reset=data is None)
@@ -145,7 +145,7 @@ class _H11Connection:
             self.received += len(data)
             self.want = False
             self.conn.receive_data(data)
-            self.data_lot.unpark()
+            self.data_lot.wake()
 
     async def _closed(self, reset: bool) -> None:
         """The client closed its side (EOF) or reset the connection.
@@ -157,7 +157,7 @@ class _H11Connection:
         after a whole request) still gets its answer: see :meth:`_departed`.
         """
         self.conn.receive_data(b"")
-        self.data_lot.unpark()
+        self.data_lot.wake()
         responder = self.answering
         if responder is not None and (reset or await self._departed(responder)):
             responder.gone = True
@@ -238,8 +238,8 @@ class _H11Connection:
             return
         self.want = True
         self.ahead = 0
-        self.reader_lot.unpark()
-        await self.data_lot.park()
+        self.reader_lot.wake()
+        await self.data_lot.wait()
 
     async def _next_head(self) -> Any:
         """The next request's head (or the end), within the header timeout.
