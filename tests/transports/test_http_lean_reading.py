@@ -215,3 +215,21 @@ async def test_a_wakeup_wakes_every_task_waiting_then_and_a_cancelled_one_leaves
         await trio.testing.wait_all_tasks_blocked()
         wakeup.wake()
     assert woken[-1] == "d"
+
+
+async def test_a_connections_first_request_is_timed_exactly_and_later_ones_by_the_clock() -> None:
+    from mcp_trio.transports.http import h11_server
+
+    stream, theirs = await _pair()
+    limits = h11_server._H11Limits(8192, 60.0, 30.0, 30.0, 10.0)
+    clock = _gate.ReadClock(10.0)
+    connection = h11_server._H11Connection(stream, limits, {}, None, clock)  # type: ignore[arg-type]
+    connection._time_read(5.0)  # the first request's head is awaited
+    assert connection.read_deadline == 5.0 and connection.read_scope.deadline == 5.0
+    connection._time_read(math.inf)  # whole
+    assert connection.read_deadline == math.inf and connection.read_scope.deadline == math.inf
+    connection.served = 1
+    connection._time_read(7.0)  # a kept-alive connection waits: the clock alone times it
+    assert connection.read_deadline == 7.0 and connection.read_scope.deadline == math.inf
+    theirs.close()
+    await stream.aclose()

@@ -214,6 +214,15 @@ class _H11Connection:
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 pass
 
+    def _time_read(self, deadline: float) -> None:
+        """Time the read under way to ``deadline`` (``inf``: lift it).  A kept-alive
+        connection's reads are timed by the server's clock alone (see serve); a new
+        connection's first request also by its scope's own deadline, exactly: the
+        timeouts of silent and trickling clients do not come in waves, one per tick."""
+        self.read_deadline = deadline
+        if not self.served:
+            self.read_scope.deadline = deadline
+
     async def _next_event(self, deadline: float) -> Any:
         """The next part of a request's body, within ``deadline`` (set only when there is
         a wait: most bodies came with their head)."""
@@ -221,7 +230,7 @@ class _H11Connection:
             event = self.conn.next_event()
             if event is not h11.NEED_DATA:
                 return event
-            self.read_deadline = deadline
+            self._time_read(deadline)
             await self._more()
 
     async def _more(self) -> None:
@@ -262,7 +271,7 @@ class _H11Connection:
             if idle and self.received != mark:  # the head has begun
                 idle = False
                 deadline = trio.current_time() + limits.header_timeout
-            self.read_deadline = deadline  # (only once there is a wait: none for a head already here)
+            self._time_read(deadline)  # (only once there is a wait: none for a head already here)
             await self._more()
 
     async def _exchange(self) -> bool:
@@ -311,7 +320,7 @@ class _H11Connection:
                 self.on_head(self.socket_stream)
                 self.on_head = None
             read = await self._read_body(event, trio.current_time() + self.limits.request_timeout)
-            self.read_deadline = math.inf  # (whole: no timeout while it is answered)
+            self._time_read(math.inf)  # (whole: no timeout while it is answered)
             return read
         except h11.RemoteProtocolError as exc:
             if self.conn.our_state in (h11.IDLE, h11.SEND_RESPONSE):
