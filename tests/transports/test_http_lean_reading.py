@@ -220,7 +220,13 @@ async def test_a_wakeup_wakes_every_task_waiting_then_and_a_cancelled_one_leaves
 async def test_a_connections_first_request_is_timed_exactly_and_later_ones_by_the_clock() -> None:
     from mcp_trio.transports.http import h11_server
 
-    stream, theirs = await _pair()
+    listener = trio.socket.socket()
+    await listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    theirs = socket.create_connection(listener.getsockname())
+    accepted, _ = await listener.accept()
+    listener.close()
+    stream = trio.SocketStream(accepted)
     limits = h11_server._H11Limits(8192, 60.0, 30.0, 30.0, 10.0)
     clock = _gate.ReadClock(10.0)
     connection = h11_server._H11Connection(stream, limits, {}, None, clock)  # type: ignore[arg-type]
