@@ -7,6 +7,8 @@ from __future__ import annotations
 import math
 import os
 import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import pytest
 import trio
@@ -39,58 +41,59 @@ def _count_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return calls
 
 
-async def test_after_a_short_read_the_next_one_waits_for_data_first(monkeypatch: pytest.MonkeyPatch) -> None:
+@asynccontextmanager
+async def _receiving(
+    monkeypatch: pytest.MonkeyPatch,
+) -> AsyncIterator[tuple[_gate.Receiver, socket.socket, list[int]]]:
+    """A Receiver on one end of a socket pair, the other end, and its reads' outcomes."""
     stream, theirs = await _pair()
     calls = _count_reads(monkeypatch)
-    receiver = _gate.Receiver(stream)
-    theirs.send(b"first")
-    assert await receiver.receive(1024) == b"first"
-    assert receiver.drained
+    try:
+        yield _gate.Receiver(stream), theirs, calls
+    finally:
+        theirs.close()
+        await stream.aclose()
 
-    got: list[bytes | None] = []
 
-    async def read() -> None:
-        got.append(await receiver.receive(1024))
+async def test_after_a_short_read_the_next_one_waits_for_data_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    async with _receiving(monkeypatch) as (receiver, theirs, calls):
+        theirs.send(b"first")
+        assert await receiver.receive(1024) == b"first"
+        assert receiver.drained
+        got: list[bytes | None] = []
 
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(read)
-        await trio.sleep(0.05)
-        assert got == [] and calls == [5]  # waiting, and no read tried on the empty socket
-        theirs.send(b"second")
-    assert got == [b"second"]
-    assert calls == [5, 6]  # one read per arrival, none that failed
-    theirs.close()
-    await stream.aclose()
+        async def read() -> None:
+            got.append(await receiver.receive(1024))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(read)
+            await trio.sleep(0.05)
+            assert got == [] and calls == [5]  # waiting, and no read tried on the empty socket
+            theirs.send(b"second")
+        assert got == [b"second"]
+        assert calls == [5, 6]  # one read per arrival, none that failed
 
 
 async def test_a_full_read_is_followed_by_a_read_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    stream, theirs = await _pair()
-    calls = _count_reads(monkeypatch)
-    receiver = _gate.Receiver(stream)
-    theirs.sendall(b"x" * 12)
-    assert await receiver.receive(8) == b"x" * 8
-    assert not receiver.drained  # more may be there: tried at once
-    assert await receiver.receive(8) == b"x" * 4
-    assert calls == [8, 4]
-    theirs.close()
-    await stream.aclose()
+    async with _receiving(monkeypatch) as (receiver, theirs, calls):
+        theirs.sendall(b"x" * 12)
+        assert await receiver.receive(8) == b"x" * 8
+        assert not receiver.drained  # more may be there: tried at once
+        assert await receiver.receive(8) == b"x" * 4
+        assert calls == [8, 4]
 
 
 async def test_the_first_read_tries_then_waits(monkeypatch: pytest.MonkeyPatch) -> None:
-    stream, theirs = await _pair()
-    calls = _count_reads(monkeypatch)
-    receiver = _gate.Receiver(stream)
-    async with trio.open_nursery() as nursery:
+    async with _receiving(monkeypatch) as (receiver, theirs, calls):
 
         async def later() -> None:
             await trio.sleep(0.05)
             theirs.send(b"hello")
 
-        nursery.start_soon(later)
-        assert await receiver.receive(1024, checkpoint=False) == b"hello"
-    assert calls == [-1, 5]  # nothing known about a new socket: tried, then waited
-    theirs.close()
-    await stream.aclose()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(later)
+            assert await receiver.receive(1024, checkpoint=False) == b"hello"
+        assert calls == [-1, 5]  # nothing known about a new socket: tried, then waited
 
 
 async def test_end_of_file_reset_and_close() -> None:
