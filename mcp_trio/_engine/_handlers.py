@@ -349,6 +349,7 @@ class _Handlers:
         no idle handler task now (take it out of the set)."""
         idle = self._idle
         if idle is None:
+            self._idle_swept = None  # (what it noted last: not kept alive by this)
             return False
         if self._idle_swept is not idle:
             self._idle_swept = idle

@@ -124,7 +124,8 @@ class _H11Connection:
                 with trio.CancelScope() as self.read_scope:
                     while await self._exchange():
                         pass
-                if self.read_scope.cancelled_caught and (self.in_request or self.received != self.mark):
+                timed_out = self.read_scope.cancelled_caught and not self.rejected  # (no 408 after an answer)
+                if timed_out and (self.in_request or self.received != self.mark):
                     with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError, ValueError):
                         await self._reject(408, "Request Timeout")  # (a request or its head: too slow)
             finally:
