@@ -105,10 +105,8 @@ class _Handlers:
     _alive: int
     _queued: deque[RequestReceived] | tuple[()]
     _room: trio.Event | None
-    #: The session's idle handler task, parked in :meth:`_linger`, and where
-    #: the request handed to it as it is woken goes.
-    _idle: tuple[trio.lowlevel.Task, list[RequestReceived]] | None = None
-    _idle_swept: tuple[trio.lowlevel.Task, list[RequestReceived]] | None = None  # (see sweep_idle_handler)
+    #: The session's idle handler task, parked in :meth:`_linger`.
+    _idle: _IdleTask | None = None
     _scopes: dict[Any, trio.CancelScope]
     _stopping: bool
     _tasks: trio.Nursery | None
@@ -314,9 +312,8 @@ class _Handlers:
             idle = self._idle
             if idle is not None:
                 self._idle = None
-                task, handed = idle
-                handed.append(self._dequeue())
-                trio.lowlevel.reschedule(task)
+                idle.handed = self._dequeue()
+                trio.lowlevel.reschedule(idle.task)
             else:
                 # (a name given: trio need not build one from the method per task)
                 self._tasks.start_soon(self._handler_task, self._dequeue(), name=_HANDLER_NAME)
@@ -328,18 +325,16 @@ class _Handlers:
         :meth:`_start_queued` hands over (its slot taken); None: the transport
         swept the task away (:meth:`sweep_idle_handler`), or the session ends
         (its nursery is cancelled)."""
-        handed: list[RequestReceived] = []
-        idle = self._idle = (trio.lowlevel.current_task(), handed)
+        idle = self._idle = _IdleTask(trio.lowlevel.current_task())
         registry.add(self)
 
-        def abort(_: object) -> trio.lowlevel.Abort:  # (the session ends: nothing of it is kept)
+        def abort(_: object) -> trio.lowlevel.Abort:  # (the session ends)
             if self._idle is idle:
                 self._idle = None
-            registry.discard(self)
             return trio.lowlevel.Abort.SUCCEEDED
 
         await trio.lowlevel.wait_task_rescheduled(abort)
-        return handed[0] if handed else None
+        return idle.handed
 
     def sweep_idle_handler(self) -> bool:
         """Called now and then by a transport whose channel has ``idle_handlers``
@@ -349,13 +344,12 @@ class _Handlers:
         no idle handler task now (take it out of the set)."""
         idle = self._idle
         if idle is None:
-            self._idle_swept = None  # (what it noted last: not kept alive by this)
             return False
-        if self._idle_swept is not idle:
-            self._idle_swept = idle
+        if not idle.swept:
+            idle.swept = True
             return True
-        self._idle = self._idle_swept = None
-        trio.lowlevel.reschedule(idle[0])  # (nothing handed: it ends)
+        self._idle = None
+        trio.lowlevel.reschedule(idle.task)  # (nothing handed: it ends)
         return False
 
     async def _handler_task(self, event: RequestReceived) -> None:
@@ -402,8 +396,6 @@ class _Handlers:
                         # Handlers that never wait: other tasks run now and then all the same.
                         await trio.lowlevel.cancel_shielded_checkpoint()
         finally:
-            if self._stopping:  # (an ended session is not kept until the next sweep)
-                getattr(self.channel, "idle_handlers", set()).discard(self)
             # (from the context the task started with: the first handler may have changed its own)
             context.run(self._start_queued)
 
@@ -522,6 +514,18 @@ class _Handlers:
                 self._close_outbox()
             elif self._drained is not None and not self._queued:
                 self._drained.set()
+
+
+class _IdleTask:
+    """A session's idle handler task (see ``_Handlers._linger``): the request handed
+    to it as it is woken, and whether a sweep has already found it idle."""
+
+    __slots__ = ("task", "handed", "swept")
+
+    def __init__(self, task: trio.lowlevel.Task) -> None:
+        self.task = task
+        self.handed: RequestReceived | None = None
+        self.swept = False
 
 
 def _nothing() -> None:

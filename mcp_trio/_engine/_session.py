@@ -372,6 +372,9 @@ class Session(_Handlers, _Handshake, _Outgoing):
             return
         self._stopping = True
         self._drop_queue()
+        idle_handlers = getattr(self.channel, "idle_handlers", None)
+        if idle_handlers is not None:  # (an ended session is not kept until the next sweep)
+            idle_handlers.discard(self)
         if self._tasks is None:
             return  # not running yet: run() returns at once
         self._writer_scope.deadline = trio.current_time() + self.close_grace
