@@ -500,10 +500,19 @@ async def _attack_from_a_thread(
         started = _thread_cpu()
         try:
             trio.run(main)
+        except BaseException as exc:  # re-raised in the test's loop
+            failed.append(exc)
         finally:
             report.attackers_cpu = _thread_cpu() - started
 
-    await trio.to_thread.run_sync(attack_all)
+    # A thread of its own, not one of trio's cached worker threads: its priority cannot be
+    # raised back, and a later test's worker thread must not inherit it.
+    failed: list[BaseException] = []
+    thread = threading.Thread(target=attack_all, name="soak attackers", daemon=True)
+    thread.start()
+    await trio.to_thread.run_sync(thread.join)
+    if failed:
+        raise failed[0]
 
 
 def _thread_cpu() -> float:
