@@ -10,7 +10,7 @@ as :class:`_Message` (or a batch of them), or the 400 parse error.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import msgspec
 import trio
@@ -125,7 +125,8 @@ def _peek_body(body: bytes) -> _Message | list[_BatchMember] | _Reply:
         if body.lstrip(_WHITESPACE)[:1] == b"[":
             peeked = _peek_batch.decode(body)
         else:
-            peeked = _peek.decode(body)  # an object: a _Message
+            # not an array (JSON whitespace is what lstrip took), so an object: a _Message
+            peeked = cast(_Message, _peek.decode(body))
         body.decode("utf-8")  # JSON text is UTF-8 (msgspec checks only what it decodes)
     except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as exc:
         reason = "the body is nested too deeply" if isinstance(exc, RecursionError) else str(exc)
