@@ -16,6 +16,8 @@ import pytest
 
 from mcp_trio.types import _versions
 
+pytestmark = pytest.mark.perf
+
 BENCH = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_codec.py"
 #: The message kinds the benchmark measures (the first one depends on the era).
 KINDS = {"tools/call request", "CallToolResult mixed", "tools/list result x100"}

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.perf
+
 BENCH = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_validators.py"
 
 

@@ -14,7 +14,7 @@ from benchmarks import bench_workers
 from benchmarks.bench_workers import Config, compare, configurations
 from tests.redis_server import redis_server_path
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.perf]
 
 BRIEF = [
     "--duration",

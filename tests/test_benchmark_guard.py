@@ -39,7 +39,7 @@ import pytest
 
 from benchmarks import loadgen, wire_codec
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.perf]
 
 ROOT = Path(__file__).resolve().parent.parent
 OURS = [sys.executable, "-m", "mcp_trio._cli", "serve", "benchmarks/echo_server.py"]

@@ -18,6 +18,8 @@ import pytest
 from benchmarks import run
 from benchmarks._run_common import ANALYSIS_MARKER, CHART, RESULTS_JSON, RESULTS_MD
 
+pytestmark = pytest.mark.perf
+
 COMMITTED = (RESULTS_MD, RESULTS_JSON, CHART)
 
 

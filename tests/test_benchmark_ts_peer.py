@@ -25,7 +25,7 @@ from benchmarks._run_report import render_markdown
 from benchmarks._run_servers import available, peers
 from benchmarks._run_targets import targets
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.perf]
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -20,6 +20,8 @@ from mcp_trio.types import _versions
 
 from .core.test_core import client, handshake, server
 
+pytestmark = pytest.mark.perf
+
 # server/discover opens a stateless session (the revision is not settled yet): it
 # takes the two-pass path, and the benchmark times it so.
 CASES = [

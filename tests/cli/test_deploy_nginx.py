@@ -12,10 +12,13 @@ import time
 from pathlib import Path
 
 import httpx2
+import pytest
 
 from tests.cli.test_serve_deploy import ROOT, Served
 from tests.cli.test_serve_workers import CALL, HEADERS, PROGRAM, alive
 from tests.debian import ensure_command
+
+pytestmark = pytest.mark.interop
 
 PAGE = ROOT / "docs" / "deploy.md"
 NAME = "mcp.example.com"

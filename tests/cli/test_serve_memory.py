@@ -22,7 +22,10 @@ from mcp_trio._cli import _tuning
 from tests.cli.test_serve_deploy import serving, session_headers
 from tests.engine.test_reader_relay import call
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc and /proc")
+pytestmark = [
+    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc and /proc"),
+    pytest.mark.perf,
+]
 
 BURST_APP = """
 from mcp_trio.server import Server

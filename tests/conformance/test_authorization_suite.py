@@ -13,6 +13,8 @@ import pytest
 
 from tests.conformance.runner import AUTHORIZATION_HARNESS, run_authorization
 
+pytestmark = pytest.mark.conformance
+
 ROOT = Path(__file__).resolve().parent.parent.parent
 CLIENT = "conformance-client"
 

@@ -11,6 +11,8 @@ import pytest
 
 from tests.conformance.runner import list_scenarios, run_client
 
+pytestmark = pytest.mark.conformance
+
 ROOT = Path(__file__).resolve().parent.parent.parent
 SCENARIOS = ["initialize", "tools_call", "elicitation-sep1034-client-defaults", "sse-retry"]
 

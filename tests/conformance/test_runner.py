@@ -29,6 +29,8 @@ from tests.conformance.runner import (
     ScenarioResult,
 )
 
+pytestmark = pytest.mark.conformance
+
 HERE = Path(__file__).resolve().parent
 FIXTURES = HERE / "fixtures"
 ROOT = HERE.parent.parent

@@ -13,6 +13,8 @@ import pytest
 from tests.conformance.runner import run_server
 from tests.doors import DOORS
 
+pytestmark = pytest.mark.conformance
+
 ROOT = Path(__file__).resolve().parent.parent.parent
 
 

@@ -27,6 +27,8 @@ from mcp_trio.client import connect_http, connect_stdio, connect_websocket
 
 from .examples_support import ROOT, TIMEOUT, example_env, run_script, served
 
+pytestmark = pytest.mark.docs
+
 DOCS = ROOT / "docs"
 EXAMPLES = DOCS / "examples"
 # The pages written as a guide (the design notes keep their own sketches).

@@ -22,6 +22,8 @@ from mcp_trio.client import connect_http, connect_stdio
 
 from .examples_support import ROOT, TIMEOUT, run_script, served
 
+pytestmark = pytest.mark.docs
+
 README = (ROOT / "README.md").read_text()
 BLOCK = re.compile(r"(?:<!-- (\w+): ([^>]*?) -->\n)?```(\w*)\n(.*?)```", re.S)
 BLOCKS = [(m.group(1), m.group(2), m.group(3), m.group(4)) for m in BLOCK.finditer(README)]

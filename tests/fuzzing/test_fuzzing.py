@@ -429,6 +429,7 @@ def test_an_aborted_campaign_is_visible_in_the_summary_and_the_report(tmp_path: 
     assert not runner.violations_found(stats)
 
 
+@pytest.mark.interop
 def test_sse_disconnect_then_resume_against_a_resumable_server() -> None:
     """The official SDK's resumable app (an event store) gives its events ids: the probe drops the
     stream after the priming event and gets the answer on the GET that resumes it."""

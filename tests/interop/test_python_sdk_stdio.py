@@ -18,6 +18,8 @@ import trio
 
 from mcp_trio import LocalProtocolError, open_session, open_stdio_client
 
+pytestmark = pytest.mark.interop
+
 PROGRAMS = Path(__file__).resolve().parent.parent / "programs"
 ROOT = Path(__file__).resolve().parent.parent.parent
 ENV = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}

@@ -22,6 +22,8 @@ import pytest
 
 from tests.test_everything import PROMPTS, TOOLS, check_png, check_wav
 
+pytestmark = pytest.mark.interop
+
 ROOT = Path(__file__).resolve().parent.parent.parent
 PROGRAM = ROOT / "tests" / "programs" / "sdk_everything_client.py"
 EXAMPLE = ROOT / "examples" / "everything.py"

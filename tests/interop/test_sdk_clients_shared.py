@@ -31,7 +31,10 @@ from tests.interop import test_sdk_client_everything as stdio_suite
 from tests.interop.shared_everything import ROOT, Observed, Served, run_clients
 from tests.redis_server import RedisServer, redis_server
 
-pytestmark = pytest.mark.slow  # 15 to 30 s: two sets of three workers, and three client runs
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.interop,
+]  # 15 to 30 s: two sets of three workers, and three client runs
 
 __all__ = ["redis_server"]  # (the fixture)
 

@@ -60,6 +60,7 @@ def workers_behind_a_proxy(store: str, count: int = 3, program: str = EVERYTHING
             assert "Traceback" not in "".join(worker.lines), "".join(worker.lines)
 
 
+@pytest.mark.conformance
 @pytest.mark.slow
 def test_the_conformance_suite_passes_through_a_proxy_in_front_of_three_workers(
     redis_server: RedisServer,
@@ -70,6 +71,7 @@ def test_the_conformance_suite_passes_through_a_proxy_in_front_of_three_workers(
         assert len(result.scenarios) >= 32
 
 
+@pytest.mark.conformance
 @pytest.mark.slow
 def test_the_2026_harness_passes_through_a_proxy_in_front_of_three_workers(redis_server: RedisServer) -> None:
     with workers_behind_a_proxy(redis_server.url) as url:
@@ -104,6 +106,7 @@ def _call(
     return r.json()
 
 
+@pytest.mark.interop
 def test_a_killed_worker_loses_its_call_in_flight_and_nothing_else(redis_server: RedisServer) -> None:
     argv = [PROGRAM, "--http", "127.0.0.1:0", "--workers", "3", "--store", redis_server.url]
     with serving(argv, ROOT) as served, httpx2.Client(timeout=20, limits=FRESH) as client:
@@ -144,6 +147,7 @@ def _dbsize(port: int) -> int:
     return int(reply[1:].split(b"\r\n")[0])
 
 
+@pytest.mark.interop
 @pytest.mark.slow
 def test_ten_thousand_sessions_opened_and_ended_leave_no_key(tmp_path: Path) -> None:
     redis = RedisServer(tmp_path / "redis")
@@ -195,6 +199,7 @@ def test_a_store_that_cannot_be_reached_is_a_clear_error(tmp_path: Path) -> None
     assert "--store" in stderr and f"127.0.0.1:{port}" in stderr and "Traceback" not in stderr, stderr
 
 
+@pytest.mark.interop
 def test_workers_sharing_a_store_stop_cleanly_on_sigterm(redis_server: RedisServer) -> None:
     argv = [PROGRAM, "--http", "127.0.0.1:0", "--workers", "3", "--store", redis_server.url]
     with serving(argv, ROOT) as served, httpx2.Client(timeout=20, limits=FRESH) as client:

@@ -62,7 +62,7 @@ from ._wire import (
     rpc,
 )
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.soak]
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVER_FILE = "tests/programs/soak_server.py"

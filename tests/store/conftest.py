@@ -36,7 +36,7 @@ async def open_for(kind: str, request: pytest.FixtureRequest, **options: Any) ->
         yield store
 
 
-@pytest.fixture(params=["memory", "redis"])
+@pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.interop)])
 def kind(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 

@@ -22,6 +22,8 @@ from tests.docs.examples_support import example_env
 from tests.redis_server import RedisServer, RedisUnavailable, redis_server_path
 from tests.store.conftest import fresh_prefix
 
+pytestmark = pytest.mark.interop
+
 EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "store.py"
 EXPECTED = EXAMPLE.with_suffix(".out").read_text()
 

@@ -28,6 +28,8 @@ from mcp_trio.transports.http.client import (
     open_legacy_sse_client,
 )
 
+pytestmark = pytest.mark.interop
+
 PROGRAM = Path(__file__).resolve().parent.parent / "programs" / "sdk_http_server.py"
 LEGACY_ERA = ("2025-03-26", "2025-06-18", "2025-11-25")
 MODERN = "2026-07-28"

@@ -74,7 +74,7 @@ def make_server(name: str, state: dict[str, Any]) -> Server:
 _prefixes = itertools.count()
 
 
-@pytest.fixture(params=["memory", "redis"])
+@pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.interop)])
 def store_url(request: pytest.FixtureRequest) -> str | None:
     """Where the workers' store is: ``None``, one in-memory store they share;
     else a real redis-server, each worker with a connection of its own."""
@@ -574,6 +574,7 @@ async def test_a_post_stream_resumed_on_another_worker_gets_the_rest_live(store_
             assert got[2]["id"] == 9 and text(got[2]) == "polled"
 
 
+@pytest.mark.interop
 async def test_redis_stopped_and_restarted_mid_run_gives_errors_then_recovers(tmp_path: Any) -> None:
     redis = RedisServer(tmp_path / "redis")
     redis.start()

@@ -236,6 +236,7 @@ async def _run_sdk_client(url: str, transport: str, mode: str) -> dict[str, Any]
     return dict(json.loads(lines[0]))
 
 
+@pytest.mark.interop
 @pytest.mark.parametrize(
     ("path", "transport", "mode", "version", "ended_streams"),
     [
