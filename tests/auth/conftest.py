@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import secrets
-from typing import Any
+from collections.abc import AsyncIterator
 
+import httpx2 as httpx
 import pytest
 import trio
 
 from examples.authorization_server import AuthorizationServer
-from mcp_trio.auth.server import JWTVerifier, ResourceServer
-from mcp_trio.server import Context, Server
+from tests._support.doors import DOORS
 
 SCOPES = ["mcp", "tools:admin", "files:read", "files:write"]
 
@@ -25,40 +22,12 @@ async def authorization_server(nursery: trio.Nursery) -> AuthorizationServer:
     return server
 
 
-def pkce_pair() -> tuple[str, str]:
-    """A PKCE code verifier and its S256 challenge."""
-    verifier = secrets.token_urlsafe(48)
-    digest = hashlib.sha256(verifier.encode("ascii")).digest()
-    return verifier, base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+@pytest.fixture(params=DOORS)
+def front_door(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
 
 
-def whoami_server(name: str = "protected") -> Server:
-    """A server with ``whoami`` (the token's subject and scopes) and ``purge`` (which the
-    resource server of :func:`resource_server` guards with ``tools:admin``)."""
-    server = Server(name, "1")
-
-    @server.tool
-    async def whoami(ctx: Context) -> str:
-        "Who the token speaks for."
-        return f"{ctx.auth.subject}:{' '.join(sorted(ctx.auth.scopes))}"
-
-    @server.tool
-    async def purge() -> str:
-        "Needs tools:admin."
-        return "purged"
-
-    return server
-
-
-def resource_server(issuer: str | None, **options: Any) -> ResourceServer:
-    """A resource server trusting JWTs of ``issuer`` (keys found through its metadata):
-    ``mcp`` needed for everything, ``tools:admin`` for ``purge``; ``options`` override."""
-    assert issuer is not None
-    settings: dict[str, Any] = {
-        "authorization_servers": [issuer],
-        "verifier": JWTVerifier(issuer=issuer),
-        "required_scopes": ["mcp"],
-        "tool_scopes": {"purge": ["tools:admin"]},
-    }
-    settings.update(options)
-    return ResourceServer(None, **settings)
+@pytest.fixture
+async def http() -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(timeout=10) as client:
+        yield client

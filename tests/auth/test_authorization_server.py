@@ -18,8 +18,7 @@ import trio
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from examples.authorization_server import CLIENT_ASSERTION_TYPE, AuthorizationServer
-
-from .conftest import pkce_pair
+from tests._support.auth import pkce_pair
 
 RESOURCE = "http://127.0.0.1:9/mcp"
 CALLBACK = "http://127.0.0.1/callback"

@@ -22,7 +22,7 @@ from mcp_trio.auth._client_http import HttpReply, OAuthHttp, UrlGuard
 from mcp_trio.auth.client import AuthorizationCodeGrant, LoopbackRedirect
 from mcp_trio.transports.http._http11 import Failure
 from mcp_trio.transports.http.server import HttpRequest
-from tests.auth.test_client_flows import (
+from tests._support.auth_flows import (
     AS,
     Reply,
     Route,

@@ -25,7 +25,7 @@ from mcp_trio.auth.server import JWTVerifier, ResourceServer
 from mcp_trio.client import open_client
 from mcp_trio.server import Context, Server
 from mcp_trio.transports.http.client import open_http_client, open_legacy_sse_client
-from tests.doors import DOORS
+from tests._support.doors import DOORS
 
 TASKS_VERSION = "2025-11-25"
 

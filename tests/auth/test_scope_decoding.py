@@ -24,21 +24,22 @@ import trio
 from examples.authorization_server import AuthorizationServer
 from mcp_trio.auth.server import AccessToken, JWTVerifier, ResourceServer
 from mcp_trio.transports._base import Frame
-from mcp_trio.transports.http.client import open_legacy_sse_client
 from mcp_trio.transports.websocket import open_websocket_client
-from tests.auth.test_server import ACCEPT, challenge_of, jwt_verifier, protected
-from tests.auth.test_websocket_auth import bearer, http_form
-from tests.auth.test_websocket_auth import protected as protected_websocket
-from tests.doors import DOORS
+from tests._support.auth import challenge_of, jwt_verifier, protected
+from tests._support.auth_scopes import (
+    BATCH_VERSION,
+    answer,
+    call,
+    handshake,
+    legacy_session,
+    open_session,
+    send,
+)
+from tests._support.auth_websocket import bearer, http_form
+from tests._support.auth_websocket import protected as protected_websocket
 
 #: How a body may spell the method ``tools/call`` (JSON text, inside the quotes).
 METHODS = ["tools\\/call", "tools\\u002fcall", "\\u0074ools\\u002Fcall"]
-BATCH_VERSION = "2025-03-26"
-
-
-def call(rid: Any, name: str) -> dict[str, Any]:
-    params = {"name": name, "arguments": {}}
-    return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
 
 
 def spellings(message: Any) -> list[bytes]:
@@ -55,61 +56,6 @@ def spellings(message: Any) -> list[bytes]:
 
 SINGLE = call(2, "purge")
 BATCH = [call(3, "whoami"), call(4, "purge")]
-
-
-def answer(response: httpx.Response) -> tuple[int, str | None, bytes]:
-    """What an HTTP refusal says: status, challenge, body."""
-    return response.status_code, response.headers.get("www-authenticate"), response.content
-
-
-@pytest.fixture(params=DOORS)
-def front_door(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(timeout=10) as client:
-        yield client
-
-
-async def send(http: httpx.AsyncClient, url: str, body: bytes, token: str, **headers: str) -> httpx.Response:
-    head = {**ACCEPT, **headers, "authorization": f"Bearer {token}"}
-    return await http.post(url, content=body, headers=head)
-
-
-def handshake(version: str) -> tuple[bytes, bytes]:
-    """``initialize`` asking for ``version``, and ``notifications/initialized``."""
-    params = {
-        "protocolVersion": version,
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"},
-    }
-    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}
-    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-    return json.dumps(init).encode(), json.dumps(initialized).encode()
-
-
-async def open_session(
-    http: httpx.AsyncClient, url: str, token: str, version: str = BATCH_VERSION
-) -> dict[str, str]:
-    """A session (by default a 2025-03-26 one: batches allowed): the headers its requests carry."""
-    init, initialized = handshake(version)
-    hello = await send(http, url, init, token)
-    assert hello.status_code == 200, hello.text
-    headers = {"mcp-session-id": hello.headers["mcp-session-id"], "mcp-protocol-version": version}
-    assert (await send(http, url, initialized, token, **headers)).status_code == 202
-    return headers
-
-
-@asynccontextmanager
-async def legacy_session(origin: str, token: str) -> AsyncIterator[tuple[str, Any]]:
-    """An open legacy HTTP+SSE session (the project's client, authorized by
-    ``token``): the URL its endpoint event named, and the client channel."""
-    async with open_legacy_sse_client(f"{origin}/sse", headers=bearer(token)) as channel:
-        target = channel._legacy_target  # (what the endpoint event named)
-        assert target is not None and "session_id=" in target
-        yield origin + target, channel
 
 
 async def test_escaped_tools_call_needs_the_tool_scope_over_http(

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx2 as httpx
@@ -24,13 +22,11 @@ from mcp_trio.auth.server import (
     InvalidToken,
     JWTVerifier,
     ResourceServer,
-    TokenVerifier,
 )
 from mcp_trio.server import Context, Server
 from mcp_trio.transports.http.server import HttpRequest, Responder, StreamableHTTP, serve_h11
-from tests.doors import DOORS
+from tests._support.auth import ACCEPT, challenge_of, jwt_verifier, make_server, protected
 
-ACCEPT = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 INIT = {
     "jsonrpc": "2.0",
     "id": 1,
@@ -41,66 +37,6 @@ INIT = {
         "clientInfo": {"name": "t", "version": "1"},
     },
 }
-
-
-def make_server() -> Server:
-    server = Server("protected", "1")
-
-    @server.tool
-    async def whoami(ctx: Context) -> dict[str, Any]:
-        "Who the token speaks for."
-        token = ctx.auth
-        assert isinstance(token, AccessToken)
-        return {"sub": token.subject, "client": token.client_id, "scopes": sorted(token.scopes)}
-
-    @server.tool
-    async def purge() -> str:
-        "Needs tools:admin."
-        return "purged"
-
-    return server
-
-
-@pytest.fixture(params=DOORS)
-def front_door(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@asynccontextmanager
-async def protected(
-    front_door: str, verifier: TokenVerifier, issuer: str, **options: Any
-) -> AsyncIterator[tuple[str, ResourceServer]]:
-    auth = ResourceServer(
-        None,
-        authorization_servers=[issuer],
-        verifier=verifier,
-        required_scopes=options.pop("required_scopes", ["mcp"]),
-        tool_scopes=options.pop("tool_scopes", {"purge": ["tools:admin"]}),
-        **options,
-    )
-    async with trio.open_nursery() as nursery:
-        urls = await nursery.start(
-            lambda task_status: make_server().serve_http(
-                "127.0.0.1",
-                0,
-                front_door=front_door,
-                auth=auth,
-                legacy_sse=True,
-                task_status=task_status,
-            )
-        )
-        yield urls[0], auth
-        nursery.cancel_scope.cancel()
-
-
-def jwt_verifier(server: AuthorizationServer, **options: Any) -> JWTVerifier:
-    return JWTVerifier(f"{server.issuer}/jwks", issuer=server.issuer, **options)
-
-
-def challenge_of(response: httpx.Response) -> md.Challenge:
-    challenges = md.parse_www_authenticate(response.headers["www-authenticate"])
-    assert len(challenges) == 1 and challenges[0].scheme == "bearer", response.headers
-    return challenges[0]
 
 
 async def post(
@@ -150,12 +86,6 @@ def hand_signed(header: dict[str, Any], claims: dict[str, Any], secret: bytes) -
     signing_input = f"{part(json.dumps(header).encode())}.{part(json.dumps(claims).encode())}"
     signature = hmac.new(secret, signing_input.encode(), hashlib.sha256).digest()
     return f"{signing_input}.{part(signature)}"
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(timeout=10) as client:
-        yield client
 
 
 # -------------------------------------------------------- 401 / 403

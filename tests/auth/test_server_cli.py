@@ -8,11 +8,11 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 import httpx2 as httpx
 
-ROOT = Path(__file__).resolve().parent.parent.parent
+from tests._support.paths import ROOT
+
 INIT = {
     "jsonrpc": "2.0",
     "id": 1,

@@ -21,8 +21,8 @@ from mcp_trio.auth.client import (
     OAuthClient,
 )
 from mcp_trio.client import connect_http
-from tests.auth.conftest import resource_server, whoami_server
-from tests.doors import DOORS
+from tests._support.auth import resource_server, whoami_server
+from tests._support.doors import DOORS
 
 
 @asynccontextmanager

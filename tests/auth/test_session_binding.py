@@ -20,16 +20,8 @@ import trio
 from examples.authorization_server import AuthorizationServer
 from mcp_trio.auth.server import CallbackVerifier
 from mcp_trio.client import open_client
-from tests.auth.test_scope_decoding import (
-    answer,
-    call,
-    front_door,  # noqa: F401 (a fixture)
-    http,  # noqa: F401 (a fixture)
-    legacy_session,
-    open_session,
-    send,
-)
-from tests.auth.test_server import jwt_verifier, protected
+from tests._support.auth import jwt_verifier, protected
+from tests._support.auth_scopes import answer, call, legacy_session, open_session, send
 
 VERSION = "2025-11-25"  # (its GET stream starts with a priming event)
 UNKNOWN = "no-such-session"

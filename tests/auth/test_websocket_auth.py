@@ -15,10 +15,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
-from functools import partial
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -33,38 +30,10 @@ from mcp_trio.auth.server import AccessToken, JWTVerifier, ResourceServer
 from mcp_trio.client import connect_http, connect_websocket, open_client
 from mcp_trio.transports._base import Frame
 from mcp_trio.transports.websocket import WebSocketConnectError, open_websocket_client
-from tests.auth.conftest import resource_server, whoami_server
+from tests._support.auth_websocket import bearer, http_form, protected
+from tests._support.paths import ROOT
 
 FRONT_DOORS = ["hypercorn", "wsproto"]
-ROOT = Path(__file__).resolve().parent.parent.parent
-
-
-def http_form(ws_url: str) -> str:
-    return "http" + ws_url[2:]
-
-
-@asynccontextmanager
-async def protected(
-    authorization_server: AuthorizationServer, front_door: str, **options: Any
-) -> AsyncIterator[list[str]]:
-    """A protected WebSocket server; its URLs (``ws://``, then ``http://`` with ``http=True``)."""
-    auth = resource_server(authorization_server.issuer)
-    serve = partial(
-        whoami_server("protected-ws").serve_websocket,
-        "127.0.0.1",
-        0,
-        front_door=front_door,
-        auth=auth,
-        **options,
-    )
-    async with trio.open_nursery() as nursery:
-        urls = await nursery.start(serve)
-        yield urls
-        nursery.cancel_scope.cancel()
-
-
-def bearer(token: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"}
 
 
 async def refusal(url: str, headers: Mapping[str, str] | None = None) -> WebSocketConnectError:

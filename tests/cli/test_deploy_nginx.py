@@ -14,9 +14,8 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from tests.cli.test_serve_deploy import ROOT, Served
-from tests.cli.test_serve_workers import CALL, HEADERS, PROGRAM, alive
-from tests.debian import ensure_command
+from tests._support.cli import CALL, HEADERS, PROGRAM, ROOT, Served, alive
+from tools.debian import ensure_command
 
 pytestmark = pytest.mark.interop
 

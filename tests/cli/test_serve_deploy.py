@@ -4,19 +4,13 @@ and a config file."""
 
 from __future__ import annotations
 
-import argparse
-import contextlib
 import json
 import logging
-import os
 import signal
 import ssl
-import subprocess
-import sys
 import textwrap
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,16 +19,15 @@ import pytest
 import trio
 
 from mcp_trio import open_session
-from mcp_trio._cli import _serve, main
+from mcp_trio._cli import main
 from mcp_trio._cli._config import ConfigError, resolve
 from mcp_trio._version import __version__
 from mcp_trio.transports.http._request import _RefusalLog
-from tests.doors import DOORS
-from tests.engine.test_reader_relay import call
-from tests.test_cli import HTTP_HEADERS as HEADERS
-from tests.test_cli import INIT
+from tests._support.cli import HTTP_HEADERS as HEADERS
+from tests._support.cli import INIT, ROOT, Served, parsed, serve_parser, serving, session_headers
+from tests._support.doors import DOORS
+from tests._support.engine import call
 
-ROOT = Path(__file__).resolve().parent.parent.parent
 SLOW_APP = """
 import sys
 import trio
@@ -53,108 +46,6 @@ async def slow(seconds: float) -> str:
 
 
 # ------------------------------------------------------------------ helpers
-
-
-class Served:
-    """A running ``mcp-trio serve`` subprocess; its stderr is read by a thread."""
-
-    def __init__(self, args: list[str], cwd: Path, env: dict[str, str] | None = None) -> None:
-        argv = [sys.executable, "-m", "mcp_trio._cli", "serve", *args]
-        environ = {"PYTHONPATH": str(ROOT), "PATH": os.environ.get("PATH", "/usr/bin:/bin"), **(env or {})}
-        self.proc = subprocess.Popen(
-            argv,
-            cwd=cwd,
-            env=environ,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
-        self.lines: list[str] = []
-        self._changed = threading.Condition()
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self.proc.stderr is not None
-        for raw in self.proc.stderr:
-            with self._changed:
-                self.lines.append(raw.decode(errors="replace"))
-                self._changed.notify_all()
-        with self._changed:
-            self.lines.append("")  # EOF
-            self._changed.notify_all()
-
-    def wait_for(self, text: str, timeout: float = 20) -> str:
-        """The first stderr line holding ``text`` (waiting for it)."""
-        deadline = time.monotonic() + timeout
-        with self._changed:
-            while True:
-                for line in self.lines:
-                    if text in line:
-                        return line
-                left = deadline - time.monotonic()
-                if left <= 0 or (self.lines and self.lines[-1] == "" and self.proc.poll() is not None):
-                    raise AssertionError(f"no {text!r} on stderr: {''.join(self.lines)}")
-                self._changed.wait(left)
-
-    @property
-    def url(self) -> str:
-        line = self.wait_for(" at ")
-        return line.split(" at ")[1].split()[0]
-
-    def finish(self, timeout: float = 20) -> tuple[int, str]:
-        """Wait for the exit: (code, all of stderr)."""
-        try:
-            code = self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            raise
-        deadline = time.monotonic() + 5
-        with self._changed:
-            while not (self.lines and self.lines[-1] == "") and time.monotonic() < deadline:
-                self._changed.wait(0.1)
-        return code, "".join(self.lines)
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(10)
-        # stderr is the reader's until its end of file: a child of the process (a worker)
-        # may hold it open for a while after the process itself is gone.
-        self._reader.join(10)
-        streams = [self.proc.stdin, self.proc.stdout]
-        if not self._reader.is_alive():
-            streams.append(self.proc.stderr)
-        for stream in streams:
-            if stream is not None:
-                stream.close()
-
-
-@contextlib.contextmanager
-def serving(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> Iterator[Served]:
-    served = Served(args, cwd, env)
-    watchdog = threading.Timer(60, served.proc.kill)  # no test hangs (a blocked readline ends)
-    watchdog.start()
-    try:
-        yield served
-    finally:
-        watchdog.cancel()
-        served.close()
-
-
-def session_headers(client: httpx2.Client, url: str, **extra: str) -> dict[str, str]:
-    """Initialize a session; the headers of its further requests."""
-    r = client.post(url, headers={**HEADERS, **extra}, json=INIT)
-    assert r.status_code == 200, r.text
-    headers = {
-        **HEADERS,
-        **extra,
-        "mcp-session-id": r.headers["mcp-session-id"],
-        "mcp-protocol-version": "2025-11-25",
-    }
-    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-    assert client.post(url, headers=headers, json=initialized).status_code == 202
-    return headers
 
 
 @pytest.fixture
@@ -241,7 +132,7 @@ def test_refusal_log_is_bounded(caplog: pytest.LogCaptureFixture) -> None:
 def certificates(directory: Path) -> tuple[ssl.SSLContext, Path, Path]:
     """A throwaway CA and a certificate for 127.0.0.1 signed by it: (a client context trusting
     the CA, the certificate file, its key file)."""
-    from tests.transports.test_http_client import _certificates
+    from tests._support.http_client import _certificates
 
     _, trusted = _certificates(directory)
     return trusted, directory / "cert.pem", directory / "key.pem"
@@ -483,19 +374,6 @@ def test_sigterm_over_websocket(slow_app: Path) -> None:
 
 
 # ------------------------------------------------------- environment and config
-
-
-def serve_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser()
-    _serve.add_parser(parser.add_subparsers())
-    return parser
-
-
-def parsed(argv: list[str], environ: dict[str, str]) -> argparse.Namespace:
-    parser = serve_parser()
-    args = parser.parse_args(["serve", "app.py", *argv])
-    resolve(args.func.args[0], args, environ)
-    return args
 
 
 def test_flags_from_the_environment_and_a_config_file(tmp_path: Path) -> None:

@@ -19,8 +19,8 @@ import trio
 import trio.testing
 
 from mcp_trio._cli import _tuning
-from tests.cli.test_serve_deploy import serving, session_headers
-from tests.engine.test_reader_relay import call
+from tests._support.cli import serving, session_headers
+from tests._support.engine import call
 
 pytestmark = [
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc and /proc"),

@@ -17,15 +17,19 @@ import pytest
 from mcp_trio._cli import main
 from mcp_trio._cli._config import ConfigError
 from mcp_trio._cli._workers import store_url
-from tests.cli.test_serve_deploy import ROOT, Served, parsed, serving
-from tests.doors import DOORS
-from tests.rrproxy import running_proxy
-from tests.test_cli import HTTP_HEADERS
-
-PROGRAM = str(ROOT / "tests" / "programs" / "pid_server.py")
-CALL = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "pid", "arguments": {}}}
-HEADERS = {**HTTP_HEADERS, "mcp-protocol-version": "2025-11-25"}
-FRESH = httpx2.Limits(max_keepalive_connections=0)  # a new connection per request
+from tests._support.cli import (
+    CALL,
+    FRESH,
+    HEADERS,
+    PROGRAM,
+    ROOT,
+    Served,
+    alive,
+    parsed,
+    serving,
+)
+from tests._support.doors import DOORS
+from tools.rrproxy import running_proxy
 
 
 def served_pid(client: httpx2.Client, url: str) -> int:
@@ -37,14 +41,6 @@ def served_pid(client: httpx2.Client, url: str) -> int:
 def pids_seen(url: str, requests: int, limits: httpx2.Limits = FRESH) -> list[int]:
     with httpx2.Client(timeout=10, limits=limits) as client:
         return [served_pid(client, url) for _ in range(requests)]
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def stop(served: Served) -> tuple[int, str]:
@@ -250,7 +246,7 @@ def test_the_proxy_relays_sse_streams(tmp_path: Path) -> None:
     with serving(["examples/everything.py", "--http", "127.0.0.1:0"], ROOT) as served:
         with running_proxy([_address(served.url)]) as (host, port), httpx2.Client(timeout=10) as client:
             url = f"http://{host}:{port}/mcp"
-            from tests.cli.test_serve_deploy import session_headers
+            from tests._support.cli import session_headers
 
             headers = session_headers(client, url)
             call = {**CALL, "params": {"name": "test_tool_with_progress", "arguments": {}}}
@@ -271,7 +267,7 @@ def _address(url: str) -> tuple[str, int]:
 def test_parser_namespace_round_trips() -> None:
     """The supervisor's flags, as the workers get them."""
     from mcp_trio._cli._config import as_argv
-    from tests.cli.test_serve_deploy import serve_parser
+    from tests._support.cli import serve_parser
 
     env = {"MCP_TRIO_MAX_CONNECTIONS": "60", "MCP_TRIO_ALLOWED_HOST": "a.example,b.example"}
     args = parsed(["--stateless", "--grace-period", "3", "--workers", "2"], env)
@@ -300,7 +296,7 @@ async def test_our_client_through_the_proxy(tmp_path: Path) -> None:
     import trio
 
     from mcp_trio.client import connect_http
-    from tests.rrproxy import serve_round_robin
+    from tools.rrproxy import serve_round_robin
 
     with serving(["examples/everything.py", "--http", "127.0.0.1:0"], ROOT) as served:
         backend = _address(served.url)

@@ -7,15 +7,14 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from tests.conformance.runner import AUTHORIZATION_HARNESS, run_authorization
+from tests._support.paths import ROOT
+from tools.conformance.runner import AUTHORIZATION_HARNESS, run_authorization
 
 pytestmark = pytest.mark.conformance
 
-ROOT = Path(__file__).resolve().parent.parent.parent
 CLIENT = "conformance-client"
 
 
@@ -65,7 +64,7 @@ def test_runner_pieces_for_authorization_mode() -> None:
     import http.server
     import threading
 
-    from tests.conformance.runner import _HeadlessBrowser, scenario_from_dirname
+    from tools.conformance.runner import _HeadlessBrowser, scenario_from_dirname
 
     dirname = "authorization-server-authorization-code-grant-2026-11-22T01-40-42-982Z"
     assert scenario_from_dirname(dirname, "authorization") == "authorization-code-grant"

@@ -5,15 +5,14 @@ not about authorization."""
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import pytest
 
-from tests.conformance.runner import list_scenarios, run_client
+from tests._support.paths import ROOT
+from tools.conformance.runner import list_scenarios, run_client
 
 pytestmark = pytest.mark.conformance
 
-ROOT = Path(__file__).resolve().parent.parent.parent
 SCENARIOS = ["initialize", "tools_call", "elicitation-sep1034-client-defaults", "sse-retry"]
 
 

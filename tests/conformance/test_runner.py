@@ -1,4 +1,4 @@
-"""Tests of the conformance runner itself (``tests/conformance/runner.py``).
+"""Tests of the conformance runner itself (``tools/conformance/runner.py``).
 
 Most tests read fixture files modelled on real harness output (0.1.16): the result directories
 of a server-mode suite run against a partial fixture server, and of a client-mode ``core`` suite
@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conformance import runner
-from tests.conformance.runner import (
+from tools.conformance import runner
+from tools.conformance.runner import (
     Check,
     CommandError,
     ExpectedFailures,
@@ -491,7 +491,7 @@ def test_parse_list_output() -> None:
 
 def _cli(*args: str, timeout: float = 170.0) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "tests.conformance.runner", *args],
+        [sys.executable, "-m", "tools.conformance.runner", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -513,7 +513,7 @@ def test_install_and_list_through_the_cli() -> None:
     installed = _cli("install")
     if installed.returncode != 0:
         pytest.fail(
-            "`python -m tests.conformance.runner install` failed (is the npm registry "
+            "`python -m tools.conformance.runner install` failed (is the npm registry "
             f"reachable?):\n{installed.stderr}{installed.stdout}",
             pytrace=False,
         )

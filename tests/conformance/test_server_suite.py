@@ -6,16 +6,14 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from tests.conformance.runner import run_server
-from tests.doors import DOORS
+from tests._support.doors import DOORS
+from tests._support.paths import ROOT
+from tools.conformance.runner import run_server
 
 pytestmark = pytest.mark.conformance
-
-ROOT = Path(__file__).resolve().parent.parent.parent
 
 
 def _serve(front_door: str) -> Iterator[str]:

@@ -17,8 +17,7 @@ from mcp_trio._core import (
 )
 from mcp_trio._exceptions import LocalProtocolError, RemoteProtocolError
 from mcp_trio.types import _versions, ext_tasks
-
-from .test_core import client, only, outgoing, ready_pair, server
+from tests._support.core import client, only, outgoing, ready_pair, server
 
 MODERN = "2026-07-28"
 EXT = ext_tasks.EXTENSION_ID

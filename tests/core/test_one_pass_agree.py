@@ -26,8 +26,7 @@ from hypothesis import strategies as st
 
 from mcp_trio._core import ResponseReceived, SessionCore, State
 from mcp_trio.types import _versions, ext_tasks
-
-from .test_core import client, handshake, server
+from tests._support.core import client, handshake, server
 
 LEGACY = "2025-11-25"
 BATCHING = "2025-03-26"

@@ -14,8 +14,7 @@ from typing import Any
 import pytest
 
 from mcp_trio._core import RequestReceived, SessionCore, State
-
-from .test_core import client, handshake, server
+from tests._support.core import client, handshake, server
 
 LEGACY = "2025-11-25"
 BATCHING = "2025-03-26"

@@ -17,8 +17,7 @@ import pytest
 from mcp_trio import _jsonrpc as rpc
 from mcp_trio._core import ProtocolViolation, ResponseReceived, SessionCore
 from mcp_trio.types import _versions
-
-from .test_core import client, handshake, server
+from tests._support.core import client, handshake, server
 
 LEGACY = "2025-11-25"  # the last revision with tasks and the handshake
 MODERN = [v for v in _versions.SUPPORTED_VERSIONS if _versions.is_stateless(v)]

@@ -11,8 +11,7 @@ import pytest
 
 from mcp_trio._core import Outgoing, RequestReceived, SessionCore
 from mcp_trio.types import _versions
-
-from .test_core import LEGACY, MODERN, handshake, server
+from tests._support.core import LEGACY, MODERN, handshake, server
 
 
 def request(id: int, method: str, params: dict[str, Any] | None = None, version: str | None = None) -> bytes:

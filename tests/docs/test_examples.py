@@ -24,8 +24,7 @@ import pytest
 import trio
 
 from mcp_trio.client import connect_http, connect_stdio, connect_websocket
-
-from .examples_support import ROOT, TIMEOUT, example_env, run_script, served
+from tests._support.examples import ROOT, TIMEOUT, example_env, run_script, served
 
 pytestmark = pytest.mark.docs
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import collections
 import json
-from collections import deque
 from typing import Any
 
 import pytest
@@ -24,6 +23,7 @@ import trio.testing
 
 from mcp_trio import Frame, RequestContext, open_memory_transport_pair, open_session
 from mcp_trio.types import _versions
+from tests._support.engine import pipe_pair
 
 LEGACY = [v for v in _versions.SUPPORTED_VERSIONS if not _versions.is_stateless(v)]
 MODERN = [v for v in _versions.SUPPORTED_VERSIONS if _versions.is_stateless(v)]
@@ -47,65 +47,6 @@ class Recorder(trio.abc.Channel[Frame]):
 
     async def aclose(self) -> None:
         await self.inner.aclose()
-
-
-class Pipe(trio.abc.Channel[Frame]):
-    """One end of an in-memory transport that logs every frame, with two knobs
-    that shift where a cancellation lands in a handler:
-
-    * ``send_delay``: checkpoints before each frame goes out (a slow pipe: the
-      session's writer stays busy, so a handler's next send waits for room);
-    * ``read_delay``: checkpoints between the arrival of a frame and its
-      delivery, together with every frame that arrived meanwhile and with no
-      checkpoint in between (as one read from a stdio pipe yields many lines).
-    """
-
-    def __init__(
-        self, send: trio.MemorySendChannel[Frame], receive: trio.MemoryReceiveChannel[Frame]
-    ) -> None:
-        self._send = send
-        self._receive = receive
-        self._ahead: deque[Frame] = deque()
-        self.log: list[tuple[str, Any]] = []
-        self.send_delay = 0
-        self.read_delay = 0
-
-    async def send(self, value: Frame) -> None:
-        self.log.append(("out", json.loads(value.data)))
-        for _ in range(self.send_delay):
-            await trio.lowlevel.checkpoint()
-        await self._send.send(value)
-
-    async def receive(self) -> Frame:
-        if not self._ahead:
-            self._ahead.append(await self._receive.receive())
-            for _ in range(self.read_delay):
-                await trio.lowlevel.checkpoint()
-            while True:
-                try:
-                    self._ahead.append(self._receive.receive_nowait())
-                except (trio.WouldBlock, trio.EndOfChannel):
-                    break
-        frame = self._ahead.popleft()
-        self.log.append(("in", json.loads(frame.data)))
-        return frame
-
-    async def aclose(self) -> None:
-        await self._send.aclose()
-        await self._receive.aclose()
-
-
-def pipe_pair(*, relay: bool = False) -> tuple[Pipe, Pipe]:
-    """Two connected ends; with ``relay``, each tells the session how many
-    frames it holds (``buffered``, as stdio's channel does), so a request read
-    last is handled in the reader's own task while a successor reads on."""
-    a_send, b_receive = trio.open_memory_channel[Frame](64)
-    b_send, a_receive = trio.open_memory_channel[Frame](64)
-    ends = Pipe(a_send, a_receive), Pipe(b_send, b_receive)
-    if relay:
-        for end in ends:
-            end.buffered = end._ahead.__len__  # type: ignore[attr-defined]
-    return ends
 
 
 def responses_to(log: list[tuple[str, Any]], ids: set[Any]) -> list[Any]:

@@ -23,16 +23,12 @@ from mcp_trio import (
     open_session,
 )
 from mcp_trio.types import _versions
+from tests._support.engine import SERVER_CAPS, tool_result
 
 LEGACY = [v for v in _versions.SUPPORTED_VERSIONS if not _versions.is_stateless(v)]
 MODERN = [v for v in _versions.SUPPORTED_VERSIONS if _versions.is_stateless(v)]
 
-SERVER_CAPS = {"tools": {}, "logging": {}, "prompts": {}}
 CLIENT_CAPS = {"sampling": {}, "roots": {"listChanged": True}}
-
-
-def tool_result(text: str) -> dict[str, Any]:
-    return {"content": [{"type": "text", "text": text}]}
 
 
 class Probe:

@@ -21,8 +21,7 @@ import trio
 import trio.testing
 
 from mcp_trio import RequestContext
-
-from .test_reader_relay import Steps, call, remembering, served
+from tests._support.engine import Steps, call, remembering, served
 
 HANDLER = "mcp_trio._engine._session.Session._handle_request"  # the name of request handler tasks
 

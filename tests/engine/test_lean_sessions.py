@@ -26,8 +26,7 @@ from mcp_trio.server import Server
 from mcp_trio.transports import Frame
 from mcp_trio.transports.http import _streamable
 from mcp_trio.transports.http.server import HttpRequest, StreamableHTTP
-
-from ..transports.test_http_server import _Sink
+from tests._support.http_server import _Sink
 
 INFO = {"name": "t", "version": "1"}
 ACCEPT = {
@@ -186,7 +185,7 @@ def _session_nurseries(endpoint: StreamableHTTP) -> list[trio.Nursery]:
 
 
 async def test_an_idle_http_session_is_one_parked_task_with_an_empty_nursery(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, autojump_clock: trio.testing.MockClock
 ) -> None:
     # Between requests a session keeps the task that handled its last one, for
     # the next; once a sweep found it idle and the next one still does, it ends.

@@ -13,8 +13,7 @@ import trio.testing
 
 from mcp_trio import McpError, RequestContext, open_memory_transport_pair, open_session
 from mcp_trio._engine._handlers import _ProcessQueue
-
-from .test_engine import SERVER_CAPS, tool_result
+from tests._support.engine import SERVER_CAPS, tool_result
 
 SERVER = {"role": "server", "info": {"name": "s", "version": "1"}, "capabilities": SERVER_CAPS}
 CLIENT = {"role": "client", "info": {"name": "c", "version": "1"}}

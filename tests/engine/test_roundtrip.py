@@ -17,8 +17,7 @@ import trio
 
 from mcp_trio import RequestContext, open_memory_transport_pair, open_session
 from mcp_trio.types import _versions
-
-from ..conftest import schema_dir
+from tests._support.schema import schema_dir
 
 VERSION = "2026-07-28"
 SCHEMAS = schema_dir()

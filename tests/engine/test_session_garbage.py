@@ -13,8 +13,7 @@ from mcp_trio import open_memory_transport_pair
 from mcp_trio._engine._session import new_session
 from mcp_trio.transports.http._streamable import StreamableHTTP
 from mcp_trio.transports.http._streams import _HttpSession
-
-from .test_engine import SERVER_CAPS
+from tests._support.engine import SERVER_CAPS
 
 SERVER = {"role": "server", "info": {"name": "s", "version": "1"}, "capabilities": SERVER_CAPS}
 

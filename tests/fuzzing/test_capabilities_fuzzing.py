@@ -17,8 +17,7 @@ from mcp_trio.fuzzing import client as C
 from mcp_trio.fuzzing import oracles as O
 from mcp_trio.fuzzing import strategies as S
 from mcp_trio.fuzzing.runner import Session
-
-from .conftest import EVERYTHING, serve_http
+from tests._support.fuzzing import EVERYTHING, serve_http
 
 HERE = Path(__file__).resolve().parent
 BROKEN_SERVER = str(HERE / "broken_server.py")

@@ -17,10 +17,9 @@ from mcp_trio.fuzzing import ClientTarget, FuzzConfig, replay, run
 from mcp_trio.fuzzing import client as C
 from mcp_trio.fuzzing.strategies import client_methods
 from mcp_trio.types import _versions
+from tests._support.fuzzing_views import CLIENT_STEP, client_campaign_argv
+from tests._support.paths import ROOT
 
-from .views import CLIENT_STEP, client_campaign_argv
-
-ROOT = Path(__file__).resolve().parents[2]
 OWN_CLIENT = str(ROOT / "fuzz" / "targets" / "mcp_trio_client.py")
 BROKEN = str(Path(__file__).with_name("broken_client.py"))
 HANDSHAKE = [v for v in _versions.SUPPORTED_VERSIONS if not _versions.is_stateless(v)]

@@ -17,8 +17,8 @@ from mcp_trio.fuzzing import FuzzConfig, HttpTarget, StdioTarget, classify, repl
 from mcp_trio.fuzzing import strategies as S
 from mcp_trio.fuzzing.runner import Session
 from mcp_trio.types import _versions
+from tests._support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 TOY = str(ROOT / "tests" / "programs" / "fuzz_toy_server.py")
 EVERYTHING = str(ROOT / "examples" / "everything.py")
 FAST = settings(max_examples=60, deadline=None, database=None, suppress_health_check=list(HealthCheck))
@@ -285,8 +285,7 @@ def test_invalid_utf8_gets_an_http_answer(everything_http: str) -> None:
 def test_invalid_utf8_inside_a_string_answered_leniently_is_a_note_not_a_violation() -> None:
     """RFC 8259 section 9 lets a parser accept it: answering it is recorded, not failed."""
     from mcp_trio.fuzzing.oracles import CaseView, check
-
-    from .views import case_view
+    from tests._support.fuzzing_views import case_view
 
     payload = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"_meta":{"x":"\xff"}}}'
 

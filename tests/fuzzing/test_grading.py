@@ -43,10 +43,9 @@ from mcp_trio.fuzzing._findings import (
 )
 from mcp_trio.fuzzing._http_probes import ABANDON_PROBE, _http_case
 from mcp_trio.fuzzing.runner import Session, replay
+from tests._support.fuzzing_views import case_view
+from tests._support.paths import ROOT
 
-from .views import case_view
-
-ROOT = Path(__file__).resolve().parents[2]
 TOY = str(ROOT / "tests" / "programs" / "fuzz_toy_server.py")
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 

@@ -17,8 +17,8 @@ from mcp_trio.fuzzing._findings import CampaignStats, load_transcript
 from mcp_trio.fuzzing._resources import ResourceWatch, sample
 from mcp_trio.fuzzing._server_campaign import server_hunt
 from mcp_trio.fuzzing.runner import drop_unneeded, replay
+from tests._support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 TOY = str(ROOT / "tests" / "programs" / "fuzz_toy_server.py")
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc is Linux's")
 

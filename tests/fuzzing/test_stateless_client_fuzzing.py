@@ -12,8 +12,7 @@ import pytest
 from mcp_trio._cli import main
 from mcp_trio.fuzzing import ClientTarget, FuzzConfig, run
 from mcp_trio.fuzzing import client as C
-
-from .views import client_campaign_argv
+from tests._support.fuzzing_views import client_campaign_argv
 
 HERE = Path(__file__).resolve().parent
 BROKEN_CLIENT = str(HERE / "broken_client.py")

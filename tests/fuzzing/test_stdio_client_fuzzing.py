@@ -12,10 +12,9 @@ import pytest
 from mcp_trio._cli import main
 from mcp_trio.fuzzing import ClientTarget, FuzzConfig, replay, run
 from mcp_trio.fuzzing import client as C
+from tests._support.fuzzing_views import CLIENT_STEP, client_campaign_argv
+from tests._support.paths import ROOT
 
-from .views import CLIENT_STEP, client_campaign_argv
-
-ROOT = Path(__file__).resolve().parents[2]
 OWN_CLIENT = str(ROOT / "fuzz" / "targets" / "mcp_trio_client.py")
 BROKEN = str(Path(__file__).with_name("broken_stdio_client.py"))
 

@@ -17,11 +17,11 @@ import pytest
 import trio
 
 from mcp_trio import LocalProtocolError, open_session, open_stdio_client
+from tests._support.paths import ROOT
 
 pytestmark = pytest.mark.interop
 
 PROGRAMS = Path(__file__).resolve().parent.parent / "programs"
-ROOT = Path(__file__).resolve().parent.parent.parent
 ENV = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
 SDK_SERVER = [sys.executable, str(PROGRAMS / "sdk_server.py")]
 OUR_SERVER = [sys.executable, str(PROGRAMS / "lowlevel_server.py")]

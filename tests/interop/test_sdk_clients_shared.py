@@ -2,7 +2,7 @@
 
 Three workers serve ``examples/everything.py`` with their sessions in one real redis-server,
 behind a proxy that sends each HTTP request to the next worker
-(``tests/interop/shared_everything.py``), so every session's requests are spread over all three:
+(``tests/_support/shared_everything.py``), so every session's requests are spread over all three:
 the answer to a server-to-client request, a cancellation, the resumption of a broken response
 stream, the polls of a task all land on other workers than the one running the call.
 
@@ -27,16 +27,15 @@ from typing import Any
 import pytest
 
 from benchmarks import _run_node
-from tests.interop import test_sdk_client_everything as stdio_suite
-from tests.interop.shared_everything import ROOT, Observed, Served, run_clients
-from tests.redis_server import RedisServer, redis_server
+from tests._support import sdk_everything as stdio_suite
+from tests._support.shared_everything import ROOT, Observed, Served, run_clients
+from tools.redis_server import RedisServer
 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.interop,
 ]  # 15 to 30 s: two sets of three workers, and three client runs
 
-__all__ = ["redis_server"]  # (the fixture)
 
 PROGRAM = ROOT / "tests" / "programs" / "sdk_everything_client.py"
 TS_PROGRAM = ROOT / "tests" / "programs" / "ts_sdk_everything_client.mjs"
@@ -125,18 +124,18 @@ def workers_of(served: list[Served], method: str, name: str | None = None) -> se
 
 
 def test_python_sdk_session_is_served_by_every_worker(python_sdk: Observed, out: dict[str, Any]) -> None:
-    stdio_suite.test_connection(out)
+    stdio_suite.check_connection(out)
     served = served_in(python_sdk, out)
     assert {s.worker for s in served} == {"w0", "w1", "w2"}
     assert len(workers_of(served, "tools/call")) == 3
 
 
 def test_python_sdk_tools_resources_and_prompts(out: dict[str, Any]) -> None:
-    stdio_suite.test_tools_listed(out)
-    stdio_suite.test_content_tools(out)
-    stdio_suite.test_resources(out)
-    stdio_suite.test_prompts_and_completions(out)
-    stdio_suite.test_input_and_task_fixtures(out)
+    stdio_suite.check_tools_listed(out)
+    stdio_suite.check_content_tools(out)
+    stdio_suite.check_resources(out)
+    stdio_suite.check_prompts_and_completions(out)
+    stdio_suite.check_input_and_task_fixtures(out)
 
 
 def legacy_session(observed: Observed, out: dict[str, Any]) -> str | None:
@@ -149,19 +148,19 @@ def legacy_session(observed: Observed, out: dict[str, Any]) -> str | None:
 
 
 def test_python_sdk_sampling(python_sdk: Observed, out: dict[str, Any]) -> None:
-    stdio_suite.test_sampling(out)
+    stdio_suite.check_sampling(out)
     if session_id := legacy_session(python_sdk, out):  # (2026-07-28: retried with the answer)
         answered_through_another_worker(python_sdk, session_id, "test_sampling")
 
 
 def test_python_sdk_elicitation(python_sdk: Observed, out: dict[str, Any]) -> None:
-    stdio_suite.test_elicitation(out)
+    stdio_suite.check_elicitation(out)
     if session_id := legacy_session(python_sdk, out):
         answered_through_another_worker(python_sdk, session_id, "test_elicitation")
 
 
 def test_python_sdk_logging_and_progress(out: dict[str, Any]) -> None:
-    stdio_suite.test_logging_and_progress(out)
+    stdio_suite.check_logging_and_progress(out)
 
 
 def test_python_sdk_cancellation(python_sdk: Observed, out: dict[str, Any]) -> None:

@@ -1,4 +1,4 @@
-"""A stdio MCP server with one tool that runs as a task (used by tests/test_tasks.py)."""
+"""A stdio MCP server with one tool that runs as a task (used by tests/server/test_tasks.py)."""
 
 from __future__ import annotations
 

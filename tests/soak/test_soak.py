@@ -43,7 +43,8 @@ from typing import Any
 import pytest
 import trio
 
-from tests.doors import DOORS
+from tests._support.doors import DOORS
+from tests._support.paths import ROOT
 
 from ._conn_attacks import ATTACKS as CONNECTION_ATTACKS
 from ._msg_attacks import ATTACKS as MESSAGE_ATTACKS
@@ -64,7 +65,6 @@ from ._wire import (
 
 pytestmark = [pytest.mark.slow, pytest.mark.soak]
 
-ROOT = Path(__file__).resolve().parents[2]
 SERVER_FILE = "tests/programs/soak_server.py"
 
 # ---------------------------------------------------------------------------------------------

@@ -4,36 +4,15 @@ data (two workers)."""
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from typing import Any
 
 import pytest
+import trio
+import trio.testing
 
 from mcp_trio.store import Store, open_store
-from tests.redis_server import RedisServer, redis_server
-
-__all__ = ["redis_server"]
-
-_prefixes = itertools.count()
-
-
-def fresh_prefix() -> str:
-    """A key prefix no other test uses, so tests share one redis-server."""
-    return f"test{next(_prefixes)}:"
-
-
-@asynccontextmanager
-async def open_for(kind: str, request: pytest.FixtureRequest, **options: Any) -> AsyncIterator[Store]:
-    """A store of ``kind`` opened with ``options`` (Redis: on the session's server, a fresh prefix)."""
-    if kind == "memory":
-        async with open_store(None, **options) as store:
-            yield store
-        return
-    server: RedisServer = request.getfixturevalue("redis_server")
-    async with open_store(server.url, prefix=fresh_prefix(), **options) as store:
-        yield store
+from tests._support.store import fresh_prefix
+from tools.redis_server import RedisServer
 
 
 @pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.interop)])
@@ -58,3 +37,11 @@ async def pair(kind: str, request: pytest.FixtureRequest) -> AsyncIterator[tuple
 @pytest.fixture
 def store(pair: tuple[Store, Store]) -> Store:
     return pair[0]
+
+
+@pytest.fixture
+def store_time(kind: str) -> trio.testing.MockClock | None:
+    """The clock of a test that waits for something to expire: virtual for the in-memory store,
+    whose deadlines are trio's time (the test does not sleep), real for Redis, whose TTLs run on
+    the server's clock. A test takes it as an argument: pytest-trio runs it on the clock given."""
+    return trio.testing.MockClock(autojump_threshold=0) if kind == "memory" else None

@@ -21,7 +21,7 @@ from mcp_trio.store import (
     StoreError,
     TaskRecord,
 )
-from tests.store.conftest import open_for as _open
+from tests._support.store import open_for as _open
 
 TTL = 0.6  # seconds: long enough to read a record back, short enough to wait out
 BEAT = TTL / 4  # how often what must stay alive is touched or renewed (slack for a loaded machine)
@@ -107,7 +107,7 @@ async def test_take_forgets_the_record_and_returns_it(pair: tuple[Store, Store])
     assert await one.sessions.change("s1", {"log_level": "debug"}, ttl=60) is None
 
 
-async def test_a_session_record_expires_unless_touched(store: Store) -> None:
+async def test_a_session_record_expires_unless_touched(store: Store, store_time: object) -> None:
     await store.sessions.put(_session("gone"), ttl=TTL)
     await store.sessions.put(_session("kept"), ttl=TTL)
     for _ in range(BEATS):
@@ -207,7 +207,7 @@ async def test_tasks_are_created_read_updated_listed_and_deleted(pair: tuple[Sto
     assert [t.task_id for t in await one.tasks.list("alice")] == ["t2"]
 
 
-async def test_a_task_expires_with_its_ttl(store: Store) -> None:
+async def test_a_task_expires_with_its_ttl(store: Store, store_time: object) -> None:
     await store.tasks.create(_task("short", ttl=TTL))
     await store.tasks.create(_task("long"))
     await trio.sleep(TTL * 1.5)
@@ -215,7 +215,9 @@ async def test_a_task_expires_with_its_ttl(store: Store) -> None:
     assert [t.task_id for t in await store.tasks.list("alice")] == ["long"]
 
 
-async def test_a_task_whose_lease_expires_is_reported_failed(pair: tuple[Store, Store]) -> None:
+async def test_a_task_whose_lease_expires_is_reported_failed(
+    pair: tuple[Store, Store], store_time: object
+) -> None:
     one, two = pair
     await one.tasks.create(_task("renewed"), lease=TTL)
     await one.tasks.create(_task("abandoned"), lease=TTL)
@@ -243,7 +245,7 @@ async def test_a_task_whose_lease_expires_is_reported_failed(pair: tuple[Store, 
     assert not await one.tasks.renew("unknown", TTL)
 
 
-async def test_a_task_without_a_lease_never_fails_by_itself(store: Store) -> None:
+async def test_a_task_without_a_lease_never_fails_by_itself(store: Store, store_time: object) -> None:
     await store.tasks.create(_task("free"))
     assert not await store.tasks.renew("free", TTL)  # nothing to renew
     await trio.sleep(TTL)

@@ -1,7 +1,7 @@
 """What only the Redis store does: keys under its prefix, each with a time to
 live or deleted at the end of what it belongs to; failures of Redis turned into
 the store's errors within its timeout, and recovery once Redis is back.  On a
-real redis-server (see tests/redis_server.py)."""
+real redis-server (see tools/redis_server.py)."""
 
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ import pytest
 import trio
 
 from mcp_trio.store import SessionRecord, Store, StoreError, StoreUnavailable, TaskRecord, open_store
-from tests.docs.examples_support import example_env
-from tests.redis_server import RedisServer, RedisUnavailable, redis_server_path
-from tests.store.conftest import fresh_prefix
+from tests._support.examples import example_env
+from tests._support.store import fresh_prefix
+from tools.redis_server import RedisServer, RedisUnavailable, redis_server_path
 
 pytestmark = pytest.mark.interop
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from types_support import LATEST, REVISIONS, module, raw_defs, raw_methods
 
 from mcp_trio.types import MethodSpec
+from tests._support.types import LATEST, REVISIONS, module, raw_defs, raw_methods
 
 
 @pytest.mark.parametrize("rev", REVISIONS)

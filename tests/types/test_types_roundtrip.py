@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from types_support import (
+
+from tests._support.types import (
     LATEST,
     OLDER,
     example_files,

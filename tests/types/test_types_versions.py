@@ -8,10 +8,10 @@ from types import ModuleType
 
 import msgspec
 import pytest
-from types_support import REVISIONS
 
 import mcp_trio.types
 from mcp_trio.types import _versions
+from tests._support.types import REVISIONS
 
 
 def test_supported_versions() -> None:

@@ -11,10 +11,10 @@ import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from types_support import LATEST, OLDER, REVISIONS, example_files, fixture_files, module
 
 from mcp_trio.types import UNSET
 from mcp_trio.types._versions import error_message
+from tests._support.types import LATEST, OLDER, REVISIONS, example_files, fixture_files, module
 
 PRE_2026 = [r for r in REVISIONS if r != LATEST]
 WITH_ELICITATION = ["2025-06-18", "2025-11-25", LATEST]

@@ -1,0 +1,202 @@
+"""``mcp-trio list | call | inspect``: real subprocesses against the everything server."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from functools import partial
+from pathlib import Path
+
+import pytest
+import trio
+
+from mcp_trio.server import Server
+from tests._support.cli import serving_everything_over_http
+from tests._support.paths import ROOT
+
+EVERYTHING = f"{sys.executable} examples/everything.py"
+
+
+def cli(*argv: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """``python -m mcp_trio *argv`` in the repository, output captured."""
+    command = [sys.executable, "-m", "mcp_trio", *argv]
+    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+
+
+def test_list_over_stdio_as_text_and_json() -> None:
+    text = cli("list", EVERYTHING)
+    assert text.returncode == 0, text.stderr
+    assert "Tools (" in text.stdout and "  greet(name: string)  - Greets by name" in text.stdout
+    assert "test://static-text  static-text (text/plain)" in text.stdout
+    assert "Resource templates (1):\n  test://template/{id}/data" in text.stdout
+    assert "test_prompt_with_arguments(arg1, arg2)" in text.stdout
+    listing = json.loads(cli("list", "--json", "--", sys.executable, "examples/everything.py").stdout)
+    assert set(listing) == {"tools", "resources", "resourceTemplates", "prompts"}
+    greet = next(tool for tool in listing["tools"] if tool["name"] == "greet")
+    assert greet["inputSchema"]["properties"]["name"]["type"] == "string"
+    assert [t["uriTemplate"] for t in listing["resourceTemplates"]] == ["test://template/{id}/data"]
+    assert "test_simple_prompt" in [p["name"] for p in listing["prompts"]]
+
+
+def test_call_converts_arguments_by_the_schema() -> None:
+    # "42" stays a string for a string property; "3" becomes a number for an integer one
+    done = cli("call", EVERYTHING, "greet", "name=42")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"content": [{"type": "text", "text": "Hello, 42!"}]}
+    done = cli(
+        "call", "test_custom_headers", "region=eu", "priority=3", "--json", '{"query": "q", "region": "x"}',
+        "--", sys.executable, "examples/everything.py",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["content"][0]["text"] == "region=eu, priority=3, query=q"
+
+
+def test_call_a_failing_tool_exits_1_with_the_result() -> None:
+    done = cli("call", EVERYTHING, "test_error_handling")
+    assert done.returncode == 1
+    result = json.loads(done.stdout)
+    assert result["isError"] is True and "intentionally returns an error" in result["content"][0]["text"]
+    assert "the tool 'test_error_handling' reported an error (isError)" in done.stderr
+
+
+def test_call_an_unknown_tool_exits_1_with_the_json_rpc_error() -> None:
+    done = cli("call", EVERYTHING, "no_such_tool", "a=1")
+    assert done.returncode == 1
+    assert json.loads(done.stdout)["error"]["code"] == -32602
+    assert "the server answered with error -32602" in done.stderr and "no_such_tool" in done.stderr
+
+
+def test_inspect_over_stdio() -> None:
+    done = cli("inspect", EVERYTHING)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("Server: mcp-trio everything server 0.1.0\nProtocol revision: ")
+    assert "  tools (listChanged=true)" in done.stdout and "Instructions:\n  Fixture server" in done.stdout
+    info = json.loads(cli("inspect", "--json", EVERYTHING).stdout)
+    assert info["serverInfo"]["name"] == "mcp-trio-everything"
+    assert info["protocolVersion"] and "tools" in info["capabilities"]
+    assert info["instructions"].startswith("Fixture server")
+
+
+def test_every_command_over_streamable_http() -> None:
+    with serving_everything_over_http() as url:
+        listing = cli("list", "--json", url, "--header", "X-Trace: 1")
+        assert listing.returncode == 0, listing.stderr
+        assert "greet" in [tool["name"] for tool in json.loads(listing.stdout)["tools"]]
+        done = cli("call", url, "greet", "name=web")
+        assert done.returncode == 0 and "Hello, web!" in done.stdout, done.stderr
+        failed = cli("call", url, "test_error_handling")
+        assert failed.returncode == 1 and json.loads(failed.stdout)["isError"] is True
+        unknown = cli("call", url, "no_such_tool")
+        assert unknown.returncode == 1 and json.loads(unknown.stdout)["error"]["code"] == -32602
+        inspected = cli("inspect", url)
+        assert inspected.returncode == 0 and "Server: mcp-trio everything server" in inspected.stdout
+
+
+async def test_list_and_call_over_websocket() -> None:
+    server = Server("ws-target", "1")
+
+    @server.tool
+    async def shout(text: str) -> str:
+        return text.upper()
+
+    async with trio.open_nursery() as nursery:
+        urls = await nursery.start(partial(server.serve_websocket, "127.0.0.1", 0, front_door="wsproto"))
+        command = [sys.executable, "-m", "mcp_trio", "list", urls[0]]
+        with trio.fail_after(30):
+            listed = await trio.run_process(command, cwd=ROOT, capture_stdout=True, capture_stderr=True)
+            command[3:] = ["call", urls[0], "shout", "text=hey"]
+            called = await trio.run_process(command, cwd=ROOT, capture_stdout=True, capture_stderr=True)
+        assert listed.stdout.decode().startswith("Tools (1):\n  shout(text: string)\n")
+        assert json.loads(called.stdout)["content"] == [{"type": "text", "text": "HEY"}]
+        nursery.cancel_scope.cancel()
+
+
+def test_a_target_that_cannot_start_exits_2() -> None:
+    done = cli("list", f"{sys.executable} nosuch.py")
+    assert done.returncode == 2
+    assert f"cannot start '{sys.executable} nosuch.py': exited with code 2 before initialize" in done.stderr
+    done = cli("inspect", "--", "no-such-program-here", "x")
+    assert done.returncode == 2
+    assert "cannot start 'no-such-program-here x': No such file or directory" in done.stderr
+    done = cli("list", "examples/everything.py")  # a Python file is not a program
+    assert done.returncode == 2
+    assert "(to run a Python file: 'python examples/everything.py')" in done.stderr
+
+
+def test_an_unreachable_url_exits_2() -> None:
+    with serving_everything_over_http() as url:
+        port = url.rsplit(":", 1)[1].split("/")[0]
+    # the server is gone: nothing listens on its port any more
+    for scheme in ("http", "ws"):
+        target = f"{scheme}://127.0.0.1:{port}/mcp"
+        done = cli("list", target)
+        assert done.returncode == 2
+        assert f"mcp-trio list: {target}: cannot connect to 127.0.0.1:{port}" in done.stderr
+        assert done.stdout == ""
+
+
+def test_timeout_exits_2() -> None:
+    done = cli(
+        "list", "--timeout", "1", "--", sys.executable, "-c", "import time; time.sleep(30)", timeout=20
+    )
+    assert done.returncode == 2
+    assert "no answer within 1 s (--timeout)" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["list"], "give a TARGET"),
+        (["call", EVERYTHING], "give the name of the tool to call"),
+        (["call", EVERYTHING, "greet", "name"], "tool arguments are KEY=VALUE, not 'name'"),
+        (["call", EVERYTHING, "greet", "--json", "[1]"], "--json takes a JSON object, not list"),
+        (["call", EVERYTHING, "greet", "--json", "{"], "--json is not valid JSON"),
+        (["list", EVERYTHING, "extra"], "unexpected arguments: extra"),
+        (["list", "--header", "NoColon", "http://127.0.0.1:1/mcp"], "--header takes 'NAME: VALUE'"),
+        (["list", "--header", "A: b", EVERYTHING], "--header applies to URL targets only"),
+        (["list", "--timeout", "0", EVERYTHING], "--timeout must be positive"),
+        (["inspect", "--"], "give the command to start after '--'"),
+    ],
+)
+def test_usage_errors_exit_2(argv: list[str], message: str) -> None:
+    done = cli(*argv)
+    assert done.returncode == 2
+    assert message in done.stderr and "usage: mcp-trio" in done.stderr
+
+
+RAW_SERVER = """
+import json, sys
+for line in sys.stdin:
+    msg = json.loads(line)
+    if "id" not in msg:
+        continue
+    if msg["method"] == "initialize":
+        result = {"protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
+                  "serverInfo": {"name": "raw", "version": "0"}}
+    elif msg["method"] == "tools/list":
+        schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+        result = {"tools": [{"name": "count", "inputSchema": {"type": "object"}, "outputSchema": schema}]}
+    else:
+        result = {"content": [{"type": "text", "text": "many"}], "structuredContent": {"n": "many"}}
+    print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}), flush=True)
+"""
+
+
+def test_a_result_that_breaks_its_output_schema_exits_1(tmp_path: Path) -> None:
+    pytest.importorskip("jsonschema_rs")
+    (tmp_path / "raw.py").write_text(RAW_SERVER)
+    done = cli("call", "count", "--", sys.executable, str(tmp_path / "raw.py"))
+    assert done.returncode == 1
+    assert json.loads(done.stdout)["structuredContent"] == {"n": "many"}  # shown all the same
+    assert "the server's answer is invalid: the structured content of tool count" in done.stderr
+
+
+def test_a_reader_that_goes_away_gets_no_traceback() -> None:
+    command = [sys.executable, "-m", "mcp_trio", "list", EVERYTHING]
+    with subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        proc.stdout.close()  # as `| head -0` would
+        stderr = proc.stderr.read()
+        assert proc.wait(timeout=60) == 1
+    assert b"Traceback" not in stderr, stderr.decode()
