@@ -62,6 +62,11 @@ class Attack:
     unbounded: Callable[[Stats], str | None]
 
 
+class MachineTooBusy(UserWarning):
+    """A soak run left the verdicts of some attacks out: the machine was too busy to run them at
+    full rate. Shown in the warnings summary, not an error (pyproject.toml's filterwarnings)."""
+
+
 # TCP states (include/net/tcp_states.h)
 ESTABLISHED = 1
 

@@ -19,7 +19,14 @@ they fire within the test's window).  Then:
 
 It asserts: 0 errors for the legitimate clients under attack; their p99 within
 ``P99_FACTOR`` x max(p99_unloaded, ``P99_FLOOR_MS``); RSS after within ``RSS_MARGIN`` of before;
-the server alive; and that every attack really ran.  The failure message carries the whole
+the server alive; and that every attack really ran and met its bound.
+
+It judges the server, not the machine it runs on: the kernel counts how long the attackers'
+thread and the server waited for a CPU while runnable (``/proc/.../schedstat``). When the
+attackers waited more than ``STARVED`` of the time (other work on the machine took the CPU), an
+attack that fell short of its bound is reported but not failed; when the server did, so is the
+latency target. Errors of the legitimate clients, the server's death and its memory always
+count. What was left out is shown as a ``MachineTooBusy`` warning.  The failure message carries the whole
 report: per attack what it did, what the server answered and, where its counters show it, the
 bound that is missing (with the knob that sets it).  ``MCP_TRIO_SOAK_ATTACKS=name,name`` runs a
 subset of the attacks (to tell which one breaks a bound).
@@ -34,9 +41,11 @@ import resource
 import subprocess
 import sys
 import threading
+import time
+import warnings
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -48,8 +57,19 @@ from tests._support.paths import ROOT
 
 from ._conn_attacks import ATTACKS as CONNECTION_ATTACKS
 from ._msg_attacks import ATTACKS as MESSAGE_ATTACKS
-from ._msg_attacks import SESSION_IDLE_TIMEOUT
-from ._tally import Attack, Stats
+from ._report import (
+    ATTACKERS_NICE,
+    LEGIT_CLIENTS,
+    LEGIT_SOURCE,
+    RSS_MARGIN,
+    SETTLE,
+    SHORTENED,
+    UNDER_ATTACK,
+    UNLOADED,
+    WARM_SOURCE,
+    Report,
+)
+from ._tally import Attack, MachineTooBusy, Stats
 from ._wire import (
     BATCHES,
     LATEST,
@@ -66,33 +86,6 @@ from ._wire import (
 pytestmark = [pytest.mark.slow, pytest.mark.soak]
 
 SERVER_FILE = "tests/programs/soak_server.py"
-
-# ---------------------------------------------------------------------------------------------
-# Flags that cut a timeout so that it fires within the test's window; every other limit is the
-# shipped default.
-SHORTENED: list[str] = [
-    "--session-idle-timeout",
-    f"{SESSION_IDLE_TIMEOUT:g}",  # sessions the attackers leave behind end before "after"
-    "--header-timeout",
-    "2",  # slowloris heads, silent connections (default far above 15 s)
-    "--write-timeout",
-    "3",  # clients that never read a 4 MiB answer
-    "--stream-idle-timeout",
-    "5",  # idle GET streams
-]
-# ---------------------------------------------------------------------------------------------
-
-
-LEGIT_SOURCE = "127.0.0.2"
-LEGIT_CLIENTS = 4
-UNLOADED = 4.0  # seconds measured without attacks (after 1 s of warm-up)
-UNDER_ATTACK = 12.0  # seconds measured with every attack on
-SETTLE = 8.0  # seconds at most for the server's memory to come back
-P99_FACTOR = 5.0
-P99_FLOOR_MS = 5.0  # so that noise on a tiny unloaded p99 does not decide
-ATTACKERS_NICE = 10  # the attackers' thread: see _attack_from_a_thread
-RSS_MARGIN = 0.10
-WARM_SOURCE = "127.0.1.1"
 
 
 def _selected() -> list[Attack]:
@@ -133,6 +126,19 @@ class Server:
     def cpu_seconds(self) -> float:
         fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def schedstat(self) -> tuple[float, float]:
+        """The process's CPU time and its time runnable but waiting for a CPU, in seconds, summed
+        over its threads (the kernel's scheduler statistics)."""
+        cpu = waited = 0.0
+        for task in Path(f"/proc/{self.proc.pid}/task").iterdir():
+            try:
+                fields = (task / "schedstat").read_text().split()
+            except OSError:  # a thread that ended meanwhile
+                continue
+            cpu += int(fields[0]) / 1e9
+            waited += int(fields[1]) / 1e9
+        return cpu, waited
 
     def open_files(self) -> int:
         return len(os.listdir(f"/proc/{self.proc.pid}/fd"))
@@ -284,136 +290,6 @@ class _OneShot(Stats):
             self.counts[key] += 10**6
 
 
-@dataclass
-class Report:
-    door: str
-    attacks: list[Attack]
-    stats: dict[str, Stats] = field(default_factory=dict)
-    unloaded: dict[str, Any] = field(default_factory=dict)
-    loaded: dict[str, Any] = field(default_factory=dict)
-    rss_before: float = math.nan
-    rss_peak: float = math.nan
-    rss_after: float = math.nan
-    rss_kinds_before: str = ""
-    rss_kinds_after: str = ""
-    live_before: tuple[int, str] = (0, "")  # (amount, "unit (how measured)")
-    live_after: tuple[int, str] = (0, "")
-    settled_in: float = math.nan
-    files_peak: int = 0
-    server_cpu: float = math.nan
-    attackers_cpu: float = math.nan
-    died: str | None = None
-
-    def problems(self) -> list[str]:
-        """Every assertion that fails, each saying which bound it is."""
-        return self.service_problems() + self.memory_problems() + self.latency_problems()
-
-    def service_problems(self) -> list[str]:
-        """The service: the process lives, legitimate clients get every answer, every
-        attack ran and met a bound."""
-        found = []
-        if self.died is not None:
-            found.append(f"the server process died: {self.died}")
-        before, loaded = self.unloaded, self.loaded
-        if before.get("errors", 1) or before.get("warmup_errors", 1):
-            found.append(f"legitimate clients failed without attacks: {before.get('error_samples')}")
-        if loaded.get("errors", 1):
-            found.append(
-                f"legitimate clients got {loaded.get('errors')} errors under attack (bound: 0) "
-                f"in {loaded.get('requests')} requests, e.g. {loaded.get('error_samples')}"
-            )
-        for attack in self.attacks:
-            stats = self.stats.get(attack.name)
-            if stats is None or not attack.ran(stats):
-                did = stats.summary() if stats else "no stats"
-                found.append(f"attack {attack.name} did not really run: {did}")
-            elif (missing := attack.unbounded(stats)) is not None:
-                found.append(f"attack {attack.name} met no bound: {missing}")
-        return found
-
-    def latency_problems(self) -> list[str]:
-        """The latency target: legitimate p99 within ``P99_FACTOR`` of unloaded."""
-        found = []
-        before, loaded = self.unloaded, self.loaded
-        unloaded_p99 = before.get("p99_ms", math.nan)
-        bound = P99_FACTOR * max(unloaded_p99, P99_FLOOR_MS)
-        if not loaded.get("p99_ms", math.nan) <= bound:
-            found.append(
-                f"legitimate p99 under attack {loaded.get('p99_ms', math.nan):.1f} ms > "
-                f"{P99_FACTOR:g} x max(p99 unloaded {unloaded_p99:.1f} ms, "
-                f"floor {P99_FLOOR_MS:g} ms) = {bound:.1f} ms"
-            )
-        return found
-
-    def memory_problems(self) -> list[str]:
-        """The memory target: the process's RSS back within ``RSS_MARGIN`` of before."""
-        found = []
-        if not self.rss_after <= self.rss_before * (1 + RSS_MARGIN):
-            found.append(
-                f"server RSS {self.rss_after:.1f} MiB {self.settled_in:.0f} s after the attacks vs "
-                f"{self.rss_before:.1f} MiB before ({self._growth(self.rss_after)}, "
-                f"bound +{RSS_MARGIN:.0%}; peak {self.rss_peak:.1f} MiB); {self._blocks()}"
-            )
-        return found
-
-    def _blocks(self) -> str:
-        (before, unit), (after, _) = self.live_before, self.live_after
-        if not before or not after:
-            return "live memory not measured"
-        growth = after / before - 1
-        verdict = (
-            "objects freed; the rest is large buffers still held or memory the allocators keep "
-            "(fragmentation)"
-            if growth <= RSS_MARGIN
-            else "objects still alive"
-        )
-        return f"live memory {before} before, {after} after, {unit} ({growth:+.0%}): {verdict}"
-
-    def _growth(self, value: float) -> str:
-        return f"{(value / self.rss_before - 1):+.0%}"
-
-    def render(self, problems: list[str]) -> str:
-        def legit_line(label: str, r: dict[str, Any]) -> str:
-            p = {key: r.get(key, math.nan) for key in ("p50_ms", "p90_ms", "p99_ms", "max_ms", "cpu_s")}
-            return (
-                f"  {label:<13}{r.get('requests', 0):>6} requests in {r.get('sessions', 0)} "
-                f"sessions, {r.get('errors', '?')} errors, p50 {p['p50_ms']:.1f} ms, "
-                f"p90 {p['p90_ms']:.1f} ms, p99 {p['p99_ms']:.1f} ms, max {p['max_ms']:.1f} ms, "
-                f"client CPU {p['cpu_s']:.1f} s; p99 by request: {r.get('p99_ms_by_kind')}"
-            )
-
-        flags = " ".join(SHORTENED) or "(none)"
-        fate = f"died: {self.died}" if self.died else "alive"
-        lines = [
-            f"soak test, front door {self.door}, flags {flags}, {os.cpu_count()} cores",
-            f"legitimate clients: {LEGIT_CLIENTS} from {LEGIT_SOURCE}, sessions on new connections",
-            legit_line("unloaded", self.unloaded),
-            legit_line("under attack", self.loaded),
-            f"server: RSS before {self.rss_before:.1f} MiB, peak {self.rss_peak:.1f} MiB "
-            f"({self._growth(self.rss_peak)}), after {self.rss_after:.1f} MiB "
-            f"({self._growth(self.rss_after)}, read {self.settled_in:.1f} s after the attacks); "
-            f"open files peak {self.files_peak}; CPU {self.server_cpu:.1f} s in "
-            f"{UNDER_ATTACK:g} s; {fate}",
-            f"server memory: {self._blocks()}; RSS MiB by kind before ({self.rss_kinds_before}), "
-            f"after ({self.rss_kinds_after})",
-            f"attackers' own CPU (a thread of the test process, nice {ATTACKERS_NICE}): "
-            f"{self.attackers_cpu:.1f} s",
-            "attacks, all at once:",
-        ]
-        for attack in self.attacks:
-            stats = self.stats.get(attack.name)
-            lines.append(f"  {attack.name} ({stats.source if stats else '?'}): {attack.does}")
-            if stats is not None:
-                lines.append(f"      did/saw: {stats.summary()}")
-                missing = attack.unbounded(stats)
-                if missing:
-                    lines.append(f"      NO BOUND SEEN: {missing}")
-        if problems:
-            lines.append("FAILED:")
-            lines.extend(f"  - {problem}" for problem in problems)
-        return "\n".join(lines)
-
-
 async def _run_attack(attack: Attack, port: int, stats: Stats) -> None:
     try:
         await attack.run(port, stats)
@@ -447,6 +323,7 @@ async def soak(door: str, tmp: Path) -> Report:
             report.rss_kinds_before = server.rss_kinds()
             report.rss_peak = report.rss_before
             cpu_before = server.cpu_seconds()
+            _, waited_before = server.schedstat()
             for number, attack in enumerate(attacks):
                 report.stats[attack.name] = Stats(attack.name, f"127.0.0.{3 + number}")
             stop = threading.Event()
@@ -458,6 +335,7 @@ async def soak(door: str, tmp: Path) -> Report:
                 finally:
                     stop.set()  # every attacker socket is closed on the way out
             report.server_cpu = server.cpu_seconds() - cpu_before if server.alive() else math.nan
+            report.server_waited = server.schedstat()[1] - waited_before if server.alive() else math.nan
             ended = trio.current_time()
             while server.alive():
                 await trio.sleep(0.5)
@@ -497,13 +375,17 @@ async def _attack_from_a_thread(
                     await trio.sleep(0.05)
                 nursery.cancel_scope.cancel()
 
-        started = _thread_cpu()
+        cpu, waited = _thread_schedstat()
+        wall = time.monotonic()
         try:
             trio.run(main)
         except BaseException as exc:  # re-raised in the test's loop
             failed.append(exc)
         finally:
-            report.attackers_cpu = _thread_cpu() - started
+            cpu_after, waited_after = _thread_schedstat()
+            report.attackers_cpu = cpu_after - cpu
+            report.attackers_waited = waited_after - waited
+            report.attackers_wall = time.monotonic() - wall
 
     # A thread of its own, not one of trio's cached worker threads: its priority cannot be
     # raised back, and a later test's worker thread must not inherit it.
@@ -515,9 +397,11 @@ async def _attack_from_a_thread(
         raise failed[0]
 
 
-def _thread_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_THREAD)
-    return usage.ru_utime + usage.ru_stime
+def _thread_schedstat() -> tuple[float, float]:
+    """The calling thread's CPU time and the time it spent runnable but waiting for a CPU, in
+    seconds (the kernel's scheduler statistics)."""
+    fields = Path(f"/proc/self/task/{threading.get_native_id()}/schedstat").read_text().split()
+    return int(fields[0]) / 1e9, int(fields[1]) / 1e9
 
 
 @pytest.fixture
@@ -541,5 +425,21 @@ def test_legitimate_clients_keep_their_service_under_every_attack_at_once(
     memory = report.memory_problems()
     assert not memory, report.render(memory)
     latency = report.latency_problems()
+    notes = []
+    if latency and report.server_starved():
+        notes.append(
+            f"the latency verdict was left out ({latency[0]}): the server waited "
+            f"{report.server_waited:.1f} s for a CPU and ran {report.server_cpu:.1f} s, too busy a "
+            "machine to measure its latency"
+        )
+        latency = []
     assert not latency, report.render(latency)
     print(report.render(latency))  # with -s: the numbers of a run that passed
+    if left_out := report.left_out():
+        notes.append(
+            f"the verdicts of {', '.join(left_out)} were left out: the attackers waited "
+            f"{report.attackers_waited:.1f} s of {report.attackers_wall:.1f} s for a CPU, too busy a "
+            "machine to run them at full rate"
+        )
+    if notes:  # (errors of the legitimate clients and the memory were judged all the same)
+        warnings.warn(MachineTooBusy(f"{door}: " + "; ".join(notes)), stacklevel=1)
