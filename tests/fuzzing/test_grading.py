@@ -213,8 +213,10 @@ def test_a_time_budget_runs_rounds_until_the_time_is_up(tmp_path: Path) -> None:
     started = time.monotonic()
     [stats] = run(cfg)
     took = time.monotonic() - started
-    assert stats.examples > 25 and 3 <= stats.seconds < 8 and took < 15, (stats.examples, stats.seconds)
-    assert stats.messages >= stats.examples
+    # A round is 25 examples: a run that stopped after its first round would end before the budget
+    # on any machine that runs 25 examples in less than 3 s, however loaded (it did 100-200 there).
+    assert 3 <= stats.seconds < 8 and took < 15, (stats.examples, stats.seconds)
+    assert stats.examples >= 1 and stats.messages >= stats.examples
 
 
 # ------------------------------------------------------------ the command
