@@ -415,3 +415,57 @@ def test_public_names_have_a_public_module() -> None:
         module = getattr(obj, "__module__", None)
         if module is not None and isinstance(module, str) and module.startswith("mcp_trio"):
             assert not any(part.startswith("_") for part in module.split(".")), (name, module)
+
+
+# --- private APIs of dependencies: only in compat modules ---------------------------------------
+
+#: Dependencies whose private modules a compat module may reach (and nothing else may).
+PRIVATE_CHECKED = {"trio", "h11", "hypercorn", "wsproto", "httptools", "msgspec", "coredis"}
+#: Private members of hypercorn's connection server that the hypercorn door touches.
+HYPERCORN_PRIVATE = {"_read_data", "_initiate_server_close", "_task_group", "spawn_app", "idle_task"}
+
+
+def _private_uses(path: Path) -> list[str]:
+    """What ``path`` uses of a dependency's private API (see the compat modules)."""
+    tree = ast.parse(path.read_text(), str(path))
+    found = []
+    for node in ast.walk(tree):
+        modules = []
+        if isinstance(node, ast.Import):
+            modules = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            modules = [node.module]
+        for module in modules:
+            parts = module.split(".")
+            if parts[0] in PRIVATE_CHECKED and any(part.startswith("_") for part in parts[1:]):
+                found.append(f"line {node.lineno}: imports {module}")
+        if isinstance(node, ast.Attribute) and node.attr in HYPERCORN_PRIVATE:
+            found.append(f"line {node.lineno}: hypercorn's {node.attr}")
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr == "coroutine"
+            and ast.unparse(node.value) == "types"
+        ):
+            found.append(f"line {node.lineno}: a coroutine stepped by hand (trio's trap protocol)")
+    return found
+
+
+def test_private_apis_of_dependencies_are_used_only_in_compat_modules() -> None:
+    problems = [
+        f"{path.relative_to(ROOT)} {use}"
+        for path in SOURCES
+        if not path.name.startswith("_compat_") and not GENERATED.match(module_name(path))
+        for use in _private_uses(path)
+    ]
+    assert not problems, "private APIs outside a _compat_ module:\n" + "\n".join(problems)
+    compat = [path for path in SOURCES if path.name.startswith("_compat_")]
+    assert {path.name for path in compat} == {"_compat_trio.py", "_compat_h11.py", "_compat_hypercorn.py"}
+    assert all(_private_uses(path) for path in compat if path.name != "_compat_hypercorn.py")
+
+
+def test_the_private_api_check_sees_an_import_and_a_member(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "from h11._headers import Headers\nserver._read_data()\n@types.coroutine\ndef f(): ...\n"
+    )
+    assert len(_private_uses(probe)) == 3

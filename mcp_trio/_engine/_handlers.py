@@ -38,10 +38,9 @@ Rules:
 from __future__ import annotations
 
 import contextvars
-import types
 from collections import deque
-from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -50,6 +49,7 @@ from .._core import RequestReceived, SessionCore
 from .._exceptions import ConnectionClosed, LocalProtocolError, McpError
 from ..transports._base import Frame, MessageChannel
 from ._common import _ended, log
+from ._compat_trio import until_it_waits
 from ._context import RequestContext
 
 __all__ = ["RequestHandler"]
@@ -61,7 +61,6 @@ DEFAULT_MAX_QUEUED_TOTAL = 16_384
 
 _HANDLER_NAME = "mcp_trio._engine._session.Session._handle_request"  # trio task name of request handlers
 _READER_NAME = "mcp_trio._engine._session.Session._next_reader"  # of successor readers (reader relay)
-_T = TypeVar("_T")
 
 
 def _queue_bounds(
@@ -193,7 +192,7 @@ class _Handlers:
                 and not self._stopping
             ):
                 self._take_slot()
-                waited, fit = await _until_it_waits(
+                waited, fit = await until_it_waits(
                     self._handle_request(last, scope), contextvars.copy_context(), self._start_successor
                 )
                 if waited:
@@ -388,7 +387,7 @@ class _Handlers:
                         event = handed
                     else:
                         break
-                    _, fit = await _until_it_waits(
+                    _, fit = await until_it_waits(
                         self._handle_request(event, scope), context.copy(), _nothing
                     )
                     taken += 1
@@ -530,38 +529,6 @@ class _IdleTask:
 
 def _nothing() -> None:
     pass
-
-
-@types.coroutine
-def _until_it_waits(
-    coro: Coroutine[Any, Any, _T], context: contextvars.Context, on_wait: Callable[[], None]
-) -> Generator[Any, Any, tuple[bool, _T]]:
-    """Run ``coro`` to its end, each step in ``context``, and return (whether
-    it ever yielded to trio, its result).  The first time it yields (a
-    checkpoint, a wait), call ``on_wait()``, then go on exactly as ``await
-    coro`` would (what trio sends or throws in is passed on)."""
-    send = coro.send
-    try:
-        value = context.run(send, None)
-    except StopIteration as end:
-        return False, end.value
-    on_wait()
-    while True:
-        try:
-            sent = yield value
-        except GeneratorExit:
-            coro.close()
-            raise
-        except BaseException as exc:  # trio resumes the task with an error (a Cancelled, say)
-            try:
-                value = context.run(coro.throw, exc)
-            except StopIteration as end:
-                return True, end.value
-        else:
-            try:
-                value = context.run(send, sent)
-            except StopIteration as end:
-                return True, end.value
 
 
 def _subject(params: Any) -> str:

@@ -23,7 +23,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import h11
-from h11._headers import Headers
+
+from ._compat_h11 import parsed_request
 
 try:
     import httptools  # type: ignore[import-untyped, unused-ignore]  # (typed from 0.9)
@@ -42,8 +43,6 @@ _MUST_CLOSE: Any = h11.MUST_CLOSE
 _CLOSED: Any = h11.CLOSED
 _ERROR: Any = h11.ERROR
 _CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
-_new_request = object.__new__
-_set = object.__setattr__
 
 
 class _Refused(Exception):
@@ -134,11 +133,7 @@ class LlhttpConnection:
         if hosts > 1:
             self._refuse("Found multiple Host: headers", 400)
         # h11's event, made as h11's parser makes it but without its checks again (made above).
-        request = _new_request(h11.Request)
-        _set(request, "method", method)
-        _set(request, "headers", Headers(self._headers))
-        _set(request, "target", self._url)
-        _set(request, "http_version", version)
+        request = parsed_request(method, self._headers, self._url, version)
         self._events.append((request, version, method, not close))
 
     def on_body(self, body: bytes) -> None:

@@ -11,7 +11,6 @@ a cancellation (a 2026-07-28 request: closing its response stream cancels it).
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import partial
 from typing import Any, cast
@@ -19,6 +18,7 @@ from typing import Any, cast
 import trio
 
 from ...types import _versions
+from ._compat_hypercorn import next_message
 from ._gate import ConnectionGate, TimedStream, listener_url, open_listeners
 from ._replies import _BOTH_LENGTHS, _error_reply, _peek_body, _Reply, _send_reply
 from ._request import (
@@ -144,7 +144,7 @@ class ASGIApp:
         limit = handler.max_body_size
         with trio.move_on_after(self.request_timeout) as reading:
             while True:
-                message = await _next_message(receive)
+                message = await next_message(receive)
                 if message["type"] == "http.disconnect":
                     return
                 body += message.get("body", b"")
@@ -233,91 +233,6 @@ def _may_stay_open(body: bytes) -> bool:
     return any(m.method == "subscriptions/listen" for m in (peeked if isinstance(peeked, list) else [peeked]))
 
 
-async def _next_message(receive: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
-    """The ASGI server's next message; one already queued on a trio memory channel
-    (hypercorn's) is taken without a trip through the scheduler."""
-    channel = getattr(receive, "__self__", None)
-    if isinstance(channel, trio.MemoryReceiveChannel):
-        try:
-            return cast(dict[str, Any], channel.receive_nowait())
-        except trio.WouldBlock:
-            pass
-    return await receive()
-
-
-async def _put_now(spawn_app: Callable[..., Awaitable[Any]], *args: Any) -> Any:
-    """Hypercorn's ``spawn_app``, whose returned ``put`` (how the connection hands the
-    app a request's body, end and disconnect) queues a message at once when the app's
-    channel has room, as ``send`` would after a trip through the scheduler."""
-    put = await spawn_app(*args)
-    channel = getattr(put, "__self__", None)
-    if not isinstance(channel, trio.MemorySendChannel):
-        return put
-
-    async def put_now(message: Any) -> None:
-        try:
-            channel.send_nowait(message)
-        except trio.WouldBlock:
-            await put(message)
-
-    return put_now
-
-
-class _IdleTimer:
-    """A hypercorn connection's idle timer (its ``SingleTask``), in one task for the
-    connection's life.  Hypercorn starts a new task for it each time a request ends
-    (``Nursery.start``, a few scheduler rounds) and cancels it when the next begins;
-    here the task is started once and a request only moves its deadline.  As
-    hypercorn's: the connection is closed once idle for ``keep_alive_timeout``, or
-    once idle after the server began shutting down."""
-
-    def __init__(self, server: Any) -> None:
-        self._server = server
-        self._scope: trio.CancelScope | None = None
-        self._ended = False
-
-    async def restart(self, task_group: Any, action: Callable[[], Awaitable[None]]) -> None:
-        """The connection is idle (``action``, hypercorn's own timer, is not used)."""
-        deadline = trio.current_time() + self._server.config.keep_alive_timeout
-        if self._scope is None:
-            self._scope = trio.CancelScope(deadline=deadline)
-            task_group._nursery.start_soon(self._run, self._scope)
-        else:
-            self._scope.deadline = deadline
-
-    async def stop(self) -> None:
-        """A request is under way: no idle timeout until it ends."""
-        if self._scope is not None:
-            self._scope.deadline = math.inf
-
-    def end(self) -> None:
-        """The connection's reading ended (hypercorn's cancelled timer task: none is left)."""
-        self._ended = True
-        if self._scope is not None:
-            self._scope.cancel()
-
-    async def _run(self, scope: trio.CancelScope) -> None:
-        server = self._server
-        with scope:
-            await server.context.terminated.wait()
-            while not server.idle:  # (shutting down: a request under way ends first)
-                await server.timed.changed.park()
-        if not self._ended:
-            with trio.CancelScope(shield=True):
-                await server._initiate_server_close()
-
-
-def _forget_connection(server: Any) -> None:
-    """Break the reference cycles of an ended hypercorn connection (its server, protocol wrapper
-    and protocol point at each other through their send callbacks and task group), so that its
-    objects are freed at once, not by the cyclic GC's full passes (which under a flood of
-    connections grew long enough to delay every client)."""
-    wrapper = getattr(server, "protocol", None)
-    for part in (getattr(wrapper, "protocol", None), wrapper, server):
-        if part is not None and hasattr(part, "__dict__"):
-            vars(part).clear()
-
-
 async def serve_hypercorn(
     app: ASGIApp,
     host: str = "127.0.0.1",
@@ -352,10 +267,10 @@ async def serve_hypercorn(
     """
     from hypercorn.app_wrappers import ASGIWrapper
     from hypercorn.config import Config
-    from hypercorn.events import Event, RawData, Updated
-    from hypercorn.trio.tcp_server import TCPServer
     from hypercorn.trio.worker_context import WorkerContext
     from hypercorn.typing import ConnectionState
+
+    from ._compat_hypercorn import connection_server, forget_connection
 
     config = Config()
     config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
@@ -384,56 +299,7 @@ async def serve_hypercorn(
                 listeners.append((trio.SocketListener(trio.socket.from_stdlib_socket(sock)), secure))
     urls = [listener_url(listener, "https" if secure else "http") for listener, secure in listeners]
 
-    class Connection(TCPServer):
-        """Hypercorn's connection server, telling when it is idle (no request under way),
-        with one idle timer for the connection's life (see :class:`_IdleTimer`)."""
-
-        idle = True
-        timed: TimedStream
-        plain = True  # (False: TLS, whose writes go through its own stream)
-        ended: trio.CancelScope  # (cancelled: the connection's tasks end)
-
-        def __init__(self, *args: Any) -> None:
-            super().__init__(*args)
-            self.idle_task = cast(Any, _IdleTimer(self))  # (hypercorn's restart and stop)
-
-        async def _read_data(self) -> None:
-            try:
-                await super()._read_data()
-            finally:
-                cast(_IdleTimer, self.idle_task).end()
-
-        @property
-        def protocol(self) -> Any:  # pyright: ignore[reportIncompatibleVariableOverride]
-            return self._protocol
-
-        @protocol.setter
-        def protocol(self, protocol: Any) -> None:  # pyright: ignore[reportIncompatibleVariableOverride]
-            # Set once the connection's task group exists: its requests' apps are handed
-            # their messages without a trip through the scheduler each (see _put_now).
-            self._protocol = protocol
-            group: Any = self._task_group
-            group.spawn_app = partial(_put_now, group.spawn_app)
-
-        async def protocol_send(self, event: Event) -> None:
-            if isinstance(event, RawData) and self.plain and not self.send_lock.locked():
-                # Written at once when the socket takes it all, as TimedStream.send_all would,
-                # without the send lock's trip through the scheduler: no other send can come
-                # in between.  (h11's end of a sized body is empty: nothing to write.)
-                view = memoryview(event.data)
-                sent = self.timed.write_some(view)
-                if sent == view.nbytes and (sent or not self.timed.closed):
-                    return
-                event = RawData(data=cast(bytes, view[sent:]))  # (the rest, not copied)
-            await super().protocol_send(event)
-            if self.timed.closed and isinstance(event, RawData):  # the write timed out here:
-                self.ended.cancel()  # the connection ends now, its app's send with it
-                await trio.lowlevel.checkpoint()
-            if isinstance(event, Updated):
-                self.idle = event.idle
-                if not event.idle:  # a request head came whole
-                    gate.prove(self.timed.transport_stream)
-                self.timed.changed.unpark_all()
+    Connection = connection_server(gate.prove)
 
     async def connection(stream: trio.SocketStream, secure: bool) -> None:
         timed = TimedStream(stream, write_timeout)
@@ -474,7 +340,7 @@ async def serve_hypercorn(
                 await trio.sleep(_ENDING_GRACE)  # (cancelled once hypercorn has ended it)
                 nursery.cancel_scope.cancel()
         finally:
-            _forget_connection(server)
+            forget_connection(server)
 
     async with trio.open_nursery() as connections:
         try:
