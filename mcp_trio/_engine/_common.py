@@ -7,15 +7,17 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from ..transports._base import ChannelTraits, HostedSession, SharedSession
+
 log = logging.getLogger("mcp_trio")
 
 _DEFAULT = object()  # "the session's default_timeout"
 
 
-def _ended(what: str, channel: Any) -> str:
+def _ended(what: str, channel: object) -> str:
     """``what`` happened, with the transport's own account (``end_reason``) when it has one,
     such as a WebSocket close code."""
-    reason = getattr(channel, "end_reason", None)
+    reason = channel.end_reason if isinstance(channel, ChannelTraits) else None
     return f"{what} ({reason})" if reason else what
 
 
@@ -27,7 +29,7 @@ def _unwrap(group: BaseExceptionGroup[BaseException]) -> BaseException:
     return exc
 
 
-def _settle_era(core: Any, channel: Any) -> bool:
+def _settle_era(core: Any, channel: object) -> bool:
     """Server: what the transport knows of the session before it starts.  A
     session of a transport without sessions (stateless Streamable HTTP,
     ``assumed_version``) or one another process initialized (shared through a
@@ -36,21 +38,22 @@ def _settle_era(core: Any, channel: Any) -> bool:
     makes every request a stateless one; ``request_id_prefix`` prefixes the
     ids of the server's requests."""
     settled = False
-    assumed = getattr(channel, "assumed_version", None)
-    if assumed is not None:
-        core.assume_initialized(assumed)
-        settled = True
-    if getattr(channel, "expect_modern", False):
-        core.expect_modern()
-    restored = getattr(channel, "restored", None)
-    if restored is not None:
-        core.restore(
-            restored.version,
-            peer_info=restored.client_info,
-            peer_capabilities=restored.client_capabilities,
-        )
-        settled = True
-    prefix = getattr(channel, "request_id_prefix", None)
-    if prefix is not None:
-        core.id_prefix = prefix  # our request ids, unique among the processes serving the session
+    if isinstance(channel, HostedSession):
+        if channel.assumed_version is not None:
+            core.assume_initialized(channel.assumed_version)
+            settled = True
+        if channel.expect_modern:
+            core.expect_modern()
+    if isinstance(channel, SharedSession):
+        restored = channel.restored
+        if restored is not None:
+            core.restore(
+                restored.version,
+                peer_info=restored.client_info,
+                peer_capabilities=restored.client_capabilities,
+            )
+            settled = True
+        if channel.request_id_prefix is not None:
+            # our request ids, unique among the processes serving the session
+            core.id_prefix = channel.request_id_prefix
     return settled

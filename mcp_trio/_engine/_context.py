@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from .._core import RequestReceived
+from ..transports._base import Authorizing
 
 if TYPE_CHECKING:
     from ._outgoing import ProgressCallback
@@ -89,8 +90,8 @@ class RequestContext:
         """What the transport's authorization layer verified for this request
         (behind a protected HTTP endpoint: an ``mcp_trio.auth.server.AccessToken``),
         or ``None``.  The transport keeps it, so the core never sees it."""
-        lookup = getattr(self.session.channel, "auth_for", None)
-        return lookup(self.id) if lookup is not None else None
+        channel = self.session.channel
+        return channel.auth_for(self.id) if isinstance(channel, Authorizing) else None
 
     @property
     def cancelled(self) -> bool:

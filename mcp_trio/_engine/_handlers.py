@@ -47,7 +47,7 @@ import trio
 from .. import _jsonrpc as rpc
 from .._core import RequestReceived, SessionCore
 from .._exceptions import ConnectionClosed, LocalProtocolError, McpError
-from ..transports._base import Frame, MessageChannel
+from ..transports._base import BufferedInput, Frame, HostedSession, MessageChannel
 from ._common import _ended, log
 from ._compat_trio import until_it_waits
 from ._context import RequestContext
@@ -69,10 +69,11 @@ def _queue_bounds(
     """A session's ``max_queued`` and ``max_queued_total``: as given, else the
     channel's (a transport's own defaults, Streamable HTTP's), else
     ``max_in_flight`` and ``DEFAULT_MAX_QUEUED_TOTAL``."""
-    if max_queued is None:
-        max_queued = getattr(channel, "max_queued", None)
-    if max_queued_total is None:
-        max_queued_total = getattr(channel, "max_queued_total", None)
+    if isinstance(channel, HostedSession):  # (the endpoint's own defaults)
+        if max_queued is None:
+            max_queued = channel.max_queued
+        if max_queued_total is None:
+            max_queued_total = channel.max_queued_total
     if max_queued is not None and max_queued < 0:
         raise ValueError("max_queued must not be negative")
     if max_queued_total is not None and max_queued_total < 0:
@@ -159,7 +160,7 @@ class _Handlers:
         it served spoilt ``scope``, go on in a fresh one."""
         channel = self.channel
         core = self.core
-        buffered = getattr(channel, "buffered", None)
+        buffered = channel.buffered if isinstance(channel, BufferedInput) else None
         while True:
             try:
                 frame = await channel.receive()
@@ -376,12 +377,8 @@ class _Handlers:
                         event = self._dequeue()
                         if self._room is not None:
                             self._room.set()
-                    elif (
-                        not self._queued
-                        and self._idle is None
-                        and (registry := getattr(self.channel, "idle_handlers", None)) is not None
-                    ):
-                        handed = await self._linger(registry)
+                    elif not self._queued and self._idle is None and isinstance(self.channel, HostedSession):
+                        handed = await self._linger(self.channel.idle_handlers)
                         if handed is None:
                             break
                         event = handed

@@ -19,7 +19,7 @@ import trio
 
 from .._core import ProgressReceived, SessionCore
 from .._exceptions import ConnectionClosed
-from ..transports._base import CLOSE_STREAM, Frame, MessageChannel
+from ..transports._base import CLOSE_STREAM, Frame, HostedSession, MessageChannel
 from ._common import _DEFAULT
 
 __all__ = ["ProgressCallback", "RequestTimeout"]
@@ -205,7 +205,7 @@ class _Outgoing:
         a session, 2025-11-25 or later: the stream began with a priming event)
         and otherwise keeps it open.
         """
-        if not getattr(self.channel, "stream_controls", False):
+        if not (isinstance(self.channel, HostedSession) and self.channel.stream_controls):
             return False
         if self.core.closed:
             raise ConnectionClosed(self._close_reason)

@@ -32,7 +32,7 @@ Rules (incoming requests: ``_handlers``; outgoing ones: ``_outgoing``):
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Mapping
 from contextlib import asynccontextmanager
 from types import MappingProxyType
 from typing import Any
@@ -52,6 +52,7 @@ from .._core import (
     State,
 )
 from .._exceptions import ConnectionClosed, McpError
+from ..transports import _base as transport  # (what channels declare they offer)
 from ..transports._base import Frame, MessageChannel
 from ..types import _versions
 from ._common import _ended, _settle_era, _unwrap, log
@@ -88,6 +89,7 @@ class Session(_Handlers, _Handshake, _Outgoing):
     # 30 instance attributes, CPython shares one table of attribute names between the instances
     # (about 1.3 KiB less per session): tests/engine/test_session_garbage.py holds the count.
     _close_reason = "the session was closed"
+    principal: Hashable | None = None  #: whom it serves, if set: the owner of its tasks (TaskManager)
 
     def __init__(
         self,
@@ -131,7 +133,8 @@ class Session(_Handlers, _Handshake, _Outgoing):
         #: Seconds requests already read get to finish once the input ends (EOF);
         #: default: 2 over a transport whose output outlives its input (stdio), else 0.
         if eof_grace is None:
-            eof_grace = 2.0 if getattr(channel, "output_outlives_input", False) else 0.0
+            outlives = isinstance(channel, transport.ChannelTraits) and channel.output_outlives_input
+            eof_grace = 2.0 if outlives else 0.0
         self.eof_grace = eof_grace
         #: Set once the handshake (or era detection) finished.
         self.initialized = trio.Event()
@@ -140,8 +143,9 @@ class Session(_Handlers, _Handshake, _Outgoing):
         # Made with the writer, on the first frame queued.
         self._outbox_size = outbox_size
         self._outbox_send: trio.MemorySendChannel[Frame] | None = None
-        # A transport that can write one whole message without waiting (stdio)
-        self._send_nowait: Callable[[Frame], None] | None = getattr(channel, "send_nowait", None)
+        self._send_nowait: Callable[[Frame], None] | None = None
+        if isinstance(channel, transport.DirectOutput):  # writes a whole message at once (stdio)
+            self._send_nowait = channel.send_nowait
         # Nothing is queued and the writer is not writing: set by the writer
         # as it parks on an empty outbox, cleared by it and by every queueing.
         # The writer starts with the first frame queued (idle sessions of a
@@ -216,9 +220,8 @@ class Session(_Handlers, _Handshake, _Outgoing):
         finally:
             self._outbox_closed = True
             self._shutdown()
-            close_nowait = getattr(self.channel, "close_nowait", None)
-            if close_nowait is not None:  # (a transport with nothing to wait for: no scope to enter)
-                close_nowait()
+            if isinstance(self.channel, transport.PushInput):  # (nothing to wait for: no scope to enter)
+                self.channel.close_nowait()
             else:
                 with trio.move_on_after(self.close_grace, shield=True):
                     await self.channel.aclose()
@@ -303,7 +306,7 @@ class Session(_Handlers, _Handshake, _Outgoing):
         channel = self.channel
         # A transport that can write several messages at once (stdio) gets
         # every frame already queued in one call: one system call per burst.
-        send_many = getattr(channel, "send_many", None)
+        send_many = channel.send_many if isinstance(channel, transport.BatchedOutput) else None
         with self._writer_scope:
             try:
                 while True:
@@ -372,9 +375,8 @@ class Session(_Handlers, _Handshake, _Outgoing):
             return
         self._stopping = True
         self._drop_queue()
-        idle_handlers = getattr(self.channel, "idle_handlers", None)
-        if idle_handlers is not None:  # (an ended session is not kept until the next sweep)
-            idle_handlers.discard(self)
+        if isinstance(self.channel, transport.HostedSession):  # (not kept until the next sweep)
+            self.channel.idle_handlers.discard(self)
         if self._tasks is None:
             return  # not running yet: run() returns at once
         self._writer_scope.deadline = trio.current_time() + self.close_grace
@@ -402,14 +404,13 @@ class Session(_Handlers, _Handshake, _Outgoing):
                     if self.keepalive_interval is not None:
                         tasks.start_soon(self._keepalive)
                     task_status.started(self)
-                    attach = getattr(self.channel, "attach_receiver", None)
-                    if attach is None:
+                    if isinstance(self.channel, transport.PushInput):
+                        await self.channel.attach_receiver(self._feed, self._input_ended)
+                        await trio.sleep_forever()  # until _input_ended() or _stop()
+                    else:
                         if await self._reader():  # handed on: a successor reads
                             await trio.sleep_forever()  # until _stop()
                         await self._finish_after_eof()
-                    else:
-                        await attach(self._feed, self._input_ended)
-                        await trio.sleep_forever()  # until _input_ended() or _stop()
                 finally:
                     self._stop()
         except BaseExceptionGroup as group:

@@ -23,7 +23,8 @@ import trio
 from .._engine._common import _unwrap
 from .._engine._session import Session, open_session
 from ..middleware._base import Middleware, wrap_handlers
-from ..transports._base import MessageChannel
+from ..transports._base import ChannelTraits, MessageChannel
+from ..transports.http._request import SessionServer
 from ..transports.memory import open_memory_transport_pair
 from ..transports.stdio import open_stdio_client
 from ._cache import _INVALIDATES, ResultCache
@@ -209,7 +210,7 @@ async def open_client(
         with trio.move_on_after(connect_timeout if connect_timeout is not None else float("inf")) as scope:
             await session.connect()
         if scope.cancelled_caught:
-            where = getattr(channel, "url", None) or "the server"
+            where = (channel.url if isinstance(channel, ChannelTraits) else None) or "the server"
             raise trio.TooSlowError(
                 f"connecting to {where} timed out after {connect_timeout} s "
                 "(no connection, or no answer to initialize)"
@@ -360,6 +361,6 @@ def connect(
         if not target:
             raise ValueError("connect() needs a command to start, a URL or a server; got an empty command")
         return connect_stdio(*target, **options)
-    if not isinstance(target, str) and callable(getattr(target, "serve_session", None)):
+    if isinstance(target, SessionServer):
         return connect_server(target, **options)
     raise TypeError(f"connect() takes a URL, a command or a server, not {type(target).__name__}")

@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_che
 
 import msgspec
 
+from ..transports._base import ChannelTraits
+
 if TYPE_CHECKING:
     from .._engine._context import RequestContext
 
@@ -200,19 +202,7 @@ def _wrapped(
     return run
 
 
-_HAS_SESSION_ID: dict[type, bool] = {}  # channel class -> whether its channels have ``session_id``
-
-
 def session_id_of(channel: object) -> str | None:
-    """The session id a transport's channel knows (``session_id``), if any.
-
-    Whether a class of channel has one is found once (a miss of ``getattr`` with a
-    default costs an exception raised and caught, on every request)."""
-    kind = type(channel)
-    has = _HAS_SESSION_ID.get(kind)
-    if has is None:
-        has = _HAS_SESSION_ID[kind] = hasattr(channel, "session_id")
-    if not has:
-        return None
-    value = getattr(channel, "session_id", None)
+    """The session id a transport's channel knows (``ChannelTraits.session_id``), if any."""
+    value = channel.session_id if isinstance(channel, ChannelTraits) else None
     return value if isinstance(value, str) else None

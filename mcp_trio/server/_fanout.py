@@ -29,6 +29,7 @@ import trio
 
 from .._engine._session import Session
 from ..store import Store, StoreError
+from ..transports._base import SharedSession
 from ..transports.http._bus import listen
 
 log = logging.getLogger("mcp_trio.server")
@@ -41,13 +42,14 @@ COALESCE = 0.1  # seconds within which the announcements of one list's change ar
 def announces(session: Session) -> bool:
     """Whether this worker tells ``session`` of list changes and resource updates (a session
     not shared by workers: always)."""
-    return bool(getattr(session.channel, "announces", True))
+    channel = session.channel
+    return channel.announces() if isinstance(channel, SharedSession) else True
 
 
 async def adopted(session: Session) -> bool:
     """Whether the worker announcing to ``session`` is gone and this one took its place."""
-    take_over = getattr(session.channel, "adopted", None)
-    return bool(await take_over()) if take_over is not None else False
+    channel = session.channel
+    return await channel.adopted() if isinstance(channel, SharedSession) else False
 
 
 class _Updated(msgspec.Struct, omit_defaults=True):

@@ -70,8 +70,9 @@ import trio
 
 from .._engine._context import RequestContext
 from .._engine._session import Session, new_session
+from .._exceptions import ConnectionClosed
 from ..middleware._base import Middleware, wrap_handlers
-from ..transports._base import MessageChannel
+from ..transports._base import HostedSession, MessageChannel, SharedSession
 from ..types import _versions
 from ._context import _LEVEL_RANK, Context, _only
 from ._cursor import decode_cursor, encode_cursor
@@ -215,20 +216,18 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin, _RoutesMixin, _Serving
     def _spawn_notify(
         self, session: Session, method: str, params: Any, *, unless_announced_elsewhere: bool = False
     ) -> None:
-        nursery = getattr(session, "_tasks", None)
-        if nursery is None:
-            return
-        if unless_announced_elsewhere and not announces(session):
-            nursery.start_soon(self._notify_if_adopted, session, method, params)
-            return
+        only_if_adopted = unless_announced_elsewhere and not announces(session)
+        notify = self._notify_if_adopted if only_if_adopted else self._notify
+        try:
+            session.spawn(notify, session, method, params, name=method)
+        except ConnectionClosed:  # (not running yet, or ended: nobody to tell)
+            pass
 
-        async def send() -> None:
-            try:
-                await session.notify(method, params)
-            except Exception as exc:  # the session may be closing
-                log.debug("could not send %s: %s", method, exc)
-
-        nursery.start_soon(send)
+    async def _notify(self, session: Session, method: str, params: Any) -> None:
+        try:
+            await session.notify(method, params)
+        except Exception as exc:  # the session may be closing
+            log.debug("could not send %s: %s", method, exc)
 
     async def _notify_if_adopted(self, session: Session, method: str, params: Any) -> None:
         try:
@@ -271,10 +270,10 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin, _RoutesMixin, _Serving
         """Keep the session's log level and subscriptions where the other
         workers serving it find them (a transport sharing sessions through a
         store: its ``remember``)."""
-        remember = getattr(session.channel, "remember", None)
-        if remember is not None:
+        channel = session.channel
+        if isinstance(channel, SharedSession):
             subscriptions = sorted(self._subscriptions.get(session, ()))
-            await remember(log_level=self._log_levels.get(session), subscriptions=subscriptions)
+            await channel.remember(log_level=self._log_levels.get(session), subscriptions=subscriptions)
 
     def _adopt_state(self, session: Session, log_level: str | None, subscriptions: list[str]) -> None:
         """Take the log level and subscriptions another worker set for ``session``."""
@@ -292,7 +291,8 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin, _RoutesMixin, _Serving
         client become an ``InputRequiredResult`` (see :mod:`mcp_trio.server._mrtr`)."""
 
         async def rounds(ctx: RequestContext, params: Any) -> Any:
-            principal = getattr(ctx.session, "principal", None)
+            owner = ctx.session.principal  # (signed into the request state as text)
+            principal = None if owner is None else str(owner)
             inputs = InputSession(self._state, method=ctx.method, params=params, principal=principal)
             self._rounds[id(ctx)] = inputs
             try:
@@ -405,7 +405,7 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin, _RoutesMixin, _Serving
         # The session runs in this task: no nursery or task of its own around
         # it (an idle Streamable HTTP session is one parked task).
         capabilities = self._session_capabilities()
-        if getattr(channel, "sessionless", False) and "tasks" in capabilities:
+        if isinstance(channel, HostedSession) and channel.sessionless and "tasks" in capabilities:
             # A 2025-11-25 task belongs to its session: one that ends with its
             # request could never be found again, so none is offered (``task``
             # is then ignored).  Extension tasks are held by the manager.
@@ -422,11 +422,11 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin, _RoutesMixin, _Serving
         )
         self._sessions.add(session)
         self._totals.opened(session, channel)
-        if getattr(channel, "request_id_prefix", None) is not None:  # shared by several workers
-            restored = getattr(channel, "restored", None)
+        if isinstance(channel, SharedSession) and channel.request_id_prefix is not None:  # shared
+            restored = channel.restored
             if restored is not None:
                 self._adopt_state(session, restored.log_level, restored.subscriptions)
-            channel.on_shared_update = partial(self._adopt_state, session)  # type: ignore[attr-defined]
+            channel.on_shared_update = partial(self._adopt_state, session)
         try:
             await session.run(task_status=task_status)
         finally:

@@ -146,7 +146,7 @@ class _ServingMixin:
                 worker_id = worker_id or secrets.token_hex(4)
                 self.tasks.share(store, worker_id)  # tasks seen and cancelled from every worker
         endpoint = StreamableHTTP(
-            self.serve_session, versions=self.versions, store=store, worker_id=worker_id, **http_options
+            self, versions=self.versions, store=store, worker_id=worker_id, **http_options
         )
         try:
             async with trio.open_nursery() as nursery:
@@ -284,9 +284,7 @@ class _ServingMixin:
                 if http:
                     from ..transports.http.server import ASGIApp, StreamableHTTP
 
-                    http_endpoint = StreamableHTTP(
-                        self.serve_session, versions=self.versions, **(http_options or {})
-                    )
+                    http_endpoint = StreamableHTTP(self, versions=self.versions, **(http_options or {}))
                     await nursery.start(http_endpoint.run)
                     front: Any = auth.protect(http_endpoint) if auth is not None else http_endpoint
                     http_app = ASGIApp(front, path, routes)

@@ -34,6 +34,7 @@ from .. import _jsonrpc as rpc
 from .._engine._context import RequestContext
 from .._exceptions import McpError
 from ..store import Store, StoreError, TaskRecord
+from ..transports._base import ChannelTraits
 from ..transports.http._bus import listen
 from ..types import _versions
 
@@ -88,7 +89,8 @@ class TaskSharing:
         """The owner of the request's tasks as every worker names it."""
         if _versions.is_stateless(ctx.version):
             return repr(("owner", principal))
-        session_id = getattr(ctx.session.channel, "session_id", None)
+        channel = ctx.session.channel
+        session_id = channel.session_id if isinstance(channel, ChannelTraits) else None
         return repr(("session", session_id, principal))
 
     # --------------------------------------------------------------- writing

@@ -21,6 +21,7 @@ import trio
 
 from .._engine._common import log as _engine_log
 from .._engine._session import Session
+from ..transports._base import ChannelTraits
 
 if TYPE_CHECKING:
     from ._server import Server
@@ -95,7 +96,7 @@ class _Totals:
         if _engine_log.isEnabledFor(logging.DEBUG):
             session.log_requests = True
         if log.isEnabledFor(logging.DEBUG):
-            peer = getattr(channel, "client", None)
+            peer = channel.client if isinstance(channel, ChannelTraits) else None
             log.debug("session opened: transport %s, peer %s", transport, peer or "-")
 
     def closed(self, session: Session) -> None:

@@ -477,7 +477,7 @@ class TaskManager(_TaskStatus):
     def _principal(self, ctx: RequestContext) -> Hashable | None:
         if self.owner is not None:
             return self.owner(ctx)
-        principal = getattr(ctx.session, "principal", None)
+        principal = ctx.session.principal
         return _authorization_context(ctx.auth) if principal is None else principal
 
     def _owner(self, ctx: RequestContext) -> Hashable:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import trio
 
-from ._base import Frame
+from ._base import BufferedInput, ChannelTraits, Frame
 
 __all__ = ["MemoryChannel", "open_memory_transport_pair"]
 
 
-class MemoryChannel(trio.abc.Channel[Frame]):
+class MemoryChannel(trio.abc.Channel[Frame], ChannelTraits, BufferedInput):
     """One end of an in-memory pair: frames sent here are received at the other end."""
 
     def __init__(

@@ -27,7 +27,7 @@ from typing import IO, Any
 
 import trio
 
-from ._base import Frame
+from ._base import BatchedOutput, BufferedInput, ChannelTraits, DirectOutput, Frame
 
 __all__ = [
     "DEFAULT_MAX_MESSAGE_SIZE",
@@ -129,7 +129,7 @@ class LineFramer:
         return len(self._buf)
 
 
-class StreamChannel(trio.abc.Channel[Frame]):
+class StreamChannel(trio.abc.Channel[Frame], ChannelTraits, DirectOutput, BatchedOutput, BufferedInput):
     """A message channel over a receive stream and a send stream.
 
     Args:
@@ -190,7 +190,7 @@ class StreamChannel(trio.abc.Channel[Frame]):
             await self._send_stream.send_all(data)
             await self._send_stream.send_all(b"\n")
 
-    def send_nowait(self, value: Frame) -> None:
+    def send_nowait(self, frame: Frame) -> None:
         """Write one message now, whole, without waiting, or nothing at all.
 
         For a caller that knows no other write is in progress or queued (the
@@ -209,9 +209,9 @@ class StreamChannel(trio.abc.Channel[Frame]):
         send_all_nowait = self._send_all_nowait
         if send_all_nowait is None:
             raise trio.WouldBlock
-        send_all_nowait(value.data + b"\n")
+        send_all_nowait(frame.data + b"\n")
 
-    async def send_many(self, values: Sequence[Frame]) -> None:
+    async def send_many(self, frames: Sequence[Frame]) -> None:
         """Send several messages, in order, with as few writes as possible.
 
         Same framing as :meth:`send` (one line each); small messages are
@@ -221,7 +221,7 @@ class StreamChannel(trio.abc.Channel[Frame]):
         if self._closed:
             raise trio.ClosedResourceError
         buffer = bytearray()
-        for value in values:
+        for value in frames:
             data = value.data
             if len(data) >= _SMALL_WRITE:
                 if buffer:

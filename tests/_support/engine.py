@@ -16,6 +16,7 @@ import trio.lowlevel
 import trio.testing
 
 from mcp_trio import Frame, RequestContext, Session, new_session
+from mcp_trio.transports._base import BufferedInput
 from mcp_trio.transports.stdio import StreamChannel, _PipeStream
 
 INFO = {"name": "t", "version": "1"}
@@ -188,17 +189,20 @@ class Pipe(trio.abc.Channel[Frame]):
         await self._receive.aclose()
 
 
+class BufferedPipe(Pipe, BufferedInput):
+    """A :class:`Pipe` that tells the session how many frames it holds (as stdio's channel does),
+    so a request read last is handled in the reader's own task while a successor reads on."""
+
+    def buffered(self) -> int:
+        return len(self._ahead)
+
+
 def pipe_pair(*, relay: bool = False) -> tuple[Pipe, Pipe]:
-    """Two connected ends; with ``relay``, each tells the session how many
-    frames it holds (``buffered``, as stdio's channel does), so a request read
-    last is handled in the reader's own task while a successor reads on."""
+    """Two connected ends; with ``relay``, :class:`BufferedPipe` ends (the reader relay)."""
     a_send, b_receive = trio.open_memory_channel[Frame](64)
     b_send, a_receive = trio.open_memory_channel[Frame](64)
-    ends = Pipe(a_send, a_receive), Pipe(b_send, b_receive)
-    if relay:
-        for end in ends:
-            end.buffered = end._ahead.__len__  # type: ignore[attr-defined]
-    return ends
+    kind = BufferedPipe if relay else Pipe
+    return kind(a_send, a_receive), kind(b_send, b_receive)
 
 
 SERVER_CAPS = {"tools": {}, "logging": {}, "prompts": {}}

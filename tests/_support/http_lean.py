@@ -67,7 +67,7 @@ def make_server() -> tuple[Server, dict[str, Any]]:
 async def serving(
     front_door: str, server: Server, h11_options: dict[str, Any] | None = None, **options: Any
 ) -> AsyncIterator[tuple[int, StreamableHTTP]]:
-    endpoint = StreamableHTTP(server.serve_session, **options)
+    endpoint = StreamableHTTP(server, **options)
     async with trio.open_nursery() as nursery:
         await nursery.start(endpoint.run)
         if is_lean(front_door):

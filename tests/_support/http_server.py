@@ -36,7 +36,7 @@ MODERN_META = {
 async def running(
     front_door: str, server: Server, **options: Any
 ) -> AsyncIterator[tuple[str, StreamableHTTP]]:
-    endpoint = StreamableHTTP(server.serve_session, **options)
+    endpoint = StreamableHTTP(server, **options)
     async with trio.open_nursery() as nursery:
         await nursery.start(endpoint.run)
         if front_door == "hypercorn":

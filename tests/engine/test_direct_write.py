@@ -21,7 +21,7 @@ import trio
 import trio.testing
 
 from mcp_trio import RequestContext, open_session
-from mcp_trio.transports._base import Frame
+from mcp_trio.transports._base import DirectOutput, Frame
 from mcp_trio.transports.memory import MemoryChannel
 
 INIT = {
@@ -36,7 +36,7 @@ INIT = {
 }
 
 
-class RecordingChannel(MemoryChannel):
+class RecordingChannel(MemoryChannel, DirectOutput):
     """A memory channel with an all-or-nothing ``send_nowait``, like stdio's pipes.
 
     ``paths`` lists ``(path, message)`` in the order the messages were put on
@@ -52,11 +52,11 @@ class RecordingChannel(MemoryChannel):
         self.refuse = False
         self.hold: trio.Event | None = None
 
-    def send_nowait(self, value: Frame) -> None:
+    def send_nowait(self, frame: Frame) -> None:
         if self.refuse:
             raise trio.WouldBlock
-        self._send.send_nowait(value)
-        self.paths.append(("direct", json.loads(value.data)))
+        self._send.send_nowait(frame)
+        self.paths.append(("direct", json.loads(frame.data)))
 
     async def send(self, value: Frame) -> None:
         if self.hold is not None:

@@ -26,6 +26,7 @@ from mcp_trio import (
 from mcp_trio.server import Context, Server
 from mcp_trio.server._task_context import RELATED_TASK
 from mcp_trio.server._tasks import TaskManager
+from mcp_trio.transports._base import Authorizing
 from mcp_trio.types import ext_tasks
 from tests._support.paths import PROGRAMS, ROOT
 
@@ -645,7 +646,7 @@ async def test_extension_tasks_are_scoped_by_owner() -> None:
             assert (await error_of(legacy, "tasks/get", {"taskId": tid})).code == -32602
 
 
-class _Authenticated(trio.abc.Channel[Any]):
+class _Authenticated(trio.abc.Channel[Any], Authorizing):
     """The server's end of a connection whose requests all carry ``auth`` (what an
     authorization layer in front of a transport provides as ``ctx.auth``)."""
 

@@ -26,7 +26,7 @@ from msgspec import UNSET
 
 from ... import _jsonrpc as rpc
 from ..._version import __version__
-from .._base import Frame, RequestId
+from .._base import ChannelTraits, Frame, RequestId
 from ..stdio import DEFAULT_MAX_MESSAGE_SIZE
 from ._client_peek import _BAD_JSON, _initialize_decoder, _is_modern, _Message
 from ._headers import encode_value as _encode_header_value
@@ -114,7 +114,7 @@ class _Exchange:
         self.dropped: str | None = None  # how the last response stream broke, if it did
 
 
-class _ChannelBase(trio.abc.Channel[Frame]):
+class _ChannelBase(trio.abc.Channel[Frame], ChannelTraits):
     """The channel's settings and state, receiving, and the HTTP requests it makes."""
 
     def __init__(
@@ -146,6 +146,7 @@ class _ChannelBase(trio.abc.Channel[Frame]):
         if reconnect_attempts < 1:
             raise ValueError("reconnect_attempts must be at least 1")
         self._target = Target(url)
+        self._url = url  # (``url`` as ChannelTraits has it: str or None)
         self.url = url
         extra = list((headers or {}).items())
         for name, _ in extra:
@@ -286,7 +287,7 @@ class _ChannelBase(trio.abc.Channel[Frame]):
         auth = self._auth
         if auth is None:
             return await self._pool.request(method, target, headers, body)
-        url = urllib.parse.urljoin(self.url, target)
+        url = urllib.parse.urljoin(self._url, target)
         for _ in range(_AUTH_RETRIES):
             sent = await auth.headers(method, url)
             resp = await self._pool.request(method, target, headers + list(sent), body)
@@ -302,7 +303,7 @@ class _ChannelBase(trio.abc.Channel[Frame]):
             if not retry:
                 raise Failure(
                     "auth",
-                    f"{resp.describe()} from {self.url}" + (f": {text}" if text else ""),
+                    f"{resp.describe()} from {self._url}" + (f": {text}" if text else ""),
                     status=resp.status,
                     body=text,
                 )

@@ -155,7 +155,7 @@ class _ExchangeMixin(_SessionMixin, _LegacyMixin):
         text = excerpt(body)
         raise Failure(
             "http_status",
-            f"{resp.describe()} from {self.url}" + (f": {text}" if text else ""),
+            f"{resp.describe()} from {self._url}" + (f": {text}" if text else ""),
             status=status,
             body=text,
         )

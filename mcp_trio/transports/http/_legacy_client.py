@@ -74,7 +74,7 @@ class _LegacyMixin(_ChannelBase):
                     for event in decoder.feed(chunk):
                         if event.event == "endpoint" and not started:
                             url = urllib.parse.urljoin(
-                                self.url, event.data.decode("utf-8", "replace").strip()
+                                self._url, event.data.decode("utf-8", "replace").strip()
                             )
                             target = self._target.same_origin(url)
                             if target is None:

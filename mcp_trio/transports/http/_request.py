@@ -13,13 +13,31 @@ import logging
 import re
 from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import trio
 
 from ._replies import _BatchMember, _error_reply, _Message, _peek_body, _Reply
 
 ServeSession = Callable[..., Awaitable[Any]]
+
+
+@runtime_checkable
+class SessionServer(Protocol):
+    """What serves MCP sessions (a ``mcp_trio.server.Server``): an endpoint may take the object
+    itself instead of its ``serve_session``, and then also learns what it declares of its tools
+    (:class:`ToolHeaderSource`)."""
+
+    async def serve_session(self, channel: Any, *, task_status: Any = ...) -> None: ...
+
+
+@runtime_checkable
+class ToolHeaderSource(Protocol):
+    """A server that tells which arguments of each tool travel in ``Mcp-Param-*`` headers
+    (2026-07-28): ``Server.tool_header_annotations``."""
+
+    def tool_header_annotations(self, name: str) -> list[tuple[tuple[str, ...], str]] | None: ...
+
 
 log = logging.getLogger("mcp_trio.http")
 

@@ -93,7 +93,9 @@ from ._request import (
     HttpRequest,
     Responder,
     ServeSession,
+    SessionServer,
     StreamSlots,
+    ToolHeaderSource,
     _Endpoint,
 )
 from ._shared import Sharing
@@ -127,7 +129,9 @@ class StreamableHTTP(_StreamsAndEnd, _SessionTable, _Endpoint):
 
     Args:
         serve_session: ``async (channel, *, task_status)`` serving one MCP
-            session until the channel ends (``Server.serve_session``).
+            session until the channel ends (``Server.serve_session``), or the
+            server itself (a :class:`SessionServer`: its ``serve_session``, and
+            its tools' header annotations by default).
         versions: Revisions accepted in ``MCP-Protocol-Version``.
         response_mode: ``"auto"``, ``"json"`` or ``"sse"`` (see the module doc).
         idle_timeout: Seconds an idle session lives.
@@ -171,7 +175,7 @@ class StreamableHTTP(_StreamsAndEnd, _SessionTable, _Endpoint):
         tool_headers: ``name -> x-mcp-header annotations`` of the served
             tools, to check the ``Mcp-Param-*`` headers of 2026-07-28
             ``tools/call`` requests (default: ``Server.tool_header_annotations``
-            when ``serve_session`` is a Server's).
+            when ``serve_session`` is a Server).
         retry_ms: The ``retry`` (milliseconds a client waits before it
             reconnects) sent in priming events and when a handler closes its
             stream early (``Context.close_stream``); ``None``: not sent.
@@ -193,7 +197,7 @@ class StreamableHTTP(_StreamsAndEnd, _SessionTable, _Endpoint):
 
     def __init__(
         self,
-        serve_session: ServeSession,
+        serve_session: ServeSession | SessionServer,
         *,
         versions: Iterable[str] | None = None,
         response_mode: str = "auto",
@@ -222,6 +226,10 @@ class StreamableHTTP(_StreamsAndEnd, _SessionTable, _Endpoint):
     ) -> None:
         if response_mode not in ("auto", "json", "sse"):
             raise ValueError("response_mode must be 'auto', 'json' or 'sse'")
+        if isinstance(serve_session, SessionServer):
+            if tool_headers is None and isinstance(serve_session, ToolHeaderSource):
+                tool_headers = serve_session.tool_header_annotations  # its tools' annotations
+            serve_session = serve_session.serve_session
         super().__init__(serve_session, max_sessions, max_body_size, allowed_hosts, allowed_origins)
         self.versions = set(versions or _versions.SUPPORTED_VERSIONS)
         self.response_mode = response_mode
@@ -249,9 +257,6 @@ class StreamableHTTP(_StreamsAndEnd, _SessionTable, _Endpoint):
         self.max_queued_total = max_queued_total
         self.retry_ms = retry_ms
         self.stateless = stateless
-        if tool_headers is None:
-            # Server.serve_session: its server knows its tools' annotations.
-            tool_headers = getattr(getattr(serve_session, "__self__", None), "tool_header_annotations", None)
         self.tool_headers = tool_headers
         self.inbound_buffer = inbound_buffer
         self.stream_buffer = stream_buffer

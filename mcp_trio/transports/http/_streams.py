@@ -22,7 +22,17 @@ import msgspec
 import trio
 
 from ...store import StoreError
-from .._base import CLOSE_STREAM, Frame, RequestId
+from .._base import (
+    CLOSE_STREAM,
+    Authorizing,
+    ChannelTraits,
+    DirectOutput,
+    Frame,
+    HostedSession,
+    PushInput,
+    RequestId,
+    SharedSession,
+)
 from ._replies import _ERROR_STATUS, _SSE_HEADERS, _peek, _Reply, _send_reply
 from ._request import Responder, Wakeup
 from ._sse import encode_event, encode_retry
@@ -79,7 +89,9 @@ class _Stream:
         return self.items.popleft()
 
 
-class _HttpSession(trio.abc.Channel[Frame]):
+class _HttpSession(
+    trio.abc.Channel[Frame], ChannelTraits, DirectOutput, PushInput, Authorizing, HostedSession, SharedSession
+):
     """The MessageChannel the engine sees for one MCP session over HTTP."""
 
     # Slots: a server holds up to ``max_sessions`` of these; past 30 attributes CPython gives
@@ -88,16 +100,26 @@ class _HttpSession(trio.abc.Channel[Frame]):
         (
             "_arrived _early _feed _input_ended _on_end _room _seq _sharing _stream_seq _suffix "
             "assumed_version auth backlog by_request client closed done due ended_everywhere "
-            "expect_modern finished get_stream holder id init_params initialize_id negotiated "
-            "on_shared_update opened owner past_initialize principal renewed restored scope "
-            "sessionless streams version"
+            "expect_modern finished get_stream holder id idle_handlers init_params initialize_id "
+            "max_queued max_queued_total negotiated on_shared_update opened owner past_initialize "
+            "principal renewed request_id_prefix restored scope session_id sessionless streams "
+            "version"
         ).split()
     )
     stream_controls = True  # the engine may send CLOSE_STREAM controls
+    client: str | None
+    restored: Restored | None
 
     def __init__(self, owner: StreamableHTTP, session_id: str | None) -> None:
         self.owner = owner
         self.id = session_id
+        #: The ``Mcp-Session-Id`` (``None`` for a sessionless request's session).
+        self.session_id = session_id
+        #: Where the engine registers its idle handler task (``StreamableHTTP._sweep_idle_handlers``).
+        self.idle_handlers = owner.idle_handlers
+        #: The endpoint's bounds on waiting requests (the engine reads them).
+        self.max_queued = owner.max_queued
+        self.max_queued_total = owner.max_queued_total
         #: The session's protocol version: the requested one until the answer to
         #: ``initialize`` (``initialize_id``) names the negotiated one.
         self.version: str | None = None
@@ -149,6 +171,8 @@ class _HttpSession(trio.abc.Channel[Frame]):
         self._sharing = sharing
         #: The ids of this worker's events and streams end with it ("" unshared).
         self._suffix = sharing.suffix if sharing is not None else ""
+        #: What the ids of the server's requests start with (a shared session's: this worker's).
+        self.request_id_prefix = sharing.id_prefix if sharing is not None else None
         #: A replica of a session another worker initialized: what its record says.
         self.restored: Restored | None = None
         self.renewed = -math.inf  # when this worker last renewed the shared record (trio clock)
@@ -160,36 +184,11 @@ class _HttpSession(trio.abc.Channel[Frame]):
         #: Called with a new log level and subscriptions another worker set (the server's).
         self.on_shared_update: Callable[[str | None, list[str]], None] | None = None
 
-    @property
-    def session_id(self) -> str | None:
-        """The ``Mcp-Session-Id`` (``None`` for a sessionless request's session)."""
-        return self.id
-
-    @property
-    def idle_handlers(self) -> set[Any]:
-        """Where the engine registers its idle handler task (``StreamableHTTP._sweep_idle_handlers``)."""
-        return self.owner.idle_handlers
-
-    @property
-    def request_id_prefix(self) -> str | None:
-        """What the ids of the server's requests start with (a shared session's: this worker's)."""
-        return self._sharing.id_prefix if self._sharing is not None else None
-
     async def remember(self, *, log_level: str | None, subscriptions: list[str]) -> None:
         """Keep the session's log level and resource subscriptions where every
         worker serving it finds them (nothing for an unshared session)."""
         if self._sharing is not None:
             await self._sharing.update(self, log_level=log_level, subscriptions=subscriptions)
-
-    @property
-    def max_queued(self) -> int | None:
-        """The endpoint's bound on this session's waiting requests (the engine reads it)."""
-        return self.owner.max_queued
-
-    @property
-    def max_queued_total(self) -> int | None:
-        """The endpoint's bound on all sessions' waiting requests (the engine reads it)."""
-        return self.owner.max_queued_total
 
     def auth_for(self, request_id: RequestId) -> Any:
         """The authorization the request ``request_id`` came with (``HttpRequest.auth``)."""
@@ -420,7 +419,6 @@ class _HttpSession(trio.abc.Channel[Frame]):
             return
         self.keep(data)
 
-    @property
     def announces(self) -> bool:  # (see holder)
         return self._sharing is None or self.holder is None or self.holder == self._sharing.worker
 

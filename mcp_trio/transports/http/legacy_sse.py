@@ -45,7 +45,7 @@ from urllib.parse import parse_qs
 
 import trio
 
-from .._base import Frame, RequestId
+from .._base import Authorizing, ChannelTraits, Frame, RequestId
 from ._replies import (
     _SSE_HEADERS,
     _BatchMember,
@@ -70,11 +70,13 @@ __all__ = ["LegacySSE"]
 log = logging.getLogger("mcp_trio.http.legacy")
 
 
-class _LegacySession(trio.abc.Channel[Frame]):
+class _LegacySession(trio.abc.Channel[Frame], ChannelTraits, Authorizing):
     """The MessageChannel the engine sees for one HTTP+SSE session."""
 
     def __init__(self, session_id: str, inbound: int, outbound: int, principal: Hashable | None) -> None:
         self.id = session_id
+        #: The session's id (the ``session_id`` of its messages path).
+        self.session_id = session_id
         #: The ``HttpRequest.principal`` of the ``GET`` that opened it: only its POSTs find it.
         self.principal = principal
         self._in_send, self._in_recv = trio.open_memory_channel[Frame](inbound)
@@ -84,11 +86,6 @@ class _LegacySession(trio.abc.Channel[Frame]):
         self.auth: dict[RequestId, Any] = {}
         #: When its stream closes for idleness (a message sent or a POST received puts it off).
         self.idle_at = float("inf")
-
-    @property
-    def session_id(self) -> str:
-        """The session's id (the ``session_id`` of its messages path)."""
-        return self.id
 
     def auth_for(self, request_id: RequestId) -> Any:
         """The authorization the request ``request_id`` came with (``HttpRequest.auth``)."""

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 import trio
 from wsproto.frame_protocol import CloseReason as CloseReason
 
-from .._base import Frame
+from .._base import ChannelTraits, Frame
 
 log = logging.getLogger("mcp_trio.websocket")
 
@@ -52,7 +52,7 @@ def _check_limits(
         raise ValueError("keepalive_timeout and close_timeout must be positive")
 
 
-class WebSocketChannel(trio.abc.Channel[Frame]):
+class WebSocketChannel(trio.abc.Channel[Frame], ChannelTraits):
     """One WebSocket connection as a message channel: one frame per text message.
 
     Attributes:
@@ -81,18 +81,13 @@ class WebSocketChannel(trio.abc.Channel[Frame]):
         """Close with 1001 because the server stops (``cancelled``: by cancellation)."""
         await self.close(*_SERVER_GOING_AWAY)
 
-    @property
-    def end_reason(self) -> str | None:
-        """How the connection ended, for the errors of calls still waiting (``None`` while open)."""
-        if self.close_code is None:
-            return None
-        why = f": {self.close_reason}" if self.close_reason else ""
-        return f"WebSocket close code {self.close_code}{why}"
-
     def _set_close(self, code: int, reason: str) -> None:
         if self.close_code is None:
             self.close_code = int(code)
             self.close_reason = reason
+            # how the connection ended, for the errors of calls still waiting (None while open)
+            why = f": {reason}" if reason else ""
+            self.end_reason = f"WebSocket close code {self.close_code}{why}"
 
 
 def _joined_headers(pairs: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:

@@ -15,13 +15,13 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import trio
 from wsproto.frame_protocol import CloseReason
 
 from ... import _jsonrpc as rpc
-from .._base import Frame
+from .._base import Authorizing, BufferedInput, ChannelTraits, Frame
 from ..http._request import DEFAULT_ALLOWED_HOSTS, Handler, HostGuard, HttpRequest, Responder
 from ._channel import (
     _REJECT_BODY_LIMIT,
@@ -129,7 +129,7 @@ class HandshakeAuth(Protocol):
     async def admit(self, request: HttpRequest, responder: Responder) -> Admission | None: ...
 
 
-class _AuthorizedChannel(trio.abc.Channel[Frame]):
+class _AuthorizedChannel(trio.abc.Channel[Frame], ChannelTraits, Authorizing):
     """A connection admitted by an authorization layer, as the session sees it:
     ``auth_for`` gives every request the admission's ``auth``, and incoming
     messages pass its ``screen``.
@@ -143,16 +143,21 @@ class _AuthorizedChannel(trio.abc.Channel[Frame]):
         self.inner = inner
         self.admission = admission
         self._send_lock = trio.Lock()
-        buffered = getattr(inner, "buffered", None)
-        if buffered is not None:  # (the reader relay: see docs/engine.md)
-            self.buffered = buffered
+
+    @staticmethod
+    def around(inner: WebSocketChannel, admission: Admission) -> _AuthorizedChannel:
+        """``inner`` admitted by ``admission``; buffered input as ``inner`` has it (the reader
+        relay: see docs/engine.md)."""
+        if isinstance(inner, BufferedInput):
+            return _AuthorizedBufferedChannel(inner, admission)
+        return _AuthorizedChannel(inner, admission)
 
     def auth_for(self, request_id: Any) -> Any:
         """The connection's authorization, for any of its requests."""
         return self.admission.auth
 
-    @property
-    def end_reason(self) -> str | None:
+    @property  # (the wrapped connection's, as it ends: read through, not copied)
+    def end_reason(self) -> str | None:  # type: ignore[override]
         return self.inner.end_reason
 
     async def receive(self) -> Frame:
@@ -172,6 +177,13 @@ class _AuthorizedChannel(trio.abc.Channel[Frame]):
 
     async def aclose(self) -> None:
         await self.inner.aclose()
+
+
+class _AuthorizedBufferedChannel(_AuthorizedChannel, BufferedInput):
+    """An :class:`_AuthorizedChannel` around a channel with buffered input."""
+
+    def buffered(self) -> int:
+        return cast(BufferedInput, self.inner).buffered()
 
 
 class WebSocketEndpoint:
@@ -294,7 +306,7 @@ class WebSocketEndpoint:
         connection is closed when the admission expires.
         """
         session_channel: trio.abc.Channel[Frame] = (
-            channel if admission is None else _AuthorizedChannel(channel, admission)
+            channel if admission is None else _AuthorizedChannel.around(channel, admission)
         )
         stop = trio.Event()
         over = trio.Event()

@@ -22,12 +22,12 @@ from wsproto.events import BytesMessage, CloseConnection, Ping, Pong, TextMessag
 from wsproto.frame_protocol import CloseReason
 from wsproto.utilities import LocalProtocolError
 
-from .._base import Frame
+from .._base import BufferedInput, Frame
 from ..http._http11 import close_stream
 from ._channel import _READ_SIZE, WebSocketChannel, _check_code, _check_limits, log
 
 
-class _WsprotoChannel(WebSocketChannel):
+class _WsprotoChannel(WebSocketChannel, BufferedInput):
     """A WebSocket over a trio stream, framed by wsproto (client and lean server).
 
     A reader task (:meth:`_run`) reads the socket, answers pings, checks

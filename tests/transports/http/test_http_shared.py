@@ -323,7 +323,7 @@ async def test_a_session_on_every_worker_hears_each_change_once(store_url: str |
             async with raw_stream(urls[1], "GET", {**headers, **GET}) as response:
                 assert response.status_code == 200
                 with trio.fail_after(5):  # (the others learn over the bus that the second holds it)
-                    while sum(s.channel.announces for server in servers for s in server._sessions) != 1:
+                    while sum(s.channel.announces() for server in servers for s in server._sessions) != 1:
                         await trio.sleep(0.01)
                 for server in servers:  # the same change made on every worker: one announcement
                     add_tool(server, "extra")
@@ -505,7 +505,7 @@ async def test_what_is_sent_to_a_dead_holder_of_the_get_stream_waits_for_the_nex
             with pytest.raises(h11.RemoteProtocolError):  # (its connection is cut)
                 async with raw_stream(urls[1], "GET", {**headers, **GET}) as response:
                     with trio.fail_after(5):
-                        while sum(s.channel.announces for server in servers for s in server._sessions) != 1:
+                        while sum(s.channel.announces() for server in servers for s in server._sessions) != 1:
                             await trio.sleep(0.01)
                     state["stop"][1]()  # the worker holding the GET stream dies
                     await sse_within(response, 5)
