@@ -178,6 +178,23 @@ class Session(_Handlers, _Handshake, _Outgoing):
         return handlers
 
     @property
+    def handled_methods(self) -> frozenset[str]:
+        """The methods of the peer's requests this session has a handler for."""
+        return frozenset(self._handlers)
+
+    def use_handlers(
+        self, table: Mapping[str, RequestHandler], *, instead_of: Mapping[str, RequestHandler] | None = None
+    ) -> bool:
+        """Answer the peer's requests with ``table`` from the next one on (a read-only table, as a
+        server shares with its sessions); with ``instead_of``, only while the session still
+        answers with that one (its ``request_handlers`` were not taken to be changed). Returns
+        whether the session took ``table``."""
+        if instead_of is not None and self._handlers is not instead_of:
+            return False
+        self._handlers = table
+        return True
+
+    @property
     def role(self) -> str:
         return self.core.role
 

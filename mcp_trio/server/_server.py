@@ -331,8 +331,7 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin, _RoutesMixin, _Serving
         if old is not None:
             table = self._handler_table()
             for session in self._sessions:
-                if session._handlers is old:  # (still the shared table)
-                    session._handlers = table
+                session.use_handlers(table, instead_of=old)  # (those still on the shared table)
 
     def _handler_table(self) -> Mapping[str, Any]:
         """:meth:`request_handlers`, each wrapped by the middleware, built on
@@ -357,7 +356,7 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin, _RoutesMixin, _Serving
         (a graceful shutdown has begun; the requests under way go on)."""
         self._handlers = MappingProxyType(dict.fromkeys(self.request_handlers(), refuse))
         for session in self._sessions:
-            session._handlers = MappingProxyType(dict.fromkeys(session._handlers, refuse))
+            session.use_handlers(MappingProxyType(dict.fromkeys(session.handled_methods, refuse)))
 
     def request_handlers(self) -> dict[str, Any]:
         """The method handlers of a session (a new dict on every call)."""
