@@ -47,6 +47,7 @@ LAYERS: dict[str, int] = {
     "client": 5,
     "auth": 5,
     "fuzzing": 5,
+    "testing": 5,  # what users' tests use: the channel contract checked, a raw JSON-RPC peer
     "_cli": 6,
     "__main__": 7,  # python -m mcp_trio: runs the command
     "": 6,  # mcp_trio/__init__.py

@@ -11,6 +11,7 @@ from typing import Any
 
 import httpx2 as httpx
 import msgspec
+import pytest
 import trio
 
 from mcp_trio._engine._handlers import _ProcessQueue
@@ -164,6 +165,7 @@ async def test_deleting_a_session_with_a_full_queue_is_quick() -> None:
     assert _ProcessQueue.count == 0
 
 
+@pytest.mark.perf  # (a latency ratio: measured alone, not beside the fast tier's parallel workers)
 async def test_large_batches_do_not_hold_up_another_session() -> None:
     server, _ = gated_server()
     async with running("h11", server) as (url, _), httpx.AsyncClient(timeout=60) as client:
