@@ -141,7 +141,8 @@ def main(argv: list[str] | None = None) -> int:
         try:
             for role, rev in (("base", args.base), ("new", args.new)):
                 tree = Path(scratch) / role
-                subprocess.run(["git", "worktree", "add", "--detach", str(tree), rev], cwd=ROOT, check=True)
+                add = ["git", "worktree", "add", "--quiet", "--detach", str(tree), rev]
+                subprocess.run(add, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
                 short = ["git", "rev-parse", "--short", rev]
                 commit = subprocess.run(short, cwd=ROOT, capture_output=True, text=True, check=True).stdout
                 trees[f"{role} {commit.strip()}"] = tree

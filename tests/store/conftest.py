@@ -5,12 +5,15 @@ data (two workers)."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
 
 import pytest
 import trio
 import trio.testing
 
 from mcp_trio.store import Store, open_store
+from mcp_trio.testing import OpenPair
 from tests._support.store import fresh_prefix
 from tools.redis_server import RedisServer
 
@@ -45,3 +48,25 @@ def store_time(kind: str) -> trio.testing.MockClock | None:
     whose deadlines are trio's time (the test does not sleep), real for Redis, whose TTLs run on
     the server's clock. A test takes it as an argument: pytest-trio runs it on the clock given."""
     return trio.testing.MockClock(autojump_threshold=0) if kind == "memory" else None
+
+
+@pytest.fixture
+def open_pair(kind: str, request: pytest.FixtureRequest) -> OpenPair:
+    """Opens two stores of ``kind`` over the same data, with store options (what
+    ``mcp_trio.testing.check_store`` takes)."""
+
+    @asynccontextmanager
+    async def opened(**options: Any) -> AsyncIterator[tuple[Store, Store]]:
+        if kind == "memory":
+            async with open_store(None, **options) as store:
+                yield store, store
+            return
+        server: RedisServer = request.getfixturevalue("redis_server")
+        prefix = fresh_prefix()
+        async with (
+            open_store(server.url, prefix=prefix, **options) as one,
+            open_store(server.url, prefix=prefix, **options) as two,
+        ):
+            yield one, two
+
+    return opened
