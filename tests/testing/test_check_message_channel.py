@@ -25,41 +25,29 @@ Pair = tuple[MessageChannel, MessageChannel]
 
 
 @asynccontextmanager
-async def memory() -> AsyncIterator[Pair]:
-    left, right = open_memory_transport_pair()
-    try:
+async def _closing(left: MessageChannel, right: MessageChannel) -> AsyncIterator[Pair]:
+    async with left, right:
         yield left, right
-    finally:
-        await left.aclose()
-        await right.aclose()
 
 
-@asynccontextmanager
-async def stdio_pipes() -> AsyncIterator[Pair]:
+def memory() -> Any:
+    return _closing(*open_memory_transport_pair())
+
+
+def stdio_pipes() -> Any:
     """Two StreamChannels over two pipes, as a stdio client and server have (the pipes' atomic
     writes make ``send_nowait`` work)."""
     from_left, to_right = os.pipe()  # (read end, write end)
     from_right, to_left = os.pipe()
     left = StreamChannel(_PipeStream(from_right), _PipeStream(to_right))
-    right = StreamChannel(_PipeStream(from_left), _PipeStream(to_left))
-    try:
-        yield left, right
-    finally:
-        await left.aclose()
-        await right.aclose()
+    return _closing(left, StreamChannel(_PipeStream(from_left), _PipeStream(to_left)))
 
 
-@asynccontextmanager
-async def stdio_socket() -> AsyncIterator[Pair]:
+def stdio_socket() -> Any:
     """Two StreamChannels over a socket pair (no atomic write: ``send_nowait`` refuses)."""
     a, b = trio.socket.socketpair()
     left_stream, right_stream = trio.SocketStream(a), trio.SocketStream(b)
-    left, right = StreamChannel(left_stream, left_stream), StreamChannel(right_stream, right_stream)
-    try:
-        yield left, right
-    finally:
-        await left.aclose()
-        await right.aclose()
+    return _closing(StreamChannel(left_stream, left_stream), StreamChannel(right_stream, right_stream))
 
 
 def websocket(door: str) -> Any:
