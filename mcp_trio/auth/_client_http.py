@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import socket
 import ssl
 import urllib.parse
 from collections.abc import Mapping
@@ -101,6 +102,12 @@ class UrlGuard:
             address = ipaddress.ip_address(host)
         except ValueError:
             address = None
+        if address is None and (spelled := _ipv4_spelling(host)) is not None:
+            # 2130706433, 0x7f000001, 0177.0.0.1, 127.1 or 0: an address resolvers read the way
+            # inet_aton does, written so that it does not look like one
+            raise Failure(
+                "url", f"refusing to fetch {url!r}: {host} is the IPv4 address {spelled} written another way"
+            )
         if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
             address = address.ipv4_mapped
         if address is not None:
@@ -115,6 +122,18 @@ class UrlGuard:
             )
         if parts.scheme == "http" and not loopback:
             raise Failure("url", f"refusing to fetch {url!r}: not https")
+
+
+def _ipv4_spelling(host: str) -> str | None:
+    """The dotted-decimal IPv4 address that ``host`` spells in one of the other forms ``inet_aton``
+    (and the resolvers built on it) reads: a number, hexadecimal or octal parts, fewer than four
+    parts; None for a host name."""
+    if not host or not all(c in "0123456789abcdefxABCDEFX." for c in host):
+        return None
+    try:
+        return socket.inet_ntoa(socket.inet_aton(host))
+    except OSError:
+        return None
 
 
 def same_origin(a: str, b: str) -> bool:

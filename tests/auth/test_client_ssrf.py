@@ -161,6 +161,31 @@ def test_url_guard(url: str, loopback_ok: bool, allowed: bool) -> None:
             guard.check(url)
 
 
+@pytest.mark.parametrize(
+    ("host", "address"),
+    [
+        ("2130706433", "127.0.0.1"),
+        ("0x7f000001", "127.0.0.1"),
+        ("0177.0.0.1", "127.0.0.1"),
+        ("127.1", "127.0.0.1"),
+        ("0", "0.0.0.0"),
+        ("2852039166", "169.254.169.254"),  # (the cloud metadata address)
+        ("0xa9.0xfe.0xa9.0xfe", "169.254.169.254"),
+        ("1572395042", "93.184.216.34"),  # (a public address, written so as not to look like one)
+    ],
+)
+@pytest.mark.parametrize("loopback_ok", [False, True])
+def test_numeric_hex_and_octal_spellings_of_an_address_are_refused(
+    host: str, address: str, loopback_ok: bool
+) -> None:
+    guard = UrlGuard(allow_insecure_loopback=loopback_ok)
+    for scheme in ("http", "https"):
+        with pytest.raises(Failure, match=f"{host} is the IPv4 address {address} written another way"):
+            guard.check(f"{scheme}://{host}/.well-known/oauth-authorization-server")
+    guard.check("https://0x.example.com/x")  # (a host name that only starts like a number)
+    guard.check("https://deadbeef.example/x")
+
+
 def test_a_failed_response_is_not_echoed() -> None:
     text = _error_text(HttpReply("https://as.example/register", 500, {}, SECRET))
     assert text == "HTTP 500 from https://as.example/register"
