@@ -18,6 +18,7 @@ import errno
 import logging
 import os
 import select
+import signal
 import stat
 import subprocess
 import sys
@@ -395,6 +396,67 @@ async def open_stdio_server_channel(
             os.close(saved_fd)
 
 
+class _ProcessGroup:
+    """The process group a stdio server leads (POSIX: it started a session of its own), with
+    whatever it started in it."""
+
+    def __init__(self, pid: int) -> None:
+        self.pgid = pid
+        try:
+            self.own = sys.platform != "win32" and os.getpgid(pid) == pid
+        except OSError:  # (it has exited and was reaped: its pgid is its pid, as it started)
+            self.own = sys.platform != "win32"
+
+    def alive(self) -> bool:
+        """Whether any process of the group is left and running (the server itself, or what
+        it started; one that has exited but whose new parent has not reaped it yet is not)."""
+        if not self.own:
+            return False
+        try:
+            os.killpg(self.pgid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:  # (a member changed user: it is there)
+            return True
+        return _running_in_group(self.pgid)
+
+    def end(self, process: trio.Process, signum: int) -> None:
+        """Send ``signum`` to the whole group (to the server alone without one)."""
+        if not self.own:
+            process.send_signal(signum)
+            return
+        try:
+            os.killpg(self.pgid, signum)
+        except ProcessLookupError:
+            pass
+
+    async def gone(self, process: trio.Process) -> None:
+        """Wait until the server has exited and the group is empty."""
+        await process.wait()
+        while self.alive():  # (not our children: nothing tells when they are gone)  # noqa: ASYNC110
+            await trio.sleep(0.02)
+
+
+def _running_in_group(pgid: int) -> bool:
+    """Whether a process of group ``pgid`` is running, zombies not counted (Linux: /proc; elsewhere
+    every member counts)."""
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return True
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as stat_file:
+                fields = stat_file.read().rsplit(b")", 1)[1].split()
+        except OSError:  # (gone meanwhile)
+            continue
+        if int(fields[2]) == pgid and fields[0] != b"Z":
+            return True
+    return False
+
+
 class StdioProcess:
     """A server subprocess and the channel to it (see :func:`open_stdio_client`)."""
 
@@ -435,6 +497,11 @@ async def open_stdio_client(
 
     Shutdown (on leaving the block): close the server's stdin, wait up to
     ``shutdown_grace`` for it to exit, then SIGTERM, wait again, then SIGKILL.
+    On POSIX the server starts in a session (and process group) of its own,
+    and what it started is ended with it: a server launched through ``npx``,
+    ``uvx`` or ``sh -c`` leaves no process behind (holding our stderr open),
+    even when the launcher itself exits first. Ctrl-C in a terminal reaches
+    the server through this shutdown, not from the terminal directly.
     """
     argv = [command] if isinstance(command, str) else list(command)
     argv.extend(args)
@@ -445,6 +512,7 @@ async def open_stdio_client(
         stderr=stderr,
         env=dict(env) if env is not None else None,
         cwd=cwd,
+        start_new_session=sys.platform != "win32",
     )
     assert process.stdin is not None and process.stdout is not None
     channel = StreamChannel(process.stdout, process.stdin, max_message_size=max_message_size)
@@ -463,13 +531,13 @@ async def _shutdown(process: trio.Process, channel: StreamChannel, grace: float)
         pass
     with trio.move_on_after(grace):
         await process.wait()
-    if process.returncode is None:
-        process.terminate()
-        with trio.move_on_after(grace):
-            await process.wait()
-    if process.returncode is None:
-        process.kill()
-        await process.wait()
+    group = _ProcessGroup(process.pid)
+    for signum in (signal.SIGTERM, signal.SIGKILL):
+        if process.returncode is None or group.alive():
+            group.end(process, signum)
+            with trio.move_on_after(grace):
+                await group.gone(process)
+    await process.wait()  # (killed: it is reaped)
     await channel.aclose()
     if process.stderr is not None:
         await process.stderr.aclose()

@@ -7,6 +7,7 @@ import json
 import signal
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -227,3 +228,34 @@ async def test_server_exits_cleanly_on_eof() -> None:
     async with open_stdio_client(SERVER, env=ENV, stderr=subprocess.DEVNULL, shutdown_grace=5) as proc:
         pass
     assert proc.process.returncode == 0
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (an exited process its new parent has not reaped yet does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process groups, and /proc to see them")
+@pytest.mark.parametrize(
+    "launcher",
+    [
+        "{python} {program} {pidfile}; true",  # a shell that waits for the server it started
+        "{python} {program} {pidfile} & wait",  # one that started it in the background
+        "{python} {program} {pidfile} <&0 & sleep 0.3; exit 0",  # one that exits first
+    ],
+)
+async def test_what_a_launcher_started_ends_with_the_client(launcher: str, tmp_path: Path) -> None:
+    """A server launched through ``sh -c`` (as through ``npx`` or ``uvx``) leaves nothing behind:
+    the server's process group ends with the client, the launcher's children with it."""
+    pidfile = tmp_path / "pid"
+    script = launcher.format(python=sys.executable, program=PROGRAMS / "grandchild.py", pidfile=pidfile)
+    with trio.fail_after(20):
+        async with open_stdio_client(["sh", "-c", script], shutdown_grace=0.5) as proc:
+            ready = json.loads((await proc.channel.receive()).data)
+            assert ready["params"]["data"] == "ready"
+            pid = int(pidfile.read_text())
+            assert _alive(pid) and pid != proc.process.pid
+    assert not _alive(pid), "the launched server outlived the client"
