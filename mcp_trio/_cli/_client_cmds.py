@@ -24,10 +24,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shlex
 import sys
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
+from functools import partial
 from typing import Any
 
 import msgspec
@@ -40,6 +42,7 @@ __all__ = ["COMMANDS", "add_parsers", "command"]
 
 COMMANDS = ("list", "call", "inspect")
 DEFAULT_TIMEOUT = 30.0
+DEFAULT_MAX_ITEMS = 10_000  # of each kind ``list`` shows: a server's pages need not end
 _EXIT_FAILED = 1  # the server answered with a failure
 _EXIT_USAGE = 2  # usage, connection, start-up or timeout
 
@@ -93,6 +96,14 @@ def _parser(name: str) -> argparse.ArgumentParser:
         )
     else:
         p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    if name == "list":
+        p.add_argument(
+            "--max-items",
+            type=int,
+            default=DEFAULT_MAX_ITEMS,
+            metavar="N",
+            help=f"list at most N of each kind, following pages (default: {DEFAULT_MAX_ITEMS})",
+        )
     return p
 
 
@@ -127,8 +138,10 @@ def command(argv: Sequence[str]) -> int:
             run: Callable[[Any], Any] = _call_runner(rest[0], _arguments(args.arguments, rest[1:]))
         elif rest:
             raise _Fatal(f"unexpected arguments: {' '.join(rest)}")
+        elif name == "list":
+            run = partial(_list, max_items=args.max_items)
         else:
-            run = _list if name == "list" else _inspect
+            run = _inspect
         connection = _Connection(target, _headers(args.header), args.timeout)
     except _Fatal as exc:
         parser.print_usage(sys.stderr)
@@ -278,7 +291,7 @@ async def _main(name: str, connection: _Connection, run: Callable[[Any], Any], a
                 result = await run(client)
                 if name == "call":
                     return int(result)
-                print(_render(result) if not as_json else _dumps(result))
+                print(_visible(_render(result), keep="\n") if not as_json else _dumps(result))
                 return 0
     except _Fatal as exc:
         return fail(str(exc))
@@ -289,29 +302,62 @@ async def _main(name: str, connection: _Connection, run: Callable[[Any], Any], a
     except McpError as exc:
         if _is_transport_failure(exc):
             return fail(f"{connection.shown}: {exc.message}")
-        return fail(f"the server answered with error {exc.code}: {exc.message}", _EXIT_FAILED)
+        return fail(f"the server answered with error {exc.code}: {_visible(exc.message)}", _EXIT_FAILED)
     except RemoteProtocolError as exc:
         return fail(f"the server's answer is invalid: {exc}", _EXIT_FAILED)
 
 
 def _dumps(value: Any) -> str:
-    return json.dumps(msgspec.to_builtins(value), indent=2, ensure_ascii=False)
+    return _visible(json.dumps(msgspec.to_builtins(value), indent=2, ensure_ascii=False), keep="\n")
+
+
+#: What a server's text must not send to a terminal as it is: control characters (C0 but for
+#: newline and tab, DEL, C1: escape sequences that set the clipboard, clear the screen, retitle
+#: the window ...) and the format characters that reorder text (bidirectional overrides).
+_HIDDEN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _visible(text: str, keep: str = "") -> str:
+    """``text`` with every character in :data:`_HIDDEN` written as a ``\\uXXXX`` escape (also
+    valid inside a JSON string), newlines kept where ``keep`` says."""
+    return _HIDDEN.sub(lambda m: m[0] if m[0] in keep else f"\\u{ord(m[0]):04x}", text)
 
 
 # ----------------------------------------------------------------- the commands
 
 
-async def _list(client: Any) -> dict[str, Any]:
+async def _list(client: Any, *, max_items: int = DEFAULT_MAX_ITEMS) -> dict[str, Any]:
     capabilities = client.server_capabilities
     listing: dict[str, Any] = {}
-    if "tools" in capabilities:
-        listing["tools"] = await client.list_all_tools()
-    if "resources" in capabilities:
-        listing["resources"] = await client.list_all_resources()
-        listing["resourceTemplates"] = await client.list_all_resource_templates()
-    if "prompts" in capabilities:
-        listing["prompts"] = await client.list_all_prompts()
+    kinds = {
+        "tools": ("tools", client.list_tools),
+        "resources": ("resources", client.list_resources),
+        "resourceTemplates": ("resources", client.list_resource_templates),
+        "prompts": ("prompts", client.list_prompts),
+    }
+    for key, (capability, list_page) in kinds.items():
+        if capability in capabilities:
+            listing[key] = await _pages(list_page, key, max_items)
     return listing
+
+
+async def _pages(list_page: Callable[..., Any], key: str, max_items: int) -> list[Any]:
+    """The items of every page, up to ``max_items`` (a server's pages need not end: the rest is
+    left, and stderr says so)."""
+    items: list[Any] = []
+    cursor: str | None = None
+    while True:
+        page = await list_page(cursor)
+        items.extend(getattr(page, key))
+        cursor = page.nextCursor if isinstance(page.nextCursor, str) else None
+        if len(items) > max_items or (cursor is not None and len(items) == max_items):
+            print(
+                f"mcp-trio list: more {key} than {max_items}: the first {max_items} shown (--max-items)",
+                file=sys.stderr,
+            )
+            return items[:max_items]
+        if cursor is None:
+            return items
 
 
 async def _inspect(client: Any) -> dict[str, Any]:
@@ -327,9 +373,7 @@ def _call_runner(tool: str, given: dict[str, Any]) -> Callable[[Any], Any]:
     async def call(client: Any) -> int:
         schema: Any = {}
         if "tools" in client.server_capabilities:  # the schemas: to convert arguments, check the result
-            for listed in await client.list_all_tools():
-                if listed.name == tool:
-                    schema = listed.inputSchema
+            schema = await _input_schema(client, tool)
         properties = schema.get("properties") if isinstance(schema, dict) else None
         properties = properties if isinstance(properties, dict) else {}
         arguments = {
@@ -348,7 +392,7 @@ def _call_runner(tool: str, given: dict[str, Any]) -> Callable[[Any], Any]:
                 error = {"code": exc.code, "message": exc.message}
                 if exc.data is not None:
                     error["data"] = exc.data
-                print(json.dumps({"error": error}, indent=2, ensure_ascii=False))
+                print(_visible(json.dumps({"error": error}, indent=2, ensure_ascii=False), keep="\n"))
             raise
         print(_dumps(result))
         if result.isError:
@@ -359,6 +403,23 @@ def _call_runner(tool: str, given: dict[str, Any]) -> Callable[[Any], Any]:
     return call
 
 
+async def _input_schema(client: Any, tool: str) -> Any:
+    """The input schema of ``tool``, looked for in the first ``DEFAULT_MAX_ITEMS`` tools listed
+    (a server's pages need not end); ``{}`` if it is not among them."""
+    seen = 0
+    cursor: str | None = None
+    while seen < DEFAULT_MAX_ITEMS:
+        page = await client.list_tools(cursor)
+        for listed in page.tools:
+            if listed.name == tool:
+                return listed.inputSchema
+        seen += len(page.tools)
+        cursor = page.nextCursor if isinstance(page.nextCursor, str) else None
+        if cursor is None:
+            break
+    return {}
+
+
 # ----------------------------------------------------------------- text output
 
 
@@ -367,8 +428,10 @@ def _first_line(text: str | None) -> str:
 
 
 def _entry(head: str, description: str | None) -> str:
-    line = _first_line(description)
-    return f"  {head}" + (f"  - {line}" if line else "")
+    """One line of ``list``: what a server sent is shown, never acted on by the terminal (a
+    newline in a name included)."""
+    line = _visible(_first_line(description) if isinstance(description, str) else "")
+    return f"  {_visible(head)}" + (f"  - {line}" if line else "")
 
 
 def _tool_arguments(schema: Any) -> str:
@@ -379,8 +442,11 @@ def _tool_arguments(schema: Any) -> str:
     shown = []
     for key, spec in properties.items():
         kind = spec.get("type") if isinstance(spec, dict) else None
-        kind = "|".join(kind) if isinstance(kind, list) else kind
-        shown.append(f"{key}{'' if key in required else '?'}{': ' + kind if kind else ''}")
+        if isinstance(kind, list):
+            kind = "|".join(k for k in kind if isinstance(k, str))
+        kind = kind if isinstance(kind, str) else None  # (a schema that is not JSON Schema: no type shown)
+        optional = "" if isinstance(required, list) and key in required else "?"
+        shown.append(f"{key}{optional}{': ' + kind if kind else ''}")
     return "(" + ", ".join(shown) + ")"
 
 
@@ -411,9 +477,9 @@ def _render(result: dict[str, Any]) -> str:
 
 def _render_inspect(result: dict[str, Any]) -> str:
     info = result["serverInfo"]
-    name = info.get("title") or info.get("name", "?")
+    name = _visible(str(info.get("title") or info.get("name", "?")))
     lines = [
-        f"Server: {name} {info.get('version', '')}".rstrip(),
+        f"Server: {name} {_visible(str(info.get('version', '')))}".rstrip(),
         f"Protocol revision: {result['protocolVersion']}",
         "Capabilities:",
     ]
@@ -421,8 +487,8 @@ def _render_inspect(result: dict[str, Any]) -> str:
         details = (
             ", ".join(f"{k}={json.dumps(v)}" for k, v in value.items()) if isinstance(value, dict) else ""
         )
-        lines.append(f"  {key}" + (f" ({details})" if details else ""))
-    instructions = result["instructions"]
+        lines.append(f"  {_visible(key)}" + (f" ({_visible(details)})" if details else ""))
+    instructions = _visible(result["instructions"] or "", keep="\n")
     lines.append(
         "Instructions:" + ("\n  " + instructions.strip().replace("\n", "\n  ") if instructions else " none")
     )

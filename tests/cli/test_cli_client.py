@@ -200,3 +200,42 @@ def test_a_reader_that_goes_away_gets_no_traceback() -> None:
         stderr = proc.stderr.read()
         assert proc.wait(timeout=60) == 1
     assert b"Traceback" not in stderr, stderr.decode()
+
+
+HOSTILE = [sys.executable, "tests/programs/hostile_server.py"]
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_a_hostile_server_cannot_crash_list_or_reach_the_terminal(as_json: bool) -> None:
+    """A schema that is not JSON Schema, escape sequences in names and texts, pages that never
+    end: one line on stderr for the bound, the escapes written visibly, nothing raw."""
+    flags = ["--json"] if as_json else []
+    done = cli("list", "--max-items", "250", *flags, "--", *HOSTILE, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    assert done.stderr.strip() == "mcp-trio list: more tools than 250: the first 250 shown (--max-items)"
+    assert "\x1b" not in done.stdout and "\x07" not in done.stdout and "\u202e" not in done.stdout
+    assert "\\u001b]52;c;aGVsbG8=\\u0007" in done.stdout  # (visible, as an escape)
+    if as_json:
+        tools = json.loads(done.stdout)["tools"]
+        assert len(tools) == 250 and tools[0]["name"] == "tool0-0\x1b]52;c;aGVsbG8=\x07"  # (data kept)
+    else:
+        lines = done.stdout.splitlines()
+        assert lines[0] == "Tools (250):" and len(lines) == 251
+        assert lines[1].startswith("  tool0-0\\u001b]52;c;aGVsbG8=\\u0007(x?, y?)  - fine\\u202egnp.exe")
+
+
+def test_inspect_shows_a_hostile_server_s_texts_visibly() -> None:
+    done = cli("inspect", "--", *HOSTILE, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "\x1b" not in done.stdout and "\x07" not in done.stdout
+    assert "Server: hostile\\u001b[2J 1" in done.stdout
+    assert "  read me\\u001b]52;c;aGVsbG8=\\u0007\n  second line" in done.stdout
+
+
+def test_an_error_message_from_a_hostile_server_is_shown_visibly() -> None:
+    done = cli("call", "nope", "--", *HOSTILE, timeout=60)
+    assert done.returncode == 1, done.stderr
+    assert "\x1b" not in done.stderr and "\x1b" not in done.stdout
+    assert done.stderr.strip() == "mcp-trio call: the server answered with error -32601: no\\u001b[2J"
+    assert json.loads(done.stdout)["error"]["message"] == "no\x1b[2J"  # (the JSON keeps the data)
