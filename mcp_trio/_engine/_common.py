@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from .._exceptions import McpError
 from ..transports._base import ChannelTraits, HostedSession, SharedSession
 
 log = logging.getLogger("mcp_trio")
@@ -57,3 +58,24 @@ def _settle_era(core: Any, channel: object) -> bool:
             # our request ids, unique among the processes serving the session
             core.id_prefix = channel.request_id_prefix
     return settled
+
+
+def failures(exc: BaseException) -> list[BaseException]:
+    """The exceptions ``exc`` stands for: itself, or the leaves of an exception group (what the
+    tasks of a handler's nursery raised), each once."""
+    if not isinstance(exc, BaseExceptionGroup):
+        return [exc]
+    leaves: list[BaseException] = []
+    for inner in exc.exceptions:
+        leaves.extend(leaf for leaf in failures(inner) if leaf not in leaves)
+    return leaves
+
+
+def refusal(exc: BaseException) -> McpError | None:
+    """The one refusal (an :class:`McpError`) that ``exc`` stands for, when every failure in it
+    is an :class:`McpError` of one code (the tasks of a handler that each asked for what the
+    client lacks); else None."""
+    refusals = [leaf for leaf in failures(exc) if isinstance(leaf, McpError)]
+    if len(refusals) == len(failures(exc)) and len({leaf.code for leaf in refusals}) == 1:
+        return refusals[0]
+    return None

@@ -46,9 +46,9 @@ import trio
 
 from .. import _jsonrpc as rpc
 from .._core import RequestReceived, SessionCore
-from .._exceptions import ConnectionClosed, LocalProtocolError, McpError
+from .._exceptions import ConnectionClosed, LocalProtocolError
 from ..transports._base import BufferedInput, Frame, HostedSession, MessageChannel
-from ._common import _ended, log
+from ._common import _ended, log, refusal
 from ._compat_trio import until_it_waits
 from ._context import RequestContext
 
@@ -431,20 +431,18 @@ class _Handlers:
                         log.error("handler for %s returned an invalid result: %s", event.method, exc)
                         self._n_error += 1
                         data = core.error(id, rpc.INTERNAL_ERROR, f"Internal error: {exc}")
-            except McpError as exc:
-                if core.closed:
-                    self._n_cancelled += 1
-                    return False
-                self._n_error += 1
-                data = core.error(id, exc.code, exc.message, exc.data)
             except Exception as exc:
                 if core.closed:  # e.g. a call back to the peer found it gone
                     log.debug("handler for %s ended with the session: %r", event.method, exc)
                     self._n_cancelled += 1
                     return False
-                log.exception("handler for %s%s failed", event.method, _subject(event.params))
                 self._n_error += 1
-                data = core.error(id, rpc.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}")
+                refused = refusal(exc)  # (an McpError, or the same one from each of its tasks)
+                if refused is not None:
+                    data = core.error(id, refused.code, refused.message, refused.data)
+                else:
+                    log.exception("handler for %s%s failed", event.method, _subject(event.params))
+                    data = core.error(id, rpc.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}")
             if data is not None:  # (None: a batch reply still waits for others)
                 frame = Frame(data, id, True)
                 try:

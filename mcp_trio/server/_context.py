@@ -21,9 +21,11 @@ import msgspec
 import trio
 
 from .. import _jsonrpc as rpc
+from .._engine._common import failures
 from .._engine._context import RequestContext
 from .._engine._session import Session
 from .._exceptions import LocalProtocolError, McpError
+from ..transports._base import HostedSession
 from ..types import _versions
 from ._elicit import Elicited, form_schema, typed_answer
 from ._mrtr import MISSING
@@ -50,14 +52,15 @@ _FIRST_ISERROR_ARGS = "2025-11-25"  # from here on, bad tool arguments are tool 
 
 
 class MissingClientCapability(LocalProtocolError, McpError):
-    """A handler needs a client capability the request did not declare
-    (2026-07-28 on).
+    """A handler needs a client capability the client did not declare, or its protocol revision
+    does not have.
 
-    Uncaught, it answers the request with
-    ``MissingRequiredClientCapabilityError`` (-32021), whose
-    ``data.requiredCapabilities`` names what is missing.  It is also a
-    :class:`LocalProtocolError`, what earlier revisions raise for the same
-    mistake, so a handler that copes with a missing capability catches both.
+    Uncaught, it answers the request with ``MissingRequiredClientCapabilityError`` (-32021),
+    whose ``data.requiredCapabilities`` names what is missing: 2026-07-28 names that error; in
+    earlier revisions the code is one of those JSON-RPC leaves to implementations, and a tool
+    that raises it answers with a tool error (``isError``) as for any other failure. It is a
+    :class:`LocalProtocolError` too, so a handler that copes with a missing capability catches
+    either.
     """
 
     def __init__(self, message: str, required: dict[str, Any]) -> None:
@@ -67,6 +70,20 @@ class MissingClientCapability(LocalProtocolError, McpError):
             message,
             {"requiredCapabilities": required},
         )
+
+    def __str__(self) -> str:
+        return self.message  # (what a handler shows: a sentence, as a LocalProtocolError's)
+
+
+def failure_text(exc: BaseException) -> str:
+    """What a failure says, ``Type: message``; a group says what its leaves say, not that it is a
+    group."""
+    texts: list[str] = []
+    for leaf in failures(exc):
+        text = f"{type(leaf).__name__}: {leaf}"
+        if text not in texts:
+            texts.append(text)
+    return "; ".join(texts)
 
 
 class _StartTask(BaseException):
@@ -151,24 +168,37 @@ class Context:
         await self.log("error", data)
 
     def _require(self, capability: str, detail: str | None = None) -> dict[str, Any]:
-        since = _SINCE.get(capability if detail is None else f"{capability}.{detail}")
+        what = capability if detail is None else f"{capability}.{detail}"
+        required: dict[str, Any] = {capability: {}} if detail is None else {capability: {detail: {}}}
+        since = _SINCE.get(what)
         if since is not None and self.protocol_version < since:
-            what = capability if detail is None else f"{capability}.{detail}"
-            raise LocalProtocolError(
+            self._missing(
                 f"{what} does not exist in protocol revision {self.protocol_version}, "
-                f"the one negotiated with this client (it needs {since} or later)"
+                f"the one negotiated with this client (it needs {since} or later)",
+                required,
+            )
+        channel = self.session.channel
+        stateless_server = isinstance(channel, HostedSession) and channel.assumed_version is not None
+        if stateless_server and not _versions.is_stateless(
+            self.protocol_version
+        ):  # (2026-07-28 asks in-band)
+            self._missing(
+                f"this server is stateless (--stateless): in revision {self.protocol_version} it "
+                f"has no session to send the client a request on, so {what} cannot be asked for "
+                "(serve with sessions, or let the client speak 2026-07-28)",
+                required,
             )
         caps = self.client_capabilities.get(capability)
         if not isinstance(caps, dict):
-            self._missing(f"the client did not advertise the {capability!r} capability", {capability: {}})
+            self._missing(f"the client did not advertise the {capability!r} capability", required)
         if detail is not None and detail not in caps:
-            self._missing(f"the client did not advertise {capability}.{detail}", {capability: {detail: {}}})
+            self._missing(f"the client did not advertise {what}", required)
         return caps
 
     def _missing(self, message: str, required: dict[str, Any]) -> NoReturn:
         if _versions.is_stateless(self.protocol_version):
-            raise MissingClientCapability(f"Missing required client capability: {message}", required)
-        raise LocalProtocolError(message)
+            message = f"Missing required client capability: {message}"
+        raise MissingClientCapability(message, required)
 
     async def _input(
         self,

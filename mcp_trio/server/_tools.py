@@ -20,6 +20,7 @@ import trio
 
 from .. import _jsonrpc as rpc
 from .. import _jsonschema
+from .._engine._common import refusal
 from .._engine._context import RequestContext
 from .._exceptions import McpError
 from ..transports.http._headers import header_annotations
@@ -27,12 +28,14 @@ from ..types import _versions
 from ._context import (
     _FIRST_ISERROR_ARGS,
     Context,
+    MissingClientCapability,
     _call,
     _context_param,
     _only,
     _StartTask,
     _thread_for,
     _wants_context,
+    failure_text,
 )
 from ._mrtr import InputSession
 from ._results import _text_result, tool_result
@@ -318,20 +321,32 @@ class _ToolsMixin:
             kwargs[tool.context_param] = self._context(ctx)
         try:
             value = await _call(tool.fn, kwargs, self._sync_limiter if tool.threaded else None)
-        except McpError:
-            raise
         except Exception as exc:
-            log.error("tool %s raised %r", params.name, exc, exc_info=True)
-            return {
-                "content": [{"type": "text", "text": f"{type(exc).__name__}: {exc}"}],
-                "isError": True,
-            }
+            return _failed(exc, params.name, ctx.version)
         if type(value) is str and not tool.structured:
             return _text_result(value, ctx.version)
         result = tool_result(value, tool.sig if tool.structured else None)
         if ctx.version < _FIRST_STRUCTURED:
             result.pop("structuredContent", None)
         return result
+
+
+def _failed(exc: Exception, name: str, version: str) -> dict[str, Any]:
+    """What a tool that raised ``exc`` answers: a refusal (an :class:`McpError`, or the same one
+    from each task of the tool's) as itself, except a missing client capability before 2026-07-28
+    (no error names it there), which is a tool error as any other failure; anything else a tool
+    error saying what failed (a group: what its tasks raised), logged with its traceback."""
+    refused = refusal(exc)
+    if isinstance(refused, MissingClientCapability) and not _versions.is_stateless(version):
+        log.info("tool %s: %s", name, refused.message)
+        return {
+            "content": [{"type": "text", "text": f"{type(refused).__name__}: {refused.message}"}],
+            "isError": True,
+        }
+    if refused is not None:
+        raise refused from None
+    log.error("tool %s raised %r", name, exc, exc_info=True)
+    return {"content": [{"type": "text", "text": failure_text(exc)}], "isError": True}
 
 
 def _input_validator(name: str, schema: dict[str, Any] | None) -> Any:

@@ -138,7 +138,7 @@ async def test_elicitation_in_a_revision_without_it_names_the_revision() -> None
         with trio.fail_after(5):
             result = await client.request("tools/call", {"name": "ask", "arguments": {}})
     assert result.content[0].text == (
-        "LocalProtocolError: elicitation does not exist in protocol revision 2025-03-26, the one "
+        "MissingClientCapability: elicitation does not exist in protocol revision 2025-03-26, the one "
         "negotiated with this client (it needs 2025-06-18 or later)"
     )
 
