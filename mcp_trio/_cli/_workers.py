@@ -65,6 +65,7 @@ __all__ = [
 #: The schemes --store takes (memory: the default, in-process store).
 log = logging.getLogger("mcp_trio.serve")
 STATE_KEY_VARIABLE = "MCP_TRIO_STATE_KEY"
+STORE_VARIABLE = "MCP_TRIO_STORE"
 STORE_SCHEMES = ("memory", "redis", "rediss")
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 #: The restart backoff: the first restart after _BACKOFF_FIRST seconds, doubling for each worker
@@ -433,15 +434,9 @@ def supervise(parser: argparse.ArgumentParser, args: argparse.Namespace, host: s
     except OSError as exc:
         print(f"mcp-trio serve: error: cannot serve: {exc}", file=sys.stderr)
         return 1
-    shown = f"[{host}]" if ":" in host else host
-    # (the state key goes to the workers in their environment, never on a command line)
-    flags = as_argv(parser, args, leave_out=("http", "workers", "worker_of", "config", "state_key"))
-    command = [sys.executable, "-m", "mcp_trio._cli", "serve", args.target, *flags]
-    command += ["--http", f"{shown}:{port}", "--workers", "1"]
     try:
+        command, environment = worker_launch(parser, args, host, port)
         supervisor = _Supervisor(command, args.workers, args.grace_period)
-        environment = allocator_environment(args.allocator, network=True) or dict(os.environ)
-        environment[STATE_KEY_VARIABLE] = args.state_key or secrets.token_hex(32)
         supervisor.environment = environment
         return trio.run(_supervise, supervisor, args.front_door)
     except KeyboardInterrupt:  # (before the signals were taken over)
@@ -449,6 +444,29 @@ def supervise(parser: argparse.ArgumentParser, args: argparse.Namespace, host: s
     finally:
         for sock in held:
             sock.close()
+
+
+#: Settings that may hold a secret (the store's password, the state key): they go to the workers
+#: in their environment, readable by the same user only, never on a command line (which any
+#: local user reads with ``ps``), whether they came from a flag, the environment or ``--config``.
+SECRET_SETTINGS = {"store": STORE_VARIABLE, "state_key": STATE_KEY_VARIABLE}
+
+
+def worker_launch(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, host: str, port: int
+) -> tuple[list[str], dict[str, str]]:
+    """A worker's command line and environment under ``serve --workers`` (the supervisor's
+    resolved settings; those that may hold a secret in the environment only)."""
+    shown = f"[{host}]" if ":" in host else host
+    leave_out = ("http", "workers", "worker_of", "config", *SECRET_SETTINGS)
+    command = [sys.executable, "-m", "mcp_trio._cli", "serve", args.target, *as_argv(parser, args, leave_out)]
+    command += ["--http", f"{shown}:{port}", "--workers", "1"]
+    environment = allocator_environment(args.allocator, network=True) or dict(os.environ)
+    environment.pop(STORE_VARIABLE, None)  # (the resolved value below, or the default)
+    if args.store:
+        environment[STORE_VARIABLE] = args.store
+    environment[STATE_KEY_VARIABLE] = args.state_key or secrets.token_hex(32)
+    return command, environment
 
 
 def apply_state_key(server: Any, args: argparse.Namespace) -> None:

@@ -10,6 +10,7 @@ import socket
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx2
 import pytest
@@ -26,7 +27,9 @@ from tests._support.cli import (
     Served,
     alive,
     parsed,
+    serve_parser,
     serving,
+    session_headers,
 )
 from tests._support.doors import DOORS
 from tools.rrproxy import running_proxy
@@ -267,7 +270,6 @@ def _address(url: str) -> tuple[str, int]:
 def test_parser_namespace_round_trips() -> None:
     """The supervisor's flags, as the workers get them."""
     from mcp_trio._cli._config import as_argv
-    from tests._support.cli import serve_parser
 
     env = {"MCP_TRIO_MAX_CONNECTIONS": "60", "MCP_TRIO_ALLOWED_HOST": "a.example,b.example"}
     args = parsed(["--stateless", "--grace-period", "3", "--workers", "2"], env)
@@ -309,3 +311,54 @@ async def test_our_client_through_the_proxy(tmp_path: Path) -> None:
                         result = await client.call_tool("test_tool_with_progress", {})
                         assert not result.isError
                 nursery.cancel_scope.cancel()
+
+
+# ----------------------------------------------------------------------------- secrets
+
+
+def test_secrets_reach_the_workers_in_their_environment_not_on_their_command_line() -> None:
+    """The store's password and the state key, whether from a flag, MCP_TRIO_* or --config, go to
+    the workers in their environment (readable by the same user only), never on the command line
+    any local user reads with ps."""
+    from mcp_trio._cli._workers import worker_launch
+
+    url = "redis://default:s3cret-pw@127.0.0.1:6390/0"
+    for argv, environ in (
+        (["--workers", "2", "--store", url, "--state-key", "k" * 32], {}),
+        (["--workers", "2"], {"MCP_TRIO_STORE": url, "MCP_TRIO_STATE_KEY": "k" * 32}),
+    ):
+        args = parsed(argv, environ)
+        command, environment = worker_launch(args.func.args[0], args, "127.0.0.1", 8000)
+        shown = " ".join(command)
+        assert "s3cret-pw" not in shown and "k" * 32 not in shown and "--store" not in shown, shown
+        assert environment["MCP_TRIO_STORE"] == url and environment["MCP_TRIO_STATE_KEY"] == "k" * 32
+        assert "--workers 1" in shown and "--http 127.0.0.1:8000" in shown
+
+
+@pytest.mark.interop
+def test_workers_on_a_store_with_a_password_show_it_to_nobody(redis_server: Any, tmp_path: Path) -> None:
+    """Real workers on a Redis URL with a password, given in MCP_TRIO_STORE (as a deployment keeps
+    it off its own command line): they serve, and no process's command line holds it."""
+    password = "s3cret-pw"
+    url = redis_server.url.replace("redis://", f"redis://default:{password}@")
+    argv = [PROGRAM, "--http", "127.0.0.1:0", "--workers", "2"]
+    env = {**os.environ, "MCP_TRIO_STORE": url}
+    with serving(argv, tmp_path, env) as served, httpx2.Client(timeout=10, limits=FRESH) as client:
+        served.wait_for("Streamable HTTP at ")
+        headers = session_headers(client, served.url)
+        r = client.post(served.url, headers=headers, json=CALL)
+        assert r.status_code == 200, r.text
+        family = [served.proc.pid, *_children(served.proc.pid)]
+        assert len(family) >= 3  # (the supervisor and its two workers)
+        for pid in family:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            assert password not in cmdline, (pid, cmdline)
+        code, err = stop(served)
+    assert code == 0 and password not in err, err
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found += [int(child) for child in (task / "children").read_text().split()]
+    return found
