@@ -185,3 +185,10 @@ def _modern_version(message: _Message | _BatchMember) -> str | None:
 def _session_ended() -> _Reply:
     """What a request naming an unknown, deleted, expired or ending session gets."""
     return _error_reply(404, "Session not found", code=rpc.INVALID_REQUEST)
+
+
+def _unconfirmed_end(exc: Exception) -> _Reply:
+    """503 for a ``DELETE`` the session store could not confirm (``exc`` its failure): the session
+    was ended nowhere, since a 200 says it is gone on every worker; the client retries."""
+    reason = f"the session store failed ({exc}); the session was not ended: retry"
+    return _error_reply(503, f"Service Unavailable: {reason}")

@@ -62,7 +62,7 @@ from ._bus import (
     principal_key,
 )
 from ._follow import Following
-from ._replies import _error_reply, _Reply, _session_ended
+from ._replies import _error_reply, _Reply, _session_ended, _unconfirmed_end
 from ._request import _HEADER_SESSION
 from ._streams import _HttpSession
 
@@ -89,6 +89,18 @@ def _announcer(record: SessionRecord) -> str | None:
     """The worker telling the session of list changes and resource updates: the one
     holding (or last holding) its GET stream, else the one that answered initialize."""
     return record.stream_worker or (record.replicas[0] if record.replicas else None)
+
+
+async def take_session(store: Store, session_id: str) -> SessionRecord | None:
+    """Take a session's record (the replicas it names) from ``store`` and forget its events
+    (they expire by themselves if that fails); raise :class:`StoreError`, before anything
+    ended, if the record cannot be taken: a ``DELETE`` then answers 503."""
+    record = await store.sessions.take(session_id)
+    try:
+        await store.events.forget(session_id)
+    except StoreError as exc:
+        log.warning("could not forget the events of session %s: %s", session_id, exc)
+    return record
 
 
 class Sharing(Following):
@@ -225,7 +237,7 @@ class Sharing(Following):
                 return restored
             return found if restored is None or restored.closed else restored
         # No store round trip per request: a worker ending the session waits until every
-        # replica has dropped it (end_everywhere), so a later request here is a 404 at once.
+        # replica has dropped it (tell_ended), so a later request here is a 404 at once.
         if trio.current_time() - found.renewed >= self.ttl * _TOUCH_EVERY and not await self.touch(found):
             found.end_here()  # ended by another worker, and the news was lost
             return _session_ended()
@@ -388,16 +400,9 @@ class Sharing(Following):
         self.post(None, _Note("held", session.id, origin=self.worker))
         return True
 
-    async def end_everywhere(self, session_id: str) -> None:
-        """The session ended (``DELETE``, or expiry): forget its record and
-        events, and end every replica; return once the workers the record
-        names have dropped theirs (see ``_post_confirmed``)."""
-        record = None
-        try:
-            record = await self.store.sessions.take(session_id)
-            await self.store.events.forget(session_id)
-        except StoreError as exc:
-            log.warning("could not forget session %s: %s", session_id, exc)
+    async def tell_ended(self, session_id: str, record: SessionRecord | None) -> None:
+        """End every replica of the session; return once the workers ``record`` names have
+        dropped theirs (see ``_post_confirmed``)."""
         replicas = set(record.replicas if record is not None else ())
         await self._post_confirmed(_Note("end", session_id, origin=self.worker), replicas)
 
@@ -457,11 +462,12 @@ class Sharing(Following):
             return found
         try:
             record = await self.store.sessions.get(session_id)
+            if record is None or record.principal != principal_key(request.principal):
+                return found
+            record = await take_session(self.store, session_id)
         except StoreError as exc:
-            return _error_reply(503, f"Service Unavailable: the session store failed ({exc})")
-        if record is None or record.principal != principal_key(request.principal):
-            return found
-        await self.end_everywhere(session_id)
+            return _unconfirmed_end(exc)
+        await self.tell_ended(session_id, record)
         return _Reply(200)
 
     async def ended(self, session: _HttpSession) -> None:
@@ -469,7 +475,12 @@ class Sharing(Following):
         session within ``idle_timeout`` (it expired), end it everywhere."""
         if not session.ended_everywhere and await self.expired(session):
             assert session.id is not None
-            await self.end_everywhere(session.id)
+            record = None
+            try:
+                record = await take_session(self.store, session.id)
+            except StoreError as exc:  # (the replicas end all the same)
+                log.warning("could not forget session %s: %s", session.id, exc)
+            await self.tell_ended(session.id, record)
 
     async def expired(self, session: _HttpSession) -> bool:
         """Whether ``session``, idle here for ``idle_timeout``, is idle everywhere

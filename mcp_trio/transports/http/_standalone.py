@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING
 import trio
 
 from ...store import StoreError
-from ._replies import _SSE_HEADERS, _error_reply, _Reply
+from ._replies import _SSE_HEADERS, _error_reply, _Reply, _unconfirmed_end
 from ._request import HttpRequest, Responder, StreamSlots, _Slot
+from ._shared import take_session
 from ._sse import encode_event
 from ._streams import _CLOSE, _HttpSession, _pump, _Stream
 
@@ -89,10 +90,8 @@ class _StreamsAndEnd:
         if stream is not None and not last_event_id:
             self._reserve_prime(session, stream, session.version or _DEFAULT_VERSION)
         replayed: list[tuple[str, bytes]] = []
-        held = sharing is not None and stream is not None and key == "0"
         try:
-            if held:
-                assert sharing is not None
+            if sharing is not None and stream is not None and key == "0":
                 await sharing.hold_stream(session)  # other workers send its messages here
             elif stream is not None and stream.followed is not None and sharing is not None:
                 stream.items.extendleft(reversed(await sharing.followed(stream)))
@@ -134,18 +133,19 @@ class _StreamsAndEnd:
         return None
 
     async def _delete(self, request: HttpRequest) -> _Reply | None:
-        found = self._session_for(request)
-        if self.sharing is not None and isinstance(found, _Reply):
-            return await self.sharing.delete_elsewhere(request, found)
-        if isinstance(found, _Reply):
-            return found
-        session = found
+        session, shared = self._session_for(request), self.sharing
+        if isinstance(session, _Reply):  # (held by another worker, perhaps)
+            return await shared.delete_elsewhere(request, session) if shared else session
+        try:  # (first: a store that cannot say the session is gone everywhere ends nothing)
+            record = await take_session(shared.store, session.id) if shared and session.id else None
+        except StoreError as exc:
+            return _unconfirmed_end(exc)
         if session.id is not None:
             self._drop(session)
         session.closed = True
-        if self.sharing is not None and session.id is not None:
+        if shared is not None and session.id is not None:
             session.ended_everywhere = True
-            await self.sharing.end_everywhere(session.id)  # every worker's replica ends
+            await shared.tell_ended(session.id, record)  # every worker's replica ends
         await session.end_input()
         with trio.move_on_after(5):
             await session.wait_done()

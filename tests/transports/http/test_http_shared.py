@@ -456,6 +456,38 @@ async def test_redis_stopped_and_restarted_mid_run_gives_errors_then_recovers(tm
         redis.stop()
 
 
+@pytest.mark.interop
+async def test_a_delete_the_store_cannot_confirm_ends_nothing(tmp_path: Any) -> None:
+    redis = RedisServer(tmp_path / "redis")
+    redis.start()
+    try:
+        async with AsyncExitStack() as stack:
+            stores = [
+                await stack.enter_async_context(open_store(redis.url, prefix="end:", timeout=1.0))
+                for _ in range(2)
+            ]
+            async with _serving(2, "h11", None, stores, {}) as (urls, _, _, _state):
+                async with httpx.AsyncClient(timeout=10) as client:
+                    headers = await initialize(client, urls[0])
+                    redis.stop()
+                    with trio.fail_after(8):
+                        for url in urls:  # held here or elsewhere: 503, and the session goes on
+                            r = await client.delete(url, headers=headers)
+                            assert r.status_code == 503, r.text
+                            assert "not ended" in r.json()["error"]["message"]
+                        r = await client.post(urls[0], headers=headers, json=call(1, "add", {"a": 1, "b": 2}))
+                        assert r.status_code == 200 and text(r.json()) == "3"
+                    redis.start()
+                    with trio.fail_after(10):  # the client's retry ends it
+                        while (r := await client.delete(urls[0], headers=headers)).status_code == 503:
+                            await trio.sleep(0.1)
+                    assert r.status_code == 200
+                    r = await client.post(urls[0], headers=headers, json=call(2, "where"))
+                    assert r.status_code == 404
+    finally:
+        redis.stop()
+
+
 async def test_a_replica_counts_against_the_session_table(store_url: str | None) -> None:
     async with workers(2, store_url=store_url, max_sessions=1) as (urls, _, _, _state):
         async with httpx.AsyncClient(timeout=5) as client:
