@@ -261,7 +261,7 @@ class Sharing(Following):
             record = await self.store.sessions.change(session_id, self._with_me, ttl=self.record_ttl)
             if record is None or session_id in self._ended_restoring:
                 return None
-            refused = endpoint._make_room(None)
+            refused = endpoint.table.make_room(None)
             if refused is not None:
                 return refused
             session = _HttpSession(endpoint, session_id)
@@ -279,7 +279,7 @@ class Sharing(Following):
             session.renewed = trio.current_time()
             # (the worker holding its GET stream announces, else the first)
             session.holder = _announcer(record) or ""
-            endpoint.sessions[session_id] = session
+            endpoint.table.add(session)
             endpoint._start_session(session)
             return session
         finally:

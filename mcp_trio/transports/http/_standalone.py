@@ -21,6 +21,7 @@ from ._streams import _CLOSE, _HttpSession, _pump, _Stream
 if TYPE_CHECKING:
     from ._events import EventStore
     from ._shared import Sharing
+    from ._table import SessionTable
 
 log = logging.getLogger("mcp_trio.http")
 
@@ -36,6 +37,7 @@ class _StreamsAndEnd:
     event_store: EventStore | None
     stream_idle_timeout: float | None
     retry_ms: int | None
+    table: SessionTable
 
     if TYPE_CHECKING:  # (StreamableHTTP's)
 
@@ -46,8 +48,6 @@ class _StreamsAndEnd:
         async def _prime(
             self, session: _HttpSession, stream: _Stream, responder: Responder, version: str
         ) -> None: ...
-
-        def _drop(self, session: _HttpSession) -> None: ...
 
     async def _get(self, request: HttpRequest, responder: Responder) -> _Reply | None:
         if "text/event-stream" not in request.headers.get("accept", ""):
@@ -141,7 +141,7 @@ class _StreamsAndEnd:
         except StoreError as exc:
             return _unconfirmed_end(exc)
         if session.id is not None:
-            self._drop(session)
+            self.table.drop(session)
         session.closed = True
         if shared is not None and session.id is not None:
             session.ended_everywhere = True

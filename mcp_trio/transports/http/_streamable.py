@@ -111,7 +111,7 @@ from ._streams import (
     _status,
     _Stream,
 )
-from ._table import _SessionTable
+from ._table import SessionTable
 
 log = logging.getLogger("mcp_trio.http")
 
@@ -124,7 +124,7 @@ _HEADER_VERSION = "mcp-protocol-version"
 _IDLE_HANDLER_SWEEP = 2.0
 
 
-class StreamableHTTP(_StreamsAndEnd, _SessionTable, _Endpoint):
+class StreamableHTTP(_StreamsAndEnd, _Endpoint):
     """The Streamable HTTP endpoint logic.
 
     Args:
@@ -237,7 +237,6 @@ class StreamableHTTP(_StreamsAndEnd, _SessionTable, _Endpoint):
         self.max_streams = max_streams
         self.stream_slots = StreamSlots(max_streams_total, max_streams_per_client)
         self.stream_idle_timeout = stream_idle_timeout
-        self.max_sessions_per_client = max_sessions_per_client
         if store is not None:
             if event_store is not None or event_store_bytes is not None:
                 raise ValueError("a store keeps the events itself: give store or event_store, not both")
@@ -263,9 +262,9 @@ class StreamableHTTP(_StreamsAndEnd, _SessionTable, _Endpoint):
         self.backlog = backlog
         #: This worker's side of the sessions shared through ``store`` (None: unshared).
         self.sharing = None if store is None else Sharing(self, store, worker_id or secrets.token_hex(4))
-        self.sessions: dict[str, _HttpSession] = {}
-        self._by_client: dict[str | None, dict[str, _HttpSession]] = {}  # oldest first
-        self._init_idle()
+        #: The sessions (``sessions`` is the table's), their bounds and their idle expiry.
+        self.table = SessionTable(max_sessions, max_sessions_per_client, idle_timeout)
+        self.sessions = self.table.sessions
         #: The engines (sessions) whose handler task waits for their next request.
         self.idle_handlers: set[Any] = set()
 
@@ -275,7 +274,7 @@ class StreamableHTTP(_StreamsAndEnd, _SessionTable, _Endpoint):
         """Own the nursery sessions run in (and, with a store, listen to the
         other workers); cancel it to end every session."""
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._expire_idle)
+            nursery.start_soon(self.table.expire_idle)
             nursery.start_soon(self._sweep_idle_handlers)
             if self.sharing is not None:
                 await nursery.start(self.sharing.run)
@@ -299,7 +298,7 @@ class StreamableHTTP(_StreamsAndEnd, _SessionTable, _Endpoint):
     async def _run_session(self, session: _HttpSession) -> None:
         try:
             with session.scope:
-                self._watch_idle(session)
+                self.table.watch_idle(session)
                 await self.serve_session(session)
         except Exception:
             log.exception("HTTP session %s failed", session.id)
@@ -308,10 +307,10 @@ class StreamableHTTP(_StreamsAndEnd, _SessionTable, _Endpoint):
 
     async def _forget(self, session: _HttpSession) -> None:
         session.closed = True
-        self._unwatch_idle()
+        self.table.unwatch_idle()
         session._end()  # a POST still handing over a frame learns it at once
         if session.id is not None:
-            self._drop(session)
+            self.table.drop(session)
             if self.sharing is not None:
                 with trio.move_on_after(5, shield=True):
                     await self.sharing.ended(session)
@@ -369,7 +368,7 @@ class StreamableHTTP(_StreamsAndEnd, _SessionTable, _Endpoint):
         session = self.sessions.get(session_id)
         if session is None or session.closed or session.principal != request.principal:
             return _session_ended()  # another principal's session does not exist for this one
-        session.past_initialize = True
+        self.table.used(session)
         return session
 
     async def _post(self, request: HttpRequest, responder: Responder) -> _Reply | None:
@@ -435,14 +434,13 @@ class StreamableHTTP(_StreamsAndEnd, _SessionTable, _Endpoint):
         elif is_initialize:
             if len(messages) > 1:
                 return _error_reply(400, "Invalid Request: initialize must not be part of a batch")
-            refused = self._make_room(request.client)
+            refused = self.table.make_room(request.client)
             if refused is not None:
                 return refused
             session = _HttpSession(self, secrets.token_urlsafe(32))
             assert session.id is not None
             session.principal, session.client = request.principal, request.client
-            self.sessions[session.id] = session
-            self._by_client.setdefault(session.client, {})[session.id] = session
+            self.table.add(session)
             if self.sharing is not None and isinstance(requests[0].params, dict):
                 session.init_params = requests[0].params  # for its record (see _answer_post)
             self._start_session(session)

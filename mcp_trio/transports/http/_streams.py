@@ -435,7 +435,7 @@ class _HttpSession(
         """End this worker's replica of a session that ended elsewhere (as ``DELETE`` does)."""
         self.ended_everywhere = True
         if self.id is not None:
-            self.owner._drop(self)
+            self.owner.table.drop(self)
         self.closed = True
         self._end()
         self.scope.cancel()  # StreamableHTTP._run_session's finally forgets the rest
@@ -494,7 +494,7 @@ class _HttpSession(
         self._end()
 
     def touch(self) -> None:
-        """Activity: the session's idle time starts again (``StreamableHTTP._expire_idle``
+        """Activity: the session's idle time starts again (``SessionTable.expire_idle``
         ends it once ``due`` has passed with no stream open)."""
         self.due = trio.current_time() + self.owner.idle_timeout
 

@@ -176,12 +176,14 @@ async def test_http_level_rejections(front_door: str) -> None:
         assert r.status_code == 200
         r = await client.put(url, headers=headers, json={})
         assert r.status_code == 405
-        await open_http_session(client, url)
-        r = await client.post(url, headers=ACCEPT, json=init())
-        assert r.status_code == 503
         # the session still works after all that
         r = await client.post(url, headers=headers, json=rpc(9, "ping"))
         assert r.status_code == 200 and r.json() == {"jsonrpc": "2.0", "id": 9, "result": {}}
+        # a full table (2) makes room: the least recently used session ends
+        await open_http_session(client, url)
+        r = await client.post(url, headers=ACCEPT, json=init())
+        assert r.status_code == 200
+        assert (await client.post(url, headers=headers, json=rpc(10, "ping"))).status_code == 404
 
 
 async def test_dns_rebinding_protection(front_door: str) -> None:
@@ -498,7 +500,7 @@ async def test_sessions_that_ended_leave_nothing_behind_in_the_idle_watch(front_
                 assert (await client.delete(url, headers=headers)).status_code == 200
             while endpoint.sessions:
                 await trio.sleep(0.02)
-        assert len(endpoint._idle) <= 65, len(endpoint._idle)
+        assert len(endpoint.table._idle) <= 65, len(endpoint.table._idle)
 
 
 async def test_a_full_session_table_evicts_the_oldest_half_open_session(front_door: str) -> None:
@@ -525,15 +527,20 @@ async def test_a_full_session_table_evicts_the_oldest_half_open_session(front_do
         assert len(endpoint.sessions) == 3
 
 
-async def test_a_table_of_initialized_sessions_refuses_a_new_one(front_door: str) -> None:
+async def test_a_full_table_of_initialized_sessions_ends_the_least_recently_used(front_door: str) -> None:
     server, _ = make_server()
     async with running(front_door, server, max_sessions=3) as (url, endpoint), httpx.AsyncClient() as client:
         with trio.fail_after(10):
             sessions = [await open_http_session(client, url) for _ in range(3)]
-            r = await client.post(url, headers=ACCEPT, json=init())
-            assert r.status_code == 503
-            for headers in sessions:  # none was evicted
-                assert (await client.post(url, headers=headers, json=rpc(1, "ping"))).status_code == 200
+            for n in (2, 0):  # the second is the least recently used
+                assert (await client.post(url, headers=sessions[n], json=rpc(1, "ping"))).status_code == 200
+            evicted = endpoint.sessions[sessions[1]["mcp-session-id"]]
+            newcomer = await open_http_session(client, url)
+            await evicted.wait_done()  # its engine session ended
+            assert (await client.post(url, headers=sessions[1], json=rpc(2, "ping"))).status_code == 404
+            for headers in (sessions[0], sessions[2], newcomer):
+                assert (await client.post(url, headers=headers, json=rpc(3, "ping"))).status_code == 200
+            assert len(endpoint.sessions) == 3
 
 
 async def test_batch_in_2025_03_26(front_door: str) -> None:

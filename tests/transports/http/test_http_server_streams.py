@@ -240,6 +240,61 @@ async def test_an_address_replaces_only_its_half_open_sessions_older_than_10_s(
                 await s.aclose()
 
 
+PING = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+
+
+async def ping(stream: trio.SocketStream, reader: Reader, session_id: str) -> int:
+    await stream.send_all(post(PING, session_id))
+    return (await reader.response())[0]
+
+
+@pytest.mark.parametrize("front_door", DOORS)
+async def test_a_full_table_ends_a_session_of_the_address_holding_the_most(front_door: str) -> None:
+    """A table full of initialized sessions held from several addresses: a newcomer's
+    ``initialize`` ends a least recently used session of the address holding the most, not
+    the legitimate client's one session, though that one was used least recently of all."""
+    server, _ = make_server()
+    async with serving(front_door, server, max_sessions=6) as (port, endpoint):
+        with trio.fail_after(20):
+            mine = await initialize(port, CLIENT)
+            held = [await initialize(port, ATTACKER) for _ in range(5)]
+            for stream, reader, session_id in held:  # kept busy: each used after the client's
+                assert await ping(stream, reader, session_id) == 200
+            for n in range(3):
+                newcomer = await initialize(port, f"127.0.0.{4 + n}")
+                held.append(newcomer)
+                assert len(endpoint.sessions) == 6
+            alive = [await ping(*session) for session in held]
+            assert alive == [404] * 3 + [200] * 5  # the attacker's three least recently used
+            assert await ping(*mine) == 200
+            for stream, _, _ in [mine, *held]:
+                await stream.aclose()
+
+
+@pytest.mark.parametrize("front_door", DOORS)
+async def test_a_full_table_ends_no_session_with_a_stream_open(front_door: str) -> None:
+    """Only when every session of the full table has a stream open (a GET or a POST) does a
+    new ``initialize`` get 503; once one closes its stream, that one makes room."""
+    server, _ = make_server()
+    async with serving(front_door, server, max_sessions=2) as (port, endpoint):
+        with trio.fail_after(20):
+            sessions = [await initialize(port, CLIENT) for _ in range(2)]
+            for stream, reader, session_id in sessions:
+                assert (await open_get(stream, reader, session_id))[0] == 200
+            stream, reader = await connect(port, ATTACKER)
+            await stream.send_all(post(INIT))
+            status, headers, body = await reader.response()
+            assert status == 503 and headers["retry-after"] and b"stream open" in body
+            await sessions[0][0].aclose()  # its GET stream ends
+            while endpoint.sessions[sessions[0][2]].busy():
+                await trio.sleep(0.01)
+            await stream.send_all(post(INIT))
+            assert (await reader.response())[0] == 200
+            assert sessions[0][2] not in endpoint.sessions and sessions[1][2] in endpoint.sessions
+            await stream.aclose()
+            await sessions[1][0].aclose()
+
+
 async def legacy_stream(port: int, source: str) -> tuple[trio.SocketStream, Reader, int, dict[str, str]]:
     stream, reader = await connect(port, source)
     await stream.send_all(b"GET /sse HTTP/1.1\r\nhost: 127.0.0.1\r\naccept: text/event-stream\r\n\r\n")

@@ -495,13 +495,16 @@ async def test_a_replica_counts_against_the_session_table(store_url: str | None)
             second = await initialize(client, urls[1])
             r = await client.post(urls[1], headers=second, json=call(1, "add", {"a": 1, "b": 1}))
             assert r.status_code == 200
-            # the second worker's table is full of its own (past initialize): no room for a replica
-            r = await client.post(urls[1], headers=first, json=call(2, "add", {"a": 1, "b": 1}))
-            assert r.status_code == 503 and r.headers["retry-after"]
-            # an id nobody knows is still 404, and evicts nothing
+            # the second worker's table is full: a replica of the first takes the place of its
+            # least recently used session, whose record the store keeps
+            r = await client.post(urls[1], headers=first, json=call(2, "where"))
+            assert r.status_code == 200 and text(r.json()) == "w1"
+            r = await client.post(urls[1], headers=second, json=call(3, "add", {"a": 2, "b": 2}))
+            assert r.status_code == 200 and text(r.json()) == "4"  # restored in its turn
+            # an id nobody knows is still 404
             unknown = {**first, "mcp-session-id": "nope"}
-            assert (await client.post(urls[1], headers=unknown, json=call(3, "where"))).status_code == 404
-            r = await client.post(urls[0], headers=first, json=call(4, "where"))
+            assert (await client.post(urls[1], headers=unknown, json=call(4, "where"))).status_code == 404
+            r = await client.post(urls[0], headers=first, json=call(5, "where"))
             assert r.status_code == 200 and text(r.json()) == "w0"
 
 
