@@ -21,7 +21,13 @@ from .._version import __version__
 from ._config import ConfigError, layered, resolve
 from ._deploy import add_deploy_arguments, guard_options, tls_options
 from ._shutdown import serve_until_signalled
-from ._tuning import run_on_allocator, serve_tidying_after_bursts, settle_heap
+from ._tuning import (
+    connections_within_open_files,
+    raise_open_files_limit,
+    run_on_allocator,
+    serve_tidying_after_bursts,
+    settle_heap,
+)
 from ._workers import (
     add_worker_arguments,
     apply_state_key,
@@ -415,7 +421,19 @@ async def _serve_http(
     """Serve --http until cancelled, printing the URLs."""
     import trio
 
+    from ..transports.http._gate import DEFAULT_MAX_CONNECTIONS
+
     options = {**_session_options(args), **_queue_options(args, http=True), **_door_options(args)}
+    wanted = options.get("max_connections", DEFAULT_MAX_CONNECTIONS)
+    allowed = connections_within_open_files(wanted, raise_open_files_limit())
+    if allowed < wanted:
+        logging.getLogger("mcp_trio.serve").warning(
+            "--max-connections %d is more than this process's limit on open files allows "
+            "(ulimit -n, raised to its hard limit); serving at most %d connections at once",
+            wanted,
+            allowed,
+        )
+        options["max_connections"] = allowed
     options.update(auth=_resource_server(args), shutdown=shutdown, **guard_options(args), **tls_options(args))
     if args.metrics_path is not None:
         options["metrics_path"] = args.metrics_path
@@ -442,6 +460,7 @@ async def _serve_websocket(
     """Serve --ws until cancelled, printing the URLs."""
     import trio
 
+    raise_open_files_limit()
     options = {**guard_options(args), **tls_options(args)}
     serve = partial(server.serve_websocket, host, port, path=args.path, auth=_resource_server(args))
     async with trio.open_nursery() as nursery:

@@ -64,6 +64,8 @@ if TYPE_CHECKING:
 __all__ = [
     "ALLOCATORS",
     "allocator_environment",
+    "connections_within_open_files",
+    "raise_open_files_limit",
     "run_on_allocator",
     "serve_tidying_after_bursts",
     "settle_heap",
@@ -79,6 +81,38 @@ M_MMAP_THRESHOLD = -3
 MMAP_THRESHOLD = 32 * 1024 * 1024  # blocks up to this size come from the heap (glibc's maximum)
 TRIM_THRESHOLD = 16 * 1024 * 1024  # free memory at the heap's top kept for the next big blocks
 GC_THRESHOLD = 20_000  # net new container objects between two young collections (CPython: 700)
+
+
+#: Open files kept for what is not a client connection: listening sockets, the store's
+#: connections, log files, what tools open.
+FD_RESERVE = 64
+
+
+def raise_open_files_limit() -> int | None:
+    """Raise this process's soft limit on open files to its hard limit, as web servers do at
+    start (a soft limit of 1,024 is common, and a connection flood would meet it before
+    ``--max-connections``); the soft limit now in force (None where there is none to read)."""
+    try:
+        import resource
+    except ImportError:  # (not on a Unix)
+        return None
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = hard if hard != resource.RLIM_INFINITY else max(soft, 1 << 20)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+        except (ValueError, OSError):  # (over the kernel's nr_open: the limit stays)
+            pass
+    return None if soft == resource.RLIM_INFINITY else soft
+
+
+def connections_within_open_files(wanted: int, open_files: int | None) -> int:
+    """``wanted`` (``--max-connections``), lowered to what ``open_files`` allows past
+    ``FD_RESERVE`` (so that an accept never fails for want of a descriptor), at least 1."""
+    if open_files is None or wanted <= open_files - FD_RESERVE:
+        return wanted
+    return max(1, open_files - FD_RESERVE)
 
 
 def settle_heap() -> None:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, cast
 import trio
 
 from ..transports._base import MessageChannel
+from ..transports.http._gate import DEFAULT_MAX_CONNECTIONS
 from ..transports.stdio import open_stdio_server_channel
 from ._fanout import Fanout
 from ._routes import Route, RouteHandler, http_routes, route_handlers
@@ -61,7 +62,7 @@ class _ServingMixin:
         auth: Any = None,
         routes: Mapping[str, RouteHandler | Route] | None = None,
         metrics_path: str | None = None,
-        max_connections: int = 1024,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
         max_connections_per_client: int | None = None,
         header_timeout: float = 10.0,
         keepalive_timeout: float = 60.0,

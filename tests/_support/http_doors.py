@@ -28,8 +28,8 @@ BIG = 4 * 1024 * 1024
 
 
 class Answer:
-    """Answers ``ok`` (0.8 s late at ``/mcp?slow``), or ``BIG`` bytes at ``/mcp?big``, and
-    records how a big answer ended."""
+    """Answers ``ok`` (0.8 s late at ``/mcp?slow``, once ``release`` is set at ``/mcp?hold``),
+    or ``BIG`` bytes at ``/mcp?big``, and records how a big answer ended."""
 
     max_body_size = 1024
 
@@ -37,10 +37,13 @@ class Answer:
         self.big_ended = trio.Event()
         self.big_outcome = ""
         self.extra_bytes = -1  # memory the big answer's write took beyond its body (traced)
+        self.release = trio.Event()
 
     async def handle(self, request: HttpRequest, responder: Responder) -> None:
         if request.query == "slow":
             await trio.sleep(0.8)
+        elif request.query == "hold":
+            await self.release.wait()
         if request.query != "big":
             await responder.start(200, [("content-type", "text/plain"), ("content-length", "2")])
             await responder.send(b"ok")

@@ -1,6 +1,7 @@
 """Attacks of the soak test on connections and framing: idle GET streams, slowloris heads, an
-abandoned connection flood, clients that never read a 4 MiB answer, ambiguous framing and bodies
-over the size limit.  Each runs until cancelled, bounded in count and rate (the test machine has
+abandoned connection flood, connections from many addresses that each sent a request and then
+idle in keep-alive or trickle a body, clients that never read a 4 MiB answer, ambiguous framing
+and bodies over the size limit.  Each runs until cancelled, bounded in count and rate (the test machine has
 2 cores), and counts what it did and what the server answered; every socket step is under a
 timeout or ends at cancellation, and every socket is closed at the end."""
 
@@ -42,6 +43,16 @@ TRICKLE = 1.0
 FLOOD = 400  # connections opened and never written to
 FLOOD_RATE = 200.0
 REOPENS = 1600  # connections tried by each of these two attacks, in all
+
+#: Proven connections from many addresses, each within its per-client share: idle in keep-alive
+#: after one whole request (renewed every RENEW seconds), or trickling a body after a whole head.
+KEPT = 320
+KEPT_RATE = 150.0
+SLOW_BODIES = 160
+SLOW_BODY_RATE = 100.0
+SPREAD = 8  # addresses each of the two attacks uses
+RENEW = 5.0
+BODY = 100_000  # the body's announced length
 
 READERS = 8  # clients that ask for a 4 MiB answer and never read it
 READER_OPENS = 32
@@ -122,13 +133,18 @@ async def _hold(stream: trio.SocketStream, trickle: bytes | None) -> str:
     return "the whole trickle was sent"
 
 
-async def _held_connection(port: int, s: Stats, trickle: bytes | None) -> None:
-    """Open, hold (trickling ``trickle`` a byte at a time, or silent), see the server end it."""
+async def _held_connection(
+    port: int, s: Stats, trickle: bytes | None, source: str = "", first: bytes = b""
+) -> None:
+    """Open, send ``first``, hold (trickling ``trickle`` a byte at a time, or silent), see the
+    server end it."""
     while s.counts["attempts"] < REOPENS:
         stream = None
         try:
             s.add("attempts")
-            stream = await connect(s.source, port, timeout=3.0)
+            stream = await connect(source or s.source, port, timeout=3.0)
+            if first:
+                await stream.send_all(first)
             s.add("opened")
             s.hold()
             opened = trio.current_time()
@@ -160,6 +176,65 @@ async def conn_flood(port: int, s: Stats) -> None:
         for _ in range(FLOOD):
             await pacer.wait()
             nursery.start_soon(_held_connection, port, s, None)
+
+
+def spread(s: Stats) -> list[str]:
+    """``SPREAD`` addresses for an attack whose own is 127.0.0.N: 127.N.0.1, 127.N.0.2 ..."""
+    number = s.source.rsplit(".", 1)[1]
+    return [f"127.{number}.0.{k}" for k in range(1, SPREAD + 1)]
+
+
+async def _kept_connection(port: int, s: Stats, source: str) -> None:
+    """One whole request, then idle in keep-alive (renewed now and then) until the server ends it."""
+    while s.counts["attempts"] < REOPENS:
+        client: Client | None = None
+        try:
+            s.add("attempts")
+            client = await Client.open(source, port, timeout=3.0)
+            reply = await client.request("POST", headers(), encode(call(1, "echo", text="x")), timeout=5.0)
+            s.add(f"answered {reply.status}")
+            s.hold()
+            opened = trio.current_time()
+            try:
+                while True:
+                    with trio.move_on_after(RENEW):
+                        data = await client.stream.receive_some(4096)
+                        how = "closed" if not data else "sent unasked"
+                        break
+                    reply = await client.request("POST", headers(), encode(call(1, "echo", text="x")), 5.0)
+                    s.add("renewed")
+            finally:
+                s.release()
+            s.ended(trio.current_time() - opened, f"ended by the server ({how})")
+        except ERRORS as exc:
+            s.add(f"failed: {_why(exc)}")
+            await trio.sleep(0.5)
+        finally:
+            if client is not None:
+                client.close()
+        await trio.sleep(0.2)
+
+
+async def kept_alive(port: int, s: Stats) -> None:
+    pacer = Pacer(KEPT_RATE)
+    sources = spread(s)
+    async with trio.open_nursery() as nursery:
+        for n in range(KEPT):
+            await pacer.wait()
+            nursery.start_soon(_kept_connection, port, s, sources[n % SPREAD])
+
+
+async def slow_bodies(port: int, s: Stats) -> None:
+    head = (
+        f"POST /mcp HTTP/1.1\r\nHost: {SERVER}:{port}\r\ncontent-type: application/json\r\n"
+        f"accept: application/json, text/event-stream\r\ncontent-length: {BODY}\r\n\r\n"
+    ).encode()
+    pacer = Pacer(SLOW_BODY_RATE)
+    sources = spread(s)
+    async with trio.open_nursery() as nursery:
+        for n in range(SLOW_BODIES):
+            await pacer.wait()
+            nursery.start_soon(_held_connection, port, s, b" " * BODY, sources[n % SPREAD], head)
 
 
 async def _slow_reader(
@@ -347,6 +422,20 @@ ATTACKS = [
         conn_flood,
         lambda s: s.counts["attempts"] >= 50,
         _held_unbounded("silent connections", "--header-timeout / --max-connections-per-client"),
+    ),
+    Attack(
+        "kept_alive",
+        f"{KEPT} connections from {SPREAD} addresses, each idle in keep-alive after a whole request",
+        kept_alive,
+        lambda s: s.counts["attempts"] >= 50,
+        _held_unbounded("idle kept-alive connections", "--max-connections: evicted under pressure"),
+    ),
+    Attack(
+        "slow_bodies",
+        f"{SLOW_BODIES} connections from {SPREAD} addresses, each trickling a body after a whole head",
+        slow_bodies,
+        lambda s: s.counts["attempts"] >= 50,
+        _held_unbounded("trickled bodies", "--request-timeout / --max-connections: evicted under pressure"),
     ),
     Attack(
         "slow_readers",

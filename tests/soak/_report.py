@@ -23,6 +23,8 @@ SHORTENED: list[str] = [
     "3",  # clients that never read a 4 MiB answer
     "--stream-idle-timeout",
     "5",  # idle GET streams
+    "--request-timeout",
+    "5",  # bodies trickled after a whole head (evicted under pressure only after the rest)
 ]
 
 

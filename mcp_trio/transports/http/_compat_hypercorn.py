@@ -31,7 +31,7 @@ from typing import Any, cast
 
 import trio
 
-from ._gate import TimedStream
+from ._gate import ConnectionGate, TimedStream
 
 __all__ = ["IdleTimer", "connection_server", "forget_connection", "next_message", "put_now"]
 
@@ -48,16 +48,21 @@ async def next_message(receive: Callable[[], Awaitable[dict[str, Any]]]) -> dict
     return await receive()
 
 
-async def put_now(spawn_app: Callable[..., Awaitable[Any]], *args: Any) -> Any:
+async def put_now(
+    spawn_app: Callable[..., Awaitable[Any]], on_whole: Callable[[], None] | None, *args: Any
+) -> Any:
     """Hypercorn's ``spawn_app``, whose returned ``put`` (how the connection hands the
     app a request's body, end and disconnect) queues a message at once when the app's
-    channel has room, as ``send`` would after a trip through the scheduler."""
+    channel has room, as ``send`` would after a trip through the scheduler; and
+    ``on_whole()`` is called as the body's end is handed over (the request is whole)."""
     put = await spawn_app(*args)
     channel = getattr(put, "__self__", None)
     if not isinstance(channel, trio.MemorySendChannel):
         return put
 
     async def put_now(message: Any) -> None:
+        if on_whole is not None and message.get("type") == "http.request" and not message.get("more_body"):
+            on_whole()
         try:
             channel.send_nowait(message)
         except trio.WouldBlock:
@@ -121,9 +126,10 @@ def forget_connection(server: Any) -> None:
             vars(part).clear()
 
 
-def connection_server(on_busy: Callable[[trio.SocketStream], None]) -> type[Any]:
-    """Hypercorn's trio connection server class with the changes above; ``on_busy(stream)`` is
-    called as a request head comes whole on ``stream`` (the gate's ``prove``). An instance gets
+def connection_server(gate: ConnectionGate) -> type[Any]:
+    """Hypercorn's trio connection server class with the changes above, telling ``gate`` how
+    each connection stands: reading a body once a request head comes whole, busy once the
+    request is whole, idle once it is answered (kept alive). An instance gets
     ``timed`` (the connection's :class:`TimedStream`), ``plain`` (False under TLS) and ``ended``
     (the cancel scope of its tasks) from its caller."""
     from hypercorn.events import Event, RawData, Updated
@@ -158,7 +164,11 @@ def connection_server(on_busy: Callable[[trio.SocketStream], None]) -> type[Any]
             # their messages without a trip through the scheduler each (see put_now).
             self._protocol = protocol
             group: Any = self._task_group
-            group.spawn_app = partial(put_now, group.spawn_app)
+            group.spawn_app = partial(put_now, group.spawn_app, self.request_whole)
+
+        def request_whole(self) -> None:
+            """The request under way is whole: its connection is busy answering it."""
+            gate.busy(self.timed.transport_stream)
 
         async def protocol_send(self, event: Event) -> None:
             if isinstance(event, RawData) and self.plain and not self.send_lock.locked():
@@ -176,8 +186,10 @@ def connection_server(on_busy: Callable[[trio.SocketStream], None]) -> type[Any]
                 await trio.lowlevel.checkpoint()
             if isinstance(event, Updated):
                 self.idle = event.idle
-                if not event.idle:  # a request head came whole
-                    on_busy(self.timed.transport_stream)
+                if event.idle:  # answered, kept alive
+                    gate.idle(self.timed.transport_stream)
+                else:  # a request head came whole: its body comes next
+                    gate.reading(self.timed.transport_stream, self.timed)
                 self.timed.changed.unpark_all()
 
     return Connection

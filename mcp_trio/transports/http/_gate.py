@@ -5,8 +5,9 @@
 :func:`serve_hypercorn`.  It accepts a connection only while fewer than
 ``max_connections`` are open: further clients wait in the kernel's listen
 backlog (and their connections cost no file descriptor here) until one ends,
-except that a connection that has not sent a whole request head yet is
-evicted, oldest first, to make room.  A connection from an address that
+except that a connection that is not working for its client (no whole
+request head yet, kept alive between requests, or a body trickling in) is
+evicted to make room.  A connection from an address that
 already has ``max_per_client`` open is closed at once, so that one address
 (one attacker) cannot take the whole table from the others.
 
@@ -18,6 +19,7 @@ bounds writes made under a shielded cancel scope too (hypercorn's).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import math
@@ -30,7 +32,9 @@ from typing import Protocol
 import trio
 
 __all__ = [
+    "DEFAULT_MAX_CONNECTIONS",
     "ConnectionGate",
+    "Counting",
     "ReadClock",
     "Receiver",
     "TimedStream",
@@ -46,6 +50,9 @@ __all__ = [
 
 log = logging.getLogger("mcp_trio.http")
 
+#: The doors' ``max_connections`` unless given (``mcp-trio serve`` lowers it to what the
+#: process's limit on open files allows).
+DEFAULT_MAX_CONNECTIONS = 1024
 #: accept() errors that mean "out of descriptors or memory for now" (as in
 #: trio.serve_listeners): wait a little and accept again.
 _ACCEPT_CAPACITY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
@@ -59,6 +66,18 @@ _BURST = 64
 #: request is on its way is not cut off; a flood of connections waits this
 #: long for each other).
 _EVICT_AFTER = 0.25
+#: Of the connections that may be evicted, how many of the longest waiting are
+#: weighed (the one whose address holds the most goes), and how many slow
+#: bodies are walked at most.
+_SAMPLE = 16
+_WALK = 64
+#: A body on its way for ``_BODY_GRACE`` seconds at under ``_MIN_BODY_RATE``
+#: bytes a second may be evicted to make room (a client on the slowest mobile
+#: link sends some 50 KiB a second; a slowloris body, bytes a second).
+_BODY_GRACE = 1.0
+_MIN_BODY_RATE = 16 * 1024
+#: An evicted connection's door has this long to end it once its socket is shut down.
+_EVICT_GRACE = 1.0
 
 
 def listener_url(listener: trio.SocketListener, scheme: str = "http") -> str:
@@ -238,29 +257,55 @@ def default_per_client(max_connections: int) -> int:
     return max(1, max_connections // 4)
 
 
+class Counting(Protocol):
+    """What counts a connection's bytes received (a body's rate is judged by it)."""
+
+    @property
+    def received(self) -> int: ...
+
+
 class _Ticket:
-    """One accepted connection: its address, and the scope its handler runs in."""
+    """One accepted connection: its address, the scope its handler runs in, and
+    since when it is in its present standing (waiting for a request head, or
+    reading a body: see :class:`ConnectionGate`)."""
 
-    __slots__ = ("address", "scope", "held", "since")
+    __slots__ = ("key", "stream", "address", "scope", "held", "since", "counter", "mark")
 
-    def __init__(self, address: str) -> None:
+    def __init__(self, stream: trio.SocketStream, address: str) -> None:
+        self.key = id(stream)
+        self.stream: trio.SocketStream | None = stream  # (None once it ended: no cycle holds it)
         self.address = address
         self.scope = trio.CancelScope()
         self.held = True  # counts against the limits (until it ends or is evicted)
         self.since = trio.current_time()
+        self.counter: Counting | None = None  # (reading a body: its bytes, from ``mark`` on)
+        self.mark = 0
 
 
 class ConnectionGate:
     """Accepts connections while fewer than ``max_connections`` are open, at
     most ``max_per_client`` from one address (by its IP address).
 
-    A connection is *unproven* until its door calls :meth:`prove` (its first
-    request head came whole).  When the table is full, a new connection
-    evicts the oldest unproven one (closed at once) that is at least
-    ``_EVICT_AFTER`` seconds old, so connections that
-    send nothing or trickle a head, from any number of addresses, cannot keep
-    clients that do send requests waiting; only when every open connection
-    has sent a request does the next client wait in the listen backlog.
+    Each connection stands in one of three ways, which its door tells the gate:
+
+    * *waiting* for a request head: new (accepted, no head whole yet), or kept
+      alive between requests (:meth:`idle`);
+    * *reading* a request's body (:meth:`reading`);
+    * *busy*: a whole request is being answered (:meth:`busy`), which may take
+      long (a stream of events).
+
+    When the table is full, a new connection evicts (closes at once) a waiting
+    connection that has waited at least ``_EVICT_AFTER`` seconds, else one that
+    has been reading a body for at least ``_BODY_GRACE`` seconds at under
+    ``_MIN_BODY_RATE`` bytes a second; of the ``_SAMPLE`` such connections that
+    waited or read longest, the one whose address holds the most connections
+    goes (the oldest of them on a tie).  So connections that send nothing,
+    trickle a head or a body, or idle in keep-alive, from any number of
+    addresses, cannot keep clients that send requests waiting; only when every
+    open connection is busy (or reading at a fair rate) does the next client
+    wait in the listen backlog.  A kept-alive connection evicted between
+    requests is closed as a server closes one idle too long: HTTP clients open
+    a new one.
     """
 
     def __init__(self, max_connections: int, max_per_client: int | None = None) -> None:
@@ -272,8 +317,11 @@ class ConnectionGate:
         self.max_connections = max_connections
         self.max_per_client = per_client
         self.open = 0  # connections counted now
+        self.evicted = 0  # connections evicted to make room, in all
         self._clients: dict[str, int] = {}
-        self._unproven: dict[int, _Ticket] = {}  # by id of the stream, oldest first
+        self._tickets: dict[int, _Ticket] = {}  # every open connection's, by id of its stream
+        self._waiting: dict[int, _Ticket] = {}  # by id of the stream, longest waiting first
+        self._reading: dict[int, _Ticket] = {}  # the same, longest reading first
         self._space = trio.lowlevel.ParkingLot()
 
     async def serve(
@@ -289,23 +337,85 @@ class ConnectionGate:
             for listener in listeners:
                 nursery.start_soon(self._accept_loop, listener, handler, handler_nursery or nursery)
 
-    def prove(self, stream: trio.SocketStream) -> None:
-        """``stream``'s client sent a whole request head: it is no longer evicted first."""
-        if self._unproven.pop(id(stream), None) is not None:
-            self._space.unpark_all()
+    def busy(self, stream: trio.SocketStream) -> None:
+        """A whole request is being answered on ``stream``: it is not evicted."""
+        key = id(stream)
+        if self._waiting.pop(key, None) is None:
+            self._reading.pop(key, None)
 
-    async def _room(self) -> None:
-        """Wait until a connection fits: a free slot, or an unproven
-        connection old enough to be evicted."""
+    def reading(self, stream: trio.SocketStream, counter: Counting) -> None:
+        """A request head came whole on ``stream`` and its body is on its way
+        (``counter`` counts the bytes received): evicted if it comes too slowly."""
+        key = id(stream)
+        ticket = self._tickets.get(key)
+        if ticket is None or not ticket.held:
+            return
+        self._waiting.pop(key, None)
+        self._reading.pop(key, None)
+        ticket.since = trio.current_time()
+        ticket.counter = counter
+        ticket.mark = counter.received
+        self._reading[key] = ticket
+        self._space.unpark_all()  # (it may be evictable after a grace: see _room)
+
+    def idle(self, stream: trio.SocketStream) -> None:
+        """``stream`` waits for its next request (kept alive): evictable once it waited a while."""
+        key = id(stream)
+        ticket = self._tickets.get(key)
+        if ticket is None or not ticket.held:
+            return
+        self._reading.pop(key, None)
+        self._waiting.pop(key, None)  # (to the end: the latest to wait)
+        ticket.since = trio.current_time()
+        self._waiting[key] = ticket
+        self._space.unpark_all()
+
+    def _victim(self, now: float) -> tuple[_Ticket | None, float]:
+        """The connection to evict to make room (None if none may be), and
+        otherwise how long until one may be."""
+        chosen: _Ticket | None = None
+        clients = self._clients
+        seen = 0
+        wait = math.inf
+        for ticket in self._waiting.values():
+            if ticket.since + _EVICT_AFTER > now:
+                wait = ticket.since + _EVICT_AFTER - now
+                break
+            if chosen is None or clients[ticket.address] > clients[chosen.address]:
+                chosen = ticket
+            seen += 1
+            if seen >= _SAMPLE:
+                break
+        if chosen is not None:
+            return chosen, 0.0
+        if self._reading:
+            wait = min(wait, _BODY_GRACE / 4)  # (a body's rate is judged again then)
+            seen = 0
+            for ticket in self._reading.values():
+                elapsed = now - ticket.since
+                if elapsed < _BODY_GRACE:
+                    break
+                counter = ticket.counter
+                rate = (counter.received - ticket.mark) / elapsed if counter is not None else 0.0
+                if rate < _MIN_BODY_RATE and (
+                    chosen is None or clients[ticket.address] > clients[chosen.address]
+                ):
+                    chosen = ticket
+                seen += 1
+                if seen >= _WALK:
+                    break
+        return chosen, wait
+
+    async def _room(self) -> _Ticket | None:
+        """Wait until a connection fits: a free slot (None), or a connection
+        that may be evicted (its ticket, evicted once a new connection is taken)."""
         while self.open >= self.max_connections:
-            wait = math.inf
-            if self._unproven:
-                oldest = next(iter(self._unproven.values()))
-                wait = oldest.since + _EVICT_AFTER - trio.current_time()
-                if wait <= 0:
-                    return
+            victim, wait = self._victim(trio.current_time())
+            if victim is not None:
+                return victim
             with trio.move_on_after(wait):
                 await self._space.park()
+        return None
 
     async def _accept_loop(
         self,
@@ -325,10 +435,10 @@ class ConnectionGate:
                 if burst >= _BURST:
                     burst = 0
                     await trio.lowlevel.checkpoint()
-                # Room first (a free slot, or an unproven connection to evict):
-                # else the client waits in the backlog, not accepted.  (No checkpoint
-                # between here and the accept: the room seen is still there.)
-                await self._room()
+                # Room first (a free slot, or a connection to evict): else the client
+                # waits in the backlog, not accepted.  (No checkpoint between here and
+                # the accept: the room seen is still there.)
+                victim = await self._room()
                 try:
                     sock, peer = raw.accept()
                 except BlockingIOError:
@@ -346,27 +456,48 @@ class ConnectionGate:
                 burst += 1
                 address = str(peer[0]) if isinstance(peer, tuple) and peer else ""
                 count = self._clients.get(address, 0)
-                if not address or count >= self.max_per_client:
+                # (a connection of its own that makes room leaves its share)
+                mine = victim is not None and victim.address == address
+                if not address or count - mine >= self.max_per_client:
                     sock.close()  # over this address's share: closed at once
                     if address:
                         log.debug("connection from %s refused: %d open from it", address, count)
                     continue
-                if self.open >= self.max_connections:
-                    oldest = next(iter(self._unproven))
-                    self._release(self._unproven.pop(oldest))
-                    log.debug("full: the oldest connection that sent no request evicted")
+                if victim is not None:
+                    self._evict(victim)
+                    count = self._clients.get(address, 0)  # (the victim may have been its own)
                 stream = trio.SocketStream(trio.socket.from_stdlib_socket(sock))
-                ticket = _Ticket(address)
+                ticket = _Ticket(stream, address)
                 self._clients[address] = count + 1
                 self.open += 1
-                self._unproven[id(stream)] = ticket
+                self._tickets[id(stream)] = self._waiting[id(stream)] = ticket
                 nursery.start_soon(self._run, handler, stream, ticket)
         finally:
             raw.close()
 
-    def _release(self, ticket: _Ticket) -> None:
-        """``ticket``'s connection no longer counts (it ended, or is evicted: cancelled)."""
-        ticket.scope.cancel()
+    def _evict(self, ticket: _Ticket) -> None:
+        """Close ``ticket``'s connection to make room (at once: no longer a candidate)."""
+        reading = self._reading.pop(ticket.key, None) is not None
+        self._waiting.pop(ticket.key, None)
+        self.evicted += 1
+        log.debug(
+            "full: a connection from %s %s evicted",
+            ticket.address,
+            "reading a body too slowly" if reading else "waiting for a request",
+        )
+        # Its door sees the end of the connection and ends it as when the client leaves
+        # (a cancellation through a web server's frames costs more: hypercorn's leave
+        # reference cycles); cancelled after a grace if it does not.
+        if ticket.stream is not None:
+            with contextlib.suppress(OSError):
+                ticket.stream.socket.shutdown(socket.SHUT_RDWR)
+        ticket.scope.deadline = trio.current_time() + _EVICT_GRACE
+        self._release(ticket, cancel=False)
+
+    def _release(self, ticket: _Ticket, cancel: bool = True) -> None:
+        """``ticket``'s connection no longer counts (it ended, or is evicted)."""
+        if cancel:
+            ticket.scope.cancel()
         if not ticket.held:
             return
         ticket.held = False
@@ -384,13 +515,16 @@ class ConnectionGate:
         stream: trio.SocketStream,
         ticket: _Ticket,
     ) -> None:
+        key = id(stream)
         try:
             with ticket.scope:
                 await handler(stream)
         finally:
             stream.socket.close()  # whatever the handler did (a no-op if it closed it)
-            if self._unproven.get(id(stream)) is ticket:
-                del self._unproven[id(stream)]
+            del self._tickets[key]
+            self._waiting.pop(key, None)
+            self._reading.pop(key, None)
+            ticket.stream = ticket.counter = None
             self._release(ticket)
 
 
@@ -409,6 +543,7 @@ class TimedStream(trio.abc.HalfCloseableStream):
         self.eof = False
         self.changed = trio.lowlevel.ParkingLot()
         self._early = b""  # bytes read ahead by read_head, given out first
+        self.received = 0  # bytes received (after read_head's)
 
     def _close(self) -> None:
         self.closed = True
@@ -473,6 +608,7 @@ class TimedStream(trio.abc.HalfCloseableStream):
             data, self._early = self._early[:cut], self._early[cut:]
             return data
         data = await self.transport_stream.receive_some(max_bytes)
+        self.received += len(data)
         if not data:
             self.eof = True
             self.changed.unpark_all()

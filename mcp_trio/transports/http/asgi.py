@@ -19,7 +19,7 @@ import trio
 
 from ...types import _versions
 from ._compat_hypercorn import next_message
-from ._gate import ConnectionGate, TimedStream, listener_url, open_listeners
+from ._gate import DEFAULT_MAX_CONNECTIONS, ConnectionGate, TimedStream, listener_url, open_listeners
 from ._replies import _BOTH_LENGTHS, _error_reply, _peek_body, _Reply, _send_reply
 from ._request import (
     _LINGER_BYTES,
@@ -239,7 +239,7 @@ async def serve_hypercorn(
     port: int = 0,
     *,
     shutdown_trigger: Callable[[], Awaitable[Any]] | None = None,
-    max_connections: int = 1024,
+    max_connections: int = DEFAULT_MAX_CONNECTIONS,
     max_connections_per_client: int | None = None,
     header_timeout: float = 10.0,
     keepalive_timeout: float = 60.0,
@@ -299,7 +299,7 @@ async def serve_hypercorn(
                 listeners.append((trio.SocketListener(trio.socket.from_stdlib_socket(sock)), secure))
     urls = [listener_url(listener, "https" if secure else "http") for listener, secure in listeners]
 
-    Connection = connection_server(gate.prove)
+    Connection = connection_server(gate)
 
     async def connection(stream: trio.SocketStream, secure: bool) -> None:
         timed = TimedStream(stream, write_timeout)

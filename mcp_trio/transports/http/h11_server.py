@@ -23,7 +23,13 @@ import trio
 
 from ... import _jsonrpc as rpc
 from . import _gate
-from ._gate import ConnectionGate, listener_url, open_listeners, server_ssl_context
+from ._gate import (
+    DEFAULT_MAX_CONNECTIONS,
+    ConnectionGate,
+    listener_url,
+    open_listeners,
+    server_ssl_context,
+)
 from ._h11_responder import _H11Responder
 from ._replies import _BOTH_LENGTHS, _Reply, _send_reply
 from ._request import _LINGER_BYTES, _LINGER_SECONDS, Handler, HttpRequest, Wakeup, _routes
@@ -76,12 +82,12 @@ class _H11Connection:
         table: dict[str, Handler],
         default: Handler,
         clock: _gate.ReadClock,
-        on_head: Callable[[trio.SocketStream], None] | None = None,
+        gate: ConnectionGate | None = None,
     ) -> None:
         self.stream = stream
         #: The TCP connection (under TLS, the stream the TLS one runs over).
         self.socket_stream = stream.transport_stream if isinstance(stream, trio.SSLStream) else stream
-        self.on_head = on_head  # called once, when the first request head is whole
+        self.gate = gate  # told when the connection is busy, reads a body, or is idle
         self.limits = limits
         self.table = table
         self.default = default
@@ -106,6 +112,7 @@ class _H11Connection:
         self.read_deadline = math.inf  # (see serve)
         self.clock = clock
         self.in_request = False  # the request being read has its head whole
+        self.body_waited = False  # its body did not all come with its head
         self.mark = 0  # bytes received when the request being read began
         #: Where the reader task starts at the first answer (None once started).
         self.nursery: trio.Nursery | None = None
@@ -232,6 +239,10 @@ class _H11Connection:
             if event is not h11.NEED_DATA:
                 return event
             self._time_read(deadline)
+            if not self.body_waited:
+                self.body_waited = True
+                if self.gate is not None:  # (its rate is watched while the table is full)
+                    self.gate.reading(self.socket_stream, self)
             await self._more()
 
     async def _more(self) -> None:
@@ -304,12 +315,15 @@ class _H11Connection:
             conn.start_next_cycle()
         except h11.LocalProtocolError:
             return False
+        if self.gate is not None:
+            self.gate.idle(self.socket_stream)
         return True
 
     async def _read_request(self) -> tuple[Handler | None, HttpRequest] | None:
         """The next request, whole; None (after an error answer if one is due)
         when the connection must end: closed, idle too long, or a bad request."""
         self.in_request = False
+        self.body_waited = False
         self.mark = self.received
         try:
             # One deadline: the head's (see _next_head), then the time allowed for the rest.
@@ -317,11 +331,13 @@ class _H11Connection:
             if not isinstance(event, h11.Request):
                 return None
             self.in_request = True
-            if self.on_head is not None:
-                self.on_head(self.socket_stream)
-                self.on_head = None
+            gate = self.gate
+            if gate is not None:
+                gate.busy(self.socket_stream)
             read = await self._read_body(event, trio.current_time() + self.limits.request_timeout)
             self._time_read(math.inf)  # (whole: no timeout while it is answered)
+            if self.body_waited and gate is not None:
+                gate.busy(self.socket_stream)  # (the body is whole)
             return read
         except h11.RemoteProtocolError as exc:
             if self.conn.our_state in (h11.IDLE, h11.SEND_RESPONSE):
@@ -408,7 +424,7 @@ async def serve_h11(
     keepalive_timeout: float = 60.0,
     request_timeout: float = 30.0,
     write_timeout: float = 30.0,
-    max_connections: int = 1024,
+    max_connections: int = DEFAULT_MAX_CONNECTIONS,
     max_connections_per_client: int | None = None,
     ssl_context: ssl.SSLContext | None = None,
     shutdown_trigger: Callable[[], Awaitable[Any]] | None = None,
@@ -465,7 +481,7 @@ async def serve_h11(
         )
         try:
             async with outer:
-                await _H11Connection(outer, limits, table, endpoint, clock, gate.prove).serve()
+                await _H11Connection(outer, limits, table, endpoint, clock, gate).serve()
         except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
             log.debug("HTTP connection ended abruptly: %s", exc)  # a reset by the client (or a bad TLS hello)
         except Exception:

@@ -8,6 +8,7 @@ held freed.  Clients tell "legitimate" (127.0.0.2) from "attacker"
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import tracemalloc
@@ -44,20 +45,21 @@ def open_fds() -> int:
 @pytest.mark.parametrize("door", DOORS)
 async def test_connections_past_the_limit_wait_in_the_backlog(door: str) -> None:
     limits = dict(max_connections=4, max_connections_per_client=4, header_timeout=30.0)
-    async with serving(door, Answer(), **limits) as port:
+    answer = Answer()
+    async with serving(door, answer, **limits) as port:
         first = [await connect(port) for _ in range(4)]
-        for sock in first:  # each has sent a request: none is evicted to make room
-            await ask(sock)
+        for sock in first:  # each is answering a request: none is evicted to make room
+            await sock.send(b"GET /mcp?hold HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        await trio.sleep(0.3)
         before = open_fds()
         waiting = [await connect(port) for _ in range(60)]  # left in the backlog: our fds only
         await trio.sleep(0.2)
         assert open_fds() - before <= 60 + 4
         with trio.fail_after(5):
             await waiting[0].send(REQUEST)  # sits in the backlog until a slot frees
-            with trio.move_on_after(0.3):
+            with trio.move_on_after(0.5):
                 assert not await waiting[0].recv(100), "answered past max_connections"
-            await first[1].send(b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
-            assert await closed_by_server(first[1])  # answered, and its slot is free
+            answer.release.set()  # answered, then idle: their slots may be taken
             got = b""
             while not got.endswith(b"ok"):
                 got += await waiting[0].recv(65536)
@@ -88,9 +90,10 @@ async def test_a_slowloris_from_one_address_never_blocks_another(door: str) -> N
 @pytest.mark.parametrize("door", DOORS)
 async def test_a_full_table_of_connections_that_sent_no_request_never_blocks_a_client(door: str) -> None:
     limits = dict(max_connections=8, max_connections_per_client=2, header_timeout=30.0)
-    async with serving(door, Answer(), **limits) as port:
+    answer = Answer()
+    async with serving(door, answer, **limits) as port:
         kept = await connect(port, "127.0.0.2")
-        await ask(kept)  # a client that sent its request: kept
+        await kept.send(b"GET /mcp?hold HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")  # under way: kept
         attackers = []
         for i in range(40):  # from many addresses, each within its share: the table fills
             sock = await connect(port, f"127.0.0.{3 + i % 20}")
@@ -101,8 +104,90 @@ async def test_a_full_table_of_connections_that_sent_no_request_never_blocks_a_c
         with trio.fail_after(2):  # the oldest connection without a request makes room
             legitimate = await connect(port, "127.0.0.2")
             assert (await ask(legitimate)).startswith(b"HTTP/1.1 200")
-            assert (await ask(kept)).startswith(b"HTTP/1.1 200")
+            answer.release.set()
+            got = b""
+            while not got.endswith(b"ok"):
+                data = await kept.recv(65536)
+                assert data, f"closed before the answer: {got!r}"
+                got += data
+            assert got.startswith(b"HTTP/1.1 200")
         for sock in [*attackers, legitimate, kept]:
+            sock.close()
+
+
+@pytest.mark.parametrize("door", DOORS)
+async def test_a_full_table_of_idle_kept_alive_connections_never_blocks_a_client(door: str) -> None:
+    limits = dict(max_connections=8, max_connections_per_client=2, keepalive_timeout=30.0)
+    async with serving(door, Answer(), **limits) as port:
+        idle = []
+        for i in range(8):  # from many addresses, each within its share, each proven
+            sock = await connect(port, f"127.0.0.{3 + i}")
+            await ask(sock)
+            idle.append(sock)
+        await trio.sleep(0.3)
+        with trio.fail_after(2):  # the longest idle makes room
+            legitimate = await connect(port, "127.0.0.2")
+            assert (await ask(legitimate)).startswith(b"HTTP/1.1 200")
+        with trio.fail_after(2):
+            assert await closed_by_server(idle[0])
+        with trio.fail_after(2):  # the others are kept
+            for sock in idle[1:]:
+                assert (await ask(sock)).startswith(b"HTTP/1.1 200")
+        for sock in [*idle, legitimate]:
+            sock.close()
+
+
+@pytest.mark.parametrize("door", DOORS)
+async def test_a_full_table_evicts_first_from_the_address_holding_the_most(door: str) -> None:
+    limits = dict(max_connections=8, max_connections_per_client=4, keepalive_timeout=30.0)
+    async with serving(door, Answer(), **limits) as port:
+        others = []
+        for i in range(4):  # idle the longest, one per address
+            sock = await connect(port, f"127.0.0.{4 + i}")
+            await ask(sock)
+            others.append(sock)
+        crowd = []
+        for _ in range(4):  # then four from one address
+            sock = await connect(port, "127.0.0.3")
+            await ask(sock)
+            crowd.append(sock)
+        await trio.sleep(0.3)
+        with trio.fail_after(2):
+            legitimate = await connect(port, "127.0.0.2")
+            assert (await ask(legitimate)).startswith(b"HTTP/1.1 200")
+        with trio.fail_after(2):  # the crowd's longest idle went
+            assert await closed_by_server(crowd[0])
+        with trio.fail_after(2):
+            for sock in [*others, *crowd[1:]]:
+                assert (await ask(sock)).startswith(b"HTTP/1.1 200")
+        for sock in [*others, *crowd, legitimate]:
+            sock.close()
+
+
+@pytest.mark.parametrize("door", DOORS)
+async def test_a_full_table_of_trickled_bodies_never_blocks_a_client(door: str) -> None:
+    limits = dict(max_connections=8, max_connections_per_client=2, request_timeout=60.0)
+    async with serving(door, Answer(), **limits) as port, trio.open_nursery() as nursery:
+        trickling = []
+        for i in range(8):  # whole heads, then a byte of the body now and then
+            sock = await connect(port, f"127.0.0.{3 + i % 4}")
+            await sock.send(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n\r\nx")
+            trickling.append(sock)
+
+        async def trickle() -> None:
+            with contextlib.suppress(OSError):
+                while True:
+                    await trio.sleep(0.1)
+                    for sock in trickling:
+                        await sock.send(b"x")
+
+        nursery.start_soon(trickle)
+        await trio.sleep(0.3)
+        with trio.fail_after(3):  # a body slower than the least rate makes room once past its grace
+            legitimate = await connect(port, "127.0.0.2")
+            assert (await ask(legitimate)).startswith(b"HTTP/1.1 200")
+        nursery.cancel_scope.cancel()
+        for sock in [*trickling, legitimate]:
             sock.close()
 
 
