@@ -85,6 +85,13 @@ def add_parser(sub: Any) -> None:
         help="with --http, also serve Prometheus metrics at PATH, such as /metrics",
     )
     p.add_argument(
+        "--metrics-token",
+        metavar="TOKEN",
+        help="with --metrics-path, serve the metrics only to requests with 'Authorization: Bearer "
+        "TOKEN' (401 otherwise); give it as MCP_TRIO_METRICS_TOKEN or in --config, not on the "
+        "command line, which any local user can read",
+    )
+    p.add_argument(
         "--front-door",
         choices=("h11", "httptools", "hypercorn"),
         default="h11",
@@ -437,6 +444,8 @@ async def _serve_http(
     options.update(auth=_resource_server(args), shutdown=shutdown, **guard_options(args), **tls_options(args))
     if args.metrics_path is not None:
         options["metrics_path"] = args.metrics_path
+        if args.metrics_token:
+            options["metrics_token"] = args.metrics_token
     path = args.path
     serve = partial(
         server.serve_http, host, port, path=path, front_door=args.front_door, stateless=args.stateless
@@ -591,6 +600,8 @@ def _serving(args: argparse.Namespace) -> Callable[[Any, GracefulShutdown], Awai
     """What serves the server (called with it and the shutdown): stdio, --http or --ws."""
     if args.ws is not None and args.http is not None:
         raise _ServeError("use --http or --ws, not both")
+    if args.metrics_token is not None and (args.metrics_path is None or not args.metrics_token):
+        raise _ServeError("--metrics-token needs --metrics-path, and must not be empty")
     check_workers(args)
     if args.ws is None and args.http is None:
         return lambda server, shutdown: server.serve_stdio(shutdown=shutdown)

@@ -66,6 +66,7 @@ __all__ = [
 log = logging.getLogger("mcp_trio.serve")
 STATE_KEY_VARIABLE = "MCP_TRIO_STATE_KEY"
 STORE_VARIABLE = "MCP_TRIO_STORE"
+METRICS_TOKEN_VARIABLE = "MCP_TRIO_METRICS_TOKEN"
 STORE_SCHEMES = ("memory", "redis", "rediss")
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 #: The restart backoff: the first restart after _BACKOFF_FIRST seconds, doubling for each worker
@@ -449,7 +450,11 @@ def supervise(parser: argparse.ArgumentParser, args: argparse.Namespace, host: s
 #: Settings that may hold a secret (the store's password, the state key): they go to the workers
 #: in their environment, readable by the same user only, never on a command line (which any
 #: local user reads with ``ps``), whether they came from a flag, the environment or ``--config``.
-SECRET_SETTINGS = {"store": STORE_VARIABLE, "state_key": STATE_KEY_VARIABLE}
+SECRET_SETTINGS = {
+    "store": STORE_VARIABLE,
+    "state_key": STATE_KEY_VARIABLE,
+    "metrics_token": METRICS_TOKEN_VARIABLE,
+}
 
 
 def worker_launch(
@@ -466,6 +471,9 @@ def worker_launch(
     if args.store:
         environment[STORE_VARIABLE] = args.store
     environment[STATE_KEY_VARIABLE] = args.state_key or secrets.token_hex(32)
+    environment.pop(METRICS_TOKEN_VARIABLE, None)
+    if args.metrics_token:
+        environment[METRICS_TOKEN_VARIABLE] = args.metrics_token
     return command, environment
 
 

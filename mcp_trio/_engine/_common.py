@@ -15,6 +15,46 @@ log = logging.getLogger("mcp_trio")
 _DEFAULT = object()  # "the session's default_timeout"
 
 
+class RequestTally:
+    """Counts of requests: a session's own, added as well to ``into`` (its server's for its
+    transport, shared by every session of that transport) as they go, so that reading the
+    server's costs the same for ten sessions or ten thousand (a scrape never walks them)."""
+
+    __slots__ = ("sessions_open", "sessions_total", "running", "done", "error", "cancelled", "into")
+
+    def __init__(self) -> None:
+        self.sessions_open = self.sessions_total = 0  # (a server's tally only)
+        self.running = 0  # requests being handled now (from the moment a slot is taken)
+        self.done = 0  # requests finished: answered with a result or an error, or cancelled
+        self.error = 0
+        self.cancelled = 0
+        self.into: RequestTally | None = None
+
+    def count_start(self) -> None:
+        self.running += 1
+        if self.into is not None:
+            self.into.running += 1
+
+    def count_end(self) -> None:
+        self.running -= 1
+        self.done += 1
+        if self.into is not None:
+            self.into.running -= 1
+            self.into.done += 1
+
+    def count_error(self, refused: bool = False) -> None:
+        """One more answered with an error (``refused``: one that never started, now done)."""
+        for tally in (self, self.into):
+            if tally is not None:
+                tally.error += 1
+                tally.done += refused
+
+    def count_cancelled(self) -> None:
+        for tally in (self, self.into):
+            if tally is not None:
+                tally.cancelled += 1
+
+
 def _ended(what: str, channel: object) -> str:
     """``what`` happened, with the transport's own account (``end_reason``) when it has one,
     such as a WebSocket close code."""

@@ -48,7 +48,7 @@ from .. import _jsonrpc as rpc
 from .._core import RequestReceived, SessionCore
 from .._exceptions import ConnectionClosed, LocalProtocolError
 from ..transports._base import BufferedInput, Frame, HostedSession, MessageChannel
-from ._common import _ended, log, refusal
+from ._common import RequestTally, _ended, log, refusal
 from ._compat_trio import until_it_waits
 from ._context import RequestContext
 
@@ -101,7 +101,6 @@ class _Handlers:
     close_grace: float
     eof_grace: float
     _handlers: Mapping[str, RequestHandler]
-    _running: int
     _alive: int
     _queued: deque[RequestReceived] | tuple[()]
     _room: trio.Event | None
@@ -115,11 +114,7 @@ class _Handlers:
     initialized: trio.Event
     _input_eof: bool = False  # the reader met the end of the input (not an error)
     _drained: trio.Event | None = None  # set when the last request after the input's end is done
-    # Requests answered with an error, left unanswered, and all requests done
-    # (see request_totals); class defaults until the first one of each.
-    _n_error = 0
-    _n_cancelled = 0
-    _n_done = 0
+    tally: RequestTally  # this session's requests (see request_totals), and its server's
     #: Log each request received at DEBUG (set when the session starts: a
     #: check of the logger per request would cost every request).
     log_requests = False
@@ -188,7 +183,7 @@ class _Handlers:
                 buffered is not None
                 and isinstance(last, RequestReceived)
                 and not self._queued
-                and self._running < self.max_in_flight
+                and self.tally.running < self.max_in_flight
                 and not buffered()
                 and not self._stopping
             ):
@@ -262,8 +257,7 @@ class _Handlers:
             self._enqueue(event)
             return
         data = self.core.error(event.id, rpc.INTERNAL_ERROR, bound)
-        self._n_error += 1
-        self._n_done += 1
+        self.tally.count_error(refused=True)
         if data is not None:  # (None: a batch reply still waits for others)
             frame = Frame(data, event.id, True)
             if not self._write_alone(frame):
@@ -271,7 +265,7 @@ class _Handlers:
 
     def _queue_full(self) -> str | None:
         """Why a request cannot be queued now (the bound it meets), or ``None``."""
-        if self._running < self.max_in_flight:
+        if self.tally.running < self.max_in_flight:
             return None  # it runs at once
         if len(self._queued) >= self.max_queued:
             return f"Server busy: the session's queue is full (max_queued={self.max_queued}); retry later"
@@ -299,15 +293,15 @@ class _Handlers:
 
     def _take_slot(self) -> None:
         """Count a request about to be handled (``_handle_request`` gives the slot back)."""
-        self._running += 1
         self._alive += 1
+        self.tally.count_start()
 
     def _start_queued(self) -> None:
         """Start queued requests while slots are free: the first in the session's
         idle handler task if it has one (see :meth:`_linger`), the others each in
         a task of its own."""
         assert self._tasks is not None
-        while self._queued and self._running < self.max_in_flight and not self._stopping:
+        while self._queued and self.tally.running < self.max_in_flight and not self._stopping:
             self._take_slot()
             idle = self._idle
             if idle is not None:
@@ -372,7 +366,7 @@ class _Handlers:
                 fit = await self._handle_request(event, scope)
                 # (a handler that caught its cancellation and returned left it cancelled)
                 while fit and not self._stopping and not scope.cancel_called:
-                    if self._queued and self._running < self.max_in_flight:
+                    if self._queued and self.tally.running < self.max_in_flight:
                         self._take_slot()
                         event = self._dequeue()
                         if self._room is not None:
@@ -417,26 +411,26 @@ class _Handlers:
             handler = self._handlers.get(event.method)
             try:
                 if handler is None:
-                    self._n_error += 1
+                    self.tally.count_error()
                     data = core.error(id, rpc.METHOD_NOT_FOUND, f"Method not found: {event.method}")
                 else:
                     ctx = RequestContext(self, event, scope)  # type: ignore[arg-type]  # (self is a Session)
                     result = await handler(ctx, event.params)
                     if core.closed:  # the session ended meanwhile: nobody to answer
-                        self._n_cancelled += 1
+                        self.tally.count_cancelled()
                         return False
                     try:
                         data = core.respond(id, result)
                     except LocalProtocolError as exc:
                         log.error("handler for %s returned an invalid result: %s", event.method, exc)
-                        self._n_error += 1
+                        self.tally.count_error()
                         data = core.error(id, rpc.INTERNAL_ERROR, f"Internal error: {exc}")
             except Exception as exc:
                 if core.closed:  # e.g. a call back to the peer found it gone
                     log.debug("handler for %s ended with the session: %r", event.method, exc)
-                    self._n_cancelled += 1
+                    self.tally.count_cancelled()
                     return False
-                self._n_error += 1
+                self.tally.count_error()
                 refused = refusal(exc)  # (an McpError, or the same one from each of its tasks)
                 if refused is not None:
                     data = core.error(id, refused.code, refused.message, refused.data)
@@ -464,13 +458,12 @@ class _Handlers:
             pass
         except BaseException:  # cancelled (or failed) before an answer was made
             if data is None:
-                self._n_cancelled += 1
+                self.tally.count_cancelled()
             raise
         finally:
-            self._n_done += 1
+            self.tally.count_end()
             self._scopes.pop(id, None)
             leftover = core.drop(id)
-            self._running -= 1
             if leftover is not None and data is None:
                 with trio.move_on_after(self.close_grace, shield=True):
                     try:
@@ -484,8 +477,8 @@ class _Handlers:
         """The requests of the peer this session has finished: (answered with a
         result, answered with an error, cancelled or left unanswered as the
         session ended).  Requests refused for lack of room count as errors."""
-        error, cancelled = self._n_error, self._n_cancelled
-        return self._n_done - error - cancelled, error, cancelled
+        tally = self.tally
+        return tally.done - tally.error - tally.cancelled, tally.error, tally.cancelled
 
     def _peer_initialized(self) -> None:
         """The peer's ``notifications/initialized`` came: the handshake is done."""

@@ -55,7 +55,7 @@ from .._exceptions import ConnectionClosed, McpError
 from ..transports import _base as transport  # (what channels declare they offer)
 from ..transports._base import Frame, MessageChannel
 from ..types import _versions
-from ._common import _ended, _settle_era, _unwrap, log
+from ._common import RequestTally, _ended, _settle_era, _unwrap, log
 from ._handlers import RequestHandler, _Handlers, _queue_bounds
 from ._handshake import _Handshake
 from ._outgoing import ProgressCallback, RequestTimeout, _Outgoing, _Waiter
@@ -154,7 +154,7 @@ class Session(_Handlers, _Handshake, _Outgoing):
         self._outbox_closed = False
         # Notifications for user handlers: channel and loop made on the first one.
         self._notify_send: trio.MemorySendChannel[NotificationReceived] | None = None
-        self._running = 0
+        self.tally = RequestTally()  # its requests (running: from the moment a slot is taken)
         self._queued: deque[RequestReceived] | tuple[()] = ()  # a deque from the first one
         self._room: trio.Event | None = None  # the reader waits for a free slot
         self._waiters: dict[Any, _Waiter] = {}
@@ -215,7 +215,7 @@ class Session(_Handlers, _Handshake, _Outgoing):
         """Counts for monitoring: pending outgoing and in-flight incoming requests."""
         return {
             "pending_requests": len(self._waiters),
-            "requests_in_progress": self._running,  # (from the moment a slot is taken)
+            "requests_in_progress": self.tally.running,  # (from the moment a slot is taken)
             "requests_queued": len(self._queued),
             "queued_frames": (
                 0 if self._outbox_send is None else self._outbox_send.statistics().current_buffer_used
@@ -284,7 +284,7 @@ class Session(_Handlers, _Handshake, _Outgoing):
 
     async def _dispatch(self, event: Any) -> None:
         if isinstance(event, RequestReceived):
-            while len(self._queued) >= self.max_queued and self._running >= self.max_in_flight:
+            while len(self._queued) >= self.max_queued and self.tally.running >= self.max_in_flight:
                 self._room = trio.Event()
                 await self._room.wait()  # backpressure: stop reading
             await self._admit(event)  # (refused past max_queued_total)
@@ -486,7 +486,7 @@ class Session(_Handlers, _Handshake, _Outgoing):
         write per burst), through :meth:`_write_alone`: one all-or-nothing
         write, with no await in between to cancel (docs/engine.md).
         """
-        if self._running > 1 or self._queued:
+        if self.tally.running > 1 or self._queued:
             return False
         return self._write_alone(frame)
 

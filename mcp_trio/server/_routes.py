@@ -23,6 +23,7 @@ Rules:
 
 from __future__ import annotations
 
+import hmac
 import inspect
 import logging
 import re
@@ -150,14 +151,19 @@ def http_routes(
     extra: Mapping[str, RouteHandler | Route] | None,
     metrics_path: str | None,
     reserved: Mapping[str, str],
+    metrics_token: str | None = None,
 ) -> dict[str, Route]:
     """The routes ``serve_http`` serves: ``server``'s, then ``extra``, then the
-    metrics route; a ValueError for a path given twice or one in ``reserved``
-    (path -> what it is)."""
+    metrics route (behind ``metrics_token`` if given); a ValueError for a path
+    given twice or one in ``reserved`` (path -> what it is)."""
     table = dict(server._routes)
     given = dict(extra or {})
+    if metrics_token is not None and not metrics_token:
+        raise ValueError("metrics_token must not be empty")
     if metrics_path is not None:
-        given[metrics_path] = Route(partial(_metrics, server), on_loop=True)
+        given[metrics_path] = Route(partial(_metrics, server, metrics_token), on_loop=True)
+    elif metrics_token is not None:
+        raise ValueError("metrics_token needs metrics_path")
     for path, value in given.items():
         normal = _route_path(path)
         if normal in table:
@@ -169,7 +175,14 @@ def http_routes(
     return table
 
 
-def _metrics(server: Server) -> HttpResponse:
+def _metrics(server: Server, token: str | None, request: HttpRequest) -> HttpResponse:
+    if token is not None:
+        given = request.headers.get("authorization", "")
+        scheme, _, value = given.partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(value.strip().encode(), token.encode()):
+            return HttpResponse(
+                "the metrics need a bearer token\n", 401, {"www-authenticate": 'Bearer realm="metrics"'}
+            )
     return HttpResponse(prometheus_text(server), content_type="text/plain; version=0.0.4; charset=utf-8")
 
 
@@ -242,6 +255,13 @@ def _reply(result: object) -> _Reply:
     if isinstance(result, Mapping | Sequence):
         return _Reply(200, msgspec.json.encode(result), [("content-type", "application/json")])
     raise TypeError(f"a route handler returned {type(result).__name__}: return an HttpResponse, str or dict")
+
+
+def route_threads_limiter(threads: int) -> trio.CapacityLimiter:
+    """What bounds the worker threads of sync route handlers (``serve_http(route_threads=)``)."""
+    if not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"route_threads must be a whole number of at least 1, not {threads!r}")
+    return trio.CapacityLimiter(threads)
 
 
 def route_handlers(

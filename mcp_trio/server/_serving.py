@@ -20,7 +20,7 @@ from ..transports._base import MessageChannel
 from ..transports.http._gate import DEFAULT_MAX_CONNECTIONS
 from ..transports.stdio import open_stdio_server_channel
 from ._fanout import Fanout
-from ._routes import Route, RouteHandler, http_routes, route_handlers
+from ._routes import Route, RouteHandler, http_routes, route_handlers, route_threads_limiter
 from ._shutdown import GracefulShutdown
 
 if TYPE_CHECKING:
@@ -62,6 +62,8 @@ class _ServingMixin:
         auth: Any = None,
         routes: Mapping[str, RouteHandler | Route] | None = None,
         metrics_path: str | None = None,
+        metrics_token: str | None = None,
+        route_threads: int = 8,
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
         max_connections_per_client: int | None = None,
         header_timeout: float = 10.0,
@@ -91,7 +93,8 @@ class _ServingMixin:
         ``routes`` (path -> handler or :class:`~mcp_trio.server.Route`) and
         the routes of ``@server.route`` serve plain HTTP next to the MCP
         endpoint; ``metrics_path`` serves :func:`~mcp_trio.server.prometheus_text`
-        there (see docs/guide/operations.md).
+        there (see docs/guide/operations.md), with ``metrics_token`` only to a
+        request with that bearer token; sync routes have ``route_threads`` threads.
         The connection limits go to the front door (see docs/http.md):
         ``max_connections`` at once (further clients wait in the listen
         backlog), ``max_connections_per_client`` from one IP address (default
@@ -135,7 +138,8 @@ class _ServingMixin:
             reserved.update(dict.fromkeys(("/sse", "/messages"), "the legacy HTTP+SSE endpoints"))
         if auth is not None:
             reserved.update(dict.fromkeys(auth.metadata_routes(path), "the authorization metadata"))
-        custom = http_routes(cast("Server", self), routes, metrics_path, reserved)
+        custom = http_routes(cast("Server", self), routes, metrics_path, reserved, metrics_token)
+        route_limiter = route_threads_limiter(route_threads)
         if auth is None and any(r.auth for r in custom.values()):
             raise ValueError("a route registered with auth=True needs serve_http(auth=...)")
         self._count_in(shutdown)
@@ -178,7 +182,7 @@ class _ServingMixin:
                     table = {p: auth.protect(h) for p, h in table.items()}
                     table.update(auth.metadata_routes(path))
                 guard, limit = endpoint.guard, endpoint.max_body_size
-                for p, handler in route_handlers(custom, guard, limit, self._sync_limiter).items():
+                for p, handler in route_handlers(custom, guard, limit, route_limiter).items():
                     table[p] = handler if auth is None or not custom[p].auth else auth.protect(handler)
                 door: dict[str, Any] = {}  # what only one door takes: TLS, how to stop accepting
                 if shutdown is not None:

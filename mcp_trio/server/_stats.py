@@ -4,9 +4,9 @@
 for operators, and :func:`prometheus_text`, the statistics in Prometheus's
 text exposition format.
 
-Nothing here runs per request: each session counts its own requests (see
-``Session.request_totals``), and :class:`_Totals` adds a session's counts to
-the server's when it ends, and those of the open sessions when asked.
+Each session adds its requests to its server's counts for its transport as
+they go (a :class:`RequestTally`: a few integer additions per request), so a
+scrape of the metrics costs the same however many sessions are open.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from .._engine._common import RequestTally
 from .._engine._common import log as _engine_log
 from .._engine._session import Session
 from ..transports._base import ChannelTraits
@@ -83,15 +84,23 @@ class ServerStatistics(TransportStatistics):
 
 
 class _Totals:
-    """The counts of a server's ended sessions, and when each open one began."""
+    """The counts of a server's sessions and their requests, one :class:`RequestTally` per
+    transport that every session of that transport adds to as it goes (so that
+    :meth:`statistics` costs the same for ten sessions or ten thousand), and when each open
+    session began (for its log line)."""
 
     def __init__(self) -> None:
-        # transport -> [sessions, ok, error, cancelled] of the ended sessions
-        self.ended: dict[str, list[int]] = {}
+        self.tallies: dict[str, RequestTally] = {}
         self.open: dict[Session, tuple[str, float]] = {}
 
     def opened(self, session: Session, channel: object) -> None:
         transport = _transport(channel)
+        tally = self.tallies.get(transport)
+        if tally is None:
+            tally = self.tallies[transport] = RequestTally()
+        session.tally.into = tally
+        tally.sessions_open += 1
+        tally.sessions_total += 1
         self.open[session] = (transport, trio.current_time())
         if _engine_log.isEnabledFor(logging.DEBUG):
             session.log_requests = True
@@ -104,13 +113,9 @@ class _Totals:
         if found is None:
             return
         transport, began = found
-        ok, error, cancelled = session.request_totals()
-        counts = self.ended.setdefault(transport, [0, 0, 0, 0])
-        counts[0] += 1
-        counts[1] += ok
-        counts[2] += error
-        counts[3] += cancelled
+        self.tallies[transport].sessions_open -= 1
         if log.isEnabledFor(logging.DEBUG):
+            ok, error, cancelled = session.request_totals()
             log.debug(
                 "session closed after %.3f s: %d requests (%d ok, %d errors, %d cancelled)",
                 trio.current_time() - began,
@@ -121,19 +126,29 @@ class _Totals:
             )
 
     def statistics(self) -> ServerStatistics:
-        # transport -> [open, sessions, in flight, ok, error, cancelled]
-        rows: dict[str, list[int]] = {t: [0, c[0], 0, c[1], c[2], c[3]] for t, c in self.ended.items()}
-        for session, (transport, _) in self.open.items():
-            row = rows.setdefault(transport, [0, 0, 0, 0, 0, 0])
-            ok, error, cancelled = session.request_totals()
-            row[0] += 1
-            row[1] += 1
-            row[2] += session.statistics()["requests_in_progress"]
-            row[3] += ok
-            row[4] += error
-            row[5] += cancelled
-        by_transport = {t: TransportStatistics(*row) for t, row in sorted(rows.items())}
-        s = [sum(column) for column in zip(*rows.values(), strict=True)] if rows else [0] * 6
+        by_transport = {
+            transport: TransportStatistics(
+                t.sessions_open,
+                t.sessions_total,
+                t.running,
+                t.done - t.error - t.cancelled,
+                t.error,
+                t.cancelled,
+            )
+            for transport, t in sorted(self.tallies.items())
+        }
+        rows = [
+            (
+                t.sessions_open,
+                t.sessions_total,
+                t.requests_in_flight,
+                t.requests_ok,
+                t.requests_error,
+                t.requests_cancelled,
+            )
+            for t in by_transport.values()
+        ]
+        s = [sum(column) for column in zip(*rows, strict=True)] if rows else [0] * 6
         return ServerStatistics(
             s[0], s[1], s[2], s[3], s[4], s[5], by_transport=MappingProxyType(by_transport)
         )

@@ -323,15 +323,34 @@ def test_secrets_reach_the_workers_in_their_environment_not_on_their_command_lin
     from mcp_trio._cli._workers import worker_launch
 
     url = "redis://default:s3cret-pw@127.0.0.1:6390/0"
+    metrics = ["--metrics-path", "/metrics"]
     for argv, environ in (
-        (["--workers", "2", "--store", url, "--state-key", "k" * 32], {}),
-        (["--workers", "2"], {"MCP_TRIO_STORE": url, "MCP_TRIO_STATE_KEY": "k" * 32}),
+        (
+            [
+                "--workers",
+                "2",
+                "--store",
+                url,
+                "--state-key",
+                "k" * 32,
+                *metrics,
+                "--metrics-token",
+                "m" * 20,
+            ],
+            {},
+        ),
+        (
+            ["--workers", "2", *metrics],
+            {"MCP_TRIO_STORE": url, "MCP_TRIO_STATE_KEY": "k" * 32, "MCP_TRIO_METRICS_TOKEN": "m" * 20},
+        ),
     ):
         args = parsed(argv, environ)
         command, environment = worker_launch(args.func.args[0], args, "127.0.0.1", 8000)
         shown = " ".join(command)
         assert "s3cret-pw" not in shown and "k" * 32 not in shown and "--store" not in shown, shown
+        assert "m" * 20 not in shown and "--metrics-token" not in shown, shown
         assert environment["MCP_TRIO_STORE"] == url and environment["MCP_TRIO_STATE_KEY"] == "k" * 32
+        assert environment["MCP_TRIO_METRICS_TOKEN"] == "m" * 20
         assert "--workers 1" in shown and "--http 127.0.0.1:8000" in shown
 
 

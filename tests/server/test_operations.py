@@ -11,6 +11,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from functools import partial
@@ -292,6 +293,85 @@ async def test_statistics_count_sessions_and_requests_by_outcome() -> None:
     assert stats.by_transport["memory"].requests_cancelled == 1
     with pytest.raises(AttributeError):
         stats.sessions_open = 5  # type: ignore[misc]  # frozen
+
+
+async def test_statistics_never_walk_the_open_sessions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A scrape costs the same for ten sessions or ten thousand: the counts are kept as the
+    requests go, and reading them asks no session anything."""
+    from mcp_trio._engine._session import Session
+
+    server = make_server()
+    async with trio.open_nursery() as nursery:
+        clients = []
+        for n in range(20):
+            a, b = open_memory_transport_pair()
+            await nursery.start(server.serve_session, a)
+            client = await nursery.start(_connected_client, b, n)
+            clients.append(client)
+        for client in clients:
+            await client.request("tools/call", {"name": "add", "arguments": {"a": 1, "b": 1}})
+
+        def asked(*_: object) -> None:
+            raise AssertionError("statistics() asked a session")
+
+        with monkeypatch.context() as patch:
+            patch.setattr(Session, "statistics", asked)
+            patch.setattr(Session, "request_totals", asked)
+            stats = server.statistics()
+        assert (stats.sessions_open, stats.sessions_total, stats.requests_ok) == (20, 20, 20)
+        nursery.cancel_scope.cancel()
+
+
+async def _connected_client(channel: Any, n: int, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+    info = {"name": f"c{n}", "version": "1"}
+    async with open_session(channel, role="client", info=info, versions=["2025-06-18"]) as client:
+        await client.connect()
+        task_status.started(client)
+        await trio.sleep_forever()
+
+
+@pytest.mark.parametrize("door", DOORS)
+async def test_a_metrics_token_keeps_the_metrics_from_clients_without_it(door: str) -> None:
+    server = make_server()
+    async with serving(server, door, metrics_path="/metrics", metrics_token="s3cret-token") as url:
+        refused = await fetch(url, "/metrics")
+        assert refused.status == 401 and "bearer" in refused.headers.get("www-authenticate", "").lower()
+        wrong = await fetch(url, "/metrics", headers={"authorization": "Bearer s3cret-tokeN"})
+        assert wrong.status == 401 and b"mcp_" not in wrong.body
+        served = await fetch(url, "/metrics", headers={"authorization": "Bearer s3cret-token"})
+        assert served.status == 200
+        assert "mcp_sessions_total" in parse_exposition(served.body.decode()) or served.body == b"\n"
+    with pytest.raises(ValueError, match="metrics_token needs metrics_path"):
+        await server.serve_http("127.0.0.1", 0, metrics_token="s3cret-token")
+    with pytest.raises(ValueError, match="route_threads must be"):
+        await server.serve_http("127.0.0.1", 0, route_threads=0)
+
+
+async def test_sync_routes_never_take_the_threads_of_sync_tools() -> None:
+    """120 clients of a slow sync route once delayed every sync tool: routes have threads of
+    their own (``route_threads``)."""
+    server = Server("ops", "1.0", sync_limiter=trio.CapacityLimiter(2))
+
+    @server.tool
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    @server.route("/slow")
+    def slow_route() -> str:
+        time.sleep(1.0)
+        return "done"
+
+    async with serving(server, "h11") as url, trio.open_nursery() as nursery:
+        for _ in range(4):  # more than the tools' two threads
+            nursery.start_soon(fetch, url, "/slow")
+        await trio.sleep(0.2)
+        async with connect_http(url) as client:
+            started = trio.current_time()
+            result = await client.call_tool("add", {"a": 1, "b": 2})
+            took = trio.current_time() - started
+        assert result.structuredContent == {"result": 3}
+        assert took < 0.5, f"a sync tool waited {took:.2f} s behind the routes"
+        nursery.cancel_scope.cancel()
 
 
 # --------------------------------------------------------------- prometheus
