@@ -85,6 +85,13 @@ def add_parser(sub: Any) -> None:
         help="with --http, also serve Prometheus metrics at PATH, such as /metrics",
     )
     p.add_argument(
+        "--forwarded-allow-ips",
+        metavar="IPS",
+        help="with --http, believe Forwarded / X-Forwarded-For from these reverse proxies "
+        "(comma-separated addresses or networks, or '*'): the per-client bounds then count the "
+        "client's address, not the proxy's",
+    )
+    p.add_argument(
         "--metrics-token",
         metavar="TOKEN",
         help="with --metrics-path, serve the metrics only to requests with 'Authorization: Bearer "
@@ -446,6 +453,8 @@ async def _serve_http(
         options["metrics_path"] = args.metrics_path
         if args.metrics_token:
             options["metrics_token"] = args.metrics_token
+    if args.forwarded_allow_ips:
+        options["forwarded_allow_ips"] = args.forwarded_allow_ips
     path = args.path
     serve = partial(
         server.serve_http, host, port, path=path, front_door=args.front_door, stateless=args.stateless
@@ -602,6 +611,13 @@ def _serving(args: argparse.Namespace) -> Callable[[Any, GracefulShutdown], Awai
         raise _ServeError("use --http or --ws, not both")
     if args.metrics_token is not None and (args.metrics_path is None or not args.metrics_token):
         raise _ServeError("--metrics-token needs --metrics-path, and must not be empty")
+    if args.forwarded_allow_ips is not None:
+        from ..transports.http._forwarded import TrustedProxies
+
+        try:
+            TrustedProxies(args.forwarded_allow_ips)
+        except ValueError as exc:
+            raise _ServeError(str(exc).replace("forwarded_allow_ips", "--forwarded-allow-ips")) from None
     check_workers(args)
     if args.ws is None and args.http is None:
         return lambda server, shutdown: server.serve_stdio(shutdown=shutdown)

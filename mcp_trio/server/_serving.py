@@ -64,6 +64,7 @@ class _ServingMixin:
         metrics_path: str | None = None,
         metrics_token: str | None = None,
         route_threads: int = 8,
+        forwarded_allow_ips: str | Sequence[str] | None = None,
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
         max_connections_per_client: int | None = None,
         header_timeout: float = 10.0,
@@ -95,14 +96,9 @@ class _ServingMixin:
         endpoint; ``metrics_path`` serves :func:`~mcp_trio.server.prometheus_text`
         there (see docs/guide/operations.md), with ``metrics_token`` only to a
         request with that bearer token; sync routes have ``route_threads`` threads.
-        The connection limits go to the front door (see docs/http.md):
-        ``max_connections`` at once (further clients wait in the listen
-        backlog), ``max_connections_per_client`` from one IP address (default
-        a quarter of ``max_connections``; further ones closed at once), a
-        request head whole within ``header_timeout`` seconds, idle keep-alive
-        connections closed after ``keepalive_timeout``, a request body whole
-        within ``request_timeout`` (408), writes to a client that does not
-        read abandoned after ``write_timeout`` (the connection closed).
+        The connection limits and timeouts go to the front door (see
+        docs/http.md), and ``forwarded_allow_ips`` (trusted reverse proxies,
+        whose ``Forwarded`` / ``X-Forwarded-For`` name the client).
         With ``certfile`` (a PEM certificate chain) and ``keyfile`` (its
         private key; default: in ``certfile``), both doors serve HTTPS.
         With ``shutdown``, requests are counted and, once it is stopped, the
@@ -201,12 +197,16 @@ class _ServingMixin:
                         routes=table,
                         request_timeout=request_timeout,
                         parser=front_door,
+                        forwarded_allow_ips=forwarded_allow_ips,
                     )
                 else:
                     door.update(_hypercorn_tls(certfile, keyfile))
                     if shutdown is not None:  # (the caller cancels when the grace it gives is over)
                         door["graceful_timeout"] = math.inf
-                    app = ASGIApp(front, path, table, request_timeout=request_timeout)
+                    proxies = forwarded_allow_ips
+                    app = ASGIApp(
+                        front, path, table, request_timeout=request_timeout, forwarded_allow_ips=proxies
+                    )
                     serve = partial(serve_hypercorn, app)
                 serve = partial(
                     serve,

@@ -357,3 +357,15 @@ def test_serve_queue_options_reach_every_transport() -> None:
     assert _queue_options(args, http=False) == {"max_queued": 5}  # Session options (stdio, --ws)
     with pytest.raises(SystemExit):
         main(["serve", "x.py", "--max-queued", "-1"])
+
+
+def test_serve_checks_its_http_operations_flags(
+    isolated_imports: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_module(isolated_imports, "cli_ops", 'app = Server("a")\n')
+    http = ["serve", "cli_ops.py", "--http", "127.0.0.1:0"]
+    assert main([*http, "--forwarded-allow-ips", "10.0.0.1,proxy"]) == 2
+    err = capsys.readouterr().err
+    assert "--forwarded-allow-ips: 'proxy' is not an IP address or network" in err
+    assert main([*http, "--metrics-token", "t0ken"]) == 2
+    assert "--metrics-token needs --metrics-path" in capsys.readouterr().err

@@ -19,6 +19,7 @@ import trio
 
 from ...types import _versions
 from ._compat_hypercorn import next_message
+from ._forwarded import TrustedProxies
 from ._gate import DEFAULT_MAX_CONNECTIONS, ConnectionGate, TimedStream, listener_url, open_listeners
 from ._replies import _BOTH_LENGTHS, _error_reply, _peek_body, _Reply, _send_reply
 from ._request import (
@@ -96,7 +97,8 @@ class ASGIApp:
     Serve it with hypercorn's trio worker (see :func:`serve_hypercorn`) or any
     ASGI server running under trio.  A request body must arrive whole within
     ``request_timeout`` seconds of the request's start (408 and
-    ``connection: close`` otherwise).
+    ``connection: close`` otherwise).  With ``forwarded_allow_ips``, a request's
+    ``client`` is read as :func:`serve_h11` reads it behind trusted proxies.
     """
 
     def __init__(
@@ -106,11 +108,13 @@ class ASGIApp:
         routes: Mapping[str, Handler] | None = None,
         *,
         request_timeout: float = 30.0,
+        forwarded_allow_ips: str | Sequence[str] | None = None,
     ) -> None:
         self.endpoint = endpoint
         self.path = path
         self.routes = _routes(endpoint, path, routes)
         self.request_timeout = request_timeout
+        self.proxies = None if forwarded_allow_ips is None else TrustedProxies(forwarded_allow_ips)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
@@ -161,9 +165,10 @@ class ASGIApp:
             return
         query = scope.get("query_string", b"").decode("latin-1")
         peer = scope.get("client")  # the client's (host, port), for per-client limits
-        request = HttpRequest(
-            scope["method"], headers, bytes(body), scope["path"], query, client=peer and peer[0]
-        )
+        client = peer and peer[0]
+        if self.proxies is not None:
+            client = self.proxies.client_of(client, headers)
+        request = HttpRequest(scope["method"], headers, bytes(body), scope["path"], query, client=client)
         if request.method == "POST" and not _leaving_cancels(headers) and not _may_stay_open(request.body):
             # A POST's response ends with its answer: no task to watch for the
             # client leaving (it costs about a seventh of the server's CPU per

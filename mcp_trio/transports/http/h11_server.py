@@ -14,7 +14,7 @@ import logging
 import math
 import socket
 import ssl
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +23,7 @@ import trio
 
 from ... import _jsonrpc as rpc
 from . import _gate
+from ._forwarded import TrustedProxies
 from ._gate import (
     DEFAULT_MAX_CONNECTIONS,
     ConnectionGate,
@@ -57,6 +58,7 @@ class _H11Limits:
     write_timeout: float
     header_timeout: float
     parser: str = "h11"  # or "httptools" (llhttp, see _llhttp)
+    proxies: TrustedProxies | None = None  # (whose Forwarded / X-Forwarded-For are believed)
 
 
 class _H11Connection:
@@ -392,9 +394,9 @@ class _H11Connection:
             else:
                 return None
         body = bytes(chunks[0]) if len(chunks) == 1 else b"".join(chunks)
-        return handler, HttpRequest(
-            event.method.decode("ascii"), headers, body, target, query, client=self.client
-        )
+        proxies = self.limits.proxies
+        client = self.client if proxies is None else proxies.client_of(self.client, headers)
+        return handler, HttpRequest(event.method.decode("ascii"), headers, body, target, query, client=client)
 
     async def _reject(self, status: int, message: str) -> None:
         """Answer with an error and ``connection: close`` (the caller then ends
@@ -430,6 +432,7 @@ async def serve_h11(
     shutdown_trigger: Callable[[], Awaitable[Any]] | None = None,
     reuse_port: bool = False,
     parser: str = "h11",
+    forwarded_allow_ips: str | Sequence[str] | None = None,
     task_status: Any = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve ``endpoint`` over HTTP/1.1 with h11 on trio sockets (no ASGI layer).
@@ -461,6 +464,9 @@ async def serve_h11(
     listening sockets have ``SO_REUSEPORT`` (see :func:`open_listeners`).
     With ``parser="httptools"``, requests are parsed by llhttp (the ``httptools``
     package, the ``fast`` extra) instead of h11, with the same checks and answers.
+    With ``forwarded_allow_ips`` (addresses or networks of trusted reverse proxies,
+    or ``"*"``), a request's ``client`` is read from their ``Forwarded`` or
+    ``X-Forwarded-For`` (see :mod:`._forwarded`).
     """
     if parser not in ("h11", "httptools"):
         raise ValueError("parser must be 'h11' or 'httptools'")
@@ -468,8 +474,9 @@ async def serve_h11(
         from . import _llhttp  # noqa: F401  (a missing package fails here, named)
     gate = ConnectionGate(max_connections, max_connections_per_client)
     table = _routes(endpoint, path, routes)
+    proxies = None if forwarded_allow_ips is None else TrustedProxies(forwarded_allow_ips)
     limits = _H11Limits(
-        max_header_size, keepalive_timeout, request_timeout, write_timeout, header_timeout, parser
+        max_header_size, keepalive_timeout, request_timeout, write_timeout, header_timeout, parser, proxies
     )
 
     async def connection(stream: trio.SocketStream) -> None:
