@@ -149,6 +149,13 @@ def add_parser(sub: Any) -> None:
         "reconnects), else 503 with Retry-After",
     )
     p.add_argument(
+        "--max-posts-per-session",
+        type=_positive_int,
+        metavar="N",
+        help="with --http, POSTs of one session whose answers are still open (default: 64); "
+        "past it, 429 (agents that fan out many calls at once may need more)",
+    )
+    p.add_argument(
         "--max-streams-per-client",
         type=_positive_int,
         metavar="N",
@@ -512,6 +519,7 @@ _ENDPOINT_OPTIONS = {
     "max_sessions_per_client": "max_sessions_per_client",
     "max_body_size": "max_body_size",
     "max_streams": "max_streams_total",
+    "max_posts_per_session": "max_streams",
     "max_streams_per_client": "max_streams_per_client",
     "stream_idle_timeout": "stream_idle_timeout",
 }

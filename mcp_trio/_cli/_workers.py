@@ -37,7 +37,6 @@ import contextlib
 import importlib.util
 import logging
 import os
-import re
 import secrets
 import signal
 import socket
@@ -174,11 +173,14 @@ def check_workers(args: argparse.Namespace) -> None:
 
 
 def worker_id(args: argparse.Namespace) -> str:
-    """This process's id for the store's bus: ``HOST-PID`` (unique among live workers, and a
-    restarted worker is a new one; only letters, digits, ``-`` and ``_``, as ``serve_http``
-    takes them)."""
-    host = re.sub(r"[^A-Za-z0-9_-]", "_", socket.gethostname())
-    return f"{host}-{os.getpid()}"
+    """This process's id for the store's bus: 12 random hex digits (unique among live workers,
+    and a restarted worker is a new one).  It is part of the ids of the server's own requests
+    and of SSE event ids, which clients see: it says nothing of the host or the process (a
+    host name and a PID told an attacker how the deployment is laid out).  The log names the
+    host and process of each worker id, at INFO."""
+    identity = secrets.token_hex(6)
+    log.info("worker %s is process %d on %s", identity, os.getpid(), socket.gethostname())
+    return identity
 
 
 # -------------------------------------------------------------- the store (merge point)

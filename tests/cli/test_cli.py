@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -369,3 +370,39 @@ def test_serve_checks_its_http_operations_flags(
     assert "--forwarded-allow-ips: 'proxy' is not an IP address or network" in err
     assert main([*http, "--metrics-token", "t0ken"]) == 2
     assert "--metrics-token needs --metrics-path" in capsys.readouterr().err
+
+
+def test_serve_http_bounds_the_posts_of_a_session_in_flight() -> None:
+    """--max-posts-per-session reaches the endpoint: past it, a POST of the session gets 429."""
+    import threading
+
+    import httpx2
+
+    with (
+        serving_everything_over_http("--max-posts-per-session", "1") as url,
+        httpx2.Client(timeout=10) as client,
+    ):
+        r = client.post(url, headers=HTTP_HEADERS, json=INIT)
+        headers = {
+            **HTTP_HEADERS,
+            "mcp-session-id": r.headers["mcp-session-id"],
+            "mcp-protocol-version": "2025-11-25",
+        }
+        initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        assert client.post(url, headers=headers, json=initialized).status_code == 202
+        slow = {"name": "slow_compute", "arguments": {"seconds": 1.0}}
+        first: list[int] = []
+
+        def call_slowly() -> None:
+            with httpx2.Client(timeout=10) as other:
+                message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": slow}
+                first.append(other.post(url, headers=headers, json=message).status_code)
+
+        thread = threading.Thread(target=call_slowly)
+        thread.start()
+        time.sleep(0.4)
+        message = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": slow}
+        refused = client.post(url, headers=headers, json=message)
+        thread.join(10)
+        assert refused.status_code == 429 and "in flight" in refused.text
+        assert first == [200]

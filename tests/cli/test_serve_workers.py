@@ -381,3 +381,21 @@ def _children(pid: int) -> list[int]:
     for task in Path(f"/proc/{pid}/task").iterdir():
         found += [int(child) for child in (task / "children").read_text().split()]
     return found
+
+
+def test_worker_ids_say_nothing_of_the_host_or_the_process(caplog: pytest.LogCaptureFixture) -> None:
+    """A worker's id is part of the server's request ids and SSE event ids, which clients see:
+    random, never the host name or the PID; the log maps it to them."""
+    import logging
+    import re
+    import socket
+
+    from mcp_trio._cli._workers import worker_id
+
+    args = parsed(["--workers", "2"], {})
+    with caplog.at_level(logging.INFO, logger="mcp_trio.serve"):
+        first, second = worker_id(args), worker_id(args)
+    for identity in (first, second):  # (12 hex digits and nothing else: no host name, no PID)
+        assert re.fullmatch(r"[0-9a-f]{12}", identity), identity
+    assert first != second  # (random: not derived from the host or the process)
+    assert f"worker {first} is process {os.getpid()} on {socket.gethostname()}" in caplog.text
