@@ -243,15 +243,15 @@ def _add_door_arguments(p: Any) -> None:
         "--max-connections",
         type=_positive_int,
         metavar="N",
-        help="with --http, connections at once (default: 1024); further clients wait in the "
-        "listen backlog until one ends",
+        help="with --http or --ws, connections at once (default: 1024); further clients wait "
+        "in the listen backlog until one ends",
     )
     p.add_argument(
         "--max-connections-per-client",
         type=_positive_int,
         metavar="N",
-        help="with --http, connections at once from one IP address (default: a quarter of "
-        "--max-connections); further ones are closed at once",
+        help="with --http or --ws, connections at once from one IP address (default: a quarter "
+        "of --max-connections); further ones are closed at once",
     )
     p.add_argument(
         "--header-timeout",
@@ -436,15 +436,11 @@ def _parse_host_port(text: str, option: str = "--http") -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-async def _serve_http(
-    server: Any, host: str, port: int, args: argparse.Namespace, shutdown: GracefulShutdown
-) -> None:
-    """Serve --http until cancelled, printing the URLs."""
-    import trio
-
+def _fit_open_files(options: dict[str, Any]) -> None:
+    """Raise the process's limit on open files to its hard limit, and lower the door's
+    ``max_connections`` in ``options`` to what it allows (with a warning)."""
     from ..transports.http._gate import DEFAULT_MAX_CONNECTIONS
 
-    options = {**_session_options(args), **_queue_options(args, http=True), **_door_options(args)}
     wanted = options.get("max_connections", DEFAULT_MAX_CONNECTIONS)
     allowed = connections_within_open_files(wanted, raise_open_files_limit())
     if allowed < wanted:
@@ -455,6 +451,16 @@ async def _serve_http(
             allowed,
         )
         options["max_connections"] = allowed
+
+
+async def _serve_http(
+    server: Any, host: str, port: int, args: argparse.Namespace, shutdown: GracefulShutdown
+) -> None:
+    """Serve --http until cancelled, printing the URLs."""
+    import trio
+
+    options = {**_session_options(args), **_queue_options(args, http=True), **_door_options(args)}
+    _fit_open_files(options)
     options.update(auth=_resource_server(args), shutdown=shutdown, **guard_options(args), **tls_options(args))
     if args.metrics_path is not None:
         options["metrics_path"] = args.metrics_path
@@ -485,8 +491,9 @@ async def _serve_websocket(
     """Serve --ws until cancelled, printing the URLs."""
     import trio
 
-    raise_open_files_limit()
-    options = {**guard_options(args), **tls_options(args)}
+    limits = {k: v for k, v in _door_options(args).items() if k.startswith("max_connections")}
+    _fit_open_files(limits)
+    options = {**guard_options(args), **tls_options(args), **limits}
     serve = partial(server.serve_websocket, host, port, path=args.path, auth=_resource_server(args))
     async with trio.open_nursery() as nursery:
         for url in await nursery.start(partial(serve, shutdown=shutdown, **options)):

@@ -255,9 +255,9 @@ class _ServingMixin:
         ``http_options`` going to
         :class:`~mcp_trio.transports.http.server.StreamableHTTP`) or
         ``"wsproto"`` (a lean server with exact keepalive and close codes).
-        ``websocket_options`` go to
-        :class:`~mcp_trio.transports.websocket.WebSocketEndpoint` (allowed
-        hosts and origins, message size, keepalive ...).
+        ``websocket_options`` go to :class:`~mcp_trio.transports.websocket.WebSocketEndpoint`
+        (allowed hosts and origins, message size, keepalive ...), but ``max_connections``
+        and ``max_connections_per_client`` to the front door, as for :meth:`serve_http`.
         ``auth`` (an :class:`mcp_trio.auth.server.ResourceServer`) makes the
         handshake (and, with ``http``, every Streamable HTTP request) require
         a bearer token, and serves the protected resource metadata over plain
@@ -277,12 +277,13 @@ class _ServingMixin:
         if (http or certfile is not None or shutdown is not None) and front_door != "hypercorn":
             raise ValueError("http=True, certfile and shutdown need the hypercorn front door")
         self._count_in(shutdown)
+        limits = {k: websocket_options.pop(k) for k in _DOOR_LIMITS if k in websocket_options}
         endpoint = ws.WebSocketEndpoint(self.serve_session, path=path, auth=auth, **websocket_options)
         routes = auth.metadata_routes(path) if auth is not None else {}
         async with trio.open_nursery() as nursery:
             await nursery.start(self.tasks.run)
             if front_door == "wsproto":
-                serve = partial(ws.serve_wsproto, endpoint, host, port, routes=routes)
+                serve = partial(ws.serve_wsproto, endpoint, host, port, routes=routes, **limits)
                 urls = await nursery.start(serve)
             else:
                 http_app = None
@@ -295,7 +296,7 @@ class _ServingMixin:
                     http_app = ASGIApp(front, path, routes)
                     routes = {}
                 app = ws.WebSocketASGI(endpoint, http_app, routes)
-                door = _hypercorn_tls(certfile, keyfile)
+                door = {**_hypercorn_tls(certfile, keyfile), **limits}
                 if shutdown is not None:
                     door.update(shutdown_trigger=shutdown.stopping.wait, graceful_timeout=math.inf)
                 urls = await nursery.start(partial(ws.serve_hypercorn_websocket, app, host, port, **door))
@@ -305,6 +306,10 @@ class _ServingMixin:
             if http:
                 urls += ["http" + url[2:] for url in urls]
             task_status.started(urls)
+
+
+#: The keywords of ``serve_websocket`` that go to its front door.
+_DOOR_LIMITS = ("max_connections", "max_connections_per_client")
 
 
 def _hypercorn_tls(certfile: str | None, keyfile: str | None) -> dict[str, Any]:

@@ -406,3 +406,32 @@ def test_serve_http_bounds_the_posts_of_a_session_in_flight() -> None:
         thread.join(10)
         assert refused.status_code == 429 and "in flight" in refused.text
         assert first == [200]
+
+
+def test_serve_ws_takes_the_connection_limits() -> None:
+    """--max-connections-per-client reaches the WebSocket door: past it, closed at once."""
+    import socket
+    import subprocess
+
+    argv = [sys.executable, "-m", "mcp_trio._cli", "serve", "examples/everything.py", "--ws", "127.0.0.1:0"]
+    proc = subprocess.Popen(
+        [*argv, "--max-connections-per-client", "1"],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        assert "WebSocket at ws://127.0.0.1:" in line, line
+        port = int(line.split(" at ")[1].split("/")[2].rsplit(":", 1)[1])
+        first = socket.create_connection(("127.0.0.1", port), timeout=5)
+        time.sleep(0.2)
+        second = socket.create_connection(("127.0.0.1", port), timeout=5)
+        assert second.recv(100) == b""  # past the address's share
+        first.close()
+        second.close()
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=10)

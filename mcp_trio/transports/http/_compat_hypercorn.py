@@ -61,8 +61,11 @@ async def put_now(
         return put
 
     async def put_now(message: Any) -> None:
-        if on_whole is not None and message.get("type") == "http.request" and not message.get("more_body"):
-            on_whole()
+        kind = message.get("type")
+        if on_whole is not None and (
+            kind == "http.request" and not message.get("more_body") or kind == "websocket.connect"
+        ):
+            on_whole()  # (a whole request, or an upgrade to a WebSocket: busy from now on)
         try:
             channel.send_nowait(message)
         except trio.WouldBlock:

@@ -1,7 +1,11 @@
 """The lean front door of MCP over WebSocket: :func:`serve_wsproto`, wsproto on trio sockets.
 
 Each connection must complete its opening handshake (TLS included) within
-``handshake_timeout``; at most ``max_connections`` are served at once.  A bad
+``handshake_timeout``; connections are accepted by the HTTP doors'
+:class:`~mcp_trio.transports.http._gate.ConnectionGate` (at most ``max_connections``
+at once, further clients waiting in the listen backlog, at most
+``max_connections_per_client`` from one address, and a connection whose handshake
+is not done evicted to make room when the table is full).  A bad
 upgrade request is refused with an HTTP answer; a plain HTTP ``GET`` to one
 of ``routes`` is answered (one per connection); an accepted connection
 becomes a :class:`._wsproto_channel._WsprotoChannel` served by the
@@ -12,7 +16,8 @@ listener down.
 from __future__ import annotations
 
 import ssl
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any, cast
 
 import h11
@@ -21,6 +26,7 @@ from wsproto import ConnectionType, WSConnection
 from wsproto.events import AcceptConnection, RejectConnection, RejectData, Request
 from wsproto.utilities import LocalProtocolError, RemoteProtocolError
 
+from ..http._gate import DEFAULT_MAX_CONNECTIONS, ConnectionGate, listener_url, open_listeners
 from ..http._request import Handler, HttpRequest
 from ._channel import _READ_SIZE, _REJECT_BODY_LIMIT, _joined_headers, log
 from ._endpoint import WebSocketEndpoint, _answer, _Refusal
@@ -34,7 +40,8 @@ async def serve_wsproto(
     *,
     ssl_context: ssl.SSLContext | None = None,
     handshake_timeout: float = 10.0,
-    max_connections: int = 1024,
+    max_connections: int = DEFAULT_MAX_CONNECTIONS,
+    max_connections_per_client: int | None = None,
     routes: Mapping[str, Handler] | None = None,
     task_status: Any = trio.TASK_STATUS_IGNORED,
 ) -> None:
@@ -42,34 +49,37 @@ async def serve_wsproto(
 
     Every connection must complete its opening handshake (TLS included)
     within ``handshake_timeout`` seconds; at most ``max_connections`` are
-    served at once (further ones wait).  ``routes`` (path ->
+    open at once (further clients wait in the listen backlog; one whose
+    handshake is not done after 0.25 s is evicted to make room), at most
+    ``max_connections_per_client`` from one IP address (default: a quarter
+    of ``max_connections``; further ones closed at once).  ``routes`` (path ->
     :class:`~mcp_trio.transports.http.server.Handler`, e.g. the protected
     resource metadata) answer plain HTTP ``GET`` requests (no body) at their
     paths, one per connection.  ``task_status.started`` gets the bound URLs
     (``ws://`` or, with ``ssl_context``, ``wss://``).
     """
-    limit = trio.CapacityLimiter(max_connections)
+    gate = ConnectionGate(max_connections, max_connections_per_client)
     table = {(path.rstrip("/") or "/"): handler for path, handler in (routes or {}).items()}
 
-    async def connection(stream: trio.abc.Stream) -> None:
+    async def connection(sock: trio.SocketStream) -> None:
         # One connection's failure must never take the listener down.
-        async with limit:
-            try:
-                await _wsproto_connection(endpoint, stream, handshake_timeout, table)
-            except Exception:
-                log.exception("WebSocket connection failed")
+        stream: trio.abc.Stream = sock
+        if ssl_context is not None:
+            stream = trio.SSLStream(sock, ssl_context, server_side=True, https_compatible=True)
+        try:
+            await _wsproto_connection(endpoint, stream, handshake_timeout, table, partial(gate.busy, sock))
+        except Exception:
+            log.exception("WebSocket connection failed")
 
-    listeners: list[Any] = list(await trio.open_tcp_listeners(port, host=host))
-    urls = []
-    for listener in listeners:
-        address = listener.socket.getsockname()
-        shown = f"[{address[0]}]" if ":" in address[0] else address[0]
-        urls.append(f"{'wss' if ssl_context else 'ws'}://{shown}:{address[1]}")
-    if ssl_context is not None:
-        listeners = [trio.SSLListener(lst, ssl_context, https_compatible=True) for lst in listeners]
-    async with trio.open_nursery() as nursery:
-        await nursery.start(trio.serve_listeners, connection, listeners)
-        task_status.started(urls)
+    listeners = await open_listeners(host, port)
+    urls = [listener_url(listener, "wss" if ssl_context else "ws") for listener in listeners]
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(gate.serve, listeners, connection)
+            task_status.started(urls)
+    finally:
+        for listener in listeners:
+            listener.socket.close()
 
 
 async def _wsproto_connection(
@@ -77,6 +87,7 @@ async def _wsproto_connection(
     stream: trio.abc.Stream,
     handshake_timeout: float,
     routes: Mapping[str, Handler],
+    on_open: Callable[[], None] = lambda: None,
 ) -> None:
     ws = WSConnection(ConnectionType.SERVER)
     handed_over = False
@@ -98,6 +109,7 @@ async def _wsproto_connection(
                 return
             subprotocol, admission = decision
             await stream.send_all(ws.send(AcceptConnection(subprotocol=subprotocol)))
+            on_open()  # (open: never evicted to make room)
             channel = _WsprotoChannel(
                 stream,
                 ws,
