@@ -3,9 +3,10 @@
 On the first signal the server stops taking requests (the listening sockets
 close: new clients are refused; requests on connections and sessions still
 open are refused), the requests in flight get ``grace_period`` seconds to
-finish and be answered, then everything left is cancelled and every session
-ends.  One line on stderr says so; the command exits 0.  A second signal
-during the grace period cancels at once.
+finish and be answered, then those left are answered with an error
+("cancelled by server shutdown"), cancelled, and every session ends.  One
+line on stderr says so; the command exits 0.  A second signal during the
+grace period cancels at once.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from ..server import GracefulShutdown
 __all__ = ["serve_until_signalled"]
 
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_CUT_WRITE = 1.0  # seconds the answers of the requests cut at the end have to be written
 
 
 def _plural(count: int, noun: str) -> str:
@@ -74,4 +76,7 @@ async def _drain(shutdown: GracefulShutdown, signals: AsyncIterator[int], grace_
             waiting.cancel_scope.cancel()
     if grace.cancelled_caught:
         how = f": the grace period of {grace_period:g} s is over"
+        shutdown.cut()  # the requests left are answered so, and given a moment to be written
+        with trio.move_on_after(_CUT_WRITE):
+            await shutdown.wait_idle()
     return how

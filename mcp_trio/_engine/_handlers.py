@@ -473,6 +473,15 @@ class _Handlers:
             self._release()
         return fit and not (ctx is not None and ctx._scope_seen)
 
+    def cut(self, reason: str) -> None:
+        """Answer every request being handled with an error saying ``reason`` and cancel it."""
+        for id, scope in list(self._scopes.items()):
+            data = self.core.error(id, rpc.INTERNAL_ERROR, reason)
+            if data is not None and self._tasks is not None:
+                self._alive += 1
+                self._tasks.start_soon(self._put_answer, Frame(data, id, True))
+            scope.cancel()
+
     def request_totals(self) -> tuple[int, int, int]:
         """The requests of the peer this session has finished: (answered with a
         result, answered with an error, cancelled or left unanswered as the

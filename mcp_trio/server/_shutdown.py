@@ -7,14 +7,16 @@ sockets (new clients are refused), an HTTP request arriving on a connection
 still open is answered 503 with ``connection: close``, and a JSON-RPC request
 arriving on a session still open gets error -32603 ("the server is shutting
 down").  :meth:`~GracefulShutdown.wait_idle` returns once no request is in
-flight any more (for HTTP: once its answer is written); the caller then
-cancels the serving call, which ends every session and cancels what is left.
-``mcp-trio serve`` does that on SIGINT / SIGTERM within ``--grace-period``.
+flight any more (for HTTP: once its answer is written).  When the caller
+gives up waiting, :meth:`~GracefulShutdown.cut` answers the requests left with
+an error ("cancelled by server shutdown") and cancels them; the caller then
+cancels the serving call, which ends every session.  ``mcp-trio serve`` does
+that on SIGINT / SIGTERM within ``--grace-period``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
@@ -28,6 +30,8 @@ if TYPE_CHECKING:
 __all__ = ["GracefulShutdown"]
 
 _SHUTTING_DOWN = "the server is shutting down"
+#: What a request cut at the end of a grace period is answered (see :meth:`GracefulShutdown.cut`).
+CUT = "cancelled by server shutdown: the grace period is over"
 _LOOK_AGAIN = 0.02  # seconds between looks at the requests in flight while draining
 
 
@@ -49,8 +53,15 @@ class _Handler(Protocol):
     async def handle(self, request: Any, responder: Any) -> None: ...
 
 
+class _Cuttable(Protocol):
+    def cut(self, reason: str) -> None: ...
+
+
 class _Served(Protocol):
     """What a shutdown needs of a server it stops (a :class:`~mcp_trio.server.Server`)."""
+
+    @property
+    def _sessions(self) -> Collection[_Cuttable]: ...
 
     def statistics(self) -> ServerStatistics: ...
 
@@ -97,6 +108,17 @@ class GracefulShutdown:
         for server in self._servers:
             server._refuse_requests(self._refuse)
         self._changed.unpark_all()
+
+    def cut(self, reason: str = CUT) -> None:
+        """Answer every request still in flight with a JSON-RPC error (-32603) saying
+        ``reason`` and cancel its handler: what to do at the end of a grace period,
+        before the serving call is cancelled (give the answers a moment to be written:
+        :meth:`wait_idle` within a second or so), so that no client is left with a
+        connection closed under its request."""
+        self.stop()
+        for server in self._servers:
+            for session in list(server._sessions):
+                session.cut(reason)
 
     async def _refuse(self, ctx: Any, params: Any) -> Any:
         self.refused += 1

@@ -285,8 +285,11 @@ def test_sigterm_lets_the_call_in_flight_finish(slow_app: Path, front_door: str)
     assert "Traceback" not in err and "ExceptionGroup" not in err
 
 
-def test_the_grace_period_ends_in_cancellation(slow_app: Path) -> None:
-    args = ["slow_app.py", "--http", "127.0.0.1:0", "--grace-period", "0.5"]
+@pytest.mark.parametrize("front_door", DOORS)
+def test_the_grace_period_ends_in_cancellation(slow_app: Path, front_door: str) -> None:
+    """A call still in flight at the end of the grace period is answered with a JSON-RPC error
+    saying so, on every door (a closed connection, or hypercorn's empty 500, told nothing)."""
+    args = ["slow_app.py", "--http", "127.0.0.1:0", "--grace-period", "0.5", "--front-door", front_door]
     with serving(args, slow_app) as served, httpx2.Client(timeout=20) as client:
         box = slow_call_in_flight(served, client, 60)
         started = time.monotonic()
@@ -294,6 +297,11 @@ def test_the_grace_period_ends_in_cancellation(slow_app: Path) -> None:
         code, err = served.finish()
         assert time.monotonic() - started < 8
         box["thread"].join(20)
+    assert "error" not in box, box.get("error")
+    response = box["response"]
+    assert response.status_code == 200, response.text
+    assert '"code":-32603' in response.text.replace(" ", "")
+    assert "cancelled by server shutdown: the grace period is over" in response.text
     assert code == 0, err
     assert "stopped after SIGINT: the grace period of 0.5 s is over (0 requests finished, 1 cancelled)" in err
     assert "Traceback" not in err and "ExceptionGroup" not in err
