@@ -21,6 +21,7 @@ from ..transports.http._gate import DEFAULT_MAX_CONNECTIONS
 from ..transports.stdio import open_stdio_server_channel
 from ._fanout import Fanout
 from ._routes import Route, RouteHandler, http_routes, route_handlers, route_threads_limiter
+from ._shared_stats import SharedStatistics
 from ._shutdown import GracefulShutdown
 
 if TYPE_CHECKING:
@@ -106,12 +107,10 @@ class _ServingMixin:
         :class:`~mcp_trio.server.GracefulShutdown`).
         With ``reuse_port``, the listening sockets have ``SO_REUSEPORT``:
         several processes may serve the same port (``mcp-trio serve --workers``).
-        With ``store`` (a :class:`~mcp_trio.store.Store`, e.g. from
-        :func:`~mcp_trio.store.open_store`), the sessions are shared with the
-        other workers serving the endpoint with the same store, as
-        ``worker_id`` (unique among them; default: a random one): any request
-        of a session may land on any worker, and the tasks of
-        :attr:`tasks` are seen and cancelled from any of them (see docs/http.md).
+        With ``store`` (a :class:`~mcp_trio.store.Store`), the sessions, the
+        :attr:`tasks` and the metrics are shared with the other workers serving
+        the endpoint with the same store, as ``worker_id`` (unique among them;
+        default: a random one): see docs/http.md.
         ``task_status.started`` gets the endpoint URLs.  ``http_options`` go to
         :class:`~mcp_trio.transports.http.server.StreamableHTTP` (allowed
         hosts, response mode, session limits, event store ...).
@@ -158,6 +157,9 @@ class _ServingMixin:
                     fanout = Fanout(store, worker_id, self._resource_updated_here, self._list_changed_here)
                     await nursery.start(fanout.run)
                     self._fanout = fanout  # (resource updates and list changes reach every worker)
+                    totals = cast("Server", self)._totals  # (every worker's statistics in the metrics)
+                    totals.shared = SharedStatistics(store, worker_id, totals.statistics)
+                    await nursery.start(totals.shared.run)
                 await nursery.start(endpoint.run)
                 table: dict[str, Any] = {}
                 if legacy_sse:

@@ -12,7 +12,7 @@ scrape of the metrics costs the same however many sessions are open.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING
@@ -26,6 +26,7 @@ from ..transports._base import ChannelTraits
 
 if TYPE_CHECKING:
     from ._server import Server
+    from ._shared_stats import SharedStatistics
 
 __all__ = ["ServerStatistics", "TransportStatistics", "prometheus_text"]
 
@@ -92,6 +93,8 @@ class _Totals:
     def __init__(self) -> None:
         self.tallies: dict[str, RequestTally] = {}
         self.open: dict[Session, tuple[str, float]] = {}
+        #: With a store: every worker's statistics, for the metrics (see ``_shared_stats``).
+        self.shared: SharedStatistics | None = None
 
     def opened(self, session: Session, channel: object) -> None:
         transport = _transport(channel)
@@ -179,15 +182,25 @@ def prometheus_text(server: Server) -> str:
     * ``mcp_requests_total`` (counter), also labelled with its ``outcome``:
       ``ok``, ``error`` or ``cancelled``.
 
+    A server sharing its sessions with other workers through a store
+    (``serve_http(store=...)``, ``mcp-trio serve --workers``) lists every
+    worker's samples, each also labelled with its ``worker`` (see
+    :mod:`mcp_trio.server._shared_stats`), whichever worker is scraped.
+
     Serve it with ``serve_http(metrics_path="/metrics")`` (the content type
     is ``text/plain; version=0.0.4``), or from a route of your own.
     """
-    stats = server.statistics().by_transport
+    shared = server._totals.shared
+    by_worker: Sequence[tuple[str | None, Mapping[str, TransportStatistics]]] = (
+        [(None, server.statistics().by_transport)] if shared is None else list(shared.by_worker().items())
+    )
     lines: list[str] = []
     for name, kind, text, fields in _METRICS:
         lines += [f"# HELP {name} {text}", f"# TYPE {name} {kind}"]
-        for transport, counts in stats.items():
-            for attribute, outcome in fields:
-                labels = f'transport="{transport}"' + (f',outcome="{outcome}"' if outcome else "")
-                lines.append(f"{name}{{{labels}}} {getattr(counts, attribute)}")
+        for worker, stats in by_worker:
+            where = "" if worker is None else f',worker="{worker}"'
+            for transport, counts in stats.items():
+                for attribute, outcome in fields:
+                    labels = f'transport="{transport}"{where}' + (f',outcome="{outcome}"' if outcome else "")
+                    lines.append(f"{name}{{{labels}}} {getattr(counts, attribute)}")
     return "\n".join(lines) + "\n"

@@ -399,3 +399,37 @@ def test_worker_ids_say_nothing_of_the_host_or_the_process(caplog: pytest.LogCap
         assert re.fullmatch(r"[0-9a-f]{12}", identity), identity
     assert first != second  # (random: not derived from the host or the process)
     assert f"worker {first} is process {os.getpid()} on {socket.gethostname()}" in caplog.text
+
+
+@pytest.mark.interop
+def test_every_scrape_of_the_workers_metrics_lists_them_all(redis_server: Any, tmp_path: Path) -> None:
+    """Under --workers, a scrape lands on any worker: each lists every worker's counts, labelled
+    with its worker, so the sum does not depend on which one answered."""
+    from tests._support.prometheus import parse_exposition
+
+    argv = [PROGRAM, "--http", "127.0.0.1:0", "--workers", "2", "--store", redis_server.url]
+    with (
+        serving([*argv, "--metrics-path", "/metrics"], tmp_path) as served,
+        httpx2.Client(timeout=10, limits=FRESH) as client,
+    ):
+        served.wait_for("Streamable HTTP at ")
+        metrics = served.url.rsplit("/", 1)[0] + "/metrics"
+        calls = 0
+        for _ in range(20):  # (fresh connections: the kernel spreads them over the workers)
+            r = client.post(served.url, headers=session_headers(client, served.url), json=CALL)
+            assert r.status_code == 200, r.text
+            calls += 1
+        deadline = time.monotonic() + 10
+        while True:
+            totals = []
+            for _ in range(8):
+                _, samples = parse_exposition(client.get(metrics).text)["mcp_requests_total"]
+                workers = {labels["worker"] for labels, _ in samples}
+                ok = sum(value for labels, value in samples if labels["outcome"] == "ok")
+                totals.append((len(workers), ok))
+            if all(total == (2, calls) for total in totals) or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert all(total == (2, calls) for total in totals), totals
+        code, err = stop(served)
+    assert code == 0, err

@@ -652,3 +652,40 @@ async def test_a_delete_does_not_wait_for_a_dead_worker_named_in_the_record(
             took = trio.current_time() - started
     assert "did not confirm" not in caplog.text
     assert took < 0.8, f"the DELETE waited {took:.2f} s for a dead worker"  # (the wait is 1 s)
+
+
+async def test_every_worker_lists_the_statistics_of_all(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A scrape of any worker's metrics lists every worker's counts, each labelled with its
+    worker (a scrape read one random worker's, and counters went back and forth); a worker
+    that stopped drops out."""
+    from mcp_trio.server import _shared_stats
+    from tests._support.prometheus import parse_exposition
+
+    monkeypatch.setattr(_shared_stats, "PUBLISH_EVERY", 0.05)
+    monkeypatch.setattr(_shared_stats, "STALE_AFTER", 0.5)
+
+    def ok_by_worker(text: str) -> dict[str, float]:
+        _, samples = parse_exposition(text)["mcp_requests_total"]
+        found: dict[str, float] = {}
+        for labels, value in samples:
+            if labels["outcome"] == "ok":
+                found[labels["worker"]] = found.get(labels["worker"], 0) + value
+        return found
+
+    async with workers(2, metrics_path="/metrics") as (urls, _, _, state), httpx.AsyncClient() as client:
+        for url, calls in ((urls[0], 1), (urls[1], 3)):
+            headers = await initialize(client, url)
+            for n in range(calls):
+                r = await client.post(url, headers=headers, json=call(n + 1, "where"))
+                assert r.status_code == 200, r.text
+        metrics = [url.rsplit("/", 1)[0] + "/metrics" for url in urls]
+        with trio.fail_after(5):
+            while True:
+                seen = [ok_by_worker((await client.get(m)).text) for m in metrics]
+                if all(s.get("w0") == 1 and s.get("w1") == 3 for s in seen):
+                    break  # (each worker's calls, on both workers' metrics)
+                await trio.sleep(0.05)
+        state["stop"][1]()  # worker 1 stops: it leaves the metrics once silent too long
+        with trio.fail_after(5):
+            while "w1" in ok_by_worker((await client.get(metrics[0])).text):
+                await trio.sleep(0.1)

@@ -1,0 +1,111 @@
+"""The statistics of every worker serving a server through one store, for its metrics.
+
+Under ``mcp-trio serve --workers`` (or any ``serve_http(store=...)``), each scrape of the
+metrics lands on one worker, which knew only its own counts: a scrape read a random worker's,
+and Prometheus saw counters go back and forth (resets).  So each worker publishes its counts on
+the store's bus every ``PUBLISH_EVERY`` seconds and keeps the latest it heard from each other
+worker; the metrics then list every worker heard from within ``STALE_AFTER`` seconds, each
+sample labelled with its ``worker`` (sum them in the query: ``sum(mcp_requests_total)``).  A
+worker that stopped drops out of the list after ``STALE_AFTER``, as a stopped process's own
+metrics would.  Nothing here runs per request: a publication is one small message a second.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+
+import msgspec
+import trio
+
+from ..store import Store, StoreError
+from ..transports.http._bus import listen
+from ._stats import ServerStatistics, TransportStatistics
+
+__all__ = ["PUBLISH_EVERY", "STALE_AFTER", "SharedStatistics"]
+
+log = logging.getLogger("mcp_trio.server")
+
+_CHANNEL = "mcp-trio:statistics"
+PUBLISH_EVERY = 1.0  # seconds between two publications of a worker's counts
+STALE_AFTER = 5.0  # seconds after which a worker not heard from is left out
+_MAX_WORKERS = 1024  # workers remembered at most (the longest silent forgotten first)
+
+_Row = tuple[int, int, int, int, int, int]
+
+
+class _Counts(msgspec.Struct):
+    worker: str
+    by_transport: dict[str, _Row]
+
+
+_decode = msgspec.json.Decoder(_Counts).decode
+
+
+def _valid(worker: str) -> bool:
+    return 0 < len(worker) <= 64 and all(c.isalnum() or c in "-_" for c in worker)
+
+
+class SharedStatistics:
+    """One worker's side: publishes ``statistics()`` as ``worker`` on ``store``'s bus, and keeps
+    what the other workers publish (see the module doc)."""
+
+    def __init__(self, store: Store, worker: str, statistics: Callable[[], ServerStatistics]) -> None:
+        self.store = store
+        self.worker = worker
+        self.statistics = statistics
+        self._heard: dict[str, tuple[float, Mapping[str, TransportStatistics]]] = {}
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Publish and listen until cancelled."""
+        async with trio.open_nursery() as nursery:
+            who = f"the statistics of {self.worker}"
+            await nursery.start(listen, self.store, (_CHANNEL,), self._take, who)
+            nursery.start_soon(self._publish)
+            task_status.started()
+
+    async def _publish(self) -> None:
+        while True:
+            rows = {
+                transport: (
+                    s.sessions_open,
+                    s.sessions_total,
+                    s.requests_in_flight,
+                    s.requests_ok,
+                    s.requests_error,
+                    s.requests_cancelled,
+                )
+                for transport, s in self.statistics().by_transport.items()
+            }
+            try:
+                await self.store.bus.publish(_CHANNEL, msgspec.json.encode(_Counts(self.worker, rows)))
+            except StoreError as exc:
+                log.debug("the statistics of %s were not published: %s", self.worker, exc)
+            await trio.sleep(PUBLISH_EVERY)
+
+    async def _take(self, data: bytes) -> None:
+        try:
+            counts = _decode(data)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return
+        worker = counts.worker
+        if worker == self.worker or not _valid(worker) or not all(map(_valid, counts.by_transport)):
+            return
+        heard = self._heard
+        heard.pop(worker, None)  # (to the end: the latest heard)
+        if len(heard) >= _MAX_WORKERS:
+            del heard[next(iter(heard))]
+        rows = {t: TransportStatistics(*row) for t, row in sorted(counts.by_transport.items())}
+        heard[worker] = (trio.current_time(), rows)
+
+    def by_worker(self) -> dict[str, Mapping[str, TransportStatistics]]:
+        """Each worker's statistics by transport: this one's now, the others' as last heard
+        (those heard from within ``STALE_AFTER`` seconds), by worker id."""
+        now = trio.current_time()
+        found: dict[str, Mapping[str, TransportStatistics]] = {self.worker: self.statistics().by_transport}
+        for worker, (when, rows) in list(self._heard.items()):
+            if now - when <= STALE_AFTER:
+                found[worker] = rows
+            elif now - when > 10 * STALE_AFTER:
+                del self._heard[worker]  # (long gone)
+        return dict(sorted(found.items()))
