@@ -28,6 +28,7 @@ import trio
 
 from .. import _jsonrpc as rpc
 from .._exceptions import McpError
+from ..transports._base import Authorizing, ChannelTraits, SharedSession
 from ._base import CallNext, RequestInfo, Result
 
 __all__ = ["AccessLog", "ErrorTranslation", "MethodTiming", "ResponseSizeLimit", "Timing", "outcome_of"]
@@ -47,10 +48,13 @@ def outcome_of(exc: BaseException) -> str:
 class AccessLog:
     """One log line per request (see the module's rules).
 
-    The line reads ``tools/call add id=3 session=5f2c... ok 0.84 ms``; the same
-    fields are on the record (``extra``) as ``mcp_method``, ``mcp_name``,
-    ``mcp_request_id``, ``mcp_session``, ``mcp_outcome`` and ``duration_ms``,
-    for structured log handlers.
+    The line reads ``tools/call add id=3 session=5f2c... ok 0.84 ms``, followed
+    by what the transport knows of the client: ``client=203.0.113.7`` (its
+    address), ``principal=...`` (whom its token speaks for), ``worker=...``
+    (the worker serving it, under ``--workers``).  The same fields are on the
+    record (``extra``) as ``mcp_method``, ``mcp_name``, ``mcp_request_id``,
+    ``mcp_session``, ``mcp_outcome``, ``duration_ms``, ``mcp_client``,
+    ``mcp_principal`` and ``mcp_worker``, for structured log handlers.
 
     Args:
         logger: Where the lines go (default: ``logging.getLogger("mcp_trio.access")``).
@@ -79,6 +83,11 @@ class AccessLog:
         session = request.session_id or "-"
         rid = "-" if request.request_id is None else request.request_id
         what = request.method if request.name is None else f"{request.method} {request.name}"
+        channel = request.context.session.channel if request.context is not None else None
+        client = channel.client if isinstance(channel, ChannelTraits) else None
+        owner = channel.principal if isinstance(channel, Authorizing) else None
+        principal = None if owner is None else str(owner)
+        worker = channel.worker if isinstance(channel, SharedSession) else None
         extra = {
             "mcp_method": request.method,
             "mcp_name": request.name,
@@ -86,9 +95,17 @@ class AccessLog:
             "mcp_session": request.session_id,
             "mcp_outcome": outcome,
             "duration_ms": ms,
+            "mcp_client": client,
+            "mcp_principal": principal,
+            "mcp_worker": worker,
         }
+        who = "".join(
+            f" {key}={value}"
+            for key, value in (("client", client), ("principal", principal), ("worker", worker))
+            if value is not None
+        )
         self.logger.log(
-            self.level, "%s id=%s session=%s %s %.2f ms", what, rid, session, outcome, ms, extra=extra
+            self.level, "%s id=%s session=%s %s %.2f ms%s", what, rid, session, outcome, ms, who, extra=extra
         )
 
 

@@ -33,7 +33,7 @@ costs a cached lookup where a structural one checks every member each time.
 from __future__ import annotations
 
 import abc
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Sequence
 from typing import Any, TypeAlias
 
 import msgspec
@@ -171,6 +171,8 @@ class Authorizing(abc.ABC):
 
     __slots__ = ()
 
+    principal: Hashable | None = None  # whom the session belongs to, if known (for logs)
+
     @abc.abstractmethod
     def auth_for(self, request_id: RequestId) -> Any:
         """What was verified for the request ``request_id`` (an ``AccessToken``...), or None."""
@@ -206,8 +208,10 @@ class SharedSession(abc.ABC):
 
     __slots__ = ()
 
-    #: What the ids of the server's requests start with (this worker's), or None if unshared.
+    #: What the ids of the server's requests start with (this worker's), or None if unshared;
+    #: and this worker's id (for logs).
     request_id_prefix: str | None
+    worker: str | None
     #: What another worker's record of the session says (revision, client, log level,
     #: subscriptions), when this worker took it over; else None.
     restored: Any

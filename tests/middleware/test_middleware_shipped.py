@@ -284,6 +284,32 @@ async def test_rate_limit_per_principal_over_http() -> None:
                 await bob.call_tool("add", {"a": 1, "b": 2})
 
 
+async def test_access_log_says_which_client_and_principal_over_http(caplog: pytest.LogCaptureFixture) -> None:
+    """Over Streamable HTTP the line also names the client's address and its principal."""
+    caplog.set_level(logging.INFO, logger=ACCESS)
+
+    def lookup(token: str) -> AccessToken | None:
+        return AccessToken(subject=token, scopes=frozenset({"mcp"}))
+
+    auth = ResourceServer(
+        None,
+        authorization_servers=["https://as.example"],
+        verifier=CallbackVerifier(lookup),
+        check_audience=False,
+    )
+    server = make_server(middleware=[AccessLog()])
+    with trio.fail_after(10):
+        async with serving(server, auth=auth) as url:
+            options = {"http_options": {"headers": {"Authorization": "Bearer alice"}}}
+            async with connect_http(url, **options) as client:  # type: ignore[arg-type]
+                await client.call_tool("add", {"a": 1, "b": 2})
+    (line,) = [r for r in access_lines(caplog) if r.getMessage().startswith("tools/call add")]
+    message = line.getMessage()
+    assert " client=127.0.0.1 " in message and " principal=" in message and "alice" in message, message
+    assert line.mcp_client == "127.0.0.1" and "alice" in line.mcp_principal  # type: ignore[attr-defined]
+    assert line.mcp_worker is None and "worker=" not in message  # type: ignore[attr-defined]
+
+
 async def test_serve_access_log_writes_a_line_per_request(tmp_path: Path) -> None:
     """``mcp-trio serve --access-log``: a line per request on stderr, at the default --log-level."""
     (tmp_path / "access_app.py").write_text(

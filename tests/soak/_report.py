@@ -25,6 +25,8 @@ SHORTENED: list[str] = [
     "5",  # idle GET streams
     "--request-timeout",
     "5",  # bodies trickled after a whole head (evicted under pressure only after the rest)
+    "--keepalive-timeout",
+    "5",  # connections idle in keep-alive (evicted under pressure first)
 ]
 
 

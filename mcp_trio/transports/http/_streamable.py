@@ -412,7 +412,7 @@ class StreamableHTTP(_StreamsAndEnd, _Endpoint):
                 )
         reply_headers: list[tuple[str, str]] = []
         if modern and _HEADER_SESSION not in request.headers:
-            session = _HttpSession(self, None)
+            session = _HttpSession(self, None, request)
             session.version = modern_version or header_version
             session.expect_modern = True
             self._start_session(session)
@@ -428,7 +428,7 @@ class StreamableHTTP(_StreamsAndEnd, _Endpoint):
             refused = _refuse_batch(peeked, assumed)
             if refused is not None:
                 return refused
-            session = _HttpSession(self, None)
+            session = _HttpSession(self, None, request)
             session.assumed_version = assumed
             self._start_session(session)
         elif is_initialize:
@@ -437,9 +437,8 @@ class StreamableHTTP(_StreamsAndEnd, _Endpoint):
             refused = self.table.make_room(request.client)
             if refused is not None:
                 return refused
-            session = _HttpSession(self, secrets.token_urlsafe(32))
+            session = _HttpSession(self, secrets.token_urlsafe(32), request)
             assert session.id is not None
-            session.principal, session.client = request.principal, request.client
             self.table.add(session)
             if self.sharing is not None and isinstance(requests[0].params, dict):
                 session.init_params = requests[0].params  # for its record (see _answer_post)

@@ -34,7 +34,7 @@ from .._base import (
     SharedSession,
 )
 from ._replies import _ERROR_STATUS, _SSE_HEADERS, _peek, _Reply, _send_reply
-from ._request import Responder, Wakeup
+from ._request import HttpRequest, Responder, Wakeup
 from ._sse import encode_event, encode_retry
 
 if TYPE_CHECKING:
@@ -103,17 +103,16 @@ class _HttpSession(
             "expect_modern finished get_stream holder id idle_handlers init_params initialize_id "
             "max_queued max_queued_total negotiated on_shared_update opened owner past_initialize "
             "principal renewed request_id_prefix restored scope session_id sessionless streams "
-            "version"
+            "version worker"
         ).split()
     )
     stream_controls = True  # the engine may send CLOSE_STREAM controls
     client: str | None
     restored: Restored | None
 
-    def __init__(self, owner: StreamableHTTP, session_id: str | None) -> None:
+    def __init__(self, owner: StreamableHTTP, session_id: str | None, by: HttpRequest | None = None) -> None:
         self.owner = owner
         self.id = session_id
-        #: The ``Mcp-Session-Id`` (``None`` for a sessionless request's session).
         self.session_id = session_id
         #: Where the engine registers its idle handler task (``StreamableHTTP._sweep_idle_handlers``).
         self.idle_handlers = owner.idle_handlers
@@ -161,19 +160,17 @@ class _HttpSession(
         self.sessionless = session_id is None
         #: request id -> the ``HttpRequest.auth`` of the POST that carried it, until answered.
         self.auth: dict[RequestId, Any] = {}
-        #: The ``HttpRequest.principal`` of the ``initialize`` that opened it
-        #: (only that principal's requests find the session).
-        self.principal: Hashable | None = None
-        #: The ``HttpRequest.client`` (address) of the ``initialize`` that opened it.
-        self.client: str | None = None
+        #: The ``HttpRequest.principal`` and ``client`` (address) of the request that opened it
+        #: (its ``initialize``, or a sessionless one; only that principal's requests find it).
+        self.principal: Hashable | None = None if by is None else by.principal
+        self.client: str | None = None if by is None else by.client
         # Shared through a store (see _shared.py); nothing of this is used without one.
         sharing = owner.sharing if session_id is not None else None
         self._sharing = sharing
+        self.worker = sharing.worker if sharing is not None else None
         #: The ids of this worker's events and streams end with it ("" unshared).
         self._suffix = sharing.suffix if sharing is not None else ""
-        #: What the ids of the server's requests start with (a shared session's: this worker's).
         self.request_id_prefix = sharing.id_prefix if sharing is not None else None
-        #: A replica of a session another worker initialized: what its record says.
         self.restored: Restored | None = None
         self.renewed = -math.inf  # when this worker last renewed the shared record (trio clock)
         #: Shared: the worker holding (or last holding) the GET stream, else the first (None:
@@ -181,7 +178,6 @@ class _HttpSession(
         self.holder: str | None = None
         #: The ``initialize`` params, until the record is written (see StreamableHTTP._answer_post).
         self.init_params: dict[str, Any] | None = None
-        #: Called with a new log level and subscriptions another worker set (the server's).
         self.on_shared_update: Callable[[str | None, list[str]], None] | None = None
 
     async def remember(self, *, log_level: str | None, subscriptions: list[str]) -> None:
