@@ -46,9 +46,9 @@ REOPENS = 1600  # connections tried by each of these two attacks, in all
 
 #: Proven connections from many addresses, each within its per-client share: idle in keep-alive
 #: after one whole request (renewed every RENEW seconds), or trickling a body after a whole head.
-KEPT = 240
+KEPT = 120
 KEPT_RATE = 150.0
-SLOW_BODIES = 120
+SLOW_BODIES = 60
 SLOW_BODY_RATE = 100.0
 SPREAD = 8  # addresses each of the two attacks uses
 RENEW = 5.0
@@ -212,7 +212,7 @@ async def _kept_connection(port: int, s: Stats, source: str) -> None:
         finally:
             if client is not None:
                 client.close()
-        await trio.sleep(1.0)  # (then a new connection: the churn of hundreds of clients, not a flood)
+        await trio.sleep(2.0)  # (then a new connection: the churn of many clients, not a flood)
 
 
 async def kept_alive(port: int, s: Stats) -> None:
