@@ -76,6 +76,7 @@ _CHANNEL = "mcp-trio:http:"  # + worker id; + "*" for every worker
 _ID_MARK = "~"  # a request id of the server's: <worker>~<n>
 _OUTBOX = 4096  # bus messages waiting to be published by a worker, at most
 _TOUCH_EVERY = 1 / 8  # of idle_timeout: how often a worker in use renews a session's record, at most
+_UNSAVED = 1024  # records kept at most to write when the store is back
 _RECORD_TTL = 1 + 2 * _TOUCH_EVERY  # of idle_timeout: a record's time to live (the renewals are late)
 _PROBE_EVERY = 1.0  # seconds: how long whether a worker is gone is taken as known
 _GONE_KEPT = 1024  # workers whose presence is remembered, at most
@@ -103,6 +104,22 @@ async def take_session(store: Store, session_id: str) -> SessionRecord | None:
     return record
 
 
+def _keep_unsaved(unsaved: dict[str, SessionRecord], record: SessionRecord) -> None:
+    """Keep ``record`` (the store failed to take it) to write when the store is back, at most
+    ``_UNSAVED`` of them (the oldest forgotten: its session stays this worker's only)."""
+    if len(unsaved) >= _UNSAVED:
+        del unsaved[next(iter(unsaved))]
+    unsaved[record.session_id] = record
+
+
+async def _save_late(store: Store, record: SessionRecord, ttl: float) -> bool:
+    """Write the record of a session opened while the store was away, now that it answers: the
+    other workers can serve the session from now on."""
+    log.info("session %s: its record is written now that the store answers", record.session_id)
+    await store.sessions.put(record, ttl=ttl)
+    return True
+
+
 class Sharing(Following):
     """One worker's side of the sessions shared through ``store`` (see the module doc)."""
 
@@ -111,17 +128,14 @@ class Sharing(Following):
         self.store = store
         self.worker = check_worker_id(worker_id)
         self.channel = _CHANNEL + worker_id
-        #: The ids of the server's requests on this worker start with it.
-        self.id_prefix = worker_id + _ID_MARK
-        #: The suffix of this worker's event ids and stream keys.
-        self.suffix = "@" + worker_id
+        self.id_prefix = worker_id + _ID_MARK  # (the ids of the server's requests on this worker)
+        self.suffix = "@" + worker_id  # (of this worker's event ids and stream keys)
+        self._unsaved: dict[str, SessionRecord] = {}  # records the store failed to take, by session
         self._restoring: dict[str, trio.Event] = {}
         self._ended_restoring: set[str] = set()  # sessions ended while this worker restored them
-        #: The notes (kind, session) this worker waits to see confirmed: by which workers.
-        self._awaiting: dict[tuple[str, str], tuple[set[str], trio.Event]] = {}
+        self._awaiting: dict[tuple[str, str], tuple[set[str], trio.Event]] = {}  # (notes: by whom to confirm)
         self._updates = 0  # (numbers this worker's updates: see ``update``)
-        #: Workers found gone (or not) by ``adopt``: when, and whether gone.
-        self._gone: dict[str, tuple[float, bool]] = {}
+        self._gone: dict[str, tuple[float, bool]] = {}  # (workers found gone or not by adopt: when, whether)
         self._probing: dict[str, trio.Event] = {}
         self._outbox_send, self._outbox = trio.open_memory_channel[_Outgoing](_OUTBOX)
 
@@ -208,6 +222,7 @@ class Sharing(Following):
             session.renewed = trio.current_time()
         except StoreError as exc:
             log.warning("session %s is served by this worker only: its record failed (%s)", session.id, exc)
+            _keep_unsaved(self._unsaved, record)
 
     async def touch(self, session: _HttpSession) -> bool:
         """Renew the record of ``session``, in use; False: the record is gone (the
@@ -215,6 +230,8 @@ class Sharing(Following):
         assert session.id is not None
         try:
             renewed = await self.store.sessions.touch(session.id, ttl=self.record_ttl)
+            if not renewed and session.id in self._unsaved:  # (opened while the store was away)
+                renewed = await _save_late(self.store, self._unsaved.pop(session.id), self.record_ttl)
             session.renewed = trio.current_time()
             return renewed
         except StoreError as exc:

@@ -488,6 +488,40 @@ async def test_a_delete_the_store_cannot_confirm_ends_nothing(tmp_path: Any) -> 
         redis.stop()
 
 
+@pytest.mark.interop
+async def test_a_session_opened_while_the_store_is_away_reaches_it_when_it_is_back(tmp_path: Any) -> None:
+    """A session initialized while Redis is down lives on its worker; once Redis is back, its
+    record is written at its next request there, and every worker serves it (it was 404
+    everywhere, its own worker included, once Redis was back)."""
+    redis = RedisServer(tmp_path / "redis")
+    redis.start()
+    try:
+        async with AsyncExitStack() as stack:
+            stores = [
+                await stack.enter_async_context(open_store(redis.url, prefix="late:", timeout=1.0))
+                for _ in range(2)
+            ]
+            async with _serving(2, "h11", None, stores, {}) as (urls, _, _, _state):
+                async with httpx.AsyncClient(timeout=10) as client:
+                    redis.stop()
+                    with trio.fail_after(8):
+                        headers = await initialize(client, urls[0])
+                        r = await client.post(urls[0], headers=headers, json=call(1, "add", {"a": 1, "b": 2}))
+                        assert r.status_code == 200 and text(r.json()) == "3"
+                    redis.start()
+                    with trio.fail_after(10):  # (the store's connection comes back by itself)
+                        while True:
+                            r = await client.post(urls[0], headers=headers, json=call(2, "where"))
+                            if r.status_code != 503:
+                                break
+                            await trio.sleep(0.1)
+                    assert r.status_code == 200 and text(r.json()) == "w0", r.text
+                    r = await client.post(urls[1], headers=headers, json=call(3, "where"))
+                    assert r.status_code == 200 and text(r.json()) == "w1", r.text
+    finally:
+        redis.stop()
+
+
 async def test_a_replica_counts_against_the_session_table(store_url: str | None) -> None:
     async with workers(2, store_url=store_url, max_sessions=1) as (urls, _, _, _state):
         async with httpx.AsyncClient(timeout=5) as client:
