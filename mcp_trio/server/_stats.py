@@ -12,8 +12,10 @@ scrape of the metrics costs the same however many sessions are open.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
@@ -171,6 +173,46 @@ _METRICS = (
 )
 
 
+def _process_metrics() -> list[tuple[str, str, str, float]]:
+    """The process's own metrics under the names Prometheus clients use (Linux: from /proc;
+    elsewhere those it cannot read are left out)."""
+    found: list[tuple[str, str, str, float]] = []
+    try:
+        import resource
+    except ImportError:  # (not on a Unix)
+        return found
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = usage.ru_utime + usage.ru_stime
+    found.append(("process_cpu_seconds_total", "counter", "CPU time of the process, in seconds.", cpu))
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[1])
+        rss = pages * os.sysconf("SC_PAGE_SIZE")
+        found.append(("process_resident_memory_bytes", "gauge", "Resident memory, in bytes.", rss))
+        fds = len(os.listdir("/proc/self/fd"))
+        found.append(("process_open_fds", "gauge", "Open file descriptors.", fds))
+        ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
+        boot = next(
+            int(line.split()[1])
+            for line in Path("/proc/stat").read_text().splitlines()
+            if line.startswith("btime")
+        )
+        start = boot + ticks / os.sysconf("SC_CLK_TCK")
+        found.append(
+            (
+                "process_start_time_seconds",
+                "gauge",
+                "Start of the process, in seconds since the epoch.",
+                start,
+            )
+        )
+    except (OSError, ValueError, IndexError, StopIteration):
+        pass
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if soft != resource.RLIM_INFINITY:
+        found.append(("process_max_fds", "gauge", "The most file descriptors the process may open.", soft))
+    return found
+
+
 def prometheus_text(server: Server) -> str:
     """``server.statistics()`` in the Prometheus text exposition format (0.0.4).
 
@@ -180,7 +222,11 @@ def prometheus_text(server: Server) -> str:
     * ``mcp_sessions_open`` (gauge), ``mcp_sessions_total`` (counter),
     * ``mcp_requests_in_flight`` (gauge),
     * ``mcp_requests_total`` (counter), also labelled with its ``outcome``:
-      ``ok``, ``error`` or ``cancelled``.
+      ``ok``, ``error`` or ``cancelled``;
+
+    and the process's own, unlabelled (with a store: labelled with this
+    worker): ``process_cpu_seconds_total``, ``process_resident_memory_bytes``,
+    ``process_open_fds``, ``process_max_fds``, ``process_start_time_seconds``.
 
     A server sharing its sessions with other workers through a store
     (``serve_http(store=...)``, ``mcp-trio serve --workers``) lists every
@@ -195,6 +241,9 @@ def prometheus_text(server: Server) -> str:
         [(None, server.statistics().by_transport)] if shared is None else list(shared.by_worker().items())
     )
     lines: list[str] = []
+    for name, kind, text, value in _process_metrics():
+        where = "" if shared is None else f'{{worker="{shared.worker}"}}'
+        lines += [f"# HELP {name} {text}", f"# TYPE {name} {kind}", f"{name}{where} {value:.17g}"]
     for name, kind, text, fields in _METRICS:
         lines += [f"# HELP {name} {text}", f"# TYPE {name} {kind}"]
         for worker, stats in by_worker:
