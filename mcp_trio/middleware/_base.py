@@ -100,6 +100,13 @@ class RequestInfo(msgspec.Struct, frozen=True, kw_only=True):
             meta = self.params.get("_meta")
         return meta if isinstance(meta, dict) else {}
 
+    @property
+    def client(self) -> str | None:
+        """The client's network address as the transport knows it (over HTTP the peer's, or
+        the one trusted proxies name: ``forwarded_allow_ips``), or ``None`` (stdio, in memory)."""
+        channel = self.context.session.channel if self.context is not None else None
+        return channel.client if isinstance(channel, ChannelTraits) else None
+
     def session_key(self) -> Hashable:
         """What tells this request's session from the others: its session id,
         else the engine's session object (one connection: stdio, WebSocket,

@@ -1,13 +1,20 @@
-"""Rate limiting: a token bucket per session or per principal.
+"""Rate limiting: a token bucket per principal, client address or session.
 
 Rules:
 
-* Each key (a session, or a principal: whom the access token speaks for) has a
-  bucket of ``burst`` tokens, refilled at ``rate`` tokens a second; a request
-  takes one.  A request finding the bucket empty is refused with
-  ``-32029`` (by default; JSON-RPC 2.0 leaves -32000 to -32099 to the
-  implementation) whose message says in how many seconds to retry, and whose
-  ``data`` holds ``retryAfter`` (seconds).
+* Each key has a bucket of ``burst`` tokens, refilled at ``rate`` tokens a
+  second; a request takes one.  The key is, by default (``per="principal"``),
+  whom the access token speaks for, else the client's address (HTTP), else
+  the session (stdio, WebSocket, in memory): a key that holds in every
+  revision (a 2026-07-28 request, or one under ``--stateless``, is a session of
+  its own, so a bucket per session would hold nothing) and that a new session
+  does not reset.  ``per="address"`` keys on the address alone,
+  ``per="session"`` on the session.  Behind a reverse proxy every client has
+  the proxy's address unless the proxy is trusted (``forwarded_allow_ips``).
+* A request finding the bucket empty is refused with ``-32029`` (by default;
+  JSON-RPC 2.0 leaves -32000 to -32099 to the implementation) whose message
+  says in how many seconds to retry, and whose ``data`` holds ``retryAfter``
+  (seconds).
 * Memory is bounded: a bucket idle long enough to be full again is
   forgotten (a full bucket and a new one are the same), and at most
   ``max_keys`` buckets are kept (the least recently used go first).
@@ -32,15 +39,17 @@ RATE_LIMITED = -32029
 
 
 class RateLimit:
-    """A token bucket per session or per principal (see the module's rules).
+    """A token bucket per principal, client address or session (see the module's rules).
 
     Args:
         rate: Tokens added per second (the sustained requests per second).
         burst: The bucket's size (requests allowed at once after a pause).
-        per: ``"session"`` (the transport's session id, else the connection),
-            ``"principal"`` (the access token's issuer and subject behind a
-            protected HTTP endpoint; without one, the session), or a function
-            of the :class:`RequestInfo` returning the key.
+        per: ``"principal"`` (the default: the access token's issuer and
+            subject behind a protected endpoint; without one, the client's
+            address; without one, the session), ``"address"`` (the client's
+            address, else the session), ``"session"`` (the transport's session
+            id, else the connection), or a function of the
+            :class:`RequestInfo` returning the key.
         max_keys: Buckets kept at most.
         code: The error code of a refusal.
         methods: Limit only these methods (default: every request).
@@ -51,7 +60,7 @@ class RateLimit:
         rate: float,
         burst: int = 10,
         *,
-        per: Literal["session", "principal"] | Callable[[RequestInfo], Hashable] = "session",
+        per: Literal["principal", "address", "session"] | Callable[[RequestInfo], Hashable] = "principal",
         max_keys: int = 10_000,
         code: int = RATE_LIMITED,
         methods: frozenset[str] | set[str] | None = None,
@@ -62,8 +71,8 @@ class RateLimit:
             raise ValueError("burst must be at least 1")
         if max_keys < 1:
             raise ValueError("max_keys must be at least 1")
-        if per not in ("session", "principal") and not callable(per):
-            raise ValueError("per must be 'session', 'principal' or a function of the request")
+        if per not in ("principal", "address", "session") and not callable(per):
+            raise ValueError("per must be 'principal', 'address', 'session' or a function of the request")
         self.rate = float(rate)
         self.burst = burst
         self.per = per
@@ -79,10 +88,14 @@ class RateLimit:
         if per == "session":
             return ("session", request.session_key())
         if per == "principal":
-            auth = request.auth
+            auth = request.auth  # (an AccessToken behind a protected endpoint: any object may come)
             subject = getattr(auth, "subject", None)
             if subject is not None:
                 return ("principal", getattr(auth, "issuer", None), subject)
+        if per in ("principal", "address"):
+            client = request.client
+            if client is not None:
+                return ("address", client)
             return ("session", request.session_key())
         assert callable(per)
         return per(request)

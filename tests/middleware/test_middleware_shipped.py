@@ -255,6 +255,28 @@ async def test_every_shipped_middleware_over_http(caplog: pytest.LogCaptureFixtu
     assert timing.stats()["tools/call"].count == 5
 
 
+@pytest.mark.parametrize("version", ["2026-07-28", "2025-11-25"])
+async def test_rate_limit_holds_in_every_revision_and_across_sessions(version: str) -> None:
+    """The default key holds where a session does not: a 2026-07-28 request is a session of its
+    own, and a new session must not reset the bucket; without a token, the client's address."""
+    server = make_server(middleware=[RateLimit(rate=0.001, burst=2)])
+    with trio.fail_after(10):
+        async with serving(server) as url:
+            async with connect_http(url, versions=[version]) as first:
+                await first.call_tool("add", {"a": 1, "b": 2})
+            async with connect_http(url, versions=[version]) as second:  # a new session
+                await second.call_tool("add", {"a": 1, "b": 2})
+                with pytest.raises(McpError) as refused:
+                    await second.call_tool("add", {"a": 1, "b": 2})
+                assert refused.value.code == RATE_LIMITED
+    per_session = make_server(middleware=[RateLimit(rate=0.001, burst=1, per="session")])
+    with trio.fail_after(10):
+        async with serving(per_session) as url:
+            for _ in range(2):  # (2025-11-25: each session its own bucket)
+                async with connect_http(url, versions=["2025-11-25"]) as client:
+                    await client.call_tool("add", {"a": 1, "b": 2})
+
+
 async def test_rate_limit_per_principal_over_http() -> None:
     def lookup(token: str) -> AccessToken | None:
         return AccessToken(subject=token.split("-")[0], scopes=frozenset({"mcp"}))

@@ -58,6 +58,7 @@ stack: list[Middleware] = [
     AccessLog(logging.getLogger("mine")),
     timing,
     RateLimit(5.0, 10, per="principal"),
+    RateLimit(5.0, 10, per="address"),
     RateLimit(1.0, per=lambda request: request.session_id),
     ErrorTranslation({KeyError: -32602, ValueError: lambda exc: McpErrorFactory(exc)}),
     ResponseSizeLimit(1 << 20),
