@@ -14,7 +14,7 @@ import trio
 from mcp_trio import open_session, open_stdio_client
 from mcp_trio._cli import load_server, main
 from mcp_trio.types import _versions
-from tests._support.cli import HTTP_HEADERS, INIT, serving_everything_over_http
+from tests._support.cli import HTTP_HEADERS, INIT, serving_everything_over_http, session_headers
 from tests._support.doors import DOORS
 from tests._support.paths import ROOT
 
@@ -382,14 +382,7 @@ def test_serve_http_bounds_the_posts_of_a_session_in_flight() -> None:
         serving_everything_over_http("--max-posts-per-session", "1") as url,
         httpx2.Client(timeout=10) as client,
     ):
-        r = client.post(url, headers=HTTP_HEADERS, json=INIT)
-        headers = {
-            **HTTP_HEADERS,
-            "mcp-session-id": r.headers["mcp-session-id"],
-            "mcp-protocol-version": "2025-11-25",
-        }
-        initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-        assert client.post(url, headers=headers, json=initialized).status_code == 202
+        headers = session_headers(client, url)
         slow = {"name": "slow_compute", "arguments": {"seconds": 1.0}}
         first: list[int] = []
 
