@@ -28,7 +28,7 @@ import trio
 
 from .. import _jsonrpc as rpc
 from .._exceptions import McpError
-from ..transports._base import Authorizing, ChannelTraits, SharedSession
+from ..transports._base import Authorizing, SharedSession
 from ._base import CallNext, RequestInfo, Result
 
 __all__ = ["AccessLog", "ErrorTranslation", "MethodTiming", "ResponseSizeLimit", "Timing", "outcome_of"]
@@ -83,8 +83,8 @@ class AccessLog:
         session = request.session_id or "-"
         rid = "-" if request.request_id is None else request.request_id
         what = request.method if request.name is None else f"{request.method} {request.name}"
+        client = request.client
         channel = request.context.session.channel if request.context is not None else None
-        client = channel.client if isinstance(channel, ChannelTraits) else None
         owner = channel.principal if isinstance(channel, Authorizing) else None
         principal = None if owner is None else str(owner)
         worker = channel.worker if isinstance(channel, SharedSession) else None

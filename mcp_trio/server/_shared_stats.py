@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
+from dataclasses import astuple
 
 import msgspec
 import trio
@@ -66,17 +67,7 @@ class SharedStatistics:
 
     async def _publish(self) -> None:
         while True:
-            rows = {
-                transport: (
-                    s.sessions_open,
-                    s.sessions_total,
-                    s.requests_in_flight,
-                    s.requests_ok,
-                    s.requests_error,
-                    s.requests_cancelled,
-                )
-                for transport, s in self.statistics().by_transport.items()
-            }
+            rows = {transport: astuple(s) for transport, s in self.statistics().by_transport.items()}
             try:
                 await self.store.bus.publish(_CHANNEL, msgspec.json.encode(_Counts(self.worker, rows)))
             except StoreError as exc:

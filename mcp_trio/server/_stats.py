@@ -11,10 +11,11 @@ scrape of the metrics costs the same however many sessions are open.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING
@@ -142,17 +143,7 @@ class _Totals:
             )
             for transport, t in sorted(self.tallies.items())
         }
-        rows = [
-            (
-                t.sessions_open,
-                t.sessions_total,
-                t.requests_in_flight,
-                t.requests_ok,
-                t.requests_error,
-                t.requests_cancelled,
-            )
-            for t in by_transport.values()
-        ]
+        rows = [astuple(t) for t in by_transport.values()]
         s = [sum(column) for column in zip(*rows, strict=True)] if rows else [0] * 6
         return ServerStatistics(
             s[0], s[1], s[2], s[3], s[4], s[5], by_transport=MappingProxyType(by_transport)
@@ -173,6 +164,15 @@ _METRICS = (
 )
 
 
+@functools.cache
+def _process_start() -> float:
+    """When this process started (seconds since the epoch), from /proc: read once."""
+    ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
+    stat = Path("/proc/stat").read_text().splitlines()
+    boot = next(int(line.split()[1]) for line in stat if line.startswith("btime"))
+    return boot + ticks / os.sysconf("SC_CLK_TCK")
+
+
 def _process_metrics() -> list[tuple[str, str, str, float]]:
     """The process's own metrics under the names Prometheus clients use (Linux: from /proc;
     elsewhere those it cannot read are left out)."""
@@ -190,13 +190,7 @@ def _process_metrics() -> list[tuple[str, str, str, float]]:
         found.append(("process_resident_memory_bytes", "gauge", "Resident memory, in bytes.", rss))
         fds = len(os.listdir("/proc/self/fd"))
         found.append(("process_open_fds", "gauge", "Open file descriptors.", fds))
-        ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
-        boot = next(
-            int(line.split()[1])
-            for line in Path("/proc/stat").read_text().splitlines()
-            if line.startswith("btime")
-        )
-        start = boot + ticks / os.sysconf("SC_CLK_TCK")
+        start = _process_start()
         found.append(
             (
                 "process_start_time_seconds",
