@@ -252,6 +252,37 @@ def test_core_has_no_async_code() -> None:
         assert not bad, f"{path}: async def in the sans-IO core: {bad}"
 
 
+#: Modules that decide without I/O, with everything they import: never trio, never async.
+SANS_IO = ("mcp_trio.transports.http._planner",)
+
+
+def test_the_sans_io_modules_stay_sans_io() -> None:
+    """The HTTP planner (like ``_core``) runs no I/O: no module it imports, however indirectly,
+    imports trio or a web server's package, or defines a coroutine."""
+    by_name = {module_name(p): p for p in SOURCES}
+    for root in SANS_IO:
+        seen, todo = set(), [root]
+        while todo:
+            module = todo.pop()
+            if module in seen:
+                continue
+            seen.add(module)
+            path = by_name[module]
+            tree = ast.parse(path.read_text())
+            coroutines = [n.name for n in ast.walk(tree) if isinstance(n, ast.AsyncFunctionDef)]
+            assert not coroutines, f"{module} (imported by {root}): async def {coroutines}"
+            for name, top in imports_of(path):
+                if not top:
+                    continue
+                if name.split(".")[0] == "mcp_trio":
+                    todo.append(_resolve_internal(name))
+                else:
+                    assert name.split(".")[0] in STDLIB | {"msgspec"}, (
+                        f"{module} (imported by {root}) imports {name}"
+                    )
+        assert len(seen) > 3, seen  # it did follow the imports
+
+
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     """Strongly connected components with more than one module (Tarjan)."""
     index: dict[str, int] = {}
@@ -481,7 +512,7 @@ OVERSIZED: dict[str, int] = {
     "mcp_trio.server._server.Server": 1173,
     "mcp_trio.transports.http.client.HTTPClientChannel": 938,
     "mcp_trio.transports.http._client_exchanges._ExchangeMixin": 777,
-    "mcp_trio.transports.http._streamable.StreamableHTTP": 627,
+    "mcp_trio.transports.http._streamable.StreamableHTTP": 577,
     "mcp_trio.transports.http._shared.Sharing": 575,
     "mcp_trio.client._client.Client": 557,
     "mcp_trio.fuzzing._stdio_fuzz_server.StdioFuzzServer": 551,

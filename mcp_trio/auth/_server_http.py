@@ -13,8 +13,8 @@ import urllib.parse
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ..transports.http._replies import _Reply, _send_reply
-from ..transports.http._request import Responder
+from ..transports.http._replies import _Reply
+from ..transports.http._request import Responder, _send_reply
 
 __all__ = ["FormError", "challenge", "parse_form", "send", "send_json"]
 

@@ -35,8 +35,8 @@ from typing import TYPE_CHECKING, TypeAlias, TypeVar, cast
 import msgspec
 import trio
 
-from ..transports.http._replies import _Reply, _send_reply
-from ..transports.http._request import Handler, HostGuard, HttpRequest, Responder
+from ..transports.http._replies import _Reply
+from ..transports.http._request import Handler, HostGuard, HttpRequest, Responder, _send_reply
 from ._context import _thread_for
 from ._stats import prometheus_text
 

@@ -1,8 +1,8 @@
 """Plain replies of the HTTP endpoints and front doors, and just enough
-JSON-RPC parsing to route a body.
+JSON-RPC parsing to route a body.  No I/O here (the planner builds on it).
 
 A :class:`_Reply` is a whole response (status, body, headers) that
-:func:`_send_reply` sends with its ``content-length``; :func:`_error_reply`
+``_request._send_reply`` sends with its ``content-length``; :func:`_error_reply`
 makes one with a JSON-RPC error body.  :func:`_peek_body` reads a POST body
 as :class:`_Message` (or a batch of them), or the 400 parse error.
 """
@@ -10,16 +10,12 @@ as :class:`_Message` (or a batch of them), or the 400 parse error.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 import msgspec
-import trio
 
 from ... import _jsonrpc as rpc
 from ...types import _versions
-
-if TYPE_CHECKING:
-    from ._request import Responder
 
 _SSE_HEADERS = [("content-type", "text/event-stream"), ("cache-control", "no-cache, no-transform")]
 #: Why a request with both ``Content-Length`` and ``Transfer-Encoding`` is
@@ -134,30 +130,7 @@ def _peek_body(body: bytes) -> _Message | list[_BatchMember] | _Reply:
     return peeked
 
 
-async def _send_reply(responder: Responder, reply: _Reply) -> None:
-    headers = list(reply.headers)
-    headers.append(("content-length", str(len(reply.body))))
-    try:
-        await responder.start(reply.status, headers)
-        if reply.body:
-            await responder.send(reply.body)
-        await responder.end()
-    except (trio.BrokenResourceError, trio.ClosedResourceError):
-        pass
-
-
 _META_VERSION = "io.modelcontextprotocol/protocolVersion"
-_KIND_SLICE = 2048  # batch members classified between two checkpoints
-
-
-async def _kinds(messages: list[_Message | _BatchMember]) -> list[str]:
-    """The kind of each message; a large batch's a slice at a time, other tasks
-    running in between (the engine reads its members the same way)."""
-    kinds = [m.kind for m in messages[:_KIND_SLICE]]
-    for start in range(_KIND_SLICE, len(messages), _KIND_SLICE):
-        await trio.lowlevel.checkpoint()
-        kinds += [m.kind for m in messages[start : start + _KIND_SLICE]]
-    return kinds
 
 
 def _refuse_batch(peeked: _Message | list[_BatchMember], version: str | None) -> _Reply | None:

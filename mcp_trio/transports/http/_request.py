@@ -250,6 +250,18 @@ class Responder(Protocol):
 # ------------------------------------------------------------ front doors
 
 
+async def _send_reply(responder: Responder, reply: _Reply) -> None:
+    headers = list(reply.headers)
+    headers.append(("content-length", str(len(reply.body))))
+    try:
+        await responder.start(reply.status, headers)
+        if reply.body:
+            await responder.send(reply.body)
+        await responder.end()
+    except (trio.BrokenResourceError, trio.ClosedResourceError):
+        pass
+
+
 def _declared_length(headers: Sequence[tuple[str, str]]) -> int | None:
     """The ``content-length`` a response declares, if any."""
     for name, value in headers:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from ...store import StoreError
+from ._planner import DEFAULT_VERSION, refuse_get_accept, stream_key
 from ._replies import _SSE_HEADERS, _error_reply, _Reply, _unconfirmed_end
 from ._request import HttpRequest, Responder, StreamSlots, _Slot
 from ._shared import take_session
@@ -24,8 +25,6 @@ if TYPE_CHECKING:
     from ._table import SessionTable
 
 log = logging.getLogger("mcp_trio.http")
-
-_DEFAULT_VERSION = "2025-03-26"  # assumed when MCP-Protocol-Version is absent
 
 
 class _StreamsAndEnd:
@@ -50,8 +49,9 @@ class _StreamsAndEnd:
         ) -> None: ...
 
     async def _get(self, request: HttpRequest, responder: Responder) -> _Reply | None:
-        if "text/event-stream" not in request.headers.get("accept", ""):
-            return _error_reply(406, "Not Acceptable: Accept must list text/event-stream")
+        problem = refuse_get_accept(request.headers)
+        if problem is not None:
+            return problem
         found = self._session_for(request)
         sharing = self.sharing
         if sharing is not None:
@@ -60,7 +60,7 @@ class _StreamsAndEnd:
             return found
         session = found
         last_event_id = request.headers.get("last-event-id")
-        key = last_event_id.partition(".")[0] if last_event_id else "0"
+        key = stream_key(last_event_id)
         stream = session.get_stream if key == "0" else session.streams.get(key)
         if stream is not None and stream.attached:
             return _error_reply(409, "Conflict: that stream is already connected")
@@ -88,7 +88,7 @@ class _StreamsAndEnd:
                 backlog = list(session.backlog or ())
                 session.backlog = None
         if stream is not None and not last_event_id:
-            self._reserve_prime(session, stream, session.version or _DEFAULT_VERSION)
+            self._reserve_prime(session, stream, session.version or DEFAULT_VERSION)
         replayed: list[tuple[str, bytes]] = []
         try:
             if sharing is not None and stream is not None and key == "0":
@@ -106,7 +106,7 @@ class _StreamsAndEnd:
             session.touch()
             await responder.start(200, _SSE_HEADERS)
             if stream is not None and not last_event_id:
-                await self._prime(session, stream, responder, session.version or _DEFAULT_VERSION)
+                await self._prime(session, stream, responder, session.version or DEFAULT_VERSION)
             sent = set()
             for event_id, data in replayed:
                 sent.add(event_id)

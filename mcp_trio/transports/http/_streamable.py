@@ -5,9 +5,11 @@ interfaces, :class:`HttpRequest` and :class:`Responder`; front doors adapt a
 real server to them (:class:`ASGIApp` for hypercorn or any ASGI server).
 Every MCP session is a :class:`~mcp_trio.transports.MessageChannel` served by
 the ``serve_session`` callable given at construction, in a nursery this
-object owns (so nothing outlives :meth:`StreamableHTTP.run`).
+object owns (so nothing outlives :meth:`StreamableHTTP.run`).  What a
+request calls for is decided by :mod:`._planner` (its module docstring has
+every request rule, in the order they apply); this class runs the plans.
 
-Rules:
+What it does, in short:
 
 * ``POST`` carries one JSON-RPC message (or a batch in 2025-03-26; in any
   other revision a batch gets 400 with one -32600 of id ``null``).  Only
@@ -66,27 +68,29 @@ from typing import Any
 
 import trio
 
-from ... import _jsonrpc as rpc
 from ...store import Store
 from ...types import _versions
 from .._base import Frame
 from ._events import DEFAULT_EVENT_STORE_BYTES, EventStore, InMemoryEventStore
-from ._headers import Annotations, check_request_headers
+from ._headers import Annotations
+from ._planner import (
+    PostPlan,
+    messages_of,
+    plan_answer,
+    plan_post,
+    refuse_accept,
+    refuse_method,
+    session_id_of,
+)
 from ._replies import (
     _SSE_HEADERS,
     _BatchMember,
-    _error_reply,
     _is_response,
-    _kinds,
     _Message,
-    _modern_version,
-    _refuse_batch,
     _Reply,
-    _send_reply,
     _session_ended,
 )
 from ._request import (
-    _HEADER_SESSION,
     DEFAULT_ALLOWED_HOSTS,
     DEFAULT_MAX_STREAMS_PER_CLIENT,
     DEFAULT_MAX_STREAMS_TOTAL,
@@ -97,6 +101,7 @@ from ._request import (
     StreamSlots,
     ToolHeaderSource,
     _Endpoint,
+    _send_reply,
 )
 from ._shared import Sharing
 from ._sse import encode_event
@@ -115,13 +120,24 @@ from ._table import SessionTable
 
 log = logging.getLogger("mcp_trio.http")
 
-_DEFAULT_VERSION = "2025-03-26"  # assumed when MCP-Protocol-Version is absent
 _FIRST_PRIMING = "2025-11-25"
-_HEADER_VERSION = "mcp-protocol-version"
 #: How often idle handler tasks are swept away: a session keeps its handler task
 #: between requests (no task started per request) until it has had none for this
 #: long to twice this long (see _sweep_idle_handlers).
 _IDLE_HANDLER_SWEEP = 2.0
+
+
+_KIND_SLICE = 2048  # batch members classified between two checkpoints
+
+
+async def _kinds(messages: list[_Message | _BatchMember]) -> list[str]:
+    """The kind of each message; a large batch's a slice at a time, other tasks
+    running in between (the engine reads its members the same way)."""
+    kinds = [m.kind for m in messages[:_KIND_SLICE]]
+    for start in range(_KIND_SLICE, len(messages), _KIND_SLICE):
+        await trio.lowlevel.checkpoint()
+        kinds += [m.kind for m in messages[start : start + _KIND_SLICE]]
+    return kinds
 
 
 class StreamableHTTP(_StreamsAndEnd, _Endpoint):
@@ -333,38 +349,25 @@ class StreamableHTTP(_StreamsAndEnd, _Endpoint):
 
     async def handle(self, request: HttpRequest, responder: Responder) -> None:
         """Answer one HTTP request on the MCP endpoint."""
-        problem = self.guard.check(request)
+        problem = self.guard.check(request) or refuse_method(request.method, self.stateless)
         try:
             if problem is None:
                 if request.method == "POST":
                     problem = await self._post(request, responder)
-                elif self.stateless and request.method in ("GET", "DELETE"):
-                    problem = _Reply(405, headers=[("allow", "POST")])
                 elif request.method == "GET":
                     problem = await self._get(request, responder)
-                elif request.method == "DELETE":
-                    problem = await self._delete(request)
                 else:
-                    problem = _Reply(405, headers=[("allow", "GET, POST, DELETE")])
+                    problem = await self._delete(request)
             if problem is not None:
                 await _send_reply(responder, problem)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             log.debug("the client left before its answer was complete")
 
-    def _check_version(self, request: HttpRequest) -> _Reply | None:
-        version = request.headers.get(_HEADER_VERSION)
-        if version is not None and version not in self.versions:
-            return _error_reply(400, f"Unsupported MCP-Protocol-Version: {version!r}")
-        return None
-
     def _session_for(self, request: HttpRequest) -> _HttpSession | _Reply:
         """The session a request names, or the reply refusing it (bad version, no or unknown id)."""
-        problem = self._check_version(request)
-        if problem is not None:
-            return problem
-        session_id = request.headers.get(_HEADER_SESSION)
-        if session_id is None:
-            return _error_reply(400, "Bad Request: Mcp-Session-Id header is required")
+        session_id = session_id_of(request.headers, self.versions)
+        if isinstance(session_id, _Reply):
+            return session_id
         session = self.sessions.get(session_id)
         if session is None or session.closed or session.principal != request.principal:
             return _session_ended()  # another principal's session does not exist for this one
@@ -372,76 +375,45 @@ class StreamableHTTP(_StreamsAndEnd, _Endpoint):
         return session
 
     async def _post(self, request: HttpRequest, responder: Responder) -> _Reply | None:
-        accept = request.headers.get("accept", "")
-        if (
-            "application/json" not in accept
-            and "*/*" not in accept
-            or ("text/event-stream" not in accept and "*/*" not in accept)
-        ):
-            return _error_reply(
-                406, "Not Acceptable: Accept must list application/json and text/event-stream"
-            )
-        peeked = self._json_body(request)
+        """Carry out what :func:`plan_post` and :func:`plan_answer` decide (see :mod:`._planner`)."""
+        peeked = refuse_accept(request.headers) or self._json_body(request)
         if isinstance(peeked, _Reply):
             return peeked
-        messages: list[_Message | _BatchMember] = [*peeked] if isinstance(peeked, list) else [peeked]
-        if not messages:
-            return _error_reply(400, "Invalid Request: empty batch")
+        messages = messages_of(peeked)
+        if isinstance(messages, _Reply):
+            return messages
         kinds = [messages[0].kind] if len(messages) == 1 else await _kinds(messages)
-        if "invalid" in kinds:
-            return _error_reply(400, "Invalid Request: not a JSON-RPC request, notification or response")
-        requests = [m for m, kind in zip(messages, kinds, strict=True) if kind == "request"]
-        is_initialize = any([m.method == "initialize" for m in requests])
-        single = len(messages) == 1 and len(requests) == 1
-        modern_version = _modern_version(requests[0]) if single else None
-        header_version = request.headers.get(_HEADER_VERSION)
-        # A stateless request names its version in _meta; one that names a
-        # stateless version only in the header is a stateless request with bad _meta.
-        modern = modern_version is not None or (
-            single and header_version is not None and _versions.is_stateless(header_version)
+        plan = plan_post(
+            request,
+            peeked,
+            messages,
+            kinds,
+            versions=self.versions,
+            stateless=self.stateless,
+            tool_headers=self.tool_headers,
         )
-
-        if modern_version is not None:
-            request_msg = requests[0]
-            mismatch = check_request_headers(
-                request.headers, request_msg.method, request_msg.params, modern_version, self.tool_headers
-            )
-            if mismatch is not None:
-                return _error_reply(
-                    400, f"Header mismatch: {mismatch}", code=rpc.HEADER_MISMATCH, id=request_msg.id
-                )
+        del peeked, kinds
+        if isinstance(plan, _Reply):
+            return plan
         reply_headers: list[tuple[str, str]] = []
-        if modern and _HEADER_SESSION not in request.headers:
+        if plan.target == "modern":
             session = _HttpSession(self, None, request)
-            session.version = modern_version or header_version
+            session.version = plan.version
             session.expect_modern = True
             self._start_session(session)
-        elif self.stateless:
-            problem = self._check_version(request)
-            if problem is not None:
-                return problem
-            if not requests:
-                return _Reply(202)  # no session: nothing can be waiting for them
-            if is_initialize and len(messages) > 1:
-                return _error_reply(400, "Invalid Request: initialize must not be part of a batch")
-            assumed = None if is_initialize else request.headers.get(_HEADER_VERSION) or _DEFAULT_VERSION
-            refused = _refuse_batch(peeked, assumed)
-            if refused is not None:
-                return refused
+        elif plan.target == "stateless":
             session = _HttpSession(self, None, request)
-            session.assumed_version = assumed
+            session.assumed_version = plan.version
             self._start_session(session)
-        elif is_initialize:
-            if len(messages) > 1:
-                return _error_reply(400, "Invalid Request: initialize must not be part of a batch")
+        elif plan.target == "initialize":
             refused = self.table.make_room(request.client)
             if refused is not None:
                 return refused
             session = _HttpSession(self, secrets.token_urlsafe(32), request)
             assert session.id is not None
             self.table.add(session)
-            if self.sharing is not None and isinstance(requests[0].params, dict):
-                session.init_params = requests[0].params  # for its record (see _answer_post)
+            if self.sharing is not None:
+                session.init_params = plan.init_params()  # for its record (see _answer_post)
             self._start_session(session)
             reply_headers.append(("mcp-session-id", session.id))
         else:
@@ -451,69 +423,43 @@ class StreamableHTTP(_StreamsAndEnd, _Endpoint):
             if isinstance(found, _Reply):
                 return found
             session = found
-            refused = _refuse_batch(peeked, session.version)
+            refused = plan.refuse_batch(session.version)
             if refused is not None:
                 return refused
 
         body = request.body
-        if self.sharing is not None and session.id is not None and len(messages) > 1:
-            left = self.sharing.route_batch(session, messages, body)  # (answers for other workers)
+        if self.sharing is not None and session.id is not None and len(plan.messages) > 1:
+            left = self.sharing.route_batch(session, plan.messages, body)  # (answers for other workers)
             if left is None:
                 session.touch()
                 return _Reply(202, headers=reply_headers)
             body = left
-
-        for m in messages:
-            if m.method == "notifications/cancelled" and isinstance(m.params, dict):
-                # The cancelled request gets no answer; its stream ends here.
-                request_id = m.params.get("requestId")
-                if request_id in session.by_request:
-                    session.finish(request_id)
-
-        if not requests:
-            session.touch()
-            if self.sharing is not None and session.id is not None and len(messages) == 1:
-                if messages[0].method == "notifications/initialized" and session.restored is not None:
-                    await self.sharing.initialized_elsewhere(session, body)  # (for the first worker)
-                    return _Reply(202, headers=reply_headers)
-                if self.sharing.route(session, messages[0], body):
-                    return _Reply(202, headers=reply_headers)  # for another worker's handler
-            try:
-                await session.put(Frame(body))
-            except trio.ClosedResourceError:
-                return _session_ended()
-            if session.id is None:
-                session.close_nowait()
-            return _Reply(202, headers=reply_headers)
-        ids = {m.id for m in requests}
-        if len(ids) != len(requests):
-            return _error_reply(400, "Invalid Request: two requests of the batch share an id")
-        if not session.by_request.keys().isdisjoint(ids):
-            return _error_reply(400, "Invalid Request: a request with this id is already in progress")
-        if len([s for s in session.streams.values() if s.pending]) >= self.max_streams:
-            return _error_reply(429, "Too many requests in flight in this session")
+        for request_id in plan.cancelled():
+            if request_id in session.by_request:
+                session.finish(request_id)  # the cancelled request gets no answer; its stream ends here
+        if not plan.requests:
+            return await self._notify(session, plan, body, reply_headers)
+        version = plan_answer(
+            plan,
+            session_version=session.version,
+            in_progress=session.by_request.keys(),
+            pending_streams=len([s for s in session.streams.values() if s.pending]),
+            max_streams=self.max_streams,
+        )
+        if isinstance(version, _Reply):
+            return version
+        ids = {m.id for m in plan.requests}
         stream = session.new_stream(ids)
         stream.attached = True
         session.touch()  # no idle expiry while the POST is open
         if request.auth is not None:
             session.auth.update(dict.fromkeys(ids, request.auth))
-        version = (
-            modern_version
-            or (
-                requests[0].params.get("protocolVersion")
-                if is_initialize and isinstance(requests[0].params, dict)
-                else None
-            )
-            or session.version  # negotiated: it decides, whatever the header says
-            or request.headers.get(_HEADER_VERSION)
-            or _DEFAULT_VERSION
-        )
-        if is_initialize and isinstance(version, str):
+        if plan.is_initialize and isinstance(version, str):
             session.version = version  # until the answer names the negotiated one
-            session.initialize_id = requests[0].id
+            session.initialize_id = plan.requests[0].id
         # What was peeked at is not kept while the POST is answered (a large batch's would be
         # as large as its body again).
-        del peeked, messages, kinds, requests
+        del plan, messages
         try:
             self._reserve_prime(session, stream, str(version))
             try:
@@ -529,6 +475,26 @@ class StreamableHTTP(_StreamsAndEnd, _Endpoint):
                 session.close_nowait()
             session.touch()
         return None
+
+    async def _notify(
+        self, session: _HttpSession, plan: PostPlan, body: bytes, headers: list[tuple[str, str]]
+    ) -> _Reply:
+        """Hand over a ``POST`` of notifications and responses alone: 202 (rule 6)."""
+        session.touch()
+        sharing = self.sharing
+        if sharing is not None and session.id is not None and len(plan.messages) == 1:
+            if plan.messages[0].method == "notifications/initialized" and session.restored is not None:
+                await sharing.initialized_elsewhere(session, body)  # (for the first worker)
+                return _Reply(202, headers=headers)
+            if sharing.route(session, plan.messages[0], body):
+                return _Reply(202, headers=headers)  # for another worker's handler
+        try:
+            await session.put(Frame(body))
+        except trio.ClosedResourceError:
+            return _session_ended()
+        if session.id is None:
+            session.close_nowait()
+        return _Reply(202, headers=headers)
 
     async def _answer_post(
         self,

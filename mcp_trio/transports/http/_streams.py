@@ -33,8 +33,8 @@ from .._base import (
     RequestId,
     SharedSession,
 )
-from ._replies import _ERROR_STATUS, _SSE_HEADERS, _peek, _Reply, _send_reply
-from ._request import HttpRequest, Responder, Wakeup
+from ._replies import _ERROR_STATUS, _SSE_HEADERS, _peek, _Reply
+from ._request import HttpRequest, Responder, Wakeup, _send_reply
 from ._sse import encode_event, encode_retry
 
 if TYPE_CHECKING:

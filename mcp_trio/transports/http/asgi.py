@@ -21,7 +21,7 @@ from ...types import _versions
 from ._compat_hypercorn import next_message
 from ._forwarded import TrustedProxies
 from ._gate import DEFAULT_MAX_CONNECTIONS, ConnectionGate, TimedStream, listener_url, open_listeners
-from ._replies import _BOTH_LENGTHS, _error_reply, _peek_body, _Reply, _send_reply
+from ._replies import _BOTH_LENGTHS, _error_reply, _peek_body, _Reply
 from ._request import (
     _LINGER_BYTES,
     _LINGER_SECONDS,
@@ -29,6 +29,7 @@ from ._request import (
     HttpRequest,
     _declared_length,
     _routes,
+    _send_reply,
 )
 
 __all__ = ["ASGIApp", "serve_hypercorn"]

@@ -32,8 +32,8 @@ from ._gate import (
     server_ssl_context,
 )
 from ._h11_responder import _H11Responder
-from ._replies import _BOTH_LENGTHS, _Reply, _send_reply
-from ._request import _LINGER_BYTES, _LINGER_SECONDS, Handler, HttpRequest, Wakeup, _routes
+from ._replies import _BOTH_LENGTHS, _Reply
+from ._request import _LINGER_BYTES, _LINGER_SECONDS, Handler, HttpRequest, Wakeup, _routes, _send_reply
 
 __all__ = ["serve_h11", "server_ssl_context"]
 

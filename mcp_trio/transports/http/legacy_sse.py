@@ -53,7 +53,6 @@ from ._replies import (
     _Message,
     _peek_body,
     _Reply,
-    _send_reply,
 )
 from ._request import (
     DEFAULT_ALLOWED_HOSTS,
@@ -62,6 +61,7 @@ from ._request import (
     ServeSession,
     StreamSlots,
     _Endpoint,
+    _send_reply,
 )
 from ._sse import encode_comment, encode_event
 
