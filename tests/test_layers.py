@@ -63,7 +63,7 @@ THIRD_PARTY: dict[str, set[str]] = {
     # the ``redis`` extra: only open_store reaches this module, inside the function
     "mcp_trio.store._redis": {"msgspec", "trio", "coredis", "anyio"},
     # the ``fast`` extra: only the lean door's parser="httptools" reaches this module, inside a function
-    "mcp_trio.transports.http._llhttp": {"h11", "httptools"},
+    "mcp_trio.transports.http.doors._httptools": {"h11", "httptools"},
     "mcp_trio._exceptions": set(),
     "mcp_trio.server._uritemplate": set(),
     "mcp_trio.server._cursor": set(),
@@ -253,7 +253,7 @@ def test_core_has_no_async_code() -> None:
 
 
 #: Modules that decide without I/O, with everything they import: never trio, never async.
-SANS_IO = ("mcp_trio.transports.http._planner",)
+SANS_IO = ("mcp_trio.transports.http.server._planner",)
 
 
 def test_the_sans_io_modules_stay_sans_io() -> None:
@@ -511,16 +511,16 @@ OVERSIZED: dict[str, int] = {
     "mcp_trio._engine._session.Session": 1174,
     "mcp_trio.server._server.Server": 1173,
     "mcp_trio.transports.http.client.HTTPClientChannel": 938,
-    "mcp_trio.transports.http._client_exchanges._ExchangeMixin": 777,
-    "mcp_trio.transports.http._streamable.StreamableHTTP": 577,
-    "mcp_trio.transports.http._shared.Sharing": 575,
+    "mcp_trio.transports.http.client._exchanges._ExchangeMixin": 777,
+    "mcp_trio.transports.http.server._endpoint.StreamableHTTP": 577,
+    "mcp_trio.transports.http.server._sharing.Sharing": 575,
     "mcp_trio.client._client.Client": 557,
     "mcp_trio.fuzzing._stdio_fuzz_server.StdioFuzzServer": 551,
-    "mcp_trio.transports.http._streams._HttpSession": 517,
+    "mcp_trio.transports.http.server._streams._HttpSession": 517,
     "mcp_trio.server._tasks.TaskManager": 509,
     "mcp_trio._core._requests._Requests": 443,
     "mcp_trio.transports.websocket._wsproto_channel._WsprotoChannel": 428,
-    "mcp_trio.transports.http._client_session._SessionMixin": 426,
+    "mcp_trio.transports.http.client._lifecycle._SessionMixin": 426,
     "mcp_trio._engine._handlers._Handlers": 420,
     "mcp_trio._core._incoming._Incoming": 418,
     "examples.authorization_server._server.AuthorizationServer": 938,

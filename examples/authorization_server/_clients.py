@@ -19,7 +19,7 @@ from typing import Any
 
 from mcp_trio.auth import _metadata as md
 from mcp_trio.auth._server_http import NO_STORE, first
-from mcp_trio.transports.http._http11 import Failure
+from mcp_trio.transports.http.client._http11 import Failure
 from mcp_trio.transports.http.server import HttpRequest
 
 from ._base import _ServerBase

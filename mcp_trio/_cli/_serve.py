@@ -18,6 +18,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from .._version import __version__
+from ..transports.http.doors import FRONT_DOORS
 from ._config import ConfigError, layered, resolve
 from ._deploy import add_deploy_arguments, guard_options, tls_options
 from ._shutdown import serve_until_signalled
@@ -100,7 +101,7 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--front-door",
-        choices=("h11", "httptools", "hypercorn"),
+        choices=FRONT_DOORS,
         default="h11",
         help="HTTP server: the lean HTTP/1.1 one on h11 (default), the same parsing with llhttp "
         "(httptools: less CPU per request, needs pip install 'mcp-trio[fast]') or hypercorn "
@@ -439,7 +440,7 @@ def _parse_host_port(text: str, option: str = "--http") -> tuple[str, int]:
 def _fit_open_files(options: dict[str, Any]) -> None:
     """Raise the process's limit on open files to its hard limit, and lower the door's
     ``max_connections`` in ``options`` to what it allows (with a warning)."""
-    from ..transports.http._gate import DEFAULT_MAX_CONNECTIONS
+    from ..transports.http.doors._gate import DEFAULT_MAX_CONNECTIONS
 
     wanted = options.get("max_connections", DEFAULT_MAX_CONNECTIONS)
     allowed = connections_within_open_files(wanted, raise_open_files_limit())
@@ -627,7 +628,7 @@ def _serving(args: argparse.Namespace) -> Callable[[Any, GracefulShutdown], Awai
     if args.metrics_token is not None and (args.metrics_path is None or not args.metrics_token):
         raise _ServeError("--metrics-token needs --metrics-path, and must not be empty")
     if args.forwarded_allow_ips is not None:
-        from ..transports.http._forwarded import TrustedProxies
+        from ..transports.http.doors._forwarded import TrustedProxies
 
         try:
             TrustedProxies(args.forwarded_allow_ips)

@@ -4,7 +4,7 @@
 small supervisor that restarts a worker that dies and stops them all on SIGINT / SIGTERM.
 
 How the port is shared: every worker opens its own listening socket on the same address with
-``SO_REUSEPORT`` (:func:`mcp_trio.transports.http._gate.open_listeners`), and the kernel spreads
+``SO_REUSEPORT`` (:func:`mcp_trio.transports.http.doors._gate.open_listeners`), and the kernel spreads
 new connections among the workers listening (by a hash of the connection's addresses), with no
 process waking for a connection another one takes.  The supervisor binds first, with
 ``SO_REUSEPORT`` too but without listening: that learns the port when it is 0 (the workers are

@@ -25,7 +25,7 @@ from typing import TypeVar
 
 import msgspec
 
-from ..transports.http._http11 import Failure
+from ..transports.http.client._http11 import Failure
 from ._client_http import HttpReply, OAuthHttp, same_origin
 from ._metadata import (
     AuthorizationServerMetadata,

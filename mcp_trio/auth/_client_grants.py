@@ -21,7 +21,7 @@ import urllib.parse
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Protocol
 
-from ..transports.http._http11 import Failure
+from ..transports.http.client._http11 import Failure
 from ._client_discovery import (
     AuthorizationError,
     Discovery,

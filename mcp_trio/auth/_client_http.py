@@ -3,11 +3,11 @@ documents, client registration, token requests, and a headless walk to the
 authorization endpoint.
 
 They go through the project's own HTTP/1.1 client
-(:mod:`mcp_trio.transports.http._http11`), one short-lived connection each (these
+(:mod:`mcp_trio.transports.http.client._http11`), one short-lived connection each (these
 requests are rare, and the servers are often different origins), with every
 read bounded: response size, time, and the number of redirects followed.  They
 honour ``HTTP_PROXY`` / ``HTTPS_PROXY`` / ``NO_PROXY`` as the MCP channel does
-(:mod:`mcp_trio.transports.http._proxy`).
+(:mod:`mcp_trio.transports.http.client._proxy`).
 
 The OAuth client's requests also pass a :class:`UrlGuard` (the MCP security
 best practices on SSRF): the URLs come from servers, and a hostile one must
@@ -27,8 +27,8 @@ from typing import Any
 import trio
 
 from .._version import __version__
-from ..transports.http._http11 import Failure, Pool, Target
-from ..transports.http._proxy import choose_proxy
+from ..transports.http.client._http11 import Failure, Pool, Target
+from ..transports.http.client._proxy import choose_proxy
 
 __all__ = ["HttpReply", "OAuthHttp", "UrlGuard"]
 

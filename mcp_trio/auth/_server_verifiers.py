@@ -26,7 +26,7 @@ from typing import Any, Protocol
 
 import trio
 
-from ..transports.http._http11 import Failure
+from ..transports.http.client._http11 import Failure
 from . import _metadata as md
 from ._client_http import OAuthHttp
 from ._jose import require_jwt

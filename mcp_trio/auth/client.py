@@ -53,7 +53,7 @@ from collections.abc import Mapping
 import msgspec
 import trio
 
-from ..transports.http._http11 import Failure
+from ..transports.http.client._http11 import Failure
 from ._client_discovery import AuthorizationError, Discovery, _error_text, discover
 from ._client_discovery import discover_authorization_server as discover_authorization_server
 from ._client_discovery import discover_resource as discover_resource

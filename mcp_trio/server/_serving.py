@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any, cast
 import trio
 
 from ..transports._base import MessageChannel
-from ..transports.http._gate import DEFAULT_MAX_CONNECTIONS
+from ..transports.http.doors import FRONT_DOORS
+from ..transports.http.doors._gate import DEFAULT_MAX_CONNECTIONS
 from ..transports.stdio import open_stdio_server_channel
 from ._fanout import Fanout
 from ._routes import Route, RouteHandler, http_routes, route_handlers, route_threads_limiter
@@ -124,10 +125,10 @@ class _ServingMixin:
             server_ssl_context,
         )
 
-        if front_door not in ("h11", "httptools", "hypercorn"):
-            raise ValueError("front_door must be 'h11', 'httptools' or 'hypercorn'")
+        if front_door not in FRONT_DOORS:
+            raise ValueError(f"front_door must be one of {', '.join(map(repr, FRONT_DOORS))}")
         if front_door == "httptools":
-            from ..transports.http import _llhttp  # noqa: F401  (a missing extra fails here, named)
+            from ..transports.http.doors import _httptools as _llhttp  # noqa: F401  (a missing extra fails here, named)
         reserved = {path.rstrip("/") or "/": "the MCP endpoint"}
         if legacy_sse:
             reserved.update(dict.fromkeys(("/sse", "/messages"), "the legacy HTTP+SSE endpoints"))

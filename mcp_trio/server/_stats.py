@@ -39,7 +39,7 @@ log = logging.getLogger("mcp_trio.server")
 _TRANSPORTS = {
     "mcp_trio.transports.stdio": "stdio",
     "mcp_trio.transports.memory": "memory",
-    "mcp_trio.transports.http._streams": "http",
+    "mcp_trio.transports.http.server._streams": "http",
     "mcp_trio.transports.http.legacy_sse": "sse",
 }
 

@@ -25,7 +25,7 @@ from mcp_trio.auth.client import (
     LoopbackRedirect,
     OAuthClient,
 )
-from mcp_trio.transports.http._http11 import Failure
+from mcp_trio.transports.http.client._http11 import Failure
 from mcp_trio.transports.http.server import HttpRequest
 from tests._support.auth_flows import (
     AS,

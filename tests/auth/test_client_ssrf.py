@@ -20,7 +20,7 @@ import trio
 from mcp_trio.auth._client_discovery import _error_text
 from mcp_trio.auth._client_http import HttpReply, OAuthHttp, UrlGuard
 from mcp_trio.auth.client import AuthorizationCodeGrant, LoopbackRedirect
-from mcp_trio.transports.http._http11 import Failure
+from mcp_trio.transports.http.client._http11 import Failure
 from mcp_trio.transports.http.server import HttpRequest
 from tests._support.auth_flows import (
     AS,

@@ -24,8 +24,8 @@ from mcp_trio import (
 )
 from mcp_trio.server import Server
 from mcp_trio.transports import Frame
-from mcp_trio.transports.http import _streamable
 from mcp_trio.transports.http.server import HttpRequest, StreamableHTTP
+from mcp_trio.transports.http.server import _endpoint as _streamable
 from tests._support.http_server import _Sink
 
 INFO = {"name": "t", "version": "1"}

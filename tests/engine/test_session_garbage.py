@@ -11,8 +11,8 @@ import trio.testing
 
 from mcp_trio import open_memory_transport_pair
 from mcp_trio._engine._session import new_session
-from mcp_trio.transports.http._streamable import StreamableHTTP
-from mcp_trio.transports.http._streams import _HttpSession
+from mcp_trio.transports.http.server._endpoint import StreamableHTTP
+from mcp_trio.transports.http.server._streams import _HttpSession
 from tests._support.engine import SERVER_CAPS
 
 SERVER = {"role": "server", "info": {"name": "s", "version": "1"}, "capabilities": SERVER_CAPS}

@@ -12,6 +12,8 @@ from tests._support.paths import ROOT
 MOVED = {
     "mcp_trio.transports.http_client": "mcp_trio.transports.http.client",
     "mcp_trio.transports.http_server": "mcp_trio.transports.http.server",
+    "mcp_trio.transports.http.h11_server": "mcp_trio.transports.http.doors.h11",
+    "mcp_trio.transports.http.asgi": "mcp_trio.transports.http.doors.asgi",
 }
 
 

@@ -13,8 +13,8 @@ only speak the old transport.  How it works:
   session ends and its handlers are cancelled.  There is no resumption.
 
 Serve it next to the Streamable HTTP endpoint with the ``routes`` of
-:class:`~mcp_trio.transports.http.asgi.ASGIApp` or
-:func:`~mcp_trio.transports.http.h11_server.serve_h11` (``Server.serve_http(...,
+:class:`~mcp_trio.transports.http.doors.asgi.ASGIApp` or
+:func:`~mcp_trio.transports.http.doors.h11.serve_h11` (``Server.serve_http(...,
 legacy_sse=True)`` does that), at ``/sse`` and ``/messages``.
 
 Errors: a POST without ``session_id`` gets 400, an unknown or ended session
@@ -46,14 +46,7 @@ from urllib.parse import parse_qs
 import trio
 
 from .._base import Authorizing, ChannelTraits, Frame, RequestId
-from ._replies import (
-    _SSE_HEADERS,
-    _BatchMember,
-    _error_reply,
-    _Message,
-    _peek_body,
-    _Reply,
-)
+from ._replies import _SSE_HEADERS, _BatchMember, _error_reply, _Message, _peek_body, _Reply
 from ._request import (
     DEFAULT_ALLOWED_HOSTS,
     HttpRequest,

@@ -22,7 +22,7 @@ from wsproto.frame_protocol import CloseReason
 from ... import _jsonrpc as rpc
 from .._base import Frame
 from ..http._request import Handler
-from ..http.asgi import ASGIApp, serve_hypercorn
+from ..http.doors.asgi import ASGIApp, serve_hypercorn
 from ._channel import _SERVER_GOING_AWAY, WebSocketChannel, _check_code, _joined_headers
 from ._endpoint import WebSocketEndpoint, _Refusal
 

@@ -21,9 +21,9 @@ from wsproto import ConnectionType, WSConnection
 from wsproto.events import AcceptConnection, RejectConnection, RejectData, Request
 from wsproto.utilities import RemoteProtocolError
 
-from ..http._client_base import _AUTH_RETRIES, HTTPAuth
-from ..http._http11 import Failure, Pool, Target, close_stream, excerpt
-from ..http._proxy import choose_proxy
+from ..http.client._channel import _AUTH_RETRIES, HTTPAuth
+from ..http.client._http11 import Failure, Pool, Target, close_stream, excerpt
+from ..http.client._proxy import choose_proxy
 from ..stdio import DEFAULT_MAX_MESSAGE_SIZE
 from ._channel import (
     _READ_SIZE,

@@ -23,7 +23,7 @@ from wsproto.frame_protocol import CloseReason
 from wsproto.utilities import LocalProtocolError
 
 from .._base import BufferedInput, Frame
-from ..http._http11 import close_stream
+from ..http.client._http11 import close_stream
 from ._channel import _READ_SIZE, WebSocketChannel, _check_code, _check_limits, log
 
 

@@ -2,7 +2,7 @@
 
 Each connection must complete its opening handshake (TLS included) within
 ``handshake_timeout``; connections are accepted by the HTTP doors'
-:class:`~mcp_trio.transports.http._gate.ConnectionGate` (at most ``max_connections``
+:class:`~mcp_trio.transports.http.doors._gate.ConnectionGate` (at most ``max_connections``
 at once, further clients waiting in the listen backlog, at most
 ``max_connections_per_client`` from one address, and a connection whose handshake
 is not done evicted to make room when the table is full).  A bad
@@ -26,8 +26,8 @@ from wsproto import ConnectionType, WSConnection
 from wsproto.events import AcceptConnection, RejectConnection, RejectData, Request
 from wsproto.utilities import LocalProtocolError, RemoteProtocolError
 
-from ..http._gate import DEFAULT_MAX_CONNECTIONS, ConnectionGate, listener_url, open_listeners
 from ..http._request import Handler, HttpRequest
+from ..http.doors._gate import DEFAULT_MAX_CONNECTIONS, ConnectionGate, listener_url, open_listeners
 from ._channel import _READ_SIZE, _REJECT_BODY_LIMIT, _joined_headers, log
 from ._endpoint import WebSocketEndpoint, _answer, _Refusal
 from ._wsproto_channel import _WsprotoChannel

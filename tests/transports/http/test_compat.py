@@ -14,8 +14,8 @@ import httpx2 as httpx
 import pytest
 import trio
 
-from mcp_trio.transports.http import _compat_hypercorn
-from mcp_trio.transports.http._compat_h11 import parsed_request
+from mcp_trio.transports.http.doors import _compat_hypercorn
+from mcp_trio.transports.http.doors._compat_h11 import parsed_request
 
 HEADS = [
     b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:3001\r\nContent-Type: application/json\r\n"
@@ -73,7 +73,7 @@ async def test_the_hypercorn_door_takes_its_fast_paths(monkeypatch: pytest.Monke
     """A request through the hypercorn door: hypercorn hands the app trio memory channels (what
     ``next_message`` and ``put_now`` read without a trip through the scheduler), the idle timer
     and the connection server's hooks are the compat module's."""
-    from mcp_trio.transports.http.asgi import serve_hypercorn
+    from mcp_trio.transports.http.doors.asgi import serve_hypercorn
 
     seen: dict[str, Any] = {}
     original_put_now = _compat_hypercorn.put_now

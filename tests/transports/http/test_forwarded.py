@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import trio
 
-from mcp_trio.transports.http._forwarded import TrustedProxies
+from mcp_trio.transports.http.doors._forwarded import TrustedProxies
 from tests._support.doors import DOORS
 from tests._support.http_lean import Reader, make_server, post
 

@@ -18,7 +18,7 @@ import pytest
 import trio
 import trio.testing
 
-from mcp_trio.transports.http import _gate
+from mcp_trio.transports.http.doors import _gate
 from mcp_trio.transports.http.server import (
     HttpRequest,
     Responder,

@@ -14,7 +14,7 @@ import pytest
 import trio
 import trio.testing
 
-from mcp_trio.transports.http import _gate
+from mcp_trio.transports.http.doors import _gate
 
 
 async def _pair() -> tuple[trio.SocketStream, socket.socket]:
@@ -223,7 +223,7 @@ async def test_a_wakeup_wakes_every_task_waiting_then_and_a_cancelled_one_leaves
 
 
 async def test_a_connections_first_request_is_timed_exactly_and_later_ones_by_the_clock() -> None:
-    from mcp_trio.transports.http import h11_server
+    from mcp_trio.transports.http.doors import h11 as h11_server
 
     listener = trio.socket.socket()
     await listener.bind(("127.0.0.1", 0))

@@ -20,8 +20,8 @@ import trio
 from mcp_trio import McpError
 from mcp_trio.client import connect_http, connect_websocket
 from mcp_trio.server import Server
-from mcp_trio.transports.http._proxy import Proxy, choose_proxy
 from mcp_trio.transports.http.client import open_http_client
+from mcp_trio.transports.http.client._proxy import Proxy, choose_proxy
 from mcp_trio.transports.websocket import WebSocketConnectError
 from tests._support.http_client import _certificates, handshake, mcp_handler, receive_json, request, start
 from tests._support.paths import ROOT

@@ -16,8 +16,7 @@ import pytest
 import trio
 
 from mcp_trio.server import Server
-from mcp_trio.transports.http import _streams
-from mcp_trio.transports.http.server import HttpRequest, StreamableHTTP
+from mcp_trio.transports.http.server import HttpRequest, StreamableHTTP, _streams
 from tests._support.doors import DOORS
 from tests._support.http_lean import VERSION, Reader, call, make_server, post, serving
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcp_trio.transports.http._llhttp import LlhttpConnection
+from mcp_trio.transports.http.doors._httptools import LlhttpConnection
 
 HEAD_LIMIT = 1000
 SIMPLE = b"GET /mcp HTTP/1.1\r\nHost: a\r\n\r\n"

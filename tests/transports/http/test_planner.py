@@ -1,5 +1,5 @@
 """The Streamable HTTP planner's rules, checked without a server: a request in, a plan or a
-refusal out (``mcp_trio.transports.http._planner``; the endpoint's tests check it follows them)."""
+refusal out (``mcp_trio.transports.http.server._planner``; the endpoint's tests check it follows them)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 
 from mcp_trio import _jsonrpc as rpc
-from mcp_trio.transports.http._planner import (
+from mcp_trio.transports.http._replies import _peek_body, _Reply
+from mcp_trio.transports.http._request import HttpRequest
+from mcp_trio.transports.http.server._planner import (
     DEFAULT_VERSION,
     PostPlan,
     messages_of,
@@ -21,8 +23,6 @@ from mcp_trio.transports.http._planner import (
     session_id_of,
     stream_key,
 )
-from mcp_trio.transports.http._replies import _peek_body, _Reply
-from mcp_trio.transports.http._request import HttpRequest
 
 VERSIONS = {"2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"}
 BOTH = "application/json, text/event-stream"

@@ -46,9 +46,9 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 import trio
 
-from ...store import SessionRecord, Store, StoreError
-from .._base import Frame
-from ._bus import (
+from ....store import SessionRecord, Store, StoreError
+from ..._base import Frame
+from .._bus import (
     Restored,
     _batch_members,
     _decode,
@@ -61,14 +61,14 @@ from ._bus import (
     listen,
     principal_key,
 )
+from .._replies import _error_reply, _Reply, _session_ended, _unconfirmed_end
+from .._request import _HEADER_SESSION
 from ._follow import Following
-from ._replies import _error_reply, _Reply, _session_ended, _unconfirmed_end
-from ._request import _HEADER_SESSION
 from ._streams import _HttpSession
 
 if TYPE_CHECKING:
-    from ._request import HttpRequest
-    from ._streamable import StreamableHTTP
+    from .._request import HttpRequest
+    from ._endpoint import StreamableHTTP
 
 log = logging.getLogger("mcp_trio.http")
 

@@ -1,5 +1,5 @@
 """The GET stream and DELETE of the Streamable HTTP endpoint (a mixin of
-:class:`~mcp_trio.transports.http._streamable.StreamableHTTP`): opening the
+:class:`~mcp_trio.transports.http.server._endpoint.StreamableHTTP`): opening the
 stream for messages unrelated to any request, resuming any stream with
 ``Last-Event-ID``, and ending a session."""
 
@@ -11,17 +11,17 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from ...store import StoreError
+from ....store import StoreError
+from .._replies import _SSE_HEADERS, _error_reply, _Reply, _unconfirmed_end
+from .._request import HttpRequest, Responder, StreamSlots, _Slot
+from .._sse import encode_event
 from ._planner import DEFAULT_VERSION, refuse_get_accept, stream_key
-from ._replies import _SSE_HEADERS, _error_reply, _Reply, _unconfirmed_end
-from ._request import HttpRequest, Responder, StreamSlots, _Slot
-from ._shared import take_session
-from ._sse import encode_event
+from ._sharing import take_session
 from ._streams import _CLOSE, _HttpSession, _pump, _Stream
 
 if TYPE_CHECKING:
-    from ._events import EventStore
-    from ._shared import Sharing
+    from ._event_store import EventStore
+    from ._sharing import Sharing
     from ._table import SessionTable
 
 log = logging.getLogger("mcp_trio.http")

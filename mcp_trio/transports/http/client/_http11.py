@@ -17,8 +17,8 @@ from typing import Any, cast
 import h11
 import trio
 
-from ... import _jsonrpc as rpc
-from .._base import Frame, RequestId
+from .... import _jsonrpc as rpc
+from ..._base import Frame, RequestId
 from ._proxy import Proxy, open_tunnel
 
 __all__ = [

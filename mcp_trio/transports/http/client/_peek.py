@@ -12,8 +12,8 @@ from typing import Any
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
-from ... import _jsonrpc as rpc
-from .._base import RequestId
+from .... import _jsonrpc as rpc
+from ..._base import RequestId
 
 #: Where ``Mcp-Name`` comes from (the Tasks extension routes its requests by task id).
 _NAME_PARAM = {

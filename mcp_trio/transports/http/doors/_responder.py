@@ -9,8 +9,8 @@ from typing import Any
 import h11
 import trio
 
+from .._request import _HEADER_SESSION, _declared_length
 from . import _gate
-from ._request import _HEADER_SESSION, _declared_length
 
 #: Header sets already validated by h11 (see :func:`_h11_headers`).
 _H11_HEADERS: dict[tuple[tuple[str, str], ...], Any] = {}

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 import trio
 
-from ...store import StoreError
-from .._base import (
+from ....store import StoreError
+from ..._base import (
     CLOSE_STREAM,
     Authorizing,
     ChannelTraits,
@@ -33,13 +33,13 @@ from .._base import (
     RequestId,
     SharedSession,
 )
-from ._replies import _ERROR_STATUS, _SSE_HEADERS, _peek, _Reply
-from ._request import HttpRequest, Responder, Wakeup, _send_reply
-from ._sse import encode_event, encode_retry
+from .._replies import _ERROR_STATUS, _SSE_HEADERS, _peek, _Reply
+from .._request import HttpRequest, Responder, Wakeup, _send_reply
+from .._sse import encode_event, encode_retry
 
 if TYPE_CHECKING:
-    from ._bus import Restored
-    from ._streamable import StreamableHTTP
+    from .._bus import Restored
+    from ._endpoint import StreamableHTTP
 
 log = logging.getLogger("mcp_trio.http")
 
@@ -164,7 +164,7 @@ class _HttpSession(
         #: (its ``initialize``, or a sessionless one; only that principal's requests find it).
         self.principal: Hashable | None = None if by is None else by.principal
         self.client: str | None = None if by is None else by.client
-        # Shared through a store (see _shared.py); nothing of this is used without one.
+        # Shared through a store (see _sharing.py); nothing of this is used without one.
         sharing = owner.sharing if session_id is not None else None
         self._sharing = sharing
         self.worker = sharing.worker if sharing is not None else None

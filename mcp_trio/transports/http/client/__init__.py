@@ -78,10 +78,10 @@ transport by itself (unless ``legacy_fallback=False``) when the ``initialize`` P
 with 400, 404 or 405 and no JSON-RPC error, as the specification's backwards
 compatibility section describes.
 
-The parts: :mod:`._client_peek` reads the outgoing messages,
-:mod:`._client_base` holds the channel's state, receiving and requests,
-:mod:`._client_exchanges` a request's exchange, :mod:`._client_session` the
-session's renewal, expiry and GET stream, :mod:`._legacy_client` the legacy
+The parts: :mod:`._peek` reads the outgoing messages,
+:mod:`._channel` holds the channel's state, receiving and requests,
+:mod:`._exchanges` a request's exchange, :mod:`._lifecycle` the
+session's renewal, expiry and GET stream, :mod:`._legacy` the legacy
 client; :mod:`._http11` is the connection pool.
 """
 
@@ -95,13 +95,13 @@ from typing import Any, ParamSpec, TypedDict, TypeVar, Unpack
 
 import trio
 
-from .._base import Frame, RequestId
-from ..stdio import DEFAULT_MAX_MESSAGE_SIZE
-from ._client_base import _ACCEPT_BOTH, _ERROR_BODY_LIMIT, _Exchange, log
-from ._client_base import HTTPAuth as HTTPAuth
-from ._client_exchanges import _ExchangeMixin
-from ._client_peek import _is_modern, _Message, _peek
+from ..._base import Frame, RequestId
+from ...stdio import DEFAULT_MAX_MESSAGE_SIZE
+from ._channel import _ACCEPT_BOTH, _ERROR_BODY_LIMIT, _Exchange, log
+from ._channel import HTTPAuth as HTTPAuth
+from ._exchanges import _ExchangeMixin
 from ._http11 import TRANSPORT_ERROR, Failure, excerpt
+from ._peek import _is_modern, _Message, _peek
 
 __all__ = [
     "DEFAULT_MAX_MESSAGE_SIZE",

@@ -18,16 +18,10 @@ from typing import Any
 import msgspec
 import trio
 
-from ._client_base import (
-    _ACCEPT_BOTH,
-    _ERROR_BODY_LIMIT,
-    _SESSION_ID,
-    _ChannelBase,
-    log,
-)
-from ._client_peek import _BAD_JSON, _is_modern, _peek
+from .._sse import SSEDecoder, SSEError
+from ._channel import _ACCEPT_BOTH, _ERROR_BODY_LIMIT, _SESSION_ID, _ChannelBase, log
 from ._http11 import Failure, Headers, excerpt
-from ._sse import SSEDecoder, SSEError
+from ._peek import _BAD_JSON, _is_modern, _peek
 
 
 class _SessionMixin(_ChannelBase):

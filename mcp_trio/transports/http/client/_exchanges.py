@@ -20,21 +20,14 @@ from typing import Any
 import trio
 from msgspec import UNSET
 
-from ... import _jsonrpc as rpc
-from .._base import Frame, RequestId
-from ._client_base import (
-    _ERROR_BODY_LIMIT,
-    _LINGER,
-    _SESSION_ID,
-    _Exchange,
-    _Renewed,
-    log,
-)
-from ._client_peek import _BAD_JSON
-from ._client_session import _SessionMixin
+from .... import _jsonrpc as rpc
+from ..._base import Frame, RequestId
+from .._sse import SSEDecoder, SSEError
+from ._channel import _ERROR_BODY_LIMIT, _LINGER, _SESSION_ID, _Exchange, _Renewed, log
 from ._http11 import Failure, Response, excerpt
-from ._legacy_client import _LegacyMixin
-from ._sse import SSEDecoder, SSEError
+from ._legacy import _LegacyMixin
+from ._lifecycle import _SessionMixin
+from ._peek import _BAD_JSON
 
 
 class _ExchangeMixin(_SessionMixin, _LegacyMixin):

@@ -68,29 +68,12 @@ from typing import Any
 
 import trio
 
-from ...store import Store
-from ...types import _versions
-from .._base import Frame
-from ._events import DEFAULT_EVENT_STORE_BYTES, EventStore, InMemoryEventStore
-from ._headers import Annotations
-from ._planner import (
-    PostPlan,
-    messages_of,
-    plan_answer,
-    plan_post,
-    refuse_accept,
-    refuse_method,
-    session_id_of,
-)
-from ._replies import (
-    _SSE_HEADERS,
-    _BatchMember,
-    _is_response,
-    _Message,
-    _Reply,
-    _session_ended,
-)
-from ._request import (
+from ....store import Store
+from ....types import _versions
+from ..._base import Frame
+from .._headers import Annotations
+from .._replies import _SSE_HEADERS, _BatchMember, _is_response, _Message, _Reply, _session_ended
+from .._request import (
     DEFAULT_ALLOWED_HOSTS,
     DEFAULT_MAX_STREAMS_PER_CLIENT,
     DEFAULT_MAX_STREAMS_TOTAL,
@@ -103,19 +86,20 @@ from ._request import (
     _Endpoint,
     _send_reply,
 )
-from ._shared import Sharing
-from ._sse import encode_event
-from ._standalone import _StreamsAndEnd
-from ._streams import (
-    _CLOSE,
-    _END,
-    _HttpSession,
-    _pump,
-    _send_empty_stream,
-    _send_json,
-    _status,
-    _Stream,
+from .._sse import encode_event
+from ._event_store import DEFAULT_EVENT_STORE_BYTES, EventStore, InMemoryEventStore
+from ._planner import (
+    PostPlan,
+    messages_of,
+    plan_answer,
+    plan_post,
+    refuse_accept,
+    refuse_method,
+    session_id_of,
 )
+from ._sharing import Sharing
+from ._standalone import _StreamsAndEnd
+from ._streams import _CLOSE, _END, _HttpSession, _pump, _send_empty_stream, _send_json, _status, _Stream
 from ._table import SessionTable
 
 log = logging.getLogger("mcp_trio.http")

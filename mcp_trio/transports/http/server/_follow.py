@@ -1,7 +1,7 @@
 """Following another worker's POST stream: a client resuming, with
 ``Last-Event-ID``, a stream that a handler on another worker still feeds.  The
 worker the client reached keeps a local stream that the other forwards what it
-sends to, over the bus (see ``_shared.py``)."""
+sends to, over the bus (see ``_sharing.py``)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from ._bus import _Note
+from .._bus import _Note
 from ._streams import _CLOSE, _END, _HttpSession, _Stream
 
 if TYPE_CHECKING:
-    from ._streamable import StreamableHTTP
+    from ._endpoint import StreamableHTTP
 
 _FOLLOWED = object()  # a followed stream's worker forwards what it sends from now on
 

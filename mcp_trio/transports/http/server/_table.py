@@ -29,9 +29,9 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from .._replies import _Reply
+from .._request import _busy
 from . import _streams
-from ._replies import _Reply
-from ._request import _busy
 
 if TYPE_CHECKING:
     from ._streams import _HttpSession

@@ -24,15 +24,15 @@ import msgspec
 import trio
 from msgspec import UNSET
 
-from ... import _jsonrpc as rpc
-from ..._version import __version__
-from .._base import ChannelTraits, Frame, RequestId
-from ..stdio import DEFAULT_MAX_MESSAGE_SIZE
-from ._client_peek import _BAD_JSON, _initialize_decoder, _is_modern, _Message
-from ._headers import encode_value as _encode_header_value
-from ._headers import header_annotations as _header_annotations
-from ._headers import param_headers as _param_headers
+from .... import _jsonrpc as rpc
+from ...._version import __version__
+from ..._base import ChannelTraits, Frame, RequestId
+from ...stdio import DEFAULT_MAX_MESSAGE_SIZE
+from .._headers import encode_value as _encode_header_value
+from .._headers import header_annotations as _header_annotations
+from .._headers import param_headers as _param_headers
 from ._http11 import Failure, Headers, Pool, Response, Target, excerpt
+from ._peek import _BAD_JSON, _initialize_decoder, _is_modern, _Message
 from ._proxy import choose_proxy
 
 log = logging.getLogger("mcp_trio.http")

@@ -16,10 +16,10 @@ import urllib.parse
 
 import trio
 
-from ._client_base import _ACCEPT_BOTH, _ERROR_BODY_LIMIT, _ChannelBase, _Exchange, log
-from ._client_peek import _Message
+from .._sse import SSEDecoder, SSEError
+from ._channel import _ACCEPT_BOTH, _ERROR_BODY_LIMIT, _ChannelBase, _Exchange, log
 from ._http11 import Failure, excerpt
-from ._sse import SSEDecoder, SSEError
+from ._peek import _Message
 
 
 class _LegacyMixin(_ChannelBase):

@@ -65,13 +65,13 @@ from collections.abc import Callable, Collection, Container, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from ... import _jsonrpc as rpc
-from ...types import _versions
-from ._headers import Annotations, check_request_headers
-from ._replies import _BatchMember, _error_reply, _Message, _modern_version, _refuse_batch, _Reply
+from .... import _jsonrpc as rpc
+from ....types import _versions
+from .._headers import Annotations, check_request_headers
+from .._replies import _BatchMember, _error_reply, _Message, _modern_version, _refuse_batch, _Reply
 
 if TYPE_CHECKING:
-    from ._request import HttpRequest
+    from .._request import HttpRequest
 
 DEFAULT_VERSION = "2025-03-26"  # assumed when MCP-Protocol-Version is absent
 HEADER_VERSION = "mcp-protocol-version"
