@@ -22,10 +22,9 @@ Rules:
   for a request before it began, is never read in again.
 * A handler task goes on with queued requests in its scope, each in a fresh
   copy of its starting context, until the queue is empty, the session stops,
-  or the scope is cancelled or unfit.  Over a transport that sweeps idle
-  tasks (Streamable HTTP: ``idle_handlers``), one such task per session then
-  waits for the next request instead of ending, until a sweep finds it idle
-  twice in a row.
+  or the scope is cancelled or unfit.  In a hosted session (Streamable HTTP),
+  one such task per session then waits for the next request instead of
+  ending, until the engine's sweep finds it idle twice in a row (``_idle``).
 * A handler's return value is the result; :class:`McpError` answers with that
   error, any other exception -32603 (logged); a cancelled request sends
   nothing.  The answer is the request's last act: written at once, queued
@@ -51,6 +50,7 @@ from ..transports._base import BufferedInput, Frame, HostedSession, MessageChann
 from ._common import RequestTally, _ended, log, refusal
 from ._compat_trio import until_it_waits
 from ._context import RequestContext
+from ._idle import idle_sweep
 
 __all__ = ["RequestHandler"]
 
@@ -314,13 +314,13 @@ class _Handlers:
         if self._room is not None:
             self._room.set()
 
-    async def _linger(self, registry: set[Any]) -> RequestReceived | None:
+    async def _linger(self) -> RequestReceived | None:
         """Wait, as the session's idle handler task, for the next request
-        :meth:`_start_queued` hands over (its slot taken); None: the transport
-        swept the task away (:meth:`sweep_idle_handler`), or the session ends
+        :meth:`_start_queued` hands over (its slot taken); None: the engine's
+        sweep ended the task (:meth:`sweep_idle_handler`), or the session ends
         (its nursery is cancelled)."""
         idle = self._idle = _IdleTask(trio.lowlevel.current_task())
-        registry.add(self)
+        idle_sweep().add(self)
 
         def abort(_: object) -> trio.lowlevel.Abort:  # (the session ends)
             if self._idle is idle:
@@ -331,11 +331,11 @@ class _Handlers:
         return idle.handed
 
     def sweep_idle_handler(self) -> bool:
-        """Called now and then by a transport whose channel has ``idle_handlers``
-        (the set an idle handler task registers its session in): end the
-        session's idle handler task if it has waited since the previous call,
-        so a session that has gone quiet holds no task.  False: the session has
-        no idle handler task now (take it out of the set)."""
+        """Called now and then by the engine's sweep (:class:`~._idle.IdleSweep`,
+        where an idle handler task registers its session): end the session's
+        idle handler task if it has waited since the previous call, so a
+        session that has gone quiet holds no task.  False: the session has no
+        idle handler task now (no longer to be swept)."""
         idle = self._idle
         if idle is None:
             return False
@@ -352,8 +352,8 @@ class _Handlers:
         of the context the task started with (what a task of its own would
         get), until the session stops, a request spoils the scope (see
         :meth:`_reader`) or is cancelled (which ends the task), or the queue
-        holds more than a free slot allows.  With the queue empty, over a
-        transport that sweeps idle tasks away (see :meth:`sweep_idle_handler`),
+        holds more than a free slot allows.  With the queue empty, in a session
+        hosted by an endpoint (see :meth:`sweep_idle_handler`),
         the first such task to find it so stays as the session's idle handler
         task and takes the next request that comes (:meth:`_linger`): a
         session whose requests come one after another costs no task and no
@@ -372,7 +372,7 @@ class _Handlers:
                         if self._room is not None:
                             self._room.set()
                     elif not self._queued and self._idle is None and isinstance(self.channel, HostedSession):
-                        handed = await self._linger(self.channel.idle_handlers)
+                        handed = await self._linger()
                         if handed is None:
                             break
                         event = handed

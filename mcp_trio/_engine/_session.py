@@ -58,6 +58,7 @@ from ..types import _versions
 from ._common import RequestTally, _ended, _settle_era, _unwrap, log
 from ._handlers import RequestHandler, _Handlers, _queue_bounds
 from ._handshake import _Handshake
+from ._idle import idle_sweep
 from ._outgoing import ProgressCallback, RequestTimeout, _Outgoing, _Waiter
 
 __all__ = [
@@ -393,7 +394,7 @@ class Session(_Handlers, _Handshake, _Outgoing):
         self._stopping = True
         self._drop_queue()
         if isinstance(self.channel, transport.HostedSession):  # (not kept until the next sweep)
-            self.channel.idle_handlers.discard(self)
+            idle_sweep().discard(self)
         if self._tasks is None:
             return  # not running yet: run() returns at once
         self._writer_scope.deadline = trio.current_time() + self.close_grace

@@ -194,9 +194,6 @@ class HostedSession:
     #: The endpoint's bounds on waiting requests, for the engine's queue (None: its default).
     max_queued: int | None
     max_queued_total: int | None
-    #: The endpoint's registry of idle handler tasks, swept now and then
-    #: (``Session.sweep_idle_handler``).
-    idle_handlers: set[Any]
     #: The engine may send ``CLOSE_STREAM`` controls (a request's stream closed, the request
     #: going on).
     stream_controls: bool

@@ -22,10 +22,11 @@ from mcp_trio import (
     open_memory_transport_pair,
     open_session,
 )
+from mcp_trio._engine import _idle
+from mcp_trio._engine._idle import idle_sweep
 from mcp_trio.server import Server
 from mcp_trio.transports import Frame
 from mcp_trio.transports.http.server import HttpRequest, StreamableHTTP
-from mcp_trio.transports.http.server import _endpoint as _streamable
 from tests._support.http_server import _Sink
 
 INFO = {"name": "t", "version": "1"}
@@ -175,6 +176,16 @@ async def _answer(endpoint: StreamableHTTP, headers: dict[str, str], body: bytes
     return msgspec.json.decode(sink.body)["result"]["content"][0]["text"]
 
 
+_SWEEP_TASK = "mcp_trio: idle handler sweep"
+
+
+def _task_names() -> list[str]:
+    """The names of the run's system tasks (the engine's sweep is one)."""
+    root = trio.lowlevel.current_root_task()
+    assert root is not None
+    return [task.name for nursery in root.child_nurseries for task in nursery.child_tasks]
+
+
 def _session_nurseries(endpoint: StreamableHTTP) -> list[trio.Nursery]:
     assert endpoint._nursery is not None
     nurseries = []
@@ -189,7 +200,7 @@ async def test_an_idle_http_session_is_one_parked_task_with_an_empty_nursery(
 ) -> None:
     # Between requests a session keeps the task that handled its last one, for
     # the next; once a sweep found it idle and the next one still does, it ends.
-    monkeypatch.setattr(_streamable, "_IDLE_HANDLER_SWEEP", 0.05)
+    monkeypatch.setattr(_idle, "SWEEP_EVERY", 0.05)
     endpoint = _echo_endpoint()
     async with trio.open_nursery() as nursery:
         await nursery.start(endpoint.run)
@@ -197,13 +208,15 @@ async def test_an_idle_http_session_is_one_parked_task_with_an_empty_nursery(
         assert await _answer(endpoint, sessions[0], _call(2)) == "2"
         await trio.testing.wait_all_tasks_blocked()
         assert sorted(len(n.child_tasks) for n in _session_nurseries(endpoint)) == [0, 0, 0, 0, 1]
-        assert len(endpoint.idle_handlers) == 1
+        assert len(idle_sweep().sessions) == 1
+        assert _SWEEP_TASK in _task_names()
 
         await trio.sleep(0.2)  # (two sweeps at least)
         assert len(_session_nurseries(endpoint)) == 5
         for session_nursery in _session_nurseries(endpoint):
             assert not session_nursery.child_tasks  # no reader, writer or handler left
-        assert not endpoint.idle_handlers
+        assert not idle_sweep().sessions
+        assert _SWEEP_TASK not in _task_names()  # the sweep ends with the last idle task
         assert await _answer(endpoint, sessions[0], _call(3)) == "3"  # a new one takes the next
         nursery.cancel_scope.cancel()
 
@@ -237,7 +250,7 @@ async def test_a_request_taken_by_the_kept_task_can_be_cancelled() -> None:
         headers = await _open(endpoint)
         assert await _answer(endpoint, headers, _call(2)) == "2"
         await trio.testing.wait_all_tasks_blocked()
-        assert len(endpoint.idle_handlers) == 1
+        assert len(idle_sweep().sessions) == 1
 
         async def cancel_soon() -> None:
             await trio.sleep(0.05)

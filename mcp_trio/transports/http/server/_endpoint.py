@@ -105,11 +105,6 @@ from ._table import SessionTable
 log = logging.getLogger("mcp_trio.http")
 
 _FIRST_PRIMING = "2025-11-25"
-#: How often idle handler tasks are swept away: a session keeps its handler task
-#: between requests (no task started per request) until it has had none for this
-#: long to twice this long (see _sweep_idle_handlers).
-_IDLE_HANDLER_SWEEP = 2.0
-
 
 _KIND_SLICE = 2048  # batch members classified between two checkpoints
 
@@ -265,8 +260,6 @@ class StreamableHTTP(_StreamsAndEnd, _Endpoint):
         #: The sessions (``sessions`` is the table's), their bounds and their idle expiry.
         self.table = SessionTable(max_sessions, max_sessions_per_client, idle_timeout)
         self.sessions = self.table.sessions
-        #: The engines (sessions) whose handler task waits for their next request.
-        self.idle_handlers: set[Any] = set()
 
     # -------------------------------------------------------------- running
 
@@ -275,20 +268,9 @@ class StreamableHTTP(_StreamsAndEnd, _Endpoint):
         other workers); cancel it to end every session."""
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self.table.expire_idle)
-            nursery.start_soon(self._sweep_idle_handlers)
             if self.sharing is not None:
                 await nursery.start(self.sharing.run)
             task_status.started(await nursery.start(super().run))
-
-    async def _sweep_idle_handlers(self) -> None:
-        """End the handler task of each session idle since the previous sweep (the
-        engine's ``sweep_idle_handler``): a quiet session holds no task."""
-        handlers = self.idle_handlers
-        while True:
-            await trio.sleep(_IDLE_HANDLER_SWEEP)
-            for engine in list(handlers):
-                if not engine.sweep_idle_handler():
-                    handlers.discard(engine)
 
     def _start_session(self, session: _HttpSession) -> None:
         if self._nursery is None:

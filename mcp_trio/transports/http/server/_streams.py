@@ -100,7 +100,7 @@ class _HttpSession(
         (
             "_arrived _early _feed _input_ended _on_end _room _seq _sharing _stream_seq _suffix "
             "assumed_version auth backlog by_request client closed done due ended_everywhere "
-            "expect_modern finished get_stream holder id idle_handlers init_params initialize_id "
+            "expect_modern finished get_stream holder id init_params initialize_id "
             "max_queued max_queued_total negotiated on_shared_update opened owner past_initialize "
             "principal renewed request_id_prefix restored scope session_id sessionless streams "
             "version worker"
@@ -114,8 +114,6 @@ class _HttpSession(
         self.owner = owner
         self.id = session_id
         self.session_id = session_id
-        #: Where the engine registers its idle handler task (``StreamableHTTP._sweep_idle_handlers``).
-        self.idle_handlers = owner.idle_handlers
         #: The endpoint's bounds on waiting requests (the engine reads them).
         self.max_queued = owner.max_queued
         self.max_queued_total = owner.max_queued_total
