@@ -210,7 +210,7 @@ class Context:
     ) -> Any:
         """Ask the client: a request (legacy), an input of this round (2026-07-28+)
         or an input request of the task the handler runs as (extension)."""
-        inputs = self.server._rounds.get(id(self.request))
+        inputs = self.server._rounds.inputs.get(id(self.request))
         if inputs is not None:
             key = inputs.key_for(method, params, input_key)
             answer = inputs.lookup(key)
@@ -242,7 +242,7 @@ class Context:
         """
         if isinstance(self.request, TaskRequestContext):
             return True
-        if id(self.request) in self.server._deferred:
+        if id(self.request) in self.server._rounds.deferred:
             raise _StartTask()
         return False
 

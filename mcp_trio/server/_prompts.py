@@ -2,14 +2,14 @@
 (required and unknown arguments checked, the result shaped) and
 ``completion/complete`` for prompt arguments and template variables.
 
-``_PromptsMixin`` is part of :class:`~mcp_trio.server.Server`.
+:class:`Prompts` owns a :class:`~mcp_trio.server.Server`'s prompts and completions.
 """
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import Any, TypeVar, overload
+from typing import Any, TypeVar
 
 import msgspec
 import trio
@@ -46,59 +46,40 @@ class _Completion:
         self.threaded = threaded
 
 
-class _PromptsMixin:
-    """The prompts and completions of a :class:`~mcp_trio.server.Server`."""
+class Prompts:
+    """The prompts and completions of a :class:`~mcp_trio.server.Server`: their
+    registries and the ``prompts/list``, ``prompts/get`` and
+    ``completion/complete`` handlers."""
 
-    _prompts: dict[str, _Prompt]
-    _completions: dict[tuple[str, str], _Completion]
-    _sync_limiter: trio.CapacityLimiter
-    _context: Callable[[RequestContext], Context]
-    _changed: Callable[[str], None]
-    _page: Callable[..., dict[str, Any]]
+    def __init__(
+        self,
+        *,
+        changed: Callable[[str], None],
+        page: Callable[[RequestContext, list[dict[str, Any]], str], dict[str, Any]],
+        context: Callable[[RequestContext], Context],
+        limiter: trio.CapacityLimiter,
+    ) -> None:
+        self._prompts: dict[str, _Prompt] = {}
+        self._completions: dict[tuple[str, str], _Completion] = {}
+        self._changed = changed  # (a list_changed notification to send)
+        self._page = page
+        self._context = context
+        self._sync_limiter = limiter
 
-    def prompt_names(self) -> list[str]:
-        """The names of the registered prompts, in registration order."""
+    def names(self) -> list[str]:
         return list(self._prompts)
 
-    @overload
-    def prompt(self, fn: F, /) -> F: ...
-
-    @overload
     def prompt(
         self,
-        fn: None = None,
-        /,
+        fn: F | None,
         *,
-        name: str | None = None,
-        title: str | None = None,
-        description: str | None = None,
-        on_loop: bool = False,
-        replace: bool = False,
-    ) -> Callable[[F], F]: ...
-
-    def prompt(
-        self,
-        fn: F | None = None,
-        /,
-        *,
-        name: str | None = None,
-        title: str | None = None,
-        description: str | None = None,
-        on_loop: bool = False,
-        replace: bool = False,
+        name: str | None,
+        title: str | None,
+        description: str | None,
+        on_loop: bool,
+        replace: bool,
     ) -> F | Callable[[F], F]:
-        """Register a prompt; its parameters are the prompt's arguments (those
-        without a default are required).  Arguments arrive as strings and are
-        converted to the parameters' annotated types (``int``, ``float``,
-        ``bool``, ``Literal``, ``Enum`` ...); one that does not convert gets
-        -32602 naming it.  It returns a string (one user text message), a
-        list of messages, or a full ``GetPromptResult`` dict.
-
-        A sync function runs in a worker thread unless ``on_loop=True``; a
-        second prompt of the same name raises ``ValueError`` unless
-        ``replace=True``.
-        """
-
+        """``Server.prompt``: register ``fn``, or return the decorator that will."""
         if fn is not None and not callable(fn):
             raise TypeError(
                 f"@server.prompt takes its options by keyword: write @server.prompt(name={fn!r}), "
@@ -141,15 +122,12 @@ class _PromptsMixin:
 
         return register(fn) if fn is not None else register
 
-    def remove_prompt(self, name: str) -> None:
+    def remove(self, name: str) -> None:
         del self._prompts[name]
         self._changed("notifications/prompts/list_changed")
 
-    def completion(self, ref: str, argument: str, *, on_loop: bool = False) -> Callable[[F], F]:
-        """Register completions for a prompt argument (``ref`` = prompt name) or a
-        template variable (``ref`` = the URI template).  The handler takes
-        ``(value, context_arguments)`` and returns a list of strings; a sync
-        one runs in a worker thread unless ``on_loop=True``."""
+    def completion(self, ref: str, argument: str, *, on_loop: bool) -> Callable[[F], F]:
+        """``Server.completion``: the decorator registering completions."""
         if not isinstance(ref, str) or not isinstance(argument, str):
             raise TypeError(
                 "@server.completion needs the prompt name (or URI template) and the argument: "
@@ -162,10 +140,10 @@ class _PromptsMixin:
 
         return register
 
-    async def _list_prompts(self, ctx: RequestContext, params: Any) -> Any:
+    async def list(self, ctx: RequestContext, params: Any) -> Any:
         return self._page(ctx, [p.definition for p in self._prompts.values()], "prompts")
 
-    async def _get_prompt(self, ctx: RequestContext, params: Any) -> Any:
+    async def get(self, ctx: RequestContext, params: Any) -> Any:
         prompt = self._prompts.get(params.name)
         if prompt is None:
             raise McpError(rpc.INVALID_PARAMS, f"Unknown prompt: {params.name}")
@@ -192,7 +170,7 @@ class _PromptsMixin:
         value = await _call(prompt.fn, kwargs, self._sync_limiter if prompt.threaded else None)
         return prompt_result(value, prompt.definition.get("description"))
 
-    async def _complete(self, ctx: RequestContext, params: Any) -> Any:
+    async def complete(self, ctx: RequestContext, params: Any) -> Any:
         ref = params.ref
         ref_key = getattr(ref, "name", None) or getattr(ref, "uri", None)
         handler = self._completions.get((str(ref_key), params.argument.name))

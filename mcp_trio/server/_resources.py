@@ -3,7 +3,8 @@
 ``resources/templates/list``, ``resources/read``, and the per-session
 subscriptions of ``resources/subscribe`` with ``notifications/resources/updated``.
 
-``_ResourcesMixin`` is part of :class:`~mcp_trio.server.Server`.
+:class:`Resources` owns a :class:`~mcp_trio.server.Server`'s resources and the
+subscriptions of its sessions.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from ._results import resource_contents
 from ._uritemplate import UriTemplate
 
 if TYPE_CHECKING:
-    from ._fanout import Fanout
     from ._listen import SubscriptionHub
 
 log = logging.getLogger("mcp_trio.server")
@@ -52,44 +52,48 @@ class _Resource:
         self.context_param = context_param
 
 
-class _ResourcesMixin:
-    """The resources, templates and subscriptions of a :class:`~mcp_trio.server.Server`."""
+class Resources:
+    """The resources, templates and subscriptions of a :class:`~mcp_trio.server.Server`:
+    their registries, each session's ``resources/subscribe`` URIs, and the handlers."""
 
-    _resources: dict[str, _Resource]
-    _templates: dict[str, _Resource]
-    _subscriptions: dict[Session, set[str]]
-    subscriptions: SubscriptionHub
-    _changed: Callable[[str], None]
-    _page: Callable[..., dict[str, Any]]
-    _cacheable: Callable[..., dict[str, Any]]
-    _sync_limiter: trio.CapacityLimiter
-    _context: Callable[[RequestContext], Context]
-    _share_state: Callable[[Session], Awaitable[None]]
-    _fanout: Fanout | None
+    def __init__(
+        self,
+        *,
+        changed: Callable[[str], None],
+        page: Callable[[RequestContext, list[dict[str, Any]], str], dict[str, Any]],
+        cacheable: Callable[[RequestContext, dict[str, Any]], dict[str, Any]],
+        context: Callable[[RequestContext], Context],
+        limiter: trio.CapacityLimiter,
+        share_state: Callable[[Session], Awaitable[None]],
+        hub: SubscriptionHub,
+    ) -> None:
+        self._resources: dict[str, _Resource] = {}
+        self._templates: dict[str, _Resource] = {}
+        #: The URIs each session subscribed to.
+        self.subscribed: dict[Session, set[str]] = {}
+        self._changed = changed  # (a list_changed notification to send)
+        self._page = page
+        self._cacheable = cacheable
+        self._context = context
+        self._sync_limiter = limiter
+        self._share_state = share_state
+        self._hub = hub
 
     def resource(
         self,
         uri: str,
         *,
-        name: str | None = None,
-        title: str | None = None,
-        description: str | None = None,
-        mime_type: str | None = None,
-        annotations: dict[str, Any] | None = None,
-        size: int | None = None,
-        icons: list[dict[str, Any]] | None = None,
-        on_loop: bool = False,
-        replace: bool = False,
+        name: str | None,
+        title: str | None,
+        description: str | None,
+        mime_type: str | None,
+        annotations: dict[str, Any] | None,
+        size: int | None,
+        icons: list[dict[str, Any]] | None,
+        on_loop: bool,
+        replace: bool,
     ) -> Callable[[F], F]:
-        """Register a resource; a URI with ``{...}`` is an RFC 6570 template whose
-        variables are passed to the handler as keyword arguments.  The handler
-        returns ``str`` (text), ``bytes`` (blob) or a list of contents dicts.
-
-        The handler's parameters must match the template's variables (a
-        mismatch raises ``TypeError`` here, naming both).  A sync handler
-        runs in a worker thread unless ``on_loop=True``; a second resource
-        with the same URI raises ``ValueError`` unless ``replace=True``.
-        """
+        """``Server.resource``: the decorator registering a resource."""
         if not isinstance(uri, str):
             shown = getattr(uri, "__name__", repr(uri))
             raise TypeError(
@@ -129,25 +133,18 @@ class _ResourcesMixin:
 
         return register
 
-    def remove_resource(self, uri: str) -> None:
+    def remove(self, uri: str) -> None:
         if uri in self._templates:
             del self._templates[uri]
         else:
             del self._resources[uri]
         self._changed("notifications/resources/list_changed")
 
-    async def notify_resource_updated(self, uri: str) -> None:
-        """Tell the sessions subscribed to ``uri`` that it changed (and the
-        2026-07-28 ``subscriptions/listen`` streams watching it); served with a
-        store (``serve_http(store=...)``), those of every worker serving it."""
-        if self._fanout is not None:
-            await self._fanout.publish(uri)
-        await self._resource_updated_here(uri)
-
-    async def _resource_updated_here(self, uri: str) -> None:
-        """:meth:`notify_resource_updated` for this worker's sessions only."""
-        self.subscriptions.resource_updated(uri)
-        for session, uris in list(self._subscriptions.items()):
+    async def updated_here(self, uri: str) -> None:
+        """Tell this worker's sessions subscribed to ``uri`` that it changed (and the
+        2026-07-28 ``subscriptions/listen`` streams watching it)."""
+        self._hub.resource_updated(uri)
+        for session, uris in list(self.subscribed.items()):
             if uri in uris:
                 try:
                     # (shared by workers: told by the one announcing to it, or instead of it if gone)
@@ -156,10 +153,10 @@ class _ResourcesMixin:
                 except Exception as exc:
                     log.debug("could not notify %s: %s", uri, exc)
 
-    async def _list_resources(self, ctx: RequestContext, params: Any) -> Any:
+    async def list(self, ctx: RequestContext, params: Any) -> Any:
         return self._page(ctx, [r.definition for r in self._resources.values()], "resources")
 
-    async def _list_templates(self, ctx: RequestContext, params: Any) -> Any:
+    async def list_templates(self, ctx: RequestContext, params: Any) -> Any:
         return self._page(ctx, [r.definition for r in self._templates.values()], "resourceTemplates")
 
     def _find_resource(self, uri: str) -> tuple[_Resource, dict[str, Any]] | None:
@@ -173,7 +170,7 @@ class _ResourcesMixin:
                 return template, values
         return None
 
-    async def _read_resource(self, ctx: RequestContext, params: Any) -> Any:
+    async def read(self, ctx: RequestContext, params: Any) -> Any:
         uri = params.uri
         found = self._find_resource(uri)
         if found is None:
@@ -186,13 +183,13 @@ class _ResourcesMixin:
         value = await _call(entry.fn, kwargs, self._sync_limiter if entry.threaded else None)
         return self._cacheable(ctx, {"contents": resource_contents(uri, value, entry.mime_type)})
 
-    async def _subscribe(self, ctx: RequestContext, params: Any) -> Any:
-        self._subscriptions.setdefault(ctx.session, set()).add(params.uri)
+    async def subscribe(self, ctx: RequestContext, params: Any) -> Any:
+        self.subscribed.setdefault(ctx.session, set()).add(params.uri)
         await self._share_state(ctx.session)
         return {}
 
-    async def _unsubscribe(self, ctx: RequestContext, params: Any) -> Any:
-        self._subscriptions.get(ctx.session, set()).discard(params.uri)
+    async def unsubscribe(self, ctx: RequestContext, params: Any) -> Any:
+        self.subscribed.get(ctx.session, set()).discard(params.uri)
         await self._share_state(ctx.session)
         return {}
 

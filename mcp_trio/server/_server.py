@@ -1,10 +1,12 @@
 """High-level MCP server: declare tools, resources and prompts; dispatch their requests.
 
-This module holds :class:`Server` itself: its registries, capabilities,
-notifications and the dispatch table (``serve_*`` are :mod:`._serving`).  Each feature's registration
-and handlers are a mixin of their own (:mod:`._tools`, :mod:`._resources`,
-:mod:`._prompts`); what a handler sees is :mod:`._context`, how its result is
-shaped :mod:`._results`.
+This module holds :class:`Server` itself: an orchestrator over collaborators
+that each own their state: :class:`~._tools.Tools`, :class:`~._resources.Resources`
+and :class:`~._prompts.Prompts` (each feature's registry and handlers),
+:class:`~._rounds.Rounds` (multi-round-trip requests), the task manager; the
+server keeps the sessions, capabilities, notifications and the dispatch table
+(``serve_*`` are :mod:`._serving`).  What a handler sees is :mod:`._context`,
+how its result is shaped :mod:`._results`.
 
 Example::
 
@@ -63,7 +65,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import partial
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Unpack, overload
 
 import msgspec
 import trio
@@ -74,26 +76,26 @@ from .._exceptions import ConnectionClosed
 from ..middleware._base import Middleware, wrap_handlers
 from ..transports._base import HostedSession, MessageChannel, SharedSession
 from ..types import _versions
-from ._context import _LEVEL_RANK, Context, _only
+from ._context import _LEVEL_RANK, Context
 from ._cursor import decode_cursor, encode_cursor
 from ._fanout import Fanout, adopted, announces
 from ._listen import SubscriptionHub
-from ._mrtr import InputRequired, InputSession, StateCodec
-from ._prompts import _Completion, _Prompt, _PromptsMixin
-from ._resources import _Resource, _ResourcesMixin
+from ._prompts import Prompts
+from ._resources import Resources
+from ._rounds import Rounds
 from ._routes import Route, _RoutesMixin
 from ._serving import _ServingMixin
 from ._shutdown import GracefulShutdown
 from ._stats import ServerStatistics, _Totals
 from ._tasks import TaskManager
-from ._tools import _Tool, _ToolsMixin
+from ._tools import F, ToolOptions, Tools
 
 __all__ = ["Server"]
 
 log = logging.getLogger("mcp_trio.server")
 
 
-class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin, _RoutesMixin, _ServingMixin):
+class Server(_RoutesMixin, _ServingMixin):
     """A high-level MCP server.
 
     Args:
@@ -150,27 +152,190 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin, _RoutesMixin, _Serving
         self.cache_ttl_ms = cache_ttl_ms
         self.cache_scope = cache_scope
         self.session_options = session_options
-        self._tools: dict[str, _Tool] = {}
-        self._resources: dict[str, _Resource] = {}
-        self._templates: dict[str, _Resource] = {}
-        self._prompts: dict[str, _Prompt] = {}
-        self._completions: dict[tuple[str, str], _Completion] = {}
         self._sync_limiter = sync_limiter if sync_limiter is not None else trio.CapacityLimiter(40)
         self._sessions: set[Session] = set()
         self._log_levels: dict[Session, str] = {}
-        self._subscriptions: dict[Session, set[str]] = {}
         #: Open ``subscriptions/listen`` requests (2026-07-28).
         self.subscriptions = SubscriptionHub(lambda: self.capabilities)
-        self._state = StateCodec(state_key, state_ttl)
-        self._rounds: dict[int, InputSession] = {}
-        self._deferred: set[int] = set()  # requests whose tool may still call start_task()
+        self._rounds = Rounds(state_key, state_ttl)
+        self.tasks = tasks if tasks is not None else TaskManager(page_size=page_size)
+        changed, page, context, limiter = self._changed, self._page, self._context, self._sync_limiter
+        self._tools = Tools(
+            changed=changed,
+            page=page,
+            context=context,
+            limiter=limiter,
+            tasks=self.tasks,
+            rounds=self._rounds,
+        )
+        self._resources = Resources(
+            changed=changed,
+            page=page,
+            context=context,
+            limiter=limiter,
+            cacheable=self._cacheable,
+            share_state=self._share_state,
+            hub=self.subscriptions,
+        )
+        self._prompts = Prompts(changed=changed, page=page, context=context, limiter=limiter)
         self._handlers: Mapping[str, Any] | None = None  # see _handler_table
         self._middleware: list[Middleware] = list(middleware)
         self._shared_capabilities: tuple[bool, dict[str, Any]] | None = None  # see _session_capabilities
-        self.tasks = tasks if tasks is not None else TaskManager(page_size=page_size)
         self._routes: dict[str, Route] = {}  # see route()
         self._fanout: Fanout | None = None  # see serve_http(store=...)
         self._totals = _Totals()  # see statistics()
+
+    # ------------------------------------------------ tools, resources, prompts
+
+    @overload
+    def tool(self, fn: F, /) -> F: ...
+
+    @overload
+    def tool(self, fn: None = None, /, **options: Unpack[ToolOptions]) -> Callable[[F], F]: ...
+
+    def tool(self, fn: F | None = None, /, **options: Unpack[ToolOptions]) -> F | Callable[[F], F]:
+        """Register a tool (decorator, with or without arguments); the function
+        is returned unchanged.
+
+        A sync function runs in a worker thread (at most the server's
+        ``sync_limiter`` at once), so a blocking call never holds up the
+        session; ``on_loop=True`` runs it on the event loop instead (for quick
+        handlers on hot paths).  A second tool of the same name raises
+        ``ValueError`` unless ``replace=True``.
+
+        The input schema comes from the type hints unless ``input_schema`` is
+        given (then arguments are passed to the handler as one ``arguments``
+        dict parameter, or as keywords when the handler takes them).
+
+        ``task_support`` (``"forbidden"``, ``"optional"`` or ``"required"``)
+        lets the tool run as a task (see :mod:`mcp_trio.server._tasks`): it is the
+        tool's ``execution.taskSupport`` in 2025-11-25, and with the Tasks
+        extension (2026-07-28) an optional or required tool runs as a task for
+        every client that declares the extension.  Registering one makes the
+        server advertise tasks to the sessions opened afterwards.
+
+        ``defer_task=True`` (with ``task_support`` ``"optional"`` or
+        ``"required"``): with the extension the tool starts in the request,
+        where what it asks the client goes through multi-round-trip results,
+        and becomes a task only when it calls ``await ctx.start_task()`` (a
+        tool that returns before that answers inline).
+        """
+        return self._tools.tool(fn, options)
+
+    def tool_header_annotations(self, name: str) -> list[tuple[tuple[str, ...], str]] | None:
+        """The ``x-mcp-header`` annotations of tool ``name`` (None: no such tool);
+        Streamable HTTP checks ``Mcp-Param-*`` headers against them."""
+        return self._tools.header_annotations(name)
+
+    def tool_names(self) -> list[str]:
+        """The names of the registered tools, in registration order."""
+        return self._tools.names()
+
+    def remove_tool(self, name: str) -> None:
+        self._tools.remove(name)
+
+    def resource(
+        self,
+        uri: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        annotations: dict[str, Any] | None = None,
+        size: int | None = None,
+        icons: list[dict[str, Any]] | None = None,
+        on_loop: bool = False,
+        replace: bool = False,
+    ) -> Callable[[F], F]:
+        """Register a resource; a URI with ``{...}`` is an RFC 6570 template whose
+        variables are passed to the handler as keyword arguments.  The handler
+        returns ``str`` (text), ``bytes`` (blob) or a list of contents dicts.
+
+        The handler's parameters must match the template's variables (a
+        mismatch raises ``TypeError`` here, naming both).  A sync handler
+        runs in a worker thread unless ``on_loop=True``; a second resource
+        with the same URI raises ``ValueError`` unless ``replace=True``.
+        """
+        return self._resources.resource(
+            uri,
+            name=name,
+            title=title,
+            description=description,
+            mime_type=mime_type,
+            annotations=annotations,
+            size=size,
+            icons=icons,
+            on_loop=on_loop,
+            replace=replace,
+        )
+
+    def remove_resource(self, uri: str) -> None:
+        self._resources.remove(uri)
+
+    async def notify_resource_updated(self, uri: str) -> None:
+        """Tell the sessions subscribed to ``uri`` that it changed (and the
+        2026-07-28 ``subscriptions/listen`` streams watching it); served with a
+        store (``serve_http(store=...)``), those of every worker serving it."""
+        if self._fanout is not None:
+            await self._fanout.publish(uri)
+        await self._resources.updated_here(uri)
+
+    @overload
+    def prompt(self, fn: F, /) -> F: ...
+
+    @overload
+    def prompt(
+        self,
+        fn: None = None,
+        /,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        on_loop: bool = False,
+        replace: bool = False,
+    ) -> Callable[[F], F]: ...
+
+    def prompt(
+        self,
+        fn: F | None = None,
+        /,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        on_loop: bool = False,
+        replace: bool = False,
+    ) -> F | Callable[[F], F]:
+        """Register a prompt; its parameters are the prompt's arguments (those
+        without a default are required).  Arguments arrive as strings and are
+        converted to the parameters' annotated types (``int``, ``float``,
+        ``bool``, ``Literal``, ``Enum`` ...); one that does not convert gets
+        -32602 naming it.  It returns a string (one user text message), a
+        list of messages, or a full ``GetPromptResult`` dict.
+
+        A sync function runs in a worker thread unless ``on_loop=True``; a
+        second prompt of the same name raises ``ValueError`` unless
+        ``replace=True``.
+        """
+        return self._prompts.prompt(
+            fn, name=name, title=title, description=description, on_loop=on_loop, replace=replace
+        )
+
+    def prompt_names(self) -> list[str]:
+        """The names of the registered prompts, in registration order."""
+        return self._prompts.names()
+
+    def remove_prompt(self, name: str) -> None:
+        self._prompts.remove(name)
+
+    def completion(self, ref: str, argument: str, *, on_loop: bool = False) -> Callable[[F], F]:
+        """Register completions for a prompt argument (``ref`` = prompt name) or a
+        template variable (``ref`` = the URI template).  The handler takes
+        ``(value, context_arguments)`` and returns a list of strings; a sync
+        one runs in a worker thread unless ``on_loop=True``."""
+        return self._prompts.completion(ref, argument, on_loop=on_loop)
 
     # ----------------------------------------------------------- capabilities
 
@@ -183,7 +348,7 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin, _RoutesMixin, _Serving
             "completions": {},
             "logging": {},
         }
-        if self._task_tools():
+        if self._tools.any_task_support():
             caps.update(self.tasks.capabilities())  # tasks (2025-11-25) and the Tasks extension
         return caps
 
@@ -192,7 +357,7 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin, _RoutesMixin, _Serving
         read it) until a tool with task support changes what it holds."""
         if type(self).capabilities is not Server.capabilities:
             return self.capabilities  # a subclass decides: ask it each time
-        tasks = self._task_tools()
+        tasks = self._tools.any_task_support()
         shared = self._shared_capabilities
         if shared is None or shared[0] != tasks:
             shared = self._shared_capabilities = (tasks, self.capabilities)
@@ -272,7 +437,7 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin, _RoutesMixin, _Serving
         store: its ``remember``)."""
         channel = session.channel
         if isinstance(channel, SharedSession):
-            subscriptions = sorted(self._subscriptions.get(session, ()))
+            subscriptions = sorted(self._resources.subscribed.get(session, ()))
             await channel.remember(log_level=self._log_levels.get(session), subscriptions=subscriptions)
 
     def _adopt_state(self, session: Session, log_level: str | None, subscriptions: list[str]) -> None:
@@ -282,35 +447,9 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin, _RoutesMixin, _Serving
         else:
             self._log_levels[session] = log_level
         if subscriptions:
-            self._subscriptions[session] = set(subscriptions)
+            self._resources.subscribed[session] = set(subscriptions)
         else:
-            self._subscriptions.pop(session, None)
-
-    def _multi_round(self, handler: Callable[[RequestContext, Any], Awaitable[Any]]) -> Any:
-        """Run ``handler`` so that, in the stateless era, its calls back to the
-        client become an ``InputRequiredResult`` (see :mod:`mcp_trio.server._mrtr`)."""
-
-        async def rounds(ctx: RequestContext, params: Any) -> Any:
-            owner = ctx.session.principal  # (signed into the request state as text)
-            principal = None if owner is None else str(owner)
-            inputs = InputSession(self._state, method=ctx.method, params=params, principal=principal)
-            self._rounds[id(ctx)] = inputs
-            try:
-                return await handler(ctx, params)
-            except BaseException as exc:
-                if not _only_input_required(exc):
-                    raise
-                return inputs.result()
-            finally:
-                del self._rounds[id(ctx)]
-
-        def run(ctx: RequestContext, params: Any) -> Awaitable[Any]:
-            # Not a coroutine itself: the handshake era awaits the handler directly.
-            if _versions.is_stateless(ctx.version):
-                return rounds(ctx, params)
-            return handler(ctx, params)
-
-        return run
+            self._resources.subscribed.pop(session, None)
 
     @property
     def middleware(self) -> tuple[Middleware, ...]:
@@ -361,17 +500,17 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin, _RoutesMixin, _Serving
     def request_handlers(self) -> dict[str, Any]:
         """The method handlers of a session (a new dict on every call)."""
         return {
-            "tools/list": self._list_tools,
-            "tools/call": self._multi_round(self._call_tool),
-            "resources/list": self._list_resources,
-            "resources/templates/list": self._list_templates,
-            "resources/read": self._multi_round(self._read_resource),
-            "resources/subscribe": self._subscribe,
-            "resources/unsubscribe": self._unsubscribe,
+            "tools/list": self._tools.list,
+            "tools/call": self._rounds.wrap(self._tools.call),
+            "resources/list": self._resources.list,
+            "resources/templates/list": self._resources.list_templates,
+            "resources/read": self._rounds.wrap(self._resources.read),
+            "resources/subscribe": self._resources.subscribe,
+            "resources/unsubscribe": self._resources.unsubscribe,
             "subscriptions/listen": self.subscriptions.listen,
-            "prompts/list": self._list_prompts,
-            "prompts/get": self._multi_round(self._get_prompt),
-            "completion/complete": self._complete,
+            "prompts/list": self._prompts.list,
+            "prompts/get": self._rounds.wrap(self._prompts.get),
+            "completion/complete": self._prompts.complete,
             "logging/setLevel": self._set_level,
             "tasks/get": self.tasks.get_task,
             "tasks/result": self.tasks.get_result,
@@ -384,7 +523,7 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin, _RoutesMixin, _Serving
         """Sign multi-round-trip request state (2026-07-28) with ``key`` (at least 16 bytes)
         from now on, as every process serving one endpoint must: a ``requestState`` signed by
         one is then accepted by the others (``mcp-trio serve --state-key``)."""
-        self._state = StateCodec(key, self._state.ttl)
+        self._rounds.use_key(key)
 
     def statistics(self) -> ServerStatistics:
         """Sessions open and opened, requests in flight and finished by
@@ -432,12 +571,7 @@ class Server(_ToolsMixin, _ResourcesMixin, _PromptsMixin, _RoutesMixin, _Serving
             self._totals.closed(session)
             self._sessions.discard(session)
             self._log_levels.pop(session, None)
-            self._subscriptions.pop(session, None)
-
-
-def _only_input_required(exc: BaseException) -> bool:
-    """``exc`` is InputRequired, or a group of nothing else (concurrent asks)."""
-    return _only(exc, InputRequired)
+            self._resources.subscribed.pop(session, None)
 
 
 def _encode_cursor(position: int) -> str:

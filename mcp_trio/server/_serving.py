@@ -45,8 +45,6 @@ class _ServingMixin:
 
         def _count_in(self, shutdown: GracefulShutdown | None) -> None: ...
 
-        async def _resource_updated_here(self, uri: str) -> None: ...
-
         def _list_changed_here(self, method: str) -> None: ...
 
         async def serve_session(
@@ -155,7 +153,8 @@ class _ServingMixin:
                 await nursery.start(self.tasks.run)
                 if store is not None:
                     assert worker_id is not None
-                    fanout = Fanout(store, worker_id, self._resource_updated_here, self._list_changed_here)
+                    updated_here = cast("Server", self)._resources.updated_here
+                    fanout = Fanout(store, worker_id, updated_here, self._list_changed_here)
                     await nursery.start(fanout.run)
                     self._fanout = fanout  # (resource updates and list changes reach every worker)
                     totals = cast("Server", self)._totals  # (every worker's statistics in the metrics)

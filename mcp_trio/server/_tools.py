@@ -3,8 +3,8 @@
 binding and validation, running the handler, inline or as a task (see
 :mod:`mcp_trio.server._tasks`), and shaping its result.
 
-``_ToolsMixin`` is part of :class:`~mcp_trio.server.Server`; the rules are in
-the module docs of :mod:`mcp_trio.server._server`.
+:class:`Tools` owns a :class:`~mcp_trio.server.Server`'s tools; the rules are
+in the module docs of :mod:`mcp_trio.server._server`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import inspect
 import logging
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, Unpack, overload
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 import msgspec
 import trio
@@ -43,7 +43,7 @@ from ._signature import ArgumentError, ToolSignature
 from ._task_context import LEGACY_TASKS_VERSION, TASK_SUPPORT
 
 if TYPE_CHECKING:
-    from ._mrtr import StateCodec
+    from ._rounds import Rounds
     from ._tasks import TaskManager
 
 log = logging.getLogger("mcp_trio.server")
@@ -111,52 +111,30 @@ class _Tool:
         self.header_annotations = found
 
 
-class _ToolsMixin:
-    """The tools of a :class:`~mcp_trio.server.Server`."""
+class Tools:
+    """The tools of a :class:`~mcp_trio.server.Server`: their registry (by name, in
+    registration order) and the ``tools/list`` and ``tools/call`` handlers."""
 
-    _tools: dict[str, _Tool]
-    _rounds: dict[int, InputSession]
-    _deferred: set[int]
-    _state: StateCodec
-    tasks: TaskManager
-    _changed: Callable[[str], None]
-    _page: Callable[..., dict[str, Any]]
-    _sync_limiter: trio.CapacityLimiter
-    _context: Callable[[RequestContext], Context]
+    def __init__(
+        self,
+        *,
+        changed: Callable[[str], None],
+        page: Callable[[RequestContext, list[dict[str, Any]], str], dict[str, Any]],
+        context: Callable[[RequestContext], Context],
+        limiter: trio.CapacityLimiter,
+        tasks: TaskManager,
+        rounds: Rounds,
+    ) -> None:
+        self._tools: dict[str, _Tool] = {}
+        self._changed = changed  # (a list_changed notification to send)
+        self._page = page
+        self._context = context
+        self._sync_limiter = limiter
+        self.tasks = tasks
+        self._rounds = rounds
 
-    @overload
-    def tool(self, fn: F, /) -> F: ...
-
-    @overload
-    def tool(self, fn: None = None, /, **options: Unpack[ToolOptions]) -> Callable[[F], F]: ...
-
-    def tool(self, fn: F | None = None, /, **options: Unpack[ToolOptions]) -> F | Callable[[F], F]:
-        """Register a tool (decorator, with or without arguments); the function
-        is returned unchanged.
-
-        A sync function runs in a worker thread (at most the server's
-        ``sync_limiter`` at once), so a blocking call never holds up the
-        session; ``on_loop=True`` runs it on the event loop instead (for quick
-        handlers on hot paths).  A second tool of the same name raises
-        ``ValueError`` unless ``replace=True``.
-
-        The input schema comes from the type hints unless ``input_schema`` is
-        given (then arguments are passed to the handler as one ``arguments``
-        dict parameter, or as keywords when the handler takes them).
-
-        ``task_support`` (``"forbidden"``, ``"optional"`` or ``"required"``)
-        lets the tool run as a task (see :mod:`mcp_trio.server._tasks`): it is the
-        tool's ``execution.taskSupport`` in 2025-11-25, and with the Tasks
-        extension (2026-07-28) an optional or required tool runs as a task for
-        every client that declares the extension.  Registering one makes the
-        server advertise tasks to the sessions opened afterwards.
-
-        ``defer_task=True`` (with ``task_support`` ``"optional"`` or
-        ``"required"``): with the extension the tool starts in the request,
-        where what it asks the client goes through multi-round-trip results,
-        and becomes a task only when it calls ``await ctx.start_task()`` (a
-        tool that returns before that answers inline).
-        """
+    def tool(self, fn: F | None, options: ToolOptions) -> F | Callable[[F], F]:
+        """``Server.tool``: register ``fn``, or return the decorator that will."""
         unknown = options.keys() - ToolOptions.__optional_keys__
         if unknown:
             raise TypeError(
@@ -235,24 +213,22 @@ class _ToolsMixin:
 
         return register(fn) if fn is not None else register
 
-    def tool_header_annotations(self, name: str) -> list[tuple[tuple[str, ...], str]] | None:
-        """The ``x-mcp-header`` annotations of tool ``name`` (None: no such tool);
-        Streamable HTTP checks ``Mcp-Param-*`` headers against them."""
+    def header_annotations(self, name: str) -> list[tuple[tuple[str, ...], str]] | None:
         tool = self._tools.get(name)
         return None if tool is None else tool.header_annotations
 
-    def tool_names(self) -> list[str]:
-        """The names of the registered tools, in registration order."""
+    def names(self) -> list[str]:
         return list(self._tools)
 
-    def remove_tool(self, name: str) -> None:
+    def remove(self, name: str) -> None:
         del self._tools[name]
         self._changed("notifications/tools/list_changed")
 
-    def _task_tools(self) -> bool:
+    def any_task_support(self) -> bool:
+        """Whether some tool may run as a task (the server then advertises tasks)."""
         return any(t.task_support in ("optional", "required") for t in self._tools.values())
 
-    async def _list_tools(self, ctx: RequestContext, params: Any) -> Any:
+    async def list(self, ctx: RequestContext, params: Any) -> Any:
         tools = [t.definition for t in self._tools.values()]
         if ctx.version < _FIRST_STRUCTURED:
             tools = [{k: v for k, v in t.items() if k != "outputSchema"} for t in tools]
@@ -260,7 +236,7 @@ class _ToolsMixin:
             tools = [{k: v for k, v in t.items() if k != "execution"} for t in tools]
         return self._page(ctx, tools, "tools")
 
-    async def _call_tool(self, ctx: RequestContext, params: Any) -> Any:
+    async def call(self, ctx: RequestContext, params: Any) -> Any:
         tool = self._tools.get(params.name)
         if tool is None:
             raise McpError(rpc.INVALID_PARAMS, f"Unknown tool: {params.name}")
@@ -273,15 +249,15 @@ class _ToolsMixin:
             ttl = getattr(task, "ttl", None)
             work = partial(self._run_tool, tool=tool, params=params)
             if tool.defer_task and _versions.is_stateless(ctx.version):
-                self._deferred.add(id(ctx))
+                self._rounds.deferred.add(id(ctx))
                 try:
                     return await self._run_tool(ctx, tool, params)
                 except BaseException as exc:
                     if not _only(exc, _StartTask):
                         raise
                 finally:
-                    self._deferred.discard(id(ctx))
-                inputs = self._rounds.get(id(ctx))
+                    self._rounds.deferred.discard(id(ctx))
+                inputs = self._rounds.inputs.get(id(ctx))
                 work = partial(
                     self._replay_tool,
                     tool=tool,
@@ -295,11 +271,11 @@ class _ToolsMixin:
         self, ctx: RequestContext, *, tool: _Tool, params: Any, answers: dict[str, Any]
     ) -> Any:
         """Run a deferred tool as its task, its earlier inputs answered at once."""
-        self._rounds[id(ctx)] = InputSession.replaying(self._state, answers)
+        self._rounds.inputs[id(ctx)] = InputSession.replaying(self._rounds.codec, answers)
         try:
             return await self._run_tool(ctx, tool, params)
         finally:
-            del self._rounds[id(ctx)]
+            del self._rounds.inputs[id(ctx)]
 
     async def _run_tool(self, ctx: RequestContext, tool: _Tool, params: Any) -> Any:
         arguments = params.arguments if isinstance(params.arguments, dict) else {}

@@ -448,14 +448,14 @@ async def test_cache_follows_ttl(autojump_clock: trio.testing.MockClock) -> None
     calls = Calls()
     server = make_server(calls, cache_ttl_ms=1000)
     listed = 0
-    original = server._list_tools
+    original = server._tools.list
 
     async def counting(ctx: Any, params: Any) -> Any:
         nonlocal listed
         listed += 1
         return await original(ctx, params)
 
-    server._list_tools = counting  # type: ignore[method-assign]
+    server._tools.list = counting  # type: ignore[method-assign]
     async with pair(MODERN[0], calls, server) as (client, _, _):
         first = await client.list_tools()
         again = await client.list_tools()
