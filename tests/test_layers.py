@@ -509,7 +509,6 @@ MAX_CLASS_LINES = 400
 OVERSIZED: dict[str, int] = {
     "mcp_trio._core._session.SessionCore": 1471,
     "mcp_trio._engine._session.Session": 1174,
-    "mcp_trio.server._server.Server": 780,
     "mcp_trio.transports.http.client.HTTPClientChannel": 938,
     "mcp_trio.transports.http.client._exchanges._ExchangeMixin": 777,
     "mcp_trio.transports.http.server._endpoint.StreamableHTTP": 564,

@@ -147,7 +147,7 @@ class Context:
         """Send ``notifications/message`` if ``level`` passes the client's threshold."""
         if level not in _LEVEL_RANK:
             raise ValueError(f"unknown log level {level!r}; one of {', '.join(LOG_LEVELS)}")
-        threshold = self.server._log_threshold(self)
+        threshold = self.server._open.log_threshold(self)
         if threshold is None or _LEVEL_RANK[level] < _LEVEL_RANK[threshold]:
             return
         params: dict[str, Any] = {"level": level, "data": data}

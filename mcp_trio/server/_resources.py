@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import trio
 
 from .. import _jsonrpc as rpc
 from .._engine._context import RequestContext
-from .._engine._session import Session
 from .._exceptions import McpError
 from ..types import _versions
 from ._context import Context, _call, _context_param, _thread_for
@@ -28,6 +27,7 @@ from ._uritemplate import UriTemplate
 
 if TYPE_CHECKING:
     from ._listen import SubscriptionHub
+    from ._open_sessions import OpenSessions
 
 log = logging.getLogger("mcp_trio.server")
 
@@ -64,19 +64,17 @@ class Resources:
         cacheable: Callable[[RequestContext, dict[str, Any]], dict[str, Any]],
         context: Callable[[RequestContext], Context],
         limiter: trio.CapacityLimiter,
-        share_state: Callable[[Session], Awaitable[None]],
+        sessions: OpenSessions,
         hub: SubscriptionHub,
     ) -> None:
         self._resources: dict[str, _Resource] = {}
         self._templates: dict[str, _Resource] = {}
-        #: The URIs each session subscribed to.
-        self.subscribed: dict[Session, set[str]] = {}
         self._changed = changed  # (a list_changed notification to send)
         self._page = page
         self._cacheable = cacheable
         self._context = context
         self._sync_limiter = limiter
-        self._share_state = share_state
+        self._sessions = sessions  # (whose subscriptions these are)
         self._hub = hub
 
     def resource(
@@ -144,7 +142,7 @@ class Resources:
         """Tell this worker's sessions subscribed to ``uri`` that it changed (and the
         2026-07-28 ``subscriptions/listen`` streams watching it)."""
         self._hub.resource_updated(uri)
-        for session, uris in list(self.subscribed.items()):
+        for session, uris in list(self._sessions.subscribed.items()):
             if uri in uris:
                 try:
                     # (shared by workers: told by the one announcing to it, or instead of it if gone)
@@ -184,13 +182,13 @@ class Resources:
         return self._cacheable(ctx, {"contents": resource_contents(uri, value, entry.mime_type)})
 
     async def subscribe(self, ctx: RequestContext, params: Any) -> Any:
-        self.subscribed.setdefault(ctx.session, set()).add(params.uri)
-        await self._share_state(ctx.session)
+        self._sessions.subscribed.setdefault(ctx.session, set()).add(params.uri)
+        await self._sessions.share(ctx.session)
         return {}
 
     async def unsubscribe(self, ctx: RequestContext, params: Any) -> Any:
-        self.subscribed.get(ctx.session, set()).discard(params.uri)
-        await self._share_state(ctx.session)
+        self._sessions.subscribed.get(ctx.session, set()).discard(params.uri)
+        await self._sessions.share(ctx.session)
         return {}
 
 

@@ -117,33 +117,29 @@ def _route_path(path: str) -> str:
     return normal
 
 
-class _RoutesMixin:
-    """``@server.route`` (a mixin of :class:`~mcp_trio.server.Server`)."""
+def register_route(
+    server: Server, path: str, methods: Sequence[str] = ("GET",), *, auth: bool = False, on_loop: bool = False
+) -> Callable[[_F], _F]:
+    """Register the decorated function as the handler of HTTP ``path``
+    (for ``serve_http``), next to the MCP endpoint::
 
-    _routes: dict[str, Route]
+        @server.route("/healthz")
+        def health() -> str:
+            return "ok"
 
-    def route(
-        self, path: str, methods: Sequence[str] = ("GET",), *, auth: bool = False, on_loop: bool = False
-    ) -> Callable[[_F], _F]:
-        """Register the decorated function as the handler of HTTP ``path``
-        (for ``serve_http``), next to the MCP endpoint::
+    See :class:`Route` for the options; the rules are in
+    :mod:`mcp_trio.server._routes`.  A path registered twice is refused.
+    (``Server.route``, bound there.)
+    """
+    normal = _route_path(path)
+    if normal in server._routes:
+        raise ValueError(f"route {path!r} is already registered")
 
-            @server.route("/healthz")
-            def health() -> str:
-                return "ok"
+    def register(fn: _F) -> _F:
+        server._routes[normal] = Route(fn, tuple(methods), auth=auth, on_loop=on_loop)
+        return fn
 
-        See :class:`Route` for the options; the rules are in
-        :mod:`mcp_trio.server._routes`.  A path registered twice is refused.
-        """
-        normal = _route_path(path)
-        if normal in self._routes:
-            raise ValueError(f"route {path!r} is already registered")
-
-        def register(fn: _F) -> _F:
-            self._routes[normal] = Route(fn, tuple(methods), auth=auth, on_loop=on_loop)
-            return fn
-
-        return register
+    return register
 
 
 def http_routes(

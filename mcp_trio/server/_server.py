@@ -62,9 +62,8 @@ Rules:
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
-from types import MappingProxyType
 from typing import Any, Unpack, overload
 
 import msgspec
@@ -72,19 +71,20 @@ import trio
 
 from .._engine._context import RequestContext
 from .._engine._session import Session, new_session
-from .._exceptions import ConnectionClosed
-from ..middleware._base import Middleware, wrap_handlers
+from ..middleware._base import Middleware
 from ..transports._base import HostedSession, MessageChannel, SharedSession
 from ..types import _versions
-from ._context import _LEVEL_RANK, Context
+from . import _serving
+from ._context import Context
 from ._cursor import decode_cursor, encode_cursor
-from ._fanout import Fanout, adopted, announces
+from ._dispatch import Dispatch
+from ._fanout import Fanout
 from ._listen import SubscriptionHub
+from ._open_sessions import OpenSessions
 from ._prompts import Prompts
 from ._resources import Resources
 from ._rounds import Rounds
-from ._routes import Route, _RoutesMixin
-from ._serving import _ServingMixin
+from ._routes import Route, register_route
 from ._shutdown import GracefulShutdown
 from ._stats import ServerStatistics, _Totals
 from ._tasks import TaskManager
@@ -95,7 +95,7 @@ __all__ = ["Server"]
 log = logging.getLogger("mcp_trio.server")
 
 
-class Server(_RoutesMixin, _ServingMixin):
+class Server:
     """A high-level MCP server.
 
     Args:
@@ -153,10 +153,9 @@ class Server(_RoutesMixin, _ServingMixin):
         self.cache_scope = cache_scope
         self.session_options = session_options
         self._sync_limiter = sync_limiter if sync_limiter is not None else trio.CapacityLimiter(40)
-        self._sessions: set[Session] = set()
-        self._log_levels: dict[Session, str] = {}
         #: Open ``subscriptions/listen`` requests (2026-07-28).
         self.subscriptions = SubscriptionHub(lambda: self.capabilities)
+        self._open = OpenSessions(self.subscriptions)
         self._rounds = Rounds(state_key, state_ttl)
         self.tasks = tasks if tasks is not None else TaskManager(page_size=page_size)
         changed, page, context, limiter = self._changed, self._page, self._context, self._sync_limiter
@@ -174,12 +173,11 @@ class Server(_RoutesMixin, _ServingMixin):
             context=context,
             limiter=limiter,
             cacheable=self._cacheable,
-            share_state=self._share_state,
+            sessions=self._open,
             hub=self.subscriptions,
         )
         self._prompts = Prompts(changed=changed, page=page, context=context, limiter=limiter)
-        self._handlers: Mapping[str, Any] | None = None  # see _handler_table
-        self._middleware: list[Middleware] = list(middleware)
+        self._dispatch = Dispatch(lambda: self.request_handlers(), middleware, self._open.sessions)
         self._shared_capabilities: tuple[bool, dict[str, Any]] | None = None  # see _session_capabilities
         self._routes: dict[str, Route] = {}  # see route()
         self._fanout: Fanout | None = None  # see serve_http(store=...)
@@ -369,45 +367,9 @@ class Server(_RoutesMixin, _ServingMixin):
         if self._fanout is not None:
             self._fanout.list_changed(method)  # every worker announces it (once, coalesced)
         else:
-            self._list_changed_here(method)
-
-    def _list_changed_here(self, method: str) -> None:
-        self.subscriptions.changed(method)
-        for session in list(self._sessions):
-            if session.initialized.is_set() and not _versions.is_stateless(session.protocol_version or ""):
-                # (shared by workers: told by the one announcing to it, or instead of it if gone)
-                self._spawn_notify(session, method, None, unless_announced_elsewhere=True)
-
-    def _spawn_notify(
-        self, session: Session, method: str, params: Any, *, unless_announced_elsewhere: bool = False
-    ) -> None:
-        only_if_adopted = unless_announced_elsewhere and not announces(session)
-        notify = self._notify_if_adopted if only_if_adopted else self._notify
-        try:
-            session.spawn(notify, session, method, params, name=method)
-        except ConnectionClosed:  # (not running yet, or ended: nobody to tell)
-            pass
-
-    async def _notify(self, session: Session, method: str, params: Any) -> None:
-        try:
-            await session.notify(method, params)
-        except Exception as exc:  # the session may be closing
-            log.debug("could not send %s: %s", method, exc)
-
-    async def _notify_if_adopted(self, session: Session, method: str, params: Any) -> None:
-        try:
-            if await adopted(session):
-                await session.notify(method, params)
-        except Exception as exc:  # the session may be closing
-            log.debug("could not send %s: %s", method, exc)
+            self._open.list_changed_here(method)
 
     # ------------------------------------------------------------- handlers
-
-    def _log_threshold(self, ctx: Context) -> str | None:
-        if _versions.is_stateless(ctx.protocol_version):
-            level = ctx.request.meta.get("io.modelcontextprotocol/logLevel")
-            return level if level in _LEVEL_RANK else None
-        return self._log_levels.get(ctx.session)
 
     def _cacheable(self, ctx: RequestContext, result: dict[str, Any]) -> dict[str, Any]:
         if _versions.is_stateless(ctx.version):
@@ -426,64 +388,17 @@ class Server(_RoutesMixin, _ServingMixin):
             result["nextCursor"] = _encode_cursor(end)
         return self._cacheable(ctx, result)
 
-    async def _set_level(self, ctx: RequestContext, params: Any) -> Any:
-        self._log_levels[ctx.session] = params.level
-        await self._share_state(ctx.session)
-        return {}
-
-    async def _share_state(self, session: Session) -> None:
-        """Keep the session's log level and subscriptions where the other
-        workers serving it find them (a transport sharing sessions through a
-        store: its ``remember``)."""
-        channel = session.channel
-        if isinstance(channel, SharedSession):
-            subscriptions = sorted(self._resources.subscribed.get(session, ()))
-            await channel.remember(log_level=self._log_levels.get(session), subscriptions=subscriptions)
-
-    def _adopt_state(self, session: Session, log_level: str | None, subscriptions: list[str]) -> None:
-        """Take the log level and subscriptions another worker set for ``session``."""
-        if log_level is None:
-            self._log_levels.pop(session, None)
-        else:
-            self._log_levels[session] = log_level
-        if subscriptions:
-            self._resources.subscribed[session] = set(subscriptions)
-        else:
-            self._resources.subscribed.pop(session, None)
-
     @property
     def middleware(self) -> tuple[Middleware, ...]:
         """The middleware installed, the outermost first."""
-        return tuple(self._middleware)
+        return tuple(self._dispatch.middleware)
 
     def add_middleware(self, middleware: Middleware, *, outermost: bool = False) -> None:
         """Install ``middleware`` inside those already installed (it sees each
         request after them), or with ``outermost`` outside them (it sees each
         request first).  Sessions already open take it too, from their next
         request (unless their ``request_handlers`` were changed)."""
-        if outermost:
-            self._middleware.insert(0, middleware)
-        else:
-            self._middleware.append(middleware)
-        old = self._handlers
-        self._handlers = None
-        if old is not None:
-            table = self._handler_table()
-            for session in self._sessions:
-                session.use_handlers(table, instead_of=old)  # (those still on the shared table)
-
-    def _handler_table(self) -> Mapping[str, Any]:
-        """:meth:`request_handlers`, each wrapped by the middleware, built on
-        first use (and after :meth:`add_middleware`) and shared, read-only, by
-        every session (a session copies it only when its ``request_handlers``
-        is asked for, to be changed).  No middleware: the handlers themselves."""
-        table = self._handlers
-        if table is None:
-            handlers = self.request_handlers()
-            if self._middleware:
-                handlers = wrap_handlers(handlers, self._middleware, "server")
-            table = self._handlers = MappingProxyType(handlers)
-        return table
+        self._dispatch.add(middleware, outermost=outermost)
 
     def _count_in(self, shutdown: GracefulShutdown | None) -> None:
         """Have ``shutdown`` stop this server (see :class:`GracefulShutdown`)."""
@@ -491,11 +406,12 @@ class Server(_RoutesMixin, _ServingMixin):
             shutdown._attach(self)
 
     def _refuse_requests(self, refuse: Callable[[Any, Any], Awaitable[Any]]) -> None:
-        """From now on, answer every request of every session with ``refuse``
-        (a graceful shutdown has begun; the requests under way go on)."""
-        self._handlers = MappingProxyType(dict.fromkeys(self.request_handlers(), refuse))
-        for session in self._sessions:
-            session.use_handlers(MappingProxyType(dict.fromkeys(session.handled_methods, refuse)))
+        self._dispatch.refuse(refuse)  # (a graceful shutdown has begun)
+
+    @property
+    def _sessions(self) -> set[Session]:
+        """The open sessions (a graceful shutdown cuts their requests)."""
+        return self._open.sessions
 
     def request_handlers(self) -> dict[str, Any]:
         """The method handlers of a session (a new dict on every call)."""
@@ -511,7 +427,7 @@ class Server(_RoutesMixin, _ServingMixin):
             "prompts/list": self._prompts.list,
             "prompts/get": self._rounds.wrap(self._prompts.get),
             "completion/complete": self._prompts.complete,
-            "logging/setLevel": self._set_level,
+            "logging/setLevel": self._open.set_level,
             "tasks/get": self.tasks.get_task,
             "tasks/result": self.tasks.get_result,
             "tasks/list": self.tasks.list_tasks,
@@ -531,6 +447,13 @@ class Server(_RoutesMixin, _ServingMixin):
         return self._totals.statistics()
 
     # -------------------------------------------------------------- serving
+
+    # Running the server over a transport: functions of the server (in _serving.py) that use it
+    # through serve_session and its task manager, bound here as methods.
+    serve_http = _serving.serve_http
+    serve_stdio = _serving.serve_stdio
+    serve_websocket = _serving.serve_websocket
+    route = register_route  # (plain HTTP routes of serve_http)
 
     def _context(self, ctx: RequestContext) -> Context:
         """What a handler of this server sees for request ``ctx``."""
@@ -555,23 +478,21 @@ class Server(_RoutesMixin, _ServingMixin):
             capabilities=capabilities,
             versions=self.versions,
             instructions=self.instructions,
-            request_handlers=self._handler_table(),
+            request_handlers=self._dispatch.table(),
             **self.session_options,
         )
-        self._sessions.add(session)
+        self._open.opened(session)
         self._totals.opened(session, channel)
         if isinstance(channel, SharedSession) and channel.request_id_prefix is not None:  # shared
             restored = channel.restored
             if restored is not None:
-                self._adopt_state(session, restored.log_level, restored.subscriptions)
-            channel.on_shared_update = partial(self._adopt_state, session)
+                self._open.adopt(session, restored.log_level, restored.subscriptions)
+            channel.on_shared_update = partial(self._open.adopt, session)
         try:
             await session.run(task_status=task_status)
         finally:
             self._totals.closed(session)
-            self._sessions.discard(session)
-            self._log_levels.pop(session, None)
-            self._resources.subscribed.pop(session, None)
+            self._open.closed(session)
 
 
 def _encode_cursor(position: int) -> str:

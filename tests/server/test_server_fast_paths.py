@@ -133,6 +133,6 @@ async def test_sessions_share_one_table_but_each_has_its_own_copy() -> None:
         assert sessions[0].request_handlers is not sessions[1].request_handlers
         del sessions[0].request_handlers["tools/list"]  # one session's change stays its own
         assert "tools/list" in sessions[1].request_handlers
-        assert "tools/list" in server._handler_table()
+        assert "tools/list" in server._dispatch.table()
         for client, _ in ends:
             await client.aclose()

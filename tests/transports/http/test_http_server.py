@@ -639,7 +639,7 @@ async def test_a_thousand_sessions_leave_nothing_behind() -> None:
         gc.collect()
         after = len(gc.get_objects())
         assert endpoint.sessions == {} and len(store) == 0
-        assert server._sessions == set() and server._log_levels == {} and server._resources.subscribed == {}
+        assert server._sessions == set() and server._open.log_levels == {} and server._open.subscribed == {}
         # One session's state is hundreds of objects; what may remain is a
         # bounded amount of runtime bookkeeping, far below one object per session.
         assert after - before < 1000, after - before

@@ -255,7 +255,7 @@ async def test_a_subscription_made_on_one_worker_holds_on_another(store_url: str
                 r = await client.post(urls[1], headers=headers, json=subscribe)
                 assert r.status_code == 200
                 with trio.fail_after(5):  # (the first worker learns it over the bus)
-                    while not any("notes://a" in uris for uris in servers[0]._resources.subscribed.values()):
+                    while not any("notes://a" in uris for uris in servers[0]._open.subscribed.values()):
                         await trio.sleep(0.01)
                 await servers[0].notify_resource_updated("notes://a")  # the change is seen there
                 [(_, message)] = await sse_messages(response, 1)
@@ -317,7 +317,7 @@ async def test_a_session_on_every_worker_hears_each_change_once(store_url: str |
             assert (await client.post(urls[2], headers=headers, json=subscribe)).status_code == 200
             with trio.fail_after(5):  # (every replica learns it over the bus)
                 while not all(
-                    any("notes://c" in uris for uris in server._resources.subscribed.values()) for server in servers
+                    any("notes://c" in uris for uris in server._open.subscribed.values()) for server in servers
                 ):
                     await trio.sleep(0.01)
             async with raw_stream(urls[1], "GET", {**headers, **GET}) as response:

@@ -1,0 +1,64 @@
+"""What answers each method of a server's sessions: the handlers, wrapped by the
+middleware, in one read-only table the sessions share (built on first use and
+again when middleware is added), or, once a graceful shutdown has begun, a
+refusal in place of each."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from types import MappingProxyType
+from typing import Any
+
+from .._engine._session import Session
+from ..middleware._base import Middleware, wrap_handlers
+
+
+class Dispatch:
+    """A server's handler table and its middleware."""
+
+    __slots__ = ("middleware", "_table", "_handlers", "_sessions")
+
+    def __init__(
+        self,
+        handlers: Callable[[], dict[str, Any]],
+        middleware: Iterable[Middleware],
+        sessions: Iterable[Session],
+    ) -> None:
+        #: Installed, the outermost first.
+        self.middleware: list[Middleware] = list(middleware)
+        self._table: Mapping[str, Any] | None = None
+        self._handlers = handlers  # (Server.request_handlers: a new dict on every call)
+        self._sessions = sessions  # (the open ones)
+
+    def add(self, middleware: Middleware, *, outermost: bool) -> None:
+        """``Server.add_middleware``."""
+        if outermost:
+            self.middleware.insert(0, middleware)
+        else:
+            self.middleware.append(middleware)
+        old = self._table
+        self._table = None
+        if old is not None:
+            table = self.table()
+            for session in self._sessions:
+                session.use_handlers(table, instead_of=old)  # (those still on the shared table)
+
+    def table(self) -> Mapping[str, Any]:
+        """The handlers, each wrapped by the middleware, built on first use (and
+        after :meth:`add`) and shared, read-only, by every session (a session
+        copies it only when its ``request_handlers`` is asked for, to be
+        changed).  No middleware: the handlers themselves."""
+        table = self._table
+        if table is None:
+            handlers = self._handlers()
+            if self.middleware:
+                handlers = wrap_handlers(handlers, self.middleware, "server")
+            table = self._table = MappingProxyType(handlers)
+        return table
+
+    def refuse(self, refuse: Callable[[Any, Any], Awaitable[Any]]) -> None:
+        """From now on, answer every request of every session with ``refuse``
+        (a graceful shutdown has begun; the requests under way go on)."""
+        self._table = MappingProxyType(dict.fromkeys(self._handlers(), refuse))
+        for session in self._sessions:
+            session.use_handlers(MappingProxyType(dict.fromkeys(session.handled_methods, refuse)))
