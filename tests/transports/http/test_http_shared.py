@@ -317,7 +317,8 @@ async def test_a_session_on_every_worker_hears_each_change_once(store_url: str |
             assert (await client.post(urls[2], headers=headers, json=subscribe)).status_code == 200
             with trio.fail_after(5):  # (every replica learns it over the bus)
                 while not all(
-                    any("notes://c" in uris for uris in server._open.subscribed.values()) for server in servers
+                    any("notes://c" in uris for uris in server._open.subscribed.values())
+                    for server in servers
                 ):
                     await trio.sleep(0.01)
             async with raw_stream(urls[1], "GET", {**headers, **GET}) as response:
