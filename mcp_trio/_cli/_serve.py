@@ -18,7 +18,15 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from .._version import __version__
-from ..transports.http.doors import FRONT_DOORS
+from ..transports.http.doors import (
+    DEFAULT_HEADER_TIMEOUT,
+    DEFAULT_KEEPALIVE_TIMEOUT,
+    DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_REQUEST_TIMEOUT,
+    DEFAULT_WRITE_TIMEOUT,
+    FRONT_DOORS,
+    ConnectionLimits,
+)
 from ._config import ConfigError, layered, resolve
 from ._deploy import add_deploy_arguments, guard_options, tls_options
 from ._shutdown import serve_until_signalled
@@ -244,8 +252,8 @@ def _add_door_arguments(p: Any) -> None:
         "--max-connections",
         type=_positive_int,
         metavar="N",
-        help="with --http or --ws, connections at once (default: 1024); further clients wait "
-        "in the listen backlog until one ends",
+        help=f"with --http or --ws, connections at once (default: {DEFAULT_MAX_CONNECTIONS}); "
+        "further clients wait in the listen backlog until one ends",
     )
     p.add_argument(
         "--max-connections-per-client",
@@ -259,40 +267,34 @@ def _add_door_arguments(p: Any) -> None:
         type=_positive_float,
         metavar="SECONDS",
         help="with --http, a request head must arrive whole within this time of the accept "
-        "(or of its first byte on a kept-alive connection) (default: 10); else 408 and the "
-        "connection is closed",
+        "(or of its first byte on a kept-alive connection) "
+        f"(default: {DEFAULT_HEADER_TIMEOUT:g}); else 408 and the connection is closed",
     )
     p.add_argument(
         "--keepalive-timeout",
         type=_positive_float,
         metavar="SECONDS",
-        help="with --http, an idle keep-alive connection is closed after this long (default: 60; "
-        "the hypercorn door uses the smaller of this and --header-timeout)",
+        help="with --http, an idle keep-alive connection is closed after this long "
+        f"(default: {DEFAULT_KEEPALIVE_TIMEOUT:g}; the hypercorn door uses the smaller of this "
+        "and --header-timeout)",
     )
     p.add_argument(
         "--request-timeout",
         type=_positive_float,
         metavar="SECONDS",
         help="with --http, a request body must arrive whole within this time of its head "
-        "(default: 30); else 408 and the connection is closed",
+        f"(default: {DEFAULT_REQUEST_TIMEOUT:g}); else 408 and the connection is closed",
     )
     p.add_argument(
         "--write-timeout",
         type=_positive_float,
         metavar="SECONDS",
         help="with --http, a write to a client that does not read waits this long at most "
-        "(default: 30); then the response is abandoned and the connection closed",
+        f"(default: {DEFAULT_WRITE_TIMEOUT:g}); then the response is abandoned and the connection closed",
     )
 
 
-_DOOR_OPTIONS = (
-    "max_connections",
-    "max_connections_per_client",
-    "header_timeout",
-    "keepalive_timeout",
-    "request_timeout",
-    "write_timeout",
-)
+_DOOR_OPTIONS = ConnectionLimits.names()
 
 
 def _door_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -440,8 +442,6 @@ def _parse_host_port(text: str, option: str = "--http") -> tuple[str, int]:
 def _fit_open_files(options: dict[str, Any]) -> None:
     """Raise the process's limit on open files to its hard limit, and lower the door's
     ``max_connections`` in ``options`` to what it allows (with a warning)."""
-    from ..transports.http.doors._gate import DEFAULT_MAX_CONNECTIONS
-
     wanted = options.get("max_connections", DEFAULT_MAX_CONNECTIONS)
     allowed = connections_within_open_files(wanted, raise_open_files_limit())
     if allowed < wanted:

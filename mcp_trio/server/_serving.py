@@ -19,8 +19,14 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from ..transports.http.doors import FRONT_DOORS
-from ..transports.http.doors._gate import DEFAULT_MAX_CONNECTIONS
+from ..transports.http.doors import (
+    DEFAULT_HEADER_TIMEOUT,
+    DEFAULT_KEEPALIVE_TIMEOUT,
+    DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_REQUEST_TIMEOUT,
+    DEFAULT_WRITE_TIMEOUT,
+    FRONT_DOORS,
+)
 from ..transports.stdio import open_stdio_server_channel
 from ._fanout import Fanout
 from ._routes import Route, RouteHandler, http_routes, route_handlers, route_threads_limiter
@@ -50,10 +56,10 @@ async def serve_http(
     forwarded_allow_ips: str | Sequence[str] | None = None,
     max_connections: int = DEFAULT_MAX_CONNECTIONS,
     max_connections_per_client: int | None = None,
-    header_timeout: float = 10.0,
-    keepalive_timeout: float = 60.0,
-    request_timeout: float = 30.0,
-    write_timeout: float = 30.0,
+    header_timeout: float = DEFAULT_HEADER_TIMEOUT,
+    keepalive_timeout: float = DEFAULT_KEEPALIVE_TIMEOUT,
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+    write_timeout: float = DEFAULT_WRITE_TIMEOUT,
     certfile: str | None = None,
     keyfile: str | None = None,
     shutdown: GracefulShutdown | None = None,
@@ -297,7 +303,7 @@ async def serve_websocket(
         task_status.started(urls)
 
 
-#: The keywords of ``serve_websocket`` that go to its front door.
+#: The keywords of ``serve_websocket`` that go to its front door (of the ConnectionLimits).
 _DOOR_LIMITS = ("max_connections", "max_connections_per_client")
 
 

@@ -27,7 +27,8 @@ from wsproto.events import AcceptConnection, RejectConnection, RejectData, Reque
 from wsproto.utilities import LocalProtocolError, RemoteProtocolError
 
 from ..http._request import Handler, HttpRequest
-from ..http.doors._gate import DEFAULT_MAX_CONNECTIONS, ConnectionGate, listener_url, open_listeners
+from ..http.doors import DEFAULT_MAX_CONNECTIONS
+from ..http.doors._gate import ConnectionGate, listener_url, open_listeners
 from ._channel import _READ_SIZE, _REJECT_BODY_LIMIT, _joined_headers, log
 from ._endpoint import WebSocketEndpoint, _answer, _Refusal
 from ._wsproto_channel import _WsprotoChannel

@@ -48,11 +48,10 @@ __all__ = [
     "write_now",
 ]
 
+from . import DEFAULT_MAX_CONNECTIONS  # (the default of ConnectionGate)
+
 log = logging.getLogger("mcp_trio.http")
 
-#: The doors' ``max_connections`` unless given (``mcp-trio serve`` lowers it to what the
-#: process's limit on open files allows).
-DEFAULT_MAX_CONNECTIONS = 1024
 #: accept() errors that mean "out of descriptors or memory for now" (as in
 #: trio.serve_listeners): wait a little and accept again.
 _ACCEPT_CAPACITY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})

@@ -28,9 +28,16 @@ from .._request import (
     _routes,
     _send_reply,
 )
+from . import (
+    DEFAULT_HEADER_TIMEOUT,
+    DEFAULT_KEEPALIVE_TIMEOUT,
+    DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_REQUEST_TIMEOUT,
+    DEFAULT_WRITE_TIMEOUT,
+)
 from ._compat_hypercorn import next_message
 from ._forwarded import TrustedProxies
-from ._gate import DEFAULT_MAX_CONNECTIONS, ConnectionGate, TimedStream, listener_url, open_listeners
+from ._gate import ConnectionGate, TimedStream, listener_url, open_listeners
 
 __all__ = ["ASGIApp", "serve_hypercorn"]
 
@@ -108,7 +115,7 @@ class ASGIApp:
         path: str = "/mcp",
         routes: Mapping[str, Handler] | None = None,
         *,
-        request_timeout: float = 30.0,
+        request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
         forwarded_allow_ips: str | Sequence[str] | None = None,
     ) -> None:
         self.endpoint = endpoint
@@ -247,9 +254,9 @@ async def serve_hypercorn(
     shutdown_trigger: Callable[[], Awaitable[Any]] | None = None,
     max_connections: int = DEFAULT_MAX_CONNECTIONS,
     max_connections_per_client: int | None = None,
-    header_timeout: float = 10.0,
-    keepalive_timeout: float = 60.0,
-    write_timeout: float = 30.0,
+    header_timeout: float = DEFAULT_HEADER_TIMEOUT,
+    keepalive_timeout: float = DEFAULT_KEEPALIVE_TIMEOUT,
+    write_timeout: float = DEFAULT_WRITE_TIMEOUT,
     reuse_port: bool = False,
     task_status: Any = trio.TASK_STATUS_IGNORED,
     **config_options: Any,

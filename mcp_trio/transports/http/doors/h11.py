@@ -24,9 +24,16 @@ import trio
 from .... import _jsonrpc as rpc
 from .._replies import _BOTH_LENGTHS, _Reply
 from .._request import _LINGER_BYTES, _LINGER_SECONDS, Handler, HttpRequest, Wakeup, _routes, _send_reply
-from . import _gate
+from . import (
+    DEFAULT_HEADER_TIMEOUT,
+    DEFAULT_KEEPALIVE_TIMEOUT,
+    DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_REQUEST_TIMEOUT,
+    DEFAULT_WRITE_TIMEOUT,
+    _gate,
+)
 from ._forwarded import TrustedProxies
-from ._gate import DEFAULT_MAX_CONNECTIONS, ConnectionGate, listener_url, open_listeners, server_ssl_context
+from ._gate import ConnectionGate, listener_url, open_listeners, server_ssl_context
 from ._responder import _H11Responder
 
 __all__ = ["serve_h11", "server_ssl_context"]
@@ -416,10 +423,10 @@ async def serve_h11(
     path: str = "/mcp",
     routes: Mapping[str, Handler] | None = None,
     max_header_size: int = 64 * 1024,
-    header_timeout: float = 10.0,
-    keepalive_timeout: float = 60.0,
-    request_timeout: float = 30.0,
-    write_timeout: float = 30.0,
+    header_timeout: float = DEFAULT_HEADER_TIMEOUT,
+    keepalive_timeout: float = DEFAULT_KEEPALIVE_TIMEOUT,
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+    write_timeout: float = DEFAULT_WRITE_TIMEOUT,
     max_connections: int = DEFAULT_MAX_CONNECTIONS,
     max_connections_per_client: int | None = None,
     ssl_context: ssl.SSLContext | None = None,
