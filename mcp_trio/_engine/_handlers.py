@@ -8,9 +8,7 @@ Rules:
   reading until a slot frees (backpressure).  A request that cannot wait (any
   request a transport pushes in, Streamable HTTP's) is refused instead, at
   once, with -32603 naming the bound; so is, over any transport, a request
-  past ``max_queued_total`` waiting in all the sessions sharing its
-  :class:`QueueBudget` (a server's sessions; else those of the trio run).
-  The session goes on.
+  past ``max_queued_total`` waiting in the whole process.  The session goes on.
 * A batch is taken ``_SLICE`` members at a time, with a checkpoint between
   slices that cannot be cancelled, so other tasks run while a large one is
   read, and it is never left half read; a handler task that goes on with
@@ -86,28 +84,10 @@ def _queue_bounds(
     )
 
 
-class QueueBudget:
-    """Requests waiting for a handler slot, counted over the sessions that share it: a
-    server's (``Server`` gives each of its sessions its own budget), else those of one trio
-    run.  Each session holds the count to its own ``max_queued_total``."""
+class _ProcessQueue:
+    """Requests waiting for a handler slot in all the sessions of the process."""
 
-    __slots__ = ("waiting",)
-
-    def __init__(self) -> None:
-        self.waiting = 0
-
-
-_RUN_BUDGET: trio.lowlevel.RunVar[QueueBudget] = trio.lowlevel.RunVar("mcp_trio_queue_budget")
-
-
-def run_queue_budget() -> QueueBudget:
-    """The budget of the sessions of this trio run that were given none."""
-    try:
-        return _RUN_BUDGET.get()
-    except LookupError:
-        budget = QueueBudget()
-        _RUN_BUDGET.set(budget)
-        return budget
+    count = 0
 
 
 class _Handlers:
@@ -135,8 +115,9 @@ class _Handlers:
     _input_eof: bool = False  # the reader met the end of the input (not an error)
     _drained: trio.Event | None = None  # set when the last request after the input's end is done
     tally: RequestTally  # this session's requests (see request_totals), and its server's
-    _budget: QueueBudget  # given, or the trio run's (see Session.run)
-    log_requests = False  # each request at DEBUG (set at the start: no logger check per request)
+    #: Log each request received at DEBUG (set when the session starts: a
+    #: check of the logger per request would cost every request).
+    log_requests = False
 
     if TYPE_CHECKING:
 
@@ -288,7 +269,7 @@ class _Handlers:
             return None  # it runs at once
         if len(self._queued) >= self.max_queued:
             return f"Server busy: the session's queue is full (max_queued={self.max_queued}); retry later"
-        if self._budget.waiting >= self.max_queued_total:
+        if _ProcessQueue.count >= self.max_queued_total:
             total = self.max_queued_total
             return f"Server busy: the server's queue is full (max_queued_total={total}); retry later"
         return None
@@ -298,17 +279,16 @@ class _Handlers:
         if not isinstance(queued, deque):
             queued = self._queued = deque()
         queued.append(event)
-        self._budget.waiting += 1
+        _ProcessQueue.count += 1
         self._start_queued()
 
     def _dequeue(self) -> RequestReceived:
-        self._budget.waiting -= 1
+        _ProcessQueue.count -= 1
         return self._queued.popleft()  # type: ignore[union-attr]
 
     def _drop_queue(self) -> None:
         """The session stops: what waits in its queue is never started."""
-        if self._queued:  # (then the session runs: it has its budget)
-            self._budget.waiting -= len(self._queued)
+        _ProcessQueue.count -= len(self._queued)
         self._queued = ()
 
     def _take_slot(self) -> None:

@@ -56,12 +56,10 @@ from ..transports import _base as transport  # (what channels declare they offer
 from ..transports._base import Frame, MessageChannel
 from ..types import _versions
 from ._common import RequestTally, _ended, _settle_era, _unwrap, log
-from ._handlers import QueueBudget, RequestHandler, _Handlers, _queue_bounds, run_queue_budget
+from ._handlers import RequestHandler, _Handlers, _queue_bounds
 from ._handshake import _Handshake
 from ._idle import idle_sweep
 from ._outgoing import ProgressCallback, RequestTimeout, _Outgoing, _Waiter
-
-_RUN_BUDGET = QueueBudget()  # (a mark: the session takes its trio run's budget when it runs)
 
 __all__ = [
     "new_session",
@@ -93,7 +91,6 @@ class Session(_Handlers, _Handshake, _Outgoing):
     # (about 1.3 KiB less per session): tests/engine/test_session_garbage.py holds the count.
     _close_reason = "the session was closed"
     principal: Hashable | None = None  #: whom it serves, if set: the owner of its tasks (TaskManager)
-    _budget = _RUN_BUDGET  # (until run(): this trio run's, unless one was given)
 
     def __init__(
         self,
@@ -106,7 +103,6 @@ class Session(_Handlers, _Handshake, _Outgoing):
         max_in_flight: int = 64,
         max_queued: int | None = None,
         max_queued_total: int | None = None,
-        queue_budget: QueueBudget | None = None,
         outbox_size: int = 256,
         keepalive_interval: float | None = None,
         keepalive_timeout: float = 10.0,
@@ -127,12 +123,11 @@ class Session(_Handlers, _Handshake, _Outgoing):
         self.notification_handlers: dict[str, NotificationHandler] = dict(notification_handlers or {})
         self.default_timeout = default_timeout
         self.max_in_flight = max_in_flight
-        #: Requests that may wait for a slot: of this session, of those sharing its QueueBudget.
+        #: Requests that may wait for a free slot, of this session and of all
+        #: sessions of the process (see ``_queue_bounds``).
         self.max_queued, self.max_queued_total = _queue_bounds(
             channel, max_in_flight, max_queued, max_queued_total
         )
-        if queue_budget is not None:
-            self._budget = queue_budget  # (a server's, shared by its sessions)
         self.keepalive_interval = keepalive_interval
         self.keepalive_timeout = keepalive_timeout
         self.close_grace = close_grace
@@ -142,16 +137,20 @@ class Session(_Handlers, _Handshake, _Outgoing):
             outlives = isinstance(channel, transport.ChannelTraits) and channel.output_outlives_input
             eof_grace = 2.0 if outlives else 0.0
         self.eof_grace = eof_grace
-        self.initialized = trio.Event()  #: Set once the handshake (or era detection) finished.
-        self.closed = trio.Event()  #: Set once the session has ended.
+        #: Set once the handshake (or era detection) finished.
+        self.initialized = trio.Event()
+        #: Set once the session has ended.
+        self.closed = trio.Event()
         # Made with the writer, on the first frame queued.
         self._outbox_size = outbox_size
         self._outbox_send: trio.MemorySendChannel[Frame] | None = None
         self._send_nowait: Callable[[Frame], None] | None = None
         if isinstance(channel, transport.DirectOutput):  # writes a whole message at once (stdio)
             self._send_nowait = channel.send_nowait
-        # Nothing queued, the writer not writing: set by the writer as it parks on an empty
-        # outbox, cleared by it and by every queueing (it starts with the first frame queued).
+        # Nothing is queued and the writer is not writing: set by the writer
+        # as it parks on an empty outbox, cleared by it and by every queueing.
+        # The writer starts with the first frame queued (idle sessions of a
+        # transport that takes frames without waiting never need it).
         self._writer_idle = True
         self._outbox_closed = False
         # Notifications for user handlers: channel and loop made on the first one.
@@ -161,7 +160,8 @@ class Session(_Handlers, _Handshake, _Outgoing):
         self._room: trio.Event | None = None  # the reader waits for a free slot
         self._waiters: dict[Any, _Waiter] = {}
         self._scopes: dict[Any, trio.CancelScope] = {}
-        # (the writer outlives the other tasks' cancellation, to send what is queued: see _stop)
+        # Shielded: the writer outlives the cancellation of the other tasks
+        # and sends what is queued, within close_grace (see _stop).
         self._writer_scope = trio.CancelScope(shield=True)
         self._stopping = False
         self._alive = 0  # request handler tasks not finished yet
@@ -233,8 +233,6 @@ class Session(_Handlers, _Handshake, _Outgoing):
         exception group) when there is one.  Sessions made by
         :func:`open_session` already run: use this only with :func:`new_session`.
         """
-        if self._budget is _RUN_BUDGET:
-            self._budget = run_queue_budget()
         try:
             await self._run_tasks(task_status)
         finally:

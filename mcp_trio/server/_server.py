@@ -70,7 +70,6 @@ import msgspec
 import trio
 
 from .._engine._context import RequestContext
-from .._engine._handlers import QueueBudget
 from .._engine._session import Session, new_session
 from ..middleware._base import Middleware
 from ..transports._base import HostedSession, MessageChannel, SharedSession
@@ -183,7 +182,6 @@ class Server:
         self._routes: dict[str, Route] = {}  # see route()
         self._fanout: Fanout | None = None  # see serve_http(store=...)
         self._totals = _Totals()  # see statistics()
-        self._queue_budget = QueueBudget()  # requests of its sessions waiting for a slot
 
     # ------------------------------------------------ tools, resources, prompts
 
@@ -481,7 +479,7 @@ class Server:
             versions=self.versions,
             instructions=self.instructions,
             request_handlers=self._dispatch.table(),
-            **{"queue_budget": self._queue_budget, **self.session_options},
+            **self.session_options,
         )
         self._open.opened(session)
         self._totals.opened(session, channel)

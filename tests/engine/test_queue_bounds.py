@@ -12,8 +12,7 @@ import trio
 import trio.testing
 
 from mcp_trio import McpError, RequestContext, open_memory_transport_pair, open_session
-from mcp_trio._engine._handlers import run_queue_budget
-from mcp_trio.server import Server
+from mcp_trio._engine._handlers import _ProcessQueue
 from tests._support.engine import SERVER_CAPS, tool_result
 
 SERVER = {"role": "server", "info": {"name": "s", "version": "1"}, "capabilities": SERVER_CAPS}
@@ -56,7 +55,7 @@ async def test_requests_past_max_queued_total_are_refused_in_any_session() -> No
             for key in ("a1", "a2", "a3"):  # one runs, two wait: the process's queue is full
                 nursery.start_soon(call, first, key)
                 await trio.testing.wait_all_tasks_blocked()
-            assert run_queue_budget().waiting == 2
+            assert _ProcessQueue.count == 2
             for key in ("b1", "b2"):  # a free slot runs at once; nothing more may wait
                 nursery.start_soon(call, second, key)
                 await trio.testing.wait_all_tasks_blocked()
@@ -67,7 +66,7 @@ async def test_requests_past_max_queued_total_are_refused_in_any_session() -> No
         assert [outcomes[k] for k in ("a1", "a2", "a3", "b1")] == ["done"] * 4
         result = await second.request("tools/call", {"name": "x"})  # the session goes on
         assert result.content[0].text == "done"
-    assert run_queue_budget().waiting == 0
+    assert _ProcessQueue.count == 0
 
 
 async def test_a_stopping_session_drops_its_queue() -> None:
@@ -88,10 +87,10 @@ async def test_a_stopping_session_drops_its_queue() -> None:
                 for _ in range(40):
                     nursery.start_soon(client.request, "tools/call", {"name": "x"})
                 await trio.testing.wait_all_tasks_blocked()
-                assert server.statistics()["requests_queued"] == 38 and run_queue_budget().waiting == 38
+                assert server.statistics()["requests_queued"] == 38 and _ProcessQueue.count == 38
                 nursery.cancel_scope.cancel()
     assert started == 2  # nothing was started from the queue as the session stopped
-    assert run_queue_budget().waiting == 0
+    assert _ProcessQueue.count == 0
 
 
 def test_queue_bounds_must_not_be_negative() -> None:
@@ -100,66 +99,3 @@ def test_queue_bounds_must_not_be_negative() -> None:
         from mcp_trio._engine._session import new_session
 
         new_session(a, role="server", info={"name": "s", "version": "1"}, max_queued_total=-1)
-
-
-async def test_each_server_has_its_own_queue_budget() -> None:
-    # max_queued_total bounds the requests waiting in all the sessions of one server, not those
-    # of another server that happens to run in the same process.
-    gate = trio.Event()
-    outcomes: dict[str, Any] = {}
-
-    def make(name: str) -> Server:
-        server = Server(name, max_in_flight=1, max_queued=10, max_queued_total=2)
-
-        @server.tool(structured_output=False)
-        async def slow() -> str:
-            await gate.wait()
-            return "done"
-
-        return server
-
-    async def call(client: Any, key: str) -> None:
-        try:
-            result = await client.request("tools/call", {"name": "slow", "arguments": {}})
-            outcomes[key] = result.content[0].text
-        except McpError as exc:
-            outcomes[key] = exc
-
-    first, second = make("first"), make("second")
-    async with trio.open_nursery() as servers:
-        clients = []
-        for server in (first, first, second):  # two sessions of the first server, one of the second
-            a, b = open_memory_transport_pair()
-            servers.start_soon(server.serve_session, a)
-            clients.append(b)
-        async with (
-            open_session(clients[0], **CLIENT) as one,
-            open_session(clients[1], **CLIENT) as two,
-            open_session(clients[2], **CLIENT) as other,
-        ):
-            for client in (one, two, other):
-                await client.connect()
-            async with trio.open_nursery() as nursery:
-                for key in (
-                    "one-a",
-                    "one-b",
-                    "one-c",
-                ):  # one runs, two wait: the first server's budget is full
-                    nursery.start_soon(call, one, key)
-                    await trio.testing.wait_all_tasks_blocked()
-                assert first._queue_budget.waiting == 2
-                for key in ("two-a", "two-b"):  # its other session: a free slot, then refused
-                    nursery.start_soon(call, two, key)
-                    await trio.testing.wait_all_tasks_blocked()
-                for key in ("other-a", "other-b", "other-c"):  # the second server's own budget
-                    nursery.start_soon(call, other, key)
-                    await trio.testing.wait_all_tasks_blocked()
-                assert second._queue_budget.waiting == 2 and run_queue_budget().waiting == 0
-                refused = outcomes.pop("two-b")
-                assert isinstance(refused, McpError) and "max_queued_total=2" in refused.message
-                gate.set()
-        servers.cancel_scope.cancel()
-    assert outcomes == dict.fromkeys(
-        ["one-a", "one-b", "one-c", "two-a", "other-a", "other-b", "other-c"], "done"
-    )
-    assert first._queue_budget.waiting == 0 and second._queue_budget.waiting == 0

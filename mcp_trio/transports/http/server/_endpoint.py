@@ -159,7 +159,7 @@ class StreamableHTTP(_StreamsAndEnd, _Endpoint):
         max_queued: Requests of one session that may wait for a handler slot
             (``Session.max_queued``, default 1024); a request past it (a
             batch member, say) is answered at once with -32603 naming the bound.
-        max_queued_total: The same for all sessions of the server together
+        max_queued_total: The same for all sessions of the process together
             (``Session.max_queued_total``, default 16384).
         stateless: Keep no sessions in any revision: ``initialize`` is
             answered without ``Mcp-Session-Id``, every later request is served
