@@ -158,7 +158,7 @@ async def serve_http(
                     allowed_hosts=endpoint.guard.allowed_hosts,
                     allowed_origins=endpoint.guard.allowed_origins,
                     stream_slots=endpoint.stream_slots,  # one bound on the streams of both
-                    stream_idle_timeout=endpoint.stream_idle_timeout,
+                    stream_idle_timeout=endpoint.streaming.stream_idle_timeout,
                 )
                 await nursery.start(legacy.run)
                 table = {"/sse": legacy, legacy.messages_path: legacy}

@@ -5,10 +5,10 @@ Public modules and packages:
 * ``server``: the Streamable HTTP server, every public name of the server
   side (front doors included).  Inside: ``_planner`` decides what each
   request calls for, without I/O (its docstring has the rules);
-  ``_endpoint`` (:class:`StreamableHTTP`) runs the plans; ``_streams``,
-  ``_table``, ``_standalone`` hold a session's streams, the session table, the
-  GET stream and DELETE; ``_sharing`` and ``_follow`` share sessions between
-  workers through a store.
+  ``_endpoint`` (:class:`StreamableHTTP`) runs the plans; ``_streams`` and
+  ``_table`` hold a session's streams and the session table, ``_standalone``
+  (``Streaming``) how answers go out (a POST's, the GET stream, resumption);
+  ``_sharing`` and ``_follow`` share sessions between workers through a store.
 * ``doors``: the web servers in front: ``doors.h11`` (the lean HTTP/1.1
   door, parsing with h11 or llhttp) and ``doors.asgi`` (the ASGI application
   and hypercorn); ``FRONT_DOORS`` names them.

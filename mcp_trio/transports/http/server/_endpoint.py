@@ -68,11 +68,11 @@ from typing import Any
 
 import trio
 
-from ....store import Store
+from ....store import Store, StoreError
 from ....types import _versions
 from ..._base import Frame
 from .._headers import Annotations
-from .._replies import _SSE_HEADERS, _BatchMember, _is_response, _Message, _Reply, _session_ended
+from .._replies import _BatchMember, _Message, _Reply, _session_ended, _unconfirmed_end
 from .._request import (
     DEFAULT_ALLOWED_HOSTS,
     DEFAULT_MAX_STREAMS_PER_CLIENT,
@@ -86,7 +86,6 @@ from .._request import (
     _Endpoint,
     _send_reply,
 )
-from .._sse import encode_event
 from ._event_store import DEFAULT_EVENT_STORE_BYTES, EventStore, InMemoryEventStore
 from ._planner import (
     PostPlan,
@@ -97,9 +96,9 @@ from ._planner import (
     refuse_method,
     session_id_of,
 )
-from ._sharing import Sharing
-from ._standalone import _StreamsAndEnd
-from ._streams import _CLOSE, _END, _HttpSession, _pump, _send_empty_stream, _send_json, _status, _Stream
+from ._sharing import Sharing, take_session
+from ._standalone import Streaming
+from ._streams import _END, _HttpSession
 from ._table import SessionTable
 
 log = logging.getLogger("mcp_trio.http")
@@ -119,7 +118,7 @@ async def _kinds(messages: list[_Message | _BatchMember]) -> list[str]:
     return kinds
 
 
-class StreamableHTTP(_StreamsAndEnd, _Endpoint):
+class StreamableHTTP(_Endpoint):
     """The Streamable HTTP endpoint logic.
 
     Args:
@@ -231,7 +230,6 @@ class StreamableHTTP(_StreamsAndEnd, _Endpoint):
         self.idle_timeout = idle_timeout
         self.max_streams = max_streams
         self.stream_slots = StreamSlots(max_streams_total, max_streams_per_client)
-        self.stream_idle_timeout = stream_idle_timeout
         if store is not None:
             if event_store is not None or event_store_bytes is not None:
                 raise ValueError("a store keeps the events itself: give store or event_store, not both")
@@ -249,7 +247,6 @@ class StreamableHTTP(_StreamsAndEnd, _Endpoint):
         #: None: the engine's default).
         self.max_queued: int | None = max_queued
         self.max_queued_total = max_queued_total
-        self.retry_ms = retry_ms
         self.stateless = stateless
         self.tool_headers = tool_headers
         self.inbound_buffer = inbound_buffer
@@ -260,6 +257,17 @@ class StreamableHTTP(_StreamsAndEnd, _Endpoint):
         #: The sessions (``sessions`` is the table's), their bounds and their idle expiry.
         self.table = SessionTable(max_sessions, max_sessions_per_client, idle_timeout)
         self.sessions = self.table.sessions
+        #: How answers go out: a POST's, the GET stream, priming events.
+        self.streaming = Streaming(
+            response_mode=response_mode,
+            retry_ms=retry_ms,
+            event_store=event_store,
+            slots=self.stream_slots,
+            buffer=stream_buffer,
+            idle_timeout=stream_idle_timeout,
+            sharing=self.sharing,
+            session_for=self._session_for,
+        )
 
     # -------------------------------------------------------------- running
 
@@ -321,7 +329,7 @@ class StreamableHTTP(_StreamsAndEnd, _Endpoint):
                 if request.method == "POST":
                     problem = await self._post(request, responder)
                 elif request.method == "GET":
-                    problem = await self._get(request, responder)
+                    problem = await self.streaming.get(request, responder)
                 else:
                     problem = await self._delete(request)
             if problem is not None:
@@ -379,7 +387,7 @@ class StreamableHTTP(_StreamsAndEnd, _Endpoint):
             assert session.id is not None
             self.table.add(session)
             if self.sharing is not None:
-                session.init_params = plan.init_params()  # for its record (see _answer_post)
+                session.init_params = plan.init_params()  # for its record (see Streaming.answer_post)
             self._start_session(session)
             reply_headers.append(("mcp-session-id", session.id))
         else:
@@ -404,7 +412,7 @@ class StreamableHTTP(_StreamsAndEnd, _Endpoint):
             if request_id in session.by_request:
                 session.finish(request_id)  # the cancelled request gets no answer; its stream ends here
         if not plan.requests:
-            return await self._notify(session, plan, body, reply_headers)
+            return await _hand_over(session, plan, body, reply_headers, self.sharing)
         version = plan_answer(
             plan,
             session_version=session.version,
@@ -427,12 +435,12 @@ class StreamableHTTP(_StreamsAndEnd, _Endpoint):
         # as large as its body again).
         del plan, messages
         try:
-            self._reserve_prime(session, stream, str(version))
+            self.streaming.reserve_prime(session, stream, str(version))
             try:
                 await session.put(Frame(body))
             except trio.ClosedResourceError:  # the session ended meanwhile
                 return _session_ended()
-            await self._answer_post(session, stream, responder, reply_headers, str(version))
+            await self.streaming.answer_post(session, stream, responder, reply_headers, str(version))
         finally:
             stream.attached = False
             if stream.complete:
@@ -442,81 +450,47 @@ class StreamableHTTP(_StreamsAndEnd, _Endpoint):
             session.touch()
         return None
 
-    async def _notify(
-        self, session: _HttpSession, plan: PostPlan, body: bytes, headers: list[tuple[str, str]]
-    ) -> _Reply:
-        """Hand over a ``POST`` of notifications and responses alone: 202 (rule 6)."""
-        session.touch()
-        sharing = self.sharing
-        if sharing is not None and session.id is not None and len(plan.messages) == 1:
-            if plan.messages[0].method == "notifications/initialized" and session.restored is not None:
-                await sharing.initialized_elsewhere(session, body)  # (for the first worker)
-                return _Reply(202, headers=headers)
-            if sharing.route(session, plan.messages[0], body):
-                return _Reply(202, headers=headers)  # for another worker's handler
-        try:
-            await session.put(Frame(body))
-        except trio.ClosedResourceError:
-            return _session_ended()
-        if session.id is None:
-            session.close_nowait()
-        return _Reply(202, headers=headers)
+    async def _delete(self, request: HttpRequest) -> _Reply | None:
+        """End the session a ``DELETE`` names, on every worker (503 when the store cannot say so)."""
+        session, shared = self._session_for(request), self.sharing
+        if isinstance(session, _Reply):  # (held by another worker, perhaps)
+            return await shared.delete_elsewhere(request, session) if shared else session
+        try:  # (first: a store that cannot say the session is gone everywhere ends nothing)
+            record = await take_session(shared.store, session.id) if shared and session.id else None
+        except StoreError as exc:
+            return _unconfirmed_end(exc)
+        if session.id is not None:
+            self.table.drop(session)
+        session.closed = True
+        if shared is not None and session.id is not None:
+            session.ended_everywhere = True
+            await shared.tell_ended(session.id, record)  # every worker's replica ends
+        await session.end_input()
+        with trio.move_on_after(5):
+            await session.wait_done()
+        session.scope.cancel()
+        return _Reply(200)
 
-    async def _answer_post(
-        self,
-        session: _HttpSession,
-        stream: _Stream,
-        responder: Responder,
-        headers: list[tuple[str, str]],
-        version: str,
-    ) -> None:
-        first = await stream.next()
-        if session.init_params is not None and self.sharing is not None:
-            await self.sharing.save(session)  # before the client can use the session elsewhere
-        if first is not _END and first is not _CLOSE and first[0] is None:
-            # The answer came first and alone (see _HttpSession._plain_answer).
-            await _send_json(responder, [first[1]], headers, _status(session, [first[1]]))
-            return
-        if self.response_mode == "json":
-            bodies = []
-            item = first
-            while item is not _END:
-                if item is not _CLOSE and _is_response(item[1]):
-                    bodies.append(item[1])  # other messages have no place in a JSON reply
-                item = await stream.next()
-            if bodies:
-                await _send_json(responder, bodies, headers, _status(session, bodies))
-            else:
-                await _send_empty_stream(responder, headers)
-            return
-        if first is _END:
-            await _send_empty_stream(responder, headers)
-            return
-        if (
-            self.response_mode == "auto"
-            and first is not _CLOSE
-            and stream.complete
-            and list(stream.items) == [_END]
-            and _is_response(first[1])
-        ):
-            await _send_json(
-                responder, [first[1]], headers, _status(session, [first[1]])
-            )  # nothing but the answer
-            return
-        await responder.start(200, [*headers, *_SSE_HEADERS])
-        await self._prime(session, stream, responder, version)
-        await _pump(stream, responder, first, retry_ms=self.retry_ms)
 
-    def _reserve_prime(self, session: _HttpSession, stream: _Stream, version: str) -> None:
-        """Give ``stream`` its priming event id before anything else is sent on
-        it (stored later, see :meth:`_HttpSession.store_prime`)."""
-        if version < _FIRST_PRIMING or session.id is None or self.event_store is None:
-            return
-        stream.prime_id = session.next_event_id(stream)
-
-    async def _prime(
-        self, session: _HttpSession, stream: _Stream, responder: Responder, version: str
-    ) -> None:
-        if stream.prime_id is not None:
-            await session.store_prime(stream)
-            await responder.send(encode_event(b"", id=stream.prime_id, retry=self.retry_ms))
+async def _hand_over(
+    session: _HttpSession,
+    plan: PostPlan,
+    body: bytes,
+    headers: list[tuple[str, str]],
+    sharing: Sharing | None,
+) -> _Reply:
+    """Hand over a ``POST`` of notifications and responses alone: 202 (the planner's rule 6)."""
+    session.touch()
+    if sharing is not None and session.id is not None and len(plan.messages) == 1:
+        if plan.messages[0].method == "notifications/initialized" and session.restored is not None:
+            await sharing.initialized_elsewhere(session, body)  # (for the first worker)
+            return _Reply(202, headers=headers)
+        if sharing.route(session, plan.messages[0], body):
+            return _Reply(202, headers=headers)  # for another worker's handler
+    try:
+        await session.put(Frame(body))
+    except trio.ClosedResourceError:
+        return _session_ended()
+    if session.id is None:
+        session.close_nowait()
+    return _Reply(202, headers=headers)

@@ -1,54 +1,120 @@
-"""The GET stream and DELETE of the Streamable HTTP endpoint (a mixin of
-:class:`~mcp_trio.transports.http.server._endpoint.StreamableHTTP`): opening the
-stream for messages unrelated to any request, resuming any stream with
-``Last-Event-ID``, and ending a session."""
+"""How a Streamable HTTP endpoint's answers go out as streams: a POST's answer
+(one JSON body, or an SSE stream: ``response_mode``), the priming event that
+starts a resumable stream, and the GET stream: the one for messages unrelated
+to any request (bounded by :class:`StreamSlots`, ended when idle) or any stream
+resumed with ``Last-Event-ID``.  :class:`Streaming` is a collaborator of
+:class:`~mcp_trio.transports.http.server._endpoint.StreamableHTTP`."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING
 
 import trio
 
 from ....store import StoreError
-from .._replies import _SSE_HEADERS, _error_reply, _Reply, _unconfirmed_end
+from .._replies import _SSE_HEADERS, _error_reply, _is_response, _Reply
 from .._request import HttpRequest, Responder, StreamSlots, _Slot
 from .._sse import encode_event
 from ._planner import DEFAULT_VERSION, refuse_get_accept, stream_key
-from ._sharing import take_session
-from ._streams import _CLOSE, _HttpSession, _pump, _Stream
+from ._streams import _CLOSE, _END, _HttpSession, _pump, _send_empty_stream, _send_json, _status, _Stream
 
 if TYPE_CHECKING:
     from ._event_store import EventStore
     from ._sharing import Sharing
-    from ._table import SessionTable
 
 log = logging.getLogger("mcp_trio.http")
 
+_FIRST_PRIMING = "2025-11-25"  # the first revision whose SSE streams start with a priming event
 
-class _StreamsAndEnd:
-    """``GET`` and ``DELETE`` of :class:`StreamableHTTP`."""
 
-    sharing: Sharing | None
-    stream_buffer: int
-    stream_slots: StreamSlots
-    event_store: EventStore | None
-    stream_idle_timeout: float | None
-    retry_ms: int | None
-    table: SessionTable
+class Streaming:
+    """The streams of a :class:`StreamableHTTP` endpoint (its settings, as given to it)."""
 
-    if TYPE_CHECKING:  # (StreamableHTTP's)
+    def __init__(
+        self,
+        *,
+        response_mode: str,
+        retry_ms: int | None,
+        event_store: EventStore | None,
+        slots: StreamSlots,
+        buffer: int,
+        idle_timeout: float | None,
+        sharing: Sharing | None,
+        session_for: Callable[[HttpRequest], _HttpSession | _Reply],
+    ) -> None:
+        self.response_mode = response_mode
+        self.retry_ms = retry_ms
+        self.event_store = event_store
+        self.stream_slots = slots
+        self.stream_buffer = buffer
+        self.stream_idle_timeout = idle_timeout
+        self.sharing = sharing
+        self._session_for = session_for
 
-        def _session_for(self, request: HttpRequest) -> _HttpSession | _Reply: ...
+    async def answer_post(
+        self,
+        session: _HttpSession,
+        stream: _Stream,
+        responder: Responder,
+        headers: list[tuple[str, str]],
+        version: str,
+    ) -> None:
+        """Send what ``stream`` (a POST's) carries: one JSON body when the answer
+        comes first and alone (or always, ``response_mode="json"``), else an SSE stream."""
+        first = await stream.next()
+        if session.init_params is not None and self.sharing is not None:
+            await self.sharing.save(session)  # before the client can use the session elsewhere
+        if first is not _END and first is not _CLOSE and first[0] is None:
+            # The answer came first and alone (see _HttpSession._plain_answer).
+            await _send_json(responder, [first[1]], headers, _status(session, [first[1]]))
+            return
+        if self.response_mode == "json":
+            bodies = []
+            item = first
+            while item is not _END:
+                if item is not _CLOSE and _is_response(item[1]):
+                    bodies.append(item[1])  # other messages have no place in a JSON reply
+                item = await stream.next()
+            if bodies:
+                await _send_json(responder, bodies, headers, _status(session, bodies))
+            else:
+                await _send_empty_stream(responder, headers)
+            return
+        if first is _END:
+            await _send_empty_stream(responder, headers)
+            return
+        if (
+            self.response_mode == "auto"
+            and first is not _CLOSE
+            and stream.complete
+            and list(stream.items) == [_END]
+            and _is_response(first[1])
+        ):
+            await _send_json(
+                responder, [first[1]], headers, _status(session, [first[1]])
+            )  # nothing but the answer
+            return
+        await responder.start(200, [*headers, *_SSE_HEADERS])
+        await self.prime(session, stream, responder)
+        await _pump(stream, responder, first, retry_ms=self.retry_ms)
 
-        def _reserve_prime(self, session: _HttpSession, stream: _Stream, version: str) -> None: ...
+    def reserve_prime(self, session: _HttpSession, stream: _Stream, version: str) -> None:
+        """Give ``stream`` its priming event id before anything else is sent on
+        it (stored later, see :meth:`_HttpSession.store_prime`)."""
+        if version < _FIRST_PRIMING or session.id is None or self.event_store is None:
+            return
+        stream.prime_id = session.next_event_id(stream)
 
-        async def _prime(
-            self, session: _HttpSession, stream: _Stream, responder: Responder, version: str
-        ) -> None: ...
+    async def prime(self, session: _HttpSession, stream: _Stream, responder: Responder) -> None:
+        if stream.prime_id is not None:
+            await session.store_prime(stream)
+            await responder.send(encode_event(b"", id=stream.prime_id, retry=self.retry_ms))
 
-    async def _get(self, request: HttpRequest, responder: Responder) -> _Reply | None:
+    async def get(self, request: HttpRequest, responder: Responder) -> _Reply | None:
+        """Answer a ``GET``: attach to the session's stream, or resume one (``Last-Event-ID``)."""
         problem = refuse_get_accept(request.headers)
         if problem is not None:
             return problem
@@ -88,7 +154,7 @@ class _StreamsAndEnd:
                 backlog = list(session.backlog or ())
                 session.backlog = None
         if stream is not None and not last_event_id:
-            self._reserve_prime(session, stream, session.version or DEFAULT_VERSION)
+            self.reserve_prime(session, stream, session.version or DEFAULT_VERSION)
         replayed: list[tuple[str, bytes]] = []
         try:
             if sharing is not None and stream is not None and key == "0":
@@ -106,7 +172,7 @@ class _StreamsAndEnd:
             session.touch()
             await responder.start(200, _SSE_HEADERS)
             if stream is not None and not last_event_id:
-                await self._prime(session, stream, responder, session.version or DEFAULT_VERSION)
+                await self.prime(session, stream, responder)
             sent = set()
             for event_id, data in replayed:
                 sent.add(event_id)
@@ -131,23 +197,3 @@ class _StreamsAndEnd:
                     session.streams.pop(stream.key, None)
             session.touch()
         return None
-
-    async def _delete(self, request: HttpRequest) -> _Reply | None:
-        session, shared = self._session_for(request), self.sharing
-        if isinstance(session, _Reply):  # (held by another worker, perhaps)
-            return await shared.delete_elsewhere(request, session) if shared else session
-        try:  # (first: a store that cannot say the session is gone everywhere ends nothing)
-            record = await take_session(shared.store, session.id) if shared and session.id else None
-        except StoreError as exc:
-            return _unconfirmed_end(exc)
-        if session.id is not None:
-            self.table.drop(session)
-        session.closed = True
-        if shared is not None and session.id is not None:
-            session.ended_everywhere = True
-            await shared.tell_ended(session.id, record)  # every worker's replica ends
-        await session.end_input()
-        with trio.move_on_after(5):
-            await session.wait_done()
-        session.scope.cancel()
-        return _Reply(200)
