@@ -14,6 +14,7 @@ from __future__ import annotations
 import inspect
 import secrets
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal, NoReturn, TypeVar, get_args, overload
 
@@ -337,6 +338,17 @@ class Context:
         """The client's roots (``roots/list``)."""
         self._require("roots")
         return await self._input("roots/list", {}, "ListRootsResult", timeout, input_key)
+
+
+@dataclass(frozen=True, slots=True)
+class FeatureHost:
+    """What the feature registries of a server (``Tools``, ``Resources``, ``Prompts``) use of it."""
+
+    changed: Callable[[str], None]  # send a list_changed notification (to every worker's sessions)
+    page: Callable[[RequestContext, list[dict[str, Any]], str], dict[str, Any]]  # a list's page
+    cacheable: Callable[[RequestContext, dict[str, Any]], dict[str, Any]]  # ttlMs, cacheScope
+    context: Callable[[RequestContext], Context]  # what a handler sees
+    limiter: trio.CapacityLimiter  # the worker threads of sync handlers
 
 
 def _wants_context(annotation: Any) -> bool:

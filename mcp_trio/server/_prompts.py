@@ -12,12 +12,11 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import msgspec
-import trio
 
 from .. import _jsonrpc as rpc
 from .._engine._context import RequestContext
 from .._exceptions import McpError
-from ._context import Context, _call, _context_param, _thread_for, _wants_context
+from ._context import FeatureHost, _call, _context_param, _thread_for, _wants_context
 from ._results import prompt_result
 from ._signature import ArgumentError, ToolSignature
 
@@ -51,20 +50,10 @@ class Prompts:
     registries and the ``prompts/list``, ``prompts/get`` and
     ``completion/complete`` handlers."""
 
-    def __init__(
-        self,
-        *,
-        changed: Callable[[str], None],
-        page: Callable[[RequestContext, list[dict[str, Any]], str], dict[str, Any]],
-        context: Callable[[RequestContext], Context],
-        limiter: trio.CapacityLimiter,
-    ) -> None:
+    def __init__(self, host: FeatureHost) -> None:
         self._prompts: dict[str, _Prompt] = {}
         self._completions: dict[tuple[str, str], _Completion] = {}
-        self._changed = changed  # (a list_changed notification to send)
-        self._page = page
-        self._context = context
-        self._sync_limiter = limiter
+        self._host = host
 
     def names(self) -> list[str]:
         return list(self._prompts)
@@ -117,14 +106,14 @@ class Prompts:
             self._prompts[prompt_name] = _Prompt(
                 fn, definition, _context_param(fn), sig, _thread_for(fn, on_loop)
             )
-            self._changed("notifications/prompts/list_changed")
+            self._host.changed("notifications/prompts/list_changed")
             return fn
 
         return register(fn) if fn is not None else register
 
     def remove(self, name: str) -> None:
         del self._prompts[name]
-        self._changed("notifications/prompts/list_changed")
+        self._host.changed("notifications/prompts/list_changed")
 
     def completion(self, ref: str, argument: str, *, on_loop: bool) -> Callable[[F], F]:
         """``Server.completion``: the decorator registering completions."""
@@ -141,7 +130,7 @@ class Prompts:
         return register
 
     async def list(self, ctx: RequestContext, params: Any) -> Any:
-        return self._page(ctx, [p.definition for p in self._prompts.values()], "prompts")
+        return self._host.page(ctx, [p.definition for p in self._prompts.values()], "prompts")
 
     async def get(self, ctx: RequestContext, params: Any) -> Any:
         prompt = self._prompts.get(params.name)
@@ -166,8 +155,8 @@ class Prompts:
         except ArgumentError as exc:
             raise McpError(rpc.INVALID_PARAMS, f"Invalid arguments for prompt {params.name}: {exc}") from None
         if prompt.context_param is not None:
-            kwargs[prompt.context_param] = self._context(ctx)
-        value = await _call(prompt.fn, kwargs, self._sync_limiter if prompt.threaded else None)
+            kwargs[prompt.context_param] = self._host.context(ctx)
+        value = await _call(prompt.fn, kwargs, self._host.limiter if prompt.threaded else None)
         return prompt_result(value, prompt.definition.get("description"))
 
     async def complete(self, ctx: RequestContext, params: Any) -> Any:
@@ -182,7 +171,7 @@ class Prompts:
                 context_args = getattr(context, "arguments", None) or {}
             arguments = {"value": params.argument.value, "context_arguments": context_args}
             values = list(
-                await _call(handler.fn, arguments, self._sync_limiter if handler.threaded else None)
+                await _call(handler.fn, arguments, self._host.limiter if handler.threaded else None)
             )
         result = {
             "completion": {

@@ -14,13 +14,11 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import trio
-
 from .. import _jsonrpc as rpc
 from .._engine._context import RequestContext
 from .._exceptions import McpError
 from ..types import _versions
-from ._context import Context, _call, _context_param, _thread_for
+from ._context import FeatureHost, _call, _context_param, _thread_for
 from ._fanout import adopted, announces
 from ._results import resource_contents
 from ._uritemplate import UriTemplate
@@ -56,24 +54,10 @@ class Resources:
     """The resources, templates and subscriptions of a :class:`~mcp_trio.server.Server`:
     their registries, each session's ``resources/subscribe`` URIs, and the handlers."""
 
-    def __init__(
-        self,
-        *,
-        changed: Callable[[str], None],
-        page: Callable[[RequestContext, list[dict[str, Any]], str], dict[str, Any]],
-        cacheable: Callable[[RequestContext, dict[str, Any]], dict[str, Any]],
-        context: Callable[[RequestContext], Context],
-        limiter: trio.CapacityLimiter,
-        sessions: OpenSessions,
-        hub: SubscriptionHub,
-    ) -> None:
+    def __init__(self, host: FeatureHost, *, sessions: OpenSessions, hub: SubscriptionHub) -> None:
         self._resources: dict[str, _Resource] = {}
         self._templates: dict[str, _Resource] = {}
-        self._changed = changed  # (a list_changed notification to send)
-        self._page = page
-        self._cacheable = cacheable
-        self._context = context
-        self._sync_limiter = limiter
+        self._host = host
         self._sessions = sessions  # (whose subscriptions these are)
         self._hub = hub
 
@@ -126,7 +110,7 @@ class Resources:
                 self._templates[uri] = entry
             else:
                 self._resources[uri] = entry
-            self._changed("notifications/resources/list_changed")
+            self._host.changed("notifications/resources/list_changed")
             return fn
 
         return register
@@ -136,7 +120,7 @@ class Resources:
             del self._templates[uri]
         else:
             del self._resources[uri]
-        self._changed("notifications/resources/list_changed")
+        self._host.changed("notifications/resources/list_changed")
 
     async def updated_here(self, uri: str) -> None:
         """Tell this worker's sessions subscribed to ``uri`` that it changed (and the
@@ -152,10 +136,10 @@ class Resources:
                     log.debug("could not notify %s: %s", uri, exc)
 
     async def list(self, ctx: RequestContext, params: Any) -> Any:
-        return self._page(ctx, [r.definition for r in self._resources.values()], "resources")
+        return self._host.page(ctx, [r.definition for r in self._resources.values()], "resources")
 
     async def list_templates(self, ctx: RequestContext, params: Any) -> Any:
-        return self._page(ctx, [r.definition for r in self._templates.values()], "resourceTemplates")
+        return self._host.page(ctx, [r.definition for r in self._templates.values()], "resourceTemplates")
 
     def _find_resource(self, uri: str) -> tuple[_Resource, dict[str, Any]] | None:
         entry = self._resources.get(uri)
@@ -177,9 +161,9 @@ class Resources:
         entry, values = found
         kwargs = dict(values)
         if entry.context_param is not None:
-            kwargs[entry.context_param] = self._context(ctx)
-        value = await _call(entry.fn, kwargs, self._sync_limiter if entry.threaded else None)
-        return self._cacheable(ctx, {"contents": resource_contents(uri, value, entry.mime_type)})
+            kwargs[entry.context_param] = self._host.context(ctx)
+        value = await _call(entry.fn, kwargs, self._host.limiter if entry.threaded else None)
+        return self._host.cacheable(ctx, {"contents": resource_contents(uri, value, entry.mime_type)})
 
     async def subscribe(self, ctx: RequestContext, params: Any) -> Any:
         self._sessions.subscribed.setdefault(ctx.session, set()).add(params.uri)

@@ -75,7 +75,7 @@ from ..middleware._base import Middleware
 from ..transports._base import HostedSession, MessageChannel, SharedSession
 from ..types import _versions
 from . import _serving
-from ._context import Context
+from ._context import Context, FeatureHost
 from ._cursor import decode_cursor, encode_cursor
 from ._dispatch import Dispatch
 from ._fanout import Fanout
@@ -158,25 +158,10 @@ class Server:
         self._open = OpenSessions(self.subscriptions)
         self._rounds = Rounds(state_key, state_ttl)
         self.tasks = tasks if tasks is not None else TaskManager(page_size=page_size)
-        changed, page, context, limiter = self._changed, self._page, self._context, self._sync_limiter
-        self._tools = Tools(
-            changed=changed,
-            page=page,
-            context=context,
-            limiter=limiter,
-            tasks=self.tasks,
-            rounds=self._rounds,
-        )
-        self._resources = Resources(
-            changed=changed,
-            page=page,
-            context=context,
-            limiter=limiter,
-            cacheable=self._cacheable,
-            sessions=self._open,
-            hub=self.subscriptions,
-        )
-        self._prompts = Prompts(changed=changed, page=page, context=context, limiter=limiter)
+        host = FeatureHost(self._changed, self._page, self._cacheable, self._context, self._sync_limiter)
+        self._tools = Tools(host, tasks=self.tasks, rounds=self._rounds)
+        self._resources = Resources(host, sessions=self._open, hub=self.subscriptions)
+        self._prompts = Prompts(host)
         self._dispatch = Dispatch(lambda: self.request_handlers(), middleware, self._open.sessions)
         self._shared_capabilities: tuple[bool, dict[str, Any]] | None = None  # see _session_capabilities
         self._routes: dict[str, Route] = {}  # see route()

@@ -16,7 +16,6 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 import msgspec
-import trio
 
 from .. import _jsonrpc as rpc
 from .. import _jsonschema
@@ -27,7 +26,7 @@ from ..transports.http._headers import header_annotations
 from ..types import _versions
 from ._context import (
     _FIRST_ISERROR_ARGS,
-    Context,
+    FeatureHost,
     MissingClientCapability,
     _call,
     _context_param,
@@ -115,21 +114,9 @@ class Tools:
     """The tools of a :class:`~mcp_trio.server.Server`: their registry (by name, in
     registration order) and the ``tools/list`` and ``tools/call`` handlers."""
 
-    def __init__(
-        self,
-        *,
-        changed: Callable[[str], None],
-        page: Callable[[RequestContext, list[dict[str, Any]], str], dict[str, Any]],
-        context: Callable[[RequestContext], Context],
-        limiter: trio.CapacityLimiter,
-        tasks: TaskManager,
-        rounds: Rounds,
-    ) -> None:
+    def __init__(self, host: FeatureHost, *, tasks: TaskManager, rounds: Rounds) -> None:
         self._tools: dict[str, _Tool] = {}
-        self._changed = changed  # (a list_changed notification to send)
-        self._page = page
-        self._context = context
-        self._sync_limiter = limiter
+        self._host = host
         self.tasks = tasks
         self._rounds = rounds
 
@@ -208,7 +195,7 @@ class Tools:
                 defer_task,
                 _thread_for(fn, on_loop),
             )
-            self._changed("notifications/tools/list_changed")
+            self._host.changed("notifications/tools/list_changed")
             return fn
 
         return register(fn) if fn is not None else register
@@ -222,7 +209,7 @@ class Tools:
 
     def remove(self, name: str) -> None:
         del self._tools[name]
-        self._changed("notifications/tools/list_changed")
+        self._host.changed("notifications/tools/list_changed")
 
     def any_task_support(self) -> bool:
         """Whether some tool may run as a task (the server then advertises tasks)."""
@@ -234,7 +221,7 @@ class Tools:
             tools = [{k: v for k, v in t.items() if k != "outputSchema"} for t in tools]
         if ctx.version != LEGACY_TASKS_VERSION:  # execution.taskSupport exists only there
             tools = [{k: v for k, v in t.items() if k != "execution"} for t in tools]
-        return self._page(ctx, tools, "tools")
+        return self._host.page(ctx, tools, "tools")
 
     async def call(self, ctx: RequestContext, params: Any) -> Any:
         tool = self._tools.get(params.name)
@@ -294,9 +281,9 @@ class Tools:
                 return {"content": [{"type": "text", "text": message}], "isError": True}
             raise McpError(rpc.INVALID_PARAMS, message) from None
         if tool.context_param is not None:
-            kwargs[tool.context_param] = self._context(ctx)
+            kwargs[tool.context_param] = self._host.context(ctx)
         try:
-            value = await _call(tool.fn, kwargs, self._sync_limiter if tool.threaded else None)
+            value = await _call(tool.fn, kwargs, self._host.limiter if tool.threaded else None)
         except Exception as exc:
             return _failed(exc, params.name, ctx.version)
         if type(value) is str and not tool.structured:
