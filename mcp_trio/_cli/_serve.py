@@ -81,7 +81,8 @@ def add_parser(sub: Any) -> None:
         "--access-log",
         action="store_true",
         help="log one line per request at INFO on 'mcp_trio.access' (method, tool/resource/prompt, "
-        "id, session, outcome, duration), whatever --log-level",
+        "id, session, outcome, duration), whatever --log-level; with --http also one per HTTP "
+        "request on 'mcp_trio.access.http' (method, path, status, bytes, duration, client, session)",
     )
     for flag, what in _ADDRESS_FLAGS.items():
         p.add_argument(
@@ -469,6 +470,8 @@ async def _serve_http(
             options["metrics_token"] = args.metrics_token
     if args.forwarded_allow_ips:
         options["forwarded_allow_ips"] = args.forwarded_allow_ips
+    if args.access_log:
+        options["access_log"] = True  # (a line per HTTP request too, on mcp_trio.access.http)
     path = args.path
     serve = partial(
         server.serve_http, host, port, path=path, front_door=args.front_door, stateless=args.stateless

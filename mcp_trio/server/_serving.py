@@ -66,6 +66,7 @@ async def serve_http(
     reuse_port: bool = False,
     store: Store | None = None,
     worker_id: str | None = None,
+    access_log: bool = False,
     task_status: Any = trio.TASK_STATUS_IGNORED,
     **http_options: Any,
 ) -> None:
@@ -99,10 +100,14 @@ async def serve_http(
     :attr:`tasks` and the metrics are shared with the other workers serving
     the endpoint with the same store, as ``worker_id`` (unique among them;
     default: a random one): see docs/http.md.
+    With ``access_log``, each HTTP request is logged when its response ends, at
+    INFO on ``mcp_trio.access.http`` (method, path, status, bytes, duration,
+    client, session: see docs/guide/operations.md).
     ``task_status.started`` gets the endpoint URLs.  ``http_options`` go to
     :class:`~mcp_trio.transports.http.server.StreamableHTTP` (allowed
     hosts, response mode, session limits, event store ...).
     """
+    from ..transports.http._access import HttpAccessLog
     from ..transports.http.legacy_sse import LegacySSE
     from ..transports.http.server import (
         ASGIApp,
@@ -176,6 +181,9 @@ async def serve_http(
                 front = shutdown.wrap_endpoint(front)
                 table = {p: shutdown.wrap_endpoint(h) for p, h in table.items()}
                 door["shutdown_trigger"] = shutdown.stopping.wait
+            if access_log:  # (outermost: it sees the refusals of the others)
+                front = HttpAccessLog(front)
+                table = {p: HttpAccessLog(h) for p, h in table.items()}
             # the front door's connection limits, the same for both doors
             serve: Callable[..., Awaitable[None]]
             if front_door != "hypercorn":  # (the lean door, with h11 or llhttp parsing)
