@@ -102,6 +102,13 @@ def add_parser(sub: Any) -> None:
         "client's address, not the proxy's",
     )
     p.add_argument(
+        "--proxy-protocol-allow-ips",
+        metavar="IPS",
+        help="with --http (the lean doors), connections from these TCP load balancers "
+        "(comma-separated addresses or networks, or '*') start with a PROXY protocol header "
+        "(v1 or v2) naming the client, whose address the per-client bounds then count",
+    )
+    p.add_argument(
         "--metrics-token",
         metavar="TOKEN",
         help="with --metrics-path, serve the metrics only to requests with 'Authorization: Bearer "
@@ -470,6 +477,8 @@ async def _serve_http(
             options["metrics_token"] = args.metrics_token
     if args.forwarded_allow_ips:
         options["forwarded_allow_ips"] = args.forwarded_allow_ips
+    if args.proxy_protocol_allow_ips:
+        options["proxy_protocol_allow_ips"] = args.proxy_protocol_allow_ips
     if args.access_log:
         options["access_log"] = True  # (a line per HTTP request too, on mcp_trio.access.http)
     path = args.path
@@ -630,13 +639,17 @@ def _serving(args: argparse.Namespace) -> Callable[[Any, GracefulShutdown], Awai
         raise _ServeError("use --http or --ws, not both")
     if args.metrics_token is not None and (args.metrics_path is None or not args.metrics_token):
         raise _ServeError("--metrics-token needs --metrics-path, and must not be empty")
-    if args.forwarded_allow_ips is not None:
-        from ..transports.http.doors._forwarded import TrustedProxies
+    for flag in ("forwarded_allow_ips", "proxy_protocol_allow_ips"):
+        if getattr(args, flag) is not None:
+            from ..transports.http.doors._forwarded import TrustedProxies
 
-        try:
-            TrustedProxies(args.forwarded_allow_ips)
-        except ValueError as exc:
-            raise _ServeError(str(exc).replace("forwarded_allow_ips", "--forwarded-allow-ips")) from None
+            try:
+                TrustedProxies(getattr(args, flag))
+            except ValueError as exc:
+                option = "--" + flag.replace("_", "-")
+                raise _ServeError(str(exc).replace("forwarded_allow_ips", option)) from None
+    if args.proxy_protocol_allow_ips is not None and (args.http is None or args.front_door == "hypercorn"):
+        raise _ServeError("--proxy-protocol-allow-ips needs --http and a lean door (h11 or httptools)")
     check_workers(args)
     if args.ws is None and args.http is None:
         return lambda server, shutdown: server.serve_stdio(shutdown=shutdown)

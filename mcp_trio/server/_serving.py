@@ -54,6 +54,7 @@ async def serve_http(
     metrics_token: str | None = None,
     route_threads: int = 8,
     forwarded_allow_ips: str | Sequence[str] | None = None,
+    proxy_protocol_allow_ips: str | Sequence[str] | None = None,
     max_connections: int = DEFAULT_MAX_CONNECTIONS,
     max_connections_per_client: int | None = None,
     header_timeout: float = DEFAULT_HEADER_TIMEOUT,
@@ -88,7 +89,9 @@ async def serve_http(
     request with that bearer token; sync routes have ``route_threads`` threads.
     The connection limits and timeouts go to the front door (see
     docs/http.md), and ``forwarded_allow_ips`` (trusted reverse proxies,
-    whose ``Forwarded`` / ``X-Forwarded-For`` name the client).
+    whose ``Forwarded`` / ``X-Forwarded-For`` name the client) and
+    ``proxy_protocol_allow_ips`` (TCP load balancers that start each connection
+    with a PROXY protocol header naming the client: the lean doors only).
     With ``certfile`` (a PEM certificate chain) and ``keyfile`` (its
     private key; default: in ``certfile``), both doors serve HTTPS.
     With ``shutdown``, requests are counted and, once it is stopped, the
@@ -119,6 +122,8 @@ async def serve_http(
 
     if front_door not in FRONT_DOORS:
         raise ValueError(f"front_door must be one of {', '.join(map(repr, FRONT_DOORS))}")
+    if proxy_protocol_allow_ips is not None and front_door == "hypercorn":
+        raise ValueError("proxy_protocol_allow_ips needs a lean door (front_door 'h11' or 'httptools')")
     if front_door == "httptools":
         from ..transports.http.doors import _httptools as _llhttp  # noqa: F401  (a missing extra fails here, named)
     reserved = {path.rstrip("/") or "/": "the MCP endpoint"}
@@ -197,6 +202,7 @@ async def serve_http(
                     request_timeout=request_timeout,
                     parser=front_door,
                     forwarded_allow_ips=forwarded_allow_ips,
+                    proxy_protocol_allow_ips=proxy_protocol_allow_ips,
                 )
             else:
                 door.update(_hypercorn_tls(certfile, keyfile))

@@ -370,6 +370,10 @@ def test_serve_checks_its_http_operations_flags(
     assert "--forwarded-allow-ips: 'proxy' is not an IP address or network" in err
     assert main([*http, "--metrics-token", "t0ken"]) == 2
     assert "--metrics-token needs --metrics-path" in capsys.readouterr().err
+    assert main([*http, "--proxy-protocol-allow-ips", "lb"]) == 2
+    assert "--proxy-protocol-allow-ips: 'lb' is not an IP address or network" in capsys.readouterr().err
+    assert main([*http, "--front-door", "hypercorn", "--proxy-protocol-allow-ips", "10.0.0.1"]) == 2
+    assert "--proxy-protocol-allow-ips needs --http and a lean door" in capsys.readouterr().err
 
 
 def test_serve_http_bounds_the_posts_of_a_session_in_flight() -> None:

@@ -34,6 +34,7 @@ from . import (
 )
 from ._forwarded import TrustedProxies
 from ._gate import ConnectionGate, listener_url, open_listeners, server_ssl_context
+from ._proxy_protocol import ProxyProtocolError, parse_proxy_header
 from ._responder import _H11Responder
 
 __all__ = ["serve_h11", "server_ssl_context"]
@@ -60,6 +61,7 @@ class _H11Limits:
     header_timeout: float
     parser: str = "h11"  # or "httptools" (llhttp, see _llhttp)
     proxies: TrustedProxies | None = None  # (whose Forwarded / X-Forwarded-For are believed)
+    proxy_protocol: TrustedProxies | None = None  # (balancers that send a PROXY protocol header)
 
 
 class _H11Connection:
@@ -132,8 +134,9 @@ class _H11Connection:
                 # the request is whole, and kept by the server's ReadClock (cheaper than
                 # moving a trio deadline twice per request); a timeout ends the connection.
                 with trio.CancelScope() as self.read_scope:
-                    while await self._exchange():
-                        pass
+                    if self.limits.proxy_protocol is None or await self._proxy_header():
+                        while await self._exchange():
+                            pass
                 timed_out = self.read_scope.cancelled_caught and not self.rejected  # (no 408 after an answer)
                 if timed_out and (self.in_request or self.received != self.mark):
                     with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError, ValueError):
@@ -143,6 +146,31 @@ class _H11Connection:
                 nursery.cancel_scope.cancel()
         if self.rejected:
             await self._linger()
+
+    async def _proxy_header(self) -> bool:
+        """From a trusted load balancer, read its PROXY protocol header (see
+        :mod:`._proxy_protocol`) within ``header_timeout``: the client is the one it names.
+        False (the connection ends unanswered): none came whole, or it was not one."""
+        proxies = self.limits.proxy_protocol
+        if proxies is None or self.client is None or not proxies.trusts(self.client):
+            return True  # (a peer that is no trusted balancer speaks plain HTTP)
+        self._time_read(trio.current_time() + self.limits.header_timeout)
+        data = b""
+        try:
+            while (header := parse_proxy_header(data)) is None:
+                chunk = await self.receiver.receive(_READ_SIZE, checkpoint=bool(data))
+                if not chunk:
+                    return False
+                data += chunk
+                self.received += len(chunk)
+        except ProxyProtocolError as exc:
+            log.info("connection from %s refused: %s", self.client, exc)
+            return False
+        if header.client is not None:
+            self.client = header.client
+        if len(data) > header.length:
+            self.conn.receive_data(data[header.length :])  # (the first request, begun)
+        return True
 
     async def _read_loop(self) -> None:
         while True:
@@ -434,6 +462,7 @@ async def serve_h11(
     reuse_port: bool = False,
     parser: str = "h11",
     forwarded_allow_ips: str | Sequence[str] | None = None,
+    proxy_protocol_allow_ips: str | Sequence[str] | None = None,
     task_status: Any = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve ``endpoint`` over HTTP/1.1 with h11 on trio sockets (no ASGI layer).
@@ -467,7 +496,10 @@ async def serve_h11(
     package, the ``fast`` extra) instead of h11, with the same checks and answers.
     With ``forwarded_allow_ips`` (addresses or networks of trusted reverse proxies,
     or ``"*"``), a request's ``client`` is read from their ``Forwarded`` or
-    ``X-Forwarded-For`` (see :mod:`._forwarded`).
+    ``X-Forwarded-For`` (see :mod:`._forwarded`).  With ``proxy_protocol_allow_ips``
+    (the same forms), a connection from one of those load balancers must start with a
+    PROXY protocol header (version 1 or 2), and the client is the one it names (see
+    :mod:`._proxy_protocol`); other peers speak plain HTTP.
     """
     if parser not in ("h11", "httptools"):
         raise ValueError("parser must be 'h11' or 'httptools'")
@@ -476,8 +508,16 @@ async def serve_h11(
     gate = ConnectionGate(max_connections, max_connections_per_client)
     table = _routes(endpoint, path, routes)
     proxies = None if forwarded_allow_ips is None else TrustedProxies(forwarded_allow_ips)
+    balancers = None if proxy_protocol_allow_ips is None else TrustedProxies(proxy_protocol_allow_ips)
     limits = _H11Limits(
-        max_header_size, keepalive_timeout, request_timeout, write_timeout, header_timeout, parser, proxies
+        max_header_size,
+        keepalive_timeout,
+        request_timeout,
+        write_timeout,
+        header_timeout,
+        parser,
+        proxies,
+        balancers,
     )
 
     async def connection(stream: trio.SocketStream) -> None:
