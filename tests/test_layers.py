@@ -515,7 +515,6 @@ OVERSIZED: dict[str, int] = {
     "mcp_trio.client._client.Client": 557,
     "mcp_trio.fuzzing._stdio_fuzz_server.StdioFuzzServer": 551,
     "mcp_trio.transports.http.server._streams._HttpSession": 512,
-    "mcp_trio.server._tasks.TaskManager": 509,
     "mcp_trio._core._requests._Requests": 443,
     "mcp_trio.transports.websocket._wsproto_channel._WsprotoChannel": 428,
     "mcp_trio.transports.http.client._lifecycle._SessionMixin": 426,

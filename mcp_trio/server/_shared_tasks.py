@@ -186,7 +186,7 @@ class TaskSharing:
         return record
 
     def fields(self, record: TaskRecord) -> dict[str, Any]:
-        """The record's ``Task`` object in its era's spelling (see ``_TaskStatus._fields``)."""
+        """The record's ``Task`` object in its era's spelling (see ``TaskStatuses.fields``)."""
         poll = self.manager.poll_interval_ms
         ttl_ms = round(record.ttl * 1000)
         stateless = record.data.get("stateless") == b"1"

@@ -127,18 +127,21 @@ class _Task:
         return self.status in _TERMINAL
 
 
-class _TaskStatus:
-    """A task's status, its shapes and its input requests: the part of
-    :class:`~mcp_trio.server._tasks.TaskManager` a running task reaches."""
+class TaskStatuses:
+    """The tasks' statuses, their shapes and their input requests: what a running task reaches
+    of its :class:`~mcp_trio.server._tasks.TaskManager` (a collaborator of it, owning the
+    senders of status notifications and the wall clock's origin)."""
 
-    poll_interval_ms: int
-    _notifiers: dict[Session, trio.MemorySendChannel[dict[str, Any]]]
-    _epoch: tuple[float, float] | None
-    _sharing: TaskSharing | None
+    def __init__(self, poll_interval_ms: int) -> None:
+        self.poll_interval_ms = poll_interval_ms
+        #: How the tasks are shared through a store (set by ``TaskManager.share``), if they are.
+        self.sharing: TaskSharing | None = None
+        self._notifiers: dict[Session, trio.MemorySendChannel[dict[str, Any]]] = {}
+        self._epoch: tuple[float, float] | None = None  # (trio time, wall time) at first use
 
     # ---------------------------------------------------------------- status
 
-    def _set(self, task: _Task, status: str, message: str | None, *, notify: bool = True) -> None:
+    def set(self, task: _Task, status: str, message: str | None, *, notify: bool = True) -> None:
         if task.terminal or (task.status == status and message is None):
             return
         task.status = status
@@ -147,25 +150,25 @@ class _TaskStatus:
         task.updated = trio.current_time()
         if task.terminal:
             task.done.set()
-        if self._sharing is not None and task.shared_owner is not None:
-            self._sharing.changed(task)
+        if self.sharing is not None and task.shared_owner is not None:
+            self.sharing.changed(task)
         if notify and not task.stateless:
-            self._notify(task)
+            self.notify(task)
 
-    def _inputs_changed(self, task: _Task) -> None:
+    def inputs_changed(self, task: _Task) -> None:
         """An input request was added or answered while the status stays ``input_required``:
         the shared record lists the outstanding ones too."""
-        if task.status == "input_required" and self._sharing is not None and task.shared_owner is not None:
-            self._sharing.changed(task)
+        if task.status == "input_required" and self.sharing is not None and task.shared_owner is not None:
+            self.sharing.changed(task)
 
-    def _set_message(self, task: _Task, message: str) -> None:
+    def set_message(self, task: _Task, message: str) -> None:
         if not task.terminal:
             task.status_message = message
             task.updated = trio.current_time()
-            if self._sharing is not None and task.shared_owner is not None:
-                self._sharing.changed(task)
+            if self.sharing is not None and task.shared_owner is not None:
+                self.sharing.changed(task)
 
-    def _notify(self, task: _Task) -> None:
+    def notify(self, task: _Task) -> None:
         """Queue ``notifications/tasks/status``; one sender per session keeps the order."""
         send = self._notifiers.get(task.session)
         if send is None:
@@ -175,7 +178,7 @@ class _TaskStatus:
             except ConnectionClosed:
                 return
             self._notifiers[task.session] = send
-        send.send_nowait(self._fields(task))
+        send.send_nowait(self.fields(task))
 
     async def _send_notifications(
         self, session: Session, receive: trio.MemoryReceiveChannel[dict[str, Any]]
@@ -191,13 +194,13 @@ class _TaskStatus:
 
     # ---------------------------------------------------------------- shapes
 
-    def _iso(self, t: float) -> str:
+    def iso(self, t: float) -> str:
         if self._epoch is None:
             self._epoch = (trio.current_time(), time.time())
         wall = self._epoch[1] + (t - self._epoch[0])
         return datetime.fromtimestamp(wall, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
-    def _fields(self, task: _Task) -> dict[str, Any]:
+    def fields(self, task: _Task) -> dict[str, Any]:
         """The task's ``Task`` object in its era's spelling."""
         if task.stateless:
             fields: dict[str, Any] = {"ttlMs": task.ttl_ms, "pollIntervalMs": self.poll_interval_ms}
@@ -206,16 +209,16 @@ class _TaskStatus:
         fields.update(
             taskId=task.task_id,
             status=task.status,
-            createdAt=self._iso(task.created),
-            lastUpdatedAt=self._iso(task.updated),
+            createdAt=self.iso(task.created),
+            lastUpdatedAt=self.iso(task.updated),
         )
         if task.status_message is not None:
             fields["statusMessage"] = task.status_message
         return fields
 
-    def _detailed(self, task: _Task) -> dict[str, Any]:
+    def detailed(self, task: _Task) -> dict[str, Any]:
         """An extension task with its status-specific fields."""
-        fields = self._fields(task)
+        fields = self.fields(task)
         if task.status == "input_required":
             fields["inputRequests"] = {
                 key: wait.request for key, wait in task.inputs.items() if not wait.answered.is_set()
@@ -231,7 +234,7 @@ class _TaskStatus:
 
     # ------------------------------------------------- asking the client (ext)
 
-    async def _ask(
+    async def ask(
         self,
         task: _Task,
         version: str,
@@ -259,8 +262,8 @@ class _TaskStatus:
         task.issued_keys.add(key)
         wait = _InputWait({"method": method, "params": msgspec.to_builtins(typed)}, spec.result)
         task.inputs[key] = wait
-        self._inputs_changed(task)
-        self._set(task, "input_required", None)
+        self.inputs_changed(task)
+        self.set(task, "input_required", None)
         try:
             with trio.move_on_after(math.inf if timeout is None else timeout) as scope:
                 await wait.answered.wait()
@@ -270,7 +273,7 @@ class _TaskStatus:
         finally:
             del task.inputs[key]
             if not task.inputs:
-                self._set(task, "working", None)
+                self.set(task, "working", None)
 
 
 class TaskRequestContext(RequestContext):
@@ -282,7 +285,7 @@ class TaskRequestContext(RequestContext):
     (see :mod:`mcp_trio.server._tasks`).
     """
 
-    __slots__ = ("task", "_manager")
+    __slots__ = ("task", "_statuses")
 
     def __init__(
         self,
@@ -290,11 +293,11 @@ class TaskRequestContext(RequestContext):
         request: RequestReceived,
         cancel_scope: trio.CancelScope,
         task: _Task,
-        manager: _TaskStatus,
+        statuses: TaskStatuses,
     ) -> None:
         super().__init__(session, request, cancel_scope)
         self.task = task
-        self._manager = manager
+        self._statuses = statuses
 
     @property
     def task_id(self) -> str:
@@ -318,7 +321,7 @@ class TaskRequestContext(RequestContext):
         task = self.task
         if task.stateless:
             if message is not None:
-                self._manager._set_message(task, message)
+                self._statuses.set_message(task, message)
             return
         token = self.progress_token
         if token is None or task.terminal:
@@ -348,9 +351,9 @@ class TaskRequestContext(RequestContext):
         task = self.task
         limit = timeout if isinstance(timeout, int | float) else None
         if task.stateless:
-            return await self._manager._ask(task, self.version, method, params, limit, input_key)
+            return await self._statuses.ask(task, self.version, method, params, limit, input_key)
         task.asking += 1
-        self._manager._set(task, "input_required", None)
+        self._statuses.set(task, "input_required", None)
         try:
             # No timeout unless the tool asks for one: the task's ttl bounds the wait.
             return await self.session.request(
@@ -363,7 +366,7 @@ class TaskRequestContext(RequestContext):
         finally:
             task.asking -= 1
             if task.asking == 0:
-                self._manager._set(task, "working", None)
+                self._statuses.set(task, "working", None)
 
 
 def _with_related(params: Any, task_id: str) -> Any:

@@ -110,7 +110,6 @@ import trio
 
 from .. import _jsonrpc as rpc
 from .._engine._context import RequestContext
-from .._engine._session import Session
 from .._exceptions import ConnectionClosed, McpError
 from ..store import StoreError
 from ..types import _versions
@@ -120,9 +119,9 @@ from ._task_context import (
     LEGACY_TASKS_VERSION,
     RELATED_TASK,
     TaskRequestContext,
+    TaskStatuses,
     _InputWait,
     _Task,
-    _TaskStatus,
 )
 
 if TYPE_CHECKING:
@@ -155,7 +154,7 @@ def _authorization_context(auth: Any) -> Hashable | None:
     )
 
 
-class TaskManager(_TaskStatus):
+class TaskManager:
     """The tasks of one server, across its sessions.
 
     Args:
@@ -190,8 +189,8 @@ class TaskManager(_TaskStatus):
         self.owner = owner
         self._tasks: dict[str, _Task] = {}
         self._seq = 0
-        self._notifiers: dict[Session, trio.MemorySendChannel[dict[str, Any]]] = {}
-        self._epoch: tuple[float, float] | None = None  # (trio time, wall time) at first use
+        #: The tasks' statuses, shapes and input requests.
+        self.statuses = TaskStatuses(poll_interval_ms)
         self._host: trio.Nursery | None = None
         self._sharing: TaskSharing | None = None
 
@@ -202,7 +201,7 @@ class TaskManager(_TaskStatus):
         (the worker died) is reported failed.  Call before :meth:`run`."""
         from ._shared_tasks import TaskSharing
 
-        self._sharing = TaskSharing(self, store, worker_id, lease)
+        self._sharing = self.statuses.sharing = TaskSharing(self, store, worker_id, lease)
 
     @property
     def sharing(self) -> TaskSharing | None:
@@ -291,7 +290,7 @@ class TaskManager(_TaskStatus):
             except StoreError as exc:
                 raise McpError(rpc.INTERNAL_ERROR, f"The task store failed: {exc}") from None
         self._tasks[task_id] = task
-        task_ctx = TaskRequestContext(ctx.session, ctx.incoming, task.scope, task, self)
+        task_ctx = TaskRequestContext(ctx.session, ctx.incoming, task.scope, task, self.statuses)
         try:
             # A shared task outlives this worker's replica of its session (the session
             # goes on elsewhere): it runs here too.
@@ -303,8 +302,8 @@ class TaskManager(_TaskStatus):
             del self._tasks[task_id]
             raise
         if task.stateless:
-            return {**self._fields(task), "resultType": "task"}
-        return {"task": self._fields(task)}
+            return {**self.statuses.fields(task), "resultType": "task"}
+        return {"task": self.statuses.fields(task)}
 
     async def _run(self, task: _Task, ctx: TaskRequestContext, work: Work) -> None:
         try:
@@ -329,7 +328,7 @@ class TaskManager(_TaskStatus):
         finally:
             if not task.terminal:  # its session (or the manager) is shutting down
                 task.shared_owner = None  # (a shared task's record is left to its lease: this worker stops)
-                self._set(task, "cancelled", "The server stopped running the task.", notify=False)
+                self.statuses.set(task, "cancelled", "The server stopped running the task.", notify=False)
             if not task.stateless:
                 self._tasks.pop(task.task_id, None)  # gone with its session
 
@@ -340,14 +339,14 @@ class TaskManager(_TaskStatus):
             return  # cancelled meanwhile: it stays cancelled
         if error is not None:
             task.error = error
-            self._set(task, "failed", error.message)
+            self.statuses.set(task, "failed", error.message)
         else:
             assert result is not None
             task.result = result
             if result.get("isError") is True and not task.stateless:
-                self._set(task, "failed", _first_text(result) or "The tool reported an error.")
+                self.statuses.set(task, "failed", _first_text(result) or "The tool reported an error.")
             else:
-                self._set(task, "completed", None)
+                self.statuses.set(task, "completed", None)
 
     def _drop(self, task: _Task) -> None:
         self._tasks.pop(task.task_id, None)
@@ -366,8 +365,8 @@ class TaskManager(_TaskStatus):
             assert self._sharing is not None
             return self._sharing.fields(await self._sharing.find(ctx, params.taskId, self._shared_owner(ctx)))
         if task.stateless:
-            return self._detailed(task)
-        return self._fields(task)
+            return self.statuses.detailed(task)
+        return self.statuses.fields(task)
 
     async def get_result(self, ctx: RequestContext, params: Any) -> dict[str, Any]:
         """``tasks/result`` (2025-11-25): waits for a terminal status."""
@@ -399,7 +398,7 @@ class TaskManager(_TaskStatus):
             after = _decode_cursor(cursor, self._seq)
             mine = [t for t in mine if t.seq > after]
         page = mine[: self.page_size]
-        result: dict[str, Any] = {"tasks": [self._fields(t) for t in page]}
+        result: dict[str, Any] = {"tasks": [self.statuses.fields(t) for t in page]}
         if len(mine) > len(page):
             result["nextCursor"] = _encode_cursor(page[-1].seq)
         return result
@@ -420,7 +419,7 @@ class TaskManager(_TaskStatus):
                 f"Cannot cancel task: already in terminal status {task.status!r}",
             )
         self._cancel(task)
-        return self._fields(task)
+        return self.statuses.fields(task)
 
     async def update_task(self, ctx: RequestContext, params: Any) -> dict[str, Any]:
         """``tasks/update`` (extension): answers to outstanding input requests."""
@@ -464,12 +463,12 @@ class TaskManager(_TaskStatus):
             wait.response = value
             wait.answered.set()
         if accepted and all(w.answered.is_set() for w in task.inputs.values()):
-            self._set(task, "working", None)  # nothing outstanding any more
+            self.statuses.set(task, "working", None)  # nothing outstanding any more
         elif accepted:
-            self._inputs_changed(task)
+            self.statuses.inputs_changed(task)
 
     def _cancel(self, task: _Task) -> None:
-        self._set(task, "cancelled", "The task was cancelled by request.")
+        self.statuses.set(task, "cancelled", "The task was cancelled by request.")
         task.scope.cancel()
 
     # --------------------------------------------------------------- lookups
