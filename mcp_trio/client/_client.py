@@ -120,7 +120,7 @@ class Client(ListenMixin):
         max_input_rounds: int,
         max_pages: int,
         strict: bool = False,
-        validate_output: bool = True,
+        validate_output: bool | None = None,
         middleware: Sequence[Middleware] = (),
     ) -> None:
         self.session = session

@@ -82,7 +82,7 @@ async def open_client(
     max_input_rounds: int = 16,
     max_pages: int = 10_000,
     strict: bool = False,
-    validate_output: bool = True,
+    validate_output: bool | None = None,
     connect_timeout: float | None = 30.0,
     middleware: Sequence[Middleware] = (),
     **session_options: Unpack[SessionOptions],
@@ -125,8 +125,9 @@ async def open_client(
             and logged as a warning (see :mod:`mcp_trio.client.results`).
         validate_output: Check each ``structuredContent`` against the
             ``outputSchema`` of its tool in the last ``tools/list`` (needs the
-            ``validation`` extra, ``jsonschema-rs``; without it the first
-            result that would be checked logs a warning).
+            ``validation`` extra, ``jsonschema-rs``).  ``None`` (the default):
+            check when it is installed, else say so once per process at DEBUG;
+            ``True``: the same, but its absence is a WARNING; ``False``: never.
         connect_timeout: Seconds allowed for the negotiation; past them
             :class:`trio.TooSlowError` names the server and the timeout.
         middleware: Wrap every ask of the server this client answers

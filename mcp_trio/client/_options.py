@@ -65,7 +65,7 @@ class ClientOptions(SessionOptions, total=False):
     max_input_rounds: int
     max_pages: int
     strict: bool
-    validate_output: bool
+    validate_output: bool | None
     connect_timeout: float | None
     middleware: Sequence[Middleware]
 

@@ -10,8 +10,10 @@ Rules:
   :class:`OutputValidationError` naming the first mismatch as
   ``<JSON path>: <reason>``, the format of the server's argument errors.
 * The validator is ``jsonschema-rs`` (the ``validation`` extra).  Without it
-  nothing is checked, and the first result that would have been says so in
-  a warning.  A schema it cannot compile is logged and not checked.
+  nothing is checked, and the first result that would have been says so, once
+  per process: at DEBUG by default (a base install is quiet), as a WARNING for
+  a client that asked for the checks (``validate_output=True``).  A schema it
+  cannot compile is logged and not checked.
 """
 
 from __future__ import annotations
@@ -51,14 +53,19 @@ _UNCOMPILED: Any = object()
 _BROKEN: Any = object()
 
 
+#: Whether this process has said that the validator is missing (see the module's rules).
+_told_missing = False
+
+
 class OutputSchemas:
     """The ``outputSchema`` of each tool listed, compiled on first use."""
 
-    def __init__(self, enabled: bool = True) -> None:
-        self.enabled = enabled
+    def __init__(self, enabled: bool | None = None) -> None:
+        self.enabled = enabled is not False  # (None: checked when the validator is there)
+        self._asked = enabled is True  # (then its absence is a warning)
+        self._warned = False
         self._schemas: dict[str, dict[str, Any]] = {}
         self._validators: dict[str, Any] = {}
-        self._warned_missing = False
 
     def record(self, tools: Iterable[Tool]) -> None:
         """Remember the schemas of ``tools`` (one page of ``tools/list``)."""
@@ -95,12 +102,14 @@ class OutputSchemas:
 
     def _compile(self, name: str) -> Any:
         if not _jsonschema.available():
-            if not self._warned_missing:
-                self._warned_missing = True
-                log.warning(
-                    "structuredContent is not checked against outputSchema: %s",
-                    _jsonschema.INSTALL_HINT,
-                )
+            global _told_missing
+            why = "structuredContent is not checked against outputSchema: %s"
+            if self._asked and not self._warned:
+                self._warned = True
+                log.warning(why, _jsonschema.INSTALL_HINT)
+            elif not _told_missing:
+                log.debug(why, _jsonschema.INSTALL_HINT)
+            _told_missing = True
             return _BROKEN
         try:
             return _jsonschema.compile_schema(self._schemas[name])

@@ -50,6 +50,8 @@ log = logging.getLogger("mcp_trio.server")
 F = TypeVar("F", bound=Callable[..., Any])
 
 _FIRST_STRUCTURED = "2025-06-18"
+#: Whether this process has said that hand-written input schemas go unchecked (no validator).
+_told_unchecked = False
 
 
 class ToolOptions(TypedDict, total=False):
@@ -318,7 +320,13 @@ def _input_validator(name: str, schema: dict[str, Any] | None) -> Any:
     if schema is None:
         return None
     if not _jsonschema.available():
-        log.warning("tool %s: its input_schema arguments are not checked: %s", name, _jsonschema.INSTALL_HINT)
+        # (said once per process, below WARNING: a base install is quiet)
+        global _told_unchecked
+        level = logging.DEBUG if _told_unchecked else logging.INFO
+        _told_unchecked = True
+        log.log(
+            level, "tool %s: its input_schema arguments are not checked: %s", name, _jsonschema.INSTALL_HINT
+        )
         return None
     try:
         return _jsonschema.compile_schema(schema)

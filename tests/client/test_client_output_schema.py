@@ -11,6 +11,7 @@ import pytest
 
 from mcp_trio import _jsonschema as _output
 from mcp_trio.client import OutputValidationError
+from mcp_trio.client import _output as _client_output
 from tests._support.client import connected, raw_peer
 
 SCHEMA = {
@@ -93,11 +94,11 @@ async def test_each_schema_is_compiled_once(monkeypatch: pytest.MonkeyPatch) -> 
     assert compiled == [SCHEMA]
 
 
-async def test_without_the_validator_one_warning(
+async def test_without_the_validator_a_client_that_asked_gets_one_warning(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.setattr(_output, "jsonschema_rs", None)
-    async with raw_peer("2025-06-18", peer({"x": "a"})) as client:
+    async with raw_peer("2025-06-18", peer({"x": "a"}), validate_output=True) as client:
         await client.list_tools()
         await client.call_tool("p")
         await client.call_tool("p")
@@ -105,6 +106,21 @@ async def test_without_the_validator_one_warning(
     assert warnings == [
         "structuredContent is not checked against outputSchema: install mcp-trio[validation] (jsonschema-rs)"
     ]
+
+
+async def test_without_the_validator_a_default_client_says_it_once_per_process_at_debug(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A base install is quiet: what `mcp-trio call` prints on every run stays below WARNING.
+    monkeypatch.setattr(_output, "jsonschema_rs", None)
+    monkeypatch.setattr(_client_output, "_told_missing", False)
+    caplog.set_level(logging.DEBUG, logger="mcp_trio.client")
+    for _ in range(2):  # two clients of one process
+        async with raw_peer("2025-06-18", peer({"x": "a"})) as client:
+            await client.list_tools()
+            await client.call_tool("p")
+    said = [r for r in caplog.records if "is not checked against outputSchema" in r.getMessage()]
+    assert [r.levelno for r in said] == [logging.DEBUG]
 
 
 async def test_an_invalid_schema_is_logged_and_not_checked(

@@ -3,6 +3,7 @@ threads, duplicate names, templates against signatures, prompt argument types.""
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from enum import Enum
@@ -289,3 +290,22 @@ def test_an_input_schema_that_is_not_json_schema_is_refused() -> None:
     server = Server("s")
     with pytest.raises(ValueError, match="tool 'bad': input_schema is not a valid JSON Schema"):
         server.tool(name="bad", input_schema={"type": "no-such-type"})(lambda arguments: "")
+
+
+def test_without_the_validator_hand_written_input_schemas_are_said_once_below_warning(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A base install is quiet: the quick-start server registers such tools and must not greet
+    # its user with a warning about an extra; the first says so at INFO, the others at DEBUG.
+    from mcp_trio import _jsonschema
+    from mcp_trio.server import _tools
+
+    monkeypatch.setattr(_jsonschema, "jsonschema_rs", None)
+    monkeypatch.setattr(_tools, "_told_unchecked", False)
+    caplog.set_level(logging.DEBUG, logger="mcp_trio.server")
+    server = Server("quiet")
+    for name in ("first", "second"):
+        server.tool(name=name, input_schema={"type": "object"})(lambda arguments: "ok")
+    said = [r for r in caplog.records if "input_schema arguments are not checked" in r.getMessage()]
+    assert [r.levelno for r in said] == [logging.INFO, logging.DEBUG]
+    assert "tool first" in said[0].getMessage() and "mcp-trio[validation]" in said[0].getMessage()
