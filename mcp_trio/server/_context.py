@@ -389,6 +389,40 @@ def _thread_for(fn: Callable[..., Any], on_loop: bool) -> bool:
     return not on_loop and not _is_async(fn)
 
 
+def refuse_registration(fn: Any, what: str, name: str | None) -> None:
+    """Refuse, naming the fix, what ``@server.<what>`` cannot serve as its caller means it:
+    not a function, a class, a method taken from its class (``self`` unbound), a tool or
+    prompt that is a lambda without ``name=``, a parameter named ``ctx`` that is not annotated
+    ``Context`` (it would be an argument of the request, not the context)."""
+    if inspect.isclass(fn):
+        raise TypeError(
+            f"@server.{what} decorates a function, not the class {fn.__name__}: register a method "
+            f"of an instance instead, server.{what}(instance.method)"
+        )
+    if not callable(fn):
+        raise TypeError(f"@server.{what} decorates a function, not {fn!r}")
+    label = getattr(fn, "__name__", repr(fn))
+    if label == "<lambda>" and name is None and what != "resource":  # (a resource is its URI)
+        raise ValueError(
+            f"a lambda has no name for the {what}: give one, server.{what}(name='...')(lambda ...)"
+        )
+    try:
+        parameters = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return
+    if parameters and parameters[0].name in ("self", "cls") and not inspect.ismethod(fn):
+        raise TypeError(
+            f"{label} takes {parameters[0].name} (a method taken from its class): decorate the bound "
+            f"method of an instance instead, server.{what}(instance.{label})"
+        )
+    for parameter in parameters:
+        if parameter.name == "ctx" and not _wants_context(parameter.annotation):
+            raise TypeError(
+                f"parameter ctx of {label} is not annotated Context: write ctx: Context to receive the "
+                f"request's context (or rename it if it is an argument of the {what})"
+            )
+
+
 def _context_param(fn: Callable[..., Any]) -> str | None:
     try:
         hints = inspect.signature(fn).parameters

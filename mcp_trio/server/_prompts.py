@@ -16,7 +16,7 @@ import msgspec
 from .. import _jsonrpc as rpc
 from .._engine._context import RequestContext
 from .._exceptions import McpError
-from ._context import FeatureHost, _call, _context_param, _thread_for, _wants_context
+from ._context import FeatureHost, _call, _context_param, _thread_for, _wants_context, refuse_registration
 from ._results import prompt_result
 from ._signature import ArgumentError, ToolSignature
 
@@ -76,8 +76,7 @@ class Prompts:
             )
 
         def register(fn: F) -> F:
-            if not callable(fn):
-                raise TypeError(f"@server.prompt decorates a function, not {fn!r}")
+            refuse_registration(fn, "prompt", name)
             prompt_name = name or fn.__name__
             if prompt_name in self._prompts and not replace:
                 raise ValueError(

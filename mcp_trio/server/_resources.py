@@ -18,7 +18,7 @@ from .. import _jsonrpc as rpc
 from .._engine._context import RequestContext
 from .._exceptions import McpError
 from ..types import _versions
-from ._context import FeatureHost, _call, _context_param, _thread_for
+from ._context import FeatureHost, _call, _context_param, _thread_for, refuse_registration
 from ._fanout import adopted, announces
 from ._results import resource_contents
 from ._uritemplate import UriTemplate
@@ -85,6 +85,7 @@ class Resources:
         template = UriTemplate(uri) if "{" in uri else None
 
         def register(fn: F) -> F:
+            refuse_registration(fn, "resource", name)
             if uri in (self._templates if template else self._resources) and not replace:
                 raise ValueError(
                     f"a resource {uri!r} is already registered (pass replace=True to replace it)"

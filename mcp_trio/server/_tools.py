@@ -35,6 +35,7 @@ from ._context import (
     _thread_for,
     _wants_context,
     failure_text,
+    refuse_registration,
 )
 from ._mrtr import InputSession
 from ._results import _text_result, tool_result
@@ -154,8 +155,7 @@ class Tools:
             raise ValueError("defer_task needs task_support 'optional' or 'required'")
 
         def register(fn: F) -> F:
-            if not callable(fn):
-                raise TypeError(f"@server.tool decorates a function, not {fn!r}")
+            refuse_registration(fn, "tool", name)
             tool_name = name or fn.__name__
             if tool_name in self._tools and not replace:
                 raise ValueError(

@@ -309,3 +309,43 @@ def test_without_the_validator_hand_written_input_schemas_are_said_once_below_wa
     said = [r for r in caplog.records if "input_schema arguments are not checked" in r.getMessage()]
     assert [r.levelno for r in said] == [logging.INFO, logging.DEBUG]
     assert "tool first" in said[0].getMessage() and "mcp-trio[validation]" in said[0].getMessage()
+
+
+class _Greeter:
+    def greet(self, name: str) -> str:
+        return f"hello {name}"
+
+
+@pytest.mark.parametrize("what", ["tool", "prompt"])
+def test_registrations_that_cannot_mean_what_they_say_are_refused_with_the_fix(what: str) -> None:
+    server = Server("refusing")
+    register = getattr(server, what)
+    with pytest.raises(
+        ValueError, match=rf"a lambda has no name for the {what}: give one, server\.{what}\(name="
+    ):
+        register(lambda text: text)
+    register(name="echo")(lambda text: text)  # (named: fine)
+    with pytest.raises(TypeError, match=r"not the class _Greeter: register a method of an instance"):
+        register(_Greeter)
+    with pytest.raises(TypeError, match=rf"greet takes self .*server\.{what}\(instance\.greet\)"):
+        register(_Greeter.greet)
+    register(_Greeter().greet)  # (bound: fine)
+
+    def search(query: str, ctx: dict) -> str:  # type: ignore[type-arg]
+        return query
+
+    with pytest.raises(
+        TypeError, match=r"parameter ctx of search is not annotated Context: write ctx: Context"
+    ):
+        register(search)
+    names = server.tool_names() if what == "tool" else server.prompt_names()
+    assert names == ["echo", "greet"]  # nothing refused was registered
+
+
+def test_a_resource_may_be_a_lambda_but_not_a_class_or_an_unbound_method() -> None:
+    server = Server("refusing")
+    server.resource("note://a")(lambda: "a")  # (a resource is named by its URI)
+    with pytest.raises(TypeError, match="not the class _Greeter"):
+        server.resource("note://b")(_Greeter)
+    with pytest.raises(TypeError, match=r"greet takes self"):
+        server.resource("note://{name}")(_Greeter.greet)
