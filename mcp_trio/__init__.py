@@ -32,6 +32,9 @@ from ._exceptions import (
 from ._exceptions import (
     RemoteProtocolError as RemoteProtocolError,
 )
+from ._exceptions import (
+    ToolError as ToolError,
+)
 from ._jsonrpc import (
     HEADER_MISMATCH as HEADER_MISMATCH,
 )

@@ -10,6 +10,7 @@ __all__ = [
     "McpError",
     "ProtocolError",
     "RemoteProtocolError",
+    "ToolError",
 ]
 
 
@@ -39,6 +40,15 @@ class McpError(Exception):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.code!r}, {self.message!r}, {self.data!r})"
+
+
+class ToolError(Exception):
+    """Raised by a tool to fail with this message: the result is a tool error
+    (``isError: true``) whose text is the message as written, for the model to read,
+    logged at INFO without a traceback (an expected failure, not a bug).  Any other
+    exception a tool raises is answered as a failure too, with its type, and logged as an
+    error with its traceback; with ``Server(mask_error_details=True)`` its text is hidden
+    behind an error id the log has."""
 
 
 class ProtocolError(Exception):

@@ -4,6 +4,7 @@ The modules of this package split the server by feature; everything public is
 re-exported here.
 """
 
+from .._exceptions import ToolError as ToolError
 from ._context import (
     Context as Context,
 )
@@ -53,6 +54,7 @@ __all__ = [
     "Server",
     "ServerStatistics",
     "TaskManager",
+    "ToolError",
     "ToolOptions",
     "TransportStatistics",
     "prometheus_text",

@@ -121,6 +121,9 @@ class Server:
         middleware: Wrap every request a handler answers (see
             :mod:`mcp_trio.middleware` and docs/middleware.md), the first
             listed outermost; more with :meth:`add_middleware`.
+        mask_error_details: A tool's exception other than :class:`~mcp_trio.ToolError`
+            reaches the model as a generic message naming an error id, which the
+            log has with the traceback (by default: its type and message).
     """
 
     def __init__(
@@ -139,6 +142,7 @@ class Server:
         tasks: TaskManager | None = None,
         sync_limiter: trio.CapacityLimiter | None = None,
         middleware: Sequence[Middleware] = (),
+        mask_error_details: bool = False,
         **session_options: Any,
     ) -> None:
         if page_size < 1:
@@ -159,7 +163,9 @@ class Server:
         self._rounds = Rounds(state_key, state_ttl)
         self.tasks = tasks if tasks is not None else TaskManager(page_size=page_size)
         host = FeatureHost(self._changed, self._page, self._cacheable, self._context, self._sync_limiter)
-        self._tools = Tools(host, tasks=self.tasks, rounds=self._rounds)
+        self._tools = Tools(
+            host, tasks=self.tasks, rounds=self._rounds, mask_error_details=mask_error_details
+        )
         self._resources = Resources(host, sessions=self._open, hub=self.subscriptions)
         self._prompts = Prompts(host)
         self._dispatch = Dispatch(lambda: self.request_handlers(), middleware, self._open.sessions)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import secrets
 from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
@@ -19,9 +20,9 @@ import msgspec
 
 from .. import _jsonrpc as rpc
 from .. import _jsonschema
-from .._engine._common import refusal
+from .._engine._common import failures, refusal
 from .._engine._context import RequestContext
-from .._exceptions import McpError
+from .._exceptions import McpError, ToolError
 from ..transports.http._headers import header_annotations
 from ..types import _versions
 from ._context import (
@@ -117,8 +118,12 @@ class Tools:
     """The tools of a :class:`~mcp_trio.server.Server`: their registry (by name, in
     registration order) and the ``tools/list`` and ``tools/call`` handlers."""
 
-    def __init__(self, host: FeatureHost, *, tasks: TaskManager, rounds: Rounds) -> None:
+    def __init__(
+        self, host: FeatureHost, *, tasks: TaskManager, rounds: Rounds, mask_error_details: bool = False
+    ) -> None:
         self._tools: dict[str, _Tool] = {}
+        #: Hide what other exceptions than ToolError say behind an error id (see ``_failed``).
+        self.mask_error_details = mask_error_details
         self._host = host
         self.tasks = tasks
         self._rounds = rounds
@@ -287,7 +292,7 @@ class Tools:
         try:
             value = await _call(tool.fn, kwargs, self._host.limiter if tool.threaded else None)
         except Exception as exc:
-            return _failed(exc, params.name, ctx.version)
+            return _failed(exc, params.name, ctx.version, self.mask_error_details)
         if type(value) is str and not tool.structured:
             return _text_result(value, ctx.version)
         result = tool_result(value, tool.sig if tool.structured else None)
@@ -296,11 +301,17 @@ class Tools:
         return result
 
 
-def _failed(exc: Exception, name: str, version: str) -> dict[str, Any]:
+def _failed(exc: Exception, name: str, version: str, mask: bool = False) -> dict[str, Any]:
     """What a tool that raised ``exc`` answers: a refusal (an :class:`McpError`, or the same one
     from each task of the tool's) as itself, except a missing client capability before 2026-07-28
-    (no error names it there), which is a tool error as any other failure; anything else a tool
-    error saying what failed (a group: what its tasks raised), logged with its traceback."""
+    (no error names it there), which is a tool error as any other failure; a :class:`ToolError`
+    (or a group of nothing else) a tool error with its message as written, logged without a
+    traceback; anything else a tool error saying what failed (a group: what its tasks raised),
+    logged with its traceback, or with ``mask`` a generic text naming an error id the log has."""
+    if _only(exc, ToolError):
+        text = "; ".join(dict.fromkeys(str(leaf) for leaf in failures(exc)))
+        log.info("tool %s failed: %s", name, text)
+        return {"content": [{"type": "text", "text": text}], "isError": True}
     refused = refusal(exc)
     if isinstance(refused, MissingClientCapability) and not _versions.is_stateless(version):
         log.info("tool %s: %s", name, refused.message)
@@ -310,6 +321,11 @@ def _failed(exc: Exception, name: str, version: str) -> dict[str, Any]:
         }
     if refused is not None:
         raise refused from None
+    if mask:
+        error_id = secrets.token_hex(6)
+        log.error("tool %s raised %r (error id %s)", name, exc, error_id, exc_info=True)
+        text = f"Error calling tool {name}: an internal error occurred (error id {error_id})"
+        return {"content": [{"type": "text", "text": text}], "isError": True}
     log.error("tool %s raised %r", name, exc, exc_info=True)
     return {"content": [{"type": "text", "text": failure_text(exc)}], "isError": True}
 
