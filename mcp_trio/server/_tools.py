@@ -295,7 +295,12 @@ class Tools:
             return _failed(exc, params.name, ctx.version, self.mask_error_details)
         if type(value) is str and not tool.structured:
             return _text_result(value, ctx.version)
-        result = tool_result(value, tool.sig if tool.structured else None)
+        try:
+            result = tool_result(value, tool.sig if tool.structured else None)
+        except (TypeError, ValueError, msgspec.EncodeError) as exc:  # (a value JSON has no form for)
+            log.error("tool %s returned what cannot be encoded: %s", params.name, exc, exc_info=True)
+            text = f"Error calling tool {params.name}: its result could not be encoded ({exc})"
+            return {"content": [{"type": "text", "text": text}], "isError": True}
         if ctx.version < _FIRST_STRUCTURED:
             result.pop("structuredContent", None)
         return result

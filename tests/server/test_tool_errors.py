@@ -68,3 +68,26 @@ async def test_other_exceptions_say_their_type_unless_masked(caplog: pytest.LogC
     (logged,) = [r for r in caplog.records if r.levelno == logging.ERROR]
     assert found[1] in logged.getMessage() and "secret-path" in logged.getMessage() and logged.exc_info
     assert text_of(kept) == "no record named 'expected': try another key"  # (a ToolError is never masked)
+
+
+class _Opaque:
+    """Nothing JSON has a form for."""
+
+
+async def test_a_result_that_cannot_be_encoded_is_a_tool_error_naming_its_type(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    server = Server("encoding")
+
+    @server.tool
+    async def opaque() -> object:
+        return _Opaque()
+
+    async with connected(server, VERSION) as client:
+        result = await client.request("tools/call", {"name": "opaque", "arguments": {}})
+        assert result.isError, result  # a tool error the model reads, not a JSON-RPC -32603
+        assert "Error calling tool opaque: its result could not be encoded" in text_of(result)
+        assert "_Opaque" in text_of(result)
+        ping = await client.request("tools/call", {"name": "opaque", "arguments": {}})  # (and again)
+        assert ping.isError
+    assert any(r.levelno == logging.ERROR and "opaque" in r.getMessage() for r in caplog.records)
