@@ -77,11 +77,14 @@ class MissingClientCapability(LocalProtocolError, McpError):
 
 
 def failure_text(exc: BaseException) -> str:
-    """What a failure says, ``Type: message``; a group says what its leaves say, not that it is a
-    group."""
+    """What a failure says: its message as written; its type's name when the message is empty
+    or, as a ``KeyError``'s, only names a value (``KeyError: 'x'``).  A group says what its
+    leaves say, not that it is a group."""
     texts: list[str] = []
     for leaf in failures(exc):
-        text = f"{type(leaf).__name__}: {leaf}"
+        message = str(leaf)
+        name = type(leaf).__name__
+        text = message if message and not isinstance(leaf, KeyError) else f"{name}: {message}".rstrip(": ")
         if text not in texts:
             texts.append(text)
     return "; ".join(texts)

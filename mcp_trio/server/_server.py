@@ -123,7 +123,7 @@ class Server:
             listed outermost; more with :meth:`add_middleware`.
         mask_error_details: A tool's exception other than :class:`~mcp_trio.ToolError`
             reaches the model as a generic message naming an error id, which the
-            log has with the traceback (by default: its type and message).
+            log has with the traceback (by default: its message).
     """
 
     def __init__(

@@ -1,6 +1,7 @@
-"""How a tool's failure reaches the model: ToolError's message as written, other exceptions with
-their type (or, with Server(mask_error_details=True), a generic text naming an error id that
-the log has with the traceback)."""
+"""How a tool's failure reaches the model: ToolError's message as written; other exceptions by
+their message (with their type only where the message says nothing alone) or, with
+Server(mask_error_details=True), by a generic text naming an error id that the log has with the
+traceback."""
 
 from __future__ import annotations
 
@@ -28,6 +29,10 @@ def failing_server(**options: bool) -> Server:
             async with trio.open_nursery() as nursery:  # (a group of ToolErrors)
                 for n in (1, 2):
                     nursery.start_soon(_fail, n)
+        if key == "plain":
+            raise ValueError("the key must not be plain")
+        if key == "silent":
+            raise RuntimeError
         raise KeyError(key)
 
     return server
@@ -50,7 +55,17 @@ async def test_a_tool_error_reaches_the_model_as_written_and_is_logged_without_a
     assert records and all(r.levelno == logging.INFO and r.exc_info is None for r in records)
 
 
-async def test_other_exceptions_say_their_type_unless_masked(caplog: pytest.LogCaptureFixture) -> None:
+async def test_other_exceptions_say_their_message_without_the_type_unless_it_is_all_there_is() -> None:
+    async with connected(failing_server(), VERSION) as client:
+        texts = []
+        for key in ("plain", "silent", "secret-path"):
+            result = await client.request("tools/call", {"name": "lookup", "arguments": {"key": key}})
+            assert result.isError
+            texts.append(text_of(result))
+    assert texts == ["the key must not be plain", "RuntimeError", "KeyError: 'secret-path'"]
+
+
+async def test_other_exceptions_say_what_they_say_unless_masked(caplog: pytest.LogCaptureFixture) -> None:
     async with connected(failing_server(), VERSION) as client:
         result = await client.request("tools/call", {"name": "lookup", "arguments": {"key": "secret-path"}})
     assert result.isError and text_of(result) == "KeyError: 'secret-path'"
