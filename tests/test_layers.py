@@ -511,7 +511,7 @@ OVERSIZED: dict[str, int] = {
     "mcp_trio._engine._session.Session": 1174,
     "mcp_trio.transports.http.client.HTTPClientChannel": 938,
     "mcp_trio.transports.http.client._exchanges._ExchangeMixin": 777,
-    "mcp_trio.transports.http.server._sharing.Sharing": 575,
+    "mcp_trio.transports.http.server._sharing.Sharing": 573,
     "mcp_trio.client._client.Client": 557,
     "mcp_trio.fuzzing._stdio_fuzz_server.StdioFuzzServer": 551,
     "mcp_trio.transports.http.server._streams._HttpSession": 512,

@@ -30,6 +30,7 @@ from ..transports._base import HostedSession
 from ..types import _versions
 from ._elicit import Elicited, form_schema, typed_answer
 from ._mrtr import MISSING
+from ._session_state import Absent
 from ._task_context import TaskRequestContext
 
 if TYPE_CHECKING:
@@ -129,6 +130,48 @@ class Context:
         :class:`mcp_trio.auth.server.AccessToken` with subject, client id,
         scopes and claims); ``None`` elsewhere."""
         return self.request.auth
+
+    def lifespan_value(self, kind: type[T]) -> T:
+        """What the server's lifespan gave (``Server(lifespan=...)``), checked to be a ``kind``
+        (``TypeError`` if not; ``LookupError`` if the server has none)."""
+        return self.server.lifespan.value(kind)
+
+    @overload
+    async def get_state(self, key: str, kind: type[T]) -> T | None: ...
+
+    @overload
+    async def get_state(self, key: str, kind: type[T], default: T) -> T: ...
+
+    async def get_state(self, key: str, kind: type[T], default: T | None = None) -> T | None:
+        """What a handler of this session kept as ``key`` (:meth:`set_state`), as a ``kind``;
+        ``default`` if nothing.  Shared through the store under ``--workers``: see
+        docs/guide/context.md."""
+        value = await self.server._open.get_state(self._stateful("get_state"), key, kind)
+        return default if isinstance(value, Absent) else value
+
+    async def set_state(self, key: str, value: object) -> None:
+        """Keep ``value`` as ``key`` for the handlers of this session's later requests (it lives
+        as long as the session; under ``--workers``, in the store, so it must be JSON-encodable)."""
+        await self.server._open.set_state(self._stateful("set_state"), key, value)
+
+    async def delete_state(self, key: str) -> None:
+        """Forget what was kept as ``key`` for this session (nothing if nothing was)."""
+        await self.server._open.set_state(self._stateful("delete_state"), key, None, delete=True)
+
+    def _stateful(self, what: str) -> Session:
+        """The session, which must outlive the request for its state to mean anything: a
+        connection (stdio, WebSocket, in memory) or a Streamable HTTP session, not a request
+        served on its own (a stateless server, or any 2026-07-28 request over HTTP)."""
+        channel = self.session.channel
+        if isinstance(channel, HostedSession) and channel.sessionless:
+            raise RuntimeError(
+                f"ctx.{what}: this request has no session to keep state in (it is served on "
+                f"its own over HTTP: protocol revision {self.protocol_version}"
+                f"{'' if _versions.is_stateless(self.protocol_version) else ', a stateless server'}"
+                "); keep it in the lifespan's value, or in a store of your own keyed by "
+                "something the client sends"
+            )
+        return self.session
 
     @property
     def progress_token(self) -> int | str | None:

@@ -1,19 +1,21 @@
 """The sessions open on a server, and what the server keeps of each between
 requests: its log level (``logging/setLevel``) and the resources it subscribed
 to (``resources/subscribe``, which :class:`~._resources.Resources` answers),
-shared with the other workers serving it when a store shares the session.
+and what its handlers keep (``ctx.set_state``: see :mod:`._session_state`), shared with the
+other workers serving it when a store shares the session.
 :class:`OpenSessions` also tells them that a list changed."""
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._engine._context import RequestContext
 from .._engine._session import Session
 from .._exceptions import ConnectionClosed
-from ..transports._base import SharedSession
+from ..transports._base import SharedRecord, SharedSession
 from ..types import _versions
+from . import _session_state as kept
 from ._context import _LEVEL_RANK, Context
 from ._fanout import adopted, announces
 
@@ -22,17 +24,21 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("mcp_trio.server")
 
+T = TypeVar("T")
+
 
 class OpenSessions:
     """The sessions open on a :class:`~mcp_trio.server.Server`, their log levels and subscriptions."""
 
-    __slots__ = ("sessions", "log_levels", "subscribed", "_hub")
+    __slots__ = ("sessions", "log_levels", "subscribed", "states", "_hub")
 
     def __init__(self, hub: SubscriptionHub) -> None:
         self.sessions: set[Session] = set()
         self.log_levels: dict[Session, str] = {}
         #: The URIs each session subscribed to.
         self.subscribed: dict[Session, set[str]] = {}
+        #: What each (unshared) session's handlers keep (``ctx.set_state``).
+        self.states: dict[Session, dict[str, object]] = {}
         self._hub = hub  # (the 2026-07-28 subscriptions/listen streams)
 
     def opened(self, session: Session) -> None:
@@ -42,6 +48,30 @@ class OpenSessions:
         self.sessions.discard(session)
         self.log_levels.pop(session, None)
         self.subscribed.pop(session, None)
+        self.states.pop(session, None)
+
+    async def get_state(self, session: Session, key: str, kind: type[T]) -> T | kept.Absent:
+        """What the session's handlers kept as ``key``, as a ``kind`` (``ABSENT``: nothing)."""
+        kept.check_key(key)
+        record = _record(session)
+        if record is not None:
+            data = await kept.load(record, key)
+            return kept.ABSENT if data is None else kept.decode(key, data, kind)
+        values = self.states.get(session)
+        if values is None or key not in values:
+            return kept.ABSENT
+        return kept.typed(key, values[key], kind)
+
+    async def set_state(self, session: Session, key: str, value: object, *, delete: bool = False) -> None:
+        """Keep ``value`` as ``key`` for the session's handlers (or forget ``key``)."""
+        kept.check_key(key)
+        record = _record(session)
+        if record is not None:
+            await kept.save(record, key, value, delete=delete)
+        elif delete:
+            self.states.get(session, {}).pop(key, None)
+        elif session in self.sessions:  # (not once it has ended)
+            self.states.setdefault(session, {})[key] = value
 
     async def set_level(self, ctx: RequestContext, params: Any) -> Any:
         """``logging/setLevel``."""
@@ -93,6 +123,11 @@ class OpenSessions:
             session.spawn(notify, session, method, params, name=method)
         except ConnectionClosed:  # (not running yet, or ended: nobody to tell)
             pass
+
+
+def _record(session: Session) -> SharedRecord | None:
+    channel = session.channel
+    return channel.record if isinstance(channel, SharedSession) else None
 
 
 async def _notify(session: Session, method: str, params: Any) -> None:

@@ -79,6 +79,7 @@ from ._context import Context, FeatureHost
 from ._cursor import decode_cursor, encode_cursor
 from ._dispatch import Dispatch
 from ._fanout import Fanout
+from ._lifespan import Lifespan, LifespanFactory
 from ._listen import SubscriptionHub
 from ._open_sessions import OpenSessions
 from ._prompts import Prompts
@@ -124,6 +125,9 @@ class Server:
         mask_error_details: A tool's exception other than :class:`~mcp_trio.ToolError`
             reaches the model as a generic message naming an error id, which the
             log has with the traceback (by default: its message).
+        lifespan: A function of the server giving an async context manager, entered once
+            before the first request and left after the last (see :mod:`._lifespan`); what
+            it gives, handlers reach with ``ctx.lifespan_value(Type)``.
     """
 
     def __init__(
@@ -143,6 +147,7 @@ class Server:
         sync_limiter: trio.CapacityLimiter | None = None,
         middleware: Sequence[Middleware] = (),
         mask_error_details: bool = False,
+        lifespan: LifespanFactory | None = None,
         **session_options: Any,
     ) -> None:
         if page_size < 1:
@@ -173,6 +178,7 @@ class Server:
         self._routes: dict[str, Route] = {}  # see route()
         self._fanout: Fanout | None = None  # see serve_http(store=...)
         self._totals = _Totals()  # see statistics()
+        self.lifespan = Lifespan(lifespan, self)
 
     # ------------------------------------------------ tools, resources, prompts
 
@@ -456,6 +462,10 @@ class Server:
         """Serve one session over ``channel`` until the peer goes away."""
         # The session runs in this task: no nursery or task of its own around
         # it (an idle Streamable HTTP session is one parked task).
+        async with self.lifespan.held():  # (the outer way of serving holds it, if any)
+            await self._serve_session(channel, task_status)
+
+    async def _serve_session(self, channel: MessageChannel, task_status: Any) -> None:
         capabilities = self._session_capabilities()
         if isinstance(channel, HostedSession) and channel.sessionless and "tasks" in capabilities:
             # A 2025-11-25 task belongs to its session: one that ends with its

@@ -147,7 +147,7 @@ async def serve_http(
         server, versions=server.versions, store=store, worker_id=worker_id, **http_options
     )
     try:
-        async with trio.open_nursery() as nursery:
+        async with server.lifespan.held(), trio.open_nursery() as nursery:
             # Extension tasks outlive the (per-POST) sessions that create them.
             await nursery.start(server.tasks.run)
             if store is not None:
@@ -237,7 +237,7 @@ async def serve_stdio(
     """Serve over stdin/stdout until stdin closes.  With ``shutdown``, requests are
     counted and refused once it is stopped (see :class:`~mcp_trio.server.GracefulShutdown`)."""
     server._count_in(shutdown)
-    async with open_stdio_server_channel(**channel_options) as channel:
+    async with server.lifespan.held(), open_stdio_server_channel(**channel_options) as channel:
         await server.serve_session(channel)
 
 
@@ -289,7 +289,7 @@ async def serve_websocket(
     limits = {k: websocket_options.pop(k) for k in _DOOR_LIMITS if k in websocket_options}
     endpoint = ws.WebSocketEndpoint(server.serve_session, path=path, auth=auth, **websocket_options)
     routes = auth.metadata_routes(path) if auth is not None else {}
-    async with trio.open_nursery() as nursery:
+    async with server.lifespan.held(), trio.open_nursery() as nursery:
         await nursery.start(server.tasks.run)
         if front_door == "wsproto":
             serve = partial(ws.serve_wsproto, endpoint, host, port, routes=routes, **limits)

@@ -34,10 +34,13 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Awaitable, Callable, Hashable, Sequence
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
 import msgspec
 import trio
+
+if TYPE_CHECKING:
+    from ..store import SessionStore
 
 __all__ = [
     "CLOSE_STREAM",
@@ -51,6 +54,7 @@ __all__ = [
     "MessageChannel",
     "PushInput",
     "RequestId",
+    "SharedRecord",
     "SharedSession",
 ]
 
@@ -199,6 +203,15 @@ class HostedSession:
     stream_controls: bool
 
 
+class SharedRecord(NamedTuple):
+    """Where a shared session's record is: the store's sessions, its id there, and the time to
+    live its record is kept for at each change."""
+
+    sessions: SessionStore
+    session_id: str
+    ttl: float
+
+
 class SharedSession(abc.ABC):
     """A session that several workers may serve through a store (Streamable HTTP with a store).
     An unshared one says so: ``request_id_prefix`` is None."""
@@ -212,6 +225,7 @@ class SharedSession(abc.ABC):
     #: What another worker's record of the session says (revision, client, log level,
     #: subscriptions), when this worker took it over; else None.
     restored: Any
+    record: SharedRecord | None  # (where its record is, if a store shares it)
     #: Called with a log level and subscriptions another worker set (the server sets it).
     on_shared_update: Callable[[str | None, list[str]], None] | None
 

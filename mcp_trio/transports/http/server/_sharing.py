@@ -144,9 +144,7 @@ class Sharing(Following):
         return self.endpoint.idle_timeout
 
     @property
-    def record_ttl(self) -> float:
-        """A record's time to live: renewed by the workers using it at most every eighth
-        of ``idle_timeout``, it outlives the session's last request by ``idle_timeout``."""
+    def record_ttl(self) -> float:  # (renewed at most every 1/8 of idle_timeout, it outlives it)
         return self.ttl * _RECORD_TTL
 
     # ------------------------------------------------------------- running

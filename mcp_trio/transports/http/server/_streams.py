@@ -31,6 +31,7 @@ from ..._base import (
     HostedSession,
     PushInput,
     RequestId,
+    SharedRecord,
     SharedSession,
 )
 from .._replies import _ERROR_STATUS, _SSE_HEADERS, _peek, _Reply
@@ -102,7 +103,7 @@ class _HttpSession(
             "assumed_version auth backlog by_request client closed done due ended_everywhere "
             "expect_modern finished get_stream holder id init_params initialize_id "
             "max_queued max_queued_total negotiated on_shared_update opened owner past_initialize "
-            "principal renewed request_id_prefix restored scope session_id sessionless streams "
+            "principal record renewed request_id_prefix restored scope session_id sessionless streams "
             "version worker"
         ).split()
     )
@@ -112,8 +113,7 @@ class _HttpSession(
 
     def __init__(self, owner: StreamableHTTP, session_id: str | None, by: HttpRequest | None = None) -> None:
         self.owner = owner
-        self.id = session_id
-        self.session_id = session_id
+        self.id = self.session_id = session_id
         #: The endpoint's bounds on waiting requests (the engine reads them).
         self.max_queued = owner.max_queued
         self.max_queued_total = owner.max_queued_total
@@ -166,9 +166,11 @@ class _HttpSession(
         sharing = owner.sharing if session_id is not None else None
         self._sharing = sharing
         self.worker = sharing.worker if sharing is not None else None
-        #: The ids of this worker's events and streams end with it ("" unshared).
-        self._suffix = sharing.suffix if sharing is not None else ""
+        self._suffix = sharing.suffix if sharing is not None else ""  # (ends this worker's event ids)
         self.request_id_prefix = sharing.id_prefix if sharing is not None else None
+        self.record = None
+        if sharing is not None and session_id is not None:
+            self.record = SharedRecord(sharing.store.sessions, session_id, sharing.record_ttl)
         self.restored: Restored | None = None
         self.renewed = -math.inf  # when this worker last renewed the shared record (trio clock)
         #: Shared: the worker holding (or last holding) the GET stream, else the first (None:
@@ -179,8 +181,7 @@ class _HttpSession(
         self.on_shared_update: Callable[[str | None, list[str]], None] | None = None
 
     async def remember(self, *, log_level: str | None, subscriptions: list[str]) -> None:
-        """Keep the session's log level and resource subscriptions where every
-        worker serving it finds them (nothing for an unshared session)."""
+        """Keep the log level and subscriptions for every worker (unshared: nothing to do)."""
         if self._sharing is not None:
             await self._sharing.update(self, log_level=log_level, subscriptions=subscriptions)
 
@@ -193,8 +194,7 @@ class _HttpSession(
     async def wait_done(self) -> None:
         """Wait until the session's engine has ended."""
         if not self.finished:
-            if self.done is None:
-                self.done = trio.Event()
+            self.done = self.done or trio.Event()
             await self.done.wait()
 
     async def receive(self) -> Frame:
