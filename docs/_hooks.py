@@ -1,5 +1,10 @@
-"""MkDocs hook: the Sphinx roles of the docstrings (``:class:`X```) as code, linked when the
-target is in the API reference.
+"""MkDocs hook: the site's facts taken from where they are kept, and the Sphinx roles of the
+docstrings (``:class:`X```) as code, linked when the target is in the API reference.
+
+The version shown in the footer is the library's (``mcp_trio/_version.py``, the one the package
+is built with), and the repository link comes from ``[project.urls]`` of ``pyproject.toml``
+(``Repository``): one place each, so the site cannot name another version or address than the
+package does. No Repository there: no repository link on the site.
 
 The docstrings also serve ``help()`` and the source, in reStructuredText roles; mkdocstrings
 renders their Markdown, where a role would show as ``:class:`` before the name.
@@ -7,8 +12,39 @@ renders their Markdown, where a role would show as ``:class:`` before the name.
 
 from __future__ import annotations
 
+import ast
 import re
+import tomllib
+from pathlib import Path
 from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def site_facts(root: Path = ROOT) -> dict[str, str | None]:
+    """The library's version and its repository's address (``None`` until pyproject.toml has one)."""
+    version = None
+    for node in ast.parse((root / "mcp_trio" / "_version.py").read_text()).body:
+        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["__version__"]:
+            version = ast.literal_eval(node.value)
+    if not isinstance(version, str):
+        raise ValueError("mcp_trio/_version.py has no __version__ = '...' for the site to show")
+    urls = tomllib.loads((root / "pyproject.toml").read_text())["project"].get("urls", {})
+    return {"version": version, "repository": urls.get("Repository")}
+
+
+def on_config(config: Any, **kwargs: Any) -> Any:
+    facts = site_facts()
+    if config["repo_url"]:
+        raise ValueError(
+            "mkdocs.yml sets repo_url: the site takes it from pyproject.toml ([project.urls] "
+            "Repository), so that the package and the site name one address; remove it from mkdocs.yml"
+        )
+    if facts["repository"] is not None:
+        config["repo_url"] = facts["repository"]
+    config["copyright"] = f"mcp-trio {facts['version']} · {config['copyright']}"
+    return config
+
 
 ROLE = re.compile(
     r":(?:class|func|meth|mod|data|attr|exc|obj):<code>"
