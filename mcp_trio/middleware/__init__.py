@@ -4,7 +4,7 @@ A middleware is an async callable ``(request, call_next) -> result``
 (:class:`Middleware`); install a list of them with ``Server(..., middleware=[...])``
 or ``server.add_middleware(m)``, and on a client with the ``middleware=[...]``
 option of ``connect`` and the ``connect_*`` functions.  The first listed is the
-outermost.  Shipped: :class:`AccessLog`, :class:`Timing`, :class:`RateLimit`,
+outermost.  Shipped: :class:`AccessLog`, :class:`Timing`, :class:`LatencyHistogram`, :class:`RateLimit`,
 :class:`ErrorTranslation`, :class:`ResponseSizeLimit` and :class:`OpenTelemetry`
 (the ``otel`` extra).
 """
@@ -15,6 +15,7 @@ from ._base import Params as Params
 from ._base import RequestInfo as RequestInfo
 from ._base import Result as Result
 from ._base import SendingMiddleware as SendingMiddleware
+from ._latency import LatencyHistogram as LatencyHistogram
 from ._otel import OpenTelemetry as OpenTelemetry
 from ._ratelimit import RATE_LIMITED as RATE_LIMITED
 from ._ratelimit import RateLimit as RateLimit
@@ -29,6 +30,7 @@ __all__ = [
     "AccessLog",
     "CallNext",
     "ErrorTranslation",
+    "LatencyHistogram",
     "MethodTiming",
     "Middleware",
     "OpenTelemetry",

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from ..middleware._latency import LatencyHistogram
 from ..transports.http.doors import (
     DEFAULT_HEADER_TIMEOUT,
     DEFAULT_KEEPALIVE_TIMEOUT,
@@ -132,6 +133,8 @@ async def serve_http(
     if auth is not None:
         reserved.update(dict.fromkeys(auth.metadata_routes(path), "the authorization metadata"))
     custom = http_routes(server, routes, metrics_path, reserved, metrics_token)
+    if metrics_path is not None:
+        _time_requests(server)
     route_limiter = route_threads_limiter(route_threads)
     if auth is None and any(r.auth for r in custom.values()):
         raise ValueError("a route registered with auth=True needs serve_http(auth=...)")
@@ -157,7 +160,7 @@ async def serve_http(
                 await nursery.start(fanout.run)
                 server._fanout = fanout  # (resource updates and list changes reach every worker)
                 totals = server._totals  # (every worker's statistics in the metrics)
-                totals.shared = SharedStatistics(store, worker_id, totals.statistics)
+                totals.shared = SharedStatistics(store, worker_id, totals.statistics, lambda: totals.latency)
                 await nursery.start(totals.shared.run)
             await nursery.start(endpoint.run)
             table: dict[str, Any] = {}
@@ -315,6 +318,19 @@ async def serve_websocket(
         if http:
             urls += ["http" + url[2:] for url in urls]
         task_status.started(urls)
+
+
+def _time_requests(server: Server) -> None:
+    """Keep the latency histogram of the server's metrics: the one among its middleware, else a
+    new one, outermost, counting unknown tool names as ``_other``."""
+    if server._totals.latency is not None:
+        return
+    mine = [m for m in server._dispatch.middleware if isinstance(m, LatencyHistogram)]
+    if mine:
+        server._totals.latency = mine[0]
+    else:
+        server._totals.latency = LatencyHistogram(known=server._tools.__contains__)
+        server._dispatch.add(server._totals.latency, outermost=True)
 
 
 #: The keywords of ``serve_websocket`` that go to its front door (of the ConnectionLimits).

@@ -25,6 +25,7 @@ import trio
 from .._engine._common import RequestTally
 from .._engine._common import log as _engine_log
 from .._engine._session import Session
+from ..middleware._latency import LatencyHistogram, Series
 from ..transports._base import ChannelTraits
 
 if TYPE_CHECKING:
@@ -98,6 +99,8 @@ class _Totals:
         self.open: dict[Session, tuple[str, float]] = {}
         #: With a store: every worker's statistics, for the metrics (see ``_shared_stats``).
         self.shared: SharedStatistics | None = None
+        #: The request latencies, once the metrics are served (see ``serve_http``).
+        self.latency: LatencyHistogram | None = None
 
     def opened(self, session: Session, channel: object) -> None:
         transport = _transport(channel)
@@ -217,6 +220,10 @@ def prometheus_text(server: Server) -> str:
     * ``mcp_requests_in_flight`` (gauge),
     * ``mcp_requests_total`` (counter), also labelled with its ``outcome``:
       ``ok``, ``error`` or ``cancelled``;
+    * once the metrics are served (``serve_http(metrics_path=...)``),
+      ``mcp_request_duration_seconds`` (histogram), labelled with its ``method``
+      and ``tool`` (for ``tools/call``; else empty) instead of the transport
+      (see :class:`~mcp_trio.middleware.LatencyHistogram`);
 
     and the process's own, unlabelled (with a store: labelled with this
     worker): ``process_cpu_seconds_total``, ``process_resident_memory_bytes``,
@@ -246,4 +253,42 @@ def prometheus_text(server: Server) -> str:
                 for attribute, outcome in fields:
                     labels = f'transport="{transport}"{where}' + (f',outcome="{outcome}"' if outcome else "")
                     lines.append(f"{name}{{{labels}}} {getattr(counts, attribute)}")
+    latency = server._totals.latency
+    if latency is not None:
+        histograms: Mapping[str | None, tuple[Sequence[float], Mapping[tuple[str, str], Series]]]
+        if shared is None:
+            histograms = {None: (latency.buckets, latency.series())}
+        else:
+            histograms = shared.latency_by_worker()
+        lines += _histogram_lines(histograms)
     return "\n".join(lines) + "\n"
+
+
+_LATENCY = "mcp_request_duration_seconds"
+
+
+def _histogram_lines(
+    by_worker: Mapping[str | None, tuple[Sequence[float], Mapping[tuple[str, str], Series]]],
+) -> list[str]:
+    """``mcp_request_duration_seconds``, a histogram per method and tool (and worker)."""
+    lines = [
+        f"# HELP {_LATENCY} Time to answer MCP requests, by method (and tool, for tools/call).",
+        f"# TYPE {_LATENCY} histogram",
+    ]
+    for worker, (bounds, series) in by_worker.items():
+        where = "" if worker is None else f',worker="{_escape(worker)}"'
+        uppers = [f"{b:g}" for b in bounds] + ["+Inf"]
+        for (method, tool), (counts, total) in sorted(series.items()):
+            labels = f'method="{_escape(method)}",tool="{_escape(tool)}"{where}'
+            cumulative = 0
+            for upper, count in zip(uppers, counts, strict=True):
+                cumulative += count
+                lines.append(f'{_LATENCY}_bucket{{{labels},le="{upper}"}} {cumulative}')
+            lines.append(f"{_LATENCY}_sum{{{labels}}} {total:.9g}")
+            lines.append(f"{_LATENCY}_count{{{labels}}} {cumulative}")
+    return lines
+
+
+def _escape(value: str) -> str:
+    """A label value escaped as the exposition format wants (backslash, quote, newline)."""
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")

@@ -211,6 +211,9 @@ class Tools:
         tool = self._tools.get(name)
         return None if tool is None else tool.header_annotations
 
+    def __contains__(self, name: str) -> bool:
+        return name in self._tools
+
     def names(self) -> list[str]:
         return list(self._tools)
 

@@ -388,6 +388,7 @@ async def test_metrics_route_serves_the_prometheus_text_format(door: str) -> Non
             "mcp_sessions_total",
             "mcp_requests_in_flight",
             "mcp_requests_total",
+            "mcp_request_duration_seconds",
         }
         process = {name: samples[0][1] for name, (_, samples) in empty.items() if name.startswith("process_")}
         assert process["process_cpu_seconds_total"] > 0 and process["process_resident_memory_bytes"] > 1e6
@@ -407,6 +408,46 @@ async def test_metrics_route_serves_the_prometheus_text_format(door: str) -> Non
         assert by_outcome == {"ok": 1.0, "error": 0.0, "cancelled": 0.0}
     mcp_lines = [line for line in prometheus_text(server).splitlines() if "mcp_" in line]
     assert mcp_lines == [line for line in prometheus_text(server).splitlines() if "mcp_" in line]
+
+
+async def test_metrics_have_a_latency_histogram_per_method_and_known_tool() -> None:
+    server = make_server()
+    async with serving(server, "h11", metrics_path="/metrics") as url:
+        async with connect_http(url, versions=["2025-11-25"]) as client:
+            for n in range(3):
+                await client.call_tool("add", {"a": n, "b": 1})
+            for made_up in ("nope", 'no"pe'):
+                with pytest.raises(McpError):
+                    await client.call_tool(made_up)
+            await client.list_tools()
+            kind, samples = parse_exposition((await fetch(url, "/metrics")).body.decode())[
+                "mcp_request_duration_seconds"
+            ]
+    assert kind == "histogram"
+    series: dict[tuple[str, str], dict[str, list[tuple[str, float]]]] = {}
+    for labels, value in samples:
+        found = series.setdefault((labels["method"], labels["tool"]), {})
+        found.setdefault(labels["__sample__"], []).append((labels.get("le", ""), value))
+    assert set(series) == {("tools/call", "add"), ("tools/call", "_other"), ("tools/list", "")}
+    for (_, tool), got in series.items():
+        counts = [value for _, value in got["bucket"]]
+        assert counts == sorted(counts) and got["bucket"][-1] == ("+Inf", counts[-1])
+        assert got["count"] == [("", counts[-1])] and counts[-1] == {"add": 3, "_other": 2, "": 1}[tool]
+        assert 0 < got["sum"][0][1] < 5
+
+
+def test_latency_label_values_are_escaped_and_the_series_bounded() -> None:
+    from mcp_trio.middleware import LatencyHistogram
+    from mcp_trio.server._stats import _histogram_lines
+
+    histogram = LatencyHistogram(max_series=2)
+    for name in ('a"b', "c\\d\ne", "third", "fourth"):
+        histogram.observe("tools/call", name, 0.003)
+    histogram.observe("ping", None, 0.0001)
+    lines = _histogram_lines({None: (histogram.buckets, histogram.series())})
+    parsed = parse_exposition("\n".join(["# HELP x x", "# TYPE x gauge", "x 1", *lines]) + "\n")
+    tools = {labels["tool"] for labels, _ in parsed["mcp_request_duration_seconds"][1]}
+    assert tools == {'a\\"b', "c\\\\d\\ne", "_other", ""}
 
 
 # ------------------------------------------------------------------ logging

@@ -689,6 +689,35 @@ async def test_a_delete_does_not_wait_for_a_dead_worker_named_in_the_record(
     assert took < 0.8, f"the DELETE waited {took:.2f} s for a dead worker"  # (the wait is 1 s)
 
 
+async def test_every_worker_lists_the_latency_histograms_of_all(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A scrape of any worker's metrics has every worker's latency histogram, labelled with it."""
+    from mcp_trio.server import _shared_stats
+    from tests._support.prometheus import parse_exposition
+
+    monkeypatch.setattr(_shared_stats, "PUBLISH_EVERY", 0.05)
+
+    def where_counts(text: str) -> dict[str, float]:
+        _, samples = parse_exposition(text)["mcp_request_duration_seconds"]
+        return {
+            labels["worker"]: value
+            for labels, value in samples
+            if labels["__sample__"] == "count" and labels["tool"] == "where"
+        }
+
+    async with workers(2, metrics_path="/metrics") as (urls, _, _, _), httpx.AsyncClient() as client:
+        for url, calls in ((urls[0], 2), (urls[1], 5)):
+            headers = await initialize(client, url)
+            for n in range(calls):
+                r = await client.post(url, headers=headers, json=call(n + 1, "where"))
+                assert r.status_code == 200, r.text
+        with trio.fail_after(5):
+            while where_counts((await client.get(urls[0].rsplit("/", 1)[0] + "/metrics")).text) != {
+                "w0": 2,
+                "w1": 5,
+            }:
+                await trio.sleep(0.05)
+
+
 async def test_every_worker_lists_the_statistics_of_all(monkeypatch: pytest.MonkeyPatch) -> None:
     """A scrape of any worker's metrics lists every worker's counts, each labelled with its
     worker (a scrape read one random worker's, and counters went back and forth); a worker
