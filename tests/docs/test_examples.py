@@ -61,7 +61,13 @@ def _serve_lines() -> list[str]:
     return _sh_lines("mcp-trio serve")
 
 
-CLIENT_COMMANDS = ("mcp-trio list ", "mcp-trio call ", "mcp-trio inspect ")
+CLIENT_COMMANDS = (
+    "mcp-trio list ",
+    "mcp-trio call ",
+    "mcp-trio inspect ",
+    "mcp-trio read ",
+    "mcp-trio prompt ",
+)
 
 
 def _client_lines() -> list[str]:
@@ -227,7 +233,7 @@ async def test_a_serve_line_serves(line: str) -> None:
 
 @pytest.mark.parametrize("line", _client_lines())
 async def test_a_client_command_line_runs(line: str) -> None:
-    """``mcp-trio list | call | inspect`` lines: run against the example they name (a URL: the
+    """``mcp-trio list | call | inspect | read | prompt`` lines: run against the example they name (a URL: the
     page's server, served on a free port); they must succeed and print something."""
     argv = [sys.executable if word == "python" else word for word in shlex.split(line)[1:]]
     argv = [re.sub(r"^python ", f"{sys.executable} ", word) for word in argv]
