@@ -260,11 +260,7 @@ async def _main(name: str, connection: Connection, run: Runner, interactive: boo
 
     try:
         with trio.fail_after(connection.timeout) as deadline:
-
-            def paused(seconds: float) -> None:  # (the user's thinking time is not the server's)
-                deadline.deadline += seconds
-
-            form = TerminalForm(sys.stdin, sys.stderr, paused) if interactive else None
+            form = TerminalForm(sys.stdin, sys.stderr, deadline) if interactive else None
             async with connection.open(elicitation=form) as client:
                 return await run(client)
     except Fatal as exc:

@@ -6,7 +6,10 @@ declare the elicitation capability (so the server knows it cannot ask)."""
 
 from __future__ import annotations
 
+import datetime
 import math
+import os
+import re
 from collections.abc import Callable
 from typing import Any, TextIO
 
@@ -31,7 +34,12 @@ class ProgressLine:
         if total is not None and total > 0:
             amount += f"/{total:g} ({min(100.0, 100 * progress / total):.0f}%)"
         line = f"progress: {amount}" + (f"  {visible(message)}" if message else "")
-        self.stream.write(_CLEAR + line)
+        try:
+            columns = os.get_terminal_size(self.stream.fileno()).columns
+        except (OSError, ValueError):
+            columns = 0
+        width = (columns or 80) - 1  # (a line that wraps could not be rewritten)
+        self.stream.write(_CLEAR + (line if len(line) <= width else line[: width - 1] + "…"))
         self.stream.flush()
         self.shown = True
 
@@ -48,20 +56,21 @@ class _Cancelled(Exception):
 
 class TerminalForm:
     """An elicitation handler asking the user at the terminal: the message, then accept,
-    decline or cancel, then each field of the form.  ``paused`` is told how long the user took
-    (the command's deadline moves by as much)."""
+    decline or cancel, then each field of the form.  The command's ``deadline`` stops while
+    the user answers (the time left is the same afterwards)."""
 
-    def __init__(self, read: TextIO, write: TextIO, paused: Callable[[float], None]) -> None:
+    def __init__(self, read: TextIO, write: TextIO, deadline: trio.CancelScope) -> None:
         self.input = read
         self.output = write
-        self.paused = paused
+        self.deadline = deadline
 
     async def __call__(self, params: Any) -> dict[str, Any]:
-        started = trio.current_time()
+        left = self.deadline.deadline - trio.current_time()
+        self.deadline.deadline = math.inf
         try:
             return await self._ask(params)
         finally:
-            self.paused(trio.current_time() - started)
+            self.deadline.deadline = trio.current_time() + left
 
     async def _ask(self, params: Any) -> dict[str, Any]:
         self._say(f"\nThe server asks: {visible(params.message, keep=chr(10))}")
@@ -108,6 +117,8 @@ class TerminalForm:
         choices = _choices(spec)
         kind = spec.get("type")
         hint = {"boolean": "yes/no", "integer": "an integer", "number": "a number"}.get(str(kind), "")
+        if kind == "string" and spec.get("format") in _FORMATS:
+            hint = _FORMATS[spec["format"]][0]
         if choices:
             span = f"1-{len(choices)}"
             hint = f"numbers {span}, comma-separated" if kind == "array" else span
@@ -210,4 +221,35 @@ def _parse(text: str, spec: dict[str, Any], choices: list[tuple[Any, str]]) -> A
         raise ValueError(f"at least {low} characters")
     if isinstance(high, int) and len(text) > high:
         raise ValueError(f"at most {high} characters")
+    form = spec.get("format")
+    if form in _FORMATS and not _FORMATS[form][1](text):
+        raise ValueError(f"{text!r} is not {_FORMATS[form][0]}")
     return text
+
+
+def _is_date(text: str) -> bool:
+    try:
+        datetime.date.fromisoformat(text)
+    except ValueError:
+        return False
+    return len(text) == 10
+
+
+def _is_date_time(text: str) -> bool:
+    try:
+        moment = datetime.datetime.fromisoformat(text)
+    except ValueError:
+        return False
+    return moment.tzinfo is not None and len(text) > 10 and text[10] in "Tt "
+
+
+_EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
+_URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:\S+")
+
+#: The string formats of an elicitation form: the hint shown, and the check.
+_FORMATS: dict[str, tuple[str, Callable[[str], bool]]] = {
+    "email": ("an email address", lambda text: _EMAIL.fullmatch(text) is not None),
+    "uri": ("a URI", lambda text: _URI.fullmatch(text) is not None),
+    "date": ("a date, YYYY-MM-DD", _is_date),
+    "date-time": ("a date and time with its offset, YYYY-MM-DDTHH:MM:SSZ", _is_date_time),
+}

@@ -3,13 +3,17 @@ elicitation answered field by field; off a terminal, neither."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import pty
 import select
+import struct
 import subprocess
 import sys
+import termios
 import time
+from pathlib import Path
 
 from tests._support.paths import ROOT
 
@@ -20,8 +24,10 @@ class Terminal:
     """``python -m mcp_trio *argv`` with stdin and stderr on a pty (stdout on a pipe): what the
     user sees, and the answers typed when the screen shows the expected question."""
 
-    def __init__(self, *argv: str, stdin_tty: bool = True) -> None:
+    def __init__(self, *argv: str, stdin_tty: bool = True, columns: int = 0) -> None:
         self.master, slave = pty.openpty()
+        if columns:
+            fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "mcp_trio", *argv],
             cwd=ROOT,
@@ -79,6 +85,14 @@ def test_progress_is_one_updating_line_on_a_terminal() -> None:
     assert tool_text(stdout) != "no progress token was given"  # a token was sent
     steps = [f"\r\x1b[Kprogress: {n}/100 ({n}%)  Completed step {n} of 100" for n in (0, 50, 100)]
     assert terminal.screen == "".join(steps) + "\n"
+
+
+def test_a_progress_line_never_wraps() -> None:
+    terminal = Terminal("call", EVERYTHING, "test_tool_with_progress", stdin_tty=False, columns=30)
+    code, _ = terminal.finish()
+    assert code == 0, terminal.screen
+    lines = terminal.screen.rstrip("\n").split("\r\x1b[K")[1:]
+    assert lines[1] == "progress: 50/100 (50%)  Comp…" and all(len(line) == 29 for line in lines)
 
 
 def test_no_progress_token_off_a_terminal() -> None:
@@ -153,3 +167,77 @@ def test_no_elicitation_off_a_terminal() -> None:
     assert done.returncode == 1
     text = tool_text(done.stdout)
     assert text.startswith("Elicitation not supported or error: ") and "elicitation" in text[36:]
+
+
+FORMS_SERVER = """
+import json
+from mcp_trio.server import Context, Server
+
+server = Server("forms", "1")
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "email": {"type": "string", "format": "email", "title": "E-mail"},
+        "site": {"type": "string", "format": "uri"},
+        "born": {"type": "string", "format": "date"},
+        "at": {"type": "string", "format": "date-time"},
+        "code": {"type": "string", "minLength": 2, "maxLength": 3},
+        "count": {"type": "integer", "minimum": 1, "maximum": 5},
+    },
+    "required": ["email", "count"],
+}
+
+
+@server.tool
+async def ask(ctx: Context) -> str:
+    result = await ctx.elicit("Your \\x1b[2Jdetails", SCHEMA)
+    content = result.content if isinstance(result.content, dict) else None
+    return json.dumps({"action": result.action, "content": content})
+"""
+
+
+def forms_server(tmp_path: Path) -> str:
+    (tmp_path / "forms.py").write_text(FORMS_SERVER)
+    return f"{sys.executable} -m mcp_trio serve {tmp_path / 'forms.py'}"
+
+
+def test_elicitation_checks_formats_lengths_and_bounds(tmp_path: Path) -> None:
+    terminal = Terminal("call", forms_server(tmp_path), "ask")
+    terminal.answer("[c]ancel: ", "a")
+    terminal.answer("email (an email address): ", "nope")
+    terminal.answer("'nope' is not an email address\n  email (an email address): ", "a@b.org")
+    terminal.answer("site (optional) (a URI): ", "")
+    terminal.answer("born (optional) (a date, YYYY-MM-DD): ", "2024-13-01")
+    terminal.answer("is not a date, YYYY-MM-DD\n  born (optional) (a date, YYYY-MM-DD): ", "2024-02-29")
+    terminal.answer("YYYY-MM-DDTHH:MM:SSZ): ", "2024-02-29T10:00:00")  # no offset
+    terminal.answer("is not a date and time with its offset, YYYY-MM-DDTHH:MM:SSZ\n", "2024-02-29T10:00:00Z")
+    terminal.answer("code (optional): ", "a")
+    terminal.answer("at least 2 characters\n  code (optional): ", "abcd")
+    terminal.answer("at most 3 characters\n  code (optional): ", "abc")
+    terminal.answer("count (an integer): ", "9")
+    terminal.answer("the maximum is 5\n  count (an integer): ", "3")
+    code, stdout = terminal.finish()
+    assert code == 0, terminal.screen
+    assert json.loads(tool_text(stdout)) == {
+        "action": "accept",
+        "content": {
+            "email": "a@b.org",
+            "born": "2024-02-29",
+            "at": "2024-02-29T10:00:00Z",
+            "code": "abc",
+            "count": 3,
+        },
+    }
+    assert "E-mail\n" in terminal.screen  # the field's title
+    assert "The server asks: Your \\u001b[2Jdetails" in terminal.screen  # (escapes shown, not obeyed)
+    assert "\x1b[2J" not in terminal.screen
+
+
+def test_the_time_taken_to_answer_does_not_count_against_the_timeout(tmp_path: Path) -> None:
+    terminal = Terminal("call", "--timeout", "3", forms_server(tmp_path), "ask")
+    terminal.answer("[c]ancel: ", "", timeout=20)  # (an empty answer: asked again)
+    time.sleep(4)
+    terminal.answer("type a, d or c\n", "c")
+    code, stdout = terminal.finish()
+    assert code == 0, terminal.screen
+    assert json.loads(tool_text(stdout)) == {"action": "cancel", "content": None}
