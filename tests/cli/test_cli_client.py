@@ -336,3 +336,38 @@ def test_read_prompt_and_tls_usage_errors_exit_2(argv: list[str], message: str) 
     done = cli(*argv)
     assert done.returncode == 2
     assert message in done.stderr and "usage: mcp-trio" in done.stderr
+
+
+HOSTILE_CONTENTS = r"""
+import json, sys
+for line in sys.stdin:
+    msg = json.loads(line)
+    if "id" not in msg:
+        continue
+    if msg["method"] == "initialize":
+        result = {"protocolVersion": "2025-06-18", "capabilities": {"resources": {}, "prompts": {}},
+                  "serverInfo": {"name": "raw", "version": "0"}}
+    elif msg["method"] == "resources/read":
+        result = {"contents": [{"uri": "x://a\u001b[2J", "text": "one\ttwo\nclip\u001b]52;c;aGVsbG8=\u0007"},
+                               {"uri": "x://b", "blob": "AAEC", "mimeType": "app/\u202ex"}]}
+    else:
+        result = {"description": "fine\u202egnp.exe",
+                  "messages": [{"role": "user", "content": {"type": "text", "text": "hi\u001b[2J"}}]}
+    print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}), flush=True)
+"""
+
+
+def test_read_and_prompt_show_a_hostile_server_s_texts_visibly(tmp_path: Path) -> None:
+    (tmp_path / "raw.py").write_text(HOSTILE_CONTENTS)
+    server = ["--", sys.executable, str(tmp_path / "raw.py")]
+    done = cli("read", "x://a", *server)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == (
+        "--- x://a\\u001b[2J\none\ttwo\nclip\\u001b]52;c;aGVsbG8=\\u0007\n"  # (tab and newline kept)
+        "--- x://b (app/\\u202ex)\n[binary: 3 bytes (app/\\u202ex); --output FILE writes it]\n"
+    )
+    done = cli("read", "x://a", "--output", str(tmp_path / "out"), *server)
+    assert done.returncode == 2 and "x://a has 2 contents: --output writes one" in done.stderr
+    done = cli("prompt", "p", *server)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Description: fine\\u202egnp.exe\n\n[user]\nhi\\u001b[2J\n"
