@@ -62,6 +62,13 @@ def add_parser(sub: Any) -> None:
         "(--dry-run shows it redacted)",
     )
     p.add_argument(
+        "--env-file",
+        metavar="FILE",
+        help="environment variables for the server from FILE, a KEY=VALUE a line ('#' comments, "
+        "blank lines, 'export ' and quotes around the value allowed); --env goes over it. Keeps "
+        "secrets out of the shell's history",
+    )
+    p.add_argument(
         "--config", metavar="PATH", help="the configuration file to write (default: the client's own)"
     )
     p.add_argument(
@@ -126,8 +133,25 @@ def _target(given: str) -> tuple[str, str]:
     return (f"{absolute}:{attribute}" if attribute else absolute), path.stem
 
 
-def _environment(pairs: list[str]) -> dict[str, str]:
+def _environment(pairs: list[str], file: str | None) -> dict[str, str]:
+    """``--env-file``'s variables with ``--env``'s over them."""
     env: dict[str, str] = {}
+    if file is not None:
+        try:
+            lines = Path(file).read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise _Refused(f"--env-file: cannot read {file}: {exc}") from None
+        for number, line in enumerate(lines, 1):
+            text = line.strip()
+            if not text or text.startswith("#"):
+                continue
+            key, sep, value = text.removeprefix("export ").partition("=")
+            key, value = key.strip(), value.strip()
+            if not sep or not key or any(c.isspace() for c in key):
+                raise _Refused(f"--env-file: {file}, line {number}: not KEY=VALUE")  # (no value shown)
+            if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+                value = value[1:-1]
+            env[key] = value
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
@@ -160,7 +184,7 @@ def _install(args: argparse.Namespace) -> int:
     name = args.name if args.name is not None else stem
     if not name:
         raise _Refused("--name must not be empty")
-    env = _environment(args.env)
+    env = _environment(args.env, args.env_file)
     path = Path(args.config) if args.config is not None else config_path(args.client, args.workspace)
     document = _read(path)
     key = "servers" if args.client == "vscode" else "mcpServers"

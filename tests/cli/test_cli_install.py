@@ -160,3 +160,22 @@ def test_usage_errors_exit_2(tmp_path: Path, argv: list[str], message: str) -> N
     done = install(*argv, "--config", str(tmp_path / "c.json"), home=tmp_path)
     assert done.returncode == 2 and message in done.stderr
     assert not (tmp_path / "c.json").exists()
+
+
+def test_env_file_with_env_over_it(tmp_path: Path) -> None:
+    secrets = tmp_path / ".env"
+    secrets.write_text("# for the server\nexport API_KEY='s3cret'\n\nREGION = eu\nMODE=\"a b\"\n")
+    config = tmp_path / "c.json"
+    argv = ["cursor", str(SERVER), "--config", str(config), "--env-file", str(secrets), "--env", "MODE=x"]
+    done = install(*argv, home=tmp_path)
+    assert done.returncode == 0, done.stderr
+    env = json.loads(config.read_text())["mcpServers"]["first_server"]["env"]
+    assert env == {"API_KEY": "s3cret", "REGION": "eu", "MODE": "x"}
+    secrets.write_text("API_KEY=fine\nthis line leaks nothing\n")
+    done = install(
+        "cursor", str(SERVER), "--config", str(tmp_path / "d.json"), "--env-file", str(secrets), home=tmp_path
+    )
+    assert done.returncode == 2 and f"--env-file: {secrets}, line 2: not KEY=VALUE" in done.stderr
+    assert "leaks" not in done.stderr and not (tmp_path / "d.json").exists()
+    done = install("cursor", str(SERVER), "--env-file", str(tmp_path / "none"), home=tmp_path)
+    assert done.returncode == 2 and "--env-file: cannot read" in done.stderr
