@@ -11,8 +11,10 @@ Subcommands:
 * ``fuzz --stdio CMD | --http URL | --client CMD``: hypothesis-driven campaigns
   against any MCP server or client (needs the ``fuzz`` extra); ``fuzz replay FILE`` runs a saved
   finding again.
-* ``list | call | inspect TARGET``: poke any MCP server (a command, an
-  ``http(s)://`` or ``ws(s)://`` URL); see :mod:`._client_cmds`.
+* ``list | call | inspect | read | prompt TARGET``: poke any MCP server (a
+  command, an ``http(s)://`` or ``ws(s)://`` URL); see :mod:`._client_cmds`.
+* ``install {claude-desktop,cursor,vscode} FILE``: add a server to a client's
+  configuration; see :mod:`._install`.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from . import _client_cmds, _fuzz, _serve
+from . import _client_cmds, _fuzz, _install, _serve
 from ._serve import load_server as load_server
 
 __all__ = ["load_server", "main"]
@@ -78,6 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         add_help=False,
     )
     _client_cmds.add_parsers(sub)
+    _install.add_parser(sub)
     whole_process = argv is None  # (the command line is this process's: serve may re-execute it)
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] and argv[0] in _client_cmds.COMMANDS:

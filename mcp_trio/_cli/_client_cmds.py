@@ -1,8 +1,14 @@
-"""mcp-trio list, call and inspect: poke any MCP server from the command line.
+"""mcp-trio list, call, inspect, read and prompt: poke any MCP server from the command line.
 
 TARGET is a command line to start as a stdio server (one argument, split like
 a shell would: ``"python server.py"``; or everything after ``--``), an
 ``http(s)://`` URL (Streamable HTTP) or a ``ws(s)://`` URL (WebSocket).
+``--cacert FILE`` trusts a CA bundle for an ``https://`` or ``wss://`` URL,
+``--insecure`` verifies no certificate (with a warning).
+
+At a terminal, ``call`` shows the progress the server reports on one updating
+line of stderr, and ``call``, ``read`` and ``prompt`` declare elicitation and
+ask the user when the server asks (see :mod:`._terminal`).
 
 Exit codes (for scripts):
 
@@ -15,8 +21,7 @@ Exit codes (for scripts):
   broke, or ``--timeout`` passed.
 
 Errors are one line on stderr naming the problem; results go to stdout
-(``call`` always prints JSON; ``list`` and ``inspect`` print text, or JSON
-with ``--json``).
+(``call`` always prints JSON; the others print text, or JSON with ``--json``).
 """
 
 from __future__ import annotations
@@ -24,52 +29,61 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
-import shlex
 import sys
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import msgspec
 import trio
 
 from .._exceptions import ConnectionClosed, McpError, RemoteProtocolError
-from .._version import __version__
+from ._client_conn import (
+    Connection,
+    Fatal,
+    dumps,
+    is_transport_failure,
+    tls_context,
+    visible,
+    warn_insecure,
+)
+from ._client_read import prompt_runner, read_runner
+from ._terminal import ProgressLine, TerminalForm
+
+if TYPE_CHECKING:
+    from ..client import Client
 
 __all__ = ["COMMANDS", "add_parsers", "command"]
 
-COMMANDS = ("list", "call", "inspect")
+COMMANDS = ("list", "call", "inspect", "read", "prompt")
 DEFAULT_TIMEOUT = 30.0
 DEFAULT_MAX_ITEMS = 10_000  # of each kind ``list`` shows: a server's pages need not end
 _EXIT_FAILED = 1  # the server answered with a failure
 _EXIT_USAGE = 2  # usage, connection, start-up or timeout
 
-
-class _Fatal(Exception):
-    """A problem that ends the command with exit code 2 (the message says what)."""
-
+Runner = Callable[["Client"], Awaitable[int]]
 
 # ----------------------------------------------------------------- the parser
 
+_HELPS = {
+    "list": "list the tools, resources, resource templates and prompts of a server",
+    "call": "call a tool and print its result as JSON",
+    "inspect": "show a server's info, negotiated revision, capabilities and instructions",
+    "read": "read a resource and print its contents",
+    "prompt": "get a prompt and print its messages",
+}
+_OPERANDS = {"call": "TOOL [KEY=VALUE ...] ", "read": "URI ", "prompt": "NAME [KEY=VALUE ...] "}
+
 
 def _parser(name: str) -> argparse.ArgumentParser:
-    helps = {
-        "list": "list the tools, resources, resource templates and prompts of a server",
-        "call": "call a tool and print its result as JSON",
-        "inspect": "show a server's info, negotiated revision, capabilities and instructions",
-    }
-    usage_target = "TARGET" if name != "call" else "TARGET TOOL [KEY=VALUE ...]"
+    operands = _OPERANDS.get(name, "")
     p = argparse.ArgumentParser(
         prog=f"mcp-trio {name}",
-        description=helps[name] + ".  TARGET is a command line (one argument, or everything after "
+        description=_HELPS[name] + ".  TARGET is a command line (one argument, or everything after "
         "'--'), an http(s):// URL (Streamable HTTP) or a ws(s):// URL (WebSocket).  Exit codes: 0 "
         "success, 1 the server answered with a failure (isError, JSON-RPC error), 2 usage error, "
         "cannot start or reach the target, or timeout.",
-        usage=f"mcp-trio {name} [options] {usage_target}\n       mcp-trio {name} [options] "
-        + ("TOOL [KEY=VALUE ...] " if name == "call" else "")
-        + "-- COMMAND [ARG ...]",
+        usage=f"mcp-trio {name} [options] TARGET {operands}\n"
+        f"       mcp-trio {name} [options] {operands}-- COMMAND [ARG ...]",
     )
     p.add_argument("rest", nargs="*", help=argparse.SUPPRESS)
     p.add_argument(
@@ -77,7 +91,8 @@ def _parser(name: str) -> argparse.ArgumentParser:
         type=float,
         default=DEFAULT_TIMEOUT,
         metavar="S",
-        help=f"seconds allowed for the whole command, connecting included (default: {DEFAULT_TIMEOUT:g})",
+        help=f"seconds allowed for the whole command, connecting included, the time taken to "
+        f"answer the server's questions excepted (default: {DEFAULT_TIMEOUT:g})",
     )
     p.add_argument(
         "--header",
@@ -86,6 +101,16 @@ def _parser(name: str) -> argparse.ArgumentParser:
         metavar="'NAME: VALUE'",
         help="an HTTP header for every request to a URL target (repeatable), "
         "e.g. --header 'Authorization: Bearer TOKEN'",
+    )
+    p.add_argument(
+        "--cacert",
+        metavar="FILE",
+        help="trust the CA certificates in FILE (PEM) for an https:// or wss:// target",
+    )
+    p.add_argument(
+        "--insecure",
+        action="store_true",
+        help="do not verify the TLS certificate of an https:// or wss:// target (a warning says so)",
     )
     if name == "call":
         p.add_argument(
@@ -104,17 +129,19 @@ def _parser(name: str) -> argparse.ArgumentParser:
             metavar="N",
             help=f"list at most N of each kind, following pages (default: {DEFAULT_MAX_ITEMS})",
         )
+    if name == "read":
+        p.add_argument("--output", metavar="FILE", help="write the contents' bytes to FILE")
     return p
 
 
 def add_parsers(sub: Any) -> None:
     """List the client commands in the main parser's help (``command`` parses them)."""
     for name in COMMANDS:
-        sub.add_parser(name, help=(_parser(name).description or "").split(".")[0], add_help=False)
+        sub.add_parser(name, help=_HELPS[name], add_help=False)
 
 
 def command(argv: Sequence[str]) -> int:
-    """Run ``mcp-trio list|call|inspect ...`` (``argv`` starts with the command's name)."""
+    """Run ``mcp-trio list|call|inspect|read|prompt ...`` (``argv`` starts with the command's name)."""
     name, argv = argv[0], list(argv[1:])
     parser = _parser(name)
     spawn: list[str] | None = None
@@ -126,29 +153,25 @@ def command(argv: Sequence[str]) -> int:
     try:
         if spawn is None:
             if not rest:
-                raise _Fatal("give a TARGET: a command line, an http(s):// URL or a ws(s):// URL")
+                raise Fatal("give a TARGET: a command line, an http(s):// URL or a ws(s):// URL")
             target: str | list[str] = rest.pop(0)
         else:
             if not spawn:
-                raise _Fatal("give the command to start after '--'")
+                raise Fatal("give the command to start after '--'")
             target = spawn
-        if name == "call":
-            if not rest:
-                raise _Fatal("give the name of the tool to call")
-            run: Callable[[Any], Any] = _call_runner(rest[0], _arguments(args.arguments, rest[1:]))
-        elif rest:
-            raise _Fatal(f"unexpected arguments: {' '.join(rest)}")
-        elif name == "list":
-            run = partial(_list, max_items=args.max_items)
-        else:
-            run = _inspect
-        connection = _Connection(target, _headers(args.header), args.timeout)
-    except _Fatal as exc:
+        run = _runner(name, args, rest)
+        tls = tls_context(args.cacert, args.insecure)
+        flag = "--insecure" if args.insecure else "--cacert"
+        connection = Connection(target, _headers(args.header), args.timeout, tls, flag)
+    except Fatal as exc:
         parser.print_usage(sys.stderr)
         print(f"mcp-trio {name}: {exc}", file=sys.stderr)
         return _EXIT_USAGE
+    if args.insecure:
+        warn_insecure(name)
+    interactive = name in ("call", "read", "prompt") and sys.stdin.isatty()
     try:
-        return trio.run(_main, name, connection, run, getattr(args, "json", False))
+        return trio.run(_main, name, connection, run, interactive)
     except KeyboardInterrupt:
         print(f"mcp-trio {name}: interrupted", file=sys.stderr)
         return 130
@@ -157,30 +180,54 @@ def command(argv: Sequence[str]) -> int:
         return _EXIT_FAILED
 
 
+def _runner(name: str, args: argparse.Namespace, rest: list[str]) -> Runner:
+    """What the command does once connected (its operands checked)."""
+    if name == "call":
+        if not rest:
+            raise Fatal("give the name of the tool to call")
+        return _call_runner(rest[0], _arguments(args.arguments, rest[1:]), sys.stderr.isatty())
+    if name in ("read", "prompt"):
+        if not rest:
+            raise Fatal(
+                "give the URI of the resource to read" if name == "read" else "give the prompt's name"
+            )
+        if name == "read":
+            if len(rest) > 1:
+                raise Fatal(f"unexpected arguments: {' '.join(rest[1:])}")
+            return read_runner(rest[0], args.json, args.output)
+        pairs = {key: str(value) for key, value in _arguments(None, rest[1:], "prompt").items()}
+        return prompt_runner(rest[0], pairs, args.json)
+    if rest:
+        raise Fatal(f"unexpected arguments: {' '.join(rest)}")
+    if name == "list":
+        return partial(_printed, partial(_list, max_items=args.max_items), args.json)
+    return partial(_printed, _inspect, args.json)
+
+
 def _headers(given: list[str]) -> dict[str, str]:
     headers: dict[str, str] = {}
     for line in given:
         key, sep, value = line.partition(":")
         if not sep or not key.strip() or key != key.strip():
-            raise _Fatal(f"--header takes 'NAME: VALUE', not {line!r}")
+            raise Fatal(f"--header takes 'NAME: VALUE', not {line!r}")
         headers[key] = value.strip()
     return headers
 
 
-def _arguments(whole: str | None, pairs: list[str]) -> dict[str, str | Any]:
+def _arguments(whole: str | None, pairs: list[str], what: str = "tool") -> dict[str, str | Any]:
     """The ``--json`` object with the ``KEY=VALUE`` pairs over it (values are converted later)."""
     arguments: dict[str, Any] = {}
     if whole is not None:
         try:
             arguments = json.loads(whole)
         except ValueError as exc:
-            raise _Fatal(f"--json is not valid JSON: {exc}") from None
+            raise Fatal(f"--json is not valid JSON: {exc}") from None
         if not isinstance(arguments, dict):
-            raise _Fatal(f"--json takes a JSON object, not {type(arguments).__name__}")
+            raise Fatal(f"--json takes a JSON object, not {type(arguments).__name__}")
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
-            raise _Fatal(f"tool arguments are KEY=VALUE, not {pair!r}")
+            raise Fatal(f"{what} arguments are KEY=VALUE, not {pair!r}")
         arguments[key] = _Raw(value)
     return arguments
 
@@ -203,130 +250,43 @@ def convert(value: str, schema: Any) -> Any:
         return text
 
 
-# ------------------------------------------------------------- the connection
+# ------------------------------------------------------------- running one
 
 
-class _Connection:
-    """Where to connect and how."""
-
-    def __init__(self, target: str | list[str], headers: dict[str, str], timeout: float) -> None:
-        if timeout <= 0:
-            raise _Fatal("--timeout must be positive")
-        self.timeout = timeout
-        self.headers = headers
-        self.url: str | None = None
-        self.argv: list[str] = []
-        if isinstance(target, str) and target.split(":", 1)[0].lower() in ("http", "https", "ws", "wss"):
-            self.url = target
-        else:
-            self.argv = shlex.split(target) if isinstance(target, str) else target
-            if not self.argv:
-                raise _Fatal("the TARGET command is empty")
-            if headers:
-                raise _Fatal("--header applies to URL targets only, not to a command")
-        self.shown = self.url or shlex.join(self.argv)
-
-    @asynccontextmanager
-    async def open(self) -> AsyncIterator[Any]:
-        """The connected :class:`~mcp_trio.client.Client`; failures to connect become :class:`_Fatal`."""
-        from ..client import connect, open_client
-        from ..transports.stdio import open_stdio_client
-        from ..transports.websocket import WebSocketConnectError
-
-        options: dict[str, Any] = {"name": "mcp-trio-cli", "version": __version__}
-        options["connect_timeout"] = self.timeout
-        async with AsyncExitStack() as stack:
-            if self.url is not None:
-                if self.headers:
-                    key = "websocket_options" if self.url.lower().startswith("ws") else "http_options"
-                    options[key] = {"headers": self.headers}
-                try:
-                    client = await stack.enter_async_context(connect(self.url, **options))
-                except (McpError, ConnectionClosed, WebSocketConnectError, OSError, ValueError) as exc:
-                    raise _Fatal(_unreachable(self.url, _reason(exc))) from None
-            else:
-                try:
-                    process = await stack.enter_async_context(open_stdio_client(self.argv))
-                except OSError as exc:
-                    problem = f"{exc.strerror}: {self.argv[0]!r}" if exc.strerror else str(exc)
-                    if self.argv[0].endswith(".py"):
-                        problem += f" (to run a Python file: 'python {self.shown}')"
-                    raise _Fatal(f"cannot start {self.shown!r}: {problem}") from None
-                try:
-                    client = await stack.enter_async_context(open_client(process.channel, **options))
-                except (McpError, ConnectionClosed) as exc:
-                    with trio.move_on_after(2):
-                        await process.process.wait()
-                    code = process.process.returncode
-                    if code is None:
-                        raise _Fatal(f"cannot start {self.shown!r}: {_reason(exc)}") from None
-                    raise _Fatal(
-                        f"cannot start {self.shown!r}: exited with code {code} before initialize"
-                    ) from None
-            yield client
-
-
-def _unreachable(url: str, reason: str) -> str:
-    return f"{url}: {reason}" if reason.startswith("cannot connect") else f"cannot connect to {url}: {reason}"
-
-
-def _reason(exc: BaseException) -> str:
-    if isinstance(exc, McpError):
-        return exc.message
-    return str(exc) or type(exc).__name__
-
-
-def _is_transport_failure(exc: McpError) -> bool:
-    return isinstance(exc.data, dict) and "transport" in exc.data
-
-
-async def _main(name: str, connection: _Connection, run: Callable[[Any], Any], as_json: bool) -> int:
+async def _main(name: str, connection: Connection, run: Runner, interactive: bool) -> int:
     def fail(message: str, code: int = _EXIT_USAGE) -> int:
         print(f"mcp-trio {name}: {message}", file=sys.stderr)
         return code
 
     try:
-        with trio.fail_after(connection.timeout):
-            async with connection.open() as client:
-                result = await run(client)
-                if name == "call":
-                    return int(result)
-                print(_visible(_render(result), keep="\n") if not as_json else _dumps(result))
-                return 0
-    except _Fatal as exc:
+        with trio.fail_after(connection.timeout) as deadline:
+            form = TerminalForm(sys.stdin, sys.stderr, deadline) if interactive else None
+            async with connection.open(elicitation=form) as client:
+                return await run(client)
+    except Fatal as exc:
         return fail(str(exc))
     except trio.TooSlowError:
         return fail(f"{connection.shown}: no answer within {connection.timeout:g} s (--timeout)")
     except ConnectionClosed as exc:
         return fail(f"{connection.shown}: the connection closed: {exc}")
     except McpError as exc:
-        if _is_transport_failure(exc):
+        if is_transport_failure(exc):
             return fail(f"{connection.shown}: {exc.message}")
-        return fail(f"the server answered with error {exc.code}: {_visible(exc.message)}", _EXIT_FAILED)
+        return fail(f"the server answered with error {exc.code}: {visible(exc.message)}", _EXIT_FAILED)
     except RemoteProtocolError as exc:
         return fail(f"the server's answer is invalid: {exc}", _EXIT_FAILED)
 
 
-def _dumps(value: Any) -> str:
-    return _visible(json.dumps(msgspec.to_builtins(value), indent=2, ensure_ascii=False), keep="\n")
-
-
-#: What a server's text must not send to a terminal as it is: control characters (C0 but for
-#: newline and tab, DEL, C1: escape sequences that set the clipboard, clear the screen, retitle
-#: the window ...) and the format characters that reorder text (bidirectional overrides).
-_HIDDEN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-
-
-def _visible(text: str, keep: str = "") -> str:
-    """``text`` with every character in :data:`_HIDDEN` written as a ``\\uXXXX`` escape (also
-    valid inside a JSON string), newlines kept where ``keep`` says."""
-    return _HIDDEN.sub(lambda m: m[0] if m[0] in keep else f"\\u{ord(m[0]):04x}", text)
+async def _printed(run: Callable[[Client], Awaitable[dict[str, Any]]], as_json: bool, client: Client) -> int:
+    result = await run(client)
+    print(visible(_render(result), keep="\n") if not as_json else dumps(result))
+    return 0
 
 
 # ----------------------------------------------------------------- the commands
 
 
-async def _list(client: Any, *, max_items: int = DEFAULT_MAX_ITEMS) -> dict[str, Any]:
+async def _list(client: Client, *, max_items: int = DEFAULT_MAX_ITEMS) -> dict[str, Any]:
     capabilities = client.server_capabilities
     listing: dict[str, Any] = {}
     kinds = {
@@ -360,7 +320,7 @@ async def _pages(list_page: Callable[..., Any], key: str, max_items: int) -> lis
             return items
 
 
-async def _inspect(client: Any) -> dict[str, Any]:
+async def _inspect(client: Client) -> dict[str, Any]:
     return {
         "serverInfo": client.server_info,
         "protocolVersion": client.protocol_version,
@@ -369,8 +329,11 @@ async def _inspect(client: Any) -> dict[str, Any]:
     }
 
 
-def _call_runner(tool: str, given: dict[str, Any]) -> Callable[[Any], Any]:
-    async def call(client: Any) -> int:
+def _call_runner(tool: str, given: dict[str, Any], progress: bool) -> Runner:
+    """The call; with ``progress`` (stderr is a terminal) a progress token is sent and the
+    server's progress shown on one updating line of stderr."""
+
+    async def call(client: Client) -> int:
         schema: Any = {}
         if "tools" in client.server_capabilities:  # the schemas: to convert arguments, check the result
             schema = await _input_schema(client, tool)
@@ -380,21 +343,25 @@ def _call_runner(tool: str, given: dict[str, Any]) -> Callable[[Any], Any]:
             key: convert(value, properties.get(key)) if isinstance(value, _Raw) else value
             for key, value in given.items()
         }
+        line = ProgressLine(sys.stderr) if progress else None
         try:
-            result = await client.call_tool(tool, arguments)
+            result = await client.call_tool(tool, arguments, on_progress=line)
         except RemoteProtocolError as exc:
             kept = getattr(exc, "result", None)  # an OutputValidationError holds the result
             if kept is not None:
-                print(_dumps(kept))
+                print(dumps(kept))
             raise
         except McpError as exc:
-            if not _is_transport_failure(exc):
+            if not is_transport_failure(exc):
                 error = {"code": exc.code, "message": exc.message}
                 if exc.data is not None:
                     error["data"] = exc.data
-                print(_visible(json.dumps({"error": error}, indent=2, ensure_ascii=False), keep="\n"))
+                print(visible(json.dumps({"error": error}, indent=2, ensure_ascii=False), keep="\n"))
             raise
-        print(_dumps(result))
+        finally:
+            if line is not None:
+                line.finish()
+        print(dumps(result))
         if result.isError:
             print(f"mcp-trio call: the tool {tool!r} reported an error (isError)", file=sys.stderr)
             return _EXIT_FAILED
@@ -403,7 +370,7 @@ def _call_runner(tool: str, given: dict[str, Any]) -> Callable[[Any], Any]:
     return call
 
 
-async def _input_schema(client: Any, tool: str) -> Any:
+async def _input_schema(client: Client, tool: str) -> Any:
     """The input schema of ``tool``, looked for in the first ``DEFAULT_MAX_ITEMS`` tools listed
     (a server's pages need not end); ``{}`` if it is not among them."""
     seen = 0
@@ -430,8 +397,8 @@ def _first_line(text: str | None) -> str:
 def _entry(head: str, description: str | None) -> str:
     """One line of ``list``: what a server sent is shown, never acted on by the terminal (a
     newline in a name included)."""
-    line = _visible(_first_line(description) if isinstance(description, str) else "")
-    return f"  {_visible(head)}" + (f"  - {line}" if line else "")
+    line = visible(_first_line(description) if isinstance(description, str) else "")
+    return f"  {visible(head)}" + (f"  - {line}" if line else "")
 
 
 def _tool_arguments(schema: Any) -> str:
@@ -477,9 +444,9 @@ def _render(result: dict[str, Any]) -> str:
 
 def _render_inspect(result: dict[str, Any]) -> str:
     info = result["serverInfo"]
-    name = _visible(str(info.get("title") or info.get("name", "?")))
+    name = visible(str(info.get("title") or info.get("name", "?")))
     lines = [
-        f"Server: {name} {_visible(str(info.get('version', '')))}".rstrip(),
+        f"Server: {name} {visible(str(info.get('version', '')))}".rstrip(),
         f"Protocol revision: {result['protocolVersion']}",
         "Capabilities:",
     ]
@@ -487,8 +454,8 @@ def _render_inspect(result: dict[str, Any]) -> str:
         details = (
             ", ".join(f"{k}={json.dumps(v)}" for k, v in value.items()) if isinstance(value, dict) else ""
         )
-        lines.append(f"  {_visible(key)}" + (f" ({_visible(details)})" if details else ""))
-    instructions = _visible(result["instructions"] or "", keep="\n")
+        lines.append(f"  {visible(key)}" + (f" ({visible(details)})" if details else ""))
+    instructions = visible(result["instructions"] or "", keep="\n")
     lines.append(
         "Instructions:" + ("\n  " + instructions.strip().replace("\n", "\n  ") if instructions else " none")
     )

@@ -35,16 +35,25 @@ INIT = {
 
 
 @contextlib.contextmanager
-def serving_everything_over_http(*options: str) -> Iterator[str]:
-    """``mcp-trio serve examples/everything.py --http 127.0.0.1:0 *options``; yields its URL."""
-    argv = [sys.executable, "-m", "mcp_trio._cli", "serve", "examples/everything.py", "--http", "127.0.0.1:0"]
+def serving_everything_over_http(*options: str, transport: str = "--http") -> Iterator[str]:
+    """``mcp-trio serve examples/everything.py --http 127.0.0.1:0 *options`` (or ``--ws`` with
+    ``transport``); yields its URL (``https://`` or ``wss://`` with ``--certfile``)."""
+    argv = [
+        sys.executable,
+        "-m",
+        "mcp_trio._cli",
+        "serve",
+        "examples/everything.py",
+        transport,
+        "127.0.0.1:0",
+    ]
     proc = subprocess.Popen(
         [*argv, *options], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
     )
     try:
         assert proc.stderr is not None
         line = proc.stderr.readline()
-        assert "Streamable HTTP at http://127.0.0.1:" in line, line
+        assert " at " in line and "://127.0.0.1:" in line, line
         yield line.split(" at ")[1].split()[0]
     finally:
         proc.terminate()

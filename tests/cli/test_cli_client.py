@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 import trio
 
+from examples.everything import RED_PIXEL_PNG
 from mcp_trio.server import Server
 from tests._support.cli import serving_everything_over_http
+from tests._support.http_client import _certificates
 from tests._support.paths import ROOT
 
 EVERYTHING = f"{sys.executable} examples/everything.py"
@@ -239,3 +241,133 @@ def test_an_error_message_from_a_hostile_server_is_shown_visibly() -> None:
     assert "\x1b" not in done.stderr and "\x1b" not in done.stdout
     assert done.stderr.strip() == "mcp-trio call: the server answered with error -32601: no\\u001b[2J"
     assert json.loads(done.stdout)["error"]["message"] == "no\x1b[2J"  # (the JSON keeps the data)
+
+
+def test_read_prints_texts_and_says_what_a_blob_is(tmp_path: Path) -> None:
+    done = cli("read", EVERYTHING, "test://static-text")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "This is the content of the static text resource.\n"
+    done = cli("read", EVERYTHING, "test://static-binary")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "[binary: 70 bytes (image/png); --output FILE writes it]\n"
+    done = cli("read", EVERYTHING, "test://static-binary", "--output", str(tmp_path / "pixel.png"))
+    assert done.returncode == 0 and done.stdout == ""
+    assert (tmp_path / "pixel.png").read_bytes() == RED_PIXEL_PNG
+    assert f"70 bytes written to {tmp_path / 'pixel.png'}" in done.stderr
+    read = json.loads(cli("read", "--json", EVERYTHING, "test://template/42/data").stdout)
+    assert read["contents"][0]["uri"] == "test://template/42/data"
+    assert json.loads(read["contents"][0]["text"])["id"] == "42"
+
+
+def test_read_an_unknown_resource_exits_1() -> None:
+    done = cli("read", EVERYTHING, "test://nope")
+    assert done.returncode == 1 and done.stdout == ""
+    assert "the server answered with error -32602: Resource not found: test://nope" in done.stderr
+
+
+def test_prompt_renders_messages_readably() -> None:
+    done = cli("prompt", EVERYTHING, "test_prompt_with_arguments", "arg1=a b", "arg2=42")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == (
+        "Description: A prompt with required arguments (arg1 and arg2).\n\n"
+        "[user]\nPrompt with arguments: arg1='a b', arg2='42'\n"
+    )
+    done = cli("prompt", EVERYTHING, "test_prompt_with_image")
+    assert "[user]\n[image: 70 bytes, image/png]\n\n[user]\nPlease analyze the image above." in done.stdout
+    done = cli("prompt", EVERYTHING, "test_prompt_with_embedded_resource", "resourceUri=test://x")
+    assert "[user]\n[resource test://x]\n" in done.stdout
+    got = json.loads(cli("prompt", "--json", EVERYTHING, "test_simple_prompt").stdout)
+    assert got["messages"][0]["role"] == "user" and got["messages"][0]["content"]["type"] == "text"
+    done = cli("prompt", EVERYTHING, "nope")
+    assert done.returncode == 1 and "the server answered with error -32602" in done.stderr
+
+
+def test_read_and_prompt_over_streamable_http() -> None:
+    with serving_everything_over_http() as url:
+        done = cli("read", url, "test://static-text")
+        assert done.returncode == 0 and done.stdout.startswith("This is the content"), done.stderr
+        done = cli("prompt", url, "test_simple_prompt")
+        assert done.returncode == 0 and "[user]\nThis is a simple prompt" in done.stdout, done.stderr
+
+
+@pytest.mark.parametrize("transport", ["--http", "--ws"])
+def test_tls_targets_with_cacert_or_insecure(tmp_path: Path, transport: str) -> None:
+    _certificates(tmp_path)  # ca.pem, cert.pem and key.pem for 127.0.0.1
+    tls = ["--certfile", str(tmp_path / "cert.pem"), "--keyfile", str(tmp_path / "key.pem")]
+    if transport == "--ws":
+        tls += ["--front-door", "hypercorn"]
+    with serving_everything_over_http(*tls, transport=transport) as url:
+        assert url.startswith(("https://", "wss://"))
+        untrusted = cli("list", url)
+        assert untrusted.returncode == 2 and "CERTIFICATE_VERIFY_FAILED" in untrusted.stderr
+        trusted = cli("call", "--cacert", str(tmp_path / "ca.pem"), url, "greet", "name=tls")
+        assert trusted.returncode == 0 and "Hello, tls!" in trusted.stdout, trusted.stderr
+        assert trusted.stderr == ""
+        blind = cli("read", "--insecure", url, "test://static-text")
+        assert blind.returncode == 0 and blind.stdout.startswith("This is the content"), blind.stderr
+        assert "warning: --insecure: the server's TLS certificate is not verified" in blind.stderr
+        other_ca = tmp_path / "other"
+        other_ca.mkdir()
+        _certificates(other_ca)
+        wrong = cli("inspect", "--cacert", str(other_ca / "ca.pem"), url)
+        assert wrong.returncode == 2 and "CERTIFICATE_VERIFY_FAILED" in wrong.stderr
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["list", "--cacert", "/no/such.pem", "https://127.0.0.1:1/mcp"],
+            "--cacert: cannot load /no/such.pem",
+        ),
+        (["list", "--insecure", "--cacert", "x.pem", "https://h/mcp"], "--cacert and --insecure contradict"),
+        (
+            ["list", "--insecure", "http://127.0.0.1:1/mcp"],
+            "--insecure applies to https:// and wss:// URLs only",
+        ),
+        (["list", "--insecure", EVERYTHING], "--insecure applies to https:// and wss:// URLs only, not to a"),
+        (["read", EVERYTHING], "give the URI of the resource to read"),
+        (["read", EVERYTHING, "a://b", "c"], "unexpected arguments: c"),
+        (["prompt", EVERYTHING], "give the prompt's name"),
+        (["prompt", EVERYTHING, "p", "novalue"], "prompt arguments are KEY=VALUE, not 'novalue'"),
+    ],
+)
+def test_read_prompt_and_tls_usage_errors_exit_2(argv: list[str], message: str) -> None:
+    done = cli(*argv)
+    assert done.returncode == 2
+    assert message in done.stderr and "usage: mcp-trio" in done.stderr
+
+
+HOSTILE_CONTENTS = r"""
+import json, sys
+for line in sys.stdin:
+    msg = json.loads(line)
+    if "id" not in msg:
+        continue
+    if msg["method"] == "initialize":
+        result = {"protocolVersion": "2025-06-18", "capabilities": {"resources": {}, "prompts": {}},
+                  "serverInfo": {"name": "raw", "version": "0"}}
+    elif msg["method"] == "resources/read":
+        result = {"contents": [{"uri": "x://a\u001b[2J", "text": "one\ttwo\nclip\u001b]52;c;aGVsbG8=\u0007"},
+                               {"uri": "x://b", "blob": "AAEC", "mimeType": "app/\u202ex"}]}
+    else:
+        result = {"description": "fine\u202egnp.exe",
+                  "messages": [{"role": "user", "content": {"type": "text", "text": "hi\u001b[2J"}}]}
+    print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}), flush=True)
+"""
+
+
+def test_read_and_prompt_show_a_hostile_server_s_texts_visibly(tmp_path: Path) -> None:
+    (tmp_path / "raw.py").write_text(HOSTILE_CONTENTS)
+    server = ["--", sys.executable, str(tmp_path / "raw.py")]
+    done = cli("read", "x://a", *server)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == (
+        "--- x://a\\u001b[2J\none\ttwo\nclip\\u001b]52;c;aGVsbG8=\\u0007\n"  # (tab and newline kept)
+        "--- x://b (app/\\u202ex)\n[binary: 3 bytes (app/\\u202ex); --output FILE writes it]\n"
+    )
+    done = cli("read", "x://a", "--output", str(tmp_path / "out"), *server)
+    assert done.returncode == 2 and "x://a has 2 contents: --output writes one" in done.stderr
+    done = cli("prompt", "p", *server)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Description: fine\\u202egnp.exe\n\n[user]\nhi\\u001b[2J\n"

@@ -61,7 +61,13 @@ def _serve_lines() -> list[str]:
     return _sh_lines("mcp-trio serve")
 
 
-CLIENT_COMMANDS = ("mcp-trio list ", "mcp-trio call ", "mcp-trio inspect ")
+CLIENT_COMMANDS = (
+    "mcp-trio list ",
+    "mcp-trio call ",
+    "mcp-trio inspect ",
+    "mcp-trio read ",
+    "mcp-trio prompt ",
+)
 
 
 def _client_lines() -> list[str]:
@@ -106,6 +112,8 @@ def test_every_block_is_an_example_file_or_checked(page: Path) -> None:
                     assert command in _serve_lines()  # served below
                 elif command.startswith(CLIENT_COMMANDS):
                     assert command in _client_lines()  # run below
+                elif command.startswith("mcp-trio install "):
+                    assert command in _sh_lines("mcp-trio install ")  # run below
                 elif command.startswith(("python ", "pytest")):
                     script = command.split()[-1]
                     assert script == "pytest" or (EXAMPLES / script).is_file(), command
@@ -225,9 +233,26 @@ async def test_a_serve_line_serves(line: str) -> None:
                 assert await client.list_all_tools()
 
 
+@pytest.mark.parametrize("line", _sh_lines("mcp-trio install "))
+def test_an_install_line_runs(line: str, tmp_path: Path) -> None:
+    """``mcp-trio install`` lines: run with ``--dry-run`` in a temporary HOME, they print the
+    configuration with an entry starting the example they name."""
+    argv = shlex.split(line)[1:]
+    env = {**example_env(), "HOME": str(tmp_path), "APPDATA": str(tmp_path)}
+    env.pop("XDG_CONFIG_HOME", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "mcp_trio._cli", *argv, "--dry-run"],
+        cwd=EXAMPLES, env=env, capture_output=True, text=True, timeout=TIMEOUT, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    servers = json.loads(done.stdout)["servers" if argv[1] == "vscode" else "mcpServers"]
+    assert any(str(EXAMPLES / argv[2]) in server["args"][-1] for server in servers.values())
+    assert list(tmp_path.iterdir()) == []  # nothing written
+
+
 @pytest.mark.parametrize("line", _client_lines())
 async def test_a_client_command_line_runs(line: str) -> None:
-    """``mcp-trio list | call | inspect`` lines: run against the example they name (a URL: the
+    """``mcp-trio list | call | inspect | read | prompt`` lines: run against the example they name (a URL: the
     page's server, served on a free port); they must succeed and print something."""
     argv = [sys.executable if word == "python" else word for word in shlex.split(line)[1:]]
     argv = [re.sub(r"^python ", f"{sys.executable} ", word) for word in argv]
