@@ -313,6 +313,12 @@ async def options(server: Server) -> None:
         assert_type(c, Client)
     async with connect(["python", "server.py"], cwd="/tmp") as c:
         assert_type(c, Client)
+    async with connect_http(
+        "https://localhost/mcp", http_options={"ssl_context": None, "headers": {"A": "b"}, "timeout": 5}
+    ) as c:
+        assert_type(c, Client)
+    async with connect("wss://localhost/mcp", websocket_options={"origin": "https://me", "proxy": None}) as c:
+        assert_type(c, Client)
     options: ClientOptions = {"name": "me", "max_input_rounds": 2}
     async with connect_server(server, **options) as c:
         assert_type(c, Client)
@@ -329,6 +335,16 @@ async def options(server: Server) -> None:
     async with connect(server, env={"A": "1"}):  # type: ignore[call-overload]
         pass
     async with connect("python server.py", cache_namespaces="x"):  # type: ignore[call-overload]
+        pass
+    async with connect_http("http://x/mcp", ssl_context=None):  # type: ignore[call-arg]
+        pass
+    async with connect("http://x/mcp", ssl_context=None):  # type: ignore[call-overload]
+        pass
+    async with connect_http("http://x/mcp", http_options={"ssl_contxt": None}):  # type: ignore[arg-type]
+        pass
+    async with connect_http("http://x/mcp", http_options={"timeout": "soon"}):  # type: ignore[arg-type]
+        pass
+    async with connect_websocket("ws://x/mcp", websocket_options={"legacy_fallback": False}):  # type: ignore[arg-type]
         pass
     wrong: ClientOptions = {"max_pages": "many"}  # type: ignore[typeddict-item]
     print(wrong)
