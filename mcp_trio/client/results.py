@@ -73,9 +73,9 @@ __all__ = [
 LogLevel: TypeAlias = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
 
 
-#: A JSON value as decoded: what :attr:`CallToolResult.data` is when the call gave no
-#: ``output_type``.
 JSONValue: TypeAlias = "dict[str, JSONValue] | list[JSONValue] | str | int | float | bool | None"
+"""A JSON value as decoded: what :attr:`CallToolResult.data` is when the call gave no
+``output_type``."""
 
 if TYPE_CHECKING:
     from typing_extensions import TypeVar

@@ -57,9 +57,9 @@ class Audio(Image):
         }
 
 
-#: What a prompt message holds: text, an :class:`Image` or :class:`Audio`, or one content
-#: block as the specification writes it (an embedded resource, a resource link ...).
 MessageContent: TypeAlias = str | Image | Mapping[str, Any]
+"""What a prompt message holds: text, an :class:`Image` or :class:`Audio`, or one content
+block as the specification writes it (an embedded resource, a resource link ...)."""
 
 
 class Message:
