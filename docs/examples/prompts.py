@@ -4,7 +4,7 @@ import trio
 
 from mcp_trio import open_memory_transport_pair
 from mcp_trio.client import open_client
-from mcp_trio.server import Server
+from mcp_trio.server import AssistantMessage, Message, Server, UserMessage
 
 server = Server("prompts-demo", "1.0")
 LANGUAGES = ["Python", "Pascal", "Perl", "Rust", "Ruby"]
@@ -17,12 +17,12 @@ def review(code: str, language: str = "Python") -> str:
 
 
 @server.prompt(title="Explain, then quiz")
-def teach(topic: str) -> list:
+def teach(topic: str) -> list[Message]:
     """A conversation to start from: messages with roles."""
     return [
-        {"role": "user", "content": {"type": "text", "text": f"Explain {topic} simply."}},
-        {"role": "assistant", "content": {"type": "text", "text": "Gladly. A quiz after?"}},
-        {"role": "user", "content": {"type": "text", "text": "Yes, three questions."}},
+        UserMessage(f"Explain {topic} simply."),
+        AssistantMessage("Gladly. A quiz after?"),
+        UserMessage("Yes, three questions."),
     ]
 
 

@@ -30,6 +30,12 @@ def logo() -> bytes:
     return b"\x89PNG..."
 
 
+@server.resource("notes://stats")
+def stats() -> dict[str, int]:
+    """A dict (or any JSON value) is served as JSON text, application/json."""
+    return {"notes": len(NOTES), "characters": sum(map(len, NOTES.values()))}
+
+
 async def edit(name: str, text: str) -> None:
     NOTES[name] = text
     await server.notify_resource_updated(f"notes://{name}")
@@ -57,6 +63,8 @@ async def legacy() -> None:
             print("resources:", [r.uri for r in await client.list_all_resources()])
             print("templates:", [t.uriTemplate for t in await client.list_all_resource_templates()])
             print("index:", (await client.read_resource("notes://index")).contents[0].text.split())
+            stats = (await client.read_resource("notes://stats")).contents[0]
+            print("stats:", stats.mimeType, stats.text)
             blob = (await client.read_resource("images://logo")).contents[0]
             print("logo:", blob.mimeType, blob.blob)
             try:

@@ -23,19 +23,23 @@ from ._options import ClientOptions as ClientOptions
 from ._options import ConnectOptions as ConnectOptions
 from ._options import RequestOptions as RequestOptions
 from ._options import SessionOptions as SessionOptions
+from ._output import OutputDecodeError as OutputDecodeError
 from ._output import OutputValidationError as OutputValidationError
+from ._output import ToolCallError as ToolCallError
 
 __all__ = [
     "Client",
     "ClientOptions",
     "ConnectOptions",
     "HandlerError",
+    "OutputDecodeError",
     "OutputValidationError",
     "RequestOptions",
     "ResultCache",
     "ServesSessions",
     "SessionOptions",
     "Subscription",
+    "ToolCallError",
     "asks",
     "connect",
     "connect_http",

@@ -67,7 +67,7 @@ from ._cache import _CACHEABLE, _INVALIDATES, ResultCache, _cache_params
 from ._handlers import HandlerError, _maybe_await, _NotAdvertised, _to_wire, _unwrap
 from ._listen import ListenMixin, Subscription
 from ._options import RequestOptions
-from ._output import OutputSchemas
+from ._output import OutputSchemas, finish_call
 from ._reading import RESULTS, Reader, ask_params, call_tool_result, read
 from .asks import (
     CreateMessageParams,
@@ -85,6 +85,7 @@ from .results import (
     ListResourceTemplatesResult,
     ListToolsResult,
     LogLevel,
+    OutputT,
     Prompt,
     ReadResourceResult,
     Resource,
@@ -371,25 +372,25 @@ class Client(ListenMixin):
         name: str,
         arguments: Mapping[str, Any] | None = None,
         *,
+        output_type: type[OutputT] | None = None,
+        raise_on_error: bool = False,
         timeout: float | None = _DEFAULT,
         on_progress: ProgressCallback | None = None,
         meta: Mapping[str, Any] | None = None,
         **options: Unpack[RequestOptions],
-    ) -> CallToolResult:
+    ) -> CallToolResult[OutputT]:
         """Call a tool; returns its :class:`~mcp_trio.client.results.CallToolResult`.
 
-        A tool that fails reports it in the result (``isError``); protocol
-        faults (unknown tool, ...) raise :class:`McpError`.  When the last
-        ``tools/list`` gave the tool an ``outputSchema``, a ``structuredContent``
-        that does not match it raises :class:`OutputValidationError` (which
-        holds the result).  ``options`` go to :meth:`Session.request`
-        (:class:`~mcp_trio.client.RequestOptions`: ``max_total_timeout``,
-        ``reset_timeout_on_progress``).
+        A tool that fails reports it in the result (``isError``); with ``raise_on_error=True``
+        (or an ``output_type``) that raises :class:`ToolCallError`.  Protocol faults
+        (unknown tool, ...) raise :class:`McpError`.  ``output_type`` (a dataclass,
+        Struct, TypedDict, ``list[...]`` ...) is what ``result.data`` is decoded into from
+        ``structuredContent`` (:class:`OutputDecodeError` when missing or not matching).  One
+        not matching the ``outputSchema`` of the last ``tools/list`` raises
+        :class:`OutputValidationError`.  ``options``: :class:`~mcp_trio.client.RequestOptions`.
 
-        Over Streamable HTTP (2026-07-28) a ``HeaderMismatch`` refusal means
-        the tool's ``x-mcp-header`` annotations are unknown or changed: the
-        client lists the tools afresh (which teaches the transport the
-        annotations) and retries once, as the specification advises.
+        Over Streamable HTTP (2026-07-28) a ``HeaderMismatch`` refusal (its ``x-mcp-header``
+        annotations unknown or changed) lists the tools afresh and retries once, as advised.
         """
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
@@ -409,7 +410,7 @@ class Client(ListenMixin):
             )
         checked = self._as(CallToolResult, result)
         self._outputs.check(name, checked)
-        return checked
+        return finish_call(name, checked, output_type, raise_on_error)
 
     # ------------------------------------------------------------- resources
 

@@ -30,7 +30,15 @@ from ..transports.stdio import open_stdio_client
 from ._cache import _INVALIDATES, ResultCache
 from ._client import Client
 from ._handlers import _client_capabilities, _log_message
-from ._options import ClientOptions, ConnectOptions, SessionOptions
+from ._options import (
+    ClientOptions,
+    ConnectOptions,
+    Opening,
+    SessionOptions,
+    client_option_names,
+    refuse_unknown,
+    refuse_unknown_transport,
+)
 from .asks import (
     ElicitationHandler,
     ListChangedHandler,
@@ -41,7 +49,8 @@ from .asks import (
 )
 
 if TYPE_CHECKING:
-    from ..transports.http.client import HTTPAuth
+    from ..transports.http.client import HTTPAuth, HTTPClientOptions
+    from ..transports.websocket import WebSocketClientOptions
 
 
 _LIST_NAMES: dict[str, ListName] = {
@@ -142,6 +151,7 @@ async def open_client(
     which every ``connect_*`` function takes as ``**client_options``: a type
     checker rejects a misspelled one.
     """
+    refuse_unknown("open_client", session_options, _SESSION_OPTIONS, "channel")
     info: dict[str, Any] = {"name": name, "version": version}
     if title is not None:
         info["title"] = title
@@ -236,6 +246,7 @@ async def connect_stdio(
     The process is shut down (stdin closed, then terminated, then killed)
     when the block ends.  ``client_options`` are those of :func:`open_client`.
     """
+    refuse_unknown("connect_stdio", client_options, client_option_names(), "stdio")
     async with open_stdio_client(command, args, env=env, cwd=cwd, stderr=stderr) as process:
         async with open_client(process.channel, **client_options) as client:
             yield client
@@ -245,7 +256,7 @@ async def connect_stdio(
 async def connect_http(
     url: str,
     *,
-    http_options: Mapping[str, Any] | None = None,
+    http_options: HTTPClientOptions | None = None,
     auth: HTTPAuth | None = None,
     **client_options: Unpack[ClientOptions],
 ) -> AsyncIterator[Client]:
@@ -260,6 +271,8 @@ async def connect_http(
     """
     from ..transports.http.client import open_http_client
 
+    refuse_unknown("connect_http", client_options, client_option_names(), "http")
+    refuse_unknown_transport("connect_http", http_options or {}, "http")
     async with _connect_over(open_http_client, url, http_options, auth, client_options) as client:
         yield client
 
@@ -268,7 +281,7 @@ async def connect_http(
 async def connect_websocket(
     url: str,
     *,
-    websocket_options: Mapping[str, Any] | None = None,
+    websocket_options: WebSocketClientOptions | None = None,
     auth: HTTPAuth | None = None,
     **client_options: Unpack[ClientOptions],
 ) -> AsyncIterator[Client]:
@@ -286,6 +299,8 @@ async def connect_websocket(
     """
     from ..transports.websocket import open_websocket_client
 
+    refuse_unknown("connect_websocket", client_options, client_option_names(), "websocket")
+    refuse_unknown_transport("connect_websocket", websocket_options or {}, "websocket")
     async with _connect_over(open_websocket_client, url, websocket_options, auth, client_options) as client:
         yield client
 
@@ -294,7 +309,7 @@ async def connect_websocket(
 async def _connect_over(
     open_channel: Callable[..., AbstractAsyncContextManager[MessageChannel]],
     url: str,
-    transport_options: Mapping[str, Any] | None,
+    transport_options: Mapping[str, Any] | None,  # (HTTPClientOptions or WebSocketClientOptions)
     auth: HTTPAuth | None,
     client_options: ClientOptions,
 ) -> AsyncIterator[Client]:
@@ -319,6 +334,7 @@ async def connect_server(
     ends with the block; an exception in the block comes out as itself, not
     wrapped in an exception group.
     """
+    refuse_unknown("connect_server", client_options, client_option_names(), "server")
     ours, theirs = open_memory_transport_pair()
     try:
         async with trio.open_nursery() as nursery:
@@ -350,12 +366,21 @@ def connect(
     command line to start as a stdio server (a string split like a shell
     would, or a list of arguments).  ``options`` go to the matching
     ``connect_*`` function (:class:`~mcp_trio.client.ConnectOptions`; a
-    server object takes :class:`~mcp_trio.client.ClientOptions` only)."""
+    server object takes :class:`~mcp_trio.client.ClientOptions` only).  An option the
+    target's transport does not take is a ``TypeError`` naming where it belongs."""
+    opening: Opening = "server"
     if isinstance(target, str):
         scheme = target.split(":", 1)[0].lower()
-        if scheme in ("http", "https"):
+        opening = (
+            "http" if scheme in ("http", "https") else "websocket" if scheme in ("ws", "wss") else "stdio"
+        )
+    elif isinstance(target, Sequence):
+        opening = "stdio"
+    refuse_unknown("connect", options, client_option_names() | _CONNECT_OWN[opening], opening)
+    if isinstance(target, str):
+        if opening == "http":
             return connect_http(target, **options)
-        if scheme in ("ws", "wss"):
+        if opening == "websocket":
             return connect_websocket(target, **options)
         target = shlex.split(target)
     if isinstance(target, Sequence) and not isinstance(target, str):
@@ -365,3 +390,14 @@ def connect(
     if isinstance(target, SessionServer):
         return connect_server(target, **options)
     raise TypeError(f"connect() takes a URL, a command or a server, not {type(target).__name__}")
+
+
+_SESSION_OPTIONS = frozenset(SessionOptions.__optional_keys__)
+#: The options of each target's ``connect_*`` beside the client's.
+_CONNECT_OWN: dict[Opening, frozenset[str]] = {
+    "http": frozenset({"http_options", "auth"}),
+    "websocket": frozenset({"websocket_options", "auth"}),
+    "stdio": frozenset({"env", "cwd", "stderr"}),
+    "server": frozenset(),
+    "channel": frozenset(),
+}

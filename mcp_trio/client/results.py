@@ -29,7 +29,7 @@ Rules:
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeAlias
 
 from msgspec import Struct, field
 
@@ -45,6 +45,7 @@ __all__ = [
     "GetPromptResult",
     "Icon",
     "ImageContent",
+    "JSONValue",
     "ListPromptsResult",
     "ListResourceTemplatesResult",
     "ListResourcesResult",
@@ -70,6 +71,22 @@ __all__ = [
 
 #: A log level (the RFC 5424 severities), for ``Client.set_log_level``.
 LogLevel: TypeAlias = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
+
+
+JSONValue: TypeAlias = "dict[str, JSONValue] | list[JSONValue] | str | int | float | bool | None"
+"""A JSON value as decoded: what :attr:`CallToolResult.data` is when the call gave no
+``output_type``."""
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeVar
+
+    #: The type of :attr:`CallToolResult.data`: the ``output_type`` given to ``call_tool``
+    #: (:data:`JSONValue` when none was).
+    OutputT = TypeVar("OutputT", default=JSONValue)
+else:
+    from typing import TypeVar
+
+    OutputT = TypeVar("OutputT")
 
 
 class _Base(Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):
@@ -244,12 +261,39 @@ class ListToolsResult(_Page, frozen=True):
     tools: list[Tool]
 
 
-class CallToolResult(_Extensible, frozen=True):
+class CallToolResult(_Extensible, Generic[OutputT], frozen=True, dict=True, gc=True):
+    """The result of ``tools/call``; ``CallToolResult[Weather]`` when the call passed
+    ``output_type=Weather``, whose :attr:`data` is then a ``Weather``.
+
+    ``text`` and ``data`` are read from the fields, not sent: ``msgspec.to_builtins``
+    gives the result as received.
+    """
+
     content: list[ContentBlock]
     structuredContent: Any = None
     """2025-06-18+: a JSON object up to 2025-11-25, any JSON value from 2026-07-28
     on (``None`` when absent, or JSON ``null``)."""
     isError: bool = False
+
+    @property
+    def text(self) -> str:
+        """The text of the :class:`TextContent` blocks of ``content``, joined with a
+        newline (``"\\n"``) in their order; ``""`` when there are none.  Other blocks
+        (images, resources ...) are left out."""
+        return "\n".join(block.text for block in self.content if isinstance(block, TextContent))
+
+    @property
+    def data(self) -> OutputT:
+        """``structuredContent`` decoded into the ``output_type`` the call passed
+        (``client.call_tool(name, args, output_type=Weather)``: a ``Weather``); without
+        one, ``structuredContent`` as received, a :data:`JSONValue` (``None`` when
+        absent)."""
+        data: OutputT = vars(self).get("_data", self.structuredContent)
+        return data
+
+    def _with_data(self, data: Any) -> None:
+        """Set what :attr:`data` gives (the client, once it has decoded it)."""
+        vars(self)["_data"] = data
 
 
 # -------------------------------------------------------------------- resources

@@ -17,12 +17,16 @@ from ._context import (
 from ._elicit import (
     Elicited as Elicited,
 )
+from ._results import AssistantMessage as AssistantMessage
 from ._results import (
     Audio as Audio,
 )
 from ._results import (
     Image as Image,
 )
+from ._results import Message as Message
+from ._results import MessageContent as MessageContent
+from ._results import UserMessage as UserMessage
 from ._routes import HttpRequest as HttpRequest
 from ._routes import HttpResponse as HttpResponse
 from ._routes import Route as Route
@@ -39,6 +43,7 @@ from ._tasks import TaskManager as TaskManager
 from ._tools import ToolOptions as ToolOptions
 
 __all__ = [
+    "AssistantMessage",
     "Audio",
     "Context",
     "Elicited",
@@ -47,6 +52,8 @@ __all__ = [
     "GracefulShutdown",
     "Image",
     "LogLevel",
+    "Message",
+    "MessageContent",
     "MissingClientCapability",
     "Route",
     "RouteHandler",
@@ -57,5 +64,6 @@ __all__ = [
     "ToolError",
     "ToolOptions",
     "TransportStatistics",
+    "UserMessage",
     "prometheus_text",
 ]

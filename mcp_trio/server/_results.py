@@ -1,11 +1,12 @@
 """Shaping what handlers return into MCP results: content blocks (text, :class:`Image`,
 :class:`Audio`), ``CallToolResult`` (with structured output), resource ``contents`` and
-``GetPromptResult``."""
+``GetPromptResult`` (from :class:`UserMessage` / :class:`AssistantMessage` among others)."""
 
 from __future__ import annotations
 
 import base64
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import msgspec
 
@@ -14,7 +15,17 @@ from ..types import _versions
 if TYPE_CHECKING:
     from ._signature import ToolSignature
 
-__all__ = ["Audio", "Image", "prompt_result", "resource_contents", "tool_result"]
+__all__ = [
+    "AssistantMessage",
+    "Audio",
+    "Image",
+    "Message",
+    "MessageContent",
+    "UserMessage",
+    "prompt_result",
+    "resource_contents",
+    "tool_result",
+]
 
 
 class Image:
@@ -44,6 +55,83 @@ class Audio(Image):
             "data": base64.b64encode(self.data).decode(),
             "mimeType": self.mime_type,
         }
+
+
+MessageContent: TypeAlias = str | Image | Mapping[str, Any]
+"""What a prompt message holds: text, an :class:`Image` or :class:`Audio`, or one content
+block as the specification writes it (an embedded resource, a resource link ...)."""
+
+
+class Message:
+    """One message of a prompt's result, for a prompt function to return (alone or in a
+    list) instead of the protocol's dict: ``Message("Hi", role="assistant")``, or
+    :class:`UserMessage` / :class:`AssistantMessage`.
+
+    Attributes:
+        content: A ``str`` (a text block), an :class:`Image` or :class:`Audio`, or a
+            content block dict with its ``type`` (``{"type": "resource", ...}``).
+        role: ``"user"`` or ``"assistant"``.
+    """
+
+    __slots__ = ("content", "role")
+
+    def __init__(self, content: MessageContent, role: Literal["user", "assistant"] = "user") -> None:
+        if role not in ("user", "assistant"):
+            raise ValueError(f"a prompt message's role is 'user' or 'assistant', not {role!r}")
+        if not isinstance(content, str | Image) and not (
+            isinstance(content, Mapping) and isinstance(content.get("type"), str)
+        ):
+            raise TypeError(
+                f"a prompt message holds a str, an Image, an Audio or a content block dict with a "
+                f"'type', not {type(content).__name__}"
+                + (" (a dict without 'type')" if isinstance(content, Mapping) else "")
+                + "; for several blocks return several messages"
+            )
+        self.content = content
+        self.role = role
+
+    def wire(self) -> dict[str, Any]:
+        """The ``PromptMessage`` as sent."""
+        content = self.content
+        if isinstance(content, str):
+            block: dict[str, Any] = {"type": "text", "text": content}
+        elif isinstance(content, Image):
+            block = content.block()
+        else:
+            block = dict(content)
+        return {"role": self.role, "content": block}
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Message):
+            return NotImplemented
+        return (self.role, self.content) == (other.role, other.content)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.content!r}, role={self.role!r})"
+
+
+class UserMessage(Message):
+    """A message of the user, for a prompt's result: ``UserMessage("Review this code")``."""
+
+    __slots__ = ()
+
+    def __init__(self, content: MessageContent) -> None:
+        super().__init__(content, "user")
+
+    def __repr__(self) -> str:
+        return f"UserMessage({self.content!r})"
+
+
+class AssistantMessage(Message):
+    """A message of the assistant, for a prompt's result: ``AssistantMessage("Gladly.")``."""
+
+    __slots__ = ()
+
+    def __init__(self, content: MessageContent) -> None:
+        super().__init__(content, "assistant")
+
+    def __repr__(self) -> str:
+        return f"AssistantMessage({self.content!r})"
 
 
 def _block(value: Any) -> dict[str, Any] | None:
@@ -94,17 +182,22 @@ def _text_result(text: str, version: str) -> Any:
 
 
 def resource_contents(uri: str, value: Any, mime_type: str | None) -> list[dict[str, Any]]:
-    """Turn a resource handler's return value into ``contents``."""
+    """Turn a resource handler's return value into ``contents``: a ``str`` is text,
+    ``bytes`` a base64 blob, anything else (a dict, a list, a number, a Struct or dataclass)
+    its JSON as text, ``application/json`` unless the resource declares its ``mimeType``."""
     if isinstance(value, str):
         item: dict[str, Any] = {"uri": uri, "text": value}
     elif isinstance(value, bytes | bytearray):
         item = {"uri": uri, "blob": base64.b64encode(bytes(value)).decode()}
-    elif isinstance(value, list):
-        return [msgspec.to_builtins(v) for v in value]
-    elif isinstance(value, dict):
-        item = {"uri": uri, **value}
     else:
-        item = {"uri": uri, "text": msgspec.json.encode(value).decode()}
+        try:
+            text = msgspec.json.encode(value).decode()
+        except (TypeError, msgspec.EncodeError) as exc:
+            raise TypeError(
+                f"resource {uri}: its function returned a {type(value).__name__}, which has no JSON "
+                f"form ({exc}); return str, bytes or a JSON value (dict, list, Struct, dataclass ...)"
+            ) from None
+        item = {"uri": uri, "text": text, "mimeType": mime_type or "application/json"}
     if mime_type is not None and "mimeType" not in item:
         item["mimeType"] = mime_type
     return [item]
@@ -114,20 +207,21 @@ def prompt_result(value: Any, description: str | None) -> dict[str, Any]:
     """Turn a prompt handler's return value into a ``GetPromptResult`` dict."""
     if isinstance(value, dict) and "messages" in value:
         return value
-    if isinstance(value, str):
-        messages = [{"role": "user", "content": {"type": "text", "text": value}}]
-    else:
-        messages = []
-        for m in value:
-            if isinstance(m, msgspec.Struct):
-                m = msgspec.to_builtins(m)
-            if isinstance(m, str):
-                m = {"role": "user", "content": {"type": "text", "text": m}}
-            elif isinstance(m, Image):
-                m = {"role": "user", "content": m.block()}
-            elif "role" not in m:
-                m = {"role": "user", "content": _block(m) or m}
-            messages.append(m)
+    if isinstance(value, str | Message):
+        value = [value]
+    messages = []
+    for m in value:
+        if isinstance(m, Message):
+            m = m.wire()
+        elif isinstance(m, msgspec.Struct):
+            m = msgspec.to_builtins(m)
+        if isinstance(m, str):
+            m = {"role": "user", "content": {"type": "text", "text": m}}
+        elif isinstance(m, Image):
+            m = {"role": "user", "content": m.block()}
+        elif "role" not in m:
+            m = {"role": "user", "content": _block(m) or m}
+        messages.append(m)
     result: dict[str, Any] = {"messages": messages}
     if description:
         result["description"] = description

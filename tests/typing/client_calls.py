@@ -7,14 +7,17 @@ checker must catch (``warn_unused_ignores`` fails the check if it stops catching
 
 from __future__ import annotations
 
-from typing import Any, Literal, assert_type
+from dataclasses import dataclass
+from typing import Any, Literal, TypedDict, assert_type
 
 from mcp_trio.client import (
     Client,
     ClientOptions,
     HandlerError,
+    OutputDecodeError,
     OutputValidationError,
     Subscription,
+    ToolCallError,
     connect,
     connect_http,
     connect_server,
@@ -47,6 +50,7 @@ from mcp_trio.client.results import (
     EmbeddedResource,
     GetPromptResult,
     ImageContent,
+    JSONValue,
     ListPromptsResult,
     ListResourcesResult,
     ListResourceTemplatesResult,
@@ -69,6 +73,16 @@ from mcp_trio.client.results import (
 )
 from mcp_trio.server import Server
 from mcp_trio.transports import MessageChannel
+
+
+@dataclass
+class Weather:
+    city: str
+    celsius: float
+
+
+class WeatherDict(TypedDict):
+    city: str
 
 
 async def tools(client: Client) -> None:
@@ -116,7 +130,23 @@ async def tools(client: Client) -> None:
     assert_type(await client.call_tool("slow", max_total_timeout=60), CallToolResult)
     await client.call_tool("slow", reset_timeout_on_progress=False)
 
+    # result conveniences: text, data typed by output_type
+    assert_type(result.text, str)
+    assert_type(result.data, JSONValue)
+    weather = await client.call_tool("weather", {"city": "Oslo"}, output_type=Weather, raise_on_error=True)
+    assert_type(weather, CallToolResult[Weather])
+    assert_type(weather.data, Weather)
+    assert_type(weather.data.celsius, float)
+    assert_type((await client.call_tool("w", output_type=WeatherDict)).data, WeatherDict)
+    assert_type((await client.call_tool("w", output_type=list[Weather])).data, list[Weather])
+    assert_type((await client.call_tool("w", output_type=int, timeout=1)).data, int)
+    untyped: CallToolResult = await client.call_tool("w")
+    print(untyped)
+
     # mistakes a checker must catch
+    print(weather.data.fahrenheit)  # type: ignore[attr-defined]
+    await client.call_tool("w", raise_on_error="yes")  # type: ignore[arg-type]
+    await client.call_tool("w", output_type="Weather")  # type: ignore[arg-type]
     await client.call_tool("slow", max_total_timout=60)  # type: ignore[call-arg]
     await client.call_tool("slow", reset_timeout_on_progress="no")  # type: ignore[arg-type]
     print(result.nonexistent)  # type: ignore[attr-defined]
@@ -283,6 +313,12 @@ async def options(server: Server) -> None:
         assert_type(c, Client)
     async with connect(["python", "server.py"], cwd="/tmp") as c:
         assert_type(c, Client)
+    async with connect_http(
+        "https://localhost/mcp", http_options={"ssl_context": None, "headers": {"A": "b"}, "timeout": 5}
+    ) as c:
+        assert_type(c, Client)
+    async with connect("wss://localhost/mcp", websocket_options={"origin": "https://me", "proxy": None}) as c:
+        assert_type(c, Client)
     options: ClientOptions = {"name": "me", "max_input_rounds": 2}
     async with connect_server(server, **options) as c:
         assert_type(c, Client)
@@ -300,6 +336,16 @@ async def options(server: Server) -> None:
         pass
     async with connect("python server.py", cache_namespaces="x"):  # type: ignore[call-overload]
         pass
+    async with connect_http("http://x/mcp", ssl_context=None):  # type: ignore[call-arg]
+        pass
+    async with connect("http://x/mcp", ssl_context=None):  # type: ignore[call-overload]
+        pass
+    async with connect_http("http://x/mcp", http_options={"ssl_contxt": None}):  # type: ignore[arg-type]
+        pass
+    async with connect_http("http://x/mcp", http_options={"timeout": "soon"}):  # type: ignore[arg-type]
+        pass
+    async with connect_websocket("ws://x/mcp", websocket_options={"legacy_fallback": False}):  # type: ignore[arg-type]
+        pass
     wrong: ClientOptions = {"max_pages": "many"}  # type: ignore[typeddict-item]
     print(wrong)
 
@@ -310,3 +356,11 @@ def errors(exc: Exception) -> None:
     if isinstance(exc, OutputValidationError):
         assert_type(exc.result, CallToolResult)
         assert_type(exc.path, str)
+    if isinstance(exc, ToolCallError):
+        assert_type(exc.tool, str)
+        assert_type(exc.text, str)
+        assert_type(exc.result, CallToolResult[Any])
+    if isinstance(exc, OutputDecodeError):
+        assert_type(exc.path, str)
+        assert_type(exc.reason, str)
+        assert_type(exc.result, CallToolResult[Any])

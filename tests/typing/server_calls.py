@@ -24,14 +24,19 @@ from mcp_trio.client.asks import (
 )
 from mcp_trio.client.results import TextContent
 from mcp_trio.server import (
+    AssistantMessage,
     Context,
     Elicited,
     HttpRequest,
     HttpResponse,
+    Image,
     LogLevel,
+    Message,
+    MessageContent,
     Route,
     Server,
     ServerStatistics,
+    UserMessage,
     prometheus_text,
 )
 
@@ -84,10 +89,22 @@ async def bye(name: str) -> list[dict[str, Any]]:
     return [{"role": "user", "content": {"type": "text", "text": f"bye {name}"}}]
 
 
+@server.prompt
+def talk(topic: str) -> list[Message]:
+    return [UserMessage(f"explain {topic}"), AssistantMessage(Image(b"")), Message("x", role="assistant")]
+
+
 async def prompts() -> None:
     assert_type(greet("ada"), str)
     assert_type(await bye("ada"), list[dict[str, Any]])
+    assert_type(talk("trio"), list[Message])
+    assert_type(talk("trio")[0].role, Literal["user", "assistant"])
+    assert_type(UserMessage("a").content, MessageContent)
+    UserMessage({"type": "resource_link", "uri": "notes://a", "name": "a"})
     greet(5)  # type: ignore[arg-type]
+    UserMessage(5)  # type: ignore[arg-type]
+    Message("x", role="system")  # type: ignore[arg-type]
+    AssistantMessage("x", role="user")  # type: ignore[call-arg]
 
 
 server.prompt(title=1)  # type: ignore[call-overload]

@@ -103,6 +103,9 @@ from ._channel import (
     WebSocketChannel as WebSocketChannel,
 )
 from ._client import (
+    WebSocketClientOptions as WebSocketClientOptions,
+)
+from ._client import (
     WebSocketConnectError as WebSocketConnectError,
 )
 from ._client import (
@@ -129,6 +132,7 @@ __all__ = [
     "HandshakeAuth",
     "WebSocketASGI",
     "WebSocketChannel",
+    "WebSocketClientOptions",
     "WebSocketConnectError",
     "WebSocketEndpoint",
     "open_websocket_client",

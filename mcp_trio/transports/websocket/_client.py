@@ -14,7 +14,7 @@ from __future__ import annotations
 import ssl
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from typing import Any, cast
+from typing import Any, TypedDict, cast
 
 import trio
 from wsproto import ConnectionType, WSConnection
@@ -198,6 +198,24 @@ async def _connect_with_auth(
             if not retry:
                 raise
     raise AssertionError("unreachable")  # the last attempt returns or raises
+
+
+class WebSocketClientOptions(TypedDict, total=False):
+    """The options of :func:`open_websocket_client` after the URL, as a ``TypedDict``: what
+    ``connect_websocket(url, websocket_options={...})`` takes."""
+
+    headers: Mapping[str, str] | None
+    origin: str | None
+    ssl_context: ssl.SSLContext | None
+    connect_timeout: float
+    max_message_size: int
+    keepalive_interval: float | None
+    keepalive_timeout: float
+    close_timeout: float
+    inbound_buffer: int
+    auth: HTTPAuth | None
+    proxy: str | None
+    trust_env: bool
 
 
 @asynccontextmanager

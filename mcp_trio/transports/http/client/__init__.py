@@ -108,6 +108,7 @@ __all__ = [
     "TRANSPORT_ERROR",
     "HTTPAuth",
     "HTTPClientChannel",
+    "HTTPClientOptions",
     "LegacySSEOptions",
     "open_http_client",
     "open_legacy_sse_client",
@@ -303,6 +304,34 @@ async def _serve(channel: HTTPClientChannel, legacy: bool) -> AsyncIterator[HTTP
         raise _unwrap(group) from None
 
 
+class LegacySSEOptions(TypedDict, total=False):
+    """The options of :func:`open_legacy_sse_client`, as those of :func:`open_http_client`."""
+
+    headers: Mapping[str, str] | None
+    timeout: float
+    read_timeout: float | None
+    ssl_context: ssl.SSLContext | None
+    max_message_size: int
+    proxy: str | None
+    trust_env: bool
+
+
+class HTTPClientOptions(LegacySSEOptions, total=False):
+    """The options of :func:`open_http_client` (the parameters of :class:`HTTPClientChannel`),
+    as a ``TypedDict``: what ``connect_http(url, http_options={...})`` takes."""
+
+    max_connections: int
+    reconnect_delay: float
+    reconnect_attempts: int
+    listen: bool
+    terminate_on_close: bool
+    legacy_fallback: bool
+    close_timeout: float
+    renew_sessions: bool
+    max_renewals: int
+    auth: HTTPAuth | None
+
+
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
 
@@ -378,18 +407,6 @@ async def open_http_client(url: str, **options: Any) -> AsyncIterator[HTTPClient
     """
     async with _serve(HTTPClientChannel(url, **options), legacy=False) as opened:
         yield opened
-
-
-class LegacySSEOptions(TypedDict, total=False):
-    """The options of :func:`open_legacy_sse_client`, as those of :func:`open_http_client`."""
-
-    headers: Mapping[str, str] | None
-    timeout: float
-    read_timeout: float | None
-    ssl_context: ssl.SSLContext | None
-    max_message_size: int
-    proxy: str | None
-    trust_env: bool
 
 
 @asynccontextmanager
