@@ -124,6 +124,10 @@ class Server:
         mask_error_details: A tool's exception other than :class:`~mcp_trio.ToolError`
             reaches the model as a generic message naming an error id, which the
             log has with the traceback (by default: its type and message).
+        keep_schema_refs: Advertise the input and output schemas built from tool
+            signatures with ``$defs`` and ``$ref`` (by default every reference is
+            replaced by its definition, for hosts that cannot follow ``$ref``;
+            recursive types keep theirs either way).
     """
 
     def __init__(
@@ -143,6 +147,7 @@ class Server:
         sync_limiter: trio.CapacityLimiter | None = None,
         middleware: Sequence[Middleware] = (),
         mask_error_details: bool = False,
+        keep_schema_refs: bool = False,
         **session_options: Any,
     ) -> None:
         if page_size < 1:
@@ -164,7 +169,11 @@ class Server:
         self.tasks = tasks if tasks is not None else TaskManager(page_size=page_size)
         host = FeatureHost(self._changed, self._page, self._cacheable, self._context, self._sync_limiter)
         self._tools = Tools(
-            host, tasks=self.tasks, rounds=self._rounds, mask_error_details=mask_error_details
+            host,
+            tasks=self.tasks,
+            rounds=self._rounds,
+            mask_error_details=mask_error_details,
+            keep_schema_refs=keep_schema_refs,
         )
         self._resources = Resources(host, sessions=self._open, hub=self.subscriptions)
         self._prompts = Prompts(host)
