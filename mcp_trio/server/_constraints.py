@@ -41,7 +41,7 @@ from typing import Any
 
 import msgspec
 
-__all__ = ["Declared", "declare", "is_field_info", "top_alias", "translate"]
+__all__ = ["Declared", "declare", "is_field_info", "mentions_pydantic_model", "top_alias", "translate"]
 
 _EMPTY: Any = object()
 
@@ -88,6 +88,12 @@ def _module_of(obj: Any) -> str:
     return type(obj).__module__ or ""
 
 
+def _pydantic_attr(name: str) -> Any:
+    """``pydantic.<name>`` if pydantic is imported, else None (never imports it)."""
+    module = sys.modules.get("pydantic")
+    return getattr(module, name, None) if module is not None else None
+
+
 def is_field_info(obj: Any) -> bool:
     """Whether ``obj`` is a pydantic ``FieldInfo`` (what ``Field(...)`` returns)."""
     module = sys.modules.get("pydantic.fields")
@@ -98,6 +104,28 @@ def is_field_info(obj: Any) -> bool:
 def _undefined() -> Any:
     module = sys.modules.get("pydantic_core")
     return getattr(module, "PydanticUndefined", None) if module is not None else None
+
+
+def mentions_pydantic_model(tp: Any) -> bool:
+    """Whether ``tp`` is, or holds in its arguments, a pydantic ``BaseModel``."""
+    base = _pydantic_attr("BaseModel")
+    if base is None:
+        return False
+    return _mentions(tp, base, set())
+
+
+def _mentions(tp: Any, base: type, seen: set[int]) -> bool:
+    if id(tp) in seen:
+        return False
+    seen.add(id(tp))
+    if isinstance(tp, type) and not typing.get_args(tp):
+        return issubclass(tp, base)
+    origin = typing.get_origin(tp)
+    if origin is typing.Literal:
+        return False
+    if isinstance(origin, type) and issubclass(origin, base):
+        return True
+    return any(_mentions(arg, base, seen) for arg in typing.get_args(tp))
 
 
 class _Collector:
