@@ -321,6 +321,23 @@ def translate(tp: Any, where: str) -> Any:
     return _translate(tp, where, set())
 
 
+_CONSTRAINTS = ("gt", "ge", "lt", "le", "multiple_of", "pattern", "min_length", "max_length", "tz")
+
+
+def _is_optional(tp: Any) -> bool:
+    return typing.get_origin(tp) in (typing.Union, types.UnionType) and type(None) in typing.get_args(tp)
+
+
+def _push_down(tp: Any, constraints: dict[str, Any], where: str) -> Any:
+    """The optional type ``tp`` with ``constraints`` on each of its members but None."""
+    try:
+        meta = msgspec.Meta(**constraints)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{where}: invalid constraint ({exc})") from None
+    members = tuple(arg if arg is type(None) else typing.Annotated[arg, meta] for arg in typing.get_args(tp))
+    return typing.Union[members]  # noqa: UP007 - a tuple of types
+
+
 def _translate(tp: Any, where: str, seen: set[int]) -> Any:
     if typing.get_origin(tp) is typing.Annotated:
         inner = _translate(tp.__origin__, where, seen)
@@ -329,6 +346,11 @@ def _translate(tp: Any, where: str, seen: set[int]) -> Any:
         for item in tp.__metadata__:
             if isinstance(item, msgspec.Meta) or not collector.add(item):
                 kept.append(item)
+        if _is_optional(inner):
+            # (Annotated[int | None, Field(ge=1)]: the bound is for the int, as pydantic reads it)
+            pushed = {key: collector.meta.pop(key) for key in _CONSTRAINTS if key in collector.meta}
+            if pushed:
+                inner = _push_down(inner, pushed, where)
         meta = collector.build()
         if meta is None and inner is tp.__origin__:
             return tp

@@ -371,3 +371,17 @@ def test_a_return_type_takes_the_same_constraints() -> None:
         ts.structured(1.5)
     with pytest.raises(TypeError, match=r"the return type of tool function `.*odd`: Predicate"):
         ToolSignature.from_function(odd)
+
+
+def test_a_constraint_on_an_optional_type_is_for_its_value() -> None:
+    def tool(x: Annotated[int | None, Field(ge=1, description="Or none")] = None) -> None: ...
+
+    ts = ToolSignature.from_function(tool)
+    assert ts.input_schema["properties"]["x"] == {
+        "anyOf": [{"type": "integer", "minimum": 1}, {"type": "null"}],
+        "description": "Or none",
+        "default": None,
+    }
+    accepted(ts, None)
+    accepted(ts, 1)
+    assert refused(ts, 0) == "$.x: Expected `int` >= 1"
