@@ -69,6 +69,9 @@ THIRD_PARTY: dict[str, set[str]] = {
     "mcp_trio.server._cursor": set(),
     "mcp_trio.server._signature": {"msgspec"},
     "mcp_trio.server._typeschema": {"msgspec"},
+    # pydantic and annotated_types are optional: recognised through sys.modules, never imported
+    "mcp_trio.server._constraints": {"msgspec"},
+    "mcp_trio.server._pydantic": {"msgspec"},
     "mcp_trio.server._results": {"msgspec"},
     "mcp_trio.server._mrtr": {"msgspec"},
     "mcp_trio._core": {"msgspec"},  # sans-IO: never trio

@@ -17,6 +17,7 @@ from ._context import (
 from ._elicit import (
     Elicited as Elicited,
 )
+from ._prompts import PromptOptions as PromptOptions
 from ._results import AssistantMessage as AssistantMessage
 from ._results import (
     Audio as Audio,
@@ -62,6 +63,7 @@ __all__ = [
     "ServerStatistics",
     "TaskManager",
     "ToolError",
+    "PromptOptions",
     "ToolOptions",
     "TransportStatistics",
     "UserMessage",

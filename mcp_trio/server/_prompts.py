@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar
 
 import msgspec
 
@@ -45,6 +45,17 @@ class _Completion:
         self.threaded = threaded
 
 
+class PromptOptions(TypedDict, total=False):
+    """The options of :meth:`Server.prompt <mcp_trio.server.Server.prompt>`, all by keyword;
+    each absent one takes the default named here."""
+
+    name: str | None  #: the prompt's name (default: the function's)
+    title: str | None  #: a display name
+    description: str | None  #: default: the function's docstring
+    on_loop: bool  #: default False: a sync function runs in a worker thread
+    replace: bool  #: default False: a second prompt of the same name raises
+
+
 class Prompts:
     """The prompts and completions of a :class:`~mcp_trio.server.Server`: their
     registries and the ``prompts/list``, ``prompts/get`` and
@@ -62,11 +73,11 @@ class Prompts:
         self,
         fn: F | None,
         *,
-        name: str | None,
-        title: str | None,
-        description: str | None,
-        on_loop: bool,
-        replace: bool,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        on_loop: bool = False,
+        replace: bool = False,
     ) -> F | Callable[[F], F]:
         """``Server.prompt``: register ``fn``, or return the decorator that will."""
         if fn is not None and not callable(fn):

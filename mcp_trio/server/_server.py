@@ -82,7 +82,7 @@ from ._fanout import Fanout
 from ._lifespan import Lifespan, LifespanFactory
 from ._listen import SubscriptionHub
 from ._open_sessions import OpenSessions
-from ._prompts import Prompts
+from ._prompts import PromptOptions, Prompts
 from ._resources import Resources
 from ._rounds import Rounds
 from ._routes import Route, register_route
@@ -128,6 +128,9 @@ class Server:
         lifespan: A function of the server giving an async context manager, entered once
             before the first request and left after the last (see :mod:`._lifespan`); what
             it gives, handlers reach with ``ctx.lifespan_value(Type)``.
+        keep_schema_refs: Advertise the schemas built from tool signatures with ``$defs``
+            and ``$ref`` (by default each reference is replaced by its definition, for hosts
+            that cannot follow ``$ref``; recursive types keep theirs either way).
     """
 
     def __init__(
@@ -148,6 +151,7 @@ class Server:
         middleware: Sequence[Middleware] = (),
         mask_error_details: bool = False,
         lifespan: LifespanFactory | None = None,
+        keep_schema_refs: bool = False,
         **session_options: Any,
     ) -> None:
         if page_size < 1:
@@ -169,7 +173,11 @@ class Server:
         self.tasks = tasks if tasks is not None else TaskManager(page_size=page_size)
         host = FeatureHost(self._changed, self._page, self._cacheable, self._context, self._sync_limiter)
         self._tools = Tools(
-            host, tasks=self.tasks, rounds=self._rounds, mask_error_details=mask_error_details
+            host,
+            tasks=self.tasks,
+            rounds=self._rounds,
+            mask_error_details=mask_error_details,
+            keep_schema_refs=keep_schema_refs,
         )
         self._resources = Resources(host, sessions=self._open, hub=self.subscriptions)
         self._prompts = Prompts(host)
@@ -280,29 +288,9 @@ class Server:
     def prompt(self, fn: F, /) -> F: ...
 
     @overload
-    def prompt(
-        self,
-        fn: None = None,
-        /,
-        *,
-        name: str | None = None,
-        title: str | None = None,
-        description: str | None = None,
-        on_loop: bool = False,
-        replace: bool = False,
-    ) -> Callable[[F], F]: ...
+    def prompt(self, fn: None = None, /, **options: Unpack[PromptOptions]) -> Callable[[F], F]: ...
 
-    def prompt(
-        self,
-        fn: F | None = None,
-        /,
-        *,
-        name: str | None = None,
-        title: str | None = None,
-        description: str | None = None,
-        on_loop: bool = False,
-        replace: bool = False,
-    ) -> F | Callable[[F], F]:
+    def prompt(self, fn: F | None = None, /, **options: Unpack[PromptOptions]) -> F | Callable[[F], F]:
         """Register a prompt; its parameters are the prompt's arguments (those
         without a default are required).  Arguments arrive as strings and are
         converted to the parameters' annotated types (``int``, ``float``,
@@ -314,9 +302,7 @@ class Server:
         second prompt of the same name raises ``ValueError`` unless
         ``replace=True``.
         """
-        return self._prompts.prompt(
-            fn, name=name, title=title, description=description, on_loop=on_loop, replace=replace
-        )
+        return self._prompts.prompt(fn, **options)
 
     def prompt_names(self) -> list[str]:
         """The names of the registered prompts, in registration order."""

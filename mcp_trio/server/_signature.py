@@ -23,8 +23,14 @@ Rules for the input (``inputSchema`` and `ToolSignature.bind`):
   `typing.get_type_hints` against the function's module globals, so the names
   they use must be importable there.
 * ``Annotated[T, msgspec.Meta(...)]`` supplies description, title, examples and
-  constraints (bounds, lengths, pattern).  A parameter without a Meta description
-  takes its description from the ``Args:`` section of a Google-style docstring.
+  constraints (bounds, lengths, pattern); so do annotated_types and pydantic's
+  ``Field`` (inside ``Annotated`` or as the default), turned into `msgspec.Meta` by
+  :mod:`._constraints`, which refuses (`TypeError`) what cannot be honoured.  A
+  ``Field``'s ``alias`` is the argument's name, its default or default factory
+  applies when the argument is omitted.  A parameter without a description takes
+  it from the ``Args:`` section of a Google-style docstring.
+* A parameter whose type holds a pydantic ``BaseModel`` is described and validated
+  by pydantic (:mod:`._pydantic`); its ``$defs`` join the others.
 * Types are strict, as in JSON Schema: ``"1"`` is not an integer, ``true`` is not
   an integer or a number.  Like JSON Schema, an integral float (``1.0``) is
   accepted for an integer and passed on as `int`.
@@ -33,6 +39,8 @@ Rules for the input (``inputSchema`` and `ToolSignature.bind`):
 
 Rules for the output (``outputSchema`` and `ToolSignature.structured`):
 
+* A return type takes the same constraints as a parameter; one holding a pydantic
+  model is described (serialization schema) and dumped (``mode="json"``) by pydantic.
 * A return annotation whose schema is a JSON object (a non-array-like Struct, a
   dataclass, a TypedDict, ``dict[str, X]``) is used as is; any other type ``T``
   is wrapped as ``{"result": T}`` and `ToolSignature.wraps_output` is true.
@@ -60,6 +68,8 @@ from typing import Any
 import msgspec
 import msgspec.inspect as mi
 
+from ._constraints import declare, is_field_info, mentions_pydantic_model, top_alias, translate
+from ._pydantic import PydanticInvalid, PydanticType
 from ._typeschema import (
     _MISSING,
     _annotation_source,
@@ -143,6 +153,70 @@ def _integral_floats_to_int(value: Any) -> Any:
     return value
 
 
+_FIELD_TYPE = type(msgspec.field())
+
+
+def _default_of(spec: Any) -> Any:
+    """The default in a `msgspec.defstruct` field spec (a value or a `msgspec.field`)."""
+    return spec.default if isinstance(spec, _FIELD_TYPE) else spec
+
+
+class _Params:
+    """What the parameters of one function need beyond a msgspec field: the pydantic
+    types that validate some of them, their argument names on the wire (``alias``)
+    and the defaults a pydantic ``Field`` gives (see :mod:`._constraints`)."""
+
+    def __init__(self) -> None:
+        self.pydantic: dict[str, PydanticType] = {}
+        self.keywords: dict[str, dict[str, Any]] = {}
+        self.wire: dict[str, str] = {}
+        self.fills: list[tuple[str, Any, Callable[[], Any] | None]] = []
+
+    def declare(self, param: inspect.Parameter, hint: Any, where: str) -> tuple[Any, Any, str | None]:
+        """``(type for msgspec, default shown or NODEFAULT when required, wire name)``."""
+        default = param.default
+        if mentions_pydantic_model(hint):
+            declared = declare(Any, default, where)
+            declared.alias = top_alias(hint) or declared.alias
+            self.pydantic[param.name] = PydanticType(hint)
+            self.keywords[param.name] = _schema_for(declared.hint) if declared.hint is not Any else {}
+            hint = Any
+        else:
+            declared = declare(hint, default, where)
+            hint = declared.hint
+        if declared.alias is not None:
+            self.wire[param.name] = declared.alias
+        if declared.has_field_default:
+            self.fills.append((param.name, declared.default, declared.default_factory))
+            return (
+                hint,
+                _MISSING if declared.default_factory is not None else declared.default,
+                declared.alias,
+            )
+        if default is param.empty or is_field_info(default):  # (a Field without a default)
+            return hint, msgspec.NODEFAULT, declared.alias
+        return hint, default, declared.alias
+
+    def describe(self, properties: dict[str, Any], schema: dict[str, Any], docs: dict[str, str]) -> None:
+        """Put the schemas pydantic gives in ``properties`` (their ``$defs`` in ``schema``'s)."""
+        for field, ptype in self.pydantic.items():
+            wire = self.wire.get(field, field)
+            described = ptype.schema()
+            defs = described.pop("$defs", {})
+            described.update(self.keywords[field])
+            if "description" not in described and field in docs:
+                described["description"] = docs[field]
+            properties[wire] = {**properties[wire], **described}
+            all_defs = schema.setdefault("$defs", {})
+            for def_name, definition in defs.items():
+                if all_defs.get(def_name, definition) != definition:
+                    raise TypeError(
+                        f"two different types are named {def_name!r} in the schema of parameter "
+                        f"{field!r}; rename one of them"
+                    )
+                all_defs[def_name] = definition
+
+
 # --------------------------------------------------------------------------- #
 # ToolSignature
 # --------------------------------------------------------------------------- #
@@ -162,6 +236,9 @@ class ToolSignature:
         "_all_fields",
         "_result_type",
         "_result_str_keys",
+        "_pydantic",
+        "_fills",
+        "_result_pydantic",
     )
 
     input_schema: dict[str, Any]
@@ -174,6 +251,11 @@ class ToolSignature:
     _all_fields: tuple[str, ...]
     _result_type: Any
     _result_str_keys: Any
+    #: ``(parameter, its pydantic type, its JSON path)`` for arguments pydantic validates.
+    _pydantic: tuple[tuple[str, PydanticType, str], ...]
+    #: ``(parameter, default, default factory)`` for the defaults of pydantic ``Field`` s.
+    _fills: tuple[tuple[str, Any, Callable[[], Any] | None], ...]
+    _result_pydantic: PydanticType | None
 
     def __init__(self) -> None:  # pragma: no cover - use from_function
         raise TypeError("use ToolSignature.from_function(fn)")
@@ -215,6 +297,7 @@ class ToolSignature:
         struct_fields: list[tuple[str, Any, Any]] = []
         defaults: dict[str, Any] = {}
         injected: list[str] = []
+        params = _Params()
         for param in sig.parameters.values():
             if param.kind is param.VAR_POSITIONAL:
                 raise TypeError(
@@ -239,23 +322,35 @@ class ToolSignature:
             if skip(hint):
                 injected.append(param.name)
                 continue
-            if not _has_description(hint) and param.name in docs:
+            hint, field_default, wire = params.declare(
+                param, hint, f"parameter {param.name!r} of {kind} function {name}"
+            )
+            if not _has_description(hint) and param.name in docs and param.name not in params.pydantic:
                 hint = typing.Annotated[hint, msgspec.Meta(description=docs[param.name])]
-            if param.default is param.empty:
-                struct_fields.append((param.name, hint, msgspec.NODEFAULT))
+            if field_default is msgspec.NODEFAULT:
+                struct_fields.append(
+                    (param.name, hint, msgspec.field(name=wire) if wire else msgspec.NODEFAULT)
+                )
             else:
                 struct_fields.append(
-                    (param.name, typing.Union[hint, msgspec.UnsetType], msgspec.UNSET)  # noqa: UP007 - hint may be a string
+                    (
+                        param.name,
+                        typing.Union[hint, msgspec.UnsetType],  # noqa: UP007 - hint may be a string
+                        msgspec.field(default=msgspec.UNSET, name=wire) if wire else msgspec.UNSET,
+                    )
                 )
-                default = _json_default(param.default)
+                default = _json_default(field_default)
                 if default is not _MISSING:
-                    defaults[param.name] = default
+                    defaults[wire or param.name] = default
 
-        self = object.__new__(cls)
+        # (only a signature that needs more than msgspec pays for it on each call)
+        self = object.__new__(_FinishingSignature if params.pydantic or params.fills else cls)
         self._name = name
         self.injected = tuple(injected)
-        self._fields = tuple(f for f, _, d in struct_fields if d is not msgspec.NODEFAULT)
-        self._all_fields = tuple(f for f, _, _ in struct_fields)
+        self._fields = tuple(f for f, _, d in struct_fields if _default_of(d) is not msgspec.NODEFAULT)
+        self._all_fields = tuple(params.wire.get(f, f) for f, _, _ in struct_fields)
+        self._pydantic = tuple((f, t, _join("$", params.wire.get(f, f))) for f, t in params.pydantic.items())
+        self._fills = tuple(params.fills)
         try:
             args_type = msgspec.defstruct(
                 "ToolArguments",
@@ -278,6 +373,7 @@ class ToolSignature:
         schema.pop("title", None)
         schema.pop("description", None)
         properties = schema.setdefault("properties", {})
+        params.describe(properties, schema, docs)
         for field, value in defaults.items():
             properties[field]["default"] = value
         if not schema.get("required", True):
@@ -304,6 +400,7 @@ class ToolSignature:
         self.wraps_output = False
         self._result_type = None
         self._result_str_keys = False
+        self._result_pydantic = None
         if structured_output is False:
             return
         if "return" in hints:
@@ -329,8 +426,16 @@ class ToolSignature:
             return
         elif structured_output is None and _mentions_content(ret, is_content):
             return
+        result_pydantic = None
+        if not mentions_pydantic_model(ret):  # (a refusal is raised, whatever structured_output says)
+            ret = translate(ret, f"the return type of tool function {name}")
         try:
-            schema = _schema_for(ret)
+            if mentions_pydantic_model(ret):
+                result_pydantic = PydanticType(ret)
+                schema = result_pydantic.schema(output=True)
+                ret = Any
+            else:
+                schema = _schema_for(ret)
             result_type = msgspec.defstruct("ToolResult", [("result", ret)], module=__name__)
             try:
                 msgspec.convert({}, result_type)
@@ -356,6 +461,7 @@ class ToolSignature:
             self.wraps_output = True
         self._result_type = result_type
         self._result_str_keys = str_keys
+        self._result_pydantic = result_pydantic
 
     # ------------------------------------------------------------------ #
 
@@ -422,6 +528,13 @@ class ToolSignature:
         """
         if self._result_type is None:
             raise TypeError(f"tool function {self._name} has no structured output")
+        if self._result_pydantic is not None:
+            where = "$.result" if self.wraps_output else "$"
+            try:
+                plain = self._result_pydantic.dump(value, where)
+            except PydanticInvalid as exc:
+                raise ResultError(str(exc), exc.path) from None
+            return {"result": plain} if self.wraps_output else plain
         try:
             plain = msgspec.to_builtins(value)
         except (TypeError, ValueError, OverflowError) as exc:
@@ -447,6 +560,30 @@ class ToolSignature:
         return plain
 
 
+class _FinishingSignature(ToolSignature):
+    """A `ToolSignature` whose arguments need more than msgspec's decoding: some are
+    validated by pydantic, some take the default of a pydantic ``Field``."""
+
+    __slots__ = ()
+
+    def bind(self, arguments: dict[str, Any] | None, *, strict: bool = True) -> dict[str, Any]:
+        kwargs = super().bind(arguments, strict=strict)
+        self._finish(kwargs)
+        return kwargs
+
+    def _finish(self, kwargs: dict[str, Any]) -> None:
+        """Validate the arguments pydantic checks, apply the defaults of ``Field`` s."""
+        for field, ptype, path in self._pydantic:
+            if field in kwargs:
+                try:
+                    kwargs[field] = ptype.validate(kwargs[field], path)
+                except PydanticInvalid as exc:
+                    raise ArgumentError(str(exc), exc.path) from None
+        for field, value, factory in self._fills:
+            if field not in kwargs:
+                kwargs[field] = value if factory is None else factory()
+
+
 SUPPORTED_TYPES = (
     "str, int, float, bool, None, bytes, list/tuple/set/frozenset and dict[str, ...] of these, "
     "Literal, Enum, Optional and unions, datetime/date/time/timedelta, UUID, Decimal, "
@@ -463,8 +600,13 @@ def _unsupported(what: str, fields: list[tuple[str, Any, Any]], exc: Exception) 
             msgspec.convert({}, probe)
         except msgspec.ValidationError:
             continue
-        except (TypeError, ValueError):
+        except (TypeError, ValueError) as probe:
             shown = hint.__qualname__ if isinstance(hint, type) else repr(hint)
+            if str(probe).startswith("Can only set"):  # a constraint on a type it does not fit
+                reason = str(probe).split(" - ", 1)[0]
+                return (
+                    f"parameter {field!r} of {what}: {reason} ({shown}); put the constraint on a type it fits"
+                )
             return (
                 f"unsupported parameter type in {what}: parameter {field!r} has a type "
                 f"that cannot come from JSON "

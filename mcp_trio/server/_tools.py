@@ -42,6 +42,7 @@ from ._mrtr import InputSession
 from ._results import _text_result, tool_result
 from ._signature import ArgumentError, ToolSignature
 from ._task_context import LEGACY_TASKS_VERSION, TASK_SUPPORT
+from ._typeschema import inline_refs
 
 if TYPE_CHECKING:
     from ._rounds import Rounds
@@ -119,9 +120,17 @@ class Tools:
     registration order) and the ``tools/list`` and ``tools/call`` handlers."""
 
     def __init__(
-        self, host: FeatureHost, *, tasks: TaskManager, rounds: Rounds, mask_error_details: bool = False
+        self,
+        host: FeatureHost,
+        *,
+        tasks: TaskManager,
+        rounds: Rounds,
+        mask_error_details: bool = False,
+        keep_schema_refs: bool = False,
     ) -> None:
         self._tools: dict[str, _Tool] = {}
+        #: Advertise the schemas built from signatures with their ``$ref`` s (default: inlined).
+        self.keep_schema_refs = keep_schema_refs
         #: Hide what other exceptions than ToolError say behind an error id (see ``_failed``).
         self.mask_error_details = mask_error_details
         self._host = host
@@ -173,9 +182,10 @@ class Tools:
             out_schema = output_schema
             if schema is None:
                 sig = ToolSignature.from_function(fn, skip=_wants_context)
-                schema = sig.input_schema
+                shown = _keep if self.keep_schema_refs else inline_refs
+                schema = shown(sig.input_schema)
                 if out_schema is None and structured_output is not False and sig.output_schema is not None:
-                    out_schema = sig.output_schema
+                    out_schema = shown(sig.output_schema)
             definition: dict[str, Any] = {"name": tool_name, "inputSchema": schema}
             doc = description if description is not None else inspect.getdoc(fn)
             if doc:
@@ -336,6 +346,10 @@ def _failed(exc: Exception, name: str, version: str, mask: bool = False) -> dict
         return {"content": [{"type": "text", "text": text}], "isError": True}
     log.error("tool %s raised %r", name, exc, exc_info=True)
     return {"content": [{"type": "text", "text": failure_text(exc)}], "isError": True}
+
+
+def _keep(schema: dict[str, Any]) -> dict[str, Any]:
+    return schema
 
 
 def _input_validator(name: str, schema: dict[str, Any] | None) -> Any:

@@ -5,6 +5,8 @@ and ``Args:`` docstring, JSON Schemas of its types, and facts about those types.
   static/class methods, classes (``__init__``) and callable instances (``__call__``).
 * A type's schema is self-contained: the top level inline (never a lone ``$ref``,
   unless the type is recursive), named types in ``$defs`` (``#/$defs/{name}``).
+* `inline_refs` writes such a schema out without ``$ref`` (what a server advertises
+  unless it keeps them), recursive types excepted.
 * A default is shown only when it survives a JSON round trip unchanged
   (`_json_default` returns `_MISSING` otherwise).
 """
@@ -232,3 +234,73 @@ def _has_non_str_keys(info: mi.Type, seen: set[int] | None = None) -> bool:
     if isinstance(info, mi.AnyType):
         return True
     return False
+
+
+_DEFS_PREFIX = "#/$defs/"
+
+
+def _def_name(ref: Any) -> str | None:
+    if not isinstance(ref, str) or not ref.startswith(_DEFS_PREFIX):
+        return None
+    return ref[len(_DEFS_PREFIX) :].replace("~1", "/").replace("~0", "~")
+
+
+def _refs_in(node: Any, found: set[str]) -> set[str]:
+    if isinstance(node, dict):
+        name = _def_name(node.get("$ref"))
+        if name is not None:
+            found.add(name)
+        for value in node.values():
+            _refs_in(value, found)
+    elif isinstance(node, list):
+        for value in node:
+            _refs_in(value, found)
+    return found
+
+
+def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with each ``$ref`` to its ``$defs`` replaced by the definition, for
+    hosts that cannot follow references.  A recursive type cannot be written out:
+    the references to it stay, and ``$defs`` keeps its definition (alone).  Keywords
+    next to a ``$ref`` (a description, a default) win over the definition's."""
+    defs = schema.get("$defs")
+    if not isinstance(defs, dict) or not defs:
+        return schema
+    edges = {name: _refs_in(body, set()) for name, body in defs.items()}
+
+    def reaches(start: str) -> set[str]:
+        seen: set[str] = set()
+        todo = list(edges.get(start, ()))
+        while todo:
+            name = todo.pop()
+            if name not in seen:
+                seen.add(name)
+                todo.extend(edges.get(name, ()))
+        return seen
+
+    recursive = {name for name in defs if name in reaches(name)}
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            name = _def_name(node.get("$ref"))
+            if name is not None and name in defs and name not in recursive:
+                rest = {k: walk(v) for k, v in node.items() if k != "$ref"}
+                return {**walk(defs[name]), **rest}
+            return {k: walk(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        return node
+
+    out = walk({k: v for k, v in schema.items() if k != "$defs"})
+    kept_names = _refs_in(out, set())
+    todo = list(kept_names)
+    kept: dict[str, Any] = {}
+    while todo:
+        name = todo.pop()
+        if name in kept or name not in defs:
+            continue
+        kept[name] = walk(defs[name])
+        todo.extend(_refs_in(kept[name], set()))
+    if kept:
+        out["$defs"] = {name: kept[name] for name in defs if name in kept}
+    return typing.cast("dict[str, Any]", out)
