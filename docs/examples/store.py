@@ -1,6 +1,6 @@
 """The store the workers of a server share: a session record, the events of a resumable stream, a
-task with a lease, and the bus. In memory by default; set MCP_TRIO_STORE to a Redis URL (for
-example redis://127.0.0.1:6379/0) to run the same on Redis."""
+task with a lease, a rate limit's bucket and the bus. In memory by default; set MCP_TRIO_STORE to
+a Redis URL (for example redis://127.0.0.1:6379/0) to run the same on Redis."""
 
 import os
 
@@ -25,6 +25,11 @@ async def main() -> None:
         for n in range(1, 4):
             await store.events.store("s1", "get", f"e{n}", f"event {n}".encode())
         print("after e1:", await store.events.replay_after("s1", "e1"))
+
+        # a rate limit's bucket (2 requests, then 10 a second), one for all the workers
+        assert store.buckets is not None
+        waits = [await store.buckets.take("client-1", rate=10, burst=2) for _ in range(3)]
+        print("bucket:", ", ".join("taken" if wait == 0 else f"retry in {wait:.1f} s" for wait in waits))
 
         # a task whose worker renews its lease; one whose worker is gone is reported failed
         await store.tasks.create(TaskRecord(task_id="t1", owner="alice", ttl=60), lease=2)

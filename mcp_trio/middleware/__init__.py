@@ -15,6 +15,7 @@ from ._base import Params as Params
 from ._base import RequestInfo as RequestInfo
 from ._base import Result as Result
 from ._base import SendingMiddleware as SendingMiddleware
+from ._base import SharingMiddleware as SharingMiddleware
 from ._latency import LatencyHistogram as LatencyHistogram
 from ._otel import OpenTelemetry as OpenTelemetry
 from ._ratelimit import RATE_LIMITED as RATE_LIMITED
@@ -41,6 +42,7 @@ __all__ = [
     "ResponseSizeLimit",
     "Result",
     "SendingMiddleware",
+    "SharingMiddleware",
     "Timing",
     "Translation",
 ]

@@ -31,6 +31,7 @@ from ..transports._base import ChannelTraits
 
 if TYPE_CHECKING:
     from .._engine._context import RequestContext
+    from ..store import Store
 
 __all__ = [
     "CallNext",
@@ -39,6 +40,7 @@ __all__ = [
     "RequestInfo",
     "Result",
     "SendingMiddleware",
+    "SharingMiddleware",
     "chain",
     "wrap_handlers",
 ]
@@ -144,6 +146,17 @@ class SendingMiddleware(Protocol):
         self, method: str, params: dict[str, Any], session_id: str | None
     ) -> AbstractContextManager[None]:
         """A context around one request sent; it may add to ``params`` (``_meta``)."""
+        ...
+
+
+@runtime_checkable
+class SharingMiddleware(Protocol):
+    """A middleware that keeps state the workers of a server should share (a ``sharing``
+    method): :class:`~mcp_trio.middleware.RateLimit`'s buckets.  ``serve_http(store=...)``
+    holds ``sharing(store)`` while it serves, for each such middleware of the server."""
+
+    def sharing(self, store: Store) -> AbstractContextManager[None]:
+        """A context during which the state is kept in ``store`` (as far as it can hold it)."""
         ...
 
 

@@ -14,11 +14,13 @@ from __future__ import annotations
 import math
 import secrets
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import ExitStack
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import trio
 
+from ..middleware._base import SharingMiddleware
 from ..middleware._latency import LatencyHistogram
 from ..transports.http.doors import (
     DEFAULT_HEADER_TIMEOUT,
@@ -103,7 +105,9 @@ async def serve_http(
     With ``store`` (a :class:`~mcp_trio.store.Store`), the sessions, the
     :attr:`tasks` and the metrics are shared with the other workers serving
     the endpoint with the same store, as ``worker_id`` (unique among them;
-    default: a random one): see docs/http.md.
+    default: a random one): see docs/http.md; so are the buckets of the
+    server's :class:`~mcp_trio.middleware.RateLimit` (each middleware that is a
+    :class:`~mcp_trio.middleware.SharingMiddleware`, installed when serving starts).
     With ``access_log``, each HTTP request is logged when its response ends, at
     INFO on ``mcp_trio.access.http`` (method, path, status, bytes, duration,
     client, session: see docs/guide/operations.md).
@@ -138,17 +142,22 @@ async def serve_http(
     route_limiter = route_threads_limiter(route_threads)
     if auth is None and any(r.auth for r in custom.values()):
         raise ValueError("a route registered with auth=True needs serve_http(auth=...)")
-    server._count_in(shutdown)
-    if store is not None:
-        shared = server.tasks.sharing
-        if shared is not None and shared.store is store:
-            worker_id = worker_id or shared.worker  # (shared already, with its own lease)
-        else:
-            worker_id = worker_id or secrets.token_hex(4)
-            server.tasks.share(store, worker_id)  # tasks seen and cancelled from every worker
-    endpoint = StreamableHTTP(
-        server, versions=server.versions, store=store, worker_id=worker_id, **http_options
-    )
+    sharing = _sharing(server, store)  # (first: when refused, nothing has changed)
+    try:
+        server._count_in(shutdown)
+        if store is not None:
+            shared = server.tasks.sharing
+            if shared is not None and shared.store is store:
+                worker_id = worker_id or shared.worker  # (shared already, with its own lease)
+            else:
+                worker_id = worker_id or secrets.token_hex(4)
+                server.tasks.share(store, worker_id)  # tasks seen and cancelled from every worker
+        endpoint = StreamableHTTP(
+            server, versions=server.versions, store=store, worker_id=worker_id, **http_options
+        )
+    except BaseException:
+        sharing.close()
+        raise
     try:
         async with server.lifespan.held(), trio.open_nursery() as nursery:
             # Extension tasks outlive the (per-POST) sessions that create them.
@@ -232,6 +241,18 @@ async def serve_http(
             task_status.started([url + path for url in urls])
     finally:
         server._fanout = None
+        sharing.close()
+
+
+def _sharing(server: Server, store: Store | None) -> ExitStack:
+    """Each of the server's middleware that shares its state, sharing it through ``store``
+    until the stack returned is closed (nothing without a store)."""
+    with ExitStack() as stack:
+        if store is not None:
+            for middleware in server.middleware:
+                if isinstance(middleware, SharingMiddleware):
+                    stack.enter_context(middleware.sharing(store))
+        return stack.pop_all()
 
 
 async def serve_stdio(

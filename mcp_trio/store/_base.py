@@ -1,6 +1,6 @@
 """What every store holds and offers: the records (msgspec Structs), the
-interfaces (``typing.Protocol``) of the session records, the tasks and the
-bus, and the store's errors."""
+interfaces (``typing.Protocol``) of the session records, the tasks, the bus
+and the rate limits' buckets, and the store's errors."""
 
 from __future__ import annotations
 
@@ -98,6 +98,14 @@ def check_ttl(ttl: float, what: str = "ttl") -> None:
     """Refuse a time to live that is not a positive number of seconds."""
     if not ttl > 0:
         raise ValueError(f"{what} must be a positive number of seconds, not {ttl!r}")
+
+
+def check_bucket(rate: float, burst: int) -> None:
+    """Refuse a bucket's rate that is not positive, or a burst below one."""
+    if not 0 < rate < float("inf"):
+        raise ValueError(f"a bucket's rate must be a positive number of tokens a second, not {rate!r}")
+    if burst < 1:
+        raise ValueError(f"a bucket's burst must be at least 1, not {burst!r}")
 
 
 def new_task(record: TaskRecord, lease: float | None) -> TaskRecord:
@@ -230,4 +238,20 @@ class Bus(Protocol):
 
     def subscribe(self, *channels: str) -> AbstractAsyncContextManager[Subscription]:
         """Subscribe to ``channels``; when entered, messages published afterwards arrive."""
+        ...
+
+
+class Buckets(Protocol):
+    """Token buckets shared by every worker (what :class:`~mcp_trio.middleware.RateLimit`
+    draws from when served with a store).
+
+    A bucket holds up to ``burst`` tokens and gains ``rate`` tokens a second; an unknown
+    bucket is full.  :meth:`take` is atomic: however many workers take from one bucket at
+    once, no more tokens are taken than it held.  A bucket is forgotten once it would be
+    full again (a full bucket and an unknown one are the same), so memory stays bounded by
+    the buckets in use.  Times are the store's own clock (one clock for every worker)."""
+
+    async def take(self, key: str, *, rate: float, burst: int) -> float:
+        """Take a token from ``key``'s bucket: ``0.0`` if one was taken, else the seconds
+        until one is there (nothing taken)."""
         ...

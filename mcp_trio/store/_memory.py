@@ -16,6 +16,7 @@ import trio
 
 from ._base import (
     DEFAULT_MAX_QUEUED,
+    Buckets,
     Bus,
     BusMessage,
     BusOverflow,
@@ -26,6 +27,7 @@ from ._base import (
     TaskRecord,
     TaskStore,
     apply_changes,
+    check_bucket,
     check_ttl,
     lease_lost,
     new_task,
@@ -117,6 +119,39 @@ class InMemorySessionStore(_Expiring):
 
     def _expired(self, key: str) -> None:
         del self._records[key]
+
+
+class InMemoryBuckets(_Expiring):
+    """Token buckets in a dict (key -> tokens, when counted, when full again) on the trio
+    clock; one full again is as good as none, and is swept whenever the dict doubles in
+    size.  Atomic as every step runs without a checkpoint."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._buckets: dict[str, tuple[float, float, float]] = {}
+
+    def __len__(self) -> int:
+        return len(self._buckets)
+
+    async def take(self, key: str, *, rate: float, burst: int) -> float:
+        check_bucket(rate, burst)
+        now = trio.current_time()
+        entry = self._buckets.get(key)
+        tokens = float(burst) if entry is None else min(float(burst), entry[0] + (now - entry[1]) * rate)
+        wait = 0.0
+        if tokens >= 1.0:
+            tokens -= 1.0
+        else:
+            wait = (1.0 - tokens) / rate
+        self._buckets[key] = (tokens, now, now + (burst - tokens) / rate)
+        self._maybe_sweep()
+        return wait
+
+    def _deadlines(self) -> Iterator[tuple[str, float]]:
+        return ((key, full) for key, (_, _, full) in self._buckets.items())
+
+    def _expired(self, key: str) -> None:
+        del self._buckets[key]
 
 
 class _Task:
@@ -305,7 +340,8 @@ class InMemoryBus:
 @dataclass(frozen=True, eq=False)
 class Store:
     """What the workers of one server share: session records, the events of
-    resumable SSE streams, tasks and a bus.
+    resumable SSE streams, tasks, a bus and, unless ``None``, the buckets of rate
+    limits (a store made without them leaves each worker its own).
 
     ``shared`` says whether other processes can see it (a Redis store) or
     only this one (the in-memory store); ``url`` names it (without any
@@ -317,6 +353,7 @@ class Store:
     bus: Bus
     url: str = "memory:"
     shared: bool = False
+    buckets: Buckets | None = None
 
     @classmethod
     def in_memory(
@@ -332,4 +369,5 @@ class Store:
             events=InMemoryEventStore(max_events=max_events, max_bytes=max_event_bytes),
             tasks=InMemoryTaskStore(),
             bus=InMemoryBus(max_queued=max_queued),
+            buckets=InMemoryBuckets(),
         )

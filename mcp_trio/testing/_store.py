@@ -364,15 +364,65 @@ async def check_a_subscription_that_falls_behind_is_cut_off(open_pair: OpenPair)
                 assert received == [b"0", b"1", b"2", b"3"]
 
 
+# --- the buckets of rate limits -------------------------------------------------------------
+
+
+@_check
+async def check_two_workers_taking_at_once_never_get_more_than_the_burst(open_pair: OpenPair) -> None:
+    async with open_pair() as pair:
+        one, two = pair
+        if one.buckets is None or two.buckets is None:
+            return  # (buckets are optional: without them each worker keeps its own)
+        buckets = (one.buckets, two.buckets)
+        waits: list[float] = []
+
+        async def take(i: int) -> None:
+            waits.append(await buckets[i % 2].take("k", rate=0.01, burst=5))
+
+        with trio.fail_after(10):
+            async with trio.open_nursery() as nursery:
+                for i in range(60):
+                    nursery.start_soon(take, i)
+            taken = [w for w in waits if w == 0.0]
+            assert len(taken) == 5, f"{len(taken)} tokens taken from a bucket of 5 by two workers at once"
+            # a refusal says when the next token is there: within 1 / rate, and after some time
+            assert all(0 < w <= 100 for w in waits if w), sorted(waits)[-1]
+            assert await buckets[0].take("other", rate=0.01, burst=5) == 0.0  # (one bucket per key)
+
+
+@_check
+async def check_a_bucket_refills_at_its_rate(open_pair: OpenPair) -> None:
+    async with open_pair() as pair:
+        one, two = pair
+        if one.buckets is None or two.buckets is None:
+            return  # (buckets are optional: without them each worker keeps its own)
+        with trio.fail_after(10):
+            assert await one.buckets.take("r", rate=1 / TTL, burst=2) == 0.0
+            assert await two.buckets.take("r", rate=1 / TTL, burst=2) == 0.0
+            wait = await one.buckets.take("r", rate=1 / TTL, burst=2)
+            assert 0 < wait <= TTL, wait
+            await trio.sleep(wait + BEAT / 4)  # one token back, not two
+            assert await two.buckets.take("r", rate=1 / TTL, burst=2) == 0.0
+            assert await one.buckets.take("r", rate=1 / TTL, burst=2) > 0
+            await trio.sleep(3 * TTL)  # full again (at most the burst): two tokens, then none
+            assert await two.buckets.take("r", rate=1 / TTL, burst=2) == 0.0
+            assert await one.buckets.take("r", rate=1 / TTL, burst=2) == 0.0
+            assert await two.buckets.take("r", rate=1 / TTL, burst=2) > 0
+            for rate, burst in ((0, 1), (-1, 1), (float("inf"), 1), (1, 0)):
+                with _raises(ValueError, match="rate must be a positive|burst must be at least 1"):
+                    await one.buckets.take("r", rate=rate, burst=burst)
+
+
 async def check_store(open_pair: OpenPair) -> None:
     """Check the stores ``open_pair()`` opens (two over the same data, as two workers of one
     server see it) against the contract the Streamable HTTP endpoint and the task manager rely
     on; raise :class:`AssertionError` saying what broke. Session records (shared, changed by
     two workers at once without a change lost, taken, expiring unless touched), SSE events
     (resumed in order, bounded by count and bytes), tasks (listed by owner, expiring, failed when
-    their lease runs out) and the bus (in order between workers, a subscription that falls
-    behind cut off). Times to live are short real times (0.6 s): a store on a server of its own
-    expires keys by its own clock."""
+    their lease runs out), the bus (in order between workers, a subscription that falls behind
+    cut off) and, unless the stores' ``buckets`` are ``None``, the buckets of rate limits (two
+    workers at once never take more than the burst, refilled at the rate). Times to live are
+    short real times (0.6 s): a store on a server of its own expires keys by its own clock."""
     for name, check in STORE_CHECKS.items():
         try:
             with trio.fail_after(30):

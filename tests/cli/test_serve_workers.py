@@ -433,3 +433,30 @@ def test_every_scrape_of_the_workers_metrics_lists_them_all(redis_server: Any, t
         assert all(total == (2, calls) for total in totals), totals
         code, err = stop(served)
     assert code == 0, err
+
+
+@pytest.mark.interop
+def test_workers_on_a_store_share_the_rate_limit(redis_server: Any, tmp_path: Path) -> None:
+    """A client spread over two workers gets the burst (4) in all when they share a store; each
+    worker keeps its own buckets without one (then up to 8)."""
+    program = str(ROOT / "tests" / "programs" / "limited_server.py")
+
+    def through(*store: str) -> tuple[int, set[int]]:
+        argv = [program, "--http", "127.0.0.1:0", "--workers", "2", "--stateless", *store]
+        with serving(argv, tmp_path) as served, httpx2.Client(timeout=10, limits=FRESH) as client:
+            served.wait_for("Streamable HTTP at ")
+            answers = []
+            for _ in range(40):  # (fresh connections: the kernel spreads them over the workers)
+                r = client.post(served.url, headers=HEADERS, json=CALL)
+                assert r.status_code == 200, r.text
+                answers.append(r.json())
+            code, err = stop(served)
+        assert code == 0, err
+        pids = {int(a["result"]["content"][0]["text"]) for a in answers if "result" in a}
+        assert all(a["error"]["code"] == -32029 for a in answers if "result" not in a), answers
+        return sum("result" in a for a in answers), pids
+
+    allowed, pids = through("--store", redis_server.url)
+    assert allowed == 4, allowed
+    allowed, pids = through()
+    assert allowed == 8 and len(pids) == 2, (allowed, pids)  # (each worker gave its own 4)

@@ -85,3 +85,13 @@ async def test_two_subscriptions_of_one_channel_both_get_it_and_leaving_one_keep
 
 async def test_a_subscription_that_falls_behind_is_cut_off(open_pair: OpenPair, store_time: object) -> None:
     await STORE_CHECKS["a_subscription_that_falls_behind_is_cut_off"](open_pair)
+
+
+async def test_two_workers_taking_at_once_never_get_more_than_the_burst(
+    open_pair: OpenPair, store_time: object
+) -> None:
+    await STORE_CHECKS["two_workers_taking_at_once_never_get_more_than_the_burst"](open_pair)
+
+
+async def test_a_bucket_refills_at_its_rate(open_pair: OpenPair, store_time: object) -> None:
+    await STORE_CHECKS["a_bucket_refills_at_its_rate"](open_pair)

@@ -243,3 +243,19 @@ async def test_subscriptions_come_and_go_concurrently_and_leave_no_channel(redis
                     await trio.sleep(0.005)
             assert received == 100
             assert await raw.pubsub_channels(prefix + "*") == set()
+
+
+async def test_a_bucket_is_a_key_under_the_prefix_gone_once_it_would_be_full(
+    redis_server: RedisServer,
+) -> None:
+    prefix = fresh_prefix()
+    async with open_store(redis_server.url, prefix=prefix) as store, _raw(redis_server) as raw:
+        assert store.buckets is not None
+        with trio.fail_after(10):
+            for _ in range(3):
+                assert await store.buckets.take("who", rate=10, burst=3) == 0.0
+            assert await _keys(raw, prefix) == [f"{prefix}rl:who".encode()]
+            pttl = await raw.pttl(f"{prefix}rl:who")
+            assert 200 < pttl <= 300  # (3 tokens missing at 10 a second: full in 0.3 s)
+            await trio.sleep(0.35)
+            assert await _keys(raw, prefix) == []

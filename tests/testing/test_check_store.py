@@ -3,6 +3,7 @@ rule fails it, naming the check."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -11,7 +12,7 @@ from typing import Any
 import pytest
 import trio.testing
 
-from mcp_trio.store import InMemorySessionStore, SessionRecord, Store
+from mcp_trio.store import InMemoryBuckets, InMemorySessionStore, SessionRecord, Store
 from mcp_trio.testing import check_store
 
 
@@ -63,3 +64,29 @@ async def test_a_store_that_breaks_a_rule_fails_and_the_check_is_named(
 ) -> None:
     with pytest.raises(AssertionError, match=f"^{re.escape(check)}: `assert .+` failed$"):
         await check_store(_with_sessions(kind))
+
+
+async def test_buckets_that_each_worker_keeps_apart_fail_the_burst_check(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Two workers each with buckets of their own give twice the burst: the check says so."""
+
+    @asynccontextmanager
+    async def apart(**options: Any) -> AsyncIterator[tuple[Store, Store]]:
+        base = Store.in_memory(**options)
+        yield base, dataclasses.replace(base, buckets=InMemoryBuckets())
+
+    check = "two workers taking at once never get more than the burst"
+    with pytest.raises(AssertionError, match=f"^{re.escape(check)}: 10 tokens taken from a bucket of 5"):
+        await check_store(apart)
+
+
+async def test_a_store_without_buckets_passes(autojump_clock: trio.testing.MockClock) -> None:
+    """Buckets are optional (``None``: each worker limits with its own)."""
+
+    @asynccontextmanager
+    async def without(**options: Any) -> AsyncIterator[tuple[Store, Store]]:
+        store = dataclasses.replace(Store.in_memory(**options), buckets=None)
+        yield store, store
+
+    await check_store(without)

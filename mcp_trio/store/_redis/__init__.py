@@ -3,8 +3,9 @@
 Keys, all under the store's prefix (``mcp-trio:`` by default), each with a
 time to live or deleted at the end of what it belongs to: ``s:<session>`` a
 session record, ``e:<session>`` and ``eb:<session>`` its events, ``t:<task>``
-and ``tl:<task>`` a task and its lease, ``to:<owner>`` an owner's tasks; the
-bus's channels are ``b:<channel>``.  Needs one Redis 7 (or compatible) server,
+and ``tl:<task>`` a task and its lease, ``to:<owner>`` an owner's tasks,
+``rl:<key>`` a rate limit's bucket (until it would be full again); the bus's
+channels are ``b:<channel>``.  Needs one Redis 7 (or compatible) server,
 not a cluster (the task scripts reach keys they compute)."""
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from coredis.exceptions import ConnectionError as RedisConnectionError
 
 from .._base import StoreError
 from .._memory import Store
+from ._buckets import RedisBuckets
 from ._bus import RedisBus
 from ._conn import RedisConnection, leaf, leaves, redact, store_error
 from ._sessions import RedisEventStore, RedisSessionStore
@@ -65,6 +67,7 @@ async def open_redis_store(
                 bus=RedisBus(redis, nursery, max_queued=max_queued),
                 url=redact(url),
                 shared=True,
+                buckets=RedisBuckets(redis),
             )
             try:
                 yield store
