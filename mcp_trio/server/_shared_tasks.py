@@ -133,10 +133,14 @@ class TaskSharing:
 
     async def _writer(self) -> None:
         async for _, task in self._writes:
-            try:
-                await self.store.tasks.update(self._record(task))
-            except StoreError as exc:
-                log.warning("could not write the record of task %s: %s", task.task_id, exc)
+            await self.write(task)
+
+    async def write(self, task: _Task) -> None:
+        """Write the task's record now (as it is now: a later write never puts back an older state)."""
+        try:
+            await self.store.tasks.update(self._record(task))
+        except StoreError as exc:
+            log.warning("could not write the record of task %s: %s", task.task_id, exc)
 
     async def _renew(self) -> None:
         while True:
@@ -260,6 +264,23 @@ class TaskSharing:
         record = await self.find(ctx, task_id, owner)
         if record.status not in _TERMINAL:
             await self._order(record, _Order(task_id, input_responses=responses))
+            await self._until_taken(record, owner, set(responses))
+
+    async def _until_taken(self, record: TaskRecord, owner: str, keys: set[str]) -> None:
+        """Wait until the record no longer asks for ``keys``: the worker running the task took
+        them (at most 5 s), so that a ``tasks/get`` on any worker after the answer sees it."""
+        interval = 0.005
+        with trio.move_on_after(5.0):
+            while (
+                record.status == "input_required"
+                and keys & _decoded(record.data.get("input_requests")).keys()
+            ):
+                await trio.sleep(interval)
+                interval = min(interval * 2, 0.1)
+                found = await self.store.tasks.get(record.task_id)
+                if found is None or found.owner != owner:
+                    return
+                record = found
 
     async def listed(self, owner: str) -> list[dict[str, Any]]:
         """The owner's tasks on every worker, oldest first."""
@@ -268,6 +289,11 @@ class TaskSharing:
         except StoreError as exc:
             raise McpError(rpc.INTERNAL_ERROR, f"The task store failed: {exc}") from None
         return [self.fields(r) for r in records]
+
+
+def _asked(record: TaskRecord) -> set[str]:
+    """The keys of the input requests the record lists as outstanding."""
+    return set(_decoded(record.data.get("input_requests")))
 
 
 def _outcome(record: TaskRecord) -> dict[str, Any]:

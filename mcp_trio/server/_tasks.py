@@ -430,6 +430,8 @@ class TaskManager:
             await self._sharing.update(ctx, params.taskId, self._shared_owner(ctx), responses)
             return {}
         self._apply_inputs(task, self._accept_inputs(task, params.inputResponses))
+        if self._sharing is not None and task.shared_owner is not None:
+            await self._sharing.write(task)  # (before the answer: a tasks/get anywhere then sees it)
         return {}
 
     def _take_inputs(self, task: _Task, responses: dict[str, Any]) -> None:
