@@ -104,7 +104,7 @@ if MODERN:
 def _pair(name: str) -> tuple[SessionCore, SessionCore]:
     fast, slow = SESSIONS[name](), SESSIONS[name]()
     for attr in _ONE_PASS:
-        setattr(slow, attr, lambda data, events: False)
+        setattr(slow.receiver, attr, lambda data, events: False)
     return fast, slow
 
 
@@ -308,8 +308,8 @@ def _state(core: SessionCore) -> tuple[Any, ...]:
         core.peer_capabilities,
         core.pending_ids,
         core.in_flight_ids,
-        dict(core._task_tokens),
-        dict(core._progress_tokens),
+        core.outgoing.task_tokens,
+        core.outgoing.progress_tokens,
     )
 
 
@@ -359,7 +359,7 @@ def test_the_templates_take_the_one_pass_paths() -> None:
         core = SESSIONS[name]()
         taken: list[str] = []
         for attr in _ONE_PASS:
-            real = getattr(core, attr)
+            real = getattr(core.receiver, attr)
 
             def spy(
                 data: Any, events: list[Any], real: Any = real, attr: str = attr, taken: Any = taken
@@ -369,7 +369,7 @@ def test_the_templates_take_the_one_pass_paths() -> None:
                     taken.append(attr)
                 return bool(took)
 
-            setattr(core, attr, spy)
+            setattr(core.receiver, attr, spy)
         events = core.receive(_changed(template, []))
         assert taken, (name, events)
         assert core.state is not State.CLOSED
