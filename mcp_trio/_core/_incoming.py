@@ -76,7 +76,7 @@ _ONE_PASS_STATES = frozenset({State.READY, State.MODERN})
 class Receiver:
     """The receiving side of a session core: envelope, dispatch, one-pass paths."""
 
-    # (no __slots__: tests/core/test_one_pass_*.py turn the one-pass paths off on an instance)
+    __slots__ = ("_negotiation", "_gate", "_ours", "_peer", "_requests", "_responses", "batches")
 
     def __init__(
         self, negotiation: Negotiation, gate: RequestGate, ours: OutgoingRequests, peer: PeerRequests
