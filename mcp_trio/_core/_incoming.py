@@ -157,7 +157,7 @@ class Receiver:
                     return
                 if state is State.NEW and self._receive_initialize(data, events):
                     return
-            if not named and len(self._ours) == 1 and self._receive_expected_result(data, events):
+            if not named and self._receive_expected_result(data, events):
                 return
         try:
             env = rpc.decode_envelope(data)
@@ -328,7 +328,8 @@ class Receiver:
         which owns every error message, so no check is skipped.
         """
         only = self._ours.only()
-        assert only is not None  # (called with one request pending)
+        if only is None:  # (none pending, or several)
+            return False
         id, pending = only
         expected = self._responses.expected_result(pending)
         if expected is None:

@@ -83,9 +83,6 @@ class OutgoingRequests:
         ((id, pending),) = self._pending.items()
         return id, pending
 
-    def __len__(self) -> int:
-        return len(self._pending)
-
     @property
     def ids(self) -> list[RequestId]:
         return list(self._pending)
