@@ -112,7 +112,7 @@ def _request_decoder(revision: str, method: str) -> Callable[[bytes], Any]:
     if method == "initialize":  # as a server whose newest revision is ``revision`` does
         one_pass = rpc.request_decoder({"initialize": spec.params})
     else:
-        one_pass = _SERVER._gate(revision)[1]
+        one_pass = _SERVER.gate.decoder(revision)
         assert one_pass is not None
     stateless = _versions.is_stateless(revision)
 

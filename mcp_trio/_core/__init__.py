@@ -27,6 +27,6 @@ from ._events import (
 from ._events import (
     ResponseReceived as ResponseReceived,
 )
+from ._in_flight import progress_params as progress_params
 from ._lifecycle import State as State
-from ._sending import progress_params as progress_params
 from ._session import SessionCore as SessionCore

@@ -9,18 +9,20 @@ Rules it keeps:
   back together as one array once the last of its requests is answered (or
   dropped), and a batch that owes no answer (only notifications and
   responses, or only cancelled requests) gets no reply at all.
-* :meth:`_Batching.receive_slices` takes a batch a slice of members at a
+* :meth:`Batches.receive_slices` takes a batch a slice of members at a
   time (its driver yields between slices, so one large batch does not hold
   up other sessions); the batch's reply waits until its last member has been
   received, however quickly the first ones are answered.
 
-State: reads ``version``; the answers collect in the :class:`_Batch` an
-in-flight request keeps (``_InFlight.batch``).
+:class:`Batches` owns no state: the answers collect in the :class:`_Batch` an
+in-flight request keeps (``_InFlight.batch``, see :func:`._shared.batch_done`);
+each member is received by the session's :class:`._incoming.Receiver`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -28,17 +30,23 @@ from .. import _jsonrpc as rpc
 from ..types import _versions
 from ._events import Event, Outgoing
 from ._lifecycle import State
-from ._shared import _Batch, _InFlight
-from ._state import _CoreState
+from ._negotiation import Negotiation
+from ._shared import _Batch
+
+if TYPE_CHECKING:
+    from ._incoming import Receiver
 
 _WHITESPACE = b" \t\r\n"
 
 
-class _Batching(_CoreState):
-    """The batch side of :class:`SessionCore`: receiving a batch, sending its answers."""
+class Batches:
+    """Receiving a batch (whole, or a slice of members at a time) through a
+    :class:`Receiver` (passed in, not kept: the receiver holds this object)."""
 
-    def _batching_allowed(self) -> bool:
-        return self.version is not None and _versions.supports_batching(self.version)
+    __slots__ = ("_negotiation",)
+
+    def __init__(self, negotiation: Negotiation) -> None:
+        self._negotiation = negotiation
 
     def is_batch(self, data: bytes) -> bool:
         """Whether ``data`` is a JSON array (a batch), judged by its first byte
@@ -49,14 +57,14 @@ class _Batching(_CoreState):
             i += 1
         return i < n and data[i] == 0x5B
 
-    def receive_slices(self, data: bytes, size: int) -> Iterator[list[Event]]:
+    def receive_slices(self, receiver: Receiver, data: bytes, size: int) -> Iterator[list[Event]]:
         """:meth:`receive` for a batch, ``size`` members at a time: yields the
         events of each slice (the first one also for a batch refused as a
         whole).  The batch's reply comes with the slice of its last member, or
         later from :meth:`respond` / :meth:`error` / :meth:`drop`, never
         before every member was received.  A driver that stops iterating
         (its session ended) gets nothing more."""
-        if self.state is State.CLOSED:
+        if self._negotiation.state is State.CLOSED:
             return
         try:
             if not data.isascii():
@@ -64,10 +72,10 @@ class _Batching(_CoreState):
             events: list[Event] = []
             items = self._batch_items(data, events)
         except (RecursionError, UnicodeDecodeError):
-            yield self.receive(data)  # (the same parse error)
+            yield receiver.receive(data)  # (the same parse error)
             return
         if items is None:
-            yield self._silent_client(events)
+            yield receiver.silent_client(events)
             return
         batch = _Batch()
         batch.remaining = 1  # held until the last member is received
@@ -75,7 +83,7 @@ class _Batching(_CoreState):
             events = []
             try:
                 for raw in items[start : start + size]:
-                    self._receive_one(raw, events, batch)
+                    receiver.receive_one(raw, events, batch)
             except RecursionError:
                 events.append(
                     Outgoing(
@@ -89,15 +97,18 @@ class _Batching(_CoreState):
                 batch.remaining -= 1
                 if batch.remaining == 0:
                     self._flush_batch(batch, events)
-            yield self._silent_client(events)
+            yield receiver.silent_client(events)
 
-    def _receive_batch(self, data: bytes, events: list[Event]) -> None:
+    def receive_batch(self, receiver: Receiver, data: bytes, events: list[Event]) -> None:
+        """Receive every member of the batch ``data`` (its reply, when every member
+        was answered at once, goes into ``events``)."""
         items = self._batch_items(data, events)
         if items is None:
             return
         batch = _Batch()
+        receive_one = receiver.receive_one
         for raw in items:
-            self._receive_one(raw, events, batch)
+            receive_one(raw, events, batch)
         if batch.remaining == 0:
             self._flush_batch(batch, events)
 
@@ -110,8 +121,9 @@ class _Batching(_CoreState):
                 Outgoing(rpc.encode_error(None, rpc.PARSE_ERROR, f"Parse error: {exc}"), final=True)
             )
             return None
-        if not self._batching_allowed():
-            where = f"in protocol version {self.version}" if self.version else "before initialization"
+        version = self._negotiation.version
+        if version is None or not _versions.supports_batching(version):
+            where = f"in protocol version {version}" if version else "before initialization"
             events.append(
                 Outgoing(
                     rpc.encode_error(
@@ -135,14 +147,3 @@ class _Batching(_CoreState):
     def _flush_batch(self, batch: _Batch, events: list[Event]) -> None:
         if batch.parts:
             events.append(Outgoing(b"[" + b",".join(batch.parts) + b"]", final=True))
-
-    def _batch_done(self, entry: _InFlight, data: bytes | None) -> bytes | None:
-        batch = entry.batch
-        if batch is None:
-            return data
-        if data is not None:
-            batch.parts.append(data)
-        batch.remaining -= 1
-        if batch.remaining == 0 and batch.parts:
-            return b"[" + b",".join(batch.parts) + b"]"
-        return None

@@ -1,9 +1,10 @@
 """Receiving: one framed message (or batch) from the peer in, events out.
 
-:meth:`_Incoming.receive` peeks at the envelope, hands a batch to
-:mod:`._batch` and dispatches a single message by kind: a request to
-:mod:`._requests`, a response to :mod:`._responses`, a notification to
-:meth:`_Incoming._on_notification` here.  The one-pass decoders (envelope and
+:meth:`Receiver.receive` peeks at the envelope, hands a batch to
+:class:`._batch.Batches` and dispatches a single message by kind: a request to
+:class:`._requests.RequestIntake`, a response to
+:class:`._responses.ResponseIntake`, a notification to
+:meth:`Receiver._on_notification` here.  The one-pass decoders (envelope and
 payload in one ``msgspec`` pass) sit beside the two-pass path they shortcut.
 
 Rules it keeps:
@@ -23,38 +24,38 @@ Rules it keeps:
   message the two-pass path would accept as it is, with the same events and
   the same state after; anything else goes the two-pass way, which owns every
   error (``tests/core/test_one_pass_*.py`` compare the two).
-* ``notifications/cancelled`` for an in-flight request (never ``initialize``)
-  marks it cancelled: no response will be produced for it.  Unknown or
-  finished ids are ignored.
+* ``notifications/cancelled`` goes to the in-flight table
+  (:class:`._in_flight.PeerRequests`), progress and a task's status to our
+  requests' (:class:`._outgoing.OutgoingRequests`).
 * Notifications before initialization are dropped, except cancellation and
   progress; ``notifications/initialized`` is taken only by a server that
   answered ``initialize``; a terminal ``notifications/tasks/status`` ends the
   progress tokens of its task.
 
-State: reads ``state``, ``role``, ``version``, ``_pending`` (the one-pass
-response path pops it), ``_in_flight`` (sets ``cancelled``); writes ``state``
-on ``notifications/initialized`` and ``_task_tokens`` on a terminal task status.
+:class:`Receiver` owns no state of its own: it reads the
+:class:`._negotiation.Negotiation` (and takes its ``initialized_received``
+step), and hands each message to the collaborator whose table it concerns.
 """
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 import msgspec
 from msgspec import UNSET, Raw
 
 from .. import _jsonrpc as rpc
 from ..types import _versions
-from ._events import (
-    CancelRequested,
-    Event,
-    NotificationReceived,
-    Outgoing,
-    ProtocolViolation,
-)
-from ._lifecycle import State, transition
+from ._batch import Batches
+from ._events import Event, NotificationReceived, Outgoing, ProtocolViolation
+from ._gate import RequestGate
+from ._in_flight import PeerRequests
+from ._lifecycle import State
+from ._negotiation import Negotiation
+from ._outgoing import OutgoingRequests
+from ._requests import RequestIntake
+from ._responses import ResponseIntake
 from ._shared import (
-    _NOT_CANCELLABLE,
     META_CLIENT_CAPABILITIES,
     META_PROTOCOL_VERSION,
     _BadParams,
@@ -64,27 +65,39 @@ from ._shared import (
     _has_meta_dict,
     _path_message,
     _progress_token,
+    error_reply,
 )
-from ._state import _CoreState
 
 _WHITESPACE = b" \t\r\n"
 # Server states whose requests may take the one-pass path: the revision is settled.
 _ONE_PASS_STATES = frozenset({State.READY, State.MODERN})
-_TERMINAL_TASK_STATUSES = frozenset({"completed", "failed", "cancelled"})
 
 
-class _Incoming(_CoreState):
-    """The receiving side of :class:`SessionCore`: envelope, dispatch, one-pass paths."""
+class Receiver:
+    """The receiving side of a session core: envelope, dispatch, one-pass paths."""
 
-    # ---------------------------------------------------------------- receive
+    __slots__ = ("_negotiation", "_gate", "_ours", "_peer", "_requests", "_responses", "batches")
+
+    def __init__(
+        self, negotiation: Negotiation, gate: RequestGate, ours: OutgoingRequests, peer: PeerRequests
+    ) -> None:
+        self._negotiation = negotiation
+        self._gate = gate
+        self._ours = ours
+        self._peer = peer
+        self._requests = RequestIntake(negotiation, gate, peer)
+        self._responses = ResponseIntake(negotiation, ours)
+        #: JSON-RPC batches, received through this receiver.
+        self.batches = Batches(negotiation)
 
     def receive(self, data: bytes) -> list[Event]:
         """Process one framed message (or batch) from the peer.
 
         Never raises for anything the peer sent.
         """
+        neg = self._negotiation
         events: list[Event] = []
-        if self.state is State.CLOSED:
+        if neg.state is State.CLOSED:
             return events
         i = 0
         n = len(data)
@@ -96,9 +109,9 @@ class _Incoming(_CoreState):
                 # decodes, not those it skips (an unknown member's), so check all.
                 data.decode("utf-8")
             if i < n and data[i] == 0x5B:  # "["
-                self._receive_batch(data, events)
+                self.batches.receive_batch(self, data, events)
             else:
-                self._receive_one(data, events, None)
+                self.receive_one(data, events, None)
         except (RecursionError, UnicodeDecodeError) as exc:
             # Nesting deeper than the decoder goes, or bytes that are not UTF-8:
             # not valid JSON text.
@@ -108,41 +121,43 @@ class _Incoming(_CoreState):
                     rpc.encode_error(None, rpc.PARSE_ERROR, f"Parse error: the message is {what}"), final=True
                 )
             ]
-        return self._silent_client(events)
+        return self.silent_client(events)
 
     def framing_error(self, message: str) -> list[Event]:
         """The transport could not deliver a message whole (e.g. it was too large)."""
-        return self._silent_client(
+        return self.silent_client(
             [Outgoing(rpc.encode_error(None, rpc.INVALID_REQUEST, message), final=True)]
         )
 
-    def _silent_client(self, events: list[Event]) -> list[Event]:
+    def silent_client(self, events: list[Event]) -> list[Event]:
         """From 2026-07-28 on, "the client MUST NOT send JSON-RPC responses": the replies
         the core would owe (a parse error for a junk event, an error for a stray request)
         are reported as :class:`ProtocolViolation` instead of being sent."""
-        if self.role != "client" or self.version is None or not _versions.is_stateless(self.version):
+        neg = self._negotiation
+        if neg.role != "client" or neg.version is None or not _versions.is_stateless(neg.version):
             return events
         return [
-            ProtocolViolation(f"not answered (a client sends no responses at {self.version})", e.data)
+            ProtocolViolation(f"not answered (a client sends no responses at {neg.version})", e.data)
             if isinstance(e, Outgoing)
             else e
             for e in events
         ]
 
-    def _receive_one(self, data: bytes | Raw, events: list[Event], batch: _Batch | None) -> None:
+    def receive_one(self, data: bytes | Raw, events: list[Event], batch: _Batch | None) -> None:
+        neg = self._negotiation
         if batch is None:
             # Requests and notifications name their method, responses do not (outside
             # their payload): one scan picks the one-pass decoder worth trying, so a
             # message is not parsed by a decoder that must refuse it.  Only a hint: the
             # two-pass path below takes whatever the one-pass ones pass on.
             named = b'"method"' in data
-            if self.role == "server" and named:
-                state = self.state
+            if neg.role == "server" and named:
+                state = neg.state
                 if state in _ONE_PASS_STATES and self._receive_known_request(data, events):
                     return
                 if state is State.NEW and self._receive_initialize(data, events):
                     return
-            if not named and len(self._pending) == 1 and self._receive_expected_result(data, events):
+            if not named and self._receive_expected_result(data, events):
                 return
         try:
             env = rpc.decode_envelope(data)
@@ -151,13 +166,13 @@ class _Incoming(_CoreState):
                 obj = rpc.decode_any(data)
             except msgspec.DecodeError as parse_exc:
                 # msgspec checks the shape before it reaches trailing garbage.
-                self._error_reply(events, batch, None, rpc.PARSE_ERROR, f"Parse error: {parse_exc}")
+                error_reply(events, batch, None, rpc.PARSE_ERROR, f"Parse error: {parse_exc}")
                 return
             if isinstance(obj, dict) and "method" not in obj and ("result" in obj or "error" in obj):
                 reason = f"dropped an invalid response: {_path_message(exc, '$')}"
                 events.append(ProtocolViolation(reason, bytes(data)))
                 return
-            self._error_reply(
+            error_reply(
                 events,
                 batch,
                 rpc.salvage_id(data),
@@ -166,7 +181,7 @@ class _Incoming(_CoreState):
             )
             return
         except msgspec.DecodeError as exc:
-            self._error_reply(events, batch, None, rpc.PARSE_ERROR, f"Parse error: {exc}")
+            error_reply(events, batch, None, rpc.PARSE_ERROR, f"Parse error: {exc}")
             return
 
         method = env.method
@@ -178,17 +193,17 @@ class _Incoming(_CoreState):
                 self._on_notification(method, env.params, events)
                 return
             if env.id is None:
-                self._error_reply(
+                error_reply(
                     events, batch, None, rpc.INVALID_REQUEST, "Invalid request: the id must not be null"
                 )
                 return
             if env.jsonrpc != "2.0":
-                self._error_reply(
+                error_reply(
                     events, batch, env.id, rpc.INVALID_REQUEST, 'Invalid request: "jsonrpc" must be "2.0"'
                 )
                 return
             if env.result is not UNSET or env.error is not UNSET:
-                self._error_reply(
+                error_reply(
                     events,
                     batch,
                     env.id,
@@ -196,17 +211,17 @@ class _Incoming(_CoreState):
                     "Invalid request: a request has no result or error member",
                 )
                 return
-            self._on_request(env.id, method, env.params, events, batch)
+            self._requests.on_request(env.id, method, env.params, events, batch)
             return
 
         if env.id is UNSET or (env.result is UNSET) == (env.error is UNSET) or env.jsonrpc != "2.0":
             if env.id is UNSET and env.result is UNSET and env.error is UNSET:
                 # Not a response either: answer as an invalid request.
-                self._error_reply(events, batch, None, rpc.INVALID_REQUEST, "Invalid request: no method")
+                error_reply(events, batch, None, rpc.INVALID_REQUEST, "Invalid request: no method")
                 return
             events.append(ProtocolViolation("dropped an invalid response", bytes(data)))
             return
-        self._on_response(env.id, env.result, env.error, events, bytes(data))
+        self._responses.on_response(env.id, env.result, env.error, events, bytes(data))
 
     def _plain_request(self, env: Any) -> bool:
         """A one-pass decoded envelope is a request as it should be: "2.0", a fresh
@@ -218,7 +233,7 @@ class _Incoming(_CoreState):
             and env.jsonrpc == "2.0"
             and env.result is UNSET
             and env.error is UNSET
-            and id not in self._in_flight
+            and id not in self._peer
         )
 
     def _receive_known_request(self, data: bytes | Raw, events: list[Event]) -> bool:
@@ -232,12 +247,11 @@ class _Incoming(_CoreState):
         anything else (``False``) goes through the two-pass path, which owns
         every error, so no check is skipped.
         """
-        version = self.version
+        neg = self._negotiation
+        version = neg.version
         if version is None:
             return False
-        if version not in self._request_decoders:
-            self._accepted_requests(version)
-        decoder = self._request_decoders[version]
+        decoder = self._gate.decoder(version)
         if decoder is None:
             return False
         try:
@@ -248,9 +262,9 @@ class _Incoming(_CoreState):
         if not self._plain_request(env):
             return False
         method = rpc.request_method(env)
-        spec = self._accepted_requests(version)[method]
+        spec = self._gate.accepted(version)[method]
         params = env.params
-        modern = self.state is State.MODERN
+        modern = neg.state is State.MODERN
         caps: dict[str, Any] | None = None
         if params is UNSET:
             if modern or spec.params_required:
@@ -265,7 +279,7 @@ class _Incoming(_CoreState):
                 return False
             if spec.extension is not None and not _declares(caps, spec.extension):
                 return False
-        self._accept_request(
+        self._peer.admit(
             id, method, params, spec, version, modern, caps, _progress_token(params), events, None
         )
         return True
@@ -278,10 +292,11 @@ class _Incoming(_CoreState):
         client asks for it, or for one this side does not know) and ``_meta``
         names no stateless revision. Anything else goes the two-pass way.
         """
-        if not self.legacy_versions or self._modern_only:
+        neg = self._negotiation
+        if not neg.legacy_versions or neg.modern_only:
             return False
-        version = self.legacy_versions[0]
-        spec = self._methods(version)["initialize"]
+        version = neg.legacy_versions[0]
+        spec = neg.methods(version)["initialize"]
         if spec.params is None or not _has_meta_dict(spec.params):
             return False
         try:
@@ -293,14 +308,14 @@ class _Incoming(_CoreState):
             return False
         meta = params.meta
         named = meta.get(META_PROTOCOL_VERSION) if meta is not UNSET else None
-        if isinstance(named, str) and named in self.modern_versions:
+        if isinstance(named, str) and named in neg.modern_versions:
             return False
         requested = params.protocolVersion
         if not isinstance(requested, str):
             return False
-        if requested != version and requested in self.legacy_versions:
+        if requested != version and requested in neg.legacy_versions:
             return False  # an older revision: its own params type
-        self._initialize(id, version, params, events)
+        self._requests.initialize(id, version, params, events)
         return True
 
     def _receive_expected_result(self, data: bytes | Raw, events: list[Event]) -> bool:
@@ -312,8 +327,11 @@ class _Incoming(_CoreState):
         handled here; anything else (``False``) goes through the two-pass path,
         which owns every error message, so no check is skipped.
         """
-        ((id, pending),) = self._pending.items()
-        expected = self._expected_result(pending)
+        only = self._ours.only()
+        if only is None:  # (none pending, or several)
+            return False
+        id, pending = only
+        expected = self._responses.expected_result(pending)
         if expected is None:
             return False
         result_type, tags = expected
@@ -332,27 +350,26 @@ class _Incoming(_CoreState):
             or (tags and result.resultType in tags)
         ):
             return False
-        del self._pending[id]
-        if pending.token is not None:
-            self._progress_tokens.pop(pending.token, None)
-        self._deliver_result(id, pending, result, events)
+        self._ours.pop(id)
+        self._responses.deliver_result(id, pending, result, events)
         return True
 
     # ---------------------------------------------------------- notifications
 
     def _on_notification(self, method: str, params_raw: Any, events: list[Event]) -> None:
-        version = self.version
+        neg = self._negotiation
+        version = neg.version
         if version is None:
             if method == "notifications/cancelled" or method == "notifications/progress":
-                version = self.versions[0]
+                version = neg.versions[0]
             else:
                 events.append(
                     ProtocolViolation(f"dropped notification {method!r} received before initialization")
                 )
                 return
-        spec = self._methods(version).get(method)
-        if spec is None or spec.kind != "notification" or spec.direction not in (self.peer_role, "both"):
-            if method in self.extra_methods:
+        spec = neg.methods(version).get(method)
+        if spec is None or spec.kind != "notification" or spec.direction not in (neg.peer_role, "both"):
+            if method in neg.extra_methods:
                 params = None if params_raw is UNSET else rpc.decode_any(params_raw)
                 events.append(NotificationReceived(method, params, None, version))
                 return
@@ -369,28 +386,16 @@ class _Incoming(_CoreState):
             return
 
         if method == "notifications/cancelled":
-            request_id = getattr(params, "requestId", UNSET)
-            entry = self._in_flight.get(request_id) if request_id is not UNSET else None
-            if entry is not None and entry.method not in _NOT_CANCELLABLE and not entry.cancelled:
-                entry.cancelled = True
-                reason = getattr(params, "reason", None)
-                events.append(
-                    CancelRequested(
-                        cast("int | str", request_id), reason if isinstance(reason, str) else None
-                    )
-                )
+            self._peer.on_cancelled(params, events)
             return
         if method == "notifications/progress":
-            self._on_progress(params, events, spec, version)
+            self._ours.on_progress(params, events, spec, version)
             return
-        if method == "notifications/tasks/status" and self._task_tokens:
-            if getattr(params, "status", None) in _TERMINAL_TASK_STATUSES:
-                task_id = getattr(params, "taskId", None)
-                for token in [t for t, tid in self._task_tokens.items() if tid == task_id]:
-                    del self._task_tokens[token]
+        if method == "notifications/tasks/status":
+            self._ours.task_status(params)
         if method == "notifications/initialized":
-            if self.role == "server" and self.state is State.INITIALIZING:
-                self.state = transition(self.role, self.state, "initialized_received")
+            if neg.role == "server" and neg.state is State.INITIALIZING:
+                neg.advance("initialized_received")
             else:
                 events.append(ProtocolViolation("dropped an unexpected notifications/initialized"))
                 return

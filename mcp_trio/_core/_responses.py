@@ -1,4 +1,4 @@
-"""Answers to our own requests: responses and progress.
+"""Answers to our own requests.
 
 Rules it keeps:
 
@@ -11,20 +11,16 @@ Rules it keeps:
   ``resultType`` for an extension's result or ``input_required``, a ``task``
   member for a task-augmented request (a receiver without tasks answers
   normally).  The one-pass response path (in :mod:`._incoming`) takes only
-  the type :meth:`_Responses._result_type` would pick
-  (:meth:`_Responses._expected_result`).
+  the type :meth:`ResponseIntake._result_type` would pick
+  (:meth:`ResponseIntake.expected_result`).
 * The answer to ``initialize`` must name a revision this client speaks;
   otherwise, or when it is an error, the handshake failed.
-* Progress is reported only for our requests that carried a progress token,
-  must increase, and stops when the request is answered.
-* A progress token of a request answered with a 2025-11-25
-  ``CreateTaskResult`` stays valid for the task: its progress arrives as a
-  ``notifications/progress`` notification (until the task's terminal
-  ``notifications/tasks/status``; at most ``_MAX_TASK_TOKENS`` are kept).
+* A request answered with a 2025-11-25 ``CreateTaskResult`` keeps its
+  progress token for the task (:meth:`._outgoing.OutgoingRequests.task_started`).
 
-State: reads and pops ``_pending`` and ``_progress_tokens``; writes
-``_task_tokens``, and on the answer to ``initialize`` ``state``, ``version``,
-``peer_info``, ``peer_capabilities`` and ``peer_instructions``.
+:class:`ResponseIntake` owns no state: it settles the entries of the
+:class:`._outgoing.OutgoingRequests`, and the handshake of a client in the
+:class:`._negotiation.Negotiation`.
 """
 
 from __future__ import annotations
@@ -38,20 +34,10 @@ from .. import _jsonrpc as rpc
 from .._exceptions import McpError, RemoteProtocolError
 from ..types import _versions
 from ..types._wire import MethodSpec
-from ._capabilities import as_dict
-from ._events import (
-    Event,
-    NotificationReceived,
-    PeerInitialized,
-    ProgressReceived,
-    ProtocolViolation,
-    ResponseReceived,
-)
-from ._lifecycle import transition
+from ._events import Event, ProtocolViolation, ResponseReceived
+from ._negotiation import Negotiation
+from ._outgoing import OutgoingRequests
 from ._shared import _path_message, _Pending
-from ._state import _CoreState
-
-_MAX_TASK_TOKENS = 1024
 
 
 class _ResultTypePeek(msgspec.Struct, gc=False):
@@ -73,57 +59,26 @@ def _has_plain_field(struct: type, name: str) -> bool:
     return name in fields and encoded[fields.index(name)] == name
 
 
-class _Responses(_CoreState):
-    """The answering side of our requests in :class:`SessionCore`."""
+class ResponseIntake:
+    """The peer's answers to our requests: each settles its pending entry."""
 
-    def _on_progress(self, params: Any, events: list[Event], spec: MethodSpec, version: str) -> None:
-        token = params.progressToken
-        request_id = self._progress_tokens.get(token)
-        pending = self._pending.get(request_id) if request_id is not None else None
-        if pending is None:
-            if token in self._task_tokens:
-                # Progress of a task: its request was answered, so no waiter is left.
-                events.append(NotificationReceived("notifications/progress", params, spec, version))
-                return
-            events.append(ProtocolViolation(f"dropped progress for unknown token {token!r}"))
-            return
-        progress = float(params.progress)
-        if pending.last_progress is not None and not progress > pending.last_progress:
-            events.append(
-                ProtocolViolation(
-                    f"dropped progress {progress} for request {request_id!r}: "
-                    f"it does not increase (last {pending.last_progress})"
-                )
-            )
-            return
-        pending.last_progress = progress
-        total = params.total if params.total is not UNSET else None
-        message = getattr(params, "message", UNSET)
-        assert request_id is not None  # a pending request has an id
-        events.append(
-            ProgressReceived(
-                request_id,
-                progress,
-                None if total is None else float(total),
-                message if isinstance(message, str) else None,
-            )
-        )
+    __slots__ = ("_negotiation", "_ours")
+
+    def __init__(self, negotiation: Negotiation, ours: OutgoingRequests) -> None:
+        self._negotiation = negotiation
+        self._ours = ours
 
     # -------------------------------------------------------------- responses
 
-    def _on_response(
-        self, id: Any, result_raw: Any, error_raw: Any, events: list[Event], data: bytes
-    ) -> None:
+    def on_response(self, id: Any, result_raw: Any, error_raw: Any, events: list[Event], data: bytes) -> None:
         if id is None:
             # An error the peer could not attribute to a request (e.g. a parse error).
             events.append(ProtocolViolation("the peer reported an error without an id", data))
             return
-        pending = self._pending.pop(id, None)
+        pending = self._ours.pop(id)
         if pending is None:
             events.append(ProtocolViolation(f"dropped a response for unknown id {id!r}", data))
             return
-        if pending.token is not None:
-            self._progress_tokens.pop(pending.token, None)
         method = pending.method
         if error_raw is not UNSET:
             try:
@@ -147,50 +102,33 @@ class _Responses(_CoreState):
             message = f"invalid result for {method}: {_path_message(exc, '$.result')}"
             self._failed(id, method, RemoteProtocolError(message), events)
             return
-        self._deliver_result(id, pending, result, events)
+        self.deliver_result(id, pending, result, events)
 
     def _failed(self, id: Any, method: str, error: Exception, events: list[Event]) -> None:
         """Our request ``id`` (of ``method``, already popped) failed with ``error``;
         when it was ``initialize``, so did the handshake."""
         if method == "initialize":
-            self.state = transition(self.role, self.state, "initialize_failed")
+            self._negotiation.advance("initialize_failed")
         events.append(ResponseReceived(id, method, error=error))
 
-    def _deliver_result(self, id: Any, pending: _Pending, result: Any, events: list[Event]) -> None:
+    def deliver_result(self, id: Any, pending: _Pending, result: Any, events: list[Event]) -> None:
         """A validated result for ``pending`` (already popped): the lifecycle and task
         bookkeeping it implies, then its event."""
         method = pending.method
         if method == "initialize":
-            version = result.protocolVersion
-            if version not in self.legacy_versions:
-                error = RemoteProtocolError(
-                    f"the server answered protocol version {version!r}, which this client "
-                    f"does not support (supported: {', '.join(self.legacy_versions)})"
-                )
-                self._failed(id, method, error, events)
+            initialized = self._negotiation.accept_initialize_result(result)
+            if isinstance(initialized, Exception):
+                events.append(ResponseReceived(id, method, error=initialized))
                 return
-            self.version = version
-            self.peer_info = as_dict(result.serverInfo)
-            self.peer_capabilities = as_dict(result.capabilities)
-            instructions = getattr(result, "instructions", UNSET)
-            self.peer_instructions = instructions if isinstance(instructions, str) else None
-            self.state = transition(self.role, self.state, "initialize_accepted")
             events.append(ResponseReceived(id, method, result=result))
-            events.append(
-                PeerInitialized(version, self.peer_info, self.peer_capabilities, self.peer_instructions)
-            )
+            events.append(initialized)
             return
-        is_task = type(result).__name__ == "CreateTaskResult"
-        if pending.task and pending.token is not None and is_task:
+        if pending.task and type(result).__name__ == "CreateTaskResult":
             # The request now runs as a task: keep its progress token for the task's progress.
-            task_id = getattr(getattr(result, "task", None), "taskId", None)
-            if isinstance(task_id, str):
-                if len(self._task_tokens) >= _MAX_TASK_TOKENS:
-                    del self._task_tokens[next(iter(self._task_tokens))]
-                self._task_tokens[pending.token] = task_id
+            self._ours.task_started(pending, getattr(getattr(result, "task", None), "taskId", None))
         events.append(ResponseReceived(id, method, result=result))
 
-    def _expected_result(self, pending: _Pending) -> tuple[type, frozenset[str]] | None:
+    def expected_result(self, pending: _Pending) -> tuple[type, frozenset[str]] | None:
         """The result type :meth:`_result_type` picks unless the result's ``resultType``
         is one of the returned tags, or ``None`` when the choice needs a peek
         (a task-augmented request, an untyped one, or a primary type without

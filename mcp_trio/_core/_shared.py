@@ -1,11 +1,13 @@
 """What the concerns of the session core share: the ``_meta`` keys of the
 stateless revisions, the records of its tables, and the params helpers.
 
-* :class:`_InFlight`: a request the peer sent that we have not answered (the
-  in-flight table, ``SessionCore._in_flight``, keyed by the peer's id verbatim).
-* :class:`_Pending`: a request we sent that has no answer yet
-  (``SessionCore._pending``, keyed by our id).
-* :class:`_Batch`: the answers collected for one incoming batch.
+* :class:`_InFlight`: a request the peer sent that we have not answered (a
+  record of :class:`._in_flight.PeerRequests`, keyed by the peer's id verbatim).
+* :class:`_Pending`: a request we sent that has no answer yet (a record of
+  :class:`._outgoing.OutgoingRequests`, keyed by our id).
+* :class:`_Batch`: the answers collected for one incoming batch, and the
+  steps every concern takes to queue a reply (:func:`reply`,
+  :func:`error_reply`: into the batch being answered, if any).
 
 Rules kept here: params are decoded with the revision's type or refused as a
 whole (:class:`_BadParams`, missing or not fitting); a progress token is a
@@ -21,8 +23,10 @@ from typing import Any
 import msgspec
 from msgspec import UNSET
 
+from .. import _jsonrpc as rpc
 from ..types import _versions
 from ..types._wire import MethodSpec, RequestId
+from ._events import Event, Outgoing
 
 META_PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
 META_CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
@@ -77,6 +81,40 @@ class _Pending:
         self.token = token
         self.last_progress: float | None = None
         self.task = task
+
+
+def reply(events: list[Event], batch: _Batch | None, id: RequestId | None, data: bytes) -> None:
+    """Queue ``data``, the answer to ``id``: into ``batch`` when it is one being answered."""
+    if batch is not None:
+        batch.parts.append(data)
+    else:
+        events.append(Outgoing(data, related=id, final=True))
+
+
+def error_reply(
+    events: list[Event],
+    batch: _Batch | None,
+    id: RequestId | None,
+    code: int,
+    message: str,
+    data: Any = None,
+) -> None:
+    """Queue the JSON-RPC error ``code`` for ``id`` (see :func:`reply`)."""
+    reply(events, batch, id, rpc.encode_error(id, code, message, data))
+
+
+def batch_done(entry: _InFlight, data: bytes | None) -> bytes | None:
+    """``entry`` was answered with ``data`` (``None``: no answer is owed): the bytes
+    to send, which for a member of a batch are the batch's reply once it is whole."""
+    batch = entry.batch
+    if batch is None:
+        return data
+    if data is not None:
+        batch.parts.append(data)
+    batch.remaining -= 1
+    if batch.remaining == 0 and batch.parts:
+        return b"[" + b",".join(batch.parts) + b"]"
+    return None
 
 
 class _BadParams(Exception):

@@ -4,6 +4,7 @@ them, and what their events put on the wire."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from mcp_trio._core import (
@@ -71,3 +72,18 @@ def ready_pair(version: str | None = None, **server_kw: Any) -> tuple[SessionCor
     cli = client(versions=[version] if version else None)
     handshake(srv, cli, version)
     return srv, cli
+
+
+def patch_receiver(core: SessionCore, **paths: Callable[[Any, list[Any]], bool]) -> None:
+    """Replace one-pass paths of ``core``'s receiver (``_receive_known_request``,
+    ``_receive_initialize``, ``_receive_expected_result``) by ``(data, events) ->
+    taken`` functions: the receiver gets a subclass of its own (its class has
+    ``__slots__``: an instance cannot be patched), other cores keep theirs."""
+    receiver = core.receiver
+
+    def bound(path: Callable[[Any, list[Any]], bool]) -> Callable[[Any, Any, list[Any]], bool]:
+        return lambda self, data, events: path(data, events)
+
+    members: dict[str, Any] = {"__slots__": ()}
+    members.update({name: bound(path) for name, path in paths.items()})
+    receiver.__class__ = type("PatchedReceiver", (type(receiver),), members)

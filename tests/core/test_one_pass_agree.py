@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from mcp_trio._core import ResponseReceived, SessionCore, State
 from mcp_trio.types import _versions, ext_tasks
-from tests._support.core import client, handshake, server
+from tests._support.core import client, handshake, patch_receiver, server
 
 LEGACY = "2025-11-25"
 BATCHING = "2025-03-26"
@@ -103,8 +103,7 @@ if MODERN:
 
 def _pair(name: str) -> tuple[SessionCore, SessionCore]:
     fast, slow = SESSIONS[name](), SESSIONS[name]()
-    for attr in _ONE_PASS:
-        setattr(slow, attr, lambda data, events: False)
+    patch_receiver(slow, **dict.fromkeys(_ONE_PASS, lambda data, events: False))
     return fast, slow
 
 
@@ -308,8 +307,8 @@ def _state(core: SessionCore) -> tuple[Any, ...]:
         core.peer_capabilities,
         core.pending_ids,
         core.in_flight_ids,
-        dict(core._task_tokens),
-        dict(core._progress_tokens),
+        core.outgoing.task_tokens,
+        core.outgoing.progress_tokens,
     )
 
 
@@ -358,8 +357,9 @@ def test_the_templates_take_the_one_pass_paths() -> None:
             continue
         core = SESSIONS[name]()
         taken: list[str] = []
+        spies: dict[str, Callable[[Any, list[Any]], bool]] = {}
         for attr in _ONE_PASS:
-            real = getattr(core, attr)
+            real = getattr(core.receiver, attr)
 
             def spy(
                 data: Any, events: list[Any], real: Any = real, attr: str = attr, taken: Any = taken
@@ -369,7 +369,8 @@ def test_the_templates_take_the_one_pass_paths() -> None:
                     taken.append(attr)
                 return bool(took)
 
-            setattr(core, attr, spy)
+            spies[attr] = spy
+        patch_receiver(core, **spies)
         events = core.receive(_changed(template, []))
         assert taken, (name, events)
         assert core.state is not State.CLOSED

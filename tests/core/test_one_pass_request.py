@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from mcp_trio._core import RequestReceived, SessionCore, State
-from tests._support.core import client, handshake, server
+from tests._support.core import client, handshake, patch_receiver, server
 
 LEGACY = "2025-11-25"
 BATCHING = "2025-03-26"
@@ -38,7 +38,7 @@ def _modern() -> SessionCore:
 
 def _pair(make: Any, *args: Any) -> tuple[SessionCore, SessionCore]:
     one, two = make(*args), make(*args)
-    two._receive_known_request = lambda data, events: False  # type: ignore[method-assign]
+    patch_receiver(two, _receive_known_request=lambda data, events: False)
     return one, two
 
 
@@ -249,7 +249,7 @@ INITIALIZE_CASES: list[bytes] = [
 @pytest.mark.parametrize("index", range(len(INITIALIZE_CASES)))
 def test_initialize_fast_and_two_pass_paths_agree(index: int) -> None:
     one, two = server(), server()
-    two._receive_initialize = lambda data, events: False  # type: ignore[method-assign]
+    patch_receiver(two, _receive_initialize=lambda data, events: False)
     _same(one, two, INITIALIZE_CASES[index])
     assert (one.version, one.state, one.peer_info, one.peer_capabilities) == (
         two.version,

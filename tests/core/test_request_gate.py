@@ -115,11 +115,11 @@ def test_cores_made_alike_share_one_table_and_others_get_their_own(version: str)
     # for all cores with the same role, revision, extensions and capabilities.
     a = ready(version, capabilities={"tools": {}, "prompts": {}})
     b = ready(version, capabilities={"prompts": {}, "tools": {}})  # same, in another order
-    assert a._accepted_requests(version) is b._accepted_requests(version)
+    assert a.gate.accepted(version) is b.gate.accepted(version)
     c = ready(version, capabilities={"tools": {}})
-    assert c._accepted_requests(version) is not a._accepted_requests(version)
-    assert "prompts/list" in a._accepted_requests(version)
-    assert "prompts/list" not in c._accepted_requests(version)
+    assert c.gate.accepted(version) is not a.gate.accepted(version)
+    assert "prompts/list" in a.gate.accepted(version)
+    assert "prompts/list" not in c.gate.accepted(version)
     reply = answer(c.receive(request(1, "prompts/list", version=version)))  # what c refuses
     assert "'prompts' capability is not advertised" in reply["error"]["message"]
     events = a.receive(request(1, "prompts/list", version=version))  # and a takes
@@ -131,4 +131,4 @@ def test_cores_made_alike_share_one_table_and_others_get_their_own(version: str)
         capabilities={"tools": {}, "prompts": {}},
         versions=[version],
     )
-    assert "tools/list" not in cli._accepted_requests(version)
+    assert "tools/list" not in cli.gate.accepted(version)

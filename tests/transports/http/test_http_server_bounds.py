@@ -127,7 +127,7 @@ async def test_a_huge_batch_of_slow_calls_holds_bounded_memory() -> None:
                 session = the_session(server)
                 await wait_until(
                     lambda: (
-                        len(session.core._in_flight) == 64 + 1024
+                        len(session.core.in_flight) == 64 + 1024
                         or session.statistics()["requests_queued"] == 20_000 - 64
                     ),
                     timeout=30,
