@@ -128,17 +128,12 @@ class HTTPClientChannel(trio.abc.Channel[Frame], ChannelTraits):
     """The client side of Streamable HTTP (or legacy HTTP+SSE), as a message channel.
 
     Make one with :func:`open_http_client` or :func:`open_legacy_sse_client`.
+    What it learnt of the session (:attr:`session_id`, :attr:`protocol_version`,
+    :attr:`session_expired`, :attr:`renewals`, :attr:`transport`) and the options
+    it was made with are properties, read-only but for :attr:`session_id`.
 
     Attributes:
         url: The MCP endpoint (for legacy HTTP+SSE: the SSE endpoint).
-        session_id: The ``Mcp-Session-Id`` the server assigned, if any.
-        protocol_version: The negotiated revision as seen on the wire
-            (``None`` before it is known).
-        session_expired: True once the server answered 404 for the session
-            and it could not be renewed (see the module docs).
-        renewals: How many times the session was renewed after a 404.
-        transport: ``"streamable-http"`` or ``"sse"`` (legacy, possibly after
-            fallback).
     """
 
     # The channel routes each message to the part that owns what it needs: the
@@ -208,6 +203,7 @@ class HTTPClientChannel(trio.abc.Channel[Frame], ChannelTraits):
     # ChannelTraits declares session_id a plain attribute; here the session state owns it.
     @property
     def session_id(self) -> str | None:
+        """The ``Mcp-Session-Id`` the server assigned, if any."""
         return self._state.session_id
 
     @session_id.setter
@@ -216,18 +212,22 @@ class HTTPClientChannel(trio.abc.Channel[Frame], ChannelTraits):
 
     @property
     def protocol_version(self) -> str | None:
+        """The negotiated revision as seen on the wire (``None`` before it is known)."""
         return self._state.protocol_version
 
     @property
     def session_expired(self) -> bool:
+        """True once the server answered 404 for the session and it could not be renewed."""
         return self._lifecycle.expired
 
     @property
     def renewals(self) -> int:
+        """How many times the session was renewed after a 404."""
         return self._lifecycle.renewals
 
     @property
     def transport(self) -> str:
+        """``"streamable-http"``, or ``"sse"`` (legacy HTTP+SSE, possibly after fallback)."""
         return "streamable-http" if self._legacy.target is None else "sse"
 
     @property
@@ -329,42 +329,52 @@ class HTTPClientChannel(trio.abc.Channel[Frame], ChannelTraits):
 
     @property
     def timeout(self) -> float:
+        """Seconds allowed to connect, and for exchanges that are not a request's answer."""
         return self._settings.timeout
 
     @property
     def max_message_size(self) -> int:
+        """Limit for one incoming message, in bytes."""
         return self._settings.max_message_size
 
     @property
     def reconnect_delay(self) -> float:
+        """Seconds before resuming a stream when the server set no ``retry``."""
         return self._settings.reconnect_delay
 
     @property
     def reconnect_attempts(self) -> int:
+        """Failed attempts in a row after which resuming a stream stops."""
         return self._settings.reconnect_attempts
 
     @property
     def listen(self) -> bool:
+        """Whether the GET stream for server-initiated messages is opened."""
         return self._settings.listen
 
     @property
     def terminate_on_close(self) -> bool:
+        """Whether the session is ended with DELETE on close."""
         return self._settings.terminate_on_close
 
     @property
     def legacy_fallback(self) -> bool:
+        """Whether a refused ``initialize`` POST switches to legacy HTTP+SSE."""
         return self._settings.legacy_fallback
 
     @property
     def close_timeout(self) -> float:
+        """Seconds allowed for the DELETE on close."""
         return self._settings.close_timeout
 
     @property
     def renew_sessions(self) -> bool:
+        """Whether a session the server forgot (404) is renewed."""
         return self._settings.renew_sessions
 
     @property
     def max_renewals(self) -> int:
+        """Sessions renewed at most, over the channel's life."""
         return self._settings.max_renewals
 
 
