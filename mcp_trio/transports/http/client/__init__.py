@@ -80,11 +80,11 @@ compatibility section describes.
 
 The parts, each an object owning its state, which :class:`HTTPClientChannel`
 composes: :mod:`._channel` the settings and the sender of every HTTP request
-(connections, credentials, headers), :mod:`._session` what the channel knows
+(connections, credentials, headers), :mod:`._session_state` what the channel knows
 of the session (id, version, the tools' header annotations), :mod:`._inbox`
 the incoming messages and the requests waiting for an answer,
 :mod:`._lifecycle` the session's renewal and expiry, :mod:`._exchanges` a
-request's exchange (and the POST of a notification), :mod:`._listen` the GET
+request's exchange (and the POST of a notification), :mod:`._get_stream` the GET
 stream, :mod:`._legacy` the legacy client; :mod:`._peek` reads the outgoing
 messages and :mod:`._http11` is the connection pool.
 """
@@ -104,13 +104,13 @@ from ...stdio import DEFAULT_MAX_MESSAGE_SIZE
 from ._channel import _ACCEPT_BOTH, _ERROR_BODY_LIMIT, _Exchange, _Sender, _Settings, _Tasks, log
 from ._channel import HTTPAuth as HTTPAuth
 from ._exchanges import _Exchanges
+from ._get_stream import _GetStream
 from ._http11 import TRANSPORT_ERROR, Failure
 from ._inbox import _Inbox
 from ._legacy import _Legacy
 from ._lifecycle import _Lifecycle
-from ._listen import _GetStream
 from ._peek import _is_modern, _Message, _peek
-from ._session import _SessionState
+from ._session_state import _SessionState
 
 __all__ = [
     "DEFAULT_MAX_MESSAGE_SIZE",

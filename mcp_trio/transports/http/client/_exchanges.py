@@ -42,7 +42,7 @@ from ._inbox import _Inbox
 from ._legacy import _Legacy
 from ._lifecycle import _Lifecycle
 from ._peek import _BAD_JSON, _is_modern, _Message
-from ._session import _SessionState
+from ._session_state import _SessionState
 
 
 class _Exchanges:

@@ -21,7 +21,7 @@ from ..._base import Frame, RequestId
 from ._channel import _Exchange
 from ._http11 import Failure
 from ._peek import _BAD_JSON
-from ._session import _SessionState
+from ._session_state import _SessionState
 
 _INCOMING_BUFFER = 64
 

@@ -21,7 +21,7 @@ from ._channel import _ACCEPT_BOTH, _SESSION_ID, _Sender, _Settings, log
 from ._http11 import Failure
 from ._inbox import _Inbox
 from ._peek import _BAD_JSON, _peek
-from ._session import _SessionState
+from ._session_state import _SessionState
 
 
 class _Lifecycle:

@@ -17,7 +17,7 @@ from ._http11 import Failure, Headers, excerpt
 from ._inbox import _Inbox
 from ._lifecycle import _Lifecycle
 from ._peek import _is_modern
-from ._session import _SessionState
+from ._session_state import _SessionState
 
 
 class _GetStream:
