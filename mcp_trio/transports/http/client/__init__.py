@@ -78,11 +78,15 @@ transport by itself (unless ``legacy_fallback=False``) when the ``initialize`` P
 with 400, 404 or 405 and no JSON-RPC error, as the specification's backwards
 compatibility section describes.
 
-The parts: :mod:`._peek` reads the outgoing messages,
-:mod:`._channel` holds the channel's state, receiving and requests,
-:mod:`._exchanges` a request's exchange, :mod:`._lifecycle` the
-session's renewal, expiry and GET stream, :mod:`._legacy` the legacy
-client; :mod:`._http11` is the connection pool.
+The parts, each an object owning its state, which :class:`HTTPClientChannel`
+composes: :mod:`._channel` the settings and the sender of every HTTP request
+(connections, credentials, headers), :mod:`._session_state` what the channel knows
+of the session (id, version, the tools' header annotations), :mod:`._inbox`
+the incoming messages and the requests waiting for an answer,
+:mod:`._lifecycle` the session's renewal and expiry, :mod:`._exchanges` a
+request's exchange (and the POST of a notification), :mod:`._get_stream` the GET
+stream, :mod:`._legacy` the legacy client; :mod:`._peek` reads the outgoing
+messages and :mod:`._http11` is the connection pool.
 """
 
 from __future__ import annotations
@@ -95,13 +99,18 @@ from typing import Any, ParamSpec, TypedDict, TypeVar, Unpack
 
 import trio
 
-from ..._base import Frame, RequestId
+from ..._base import ChannelTraits, Frame
 from ...stdio import DEFAULT_MAX_MESSAGE_SIZE
-from ._channel import _ACCEPT_BOTH, _ERROR_BODY_LIMIT, _Exchange, log
+from ._channel import _ACCEPT_BOTH, _ERROR_BODY_LIMIT, _Exchange, _Sender, _Settings, _Tasks, log
 from ._channel import HTTPAuth as HTTPAuth
-from ._exchanges import _ExchangeMixin
-from ._http11 import TRANSPORT_ERROR, Failure, excerpt
+from ._exchanges import _Exchanges
+from ._get_stream import _GetStream
+from ._http11 import TRANSPORT_ERROR, Failure
+from ._inbox import _Inbox
+from ._legacy import _Legacy
+from ._lifecycle import _Lifecycle
 from ._peek import _is_modern, _Message, _peek
+from ._session_state import _SessionState
 
 __all__ = [
     "DEFAULT_MAX_MESSAGE_SIZE",
@@ -115,167 +124,258 @@ __all__ = [
 ]
 
 
-class HTTPClientChannel(_ExchangeMixin):
+class HTTPClientChannel(trio.abc.Channel[Frame], ChannelTraits):
     """The client side of Streamable HTTP (or legacy HTTP+SSE), as a message channel.
 
     Make one with :func:`open_http_client` or :func:`open_legacy_sse_client`.
+    What it learnt of the session (:attr:`session_id`, :attr:`protocol_version`,
+    :attr:`session_expired`, :attr:`renewals`, :attr:`transport`) and the options
+    it was made with are properties, read-only but for :attr:`session_id`.
 
     Attributes:
         url: The MCP endpoint (for legacy HTTP+SSE: the SSE endpoint).
-        session_id: The ``Mcp-Session-Id`` the server assigned, if any.
-        protocol_version: The negotiated revision as seen on the wire
-            (``None`` before it is known).
-        session_expired: True once the server answered 404 for the session
-            and it could not be renewed (see the module docs).
-        renewals: How many times the session was renewed after a 404.
-        transport: ``"streamable-http"`` or ``"sse"`` (legacy, possibly after
-            fallback).
     """
+
+    # The channel routes each message to the part that owns what it needs: the
+    # sender (connections, credentials), the session state (id, version, headers),
+    # the inbox (incoming messages, requests waiting), the lifecycle (renewal,
+    # expiry), the exchanges (POSTs and their streams), the GET stream, the legacy client.
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        timeout: float = 30.0,
+        read_timeout: float | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+        max_connections: int = 10,
+        max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+        reconnect_delay: float = 1.0,
+        reconnect_attempts: int = 3,
+        listen: bool = True,
+        terminate_on_close: bool = True,
+        legacy_fallback: bool = True,
+        close_timeout: float = 2.0,
+        renew_sessions: bool = True,
+        max_renewals: int = 3,
+        auth: HTTPAuth | None = None,
+        proxy: str | None = None,
+        trust_env: bool = True,
+    ) -> None:
+        sender = _Sender(
+            url,
+            headers=headers,
+            timeout=timeout,
+            read_timeout=read_timeout,
+            ssl_context=ssl_context,
+            max_connections=max_connections,
+            auth=auth,
+            proxy=proxy,
+            trust_env=trust_env,
+        )
+        settings = _Settings(
+            timeout=timeout,
+            max_message_size=max_message_size,
+            reconnect_delay=reconnect_delay,
+            reconnect_attempts=reconnect_attempts,
+            listen=listen,
+            terminate_on_close=terminate_on_close,
+            legacy_fallback=legacy_fallback,
+            close_timeout=close_timeout,
+            renew_sessions=renew_sessions,
+            max_renewals=max_renewals,
+        )
+        self.url = url
+        self._settings = settings
+        self._sender = sender
+        self._pool = sender.pool  # (the connections, for tests and diagnostics)
+        self._tasks = tasks = _Tasks()
+        self._state = state = _SessionState(sender)
+        self._inbox = inbox = _Inbox(state)
+        self._lifecycle = lifecycle = _Lifecycle(settings, sender, state, inbox)
+        self._legacy = legacy = _Legacy(settings, sender, inbox, tasks)
+        self._exchanges = _Exchanges(settings, sender, state, inbox, lifecycle, legacy, tasks)
+        self._get_stream = _GetStream(settings, sender, state, inbox, lifecycle, tasks)
+
+    # ------------------------------------------------------------ what it says about itself
+
+    # ChannelTraits declares session_id a plain attribute; here the session state owns it.
+    @property
+    def session_id(self) -> str | None:
+        """The ``Mcp-Session-Id`` the server assigned, if any."""
+        return self._state.session_id
+
+    @session_id.setter
+    def session_id(self, value: str | None) -> None:  # pyright: ignore[reportIncompatibleVariableOverride]
+        self._state.session_id = value
+
+    @property
+    def protocol_version(self) -> str | None:
+        """The negotiated revision as seen on the wire (``None`` before it is known)."""
+        return self._state.protocol_version
+
+    @property
+    def session_expired(self) -> bool:
+        """True once the server answered 404 for the session and it could not be renewed."""
+        return self._lifecycle.expired
+
+    @property
+    def renewals(self) -> int:
+        """How many times the session was renewed after a 404."""
+        return self._lifecycle.renewals
+
+    @property
+    def transport(self) -> str:
+        """``"streamable-http"``, or ``"sse"`` (legacy HTTP+SSE, possibly after fallback)."""
+        return "streamable-http" if self._legacy.target is None else "sse"
+
+    @property
+    def _legacy_target(self) -> str | None:
+        """The legacy message endpoint the ``endpoint`` event named (None: Streamable HTTP)."""
+        return self._legacy.target
 
     # ------------------------------------------------------------ lifetime
 
     async def _run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        with self._scope:
-            async with trio.open_nursery() as tasks:
-                self._tasks = tasks
-                task_status.started()
-                await trio.sleep_forever()
+        await self._tasks.run(task_status=task_status)
+
+    async def _connect_legacy(self) -> None:
+        await self._legacy.connect()
 
     async def aclose(self) -> None:
         """Stop all exchanges, end the session with DELETE (bounded), close the connections."""
-        if self._closed:
+        if self._tasks.closed:
             return
-        self._closed = True
-        self._scope.cancel()
-        self._listen_scope.cancel()
+        self._tasks.stop()
+        self._lifecycle.scope.cancel()
         if (
-            self.session_id is not None
-            and self.terminate_on_close
-            and not self.session_expired
-            and self._legacy_target is None
+            self._state.session_id is not None
+            and self._settings.terminate_on_close
+            and not self._lifecycle.expired
+            and self._legacy.target is None
         ):
-            with trio.CancelScope(shield=True), trio.move_on_after(self.close_timeout):
+            with trio.CancelScope(shield=True), trio.move_on_after(self._settings.close_timeout):
                 await self._delete_session()
-        self._pool.close()
-        self._incoming_send.close()
-        self._incoming_recv.close()
+        self._sender.pool.close()
+        self._inbox.close()
         await trio.lowlevel.checkpoint()
 
     async def _delete_session(self) -> None:
+        session_id = self._state.session_id
         try:
-            headers = self._headers(accept=_ACCEPT_BOTH, version=self.protocol_version)
-            resp = await self._send("DELETE", self._target.path, headers)
+            headers = self._state.headers(accept=_ACCEPT_BOTH, version=self._state.protocol_version)
+            resp = await self._sender.send("DELETE", self._sender.target.path, headers)
         except Failure as exc:
-            log.debug("DELETE of session %s failed: %s", self.session_id, exc)
+            log.debug("DELETE of session %s failed: %s", session_id, exc)
             return
         try:
             if resp.status == 405:
                 log.debug("the server does not let clients end sessions (405)")
             elif not 200 <= resp.status < 300 and resp.status != 404:
-                log.info("DELETE of session %s answered %s", self.session_id, resp.describe())
+                log.info("DELETE of session %s answered %s", session_id, resp.describe())
             await resp.read_prefix(_ERROR_BODY_LIMIT)
         finally:
             resp.finish()
 
-    # ------------------------------------------------------------ sending
+    # ------------------------------------------------------------ receiving and sending
+
+    async def receive(self) -> Frame:
+        return await self._inbox.receive()
 
     async def send(self, value: Frame) -> None:
-        if self._closed:
+        if self._tasks.closed:
             raise trio.ClosedResourceError("the HTTP channel was closed")
-        if self._ended is not None:
-            raise trio.BrokenResourceError(self._ended)
-        if self._switching is not None:
-            await self._switching.wait()
+        if self._inbox.ended is not None:
+            raise trio.BrokenResourceError(self._inbox.ended)
+        switching = self._legacy.switching
+        if switching is not None:
+            await switching.wait()
         data = value.data
         msg = _peek(data)
-        if msg.method == "initialize":
-            self.protocol_version = None  # a probe's version must not leak onto the handshake
-            self._init_data = data
-        elif msg.method == "notifications/initialized":
-            self._initialized_data = data
-        elif msg.version is not None and _is_modern(msg.version):
-            self.protocol_version = msg.version
-        if self._legacy_target is not None:
+        self._state.note_sent(data, msg)
+        if self._legacy.target is not None:
             if msg.cancel_id is not None and msg.method == "notifications/cancelled":
-                self._pending.pop(msg.cancel_id, None)
-            await self._legacy_post(data, msg)
+                self._inbox.forget(msg.cancel_id)
+            await self._legacy.post(data, msg)
             return
         if msg.kind == "notification" and msg.method == "notifications/cancelled":
             await self._cancel(data, msg)
             return
         if msg.methods:
-            exchange = _Exchange(data, msg, _is_modern(msg.version))
-            for id in msg.methods:
-                previous = self._pending.get(id)
-                if previous is not None:
-                    self._abandon(previous, id)
-                self._pending[id] = exchange
-            assert self._tasks is not None
-            self._tasks.start_soon(self._request_task, exchange)
+            self._exchanges.start(_Exchange(data, msg, _is_modern(msg.version)))
             return
-        await self._post_message(data, msg)
-
-    def _abandon(self, exchange: _Exchange, id: RequestId) -> None:
-        """The engine no longer waits for ``id``: stop the exchange once it waits for nothing."""
-        if self._pending.get(id) is exchange:
-            del self._pending[id]
-        exchange.remaining.discard(id)
-        if not exchange.remaining:
-            exchange.abandoned = True
-            exchange.scope.cancel()
+        if await self._exchanges.post(data, msg) and msg.method == "notifications/initialized":
+            self._get_stream.start()
 
     async def _cancel(self, data: bytes, msg: _Message) -> None:
         """An outgoing ``notifications/cancelled``: stop the exchange; tell the server if needed."""
         id = msg.cancel_id
-        exchange = self._pending.get(id) if id is not None else None
+        exchange = self._inbox.exchange_for(id) if id is not None else None
         if exchange is None or id is None:
             return  # nothing in flight for it (already answered)
         if exchange.modern or not exchange.sending:
             # At 2026-07-28 closing the response stream is the cancellation
             # (no such notification exists on HTTP); a request still waiting
             # for a connection never reached the server.
-            self._abandon(exchange, id)
+            self._inbox.abandon(exchange, id)
             return
         # Up to 2025-11-25 the notification is the signal (a disconnect is
         # not): post it, then stop listening for the answer.
-        await self._post_message(data, msg)
-        self._abandon(exchange, id)
+        await self._exchanges.post(data, msg)
+        self._inbox.abandon(exchange, id)
 
-    async def _post_message(self, data: bytes, msg: _Message) -> None:
-        """POST a notification or response and wait for its 202 (bounded by ``timeout``)."""
-        headers = self._message_headers(data, msg)
-        modern = bool(msg.version and _is_modern(msg.version))
-        sent_session = self.session_id if not modern else None
-        with trio.move_on_after(self.timeout) as scope:
-            try:
-                resp = await self._send("POST", self._target.path, headers, data)
-            except Failure as exc:
-                log.warning("could not post %s: %s", msg.method or "a response", exc)
-                return
-            try:
-                if resp.status == 404 and sent_session is not None:
-                    resp.finish()
-                    if msg.method != "notifications/initialized" and await self._renew(sent_session):
-                        await self._post_message(data, msg)  # on the new session
-                    else:
-                        await self._expire()
-                    return
-                body = await resp.read_prefix(_ERROR_BODY_LIMIT)
-                if not 200 <= resp.status < 300:
-                    log.warning(
-                        "the server refused %s: %s: %s",
-                        msg.method or "a response",
-                        resp.describe(),
-                        excerpt(body),
-                    )
-                    return
-            finally:
-                resp.finish()
-        if scope.cancelled_caught:
-            log.warning("posting %s got no answer within %s s", msg.method or "a response", self.timeout)
-            return
-        if msg.method == "notifications/initialized":
-            self._start_listening()
+    # ------------------------------------------------------------ the options it was made with
+
+    @property
+    def timeout(self) -> float:
+        """Seconds allowed to connect, and for exchanges that are not a request's answer."""
+        return self._settings.timeout
+
+    @property
+    def max_message_size(self) -> int:
+        """Limit for one incoming message, in bytes."""
+        return self._settings.max_message_size
+
+    @property
+    def reconnect_delay(self) -> float:
+        """Seconds before resuming a stream when the server set no ``retry``."""
+        return self._settings.reconnect_delay
+
+    @property
+    def reconnect_attempts(self) -> int:
+        """Failed attempts in a row after which resuming a stream stops."""
+        return self._settings.reconnect_attempts
+
+    @property
+    def listen(self) -> bool:
+        """Whether the GET stream for server-initiated messages is opened."""
+        return self._settings.listen
+
+    @property
+    def terminate_on_close(self) -> bool:
+        """Whether the session is ended with DELETE on close."""
+        return self._settings.terminate_on_close
+
+    @property
+    def legacy_fallback(self) -> bool:
+        """Whether a refused ``initialize`` POST switches to legacy HTTP+SSE."""
+        return self._settings.legacy_fallback
+
+    @property
+    def close_timeout(self) -> float:
+        """Seconds allowed for the DELETE on close."""
+        return self._settings.close_timeout
+
+    @property
+    def renew_sessions(self) -> bool:
+        """Whether a session the server forgot (404) is renewed."""
+        return self._settings.renew_sessions
+
+    @property
+    def max_renewals(self) -> int:
+        """Sessions renewed at most, over the channel's life."""
+        return self._settings.max_renewals
 
 
 def _unwrap(group: BaseExceptionGroup[BaseException]) -> BaseException:

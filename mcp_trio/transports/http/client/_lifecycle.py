@@ -1,14 +1,12 @@
 """The session's lifecycle on the client, up to 2025-11-25: renewal after the
-server answered 404 for it, expiry when it cannot be renewed, and the GET
-stream for server-initiated messages.
+server answered 404 for it, and expiry when it cannot be renewed.
 
 Renewal sends the session's ``initialize`` again (and
 ``notifications/initialized``), at most ``max_renewals`` times per channel,
 one renewal at a time; a new session that speaks another protocol version is
-refused.  Expiry fails every pending request (reason ``session_expired``) and
-ends the channel.  The GET stream opens once the session is initialized (not
-at 2026-07-28), ends for good on 405, and is reopened with ``Last-Event-ID``
-after drops, until ``reconnect_attempts`` attempts in a row failed.
+refused.  Expiry fails every pending request (reason ``session_expired``),
+stops their exchanges and what lives as long as the session (the GET stream,
+run in :attr:`_Lifecycle.scope`), and ends the channel.
 """
 
 from __future__ import annotations
@@ -18,57 +16,75 @@ from typing import Any
 import msgspec
 import trio
 
-from .._sse import SSEDecoder, SSEError
-from ._channel import _ACCEPT_BOTH, _ERROR_BODY_LIMIT, _SESSION_ID, _ChannelBase, log
-from ._http11 import Failure, Headers, excerpt
-from ._peek import _BAD_JSON, _is_modern, _peek
+from .._sse import SSEDecoder
+from ._channel import _ACCEPT_BOTH, _SESSION_ID, _Sender, _Settings, log
+from ._http11 import Failure
+from ._inbox import _Inbox
+from ._peek import _BAD_JSON, _peek
+from ._session_state import _SessionState
 
 
-class _SessionMixin(_ChannelBase):
-    """Session renewal and expiry, and the GET stream."""
+class _Lifecycle:
+    """Session renewal (how many so far, one at a time) and expiry."""
 
-    async def _renew(self, refused: str) -> bool:
+    __slots__ = ("_settings", "_sender", "_state", "_inbox", "_renewing", "renewals", "expired", "scope")
+
+    def __init__(self, settings: _Settings, sender: _Sender, state: _SessionState, inbox: _Inbox) -> None:
+        self._settings = settings
+        self._sender = sender
+        self._state = state
+        self._inbox = inbox
+        self._renewing = trio.Lock()
+        self.renewals = 0
+        self.expired = False
+        #: Cancelled when the session is gone for good (or the channel closes): the GET stream runs in it.
+        self.scope = trio.CancelScope()
+
+    async def renew(self, refused: str) -> bool:
         """The server answered 404 for session ``refused``: start a new session
         (``initialize`` again, then ``notifications/initialized``).  True when
         there is a new session to use (made here or by a concurrent caller)."""
+        state, settings = self._state, self._settings
         async with self._renewing:
-            if self.session_id != refused:
-                return self.session_id is not None and not self.session_expired
+            if state.session_id != refused:
+                return state.session_id is not None and not self.expired
             if (
-                not self.renew_sessions
-                or self._init_data is None
-                or self.renewals >= self.max_renewals
-                or self.session_expired
+                not settings.renew_sessions
+                or state.init_data is None
+                or self.renewals >= settings.max_renewals
+                or self.expired
             ):
                 return False
             self.renewals += 1
-            version = self.protocol_version
-            self.session_id = None
+            version = state.protocol_version
+            state.session_id = None
             try:
-                with trio.fail_after(self.timeout):
-                    session_id, result = await self._initialize_again(self._init_data)
+                with trio.fail_after(settings.timeout):
+                    session_id, result = await self._initialize_again(state.init_data)
                 answered = result.get("protocolVersion") if isinstance(result, dict) else None
                 if answered != version:
                     raise Failure("bad_response", f"the new session speaks {answered!r}, not {version!r}")
-                self.session_id = session_id
-                if self._initialized_data is not None:
-                    headers = self._headers(accept=_ACCEPT_BOTH, body=self._initialized_data, version=version)
-                    with trio.fail_after(self.timeout):
-                        resp = await self._send("POST", self._target.path, headers, self._initialized_data)
+                state.session_id = session_id
+                initialized = state.initialized_data
+                if initialized is not None:
+                    headers = state.headers(accept=_ACCEPT_BOTH, body=initialized, version=version)
+                    with trio.fail_after(settings.timeout):
+                        resp = await self._sender.send("POST", self._sender.target.path, headers, initialized)
                         resp.finish()
                     if not 200 <= resp.status < 300:
                         raise Failure("http_status", f"notifications/initialized: {resp.describe()}")
             except (Failure, trio.TooSlowError) as exc:
                 log.warning("could not start a new session after HTTP 404: %s", exc)
-                self.session_id = refused
+                state.session_id = refused
                 return False
             log.info("session %s expired on the server; continuing in new session %s", refused, session_id)
             return True
 
     async def _initialize_again(self, data: bytes) -> tuple[str | None, Any]:
         """POST ``initialize`` without a session; the new session id and the result."""
-        resp = await self._send(
-            "POST", self._target.path, self._headers(accept=_ACCEPT_BOTH, body=data), data
+        sender = self._sender
+        resp = await sender.send(
+            "POST", sender.target.path, self._state.headers(accept=_ACCEPT_BOTH, body=data), data
         )
         try:
             if not 200 <= resp.status < 300:
@@ -78,7 +94,7 @@ class _SessionMixin(_ChannelBase):
                 raise Failure("bad_response", f"the server sent an invalid Mcp-Session-Id: {session_id!r}")
             bodies: list[bytes] = []
             if resp.content_type == "text/event-stream":
-                decoder = SSEDecoder(self.max_message_size)
+                decoder = SSEDecoder(self._settings.max_message_size)
                 while not bodies and (chunk := await resp.next_chunk()) is not None:
                     bodies = [
                         e.data
@@ -86,7 +102,7 @@ class _SessionMixin(_ChannelBase):
                         if e.event == "message" and _peek(e.data).kind == "response"
                     ]
             else:
-                bodies = [await resp.read(self.max_message_size)]
+                bodies = [await resp.read(self._settings.max_message_size)]
         finally:
             resp.finish()
         try:
@@ -97,96 +113,18 @@ class _SessionMixin(_ChannelBase):
             raise Failure("bad_response", f"initialize was not answered with a result: {answer!r}")
         return session_id, answer["result"]
 
-    async def _expire(self) -> None:
+    async def expire(self) -> None:
         """The server forgot the session: fail everything and end the channel."""
-        if self.session_expired:
+        if self.expired:
             return
-        self.session_expired = True
+        self.expired = True
+        session_id = self._state.session_id
         message = (
-            f"session {self.session_id} expired: the server answered HTTP 404 Not Found for it; "
+            f"session {session_id} expired: the server answered HTTP 404 Not Found for it; "
             "start a new session (open a new connection and client)"
         )
-        self._ended = message
-        failure = Failure("session_expired", message, status=404, session_id=self.session_id)
-        victims = list(self._pending.items())
-        self._pending.clear()
-        exchanges = {id(ex): ex for _, ex in victims}
-        for ex in exchanges.values():
-            ex.abandoned = True
-            ex.remaining.clear()
-        for request_id, _ in victims:
-            await self._put(failure.frame(request_id))
-        self._end()
-        for ex in exchanges.values():
+        failure = Failure("session_expired", message, status=404, session_id=session_id)
+        exchanges = await self._inbox.end(message, failure, abandon=True)
+        for ex in exchanges:
             ex.scope.cancel()
-        self._listen_scope.cancel()
-
-    # ------------------------------------------------------------ GET stream
-
-    def _start_listening(self) -> None:
-        if not self.listen or self._listening or self._closed or self._ended is not None:
-            return
-        if self.protocol_version is None or _is_modern(self.protocol_version):
-            return
-        self._listening = True
-        assert self._tasks is not None
-        self._tasks.start_soon(self._listen)
-
-    async def _listen(self) -> None:
-        """The GET stream for server-initiated messages, reopened after drops."""
-        last_event_id: str | None = None
-        retry: int | None = None
-        failures = 0
-        with self._listen_scope:
-            while True:
-                extra: Headers | None = None
-                if last_event_id is not None:
-                    extra = [("Last-Event-ID", last_event_id.encode())]
-                headers = self._headers(
-                    accept="text/event-stream", version=self.protocol_version, extra=extra
-                )
-                sent_session = self.session_id
-                try:
-                    resp = await self._send("GET", self._target.path, headers)
-                except Failure as exc:
-                    failures += 1
-                    log.debug("GET stream: %s", exc)
-                else:
-                    try:
-                        if resp.status == 405:
-                            log.debug("the server offers no GET stream (405)")
-                            return
-                        if resp.status == 404 and sent_session is not None:
-                            resp.finish()
-                            if await self._renew(sent_session):
-                                last_event_id = None  # a new session: a new stream
-                                continue
-                            await self._expire()
-                            return
-                        if resp.status == 200 and resp.content_type == "text/event-stream":
-                            failures = 0
-                            decoder = SSEDecoder(self.max_message_size)
-                            try:
-                                while (chunk := await resp.next_chunk()) is not None:
-                                    for event in decoder.feed(chunk):
-                                        if event.event == "message":
-                                            await self._deliver(event.data)
-                                    if decoder.last_event_id is not None:
-                                        last_event_id = decoder.last_event_id
-                                    if decoder.retry is not None:
-                                        retry = decoder.retry
-                            except (Failure, SSEError) as exc:
-                                failures += isinstance(exc, SSEError)
-                                log.debug("GET stream dropped: %s", exc)
-                            if decoder.last_event_id is not None:
-                                last_event_id = decoder.last_event_id
-                        else:
-                            failures += 1
-                            body = await resp.read_prefix(_ERROR_BODY_LIMIT)
-                            log.debug("GET stream refused: %s: %s", resp.describe(), excerpt(body))
-                    finally:
-                        resp.finish()
-                if failures >= self.reconnect_attempts:
-                    log.info("giving up the GET stream after %d failed attempts", failures)
-                    return
-                await trio.sleep(self._delay(retry))
+        self.scope.cancel()
