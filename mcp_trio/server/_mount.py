@@ -123,7 +123,7 @@ class Mounts:
     """The servers mounted in a server and those it is mounted in; the handlers of the methods
     that list, call, read, get and complete across them."""
 
-    __slots__ = ("_server", "_announce", "_mounted", "_parents", "_views")
+    __slots__ = ("_server", "_announce", "_mounted", "_parents", "_views", "_route_list")
 
     def __init__(self, server: Server, announce: Callable[[str], None]) -> None:
         self._server = server
@@ -131,6 +131,7 @@ class Mounts:
         self._mounted: list[tuple[str | None, Server]] = []  # (in mount order)
         self._parents: list[tuple[str | None, Server]] = []
         self._views: dict[Server, _Views] = {}
+        self._route_list: list[_Route] | None = None  # (see _routes; None: to be made again)
 
     # ------------------------------------------------------------ mounting
 
@@ -150,6 +151,7 @@ class Mounts:
             raise ValueError(f"server {other.info['name']!r} is already mounted here under prefix {prefix!r}")
         self._mounted.append((prefix, other))
         other._mounts._parents.append((prefix, self._server))
+        self._forget_routes()
         for method in _LISTS:
             self.changed(method)
 
@@ -243,12 +245,21 @@ class Mounts:
     # ----------------------------------------------------------- routing
 
     def _routes(self) -> list[_Route]:
-        """The servers answered here, in the order a name is looked up (see the module docs)."""
-        found = [_Route((), self._server)]
-        for prefix, other in reversed(self._mounted):
-            outer = () if prefix is None else (prefix,)
-            found += [_Route(outer + r.prefixes, r.server) for r in other._mounts._routes()]
+        """The servers answered here, in the order a name is looked up (see the module docs);
+        made again after a mount here or in a server mounted here."""
+        found = self._route_list
+        if found is None:
+            found = [_Route((), self._server)]
+            for prefix, other in reversed(self._mounted):
+                outer = () if prefix is None else (prefix,)
+                found += [_Route(outer + r.prefixes, r.server) for r in other._mounts._routes()]
+            self._route_list = found
         return found
+
+    def _forget_routes(self) -> None:
+        self._route_list = None
+        for _, parent in self._parents:
+            parent._mounts._forget_routes()
 
     def _views_of(self, other: Server) -> _Views:
         """``other``'s registries answered for this server's sessions."""

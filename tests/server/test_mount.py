@@ -361,6 +361,25 @@ async def test_nested_mounts_rename_twice_and_announce_to_the_top() -> None:
         assert text(await client.call_tool("a_b_hi")) == "hi"
 
 
+async def test_a_mount_made_deeper_while_serving_appears_at_the_top() -> None:
+    middle, top = Server("middle", "1"), Server("top", "1")
+    middle.tool(lambda: "m", name="own")
+    top.mount(middle, prefix="a")
+    changed: list[str] = []
+
+    async def on_list_changed(kind: str) -> None:
+        changed.append(kind)
+
+    async with connect_server(top, versions=[LEGACY], on_list_changed=on_list_changed) as client:
+        assert [t.name for t in await client.list_all_tools()] == ["a_own"]
+        middle.mount(notes_server("inner"), prefix="b")
+        with trio.fail_after(5):
+            while len(changed) < 3:
+                await trio.sleep(0.01)
+        assert [t.name for t in await client.list_all_tools()] == ["a_own", "a_b_add"]
+        assert (await client.call_tool("a_b_add", {"a": 1, "b": 2})).structuredContent == {"result": 3}
+
+
 async def test_import_server_copies_once() -> None:
     other = notes_server()
     parent = Server("parent", "1")
