@@ -57,6 +57,8 @@ Rules:
   results, and the request is answered with the ``CreateTaskResult`` only
   then.  The task replays the tool from the start with the answers already
   given, so the code before ``start_task`` runs once more.
+* ``mount`` serves another server's features through this one, live, under a
+  prefix; ``import_server`` copies them once (the rules: :mod:`._mount`).
 """
 
 from __future__ import annotations
