@@ -186,6 +186,22 @@ async def test_later_registrations_appear_and_changes_reach_the_parents_sessions
         assert [t.name for t in await client.list_all_tools()] == ["more_add", "kid_add"]
 
 
+async def test_listen_streams_of_the_parent_hear_the_mounted_servers_changes() -> None:
+    child = notes_server()
+    parent = Server("parent", "1")
+    parent.mount(child, prefix="kid")
+    async with connect_server(parent, versions=[LATEST]) as client:
+        async with client.listen(tools=True, resource_uris=["notes://kid/index"]) as sub:
+            child.tool(lambda: "x", name="later")
+            with trio.fail_after(5):
+                method, _ = await sub.__anext__()
+            assert method == "notifications/tools/list_changed"
+            await child.notify_resource_updated("notes://index")
+            with trio.fail_after(5):
+                method, params = await sub.__anext__()
+            assert method == "notifications/resources/updated" and params.uri == "notes://kid/index"
+
+
 async def test_clashes_the_parents_own_first_then_the_latest_mount() -> None:
     parent = Server("parent", "1")
 
