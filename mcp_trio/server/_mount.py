@@ -17,13 +17,15 @@ servers copied into it once (``Server.import_server``).  The rules (docs/guide/c
   own handlers are; tasks and multi-round-trip requests are the parent's.  Only
   ``ctx.lifespan_value`` is the mounted server's own.
 * **Lifespans.**  The lifespan of a mounted server is entered inside the parent's (after it is
-  entered, in mount order) and left before it.
+  entered, in mount order) and left before it; one mounted while the parent's is entered is
+  entered at once (in a task of its own) and left first.
 * **Import** copies what the other server registered itself, once; its handlers are then the
   parent's (they see the parent's lifespan).
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -31,6 +33,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import msgspec
+import trio
 
 from .._engine._context import RequestContext
 from ._context import Context, FeatureHost
@@ -43,6 +46,8 @@ if TYPE_CHECKING:
     from ._tools import Tools
 
 __all__ = ["Mounts"]
+
+log = logging.getLogger("mcp_trio.server")
 
 _PREFIX = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:(?://)?")
@@ -123,7 +128,7 @@ class Mounts:
     """The servers mounted in a server and those it is mounted in; the handlers of the methods
     that list, call, read, get and complete across them."""
 
-    __slots__ = ("_server", "_announce", "_mounted", "_parents", "_views", "_route_list")
+    __slots__ = ("_server", "_announce", "_mounted", "_parents", "_views", "_route_list", "_holding")
 
     def __init__(self, server: Server, announce: Callable[[str], None]) -> None:
         self._server = server
@@ -132,6 +137,7 @@ class Mounts:
         self._parents: list[tuple[str | None, Server]] = []
         self._views: dict[Server, _Views] = {}
         self._route_list: list[_Route] | None = None  # (see _routes; None: to be made again)
+        self._holding: _Holding | None = None  # (while the server's lifespan is entered)
 
     # ------------------------------------------------------------ mounting
 
@@ -152,6 +158,12 @@ class Mounts:
         self._mounted.append((prefix, other))
         other._mounts._parents.append((prefix, self._server))
         self._forget_routes()
+        holding = self._holding
+        if holding is not None and other.lifespan.needed:  # (the parent's lifespan runs: enter it now)
+            left = trio.Event()
+            holding.late.append(left)
+            name = f"mcp_trio.server.lifespan of {other.info['name']}"
+            trio.lowlevel.spawn_system_task(_hold_late, other, holding.leaving, left, name=name)
         for method in _LISTS:
             self.changed(method)
 
@@ -233,11 +245,21 @@ class Mounts:
 
     @asynccontextmanager
     async def lifespans_held(self) -> AsyncIterator[None]:
-        """Hold the lifespans of the mounted servers (in mount order; left in reverse)."""
+        """Hold the lifespans of the mounted servers (in mount order; left in reverse), and of
+        those mounted meanwhile (entered as they are mounted; left first)."""
+        holding = _Holding()
         async with AsyncExitStack() as stack:
             for _, other in list(self._mounted):
                 await stack.enter_async_context(other.lifespan.held())
-            yield
+            self._holding = holding
+            try:
+                yield
+            finally:
+                self._holding = None
+                holding.leaving.set()
+                with trio.CancelScope(shield=True):
+                    for left in reversed(holding.late):
+                        await left.wait()
 
     def any(self) -> bool:
         return bool(self._mounted)
@@ -377,6 +399,28 @@ class Mounts:
                     inner_params = msgspec.structs.replace(params, ref=msgspec.structs.replace(ref, **field))
                     return await self._views_of(route.server).prompts.complete(ctx, inner_params)
         return await self._server._prompts.complete(ctx, params)
+
+
+class _Holding:
+    """The lifespans of the servers mounted while the parent's is entered."""
+
+    __slots__ = ("leaving", "late")
+
+    def __init__(self) -> None:
+        self.leaving = trio.Event()  # (the parent's lifespan is being left: leave them)
+        self.late: list[trio.Event] = []  # (each set once that one is left)
+
+
+async def _hold_late(other: Server, leaving: trio.Event, left: trio.Event) -> None:
+    """Hold the lifespan of ``other``, mounted while its parent's is entered, until that one is
+    left (a failure is logged: the mount is done, nobody waits for it)."""
+    try:
+        async with other.lifespan.held():
+            await leaving.wait()
+    except Exception:
+        log.exception("the lifespan of server %r, mounted while serving, failed", other.info["name"])
+    finally:
+        left.set()
 
 
 def _context_for(server: Server, lifespan: Lifespan) -> Callable[[RequestContext], Context]:

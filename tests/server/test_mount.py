@@ -6,6 +6,7 @@ says."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -338,6 +339,46 @@ async def test_lifespans_nest_and_each_handler_sees_its_own_servers_value() -> N
         assert text(await client.call_tool("c_mine")) == "c-value"
         assert text(await client.call_tool("c_g_deep")) == "g-value"
     assert events[3:] == ["exit grandchild", "exit child", "exit parent"]
+
+
+async def test_a_server_mounted_while_the_parent_serves_has_its_lifespan_entered_at_once() -> None:
+    events: list[str] = []
+    parent = Server("parent", "1", lifespan=recording_lifespan(events, "p-value"))
+    child = Server("child", "1", lifespan=recording_lifespan(events, "c-value"))
+
+    @child.tool
+    def value(ctx: Context) -> str:
+        return ctx.lifespan_value(str)
+
+    async with connect_server(parent) as client:
+        parent.mount(child, prefix="c")
+        with trio.fail_after(5):
+            while "enter child" not in events:
+                await trio.sleep(0.01)
+        assert text(await client.call_tool("c_value")) == "c-value"
+    assert events == ["enter parent", "enter child", "exit child", "exit parent"]
+    async with connect_server(parent) as client:  # (entered again with the parent's, nested)
+        assert text(await client.call_tool("c_value")) == "c-value"
+    assert events[4:] == ["enter parent", "enter child", "exit child", "exit parent"]
+
+
+async def test_a_late_mounts_failing_lifespan_is_logged(caplog: pytest.LogCaptureFixture) -> None:
+    @asynccontextmanager
+    async def broken(server: Server) -> AsyncIterator[None]:
+        raise ConnectionRefusedError("the feed is down")
+        yield
+
+    parent = Server("parent", "1", lifespan=recording_lifespan([], "p-value"))
+    async with connect_server(parent) as client:
+        with caplog.at_level(logging.ERROR, logger="mcp_trio.server"):
+            parent.mount(Server("child", "1", lifespan=broken), prefix="c")
+            with trio.fail_after(5):
+                while not caplog.records:
+                    await trio.sleep(0.01)
+        assert await client.list_all_tools() == []  # (the parent serves on)
+    (record,) = caplog.records
+    assert "the lifespan of server 'child', mounted while serving, failed" in record.getMessage()
+    assert record.exc_info is not None and "the feed is down" in str(record.exc_info[1])
 
 
 async def test_a_parent_without_a_lifespan_still_enters_its_mounted_servers() -> None:
