@@ -34,6 +34,7 @@ from ._session_state import Absent
 from ._task_context import TaskRequestContext
 
 if TYPE_CHECKING:
+    from ._lifespan import Lifespan
     from ._server import Server
 
 __all__ = ["Context", "MissingClientCapability"]
@@ -103,9 +104,10 @@ class Context:
     Ask for it by annotating a parameter with ``Context``.
     """
 
-    def __init__(self, server: Server, request: RequestContext) -> None:
-        self.server = server
+    def __init__(self, server: Server, request: RequestContext, *, lifespan: Lifespan | None = None) -> None:
+        self.server = server  # (the one serving the request: a server mounted in it answers through it)
         self.request = request
+        self._lifespan = server.lifespan if lifespan is None else lifespan  # (the handler's server's)
 
     @property
     def session(self) -> Session:
@@ -133,8 +135,9 @@ class Context:
 
     def lifespan_value(self, kind: type[T]) -> T:
         """What the server's lifespan gave (``Server(lifespan=...)``), checked to be a ``kind``
-        (``TypeError`` if not; ``LookupError`` if the server has none)."""
-        return self.server.lifespan.value(kind)
+        (``TypeError`` if not; ``LookupError`` if the server has none).  In a handler of a
+        mounted server (``server.mount``), that server's lifespan."""
+        return self._lifespan.value(kind)
 
     @overload
     async def get_state(self, key: str, kind: type[T]) -> T | None: ...

@@ -14,13 +14,16 @@ whichever way of serving entered it: what it opens (a nursery, a cancel scope) m
 that one, and its exit runs when the last user leaves, which waits for it (at most
 :data:`EXIT_TIMEOUT` seconds).  An exception entering it is raised to every way of serving
 waiting for it, which then serves nothing; one leaving it, to the last user.
+
+The lifespans of the servers mounted in a server (``server.mount``) are entered inside its own,
+once it is entered, and left before it is.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager
+from contextlib import AbstractAsyncContextManager, nullcontext
 from types import TracebackType
 from typing import TYPE_CHECKING, TypeVar
 
@@ -125,11 +128,17 @@ class Lifespan:
                 run.scope.cancel()
                 await run.left.wait()
 
+    @property
+    def needed(self) -> bool:
+        """Whether there is anything to enter: a lifespan of its own, or servers mounted in it."""
+        return self._factory is not None or self._server._mounts.any()
+
     async def _hold(self, run: _Run) -> None:
-        assert self._factory is not None
         try:
             with run.scope:
-                async with self._factory(self._server) as value:
+                own = self._factory(self._server) if self._factory is not None else nullcontext(None)
+                # (the lifespans of the servers mounted in this one nest inside its own)
+                async with own as value, self._server._mounts.lifespans_held():
                     run.value = value
                     run.entered.set()
                     await run.leave.wait()
@@ -152,7 +161,7 @@ class _Held:
         self._run: _Run | None = None
 
     async def __aenter__(self) -> None:
-        if self._lifespan._factory is not None:
+        if self._lifespan.needed:
             self._run = await self._lifespan._enter()
 
     async def __aexit__(

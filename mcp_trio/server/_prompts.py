@@ -69,6 +69,9 @@ class Prompts:
     def names(self) -> list[str]:
         return list(self._prompts)
 
+    def __contains__(self, name: str) -> bool:
+        return name in self._prompts
+
     def prompt(
         self,
         fn: F | None,
@@ -139,11 +142,44 @@ class Prompts:
 
         return register
 
-    async def list(self, ctx: RequestContext, params: Any) -> Any:
-        return self._host.page(ctx, [p.definition for p in self._prompts.values()], "prompts")
+    def hosted_by(self, host: FeatureHost) -> Prompts:
+        """These prompts and completions, live (the same registries), answered for another server
+        (one this server is mounted in): that server's contexts."""
+        view = Prompts(host)
+        view._prompts = self._prompts
+        view._completions = self._completions
+        return view
 
-    async def get(self, ctx: RequestContext, params: Any) -> Any:
-        prompt = self._prompts.get(params.name)
+    def copy_from(
+        self, other: Prompts, rename: Callable[[str], str], rename_uri: Callable[[str], str]
+    ) -> None:
+        """Register copies of ``other``'s prompts (named ``rename(name)``) and completions (of a
+        prompt: renamed so; of a template: ``rename_uri(template)``), for ``import_server``."""
+        for name, prompt in other._prompts.items():
+            definition = {**prompt.definition, "name": rename(name)}
+            self._prompts[rename(name)] = _Prompt(
+                prompt.fn, definition, prompt.context_param, prompt.sig, prompt.threaded
+            )
+        for (ref, argument), completion in other._completions.items():
+            new_ref = rename(ref) if ref in other._prompts else rename_uri(ref)
+            self._completions[(new_ref, argument)] = completion
+        if other._prompts:
+            self._host.changed("notifications/prompts/list_changed")
+
+    def definitions(self) -> list[dict[str, Any]]:
+        return [p.definition for p in self._prompts.values()]
+
+    def completes(self, ref: str, argument: str) -> bool:
+        """Whether completions of ``argument`` of ``ref`` (a prompt's name or a URI template) exist."""
+        return (ref, argument) in self._completions
+
+    async def list(self, ctx: RequestContext, params: Any) -> Any:
+        return self._host.page(ctx, self.definitions(), "prompts")
+
+    async def get(self, ctx: RequestContext, params: Any, name: str | None = None) -> Any:
+        """``prompts/get`` of prompt ``name`` (by default the one named in ``params``: a server
+        mounting this one names it so)."""
+        prompt = self._prompts.get(params.name if name is None else name)
         if prompt is None:
             raise McpError(rpc.INVALID_PARAMS, f"Unknown prompt: {params.name}")
         args = params.arguments if isinstance(params.arguments, dict) else {}

@@ -136,11 +136,50 @@ class Resources:
                 except Exception as exc:
                     log.debug("could not notify %s: %s", uri, exc)
 
+    def hosted_by(self, host: FeatureHost, sessions: OpenSessions, hub: SubscriptionHub) -> Resources:
+        """These resources and templates, live (the same registries), answered for another server
+        (one this server is mounted in): that server's contexts and sessions."""
+        view = Resources(host, sessions=sessions, hub=hub)
+        view._resources = self._resources
+        view._templates = self._templates
+        return view
+
+    def copy_from(self, other: Resources, rename: Callable[[str], str]) -> None:
+        """Register copies of ``other``'s resources and templates, each at ``rename(uri)``
+        (``import_server``)."""
+        for uri, entry in other._resources.items():
+            definition = {**entry.definition, "uri": rename(uri)}
+            self._resources[rename(uri)] = _Resource(
+                entry.fn, definition, None, entry.mime_type, entry.context_param, entry.threaded
+            )
+        for uri, entry in other._templates.items():
+            new = rename(uri)
+            definition = {**entry.definition, "uriTemplate": new}
+            self._templates[new] = _Resource(
+                entry.fn, definition, UriTemplate(new), entry.mime_type, entry.context_param, entry.threaded
+            )
+        if other._resources or other._templates:
+            self._host.changed("notifications/resources/list_changed")
+
+    def __contains__(self, uri: str) -> bool:
+        """Whether ``uri`` is a resource's or matches a template's (what ``resources/read`` finds)."""
+        return self._find_resource(uri) is not None
+
+    def definitions(self) -> list[dict[str, Any]]:
+        return [r.definition for r in self._resources.values()]
+
+    def template_definitions(self) -> list[dict[str, Any]]:
+        return [r.definition for r in self._templates.values()]
+
+    def uris(self) -> list[str]:
+        """The URIs of the resources and the templates, in registration order."""
+        return [*self._resources, *self._templates]
+
     async def list(self, ctx: RequestContext, params: Any) -> Any:
-        return self._host.page(ctx, [r.definition for r in self._resources.values()], "resources")
+        return self._host.page(ctx, self.definitions(), "resources")
 
     async def list_templates(self, ctx: RequestContext, params: Any) -> Any:
-        return self._host.page(ctx, [r.definition for r in self._templates.values()], "resourceTemplates")
+        return self._host.page(ctx, self.template_definitions(), "resourceTemplates")
 
     def _find_resource(self, uri: str) -> tuple[_Resource, dict[str, Any]] | None:
         entry = self._resources.get(uri)

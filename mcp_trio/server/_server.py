@@ -57,6 +57,8 @@ Rules:
   results, and the request is answered with the ``CreateTaskResult`` only
   then.  The task replays the tool from the start with the answers already
   given, so the code before ``start_task`` runs once more.
+* ``mount`` serves another server's features through this one, live, under a
+  prefix; ``import_server`` copies them once (the rules: :mod:`._mount`).
 """
 
 from __future__ import annotations
@@ -66,7 +68,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from typing import Any, Unpack, overload
 
-import msgspec
 import trio
 
 from .._engine._context import RequestContext
@@ -76,11 +77,12 @@ from ..transports._base import HostedSession, MessageChannel, SharedSession
 from ..types import _versions
 from . import _serving
 from ._context import Context, FeatureHost
-from ._cursor import decode_cursor, encode_cursor
+from ._cursor import page
 from ._dispatch import Dispatch
 from ._fanout import Fanout
 from ._lifespan import Lifespan, LifespanFactory
 from ._listen import SubscriptionHub
+from ._mount import Mounts
 from ._open_sessions import OpenSessions
 from ._prompts import PromptOptions, Prompts
 from ._resources import Resources
@@ -171,7 +173,10 @@ class Server:
         self._open = OpenSessions(self.subscriptions)
         self._rounds = Rounds(state_key, state_ttl)
         self.tasks = tasks if tasks is not None else TaskManager(page_size=page_size)
-        host = FeatureHost(self._changed, self._page, self._cacheable, self._context, self._sync_limiter)
+        self._mounts = Mounts(self, self._changed)  # (servers mounted here, and where this one is)
+        host = FeatureHost(
+            self._mounts.changed, self._page, self._cacheable, self._context, self._sync_limiter
+        )
         self._tools = Tools(
             host,
             tasks=self.tasks,
@@ -228,7 +233,7 @@ class Server:
     def tool_header_annotations(self, name: str) -> list[tuple[tuple[str, ...], str]] | None:
         """The ``x-mcp-header`` annotations of tool ``name`` (None: no such tool);
         Streamable HTTP checks ``Mcp-Param-*`` headers against them."""
-        return self._tools.header_annotations(name)
+        return self._mounts.header_annotations(name)
 
     def tool_names(self) -> list[str]:
         """The names of the registered tools, in registration order."""
@@ -283,6 +288,7 @@ class Server:
         if self._fanout is not None:
             await self._fanout.publish(uri)
         await self._resources.updated_here(uri)
+        await self._mounts.updated(uri)  # (the servers this one is mounted in)
 
     @overload
     def prompt(self, fn: F, /) -> F: ...
@@ -318,6 +324,14 @@ class Server:
         one runs in a worker thread unless ``on_loop=True``."""
         return self._prompts.completion(ref, argument, on_loop=on_loop)
 
+    def mount(self, server: Server, prefix: str | None = None) -> None:
+        """Serve ``server``'s features through this one, live, under ``prefix`` (guide: composition)."""
+        self._mounts.mount(server, prefix)
+
+    def import_server(self, server: Server, prefix: str | None = None) -> None:
+        """Copy what ``server`` registered into this one, once, under ``prefix`` (as :meth:`mount`)."""
+        self._mounts.import_server(server, prefix)
+
     # ----------------------------------------------------------- capabilities
 
     @property
@@ -329,7 +343,7 @@ class Server:
             "completions": {},
             "logging": {},
         }
-        if self._tools.any_task_support():
+        if self._mounts.any_task_support():
             caps.update(self.tasks.capabilities())  # tasks (2025-11-25) and the Tasks extension
         return caps
 
@@ -338,13 +352,11 @@ class Server:
         read it) until a tool with task support changes what it holds."""
         if type(self).capabilities is not Server.capabilities:
             return self.capabilities  # a subclass decides: ask it each time
-        tasks = self._tools.any_task_support()
+        tasks = self._mounts.any_task_support()
         shared = self._shared_capabilities
         if shared is None or shared[0] != tasks:
             shared = self._shared_capabilities = (tasks, self.capabilities)
         return shared[1]
-
-    # --------------------------------------------------------- notifications
 
     def _changed(self, method: str) -> None:
         if self._fanout is not None:
@@ -361,15 +373,7 @@ class Server:
         return result
 
     def _page(self, ctx: RequestContext, items: list[dict[str, Any]], key: str) -> dict[str, Any]:
-        cursor = getattr(ctx.params, "cursor", msgspec.UNSET) if ctx.params is not None else msgspec.UNSET
-        start = 0
-        if cursor is not msgspec.UNSET and cursor is not None:
-            start = _decode_cursor(cursor, len(items))
-        end = start + self.page_size
-        result: dict[str, Any] = {key: items[start:end]}
-        if end < len(items):
-            result["nextCursor"] = _encode_cursor(end)
-        return self._cacheable(ctx, result)
+        return self._cacheable(ctx, page(ctx.params, items, key, self.page_size))
 
     @property
     def middleware(self) -> tuple[Middleware, ...]:
@@ -399,17 +403,17 @@ class Server:
     def request_handlers(self) -> dict[str, Any]:
         """The method handlers of a session (a new dict on every call)."""
         return {
-            "tools/list": self._tools.list,
-            "tools/call": self._rounds.wrap(self._tools.call),
-            "resources/list": self._resources.list,
-            "resources/templates/list": self._resources.list_templates,
-            "resources/read": self._rounds.wrap(self._resources.read),
+            "tools/list": self._mounts.list_tools,
+            "tools/call": self._rounds.wrap(self._mounts.call_tool),
+            "resources/list": self._mounts.list_resources,
+            "resources/templates/list": self._mounts.list_templates,
+            "resources/read": self._rounds.wrap(self._mounts.read_resource),
             "resources/subscribe": self._resources.subscribe,
             "resources/unsubscribe": self._resources.unsubscribe,
             "subscriptions/listen": self.subscriptions.listen,
-            "prompts/list": self._prompts.list,
-            "prompts/get": self._rounds.wrap(self._prompts.get),
-            "completion/complete": self._prompts.complete,
+            "prompts/list": self._mounts.list_prompts,
+            "prompts/get": self._rounds.wrap(self._mounts.get_prompt),
+            "completion/complete": self._mounts.complete,
             "logging/setLevel": self._open.set_level,
             "tasks/get": self.tasks.get_task,
             "tasks/result": self.tasks.get_result,
@@ -480,11 +484,3 @@ class Server:
         finally:
             self._totals.closed(session)
             self._open.closed(session)
-
-
-def _encode_cursor(position: int) -> str:
-    return encode_cursor("o", position)
-
-
-def _decode_cursor(cursor: Any, upper: int) -> int:
-    return decode_cursor(cursor, "o", upper)

@@ -13,6 +13,7 @@ import inspect
 import logging
 import secrets
 from collections.abc import Callable
+from copy import copy as shallow_copy
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
@@ -235,16 +236,38 @@ class Tools:
         """Whether some tool may run as a task (the server then advertises tasks)."""
         return any(t.task_support in ("optional", "required") for t in self._tools.values())
 
-    async def list(self, ctx: RequestContext, params: Any) -> Any:
-        tools = [t.definition for t in self._tools.values()]
-        if ctx.version < _FIRST_STRUCTURED:
-            tools = [{k: v for k, v in t.items() if k != "outputSchema"} for t in tools]
-        if ctx.version != LEGACY_TASKS_VERSION:  # execution.taskSupport exists only there
-            tools = [{k: v for k, v in t.items() if k != "execution"} for t in tools]
-        return self._host.page(ctx, tools, "tools")
+    def hosted_by(self, host: FeatureHost, tasks: TaskManager, rounds: Rounds) -> Tools:
+        """These tools, live (the same registry), answered for another server (one this server is
+        mounted in): that server's contexts, task manager and rounds."""
+        view = Tools(host, tasks=tasks, rounds=rounds, mask_error_details=self.mask_error_details)
+        view._tools = self._tools
+        return view
 
-    async def call(self, ctx: RequestContext, params: Any) -> Any:
-        tool = self._tools.get(params.name)
+    def copy_from(self, other: Tools, rename: Callable[[str], str]) -> None:
+        """Register copies of ``other``'s tools, each named ``rename(name)`` (``import_server``)."""
+        for name, tool in other._tools.items():
+            copied = shallow_copy(tool)  # (its handler, signature and validator are shared)
+            copied.definition = {**tool.definition, "name": rename(name)}
+            self._tools[rename(name)] = copied
+        if other._tools:
+            self._host.changed("notifications/tools/list_changed")
+
+    def definitions(self, version: str) -> list[dict[str, Any]]:
+        """The definitions of the tools as protocol revision ``version`` has them."""
+        tools = [t.definition for t in self._tools.values()]
+        if version < _FIRST_STRUCTURED:
+            tools = [{k: v for k, v in t.items() if k != "outputSchema"} for t in tools]
+        if version != LEGACY_TASKS_VERSION:  # execution.taskSupport exists only there
+            tools = [{k: v for k, v in t.items() if k != "execution"} for t in tools]
+        return tools
+
+    async def list(self, ctx: RequestContext, params: Any) -> Any:
+        return self._host.page(ctx, self.definitions(ctx.version), "tools")
+
+    async def call(self, ctx: RequestContext, params: Any, name: str | None = None) -> Any:
+        """``tools/call`` of tool ``name`` (by default the one named in ``params``: a server
+        mounting this one names it so)."""
+        tool = self._tools.get(params.name if name is None else name)
         if tool is None:
             raise McpError(rpc.INVALID_PARAMS, f"Unknown tool: {params.name}")
         if not tool.may_run_as_task and getattr(params, "task", None) in (None, msgspec.UNSET):

@@ -90,9 +90,9 @@ async def test_the_first_listed_is_outermost_and_sees_the_request() -> None:
 
 async def test_no_middleware_leaves_the_handlers_as_they_are() -> None:
     server = make_server()
-    assert server._dispatch.table()["tools/list"] == server._tools.list
+    assert server._dispatch.table()["tools/list"] == server._mounts.list_tools
     server.add_middleware(Recorder("a", []))
-    assert server._dispatch.table()["tools/list"] != server._tools.list
+    assert server._dispatch.table()["tools/list"] != server._mounts.list_tools
     assert len(server.middleware) == 1
 
 

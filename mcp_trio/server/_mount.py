@@ -1,0 +1,433 @@
+"""Composition: servers mounted in a server (``Server.mount``), answered through it, live, and
+servers copied into it once (``Server.import_server``).  The rules (docs/guide/composition.md):
+
+* **Names.**  Under prefix ``p``, a tool or prompt ``name`` is ``p_name``; a resource's URI or a
+  template ``scheme://rest`` is ``scheme://p/rest`` (the prefix is the first segment after the
+  scheme's ``//``; ``scheme:rest`` without ``//`` becomes ``scheme:p/rest``).  A template whose
+  scheme is itself a variable has no place for a prefix: it is left out.  No prefix (``None``):
+  the names and URIs as the mounted server has them.  Mounts nest: ``a_b_name``, ``s://a/b/rest``.
+* **Clashes.**  The parent's own tool, prompt or resource comes first, then the mounted servers,
+  the one mounted last first; inside a mounted server, its own before those mounted in it.  A
+  list shows the one a call would reach, once.
+* **Live.**  A mount is a view: what the mounted server registers or removes later is served at
+  once, and its ``list_changed`` and ``resources/updated`` notifications reach the sessions of
+  every server it is mounted in (under the prefixed URI).
+* **Context.**  A mounted handler runs for the parent's session: its :class:`Context` reports
+  progress, logs, asks the client (sampling, elicitation, roots) and is cancelled as the parent's
+  own handlers are; tasks and multi-round-trip requests are the parent's.  Only
+  ``ctx.lifespan_value`` is the mounted server's own.
+* **Lifespans.**  The lifespan of a mounted server is entered inside the parent's (after it is
+  entered, in mount order) and left before it; one mounted while the parent's is entered is
+  entered at once (in a task of its own) and left first.
+* **Import** copies what the other server registered itself, once; its handlers are then the
+  parent's (they see the parent's lifespan).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import AsyncIterator, Callable, Iterable
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+import trio
+
+from .._engine._context import RequestContext
+from ._context import Context, FeatureHost
+
+if TYPE_CHECKING:
+    from ._lifespan import Lifespan
+    from ._prompts import Prompts
+    from ._resources import Resources
+    from ._server import Server
+    from ._tools import Tools
+
+__all__ = ["Mounts"]
+
+log = logging.getLogger("mcp_trio.server")
+
+_PREFIX = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:(?://)?")
+_LISTS = (
+    "notifications/tools/list_changed",
+    "notifications/resources/list_changed",
+    "notifications/prompts/list_changed",
+)
+
+
+def prefixed_name(name: str, prefixes: tuple[str, ...]) -> str:
+    """``name`` under ``prefixes`` (the outermost first): ``a_b_name``."""
+    for prefix in reversed(prefixes):
+        name = f"{prefix}_{name}"
+    return name
+
+
+def inner_name(name: str, prefixes: tuple[str, ...]) -> str | None:
+    """The name under ``prefixes`` that ``name`` is (None: it is not under them)."""
+    for prefix in prefixes:
+        if not name.startswith(f"{prefix}_"):
+            return None
+        name = name[len(prefix) + 1 :]
+    return name
+
+
+def prefixed_uri(uri: str, prefixes: tuple[str, ...]) -> str | None:
+    """``uri`` (or a URI template) under ``prefixes``: ``scheme://a/b/rest`` (None: it does not
+    begin with a scheme to put them after)."""
+    if not prefixes:
+        return uri
+    scheme = _SCHEME.match(uri)
+    if scheme is None:
+        return None
+    rest = uri[scheme.end() :]
+    for prefix in reversed(prefixes):
+        rest = f"{prefix}/{rest}"
+    return scheme[0] + rest
+
+
+def inner_uri(uri: str, prefixes: tuple[str, ...]) -> str | None:
+    """The URI under ``prefixes`` that ``uri`` is (None: it is not under them)."""
+    if not prefixes:
+        return uri
+    scheme = _SCHEME.match(uri)
+    if scheme is None:
+        return None
+    rest = uri[scheme.end() :]
+    for prefix in prefixes:
+        if not rest.startswith(f"{prefix}/"):
+            return None
+        rest = rest[len(prefix) + 1 :]
+    return scheme[0] + rest
+
+
+@dataclass(frozen=True, slots=True)
+class _Route:
+    """A server whose features a server answers, and the prefixes they are under there."""
+
+    prefixes: tuple[str, ...]  # (the outermost first)
+    server: Server
+
+
+@dataclass(frozen=True, slots=True)
+class _Views:
+    """A server's registries as answered by the server serving the request."""
+
+    tools: Tools
+    resources: Resources
+    prompts: Prompts
+
+
+def _ignore(method: str) -> None:
+    """(A view registers nothing: the mounted server announces its own changes.)"""
+
+
+class Mounts:
+    """The servers mounted in a server and those it is mounted in; the handlers of the methods
+    that list, call, read, get and complete across them."""
+
+    __slots__ = ("_server", "_announce", "_mounted", "_parents", "_views", "_route_list", "_holding")
+
+    def __init__(self, server: Server, announce: Callable[[str], None]) -> None:
+        self._server = server
+        self._announce = announce  # (the server's own list_changed)
+        self._mounted: list[tuple[str | None, Server]] = []  # (in mount order)
+        self._parents: list[tuple[str | None, Server]] = []
+        self._views: dict[Server, _Views] = {}
+        self._route_list: list[_Route] | None = None  # (see _routes; None: to be made again)
+        self._holding: _Holding | None = None  # (while the server's lifespan is entered)
+
+    # ------------------------------------------------------------ mounting
+
+    def mount(self, other: Server, prefix: str | None) -> None:
+        """``Server.mount``."""
+        self._check(other, prefix, "mount")
+        if other is self._server or self._server in other._mounts.reachable():
+            raise ValueError(
+                f"cannot mount server {other.info['name']!r} into {self._server.info['name']!r}: "
+                + (
+                    "a server cannot be mounted into itself"
+                    if other is self._server
+                    else "that one is already mounted in it (directly or deeper): it would be a cycle"
+                )
+            )
+        if (prefix, other) in self._mounted:
+            raise ValueError(f"server {other.info['name']!r} is already mounted here under prefix {prefix!r}")
+        self._mounted.append((prefix, other))
+        other._mounts._parents.append((prefix, self._server))
+        self._forget_routes()
+        holding = self._holding
+        if holding is not None and other.lifespan.needed:  # (the parent's lifespan runs: enter it now)
+            left = trio.Event()
+            holding.late.append(left)
+            name = f"mcp_trio.server.lifespan of {other.info['name']}"
+            trio.lowlevel.spawn_system_task(_hold_late, other, holding.leaving, left, name=name)
+        for method in _LISTS:
+            self.changed(method)
+
+    def import_server(self, other: Server, prefix: str | None) -> None:
+        """``Server.import_server``: copies, all or nothing."""
+        self._check(other, prefix, "import_server")
+        if other is self._server:
+            raise ValueError("a server cannot import itself")
+        if other._mounts._mounted:
+            names = ", ".join(repr(server.info["name"]) for _, server in other._mounts._mounted)
+            raise ValueError(
+                f"import_server copies what server {other.info['name']!r} registered itself, and it has "
+                f"servers mounted ({names}): mount it instead, or mount or import those here too"
+            )
+        prefixes = () if prefix is None else (prefix,)
+        own = self._server
+
+        def uri(value: str) -> str:
+            new = prefixed_uri(value, prefixes)
+            if new is None:
+                raise ValueError(
+                    f"import_server: the URI {value!r} of server {other.info['name']!r} does not begin "
+                    "with a scheme the prefix can follow (scheme://...)"
+                )
+            return new
+
+        clashes = [
+            prefixed_name(n, prefixes)
+            for n in other._tools.names()
+            if prefixed_name(n, prefixes) in own._tools
+        ]
+        clashes += [
+            prefixed_name(n, prefixes)
+            for n in other._prompts.names()
+            if prefixed_name(n, prefixes) in own._prompts
+        ]
+        clashes += [uri(u) for u in other._resources.uris() if uri(u) in own._resources.uris()]
+        if clashes:
+            raise ValueError(
+                f"import_server: this server already has {', '.join(map(repr, clashes))}, which importing "
+                f"server {other.info['name']!r} under prefix {prefix!r} would replace: choose another prefix"
+            )
+        own._tools.copy_from(other._tools, lambda n: prefixed_name(n, prefixes))
+        own._resources.copy_from(other._resources, uri)
+        own._prompts.copy_from(other._prompts, lambda n: prefixed_name(n, prefixes), uri)
+
+    def _check(self, other: Server, prefix: str | None, what: str) -> None:
+        if not isinstance(getattr(other, "_mounts", None), Mounts):  # (what every Server has)
+            raise TypeError(f"server.{what}() takes a Server, not {type(other).__name__}")
+        if prefix is not None and (not isinstance(prefix, str) or _PREFIX.fullmatch(prefix) is None):
+            raise ValueError(
+                f"invalid prefix {prefix!r} for server.{what}(): use 1 to 64 letters, digits, '_' and '-', "
+                "beginning with a letter or digit (it becomes part of tool names, prefix_tool, and "
+                "of resource URIs, scheme://prefix/...), or None for no prefix"
+            )
+
+    def reachable(self) -> set[Server]:
+        """This server and every server mounted in it, however deep."""
+        found = {self._server}
+        for _, other in self._mounted:
+            found |= other._mounts.reachable()
+        return found
+
+    # ------------------------------------------------------ notifications
+
+    def changed(self, method: str) -> None:
+        """A list of this server's changed: tell its sessions and those of the servers it is
+        mounted in."""
+        self._announce(method)
+        for _, parent in self._parents:
+            parent._mounts.changed(method)
+
+    async def updated(self, uri: str) -> None:
+        """Resource ``uri`` of this server changed: tell the servers it is mounted in."""
+        for prefix, parent in self._parents:
+            outer = prefixed_uri(uri, () if prefix is None else (prefix,))
+            if outer is not None:
+                await parent.notify_resource_updated(outer)
+
+    @asynccontextmanager
+    async def lifespans_held(self) -> AsyncIterator[None]:
+        """Hold the lifespans of the mounted servers (in mount order; left in reverse), and of
+        those mounted meanwhile (entered as they are mounted; left first)."""
+        holding = _Holding()
+        async with AsyncExitStack() as stack:
+            for _, other in list(self._mounted):
+                await stack.enter_async_context(other.lifespan.held())
+            self._holding = holding
+            try:
+                yield
+            finally:
+                self._holding = None
+                holding.leaving.set()
+                with trio.CancelScope(shield=True):
+                    for left in reversed(holding.late):
+                        await left.wait()
+
+    def any(self) -> bool:
+        return bool(self._mounted)
+
+    # ----------------------------------------------------------- routing
+
+    def _routes(self) -> list[_Route]:
+        """The servers answered here, in the order a name is looked up (see the module docs);
+        made again after a mount here or in a server mounted here."""
+        found = self._route_list
+        if found is None:
+            found = [_Route((), self._server)]
+            for prefix, other in reversed(self._mounted):
+                outer = () if prefix is None else (prefix,)
+                found += [_Route(outer + r.prefixes, r.server) for r in other._mounts._routes()]
+            self._route_list = found
+        return found
+
+    def _forget_routes(self) -> None:
+        self._route_list = None
+        for _, parent in self._parents:
+            parent._mounts._forget_routes()
+
+    def _views_of(self, other: Server) -> _Views:
+        """``other``'s registries answered for this server's sessions."""
+        root = self._server
+        if other is root:
+            return _Views(root._tools, root._resources, root._prompts)
+        views = self._views.get(other)
+        if views is None:
+            host = FeatureHost(
+                _ignore, root._page, root._cacheable, _context_for(root, other.lifespan), other._sync_limiter
+            )
+            views = self._views[other] = _Views(
+                other._tools.hosted_by(host, root.tasks, root._rounds),
+                other._resources.hosted_by(host, root._open, root.subscriptions),
+                other._prompts.hosted_by(host),
+            )
+        return views
+
+    def _merged(
+        self, lists: Iterable[tuple[_Route, list[dict[str, Any]]]], field: str, uri: bool
+    ) -> list[dict[str, Any]]:
+        """The definitions as listed here: renamed, the first of each name only."""
+        seen: dict[str, dict[str, Any]] = {}
+        for route, definitions in lists:
+            for definition in definitions:
+                name = (
+                    prefixed_uri(definition[field], route.prefixes)
+                    if uri
+                    else prefixed_name(definition[field], route.prefixes)
+                )
+                if name is not None and name not in seen:
+                    seen[name] = {**definition, field: name} if route.prefixes else definition
+        return list(seen.values())
+
+    def _tool(self, name: str) -> tuple[Tools, str]:
+        if self._mounted:
+            for route in self._routes():
+                inner = inner_name(name, route.prefixes)
+                if inner is not None and inner in route.server._tools:
+                    return self._views_of(route.server).tools, inner
+        return self._server._tools, name
+
+    def any_task_support(self) -> bool:
+        """Whether some tool served here may run as a task."""
+        return any(route.server._tools.any_task_support() for route in self._routes())
+
+    def header_annotations(self, name: str) -> list[tuple[tuple[str, ...], str]] | None:
+        tools, inner = self._tool(name)
+        return tools.header_annotations(inner)
+
+    # ---------------------------------------------------------- handlers
+
+    async def list_tools(self, ctx: RequestContext, params: Any) -> Any:
+        if not self._mounted:
+            return await self._server._tools.list(ctx, params)
+        lists = [(r, r.server._tools.definitions(ctx.version)) for r in self._routes()]
+        return self._server._page(ctx, self._merged(lists, "name", uri=False), "tools")
+
+    async def call_tool(self, ctx: RequestContext, params: Any) -> Any:
+        tools, inner = self._tool(params.name)
+        return await tools.call(ctx, params, inner)  # (its messages name the tool as called)
+
+    async def list_resources(self, ctx: RequestContext, params: Any) -> Any:
+        if not self._mounted:
+            return await self._server._resources.list(ctx, params)
+        lists = [(r, r.server._resources.definitions()) for r in self._routes()]
+        return self._server._page(ctx, self._merged(lists, "uri", uri=True), "resources")
+
+    async def list_templates(self, ctx: RequestContext, params: Any) -> Any:
+        if not self._mounted:
+            return await self._server._resources.list_templates(ctx, params)
+        lists = [(r, r.server._resources.template_definitions()) for r in self._routes()]
+        return self._server._page(ctx, self._merged(lists, "uriTemplate", uri=True), "resourceTemplates")
+
+    async def read_resource(self, ctx: RequestContext, params: Any) -> Any:
+        if self._mounted and params.uri not in self._server._resources:  # (its own first)
+            for route in self._routes()[1:]:
+                inner = inner_uri(params.uri, route.prefixes)
+                if inner is not None and inner in route.server._resources:
+                    resources = self._views_of(route.server).resources
+                    result = await resources.read(ctx, msgspec.structs.replace(params, uri=inner))
+                    for content in result.get("contents", ()):
+                        outer = prefixed_uri(content.get("uri", ""), route.prefixes)
+                        if outer is not None and "uri" in content:
+                            content["uri"] = outer
+                    return result
+        return await self._server._resources.read(ctx, params)
+
+    async def list_prompts(self, ctx: RequestContext, params: Any) -> Any:
+        if not self._mounted:
+            return await self._server._prompts.list(ctx, params)
+        lists = [(r, r.server._prompts.definitions()) for r in self._routes()]
+        return self._server._page(ctx, self._merged(lists, "name", uri=False), "prompts")
+
+    async def get_prompt(self, ctx: RequestContext, params: Any) -> Any:
+        if self._mounted:
+            for route in self._routes():
+                inner = inner_name(params.name, route.prefixes)
+                if inner is not None and inner in route.server._prompts:
+                    prompts = self._views_of(route.server).prompts
+                    return await prompts.get(ctx, params, inner)
+        return await self._server._prompts.get(ctx, params)
+
+    async def complete(self, ctx: RequestContext, params: Any) -> Any:
+        ref = params.ref
+        name: str | None = getattr(ref, "name", None)  # (a prompt's ref; a template's has a uri)
+        key = name if name is not None else str(getattr(ref, "uri", ""))
+        if self._mounted:
+            for route in self._routes():
+                inner = (
+                    inner_name(key, route.prefixes) if name is not None else inner_uri(key, route.prefixes)
+                )
+                if inner is not None and route.server._prompts.completes(inner, params.argument.name):
+                    field = {"name": inner} if name is not None else {"uri": inner}
+                    inner_params = msgspec.structs.replace(params, ref=msgspec.structs.replace(ref, **field))
+                    return await self._views_of(route.server).prompts.complete(ctx, inner_params)
+        return await self._server._prompts.complete(ctx, params)
+
+
+class _Holding:
+    """The lifespans of the servers mounted while the parent's is entered."""
+
+    __slots__ = ("leaving", "late")
+
+    def __init__(self) -> None:
+        self.leaving = trio.Event()  # (the parent's lifespan is being left: leave them)
+        self.late: list[trio.Event] = []  # (each set once that one is left)
+
+
+async def _hold_late(other: Server, leaving: trio.Event, left: trio.Event) -> None:
+    """Hold the lifespan of ``other``, mounted while its parent's is entered, until that one is
+    left (a failure is logged: the mount is done, nobody waits for it)."""
+    try:
+        async with other.lifespan.held():
+            await leaving.wait()
+    except Exception:
+        log.exception("the lifespan of server %r, mounted while serving, failed", other.info["name"])
+    finally:
+        left.set()
+
+
+def _context_for(server: Server, lifespan: Lifespan) -> Callable[[RequestContext], Context]:
+    """What a mounted handler sees: the context of the server serving the request, with the
+    lifespan of the handler's own server."""
+
+    def context(request: RequestContext) -> Context:
+        return Context(server, request, lifespan=lifespan)
+
+    return context
