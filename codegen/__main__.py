@@ -13,7 +13,8 @@ Usage::
 
 Run from a checkout, the modules go to its ``mcp_trio/types/``.  Installed from a wheel
 (``mcp-trio codegen``, the package ``mcp_trio_codegen``), they go to the current
-directory: an installed package is never written to.
+directory (an installed package is never written to), and ``--check`` compares with the
+installed ``mcp_trio/types`` (the modules that copy runs on).
 
 Schemas come from ``--schema-dir``, else ``$MCP_TRIO_SCHEMA_DIR``, else
 ``../shared/mcp-schema``, else the download cache (see ``codegen._sources``).
@@ -38,27 +39,42 @@ from ._generate import (
     module_path,
 )
 from ._sources import (
+    DEFAULT_PROG,
     ENV_SCHEMA_DIR,
+    PINS_NAME,
+    PROJECT_ROOT,
     SchemaSourceError,
     load_pins,
     locate_schemas,
     read_unpinned,
     resolve_schema_dir,
+    sources_help,
     urllib_download,
 )
 
 __all__ = ["main"]
 
 
-def _parser() -> argparse.ArgumentParser:
+#: How to install what the generator needs, from where it runs.
+INSTALL_HINT = (
+    "pip install -e '.[codegen]' (in this checkout)"
+    if PROJECT_ROOT is not None
+    else "pip install 'mcp-trio[codegen]'"
+)
+
+
+def _parser(prog: str) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m codegen",
+        prog=prog,
         description="Generate the mcp_trio.types.v<revision> modules from the MCP JSON schemas.",
+        epilog=sources_help(load_pins()),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
         "--check",
         action="store_true",
-        help="regenerate in memory; exit 1 if a committed module differs",
+        help="regenerate in memory; exit 1 if a module differs from the one in the output directory "
+        "(default: this checkout's mcp_trio/types, or the installed mcp_trio/types)",
     )
     p.add_argument("--schema-dir", metavar="DIR", help="directory holding <revision>/schema.json")
     p.add_argument("--revision", metavar="R", help="only this revision (with --schema: any revision name)")
@@ -79,7 +95,8 @@ def _parser() -> argparse.ArgumentParser:
         metavar="DIR",
         type=Path,
         help="where modules are written and compared (default: mcp_trio/types of the "
-        "checkout this runs from; installed from a wheel, the current directory)",
+        "checkout this runs from; installed from a wheel, the current directory for writing "
+        "and the installed mcp_trio/types for --check)",
     )
     p.add_argument("--jobs", type=int, default=None, help="parallel processes (default: one per CPU)")
     p.add_argument("--no-download", action="store_true", help="never download schemas")
@@ -92,9 +109,26 @@ def _fail(message: str, code: int = 2) -> int:
     return code
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the code generator; returns the process exit code."""
-    args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+def _stale_hint(prog: str, output_dir: Path | None) -> str:
+    if output_dir is not None:
+        return f"run `{prog} --output-dir {output_dir}` (the same options, without --check) to rewrite them"
+    if TYPES_DIR is not None:
+        return f"run `{prog}` (the same options, without --check) to regenerate them"
+    return (
+        "these are the installed mcp-trio's modules, which are not rewritten: a different "
+        f"datamodel-code-generator than {DCG_VERSION} prints differently; `{prog} --output-dir DIR` "
+        "writes what this generator makes, to compare"
+    )
+
+
+def main(argv: Sequence[str] | None = None, *, prog: str | None = None) -> int:
+    """Run the code generator; returns the process exit code.
+
+    ``prog`` is the command as the user typed it, for ``--help`` and the hints
+    (``mcp-trio codegen`` passes its name; ``python -m codegen`` in a checkout).
+    """
+    prog = prog or DEFAULT_PROG
+    args = _parser(prog).parse_args(list(sys.argv[1:] if argv is None else argv))
     if args.schema is not None and args.revision is None:
         return _fail("--schema needs --revision")
     if args.output is not None and args.revision is None:
@@ -107,7 +141,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if version is None:
         return _fail(
             f"datamodel-code-generator is not installed; install the pinned version with "
-            f"pip install -e '.[codegen]' (datamodel-code-generator=={DCG_VERSION})"
+            f"{INSTALL_HINT} (datamodel-code-generator=={DCG_VERSION})"
         )
     if version != DCG_VERSION:
         print(
@@ -126,7 +160,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.revision is not None:
                 if args.revision not in pins:
                     return _fail(
-                        f"revision {args.revision} is not pinned in schema/revisions.toml "
+                        f"revision {args.revision} is not pinned in {PINS_NAME} "
                         f"(pinned: {', '.join(pins)}); pass --schema FILE for a new revision"
                     )
                 pins = {args.revision: pins[args.revision]}
@@ -141,6 +175,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 schema_dir=resolve_schema_dir(args.schema_dir),
                 origin=origin,
                 download=None if args.no_download else urllib_download,
+                prog=prog,
             )
             jobs = [(rev, found[rev].data, found[rev].sha256) for rev in pins]
         generated = generate_all(jobs, workers=args.jobs)
@@ -151,14 +186,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.check:
         stale = []
         for g in generated:
-            path = module_path(g.revision, args.output_dir)
+            path = module_path(g.revision, args.output_dir, check=True)
             if not path.is_file() or path.read_text(encoding="utf-8") != g.source:
                 stale.append(path)
         if stale:
             print("codegen: these generated modules are out of date:", file=sys.stderr)
             for path in stale:
                 print(f"  {path}", file=sys.stderr)
-            print("run `python -m codegen` to regenerate them", file=sys.stderr)
+            print(_stale_hint(prog, args.output_dir), file=sys.stderr)
             return 1
         say(f"codegen: {len(generated)} module(s) up to date ({elapsed:.1f} s)")
         return 0
