@@ -10,6 +10,8 @@ Usage::
     python -m codegen --revision R --schema FILE [--output PATH]
                                            # a new/unpinned revision from any file
     python -m codegen --output-dir DIR     # write (or --check) the modules in DIR
+    python -m codegen --diff OLD NEW [--json]          # what changed between two revisions
+    python -m codegen --diff-page FILE [--check]       # the docs page of every revision's changes
 
 Run from a checkout, the modules go to its ``mcp_trio/types/``.  Installed from a wheel
 (``mcp-trio codegen``, the package ``mcp_trio_codegen``), they go to the current
@@ -29,6 +31,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from ._diff_cmd import diff_command, page_command
 from ._generate import (
     DCG_VERSION,
     TYPES_DIR,
@@ -98,6 +101,22 @@ def _parser(prog: str) -> argparse.ArgumentParser:
         "checkout this runs from; installed from a wheel, the current directory for writing "
         "and the installed mcp_trio/types for --check)",
     )
+    p.add_argument(
+        "--diff",
+        nargs=2,
+        metavar=("OLD", "NEW"),
+        help="print what changed from revision OLD to NEW (methods, notifications, capabilities, "
+        "definitions, fields, enum values) instead of generating; each is a pinned revision, a "
+        "schema.json file, or a revision in the schema directory (draft)",
+    )
+    p.add_argument("--json", action="store_true", help="with --diff: print JSON")
+    p.add_argument(
+        "--diff-page",
+        metavar="FILE",
+        type=Path,
+        help="write (with --check: compare) the Markdown page of what changed in each pinned "
+        "revision (docs/guide/revisions-diff.md)",
+    )
     p.add_argument("--jobs", type=int, default=None, help="parallel processes (default: one per CPU)")
     p.add_argument("--no-download", action="store_true", help="never download schemas")
     p.add_argument("-q", "--quiet", action="store_true", help="print errors only")
@@ -135,6 +154,27 @@ def main(argv: Sequence[str] | None = None, *, prog: str | None = None) -> int:
         return _fail("--output needs --revision")
     if args.check and args.output is not None:
         return _fail("--check compares the committed modules; it takes no --output")
+    if args.json and args.diff is None:
+        return _fail("--json goes with --diff")
+    if args.diff is not None or args.diff_page is not None:
+        try:
+            if args.diff_page is not None:
+                return page_command(
+                    args.diff_page,
+                    check=args.check,
+                    schema_dir=args.schema_dir,
+                    download=not args.no_download,
+                    prog=prog,
+                )
+            return diff_command(
+                *args.diff,
+                as_json=args.json,
+                schema_dir=args.schema_dir,
+                download=not args.no_download,
+                prog=prog,
+            )
+        except (SchemaSourceError, ValueError) as exc:
+            return _fail(str(exc))
     say = (lambda *_a: None) if args.quiet else (lambda *a: print(*a))
 
     version = installed_dcg_version()

@@ -253,6 +253,16 @@ def test_installed_codegen_without_the_extra_names_it(
     assert "datamodel-code-generator is not installed" in done.stderr
     assert "pip install 'mcp-trio[codegen]'" in done.stderr
     assert ".[codegen]" not in done.stderr and "-e " not in done.stderr
+    if SCHEMAS is not None:  # --diff reads the schemas only: no generator needed
+        diffed = _codegen(bare, tmp_path, "--diff", "2025-06-18", "2025-11-25", "--schema-dir", str(SCHEMAS))
+        assert diffed.returncode == 0, diffed.stderr
+        assert "- added `tasks/get` (either side;" in diffed.stdout
+        as_json = _codegen(
+            bare, tmp_path, "--diff", "2025-11-25", "2026-07-28", "--json", "--schema-dir", str(SCHEMAS)
+        )
+        assert as_json.returncode == 0, as_json.stderr
+        removed = {c["method"] for c in json.loads(as_json.stdout)["requests"] if c["change"] == "removed"}
+        assert {"initialize", "ping", "tasks/get"} <= removed
 
 
 async def test_installed_serve_runs_a_server_file(installed: Path, tmp_path: Path) -> None:
