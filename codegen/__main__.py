@@ -12,6 +12,7 @@ Usage::
     python -m codegen --output-dir DIR     # write (or --check) the modules in DIR
     python -m codegen --diff OLD NEW [--json]          # what changed between two revisions
     python -m codegen --diff-page FILE [--check]       # the docs page of every revision's changes
+    python -m codegen --draft [--output-dir DIR]       # the draft revision: generate, load, compare
 
 Run from a checkout, the modules go to its ``mcp_trio/types/``.  Installed from a wheel
 (``mcp-trio codegen``, the package ``mcp_trio_codegen``), they go to the current
@@ -32,6 +33,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ._diff_cmd import diff_command, page_command
+from ._draft import draft_command
 from ._generate import (
     DCG_VERSION,
     TYPES_DIR,
@@ -117,6 +119,14 @@ def _parser(prog: str) -> argparse.ArgumentParser:
         help="write (with --check: compare) the Markdown page of what changed in each pinned "
         "revision (docs/guide/revisions-diff.md)",
     )
+    p.add_argument(
+        "--draft",
+        action="store_true",
+        help="generate the protocol's draft revision (--schema FILE, else DIR/draft/schema.json of the "
+        "schema directory, else downloaded from the upstream default branch, unpinned) into "
+        "--output-dir (default: the current directory), load it, and print what it changes from "
+        "the newest pinned revision; exit 1 if any step fails",
+    )
     p.add_argument("--jobs", type=int, default=None, help="parallel processes (default: one per CPU)")
     p.add_argument("--no-download", action="store_true", help="never download schemas")
     p.add_argument("-q", "--quiet", action="store_true", help="print errors only")
@@ -148,7 +158,9 @@ def main(argv: Sequence[str] | None = None, *, prog: str | None = None) -> int:
     """
     prog = prog or DEFAULT_PROG
     args = _parser(prog).parse_args(list(sys.argv[1:] if argv is None else argv))
-    if args.schema is not None and args.revision is None:
+    if args.draft and (args.revision is not None or args.check or args.output is not None):
+        return _fail("--draft takes no --revision, --check or --output (it writes vdraft.py to --output-dir)")
+    if args.schema is not None and args.revision is None and not args.draft:
         return _fail("--schema needs --revision")
     if args.output is not None and args.revision is None:
         return _fail("--output needs --revision")
@@ -188,6 +200,14 @@ def main(argv: Sequence[str] | None = None, *, prog: str | None = None) -> int:
             f"codegen: warning: datamodel-code-generator {version} is installed but the "
             f"modules are pinned to {DCG_VERSION}; output may differ",
             file=sys.stderr,
+        )
+
+    if args.draft:
+        return draft_command(
+            schema=args.schema,
+            schema_dir=resolve_schema_dir(args.schema_dir),
+            download=None if args.no_download else urllib_download,
+            output_dir=args.output_dir or Path.cwd(),
         )
 
     start = time.perf_counter()
