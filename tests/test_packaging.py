@@ -221,6 +221,14 @@ def test_installed_codegen_checks_the_installed_modules(installed: Path, tmp_pat
     assert "out/v2025_06_18.py" in stale.stderr
     assert "run `mcp-trio codegen --output-dir out`" in stale.stderr
     assert "python -m codegen" not in stale.stderr
+    # the draft revision: generated from the schema directory's draft/, loaded, compared
+    if (SCHEMAS / "draft" / "schema.json").is_file():
+        draft = _codegen(
+            installed, tmp_path, "--draft", "--schema-dir", str(SCHEMAS), "--output-dir", "draft"
+        )
+        assert draft.returncode == 0, draft.stderr
+        assert "## 2026-07-28 → draft" in draft.stdout
+        assert (tmp_path / "draft" / "vdraft.py").is_file()
 
 
 def test_installed_codegen_help_names_itself_and_the_schema_sources(installed: Path, tmp_path: Path) -> None:
