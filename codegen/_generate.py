@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import multiprocessing
 import os
@@ -27,6 +28,7 @@ __all__ = [
     "GenerationError",
     "generate_all",
     "generate_module",
+    "installed_types_dir",
     "module_name",
     "module_path",
 ]
@@ -77,11 +79,31 @@ def module_name(revision: str) -> str:
     return "v" + re.sub(r"[^0-9A-Za-z]+", "_", revision).strip("_")
 
 
-def module_path(revision: str, directory: Path | None = None) -> Path:
-    """The module file of ``revision`` in ``directory`` (default: :data:`TYPES_DIR`, or the
-    current directory when that is ``None``)."""
+def installed_types_dir() -> Path | None:
+    """The ``mcp_trio/types`` folder of the ``mcp_trio`` this interpreter imports (found
+    without importing it), or ``None`` when there is none."""
+    spec = importlib.util.find_spec("mcp_trio")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    types = Path(next(iter(spec.submodule_search_locations))) / "types"
+    return types if types.is_dir() else None
+
+
+def module_path(revision: str, directory: Path | None = None, *, check: bool = False) -> Path:
+    """The module file of ``revision`` in ``directory``.
+
+    The default folder is :data:`TYPES_DIR` in a checkout.  Installed from a wheel it is
+    the installed ``mcp_trio/types`` for ``check`` (what ``--check`` compares against: the
+    modules this copy of mcp-trio runs on) and the current directory for writing (an
+    installed package is never written to).
+    """
     if directory is None:
-        directory = TYPES_DIR if TYPES_DIR is not None else Path.cwd()
+        if TYPES_DIR is not None:
+            directory = TYPES_DIR
+        elif check and (installed := installed_types_dir()) is not None:
+            directory = installed
+        else:
+            directory = Path.cwd()
     return directory / f"{module_name(revision)}.py"
 
 

@@ -30,7 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
+    "DEFAULT_PROG",
     "ENV_SCHEMA_DIR",
+    "PINS_NAME",
     "PROJECT_ROOT",
     "REVISIONS_TOML",
     "Download",
@@ -43,6 +45,7 @@ __all__ = [
     "read_unpinned",
     "resolve_schema_dir",
     "sha256_hex",
+    "sources_help",
     "urllib_download",
 ]
 
@@ -57,7 +60,11 @@ REVISIONS_TOML = (
     if PROJECT_ROOT is not None
     else _HERE / "schema" / "revisions.toml"
 )
+#: How messages name the pins file: its path in the repository, or in the installed package.
+PINS_NAME = "schema/revisions.toml" if PROJECT_ROOT is not None else "mcp_trio_codegen/schema/revisions.toml"
 ENV_SCHEMA_DIR = "MCP_TRIO_SCHEMA_DIR"
+#: The command in messages when the caller names none.
+DEFAULT_PROG = "python -m codegen" if PROJECT_ROOT is not None else "mcp-trio codegen"
 
 #: Fetch one URL and return its body.  Must raise on any failure.
 Download = Callable[[str], bytes]
@@ -143,19 +150,41 @@ def urllib_download(url: str, *, timeout: float = 30.0) -> bytes:
         return bytes(response.read())
 
 
-def _how_to_supply(pins: Iterable[Pin], cache_dir: Path) -> str:
+def _how_to_supply(pins: Iterable[Pin], cache_dir: Path, prog: str = DEFAULT_PROG) -> str:
     pins = list(pins)
     commit = pins[0].commit if pins else "<commit>"
     lines = [
         "Supply the schemas in one of three ways:",
-        "  1. python -m codegen --schema-dir DIR  (DIR/<revision>/schema.json)",
+        f"  1. {prog} --schema-dir DIR  (DIR/<revision>/schema.json)",
         f"  2. export {ENV_SCHEMA_DIR}=DIR  (same layout; used when --schema-dir is not given)",
-        "  3. neither set and no ../shared/mcp-schema: codegen downloads the pinned files into",
+        "  3. neither set"
+        + (" and no ../shared/mcp-schema" if PROJECT_ROOT is not None else "")
+        + ": codegen downloads the pinned files into",
         f"     {cache_dir}/<commit>/<revision>/schema.json (needs network; or put them there)",
         f"Files come from github.com/modelcontextprotocol/modelcontextprotocol at commit {commit},",
-        "path schema/<revision>/schema.json; their sha256 is pinned in schema/revisions.toml.",
+        f"path schema/<revision>/schema.json; their sha256 is pinned in {PINS_NAME}.",
     ]
     return "\n".join(lines)
+
+
+def sources_help(pins: dict[str, Pin]) -> str:
+    """Where the schemas come from, for ``--help`` (the schemas are not shipped)."""
+    commits = sorted({pin.commit for pin in pins.values()})
+    shared = "\n  3. ../shared/mcp-schema beside this checkout, when it exists;" if PROJECT_ROOT else ""
+    last = 4 if PROJECT_ROOT else 3
+    return (
+        "where the schemas come from (they are not shipped with mcp-trio):\n"
+        f"  pinned revisions: {', '.join(pins)}; each pinned by upstream commit, URL and sha256\n"
+        f"  in {PINS_NAME}. The first of these that applies is used:\n"
+        "  1. --schema-dir DIR: DIR/<revision>/schema.json (nothing is downloaded);\n"
+        f"  2. ${ENV_SCHEMA_DIR}=DIR: the same layout;{shared}\n"
+        f"  {last}. the cache {default_cache_dir()}/<commit>/<revision>/schema.json, filled by\n"
+        "     downloading the pinned URL (--no-download: never), from\n"
+        "     github.com/modelcontextprotocol/modelcontextprotocol at commit "
+        f"{', '.join(c[:12] for c in commits)}.\n"
+        "  Whatever the source, a file whose sha256 is not the pinned one is refused.\n"
+        "  --revision R --schema FILE generates any revision (a draft, a new one) from FILE, unpinned."
+    )
 
 
 def _verify(pin: Pin, path: Path, data: bytes, origin: str) -> SchemaFile:
@@ -167,7 +196,7 @@ def _verify(pin: Pin, path: Path, data: bytes, origin: str) -> SchemaFile:
             f"  got      {digest}\n"
             "The file is not the pinned upstream schema.json. Replace it with the file from "
             f"commit {pin.commit} ({pin.url}), or pin a new commit and sha256 in "
-            "schema/revisions.toml."
+            f"{PINS_NAME}."
         )
     return SchemaFile(revision=pin.revision, path=path, data=data, sha256=digest)
 
@@ -179,6 +208,7 @@ def locate_schemas(
     cache_dir: Path | None = None,
     download: Download | None = urllib_download,
     origin: str | None = None,
+    prog: str = DEFAULT_PROG,
 ) -> dict[str, SchemaFile]:
     """Locate (or download) and verify the schema of every pinned revision.
 
@@ -199,7 +229,7 @@ def locate_schemas(
         raise SchemaSourceError(
             f"schema directory {schema_dir}{where} does not exist; it should hold "
             f"<revision>/schema.json for {', '.join(p.revision for p in pins)}\n\n"
-            + _how_to_supply(pins, cache)
+            + _how_to_supply(pins, cache, prog)
         )
     for pin in pins:
         if schema_dir is not None:
@@ -247,7 +277,7 @@ def locate_schemas(
     if problems:
         message = "\n".join(problems)
         if needs_help:
-            message += "\n\n" + _how_to_supply(pins, cache)
+            message += "\n\n" + _how_to_supply(pins, cache, prog)
         raise SchemaSourceError(message)
     return found
 

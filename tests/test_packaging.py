@@ -60,10 +60,12 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return built
 
 
-@pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory, wheel: Path) -> Iterator[Path]:
-    """A fresh venv with the wheel installed; yields its ``bin`` folder."""
-    base = tmp_path_factory.mktemp("wheel")
+def _install(base: Path, wheel: Path, *, leave_out: tuple[str, ...] = ()) -> Path:
+    """A fresh venv in ``base`` with the wheel installed; returns its ``bin`` folder.
+
+    The dependencies come from this environment, less the top-level entries whose names
+    start with one of ``leave_out`` (a folder of links to the rest stands in for it then).
+    """
     env_dir = base / "env"
     venv.create(env_dir, with_pip=False)
     python = env_dir / "bin" / "python"
@@ -97,8 +99,22 @@ def installed(tmp_path_factory: pytest.TempPathFactory, wheel: Path) -> Iterator
     # The dependencies come from this environment (added after the install, so pip
     # does not see this environment's mcp-trio); a path line in a .pth file does not
     # run that folder's own .pth files, so the editable mcp_trio stays out of reach.
-    (site / "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    yield env_dir / "bin"
+    deps = Path(sysconfig.get_paths()["purelib"])
+    if leave_out:
+        links = base / "deps"
+        links.mkdir()
+        for entry in deps.iterdir():
+            if not entry.name.lower().startswith(leave_out) and not entry.name.endswith(".pth"):
+                (links / entry.name).symlink_to(entry)
+        deps = links
+    (site / "deps.pth").write_text(f"{deps}\n")
+    return env_dir / "bin"
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory, wheel: Path) -> Iterator[Path]:
+    """A fresh venv with the wheel installed; yields its ``bin`` folder."""
+    yield _install(tmp_path_factory.mktemp("wheel"), wheel)
 
 
 def _env() -> dict[str, str]:
@@ -166,7 +182,95 @@ def test_installed_codegen_writes_to_the_current_directory(installed: Path, tmp_
         timeout=120,
     )
     assert bad.returncode == 2
-    assert "is not pinned in schema/revisions.toml (pinned: 2024-11-05" in bad.stderr
+    assert "is not pinned in mcp_trio_codegen/schema/revisions.toml (pinned: 2024-11-05" in bad.stderr
+
+
+def _codegen(bin_dir: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(bin_dir / "mcp-trio"), "codegen", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=_env(),
+        timeout=300,
+    )
+
+
+@pytest.mark.skipif(SCHEMAS is None, reason="needs the official schemas (../shared/mcp-schema)")
+def test_installed_codegen_checks_the_installed_modules(installed: Path, tmp_path: Path) -> None:
+    """From a folder holding no modules, --check compares with the installed mcp_trio/types."""
+    assert SCHEMAS is not None
+    done = _codegen(installed, tmp_path, "--check", "--schema-dir", str(SCHEMAS))
+    assert done.returncode == 0, done.stderr
+    assert "5 module(s) up to date" in done.stdout
+    assert list(tmp_path.iterdir()) == []
+    # --output-dir is compared instead when given; the hint is a command that exists here
+    (tmp_path / "out").mkdir()
+    stale = _codegen(
+        installed,
+        tmp_path,
+        "--check",
+        "--revision",
+        "2025-06-18",
+        "--schema-dir",
+        str(SCHEMAS),
+        "--output-dir",
+        "out",
+    )
+    assert stale.returncode == 1
+    assert "out/v2025_06_18.py" in stale.stderr
+    assert "run `mcp-trio codegen --output-dir out`" in stale.stderr
+    assert "python -m codegen" not in stale.stderr
+    # the draft revision: generated from the schema directory's draft/, loaded, compared
+    if (SCHEMAS / "draft" / "schema.json").is_file():
+        draft = _codegen(
+            installed, tmp_path, "--draft", "--schema-dir", str(SCHEMAS), "--output-dir", "draft"
+        )
+        assert draft.returncode == 0, draft.stderr
+        assert "## 2026-07-28 → draft" in draft.stdout
+        assert (tmp_path / "draft" / "vdraft.py").is_file()
+
+
+def test_installed_codegen_help_names_itself_and_the_schema_sources(installed: Path, tmp_path: Path) -> None:
+    done = _codegen(installed, tmp_path, "--help")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("usage: mcp-trio codegen ")
+    assert "python -m codegen" not in done.stdout
+    text = " ".join(done.stdout.split())
+    assert "they are not shipped with mcp-trio" in text
+    assert "in mcp_trio_codegen/schema/revisions.toml" in text
+    assert "1. --schema-dir DIR: DIR/<revision>/schema.json" in text
+    assert "$MCP_TRIO_SCHEMA_DIR" in text
+    assert "github.com/modelcontextprotocol/modelcontextprotocol at commit b0f60ba5409d" in text
+    assert "shared/mcp-schema" not in text  # (a checkout's default only)
+    # a missing schema names the installed command and the same sources
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    missing = _codegen(installed, tmp_path, "--check", "--schema-dir", str(empty), "--revision", "2025-11-25")
+    assert missing.returncode == 2
+    assert "1. mcp-trio codegen --schema-dir DIR" in missing.stderr
+    assert "pinned in mcp_trio_codegen/schema/revisions.toml" in missing.stderr
+
+
+def test_installed_codegen_without_the_extra_names_it(
+    tmp_path_factory: pytest.TempPathFactory, wheel: Path, tmp_path: Path
+) -> None:
+    bare = _install(tmp_path_factory.mktemp("bare"), wheel, leave_out=("datamodel_code_generator",))
+    done = _codegen(bare, tmp_path, "--check")
+    assert done.returncode == 2
+    assert "datamodel-code-generator is not installed" in done.stderr
+    assert "pip install 'mcp-trio[codegen]'" in done.stderr
+    assert ".[codegen]" not in done.stderr and "-e " not in done.stderr
+    if SCHEMAS is not None:  # --diff reads the schemas only: no generator needed
+        diffed = _codegen(bare, tmp_path, "--diff", "2025-06-18", "2025-11-25", "--schema-dir", str(SCHEMAS))
+        assert diffed.returncode == 0, diffed.stderr
+        assert "- added `tasks/get` (either side;" in diffed.stdout
+        as_json = _codegen(
+            bare, tmp_path, "--diff", "2025-11-25", "2026-07-28", "--json", "--schema-dir", str(SCHEMAS)
+        )
+        assert as_json.returncode == 0, as_json.stderr
+        removed = {c["method"] for c in json.loads(as_json.stdout)["requests"] if c["change"] == "removed"}
+        assert {"initialize", "ping", "tasks/get"} <= removed
 
 
 async def test_installed_serve_runs_a_server_file(installed: Path, tmp_path: Path) -> None:

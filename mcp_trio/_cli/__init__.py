@@ -57,7 +57,7 @@ def _cmd_codegen(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    return int(codegen_main(list(args.rest)) or 0)
+    return int(codegen_main(list(args.rest), prog="mcp-trio codegen") or 0)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
