@@ -11,15 +11,23 @@ and -32601 to other requests.  Its one flaw depends on MODE:
   for that; JSON-RPC and the earlier revisions want ``"id": null``).
 * ``leaks-fds``: it opens a file per message and never closes it.
 * ``leaks-memory``: it keeps 2 MB per message.
+* ``no-ping``: it never answers ping (everything else as ``good``).
+* ``speaks-2024``: it answers every initialize with 2024-11-05, the one revision it speaks (legal).
 * ``good``: none.
+
+``FUZZ_TOY_START_DELAY`` (seconds) makes it sleep before it reads its first line, like an
+interpreter that takes a while to import on a loaded machine.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
+import time
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "good"
+time.sleep(float(os.environ.get("FUZZ_TOY_START_DELAY", "0")))
 
 
 def send(obj: object) -> None:
@@ -86,13 +94,15 @@ for raw in sys.stdin.buffer:
                 "jsonrpc": "2.0",
                 "id": rid,
                 "result": {
-                    "protocolVersion": "2025-11-25",
+                    "protocolVersion": "2024-11-05" if MODE == "speaks-2024" else "2025-11-25",
                     "capabilities": {"tools": {}},
                     "serverInfo": {"name": "toy", "version": "1"},
                 },
             }
         )
     elif method == "ping":
+        if MODE == "no-ping":
+            continue
         send({"jsonrpc": "2.0", "id": rid, "result": {}})
     elif method == "tools/list":
         if MODE == "junk":
