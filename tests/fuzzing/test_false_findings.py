@@ -51,3 +51,40 @@ def test_a_server_slower_to_start_than_the_timeout_is_not_silent_in_lifecycle(tm
 def test_a_slow_server_that_never_answers_ping_is_still_flagged_in_lifecycle(tmp_path: Path) -> None:
     stats = lifecycle(slow_toy("no-ping", 4), tmp_path)
     assert "alive:no-ping-answer" in keys(stats)
+
+
+# ------------------------------------- a server that speaks only 2024-11-05
+
+
+def stateful(mode: str, revision: str, tmp_path: Path) -> CampaignStats:
+    cfg = FuzzConfig(
+        StdioTarget([sys.executable, TOY, mode]),
+        revisions=[revision],
+        campaigns=["stateful"],
+        max_examples=30,
+        timeout=2,
+        shrink_time=2,
+        max_findings=1,
+        seed=1,
+        out_dir=tmp_path,
+    )
+    [stats] = run(cfg)
+    return stats
+
+
+def test_a_server_that_speaks_only_2024_11_05_is_not_asked_for_another_revision(tmp_path: Path) -> None:
+    stats = stateful("speaks-2024", "2024-11-05", tmp_path)
+    assert stats.examples >= 20 and not stats.skipped
+    assert keys([stats]) == set(), [f.violation.message for f in stats.findings]
+    other = stateful("speaks-2024", "2025-11-25", tmp_path / "other")
+    assert other.skipped is not None and "does not speak 2025-11-25" in other.skipped
+    assert not other.findings
+
+
+def test_a_server_that_answers_another_version_than_one_it_speaks_is_flagged(tmp_path: Path) -> None:
+    stats = stateful("ignores-version", "2024-11-05", tmp_path)
+    [finding] = [f for f in stats.findings if f.violation.key == "version-negotiation:not-same"]
+    assert finding.violation.severity == "violation"
+    assert "which the server speaks (it answered 2025-11-25 to an initialize asking for '1999-01-01')" in (
+        finding.violation.message
+    )

@@ -13,6 +13,8 @@ and -32601 to other requests.  Its one flaw depends on MODE:
 * ``leaks-memory``: it keeps 2 MB per message.
 * ``no-ping``: it never answers ping (everything else as ``good``).
 * ``speaks-2024``: it answers every initialize with 2024-11-05, the one revision it speaks (legal).
+* ``ignores-version``: it answers 2025-11-25 to an initialize for a version that does not exist
+  (so it speaks 2025-11-25) and 2024-11-05 to any other, 2025-11-25 included (a MUST broken).
 * ``good``: none.
 
 ``FUZZ_TOY_START_DELAY`` (seconds) makes it sleep before it reads its first line, like an
@@ -42,6 +44,15 @@ def error(id_: object, code: int, message: str) -> None:
         send({"jsonrpc": "2.0", "error": {"code": code, "message": message}})
         return
     send({"jsonrpc": "2.0", "id": id_, "error": {"code": code, "message": message}})
+
+
+def answered_version(asked: str) -> str:
+    if MODE == "speaks-2024":
+        return "2024-11-05"
+    if MODE == "ignores-version":
+        known = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+        return "2024-11-05" if asked in known else "2025-11-25"
+    return "2025-11-25"
 
 
 LEAKED: list[object] = []
@@ -94,7 +105,7 @@ for raw in sys.stdin.buffer:
                 "jsonrpc": "2.0",
                 "id": rid,
                 "result": {
-                    "protocolVersion": "2024-11-05" if MODE == "speaks-2024" else "2025-11-25",
+                    "protocolVersion": answered_version(version),
                     "capabilities": {"tools": {}},
                     "serverInfo": {"name": "toy", "version": "1"},
                 },
