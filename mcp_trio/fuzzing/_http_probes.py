@@ -45,6 +45,10 @@ HTTP_PROBES: dict[str, tuple[dict[str, str | None], set[int] | None]] = {
     # foreign Host is what the SDKs' DNS-rebinding protection does, so it is a note, not a violation.
     "foreign-host": ({"Host": "evil.example"}, {400, 403, 421}),
 }
+#: The first revision with the ``MCP-Protocol-Version`` header ("If the server receives a request
+#: with an invalid or unsupported MCP-Protocol-Version, it MUST respond with 400 Bad Request"):
+#: a 2024-11-05 or 2025-03-26 server owes it nothing, and is not probed with it.
+PROTOCOL_HEADER_SINCE = "2025-06-18"
 #: Methods Streamable HTTP gives no meaning: any 4xx (ideally 405), never a 5xx or a 2xx.
 WRONG_METHODS = ("PUT", "PATCH")
 
@@ -113,8 +117,8 @@ def _http_case(session: Session, probe: str) -> list[orc.Violation]:
     changes, expected = HTTP_PROBES[probe]
     if probe in ("no-session-id", "unknown-session-id") and (conn.session_id is None or session.stateless):
         return out
-    if probe == "bad-protocol-version" and session.stateless:
-        return out
+    if probe == "bad-protocol-version" and (session.stateless or session.negotiated < PROTOCOL_HEADER_SINCE):
+        return out  # (2026-07-28 checks the header against _meta: HeaderMismatch, another rule)
     hdrs = conn.base_headers()
     hdrs.update({"Mcp-Method": "ping"} if session.stateless else {})
     drv.replace_headers(hdrs, changes)

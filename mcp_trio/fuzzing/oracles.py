@@ -492,7 +492,7 @@ def _check_http(ex: Any, e: Expect) -> list[Violation]:
                 "accepted-invalid",
             )
         )
-    elif not e.has_request and not e.null_required and ex.status == 200:
+    elif not e.has_request and not e.null_required and not e.opaque and ex.status == 200:
         out.append(
             Violation(
                 "http-status",

@@ -9,7 +9,11 @@ request on an SSE stream:
 * ``limit``: a request whose client left before the answer stays "in progress" for good, a
   batch too (answered on a stream that never ends); beyond 64 requests in progress in the
   session, every request gets 429.
+* ``notification-200``: a notification gets 200 with an empty body (it MUST be 202).
 * ``good``: none.
+
+It reads requests nested deeper than Python's default recursion limit (the fuzzer's deep-nesting
+probes), as a server written in another language would.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "good"
+sys.setrecursionlimit(20_000)  # (json.loads of a body nested 1,000+ levels deep)
 WEDGED = threading.Event()
 LIMIT = 64
 IN_PROGRESS: dict[str, int] = {}  # session id -> requests in progress
@@ -57,7 +62,7 @@ class Handler(BaseHTTPRequestHandler):
             self.reply(400, b"")
             return
         if "id" not in msg or "method" not in msg:
-            self.reply(202, b"")
+            self.reply(200 if MODE == "notification-200" and "method" in msg else 202, b"")
             return
         if msg["method"] == "initialize":
             result = {

@@ -9,8 +9,11 @@ import os
 import sys
 from pathlib import Path
 
-from mcp_trio.fuzzing import FuzzConfig, StdioTarget, run
+from mcp_trio.fuzzing import FuzzConfig, HttpTarget, StdioTarget, Violation, run
 from mcp_trio.fuzzing._findings import CampaignStats
+from mcp_trio.fuzzing._http_probes import _http_case
+from mcp_trio.fuzzing.runner import Session
+from tests._support.fuzzing import sse_server
 from tests._support.paths import ROOT
 
 TOY = str(ROOT / "tests" / "programs" / "fuzz_toy_server.py")
@@ -88,3 +91,62 @@ def test_a_server_that_answers_another_version_than_one_it_speaks_is_flagged(tmp
     assert "which the server speaks (it answered 2025-11-25 to an initialize asking for '1999-01-01')" in (
         finding.violation.message
     )
+
+
+# --------------------------- a deep request answered over HTTP is not a notification
+
+DEEP = b"[" * 1000 + b"]" * 1000
+
+
+def deep(message: bytes) -> bytes:
+    """``message`` (a JSON object text) with a params member nested 1,000 levels deep."""
+    return message[:-1] + b',"params":{"_meta":{"deep":' + DEEP + b"}}}"
+
+
+def test_a_deep_request_answered_over_http_is_not_a_notification() -> None:
+    with sse_server("good") as url:
+        session = Session(HttpTarget(url), "2025-11-25", timeout=3)
+        try:
+            result = session.run_case([deep(b'{"jsonrpc":"2.0","id":"deep","method":"ping"}')])
+        finally:
+            session.close()
+    assert result.violations == []
+    answered = [e for e in session.conn.events if e["dir"] == "recv" and '"deep"' in e.get("text", "")]
+    assert answered  # (the server did read it and answer it)
+
+
+def test_a_deep_notification_answered_with_200_is_still_flagged() -> None:
+    with sse_server("notification-200") as url:
+        session = Session(HttpTarget(url), "2025-11-25", timeout=3)
+        try:
+            found = session.run_case([deep(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')])
+        finally:
+            session.close()
+    assert [(v.key, v.severity) for v in found.violations] == [
+        ("http-status:200-for-notification", "violation")
+    ]
+
+
+# -------------------- MCP-Protocol-Version is not a 2025-03-26 header
+
+
+def protocol_version_probe(revision: str) -> list[Violation]:
+    with sse_server("good") as url:  # (it ignores MCP-Protocol-Version)
+        session = Session(HttpTarget(url), revision, timeout=3)
+        try:
+            assert session.negotiated == revision
+            return _http_case(session, "bad-protocol-version")
+        finally:
+            session.close()
+
+
+def test_a_2025_03_26_server_that_ignores_the_protocol_version_header_is_not_flagged() -> None:
+    assert protocol_version_probe("2025-03-26") == []
+
+
+def test_a_2025_06_18_server_that_ignores_the_protocol_version_header_is_flagged() -> None:
+    [found] = protocol_version_probe("2025-06-18")
+    assert (found.key, found.severity) == ("http-session:bad-protocol-version", "violation")
+    cite = found.to_json("2025-06-18")["cites"]
+    assert cite["document"] == "docs/specification/2025-06-18/basic/transports.mdx"
+    assert "MUST respond with 400 Bad Request" in cite["text"]

@@ -4,7 +4,6 @@ the run as CI sees it: exit statuses, Ctrl-C, --time, --strict, JUnit XML and SA
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
 import os
@@ -12,7 +11,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree as ET
@@ -43,6 +41,7 @@ from mcp_trio.fuzzing._findings import (
 )
 from mcp_trio.fuzzing._http_probes import ABANDON_PROBE, _http_case
 from mcp_trio.fuzzing.runner import Session, replay
+from tests._support.fuzzing import sse_server
 from tests._support.fuzzing_views import case_view
 from tests._support.paths import ROOT
 
@@ -429,17 +428,6 @@ def test_an_old_transcript_of_a_reused_id_is_rekeyed_on_load(tmp_path: Path) -> 
 
 
 # ------------------------------------------------- streams and sessions
-
-
-@contextlib.contextmanager
-def sse_server(mode: str) -> Iterator[str]:
-    script = str(Path(__file__).parent / "sse_server.py")
-    with subprocess.Popen([sys.executable, script, mode], stdout=subprocess.PIPE, text=True) as proc:
-        try:
-            assert proc.stdout is not None
-            yield proc.stdout.readline().strip()
-        finally:
-            proc.kill()
 
 
 def test_a_response_stream_that_does_not_end_is_a_deviation() -> None:
