@@ -119,6 +119,19 @@ RULES: dict[str, Rule] = _by_id(
         ),
     ),
     Rule(
+        "unasked-response",
+        "MUST",
+        "basic/index.mdx",
+        "Responses MUST include the same ID as the request they correspond to. [An answer with an id "
+        "no request of the case has answers nothing.]",
+        variants=_per_revision(
+            ("2025-11-25", "2026-07-28"),
+            "basic/index.mdx",
+            "Result responses MUST include the same ID as the request they correspond to. [An answer "
+            "with an id no request of the case has answers nothing.]",
+        ),
+    ),
+    Rule(
         "error-required",
         "MUST",
         f"{JSONRPC}, section 5",
@@ -147,6 +160,16 @@ RULES: dict[str, Rule] = _by_id(
         "sent is not a valid Request object. -32601 Method not found: The method does not exist / is "
         "not available. -32602 Invalid params: Invalid method parameter(s). [The table names what each "
         "code means; it has no MUST.]",
+    ),
+    Rule(
+        "lenient-input",
+        "SHOULD",
+        f"{JSONRPC}, section 5.1",
+        "-32600 Invalid Request: The JSON sent is not a valid Request object. -32601 Method not found: "
+        "The method does not exist / is not available. -32602 Invalid params: Invalid method "
+        "parameter(s). [A result where the table names an error: the input was taken leniently. "
+        "'result: This member MUST NOT exist if there was an error invoking the method' holds, since "
+        "the method ran; what the code table says is a SHOULD at most, for a server as for a client.]",
     ),
     Rule(
         "utf8",
@@ -273,6 +296,16 @@ RULES: dict[str, Rule] = _by_id(
         _TRANSPORTS,
         "The server MAY terminate the session at any time, after which it MUST respond to requests "
         "containing that session ID with HTTP 404 Not Found.",
+    ),
+    Rule(
+        "http-unknown-session",
+        "judgement",
+        _TRANSPORTS,
+        "The server MAY terminate the session at any time, after which it MUST respond to requests "
+        "containing that session ID with HTTP 404 Not Found. [This session id was never issued: the "
+        "MUST speaks of sessions the server terminated, and no sentence says how to answer an id it "
+        "never gave. 404 is what clients act on (they start a new session); 400 is a reading of its "
+        "own.]",
     ),
     Rule(
         "http-protocol-version",
@@ -406,6 +439,7 @@ _BY_FINDING: dict[tuple[str, str], str] = {
     ("one-response", "stream-never-ends"): "stream-ends",
     ("one-response", "left-in-progress"): "left-in-progress",
     ("no-response-to-notification", ""): "no-reply-to-notification",
+    ("no-response-to-notification", "unknown-id"): "unasked-response",
     ("error-codes", ""): "error-code",
     ("error-codes", "utf8-accepted"): "utf8",
     ("error-codes", "null-id"): "error-null-id",
@@ -422,6 +456,8 @@ _BY_FINDING: dict[tuple[str, str], str] = {
     ("http-status", "resume"): "http-get",
     ("http-session", ""): "http-ended-session",
     ("http-session", "no-session-id"): "http-no-session",
+    ("http-session", "unknown-session-id"): "http-unknown-session",
+    ("http-session", "deleted-session"): "http-ended-session",
     ("http-session", "bad-protocol-version"): "http-protocol-version",
     ("http-session", "foreign-origin"): "http-origin",
     ("http-session", "foreign-host"): "http-host",
@@ -443,8 +479,10 @@ def rule_for(oracle: str, detail: str) -> str:
     """The rule a finding of ``oracle`` with ``detail`` breaks."""
     if oracle == "error-codes" and detail.startswith("missing-"):
         return "reply"  # nothing came back (JSON-RPC's examples answer even invalid JSON)
+    if oracle == "error-codes" and detail == "result-instead-of-error":
+        return "error-required"  # (a 2026-07-28 request without the revision in _meta)
     if oracle == "error-codes" and detail.startswith("result-instead-of-"):
-        return "error-required"
+        return "lenient-input"  # (the same grade for a server and for a client)
     if oracle == "valid-response" and detail.startswith("result:"):
         return "result-schema"
     return _BY_FINDING.get((oracle, detail)) or _BY_FINDING.get((oracle, ""), "lifecycle")

@@ -265,6 +265,7 @@ class Session:
             want |= {k for k, x in e.ids.items() if x.count and not x.lenient}
             cancelled |= _cancelled_ids(p)
         want -= cancelled
+        self.answered |= conn.answered()  # (the handshake's answers too: a second one is an extra)
         pid, probe = self.probe_message()
         headers = [self.headers_for(p) for p in [*payloads, probe]]
         # Without a handshake (the lifecycle campaign) the first case is the process's first input:

@@ -11,6 +11,7 @@ and -32601 to other requests.  Its one flaw depends on MODE:
   for that; JSON-RPC and the earlier revisions want ``"id": null``).
 * ``leaks-fds``: it opens a file per message and never closes it.
 * ``leaks-memory``: it keeps 2 MB per message.
+* ``answers-twice``: every answer to a request is sent twice.
 * ``no-ping``: it never answers ping (everything else as ``good``).
 * ``speaks-2024``: it answers every initialize with 2024-11-05, the one revision it speaks (legal).
 * ``ignores-version``: it answers 2025-11-25 to an initialize for a version that does not exist
@@ -33,7 +34,8 @@ time.sleep(float(os.environ.get("FUZZ_TOY_START_DELAY", "0")))
 
 
 def send(obj: object) -> None:
-    sys.stdout.write(json.dumps(obj) + "\n")
+    twice = MODE == "answers-twice" and isinstance(obj, dict) and obj.get("id") is not None
+    sys.stdout.write((json.dumps(obj) + "\n") * (2 if twice else 1))
     sys.stdout.flush()
 
 
