@@ -243,7 +243,9 @@ def _bad_last_event_id(session: Session) -> list[orc.Violation]:
     if ex.status is None or ex.status >= 500:
         out.append(
             orc.Violation(
-                "http-status", f"GET with an unknown Last-Event-ID: {ex.status or ex.error}", "last-event-id"
+                "http-status",
+                f"GET with an unknown Last-Event-ID: {ex.status or ex.error}",
+                _get_detail(session, "last-event-id"),
             )
         )
     replayed = [
@@ -261,9 +263,22 @@ def _bad_last_event_id(session: Session) -> list[orc.Violation]:
                 "a GET with a Last-Event-ID the server never issued got "
                 f"responses: {orc._excerpt(replayed[0].message)}",
                 "last-event-id-replay",
+                **_no_streams(session),
             )
         )
     return out
+
+
+def _get_detail(session: Session, detail: str) -> str:
+    """2026-07-28 has no GET stream and no resumption (its text asks for 405, and a SHOULD):
+    a 5xx to a GET is judged as any 5xx is there, not by the earlier revisions' GET MUST."""
+    return "5xx" if session.stateless else detail
+
+
+def _no_streams(session: Session) -> dict[str, str]:
+    """In 2026-07-28 ("A Last-Event-ID header: ignore it; streams are not resumable", a SHOULD)
+    a replay on a GET stream is a note, under the resumption rule."""
+    return {"rule": "http-resume", "severity": "note"} if session.stateless else {}
 
 
 def _sse_disconnect_resume(session: Session, pid: str, body: bytes) -> list[orc.Violation]:
@@ -292,7 +307,7 @@ def _sse_disconnect_resume(session: Session, pid: str, body: bytes) -> list[orc.
             orc.Violation(
                 "http-status",
                 f"GET resuming after event {post.event_id!r}: {ex.status or ex.error}",
-                "resume",
+                _get_detail(session, "resume"),
             )
         )
     foreign = [
@@ -309,6 +324,7 @@ def _sse_disconnect_resume(session: Session, pid: str, body: bytes) -> list[orc.
                 "http-session",
                 f"a resumed stream replayed a response of another stream: {orc._excerpt(foreign[0])}",
                 "resume-foreign",
+                **_no_streams(session),
             )
         )
     if ex.status == 200 and orc.idkey(pid) not in conn.answered() - before:

@@ -150,3 +150,28 @@ def test_a_2025_06_18_server_that_ignores_the_protocol_version_header_is_flagged
     cite = found.to_json("2025-06-18")["cites"]
     assert cite["document"] == "docs/specification/2025-06-18/basic/transports.mdx"
     assert "MUST respond with 400 Bad Request" in cite["text"]
+
+
+# ------------- 2026-07-28 has no GET stream: a 5xx to one is not its earlier revisions' MUST
+
+
+def get_probe(revision: str) -> list[Violation]:
+    with sse_server("good") as url:  # (no GET: 501 Not Implemented)
+        session = Session(HttpTarget(url), revision, timeout=3)
+        try:
+            return _http_case(session, "get-bad-last-event-id")
+        finally:
+            session.close()
+
+
+def test_a_5xx_to_a_get_in_2026_07_28_is_judged_by_that_revisions_text() -> None:
+    [found] = get_probe("2026-07-28")
+    assert (found.key, found.rule, found.severity) == ("http-status:5xx", "http-server-error", "note")
+    cite = found.to_json("2026-07-28")["cites"]
+    assert cite["document"] == "docs/specification/2026-07-28/basic/transports/streamable-http.mdx"
+
+
+def test_a_5xx_to_a_get_in_2025_11_25_breaks_the_get_must() -> None:
+    [found] = get_probe("2025-11-25")
+    assert (found.key, found.rule, found.severity) == ("http-status:last-event-id", "http-get", "violation")
+    assert "or else return HTTP 405 Method Not Allowed" in found.to_json("2025-11-25")["cites"]["text"]
