@@ -838,8 +838,8 @@ ORACLES: dict[str, Oracle] = {
         Oracle(
             "valid-response",
             "every response is valid for the negotiated revision",
-            "Responses [...] MUST include either a result or an error. A response MUST NOT set both. [...] "
-            "Error codes MUST be integers.",
+            "Either a result or an error MUST be set. A response MUST NOT set both. [...] Error codes "
+            "MUST be integers.",
             "MCP basic (Responses) and the revision's schema.json (result types)",
         ),
         Oracle(
@@ -882,7 +882,7 @@ ORACLES: dict[str, Oracle] = {
         Oracle(
             "valid-message",
             "every request and notification a client sends is valid for the negotiated revision",
-            "Requests MUST include a string or integer ID. [...] the client and server MUST only use "
+            "Requests MUST include a string or integer ID. [...] Both parties MUST: [...] Only use "
             "capabilities that were successfully negotiated",
             "MCP basic (Requests), basic/lifecycle (Operation) and the revision's schema.json",
         ),
