@@ -68,10 +68,7 @@ def versions_spoken(target: Any, revision: str, timeout: float) -> dict[str, str
     version it has said it speaks."""
     spoken: dict[str, str] = {}
     for asked in (revision, BOGUS_VERSIONS[0]):
-        try:
-            session = Session(target, revision, handshake=False, timeout=timeout)
-        except TargetError:
-            continue
+        session = Session(target, revision, handshake=False, timeout=timeout)
         try:
             answer = session.initialize(asked)
         finally:
