@@ -184,12 +184,17 @@ class Connection:
         want: set[Any],
         timeout: float,
         headers: Headers | None = None,
+        startup: float = 0.0,
     ) -> None:
         """Send ``payloads`` (with extra HTTP ``headers`` per payload) and wait, up to
-        ``timeout`` in all, until every id in ``want`` is answered."""
-        self._send(payloads, want, time.monotonic() + timeout, headers or [])
+        ``timeout`` in all, until every id in ``want`` is answered.  A peer that has said nothing
+        yet gets up to ``startup`` seconds for its first message (time to start is not time to
+        answer); ``timeout`` then counts from that message."""
+        self._send(payloads, want, time.monotonic() + timeout, headers or [], startup)
 
-    def _send(self, payloads: Sequence[bytes], want: set[Any], deadline: float, headers: Headers) -> None:
+    def _send(
+        self, payloads: Sequence[bytes], want: set[Any], deadline: float, headers: Headers, startup: float
+    ) -> None:
         raise NotImplementedError
 
     def wait(self, want: set[Any], timeout: float) -> None:

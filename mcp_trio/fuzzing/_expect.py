@@ -44,6 +44,7 @@ class Expect:
     has_request: bool = False
     valid_request: bool = False  # a request the types accept (or an unknown method): HTTP must not refuse it
     lenient: bool = False  # oversized / too deep / ambiguous: only liveness counts
+    opaque: bool = False  # too deep to tell request from notification: the HTTP status is not judged
     utf8_in_string: int = 0  # frames valid but for invalid UTF-8 inside a string (see classify)
 
     def merge(self, other: Expect) -> None:
@@ -63,6 +64,7 @@ class Expect:
         self.has_request |= other.has_request
         self.valid_request |= other.valid_request
         self.lenient |= other.lenient
+        self.opaque |= other.opaque
 
 
 def idkey(value: Any) -> str:
@@ -86,6 +88,63 @@ def classify_payload(payload: bytes, revision: str, transport: str, *, initializ
     return total
 
 
+def _classify_too_deep(frame: bytes) -> Expect:
+    """A frame nested past the decoding limit: only liveness counts, but its top-level members
+    are still read (:func:`top_level_scalars`), so a request among them (``id`` and ``method``)
+    may be answered, and over HTTP is a request, not a notification (its 200 is not judged by
+    the notification rule); a frame whose kind cannot be read is ``opaque``."""
+    e = Expect(lenient=True, null_allowed=1)
+    top = top_level_scalars(frame)
+    rid, method = top.get("id"), top.get("method")
+    if isinstance(method, str) and "id" in top and _valid_id(rid):
+        e.ids[idkey(rid)] = IdExpect(1, lenient=True, null_ok=True)
+        e.has_request = True
+    elif not (isinstance(method, str) and "id" not in top):
+        e.opaque = True  # (a notification stays one: a 200 for it is judged as usual)
+    return e
+
+
+def top_level_scalars(frame: bytes) -> dict[str, Any]:
+    """The members of a JSON object ``frame`` whose values decode on their own (a scalar, or a
+    value nested within the limit), read without descending into the others; {} for a frame
+    that is not an object.  One pass over the text, strings skipped."""
+    text = frame.decode("utf-8", "replace").strip()
+    if not text.startswith("{"):
+        return {}
+    out: dict[str, Any] = {}
+    depth, start, i, in_string = 0, 1, 0, False
+    while i < len(text):
+        c = text[i]
+        if in_string:
+            if c == "\\":
+                i += 1
+            elif c == '"':
+                in_string = False
+        elif c == '"':
+            in_string = True
+        elif c in "[{":
+            depth += 1
+        elif c in "]}":
+            depth -= 1
+            if depth == 0:
+                _take_member(text[start:i], out)
+                break
+        elif c == "," and depth == 1:
+            _take_member(text[start:i], out)
+            start = i + 1
+        i += 1
+    return out
+
+
+def _take_member(member: str, out: dict[str, Any]) -> None:
+    try:
+        value = loads("{" + member + "}")
+    except (ValueError, RecursionError):
+        return  # (nested past the limit, or not JSON)
+    if isinstance(value, dict):
+        out.update(value)
+
+
 def classify(frame: bytes, revision: str, *, initialized: bool = True) -> Expect:
     """What must come back for one frame (a stdio line, an HTTP body)."""
     e = Expect()
@@ -93,9 +152,7 @@ def classify(frame: bytes, revision: str, *, initialized: bool = True) -> Expect
         text = frame.decode("utf-8")
         value = loads(text, parse_constant=_reject_constant)
     except RecursionError:
-        e.lenient = True
-        e.null_allowed += 1
-        return e
+        return _classify_too_deep(frame)
     except UnicodeDecodeError:
         return _classify_bad_utf8(frame, revision, initialized)
     except ValueError:

@@ -42,7 +42,10 @@ class HttpConnection(Connection):
             headers["MCP-Protocol-Version"] = self.protocol_version
         return headers
 
-    def _send(self, payloads: Sequence[bytes], want: set[Any], deadline: float, headers: Headers) -> None:
+    def _send(
+        self, payloads: Sequence[bytes], want: set[Any], deadline: float, headers: Headers, startup: float
+    ) -> None:
+        # (an HTTP target is listening before the fuzzer connects: no start-up allowance)
         for i, body in enumerate(payloads):
             extra = headers[i] if i < len(headers) else None
             hdrs = self.base_headers()

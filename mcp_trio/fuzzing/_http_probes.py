@@ -45,6 +45,10 @@ HTTP_PROBES: dict[str, tuple[dict[str, str | None], set[int] | None]] = {
     # foreign Host is what the SDKs' DNS-rebinding protection does, so it is a note, not a violation.
     "foreign-host": ({"Host": "evil.example"}, {400, 403, 421}),
 }
+#: The first revision with the ``MCP-Protocol-Version`` header ("If the server receives a request
+#: with an invalid or unsupported MCP-Protocol-Version, it MUST respond with 400 Bad Request"):
+#: a 2024-11-05 or 2025-03-26 server owes it nothing, and is not probed with it.
+PROTOCOL_HEADER_SINCE = "2025-06-18"
 #: Methods Streamable HTTP gives no meaning: any 4xx (ideally 405), never a 5xx or a 2xx.
 WRONG_METHODS = ("PUT", "PATCH")
 
@@ -113,8 +117,8 @@ def _http_case(session: Session, probe: str) -> list[orc.Violation]:
     changes, expected = HTTP_PROBES[probe]
     if probe in ("no-session-id", "unknown-session-id") and (conn.session_id is None or session.stateless):
         return out
-    if probe == "bad-protocol-version" and session.stateless:
-        return out
+    if probe == "bad-protocol-version" and (session.stateless or session.negotiated < PROTOCOL_HEADER_SINCE):
+        return out  # (2026-07-28 checks the header against _meta: HeaderMismatch, another rule)
     hdrs = conn.base_headers()
     hdrs.update({"Mcp-Method": "ping"} if session.stateless else {})
     drv.replace_headers(hdrs, changes)
@@ -239,7 +243,9 @@ def _bad_last_event_id(session: Session) -> list[orc.Violation]:
     if ex.status is None or ex.status >= 500:
         out.append(
             orc.Violation(
-                "http-status", f"GET with an unknown Last-Event-ID: {ex.status or ex.error}", "last-event-id"
+                "http-status",
+                f"GET with an unknown Last-Event-ID: {ex.status or ex.error}",
+                _get_detail(session, "last-event-id"),
             )
         )
     replayed = [
@@ -257,9 +263,22 @@ def _bad_last_event_id(session: Session) -> list[orc.Violation]:
                 "a GET with a Last-Event-ID the server never issued got "
                 f"responses: {orc._excerpt(replayed[0].message)}",
                 "last-event-id-replay",
+                **_no_streams(session),
             )
         )
     return out
+
+
+def _get_detail(session: Session, detail: str) -> str:
+    """2026-07-28 has no GET stream and no resumption (its text asks for 405, and a SHOULD):
+    a 5xx to a GET is judged as any 5xx is there, not by the earlier revisions' GET MUST."""
+    return "5xx" if session.stateless else detail
+
+
+def _no_streams(session: Session) -> dict[str, str]:
+    """In 2026-07-28 ("A Last-Event-ID header: ignore it; streams are not resumable", a SHOULD)
+    a replay on a GET stream is a note, under the resumption rule."""
+    return {"rule": "http-resume", "severity": "note"} if session.stateless else {}
 
 
 def _sse_disconnect_resume(session: Session, pid: str, body: bytes) -> list[orc.Violation]:
@@ -288,7 +307,7 @@ def _sse_disconnect_resume(session: Session, pid: str, body: bytes) -> list[orc.
             orc.Violation(
                 "http-status",
                 f"GET resuming after event {post.event_id!r}: {ex.status or ex.error}",
-                "resume",
+                _get_detail(session, "resume"),
             )
         )
     foreign = [
@@ -305,6 +324,7 @@ def _sse_disconnect_resume(session: Session, pid: str, body: bytes) -> list[orc.
                 "http-session",
                 f"a resumed stream replayed a response of another stream: {orc._excerpt(foreign[0])}",
                 "resume-foreign",
+                **_no_streams(session),
             )
         )
     if ex.status == 200 and orc.idkey(pid) not in conn.answered() - before:

@@ -43,7 +43,7 @@ class Rule:
     def cite(self, revision: str | None = None) -> dict[str, Any]:
         """The rule as a finding quotes it: level, document (with the revision) and sentence."""
         document, text = self.variants.get(revision or "", (self.document, self.text))
-        if revision and not document.startswith("JSON-RPC"):
+        if revision and not document.startswith(("JSON-RPC", "docs/specification/")):
             document = f"docs/specification/{revision}/{document}"
         return {"rule": self.id, "level": self.level, "document": document, "text": text}
 
@@ -52,16 +52,45 @@ def _per_revision(revisions: tuple[str, ...], document: str, text: str) -> dict[
     return dict.fromkeys(revisions, (document, text))
 
 
+def _of(revision: str, document: str) -> str:
+    """A document of another revision, cited where the revision at hand has no such sentence."""
+    return f"docs/specification/{revision}/{document}"
+
+
 _TRANSPORTS = "basic/transports.mdx"
 _HTTP_2026 = "basic/transports/streamable-http.mdx"
 _REQUESTS_REPLY = (
     "When a rpc call is made, the Server MUST reply with a Response, except for in the case of Notifications."
 )
+_NO_HTTP_2024 = "[2024-11-05 has no Streamable HTTP: the sentence of 2025-03-26, which brought it.]"
+_NO_SESSIONS_2026 = (
+    "A server that supports only this revision and receives such traffic from an older client SHOULD "
+    "respond as follows: [...] An Mcp-Session-Id header on a request: ignore it, and do not mint or "
+    "echo session IDs. [2026-07-28 has no sessions.]"
+)
+_NOT_RESUMABLE_2026 = (
+    "A server that supports only this revision and receives such traffic from an older client SHOULD "
+    "respond as follows: [...] A Last-Event-ID header: ignore it; streams are not resumable."
+)
+
+
+def _http_2024(text: str) -> dict[str, tuple[str, str]]:
+    """The 2025-03-26 wording of a Streamable HTTP rule, cited for a 2024-11-05 session over it."""
+    return {"2024-11-05": (_of("2025-03-26", _TRANSPORTS), f"{text} {_NO_HTTP_2024}")}
 
 
 def _by_id(*rules: Rule) -> dict[str, Rule]:
     return {rule.id: rule for rule in rules}
 
+
+_ENDED_SESSION = (
+    "The server MAY terminate the session at any time, after which it MUST respond to requests "
+    "containing that session ID with HTTP 404 Not Found."
+)
+_PROTOCOL_VERSION_HEADER = (
+    "If the server receives a request with an invalid or unsupported MCP-Protocol-Version, it MUST "
+    "respond with 400 Bad Request."
+)
 
 RULES: dict[str, Rule] = _by_id(
     Rule(
@@ -70,9 +99,9 @@ RULES: dict[str, Rule] = _by_id(
         "basic/utilities/ping.mdx",
         "The receiver MUST respond promptly with an empty response",
         # 2026-07-28 has no ping: the probe is server/discover, a request like any other
-        variants={"2026-07-28": (f"{JSONRPC}, section 4", _REQUESTS_REPLY)},
+        variants={"2026-07-28": (f"{JSONRPC}, section 5", _REQUESTS_REPLY)},
     ),
-    Rule("reply", "MUST", f"{JSONRPC}, section 4", _REQUESTS_REPLY),
+    Rule("reply", "MUST", f"{JSONRPC}, section 5", _REQUESTS_REPLY),
     Rule(
         "one-reply",
         "MUST",
@@ -88,15 +117,24 @@ RULES: dict[str, Rule] = _by_id(
         "in the POST body. [The request reused an id: 'The request ID MUST NOT have been previously "
         "used by the requestor within the same session' binds the requester first.]",
         variants={
+            **_http_2024(
+                "The SSE stream SHOULD eventually include one JSON-RPC response per each JSON-RPC "
+                "request sent in the POST body. [The request reused an id.]"
+            ),
             "2025-03-26": (
                 _TRANSPORTS,
                 "The SSE stream SHOULD eventually include one JSON-RPC response per each JSON-RPC "
                 "request sent in the POST body. [The request reused an id.]",
             ),
+            "2025-06-18": (
+                _TRANSPORTS,
+                "The SSE stream SHOULD eventually include JSON-RPC response for the JSON-RPC request "
+                "sent in the POST body. [The request reused an id.]",
+            ),
             "2026-07-28": (
                 _HTTP_2026,
-                "The SSE stream SHOULD eventually include a JSON-RPC response for the JSON-RPC "
-                "request sent in the POST body. [The request reused an id.]",
+                "The final JSON-RPC response SHOULD terminate the stream. [The request reused the id "
+                "of a request still in progress.]",
             ),
         },
     ),
@@ -106,6 +144,20 @@ RULES: dict[str, Rule] = _by_id(
         "basic/index.mdx",
         "The request ID MUST NOT have been previously used by the requestor within the same session. "
         "[The requester broke this first; how the receiver answers the second use is not specified.]",
+        variants={
+            "2024-11-05": (
+                "basic/messages.mdx",
+                "The request ID MUST NOT have been previously used by the requestor within the same "
+                "session. [The requester broke this first; how the receiver answers the second use is "
+                "not specified.]",
+            ),
+            "2026-07-28": (
+                "basic/index.mdx",
+                "The request ID MUST NOT match the ID of any other request the sender has issued and "
+                "not yet received a response for. [The requester broke this first; how the receiver "
+                "answers the second use is not specified.]",
+            ),
+        },
     ),
     Rule(
         "no-reply-to-notification",
@@ -117,6 +169,26 @@ RULES: dict[str, Rule] = _by_id(
             f"{JSONRPC}, section 4.1",
             "The Server MUST NOT reply to a Notification, including those that are within a batch request.",
         ),
+    ),
+    Rule(
+        "unasked-response",
+        "MUST",
+        "basic/index.mdx",
+        "Responses MUST include the same ID as the request they correspond to. [An answer with an id "
+        "no request of the case has answers nothing.]",
+        variants={
+            "2024-11-05": (
+                "basic/messages.mdx",
+                "Responses MUST include the same ID as the request they correspond to. [An answer with "
+                "an id no request of the case has answers nothing.]",
+            ),
+            **_per_revision(
+                ("2025-11-25", "2026-07-28"),
+                "basic/index.mdx",
+                "Result responses MUST include the same ID as the request they correspond to. [An "
+                "answer with an id no request of the case has answers nothing.]",
+            ),
+        },
     ),
     Rule(
         "error-required",
@@ -149,12 +221,33 @@ RULES: dict[str, Rule] = _by_id(
         "code means; it has no MUST.]",
     ),
     Rule(
+        "lenient-input",
+        "SHOULD",
+        f"{JSONRPC}, section 5.1",
+        "-32600 Invalid Request: The JSON sent is not a valid Request object. -32601 Method not found: "
+        "The method does not exist / is not available. -32602 Invalid params: Invalid method "
+        "parameter(s). [A result where the table names an error: the input was taken leniently. "
+        "'result: This member MUST NOT exist if there was an error invoking the method' holds, since "
+        "the method ran; what the code table says is a SHOULD at most, for a server as for a client.]",
+    ),
+    Rule(
         "utf8",
         "judgement",
         _TRANSPORTS,
         "JSON-RPC messages MUST be UTF-8 encoded. [A rule for the sender; RFC 8259 section 9 lets a "
         "parser accept non-JSON forms, so a lenient reading is not a breach.]",
-        variants=_per_revision(("2026-07-28",), "basic/transports/stdio.mdx", "Messages MUST be UTF-8."),
+        variants={
+            "2024-11-05": (
+                _of("2025-03-26", _TRANSPORTS),
+                "JSON-RPC messages MUST be UTF-8 encoded. [2024-11-05 names no encoding: the sentence "
+                "of 2025-03-26. A rule for the sender; a lenient reading is not a breach.]",
+            ),
+            "2026-07-28": (
+                "basic/transports/index.mdx",
+                "JSON-RPC messages MUST be UTF-8 encoded. [A rule for the sender; RFC 8259 section 9 "
+                "lets a parser accept non-JSON forms, so a lenient reading is not a breach.]",
+            ),
+        },
     ),
     Rule(
         "response-envelope",
@@ -165,9 +258,9 @@ RULES: dict[str, Rule] = _by_id(
         variants={
             **_per_revision(
                 ("2024-11-05",),
-                "basic/index.mdx",
-                "All messages between MCP clients and servers MUST follow the JSON-RPC 2.0 "
-                "specification. [...] errors must include an error code and message.",
+                "basic/messages.mdx",
+                "Either a result or an error MUST be set. A response MUST NOT set both. Error codes "
+                "MUST be integers.",
             ),
             **_per_revision(
                 ("2025-03-26", "2025-06-18"),
@@ -180,10 +273,9 @@ RULES: dict[str, Rule] = _by_id(
     Rule(
         "result-schema",
         "MUST",
-        "index.mdx",
-        "This specification defines the authoritative protocol requirements, based on the "
-        "TypeScript schema in schema.ts. [...] All messages between MCP clients and servers MUST "
-        "follow the JSON-RPC 2.0 specification. [The result decodes as the method's result type.]",
+        "basic/index.mdx",
+        "All messages between MCP clients and servers MUST follow the JSON-RPC 2.0 specification. "
+        "[The result decodes as the method's result type in the revision's schema.json.]",
     ),
     Rule(
         "stdout",
@@ -203,12 +295,25 @@ RULES: dict[str, Rule] = _by_id(
         "If the input is a JSON-RPC response or notification: If the server accepts the input, the "
         "server MUST return HTTP status code 202 Accepted with no body. If the server cannot accept "
         "the input, it MUST return an HTTP error status code (e.g., 400 Bad Request).",
-        variants=_per_revision(
-            ("2026-07-28",),
-            _HTTP_2026,
-            "If the server accepts it, the server MUST return HTTP status code 202 Accepted with no "
-            "body. If the server cannot accept it, it MUST return an HTTP error status code",
-        ),
+        variants={
+            **_http_2024(
+                "If the input consists solely of (any number of) JSON-RPC responses or notifications: "
+                "If the server accepts the input, the server MUST return HTTP status code 202 Accepted "
+                "with no body."
+            ),
+            "2025-03-26": (
+                _TRANSPORTS,
+                "If the input consists solely of (any number of) JSON-RPC responses or notifications: "
+                "If the server accepts the input, the server MUST return HTTP status code 202 Accepted "
+                "with no body. If the server cannot accept the input, it MUST return an HTTP error "
+                "status code (e.g., 400 Bad Request).",
+            ),
+            "2026-07-28": (
+                _HTTP_2026,
+                "If the server accepts it, the server MUST return HTTP status code 202 Accepted with no "
+                "body. If the server cannot accept it, it MUST return an HTTP error status code",
+            ),
+        },
     ),
     Rule(
         "http-request-answer",
@@ -217,12 +322,25 @@ RULES: dict[str, Rule] = _by_id(
         "If the input is a JSON-RPC request, the server MUST either return Content-Type: "
         "text/event-stream, to initiate an SSE stream, or Content-Type: application/json, to return "
         "one JSON object.",
-        variants=_per_revision(
-            ("2026-07-28",),
-            _HTTP_2026,
-            "If the input is a JSON-RPC request, the server MUST either return Content-Type: "
-            "text/event-stream [...] or Content-Type: application/json",
-        ),
+        variants={
+            **_http_2024(
+                "If the input contains any number of JSON-RPC requests, the server MUST either return "
+                "Content-Type: text/event-stream, to initiate an SSE stream, or Content-Type: "
+                "application/json, to return one JSON object."
+            ),
+            "2025-03-26": (
+                _TRANSPORTS,
+                "If the input contains any number of JSON-RPC requests, the server MUST either return "
+                "Content-Type: text/event-stream, to initiate an SSE stream, or Content-Type: "
+                "application/json, to return one JSON object.",
+            ),
+            "2026-07-28": (
+                _HTTP_2026,
+                "If the body is a JSON-RPC request, the server MUST return either Content-Type: "
+                "application/json (a single JSON object) or Content-Type: text/event-stream (an SSE "
+                "response stream).",
+            ),
+        },
     ),
     Rule(
         "http-server-error",
@@ -231,6 +349,18 @@ RULES: dict[str, Rule] = _by_id(
         "If the server cannot accept the input, it MUST return an HTTP error status code (e.g., 400 "
         "Bad Request). [A 5xx is an error status, so the letter holds; it says the server failed "
         "rather than refused, which is worth knowing.]",
+        variants={
+            **_http_2024(
+                "If the server cannot accept the input, it MUST return an HTTP error status code (e.g., "
+                "400 Bad Request). [A 5xx is an error status: the letter holds.]"
+            ),
+            "2026-07-28": (
+                _HTTP_2026,
+                "If the server cannot accept it, it MUST return an HTTP error status code (e.g., 400 "
+                "Bad Request). [A 5xx is an error status, so the letter holds; it says the server "
+                "failed rather than refused, which is worth knowing.]",
+            ),
+        },
     ),
     Rule(
         "http-get",
@@ -239,12 +369,31 @@ RULES: dict[str, Rule] = _by_id(
         "The server MUST either return Content-Type: text/event-stream in response to this HTTP GET, "
         "or else return HTTP 405 Method Not Allowed, indicating that the server does not offer an "
         "SSE stream at this endpoint.",
+        variants={
+            **_http_2024(
+                "The server MUST either return Content-Type: text/event-stream in response to this HTTP "
+                "GET, or else return HTTP 405 Method Not Allowed, indicating that the server does not "
+                "offer an SSE stream at this endpoint."
+            ),
+            "2026-07-28": (
+                _HTTP_2026,
+                "A server that supports only this revision and receives such traffic from an older "
+                "client SHOULD respond as follows: [...] GET or DELETE to the MCP endpoint: respond "
+                "with 405 Method Not Allowed.",
+            ),
+        },
     ),
     Rule(
         "http-replay",
         "MUST",
         _TRANSPORTS,
         "The server MUST NOT replay messages that would have been delivered on a different stream.",
+        variants={
+            **_http_2024(
+                "The server MUST NOT replay messages that would have been delivered on a different stream."
+            ),
+            "2026-07-28": (_HTTP_2026, _NOT_RESUMABLE_2026),
+        },
     ),
     Rule(
         "http-resume",
@@ -252,6 +401,13 @@ RULES: dict[str, Rule] = _by_id(
         _TRANSPORTS,
         "The server MAY use this header to replay messages that would have been sent after the last "
         "event ID, on the stream that was disconnected",
+        variants={
+            **_http_2024(
+                "The server MAY use this header to replay messages that would have been sent after the "
+                "last event ID, on the stream that was disconnected"
+            ),
+            "2026-07-28": (_HTTP_2026, _NOT_RESUMABLE_2026),
+        },
     ),
     Rule(
         "http-wrong-method",
@@ -259,6 +415,18 @@ RULES: dict[str, Rule] = _by_id(
         _TRANSPORTS,
         "The server MUST provide a single HTTP endpoint path [...] that supports both POST and GET "
         "methods. [Other methods have no meaning here: a 4xx (ideally 405) is expected.]",
+        variants={
+            **_http_2024(
+                "The server MUST provide a single HTTP endpoint path [...] that supports both POST and "
+                "GET methods. [Other methods have no meaning here: a 4xx (ideally 405) is expected.]"
+            ),
+            "2026-07-28": (
+                _HTTP_2026,
+                "The server MUST provide a single HTTP endpoint path (hereafter referred to as the MCP "
+                "endpoint) that supports POST. [Other methods have no meaning here: a 4xx (ideally "
+                "405) is expected.]",
+            ),
+        },
     ),
     Rule(
         "http-no-session",
@@ -266,20 +434,58 @@ RULES: dict[str, Rule] = _by_id(
         _TRANSPORTS,
         "Servers that require a session ID SHOULD respond to requests without an MCP-Session-Id "
         "header (other than initialization) with HTTP 400 Bad Request.",
+        variants={
+            **_http_2024(
+                "Servers that require a session ID SHOULD respond to requests without an Mcp-Session-Id "
+                "header (other than initialization) with HTTP 400 Bad Request."
+            ),
+            **_per_revision(
+                ("2025-03-26", "2025-06-18"),
+                _TRANSPORTS,
+                "Servers that require a session ID SHOULD respond to requests without an Mcp-Session-Id "
+                "header (other than initialization) with HTTP 400 Bad Request.",
+            ),
+            "2026-07-28": (_HTTP_2026, _NO_SESSIONS_2026),
+        },
     ),
     Rule(
         "http-ended-session",
         "MUST",
         _TRANSPORTS,
-        "The server MAY terminate the session at any time, after which it MUST respond to requests "
-        "containing that session ID with HTTP 404 Not Found.",
+        _ENDED_SESSION,
+        variants={**_http_2024(_ENDED_SESSION), "2026-07-28": (_HTTP_2026, _NO_SESSIONS_2026)},
+    ),
+    Rule(
+        "http-unknown-session",
+        "judgement",
+        _TRANSPORTS,
+        f"{_ENDED_SESSION} [This session id was never issued: the MUST speaks of sessions the server "
+        "terminated, and no sentence says how to answer an id it never gave. 404 is what clients act "
+        "on (they start a new session); 400 is a reading of its own.]",
+        variants={
+            **_http_2024(f"{_ENDED_SESSION} [This session id was never issued.]"),
+            "2026-07-28": (_HTTP_2026, _NO_SESSIONS_2026),
+        },
     ),
     Rule(
         "http-protocol-version",
         "MUST",
         _TRANSPORTS,
-        "If the server receives a request with an invalid or unsupported MCP-Protocol-Version, it "
-        "MUST respond with 400 Bad Request.",
+        _PROTOCOL_VERSION_HEADER,
+        variants={
+            **_per_revision(
+                ("2024-11-05", "2025-03-26"),
+                _of("2025-06-18", _TRANSPORTS),
+                f"{_PROTOCOL_VERSION_HEADER} [The header came with 2025-06-18: earlier revisions do not "
+                "have it, and the probe does not run in them.]",
+            ),
+            "2026-07-28": (
+                _HTTP_2026,
+                "If the server does not implement the requested protocol version (whether the version "
+                "is unknown to the server, or is a known version the server has chosen not to "
+                "support), it MUST respond with 400 Bad Request",
+            ),
+        },
     ),
     Rule(
         "http-origin",
@@ -288,7 +494,7 @@ RULES: dict[str, Rule] = _by_id(
         "If the Origin header is present and invalid, servers MUST respond with HTTP 403 Forbidden.",
         variants={
             **_per_revision(
-                ("2025-03-26", "2025-06-18"),
+                ("2024-11-05", "2025-03-26", "2025-06-18"),
                 _TRANSPORTS,
                 "Servers MUST validate the Origin header on all incoming connections to prevent DNS "
                 "rebinding attacks",
@@ -303,9 +509,18 @@ RULES: dict[str, Rule] = _by_id(
         "http-host",
         "judgement",
         _TRANSPORTS,
-        "Servers MUST validate the Origin header on all incoming connections to prevent DNS "
-        "rebinding attacks [...] When running locally, servers SHOULD bind only to localhost. [A "
-        "foreign Host header is how DNS rebinding shows; refusing it is good practice.]",
+        "Servers MUST validate the Origin header on all incoming connections [...] When running "
+        "locally, servers SHOULD bind only to localhost (127.0.0.1) rather than all network "
+        "interfaces (0.0.0.0) [A foreign Host header is how DNS rebinding shows; refusing it is good "
+        "practice.]",
+        variants=_per_revision(
+            ("2026-07-28",),
+            _HTTP_2026,
+            "Servers MUST validate the Origin header on all incoming connections [...] When running "
+            "locally, servers SHOULD bind only to localhost (127.0.0.1) rather than all network "
+            "interfaces (0.0.0.0) [A foreign Host header is how DNS rebinding shows; refusing it is "
+            "good practice.]",
+        ),
     ),
     Rule(
         "version-negotiation",
@@ -313,6 +528,13 @@ RULES: dict[str, Rule] = _by_id(
         "basic/lifecycle.mdx",
         "If the server supports the requested protocol version, it MUST respond with the same "
         "version. Otherwise, the server MUST respond with another protocol version it supports.",
+        variants=_per_revision(
+            ("2026-07-28",),
+            "basic/versioning.mdx",
+            "If the server does not implement the requested version (whether the version is unknown to "
+            "the server, or is a known version the server has chosen not to support), it MUST respond "
+            "with an UnsupportedProtocolVersionError listing the versions it does support",
+        ),
     ),
     Rule(
         "version-error",
@@ -320,12 +542,23 @@ RULES: dict[str, Rule] = _by_id(
         "basic/lifecycle.mdx",
         "Otherwise, the server MUST respond with another protocol version it supports. [An error "
         "instead of a version is how some servers refuse; the text asks for a version.]",
+        variants=_per_revision(
+            ("2026-07-28",),
+            "basic/versioning.mdx",
+            "it MUST respond with an UnsupportedProtocolVersionError listing the versions it does "
+            "support [How a server refuses a version it does speak is not specified.]",
+        ),
     ),
     Rule(
         "lifecycle",
         "MUST",
         "basic/index.mdx",
         "All implementations MUST support the base protocol and lifecycle management components.",
+        variants=_per_revision(
+            ("2026-07-28",),
+            "basic/index.mdx",
+            "All implementations MUST support the base protocol, versioning, and the message patterns.",
+        ),
     ),
     Rule(
         "request-id",
@@ -333,6 +566,20 @@ RULES: dict[str, Rule] = _by_id(
         "basic/index.mdx",
         "Requests MUST include a string or integer ID. Unlike base JSON-RPC, the ID MUST NOT be null. "
         "The request ID MUST NOT have been previously used by the requestor within the same session.",
+        variants={
+            "2024-11-05": (
+                "basic/messages.mdx",
+                "Requests MUST include a string or integer ID. Unlike base JSON-RPC, the ID MUST NOT be "
+                "null. The request ID MUST NOT have been previously used by the requestor within the "
+                "same session.",
+            ),
+            "2026-07-28": (
+                "basic/index.mdx",
+                "Requests MUST include a string or integer ID. Unlike base JSON-RPC, the ID MUST NOT be "
+                "null. The request ID MUST NOT match the ID of any other request the sender has issued "
+                "and not yet received a response for.",
+            ),
+        },
     ),
     Rule(
         "valid-message",
@@ -347,6 +594,18 @@ RULES: dict[str, Rule] = _by_id(
         _TRANSPORTS,
         "The body of the POST request MUST be a single JSON-RPC request, notification, or response. "
         "[A revision without batching.]",
+        variants={
+            **_per_revision(
+                ("2024-11-05", "2025-03-26"),
+                _of("2025-06-18", _TRANSPORTS),
+                "The body of the POST request MUST be a single JSON-RPC request, notification, or "
+                "response. [Batches went with 2025-06-18; earlier revisions take them.]",
+            ),
+            "2026-07-28": (
+                _HTTP_2026,
+                "The body of the HTTP POST MUST be a single JSON-RPC request or notification.",
+            ),
+        },
     ),
     Rule(
         "client-http",
@@ -357,20 +616,77 @@ RULES: dict[str, Rule] = _by_id(
         "transport MUST include it in the MCP-Session-Id header on all of their subsequent HTTP "
         "requests. [...] the client MUST include the MCP-Protocol-Version: <protocol-version> HTTP "
         "header on all subsequent requests to the MCP server",
+        variants={
+            **_http_2024(
+                "The client MUST include an Accept header, listing both application/json and "
+                "text/event-stream as supported content types. [...] clients using the Streamable HTTP "
+                "transport MUST include it in the Mcp-Session-Id header on all of their subsequent HTTP "
+                "requests."
+            ),
+            "2025-03-26": (
+                _TRANSPORTS,
+                "The client MUST include an Accept header, listing both application/json and "
+                "text/event-stream as supported content types. [...] clients using the Streamable HTTP "
+                "transport MUST include it in the Mcp-Session-Id header on all of their subsequent HTTP "
+                "requests.",
+            ),
+            "2025-06-18": (
+                _TRANSPORTS,
+                "The client MUST include an Accept header, listing both application/json and "
+                "text/event-stream as supported content types. [...] clients using the Streamable HTTP "
+                "transport MUST include it in the Mcp-Session-Id header on all of their subsequent HTTP "
+                "requests. [...] the client MUST include the MCP-Protocol-Version: <protocol-version> "
+                "HTTP header on all subsequent requests to the MCP server",
+            ),
+            "2026-07-28": (
+                _HTTP_2026,
+                "The client MUST include an Accept header listing both application/json and "
+                "text/event-stream as supported content types. The client MUST include the request "
+                "metadata headers on each POST request.",
+            ),
+        },
     ),
     Rule(
         "capabilities",
         "judgement",
         "basic/lifecycle.mdx",
-        "Both parties MUST: [...] Only use capabilities that were successfully negotiated. [This "
+        "Both parties MUST: [...] Only use capabilities that were successfully negotiated [This "
         "binds the sender; how a receiver refuses (-32601 where the features name it) is a SHOULD at "
         "most.]",
+        variants={
+            **_per_revision(
+                ("2024-11-05", "2025-03-26"),
+                "basic/lifecycle.mdx",
+                "Both parties SHOULD: [...] Only use capabilities that were successfully negotiated "
+                "[This binds the sender; how a receiver refuses is not specified.]",
+            ),
+            "2026-07-28": (
+                "basic/index.mdx",
+                "A server MUST NOT rely on capabilities the client has not declared. [This binds the "
+                "sender; how a receiver refuses (-32601 where the features name it) is a SHOULD at "
+                "most.]",
+            ),
+        },
     ),
     Rule(
         "stream-ends",
         "SHOULD",
         _TRANSPORTS,
         "After the JSON-RPC response has been sent, the server SHOULD terminate the SSE stream.",
+        variants={
+            **_http_2024(
+                "After all JSON-RPC responses have been sent, the server SHOULD close the SSE stream."
+            ),
+            "2025-03-26": (
+                _TRANSPORTS,
+                "After all JSON-RPC responses have been sent, the server SHOULD close the SSE stream.",
+            ),
+            "2025-06-18": (
+                _TRANSPORTS,
+                "After the JSON-RPC response has been sent, the server SHOULD close the SSE stream.",
+            ),
+            "2026-07-28": (_HTTP_2026, "The final JSON-RPC response SHOULD terminate the stream."),
+        },
     ),
     Rule(
         "left-in-progress",
@@ -378,6 +694,18 @@ RULES: dict[str, Rule] = _by_id(
         _TRANSPORTS,
         "Disconnection SHOULD NOT be interpreted as the client cancelling its request. [Work left "
         "running after the client has gone is allowed; it is recorded so a leak can be seen.]",
+        variants={
+            **_http_2024(
+                "Disconnection SHOULD NOT be interpreted as the client cancelling its request. [Work "
+                "left running after the client has gone is allowed; it is recorded so a leak can be seen.]"
+            ),
+            "2026-07-28": (
+                _HTTP_2026,
+                "Closing the SSE response stream MUST be treated by the server as cancellation of that "
+                "request. [...] The server SHOULD stop work on the cancelled request as soon as "
+                "practical [Work left running is recorded so a leak can be seen.]",
+            ),
+        },
     ),
     Rule(
         "resource-growth",
@@ -386,6 +714,13 @@ RULES: dict[str, Rule] = _by_id(
         "During the operation phase, the client and server exchange messages according to the "
         "negotiated capabilities. [No sentence bounds a peer's memory or open files; growth past the "
         "threshold while messages come and go is recorded so a leak can be seen.]",
+        variants=_per_revision(
+            ("2026-07-28",),
+            "basic/index.mdx",
+            "All implementations MUST support the base protocol, versioning, and the message patterns. "
+            "[No sentence bounds a peer's memory or open files; growth past the threshold while "
+            "messages come and go is recorded so a leak can be seen.]",
+        ),
     ),
 )
 
@@ -406,6 +741,7 @@ _BY_FINDING: dict[tuple[str, str], str] = {
     ("one-response", "stream-never-ends"): "stream-ends",
     ("one-response", "left-in-progress"): "left-in-progress",
     ("no-response-to-notification", ""): "no-reply-to-notification",
+    ("no-response-to-notification", "unknown-id"): "unasked-response",
     ("error-codes", ""): "error-code",
     ("error-codes", "utf8-accepted"): "utf8",
     ("error-codes", "null-id"): "error-null-id",
@@ -422,6 +758,8 @@ _BY_FINDING: dict[tuple[str, str], str] = {
     ("http-status", "resume"): "http-get",
     ("http-session", ""): "http-ended-session",
     ("http-session", "no-session-id"): "http-no-session",
+    ("http-session", "unknown-session-id"): "http-unknown-session",
+    ("http-session", "deleted-session"): "http-ended-session",
     ("http-session", "bad-protocol-version"): "http-protocol-version",
     ("http-session", "foreign-origin"): "http-origin",
     ("http-session", "foreign-host"): "http-host",
@@ -443,8 +781,10 @@ def rule_for(oracle: str, detail: str) -> str:
     """The rule a finding of ``oracle`` with ``detail`` breaks."""
     if oracle == "error-codes" and detail.startswith("missing-"):
         return "reply"  # nothing came back (JSON-RPC's examples answer even invalid JSON)
+    if oracle == "error-codes" and detail == "result-instead-of-error":
+        return "error-required"  # (a 2026-07-28 request without the revision in _meta)
     if oracle == "error-codes" and detail.startswith("result-instead-of-"):
-        return "error-required"
+        return "lenient-input"  # (the same grade for a server and for a client)
     if oracle == "valid-response" and detail.startswith("result:"):
         return "result-schema"
     return _BY_FINDING.get((oracle, detail)) or _BY_FINDING.get((oracle, ""), "lifecycle")
@@ -498,8 +838,8 @@ ORACLES: dict[str, Oracle] = {
         Oracle(
             "valid-response",
             "every response is valid for the negotiated revision",
-            "Responses [...] MUST include either a result or an error. A response MUST NOT set both. [...] "
-            "Error codes MUST be integers.",
+            "Either a result or an error MUST be set. A response MUST NOT set both. [...] Error codes "
+            "MUST be integers.",
             "MCP basic (Responses) and the revision's schema.json (result types)",
         ),
         Oracle(
@@ -542,7 +882,7 @@ ORACLES: dict[str, Oracle] = {
         Oracle(
             "valid-message",
             "every request and notification a client sends is valid for the negotiated revision",
-            "Requests MUST include a string or integer ID. [...] the client and server MUST only use "
+            "Requests MUST include a string or integer ID. [...] Both parties MUST: [...] Only use "
             "capabilities that were successfully negotiated",
             "MCP basic (Requests), basic/lifecycle (Operation) and the revision's schema.json",
         ),

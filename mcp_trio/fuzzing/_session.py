@@ -265,9 +265,19 @@ class Session:
             want |= {k for k, x in e.ids.items() if x.count and not x.lenient}
             cancelled |= _cancelled_ids(p)
         want -= cancelled
+        self.answered |= conn.answered()  # (the handshake's answers too: a second one is an extra)
         pid, probe = self.probe_message()
         headers = [self.headers_for(p) for p in [*payloads, probe]]
-        conn.send([*payloads, probe], want=want | {orc.idkey(pid)}, timeout=self.timeout, headers=headers)
+        # Without a handshake (the lifecycle campaign) the first case is the process's first input:
+        # it gets the start-up time of the handshake before its first message, the timeout after.
+        startup = 0.0 if conn.received else max(self.timeout, STARTUP_TIMEOUT)
+        conn.send(
+            [*payloads, probe],
+            want=want | {orc.idkey(pid)},
+            timeout=self.timeout,
+            headers=headers,
+            startup=startup,
+        )
         if isinstance(conn, drv.StdioConnection):
             conn.drain(0.02)
             if orc.idkey(pid) not in conn.answered():

@@ -97,7 +97,9 @@ class StdioConnection(Connection):
                 return False
         return True
 
-    def _send(self, payloads: Sequence[bytes], want: set[Any], deadline: float, headers: Headers) -> None:
+    def _send(
+        self, payloads: Sequence[bytes], want: set[Any], deadline: float, headers: Headers, startup: float
+    ) -> None:
         for data in payloads:
             self.log("send", data)
         blob = b"".join(p + b"\n" for p in payloads)
@@ -105,15 +107,20 @@ class StdioConnection(Connection):
             self.events.append(
                 {"t": self.now(), "dir": "note", "text": "writing to stdin failed or timed out"}
             )
-        self.wait(want, max(0.0, deadline - time.monotonic()))
+        self.wait(want, max(0.0, deadline - time.monotonic()), startup)
 
-    def wait(self, want: set[Any], timeout: float) -> None:
-        """Read until every id in ``want`` is answered, the output ends, or ``timeout``."""
+    def wait(self, want: set[Any], timeout: float, startup: float = 0.0) -> None:
+        """Read until every id in ``want`` is answered, the output ends, or ``timeout``; while
+        the process has not said a word yet, the wait is ``startup`` if that is longer."""
         if not want:
             self.drain(0.0)
             return
-        deadline = time.monotonic() + timeout
+        starting = startup > timeout and not self.received
+        deadline = time.monotonic() + (startup if starting else timeout)
         while not self._eof:
+            if starting and self.received:
+                starting = False  # it has started: from now on, time to answer
+                deadline = time.monotonic() + timeout
             if want <= self.answered():
                 return
             left = deadline - time.monotonic()

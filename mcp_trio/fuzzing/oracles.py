@@ -217,6 +217,7 @@ def check(view: CaseView) -> list[Violation]:
     responses = _responses(view.received)
     by_id: dict[str, list[dict[str, Any]]] = {}
     nulls: list[dict[str, Any]] = []
+    malformed: dict[str, int] = {}  # id -> responses with that id that are not valid responses
     for msg in responses:
         problem = _envelope_problem(msg, view.revision)
         if problem:
@@ -224,6 +225,8 @@ def check(view: CaseView) -> list[Violation]:
             oracle = "error-codes" if detail == "null-id" else "valid-response"
             why = " (JSON-RPC wants id null)" if detail == "null-id" else ""
             out.append(Violation(oracle, f"{problem}{why}: {_excerpt(msg)}", detail))
+            if _valid_id(msg.get("id")):  # (an answer all the same: broken, not missing)
+                malformed[idkey(msg["id"])] = malformed.get(idkey(msg["id"]), 0) + 1
             continue
         if msg.get("id") is None:
             nulls.append(msg)
@@ -264,12 +267,18 @@ def check(view: CaseView) -> list[Violation]:
                 x.codes = x.codes | {HEADER_MISMATCH}
     for key, x in total.ids.items():
         got = by_id.get(key, [])
-        if not got and x.null_ok and x.count:
+        broken = malformed.get(key, 0)
+        if not got and not broken and x.null_ok and x.count:
             match = next((n for n in null_pool if x.codes is None or n["error"].get("code") in x.codes), None)
             if match is not None:
                 null_pool.remove(match)
                 continue
-        if len(got) < x.count and not x.lenient and key not in view.cancelled and key not in waived_ids:
+        if (
+            len(got) + broken < x.count
+            and not x.lenient
+            and key not in view.cancelled
+            and key not in waived_ids
+        ):
             if view.alive and got and x.count > 1:
                 # the id was reused: the requester broke "MUST NOT have been previously used" first
                 out.append(
@@ -285,8 +294,10 @@ def check(view: CaseView) -> list[Violation]:
                         "one-response", f"no response to request id {key} within {view.timeout} s", "missing"
                     )
                 )
-        if len(got) > max(x.count, 1) or (x.count == 0 and got and not x.lenient):
-            out.append(Violation("one-response", f"{len(got)} responses to request id {key}", "extra"))
+        if len(got) + broken > max(x.count, 1) or (x.count == 0 and got and not x.lenient):
+            out.append(
+                Violation("one-response", f"{len(got) + broken} responses to request id {key}", "extra")
+            )
         for msg in got:
             if x.codes is not None:
                 if "error" not in msg:
@@ -492,7 +503,7 @@ def _check_http(ex: Any, e: Expect) -> list[Violation]:
                 "accepted-invalid",
             )
         )
-    elif not e.has_request and not e.null_required and ex.status == 200:
+    elif not e.has_request and not e.null_required and not e.opaque and ex.status == 200:
         out.append(
             Violation(
                 "http-status",

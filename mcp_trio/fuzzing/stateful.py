@@ -60,13 +60,42 @@ def _dump(obj: Any) -> str:
 # ------------------------------------------------------------- execution
 
 
-class StepRunner:
-    """Runs steps on live sessions; the machine and the replay share it."""
+def versions_spoken(target: Any, revision: str, timeout: float) -> dict[str, str]:
+    """The versions the target says it speaks, each with how it said so: its answer to an
+    ``initialize`` for ``revision`` and to one for a version that does not exist (the answer to
+    that one is a version it supports, says lifecycle).  A server that answers a version it was not
+    asked for is within its rights (it may not speak the one asked); it breaks the MUST only for a
+    version it has said it speaks."""
+    spoken: dict[str, str] = {}
+    for asked in (revision, BOGUS_VERSIONS[0]):
+        session = Session(target, revision, handshake=False, timeout=timeout)
+        try:
+            answer = session.initialize(asked)
+        finally:
+            session.close()
+        _learn(spoken, asked, answer)
+    return spoken
 
-    def __init__(self, target: Any, revision: str, timeout: float) -> None:
+
+def _learn(spoken: dict[str, str], asked: str, answer: dict[str, Any] | None) -> None:
+    result = answer.get("result") if answer is not None else None
+    got = result.get("protocolVersion") if isinstance(result, dict) else None
+    if isinstance(got, str) and got in _versions.SUPPORTED_VERSIONS:
+        spoken.setdefault(got, f"it answered {got} to an initialize asking for {asked!r}")
+
+
+class StepRunner:
+    """Runs steps on live sessions; the machine and the replay share it.  ``spoken`` maps the
+    versions the target has said it speaks to how it said so (:func:`versions_spoken`); every
+    initialize answer adds to it."""
+
+    def __init__(
+        self, target: Any, revision: str, timeout: float, spoken: dict[str, str] | None = None
+    ) -> None:
         self.target = target
         self.revision = revision
         self.timeout = timeout
+        self.spoken = dict(spoken or {})
         self.session: Any = None
         self.events: list[dict[str, Any]] = []
         self.sessions = 0
@@ -107,11 +136,14 @@ class StepRunner:
             ]
         result = answer.get("result")
         got = result.get("protocolVersion") if isinstance(result, dict) else None
-        if version == self.revision and got != version:
+        known = self.spoken.get(version)
+        _learn(self.spoken, version, answer)
+        if known is not None and got != version:
             return [
                 orc.Violation(
                     "version-negotiation",
-                    f"asked for {version}, which the server speaks, and got {got!r}: {orc._excerpt(answer)}",
+                    f"asked for {version}, which the server speaks ({known}), and got {got!r}: "
+                    f"{orc._excerpt(answer)}",
                     "not-same",
                 )
             ]
@@ -152,6 +184,7 @@ class ServerMachine(RuleBasedStateMachine):
     known: ClassVar[set[str]] = set()  # keys already reported: ignored
     runs: ClassVar[int] = 0
     sessions: ClassVar[int] = 0
+    spoken: ClassVar[dict[str, str]] = {}  # versions_spoken() of the target, learnt once
 
     def __init__(self) -> None:
         super().__init__()
@@ -159,7 +192,7 @@ class ServerMachine(RuleBasedStateMachine):
         cls.runs += 1
         if cls.failures and cls.deadline == float("inf"):
             cls.deadline = time.monotonic() + cls.shrink_time
-        self.runner = StepRunner(self.target, self.revision, self.timeout)
+        self.runner = StepRunner(self.target, self.revision, self.timeout, self.spoken)
         self.steps: list[Step] = []
         self.counter = 0
 
@@ -268,7 +301,9 @@ class ServerMachine(RuleBasedStateMachine):
         self.runner.close()
 
 
-def machine_for(target: Any, revision: str, timeout: float, shrink_time: float) -> type[ServerMachine]:
+def machine_for(
+    target: Any, revision: str, timeout: float, shrink_time: float, spoken: dict[str, str] | None = None
+) -> type[ServerMachine]:
     return type(
         "Machine",
         (ServerMachine,),
@@ -279,6 +314,7 @@ def machine_for(target: Any, revision: str, timeout: float, shrink_time: float) 
             "shrink_time": shrink_time,
             "failures": [],
             "known": set(),
+            "spoken": dict(spoken or {}),
         },
     )
 
@@ -289,8 +325,9 @@ def machine_for(target: Any, revision: str, timeout: float, shrink_time: float) 
 def run_steps(
     target: Any, revision: str, steps: list[Step], timeout: float
 ) -> tuple[list[orc.Violation], StepRunner]:
-    """Run recorded steps again on fresh sessions; every violation seen."""
-    runner = StepRunner(target, revision, timeout)
+    """Run recorded steps again on fresh sessions (after learning the versions the target speaks,
+    as the campaign did); every violation seen."""
+    runner = StepRunner(target, revision, timeout, versions_spoken(target, revision, timeout))
     out: list[orc.Violation] = []
     try:
         for step in steps:
@@ -301,8 +338,16 @@ def run_steps(
 
 
 def run_stateful(cfg: Any, revision: str, stats: Any, steps_per_run: int = 12) -> None:
-    """Rounds of the state machine; each new violation is replayed and, if it shows again, kept."""
-    machine = machine_for(cfg.target, revision, cfg.timeout, cfg.shrink_time)
+    """Rounds of the state machine; each new violation is replayed and, if it shows again, kept.
+    A revision the target does not speak is skipped, as in the other campaigns."""
+    spoken = versions_spoken(cfg.target, revision, cfg.timeout)
+    stats.sessions += 2
+    if revision not in spoken and not cfg.all_revisions:
+        raise TargetError(
+            f"the target does not speak {revision} (its initialize answers name {sorted(spoken) or 'none'}); "
+            "--all-revisions fuzzes it anyway"
+        )
+    machine = machine_for(cfg.target, revision, cfg.timeout, cfg.shrink_time, spoken)
     started = time.monotonic()
     examples = cfg.max_examples or 20
     for round_no in range(1, 1 + max(1, cfg.max_findings)):

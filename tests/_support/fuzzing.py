@@ -1,5 +1,5 @@
-"""A fuzzing target served over Streamable HTTP as a real process (``serve_http``), and where the
-everything example is."""
+"""A fuzzing target served over Streamable HTTP as a real process (``serve_http``), the hand-made
+Streamable HTTP server of the fuzzing tests (``sse_server``), and where the everything example is."""
 
 from __future__ import annotations
 
@@ -43,3 +43,16 @@ def serve_http(script: str, log: Path) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+@contextlib.contextmanager
+def sse_server(mode: str) -> Iterator[str]:
+    """``tests/fuzzing/sse_server.py MODE`` (a standard-library Streamable HTTP server with one
+    flaw) in a process of its own; yields its URL and kills it on exit."""
+    script = str(ROOT / "tests" / "fuzzing" / "sse_server.py")
+    with subprocess.Popen([sys.executable, script, mode], stdout=subprocess.PIPE, text=True) as proc:
+        try:
+            assert proc.stdout is not None
+            yield proc.stdout.readline().strip()
+        finally:
+            proc.kill()

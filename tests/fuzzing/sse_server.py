@@ -9,7 +9,13 @@ request on an SSE stream:
 * ``limit``: a request whose client left before the answer stays "in progress" for good, a
   batch too (answered on a stream that never ends); beyond 64 requests in progress in the
   session, every request gets 429.
+* ``sessions-400``: a request with a session id it does not know (never issued, or ended by
+  DELETE) gets 400 (the terminated one MUST get 404).
+* ``notification-200``: a notification gets 200 with an empty body (it MUST be 202).
 * ``good``: none.
+
+It reads requests nested deeper than Python's default recursion limit (the fuzzer's deep-nesting
+probes), as a server written in another language would.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "good"
+sys.setrecursionlimit(20_000)  # (json.loads of a body nested 1,000+ levels deep)
 WEDGED = threading.Event()
 LIMIT = 64
 IN_PROGRESS: dict[str, int] = {}  # session id -> requests in progress
@@ -52,12 +59,18 @@ class Handler(BaseHTTPRequestHandler):
             return
         if MODE == "limit" and msg != [] and self.limited(msg):
             return
+        if MODE == "sessions-400" and not (isinstance(msg, dict) and msg.get("method") == "initialize"):
+            with LOCK:
+                known = self.headers.get("Mcp-Session-Id", "") in IN_PROGRESS
+            if not known:
+                self.reply(400, b"")
+                return
         if isinstance(msg, list):
             WEDGED.set() if MODE == "wedge" else None
             self.reply(400, b"")
             return
         if "id" not in msg or "method" not in msg:
-            self.reply(202, b"")
+            self.reply(200 if MODE == "notification-200" and "method" in msg else 202, b"")
             return
         if msg["method"] == "initialize":
             result = {
@@ -114,6 +127,8 @@ class Handler(BaseHTTPRequestHandler):
             return True
 
     def do_DELETE(self) -> None:
+        with LOCK:
+            IN_PROGRESS.pop(self.headers.get("Mcp-Session-Id", ""), None)
         self.reply(200, b"")
 
     def reply(

@@ -385,15 +385,18 @@ def test_stateful_campaign_finds_a_broken_toy_and_the_steps_replay(tmp_path: Pat
 def test_version_negotiation_oracle_against_a_toy_that_always_answers_2025_11_25() -> None:
     from mcp_trio.fuzzing.stateful import run_steps
 
-    def keys(revision: str, version: str) -> set[str]:
+    def keys(mode: str, revision: str, version: str) -> set[str]:
         violations, _ = run_steps(
-            toy("good"), revision, [{"rule": "initialize", "version": version, "capabilities": {}}], 3
+            toy(mode), revision, [{"rule": "initialize", "version": version, "capabilities": {}}], 3
         )
         return {v.key for v in violations}
 
-    assert keys("2025-11-25", "2025-11-25") == set()
-    assert keys("2025-11-25", "1999-01-01") == set()  # another version it supports: fine
-    assert keys("2025-06-18", "2025-06-18") == {"version-negotiation:not-same"}
+    assert keys("good", "2025-11-25", "2025-11-25") == set()
+    assert keys("good", "2025-11-25", "1999-01-01") == set()  # another version it supports: fine
+    # it speaks only 2025-11-25, as far as anything it says shows: answering that is its right
+    assert keys("good", "2025-06-18", "2025-06-18") == set()
+    # this one answers 2025-11-25 to a version that does not exist, so it speaks it
+    assert keys("ignores-version", "2024-11-05", "2025-11-25") == {"version-negotiation:not-same"}
 
 
 def test_a_revision_the_server_does_not_speak_is_skipped_unless_asked() -> None:

@@ -4,7 +4,6 @@ the run as CI sees it: exit statuses, Ctrl-C, --time, --strict, JUnit XML and SA
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
 import os
@@ -12,7 +11,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree as ET
@@ -43,6 +41,7 @@ from mcp_trio.fuzzing._findings import (
 )
 from mcp_trio.fuzzing._http_probes import ABANDON_PROBE, _http_case
 from mcp_trio.fuzzing.runner import Session, replay
+from tests._support.fuzzing import sse_server
 from tests._support.fuzzing_views import case_view
 from tests._support.paths import ROOT
 
@@ -431,17 +430,6 @@ def test_an_old_transcript_of_a_reused_id_is_rekeyed_on_load(tmp_path: Path) -> 
 # ------------------------------------------------- streams and sessions
 
 
-@contextlib.contextmanager
-def sse_server(mode: str) -> Iterator[str]:
-    script = str(Path(__file__).parent / "sse_server.py")
-    with subprocess.Popen([sys.executable, script, mode], stdout=subprocess.PIPE, text=True) as proc:
-        try:
-            assert proc.stdout is not None
-            yield proc.stdout.readline().strip()
-        finally:
-            proc.kill()
-
-
 def test_a_response_stream_that_does_not_end_is_a_deviation() -> None:
     with sse_server("open") as url:
         session = Session(HttpTarget(url), "2025-11-25", timeout=3)
@@ -535,3 +523,86 @@ def test_shrinking_stops_when_the_wall_time_is_up(tmp_path: Path) -> None:
     [stats] = run(cfg)
     assert stats.findings and stats.findings[0].violation.severity == "violation"
     assert stats.seconds < 2 + 10  # the time budget, the replay of the best case so far, no more
+
+
+# ------------------------------------------- each finding under the rule it breaks (#41)
+
+
+def test_a_double_answer_is_an_extra_response_not_an_answer_to_a_notification() -> None:
+    session = Session(toy("answers-twice"), "2025-11-25", timeout=3)
+    try:
+        found = session.run_case([b'{"jsonrpc":"2.0","id":"t","method":"tools/list"}']).violations
+        found += session.run_case([b'{"jsonrpc":"2.0","id":"u","method":"tools/list"}']).violations
+    finally:
+        session.close()
+    assert found and {(v.key, v.rule, v.severity) for v in found} == {
+        ("one-response:extra", "one-reply", "violation")
+    }
+    # (the second answers to the handshake's requests and to the pings after each case included)
+
+
+def test_an_answer_to_an_id_never_sent_is_cited_as_an_unasked_response() -> None:
+    request = b'{"jsonrpc":"2.0","id":"a","method":"ping"}'
+    answers = [{"jsonrpc": "2.0", "id": "a", "result": {}}, {"jsonrpc": "2.0", "id": "zz", "result": {}}]
+    [v] = orc.check(view("2025-11-25", [request], answers))
+    assert (v.key, v.rule, v.severity) == (
+        "no-response-to-notification:unknown-id",
+        "unasked-response",
+        "violation",
+    )
+    assert "esponses MUST include the same ID as the request" in v.to_json("2025-11-25")["cites"]["text"]
+
+
+def test_a_malformed_response_is_reported_as_malformed_not_as_missing() -> None:
+    request = b'{"jsonrpc":"2.0","id":"a","method":"ping"}'
+    both = {"jsonrpc": "2.0", "id": "a", "result": {}, "error": {"code": "x", "message": "m"}}
+    string_code = {"jsonrpc": "2.0", "id": "a", "error": {"code": "-32601", "message": "m"}}
+    for answer in (both, string_code):
+        found = orc.check(view("2025-11-25", [request], [answer]))
+        assert [(v.key, v.rule) for v in found] == [("valid-response:envelope", "response-envelope")], found
+    twice = orc.check(view("2025-11-25", [request], [both, {"jsonrpc": "2.0", "id": "a", "result": {}}]))
+    assert {v.key for v in twice} == {"valid-response:envelope", "one-response:extra"}
+    assert [v.key for v in orc.check(view("2025-11-25", [request], []))] == ["one-response:missing"]
+
+
+def test_lenient_handling_of_invalid_input_has_one_grade_for_servers_and_clients() -> None:
+    from mcp_trio.fuzzing import _client_oracles as C
+    from mcp_trio.fuzzing._fuzz_server import ServerLog
+
+    unknown = {"jsonrpc": "2.0", "id": "a", "method": "no/such"}
+    result = {"jsonrpc": "2.0", "id": "a", "result": {}}
+    [server] = orc.check(view("2025-11-25", [json.dumps(unknown).encode()], [result]))
+    log = ServerLog(negotiated="2025-11-25")
+    log.sent['"a"'] = {"method": "no/such", "note": "unknown_method", "message": unknown}
+    log.answers['"a"'] = [result]
+    [client] = C._check_answers(log, alive=True)
+    for v in (server, client):
+        assert (v.key, v.rule, v.severity) == (
+            "error-codes:result-instead-of--32601",
+            "lenient-input",
+            "deviation",
+        )
+    log.answers['"a"'] = [{"jsonrpc": "2.0", "id": "a", "error": {"code": -32603, "message": "m"}}]
+    [wrong_code] = C._check_answers(log, alive=True)
+    assert (wrong_code.key, wrong_code.severity) == ("error-codes:want--32601", "deviation")
+
+
+def test_an_unknown_session_id_answered_400_is_a_note_a_terminated_one_stays_a_must() -> None:
+    with sse_server("sessions-400") as url:
+        session = Session(HttpTarget(url), "2025-11-25", timeout=3)
+        try:
+            [unknown] = _http_case(session, "unknown-session-id")
+            [deleted] = _http_case(session, "delete-then-reuse")
+        finally:
+            session.close()
+    assert (unknown.key, unknown.rule, unknown.severity) == (
+        "http-session:unknown-session-id",
+        "http-unknown-session",
+        "note",
+    )
+    assert "never issued" in unknown.to_json("2025-11-25")["cites"]["text"]
+    assert (deleted.key, deleted.rule, deleted.severity) == (
+        "http-session:deleted-session",
+        "http-ended-session",
+        "violation",
+    )

@@ -11,19 +11,31 @@ and -32601 to other requests.  Its one flaw depends on MODE:
   for that; JSON-RPC and the earlier revisions want ``"id": null``).
 * ``leaks-fds``: it opens a file per message and never closes it.
 * ``leaks-memory``: it keeps 2 MB per message.
+* ``answers-twice``: every answer to a request is sent twice.
+* ``no-ping``: it never answers ping (everything else as ``good``).
+* ``speaks-2024``: it answers every initialize with 2024-11-05, the one revision it speaks (legal).
+* ``ignores-version``: it answers 2025-11-25 to an initialize for a version that does not exist
+  (so it speaks 2025-11-25) and 2024-11-05 to any other, 2025-11-25 included (a MUST broken).
 * ``good``: none.
+
+``FUZZ_TOY_START_DELAY`` (seconds) makes it sleep before it reads its first line, like an
+interpreter that takes a while to import on a loaded machine.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
+import time
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "good"
+time.sleep(float(os.environ.get("FUZZ_TOY_START_DELAY", "0")))
 
 
 def send(obj: object) -> None:
-    sys.stdout.write(json.dumps(obj) + "\n")
+    twice = MODE == "answers-twice" and isinstance(obj, dict) and obj.get("id") is not None
+    sys.stdout.write((json.dumps(obj) + "\n") * (2 if twice else 1))
     sys.stdout.flush()
 
 
@@ -34,6 +46,15 @@ def error(id_: object, code: int, message: str) -> None:
         send({"jsonrpc": "2.0", "error": {"code": code, "message": message}})
         return
     send({"jsonrpc": "2.0", "id": id_, "error": {"code": code, "message": message}})
+
+
+def answered_version(asked: str) -> str:
+    if MODE == "speaks-2024":
+        return "2024-11-05"
+    if MODE == "ignores-version":
+        known = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+        return "2024-11-05" if asked in known else "2025-11-25"
+    return "2025-11-25"
 
 
 LEAKED: list[object] = []
@@ -86,13 +107,15 @@ for raw in sys.stdin.buffer:
                 "jsonrpc": "2.0",
                 "id": rid,
                 "result": {
-                    "protocolVersion": "2025-11-25",
+                    "protocolVersion": answered_version(version),
                     "capabilities": {"tools": {}},
                     "serverInfo": {"name": "toy", "version": "1"},
                 },
             }
         )
     elif method == "ping":
+        if MODE == "no-ping":
+            continue
         send({"jsonrpc": "2.0", "id": rid, "result": {}})
     elif method == "tools/list":
         if MODE == "junk":
