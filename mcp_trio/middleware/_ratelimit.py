@@ -41,7 +41,7 @@ import math
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
-from typing import Literal
+from typing import Literal, Protocol, runtime_checkable
 
 import msgspec
 import trio
@@ -58,6 +58,15 @@ RATE_LIMITED = -32029
 RATE_LIMIT_LOGGER = "mcp_trio.middleware.ratelimit"
 _WARN_EVERY = 60.0  # seconds between two warnings of a failing store
 _encode = msgspec.json.Encoder().encode
+
+
+@runtime_checkable
+class Principal(Protocol):
+    """What a per-principal limit reads of a request's authorization (an
+    :class:`~mcp_trio.auth.server.AccessToken` has both): whom it speaks for, and who said so."""
+
+    subject: str | None
+    issuer: str | None
 
 
 class RateLimit:
@@ -134,9 +143,8 @@ class RateLimit:
             return ("session", request.session_key())
         if per == "principal":
             auth = request.auth  # (an AccessToken behind a protected endpoint: any object may come)
-            subject = getattr(auth, "subject", None)
-            if subject is not None:
-                return ("principal", getattr(auth, "issuer", None), subject)
+            if isinstance(auth, Principal) and auth.subject is not None:
+                return ("principal", auth.issuer, auth.subject)
         if per in ("principal", "address"):
             client = request.client
             if client is not None:
