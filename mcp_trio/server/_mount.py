@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -334,27 +334,41 @@ class Mounts:
 
     # ---------------------------------------------------------- handlers
 
-    async def list_tools(self, ctx: RequestContext, params: Any) -> Any:
+    async def _listed(
+        self,
+        ctx: RequestContext,
+        params: Any,
+        own: Callable[[RequestContext, Any], Awaitable[Any]],
+        definitions: Callable[[Server], list[dict[str, Any]]],
+        field: str,
+        key: str,
+    ) -> Any:
+        """A list request: the server's own answer when nothing is mounted, else every route's
+        definitions merged (``field`` renamed: a name, or a URI for any other field) and paged."""
         if not self._mounted:
-            return await self._server._tools.list(ctx, params)
-        lists = [(r, r.server._tools.definitions(ctx.version)) for r in self._routes()]
-        return self._server._page(ctx, self._merged(lists, "name", uri=False), "tools")
+            return await own(ctx, params)
+        lists = [(r, definitions(r.server)) for r in self._routes()]
+        return self._server._page(ctx, self._merged(lists, field, uri=field != "name"), key)
+
+    async def list_tools(self, ctx: RequestContext, params: Any) -> Any:
+        own = self._server._tools.list
+        return await self._listed(
+            ctx, params, own, lambda s: s._tools.definitions(ctx.version), "name", "tools"
+        )
 
     async def call_tool(self, ctx: RequestContext, params: Any) -> Any:
         tools, inner = self._tool(params.name)
         return await tools.call(ctx, params, inner)  # (its messages name the tool as called)
 
     async def list_resources(self, ctx: RequestContext, params: Any) -> Any:
-        if not self._mounted:
-            return await self._server._resources.list(ctx, params)
-        lists = [(r, r.server._resources.definitions()) for r in self._routes()]
-        return self._server._page(ctx, self._merged(lists, "uri", uri=True), "resources")
+        own = self._server._resources.list
+        return await self._listed(ctx, params, own, lambda s: s._resources.definitions(), "uri", "resources")
 
     async def list_templates(self, ctx: RequestContext, params: Any) -> Any:
-        if not self._mounted:
-            return await self._server._resources.list_templates(ctx, params)
-        lists = [(r, r.server._resources.template_definitions()) for r in self._routes()]
-        return self._server._page(ctx, self._merged(lists, "uriTemplate", uri=True), "resourceTemplates")
+        own, key = self._server._resources.list_templates, "resourceTemplates"
+        return await self._listed(
+            ctx, params, own, lambda s: s._resources.template_definitions(), "uriTemplate", key
+        )
 
     async def read_resource(self, ctx: RequestContext, params: Any) -> Any:
         if self._mounted and params.uri not in self._server._resources:  # (its own first)
@@ -371,10 +385,8 @@ class Mounts:
         return await self._server._resources.read(ctx, params)
 
     async def list_prompts(self, ctx: RequestContext, params: Any) -> Any:
-        if not self._mounted:
-            return await self._server._prompts.list(ctx, params)
-        lists = [(r, r.server._prompts.definitions()) for r in self._routes()]
-        return self._server._page(ctx, self._merged(lists, "name", uri=False), "prompts")
+        own = self._server._prompts.list
+        return await self._listed(ctx, params, own, lambda s: s._prompts.definitions(), "name", "prompts")
 
     async def get_prompt(self, ctx: RequestContext, params: Any) -> Any:
         if self._mounted:

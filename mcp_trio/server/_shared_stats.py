@@ -13,7 +13,7 @@ metrics would.  Nothing here runs per request: a publication is one small messag
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import astuple
 
 import msgspec
@@ -132,10 +132,10 @@ class SharedStatistics:
                 self._heard_latency.pop(worker, None)
         return dict(sorted(found.items()))
 
-    def latency_by_worker(self) -> dict[str | None, Histogram]:
-        """Each worker's latency histogram (of those :meth:`by_worker` lists that have one)."""
+    def latency_by_worker(self, workers: Iterable[str]) -> dict[str | None, Histogram]:
+        """The latency histogram of each of ``workers`` (those :meth:`by_worker` listed) that has one."""
         found: dict[str | None, Histogram] = {}
-        for worker in self.by_worker():
+        for worker in workers:
             if worker == self.worker:
                 mine = self.latency()
                 if mine is not None:

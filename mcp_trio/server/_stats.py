@@ -259,7 +259,7 @@ def prometheus_text(server: Server) -> str:
         if shared is None:
             histograms = {None: (latency.buckets, latency.series())}
         else:
-            histograms = shared.latency_by_worker()
+            histograms = shared.latency_by_worker(worker for worker, _ in by_worker if worker is not None)
         lines += _histogram_lines(histograms)
     return "\n".join(lines) + "\n"
 
