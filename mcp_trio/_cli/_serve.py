@@ -9,6 +9,7 @@ import importlib
 import importlib.util
 import logging
 import os
+import re
 import sys
 import traceback
 from collections.abc import Awaitable, Callable
@@ -335,11 +336,17 @@ class _ServeError(Exception):
     """A target that cannot be served; the message is for the user."""
 
 
+_DRIVE = re.compile(r"[A-Za-z]:[\\/]")
+
+
 def _split_target(target: str) -> tuple[str, str | None]:
-    """``"where:attr"`` -> ``("where", "attr")``; ``"where"`` -> ``("where", None)``."""
-    where, sep, attribute = target.rpartition(":")
+    """``"where:attr"`` -> ``("where", "attr")``; ``"where"`` -> ``("where", None)``.  A Windows
+    drive (``C:\\srv\\app.py``, ``C:/srv/app.py``) is part of ``where``, not an attribute."""
+    drive = 2 if _DRIVE.match(target) else 0
+    where, sep, attribute = target[drive:].rpartition(":")
     if not sep:
         return target, None
+    where = target[:drive] + where
     if not where or not attribute:
         raise _ServeError(f"{target!r} is not FILE[:ATTRIBUTE] or MODULE[:ATTRIBUTE]")
     return where, attribute

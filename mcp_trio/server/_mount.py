@@ -211,8 +211,6 @@ class Mounts:
         own._prompts.copy_from(other._prompts, lambda n: prefixed_name(n, prefixes), uri)
 
     def _check(self, other: Server, prefix: str | None, what: str) -> None:
-        if not isinstance(getattr(other, "_mounts", None), Mounts):  # (what every Server has)
-            raise TypeError(f"server.{what}() takes a Server, not {type(other).__name__}")
         if prefix is not None and (not isinstance(prefix, str) or _PREFIX.fullmatch(prefix) is None):
             raise ValueError(
                 f"invalid prefix {prefix!r} for server.{what}(): use 1 to 64 letters, digits, '_' and '-', "

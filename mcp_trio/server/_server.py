@@ -326,11 +326,11 @@ class Server:
 
     def mount(self, server: Server, prefix: str | None = None) -> None:
         """Serve ``server``'s features through this one, live, under ``prefix`` (guide: composition)."""
-        self._mounts.mount(server, prefix)
+        self._mounts.mount(_a_server(server, "mount"), prefix)
 
     def import_server(self, server: Server, prefix: str | None = None) -> None:
         """Copy what ``server`` registered into this one, once, under ``prefix`` (as :meth:`mount`)."""
-        self._mounts.import_server(server, prefix)
+        self._mounts.import_server(_a_server(server, "import_server"), prefix)
 
     # ----------------------------------------------------------- capabilities
 
@@ -484,3 +484,11 @@ class Server:
         finally:
             self._totals.closed(session)
             self._open.closed(session)
+
+
+def _a_server(other: object, what: str) -> Server:
+    """``other`` if it is a :class:`Server` (what :meth:`Server.mount` and
+    :meth:`Server.import_server` take), else a TypeError naming what it is."""
+    if not isinstance(other, Server):
+        raise TypeError(f"server.{what}() takes a Server, not {type(other).__name__}")
+    return other

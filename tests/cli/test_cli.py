@@ -13,6 +13,7 @@ import trio
 
 from mcp_trio import open_session, open_stdio_client
 from mcp_trio._cli import load_server, main
+from mcp_trio._cli._serve import _ServeError, _split_target
 from mcp_trio.types import _versions
 from tests._support.cli import HTTP_HEADERS, INIT, serving_everything_over_http, session_headers
 from tests._support.doors import DOORS
@@ -110,6 +111,17 @@ def test_serve_import_failure(isolated_imports: Path, capsys: pytest.CaptureFixt
     err = serve_error(capsys, "cli_broken.py", code=1)
     assert "importing cli_broken.py failed" in err
     assert "RuntimeError: broken on purpose" in err and "Traceback" in err
+
+
+def test_a_target_splits_at_its_last_colon_but_never_inside_a_windows_drive() -> None:
+    assert _split_target("app.py") == ("app.py", None)
+    assert _split_target("pkg.mod:app") == ("pkg.mod", "app")
+    assert _split_target(r"C:\srv\app.py") == (r"C:\srv\app.py", None)
+    assert _split_target(r"C:\srv\app.py:server") == (r"C:\srv\app.py", "server")
+    assert _split_target("d:/srv/app.py:server") == ("d:/srv/app.py", "server")
+    assert _split_target("d:/srv/app.py") == ("d:/srv/app.py", None)
+    with pytest.raises(_ServeError, match="is not FILE"):
+        _split_target("app.py:")
 
 
 def test_load_server_finds_the_server(isolated_imports: Path) -> None:
