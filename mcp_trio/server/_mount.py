@@ -16,6 +16,9 @@ servers copied into it once (``Server.import_server``).  The rules (docs/guide/c
   progress, logs, asks the client (sampling, elicitation, roots) and is cancelled as the parent's
   own handlers are; tasks and multi-round-trip requests are the parent's.  Only
   ``ctx.lifespan_value`` is the mounted server's own.
+* **Middleware.**  A request routed to a mounted server (call, read, get, complete) passes the
+  middleware of each server mounted on the way, the outermost first, each seeing the names as its
+  server has them; a list passes only the parent's.
 * **Lifespans.**  The lifespan of a mounted server is entered inside the parent's (after it is
   entered, in mount order) and left before it; one mounted while the parent's is entered is
   entered at once (in a task of its own) and left first.
@@ -35,7 +38,10 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 import trio
 
+from .. import _jsonrpc as rpc
 from .._engine._context import RequestContext
+from .._exceptions import McpError
+from ..middleware._base import CallNext, RequestInfo, Result, chain, name_of, session_id_of
 from ._context import Context, FeatureHost
 
 if TYPE_CHECKING:
@@ -109,6 +115,9 @@ class _Route:
 
     prefixes: tuple[str, ...]  # (the outermost first)
     server: Server
+    #: The servers mounted on the way to ``server`` (it included), the outermost first, each with
+    #: the prefixes ``server``'s names are under there: their middleware wraps what is routed here.
+    path: tuple[tuple[Server, tuple[str, ...]], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,7 +281,10 @@ class Mounts:
             found = [_Route((), self._server)]
             for prefix, other in reversed(self._mounted):
                 outer = () if prefix is None else (prefix,)
-                found += [_Route(outer + r.prefixes, r.server) for r in other._mounts._routes()]
+                found += [
+                    _Route(outer + r.prefixes, r.server, ((other, r.prefixes), *r.path))
+                    for r in other._mounts._routes()
+                ]
             self._route_list = found
         return found
 
@@ -315,12 +327,16 @@ class Mounts:
         return list(seen.values())
 
     def _tool(self, name: str) -> tuple[Tools, str]:
+        tools, inner, _ = self._tool_route(name)
+        return tools, inner
+
+    def _tool_route(self, name: str) -> tuple[Tools, str, _Route | None]:
         if self._mounted:
             for route in self._routes():
                 inner = inner_name(name, route.prefixes)
                 if inner is not None and inner in route.server._tools:
-                    return self._views_of(route.server).tools, inner
-        return self._server._tools, name
+                    return self._views_of(route.server).tools, inner, route
+        return self._server._tools, name, None
 
     def any_task_support(self) -> bool:
         """Whether some tool served here may run as a task."""
@@ -355,8 +371,11 @@ class Mounts:
         )
 
     async def call_tool(self, ctx: RequestContext, params: Any) -> Any:
-        tools, inner = self._tool(params.name)
-        return await tools.call(ctx, params, inner)  # (its messages name the tool as called)
+        tools, inner, route = self._tool_route(params.name)
+        if route is None or not _with_middleware(route):
+            return await tools.call(ctx, params, inner)  # (its messages name the tool as called)
+        call = _as_called(tools.call, route)
+        return await _through(route, "tools/call", _NAME, ctx, _NAME.put(params, inner), call)
 
     async def list_resources(self, ctx: RequestContext, params: Any) -> Any:
         own = self._server._resources.list
@@ -373,8 +392,8 @@ class Mounts:
             for route in self._routes()[1:]:
                 inner = inner_uri(params.uri, route.prefixes)
                 if inner is not None and inner in route.server._resources:
-                    resources = self._views_of(route.server).resources
-                    result = await resources.read(ctx, msgspec.structs.replace(params, uri=inner))
+                    read = self._views_of(route.server).resources.read
+                    result = await _through(route, "resources/read", _URI, ctx, _URI.put(params, inner), read)
                     for content in result.get("contents", ()):
                         outer = prefixed_uri(content.get("uri", ""), route.prefixes)
                         if outer is not None and "uri" in content:
@@ -392,7 +411,10 @@ class Mounts:
                 inner = inner_name(params.name, route.prefixes)
                 if inner is not None and inner in route.server._prompts:
                     prompts = self._views_of(route.server).prompts
-                    return await prompts.get(ctx, params, inner)
+                    if not _with_middleware(route):
+                        return await prompts.get(ctx, params, inner)
+                    get = _as_called(prompts.get, route)
+                    return await _through(route, "prompts/get", _NAME, ctx, _NAME.put(params, inner), get)
         return await self._server._prompts.get(ctx, params)
 
     async def complete(self, ctx: RequestContext, params: Any) -> Any:
@@ -407,8 +429,126 @@ class Mounts:
                 if inner is not None and route.server._prompts.completes(inner, params.argument.name):
                     field = {"name": inner} if name is not None else {"uri": inner}
                     inner_params = msgspec.structs.replace(params, ref=msgspec.structs.replace(ref, **field))
-                    return await self._views_of(route.server).prompts.complete(ctx, inner_params)
+                    complete = self._views_of(route.server).prompts.complete
+                    return await _through(route, "completion/complete", _REF, ctx, inner_params, complete)
         return await self._server._prompts.complete(ctx, params)
+
+
+# ------------------------------------------------------- mounted middleware
+
+
+@dataclass(frozen=True, slots=True)
+class _Key:
+    """Where a routed request names what it asks for, and how that name is prefixed."""
+
+    get: Callable[[Any], str]
+    put: Callable[[Any, str], Any]
+    outer: Callable[[str, tuple[str, ...]], str | None]
+    inner: Callable[[str, tuple[str, ...]], str | None]
+
+
+def _ref_key(params: Any) -> str:
+    ref = params.ref
+    name: str | None = getattr(ref, "name", None)  # (a prompt's ref; a template's has a uri)
+    return name if name is not None else str(getattr(ref, "uri", ""))
+
+
+def _put_ref(params: Any, key: str) -> Any:
+    field = "name" if getattr(params.ref, "name", None) is not None else "uri"
+    return msgspec.structs.replace(params, ref=msgspec.structs.replace(params.ref, **{field: key}))
+
+
+def _ref_prefixed(params_key: str, prefixes: tuple[str, ...], *, inner: bool) -> str | None:
+    uri = _SCHEME.match(params_key) is not None
+    if inner:
+        return inner_uri(params_key, prefixes) if uri else inner_name(params_key, prefixes)
+    return prefixed_uri(params_key, prefixes) if uri else prefixed_name(params_key, prefixes)
+
+
+_NAME = _Key(lambda p: p.name, lambda p, n: msgspec.structs.replace(p, name=n), prefixed_name, inner_name)
+_URI = _Key(lambda p: p.uri, lambda p, u: msgspec.structs.replace(p, uri=u), prefixed_uri, inner_uri)
+_REF = _Key(
+    _ref_key,
+    _put_ref,
+    lambda key, prefixes: _ref_prefixed(key, prefixes, inner=False),
+    lambda key, prefixes: _ref_prefixed(key, prefixes, inner=True),
+)
+
+
+def _as_called(
+    answer: Callable[[RequestContext, Any, str], Awaitable[Any]], route: _Route
+) -> Callable[[RequestContext, Any], Awaitable[Any]]:
+    """``answer(ctx, params, inner)`` given the params naming the tool or prompt as ``route.server``
+    does: its messages name it as the client called it."""
+
+    def call(ctx: RequestContext, params: Any) -> Awaitable[Any]:
+        called = prefixed_name(params.name, route.prefixes)
+        return answer(ctx, msgspec.structs.replace(params, name=called), params.name)
+
+    return call
+
+
+def _with_middleware(route: _Route) -> bool:
+    return any(server.middleware for server, _ in route.path)
+
+
+async def _through(
+    route: _Route,
+    method: str,
+    key: _Key,
+    ctx: RequestContext,
+    params: Any,
+    last: Callable[[RequestContext, Any], Awaitable[Any]],
+) -> Any:
+    """``last(ctx, params)`` (``params`` naming what they ask for as ``route.server`` names it),
+    wrapped by the middleware of each server mounted on the way, the outermost first: each sees
+    the request as that server would (its tool, prompt or URI under the prefixes below it).
+    A middleware may change the params, and the name too, within the server it belongs to."""
+    levels = [(server, prefixes) for server, prefixes in route.path if server.middleware]
+    if not levels:
+        return await last(ctx, params)
+
+    def enter(level: int) -> CallNext:
+        server, prefixes = levels[level]
+
+        def onward(request: RequestInfo) -> Awaitable[Result]:
+            named = key.get(request.params)
+            inner = key.inner(named, prefixes)
+            if inner is None:
+                raise McpError(
+                    rpc.INVALID_PARAMS,
+                    f"a middleware of server {server.info['name']!r} renamed this {method} to {named!r}, "
+                    f"which is not a name of the server it was routed to, {route.server.info['name']!r}",
+                )
+            if level + 1 == len(levels):
+                assert request.context is not None  # (set on the server's side)
+                return last(request.context, key.put(request.params, inner))
+            return enter(level + 1)(
+                _request(method, key.put(request.params, inner), levels[level + 1][1], key, request)
+            )
+
+        return chain(server.middleware, onward)
+
+    first = RequestInfo(
+        method=method,
+        params=params,
+        name=None,
+        request_id=ctx.id,
+        session_id=session_id_of(ctx.session.channel),
+        side="server",
+        context=ctx,
+    )
+    return await enter(0)(_request(method, params, levels[0][1], key, first))
+
+
+def _request(
+    method: str, params: Any, prefixes: tuple[str, ...], key: _Key, like: RequestInfo
+) -> RequestInfo:
+    """``like`` for a server whose names are under ``prefixes``: ``params`` (as the routed server
+    names them) renamed for it."""
+    outer = key.outer(key.get(params), prefixes)
+    renamed = params if outer is None else key.put(params, outer)
+    return msgspec.structs.replace(like, params=renamed, name=name_of(method, renamed))
 
 
 class _Holding:

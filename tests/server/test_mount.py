@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import msgspec
 import pytest
 import trio
 
@@ -506,3 +507,108 @@ async def test_a_mounted_server_over_http() -> None:
                 read = await client.read_resource("notes://kid/index")
                 assert read.contents[0].uri == "notes://kid/index"  # type: ignore[union-attr]
         nursery.cancel_scope.cancel()
+
+
+class Seen:
+    """A middleware recording what it saw as (server, method, name)."""
+
+    def __init__(self, server: str, seen: list[tuple[str, str, str | None]]) -> None:
+        self.server, self.seen = server, seen
+
+    async def __call__(self, request: Any, call_next: Any) -> Any:
+        name = request.name
+        if request.method == "completion/complete":
+            ref = request.params.ref
+            name = getattr(ref, "name", None) or ref.uri
+        self.seen.append((self.server, request.method, name))
+        return await call_next(request)
+
+
+async def test_the_middleware_of_every_server_on_the_way_wraps_a_routed_request() -> None:
+    seen: list[tuple[str, str, str | None]] = []
+    inner = notes_server("inner")
+    middle = Server("middle", "1")
+    middle.mount(inner, prefix="b")
+    top = Server("top", "1", middleware=[Seen("top", seen)])
+    top.mount(middle, prefix="a")
+    middle.add_middleware(Seen("middle", seen))  # (added after the mount: live)
+    inner.add_middleware(Seen("inner", seen))
+    async with connect_server(top, versions=[LEGACY]) as client:
+        assert (await client.call_tool("a_b_add", {"a": 2, "b": 3})).structuredContent == {"result": 5}
+        assert seen == [
+            ("top", "tools/call", "a_b_add"),
+            ("middle", "tools/call", "b_add"),
+            ("inner", "tools/call", "add"),
+        ]
+        seen.clear()
+        read = await client.read_resource("notes://a/b/todo")
+        assert read.contents[0].uri == "notes://a/b/todo"  # type: ignore[union-attr]
+        assert [s[2] for s in seen] == ["notes://a/b/todo", "notes://b/todo", "notes://todo"]
+        seen.clear()
+        prompt = await client.get_prompt("a_b_greet", {"who": "ada"})
+        assert prompt.messages[0].content == TextContent(text="hello ada")
+        assert [s[2] for s in seen] == ["a_b_greet", "b_greet", "greet"]
+        seen.clear()
+        assert (await client.complete("who", "a", prompt="a_b_greet")).completion.values == ["ada", "alan"]
+        completed = await client.complete("name", "", resource_template="notes://a/b/{name}")
+        assert completed.completion.values == ["index", "todo"]
+        assert [s[2] for s in seen] == [
+            *("a_b_greet", "b_greet", "greet"),
+            *("notes://a/b/{name}", "notes://b/{name}", "notes://{name}"),
+        ]
+        # the top server's own tools see only its own middleware
+        seen.clear()
+        top.tool(lambda: "own", name="own")
+        assert text(await client.call_tool("own")) == "own"
+        assert seen == [("top", "tools/call", "own")]
+
+
+async def test_a_mounted_servers_middleware_may_refuse_change_or_answer() -> None:
+    child = notes_server()
+
+    async def guard(request: Any, call_next: Any) -> Any:
+        if request.name == "greet":
+            raise McpError(-32602, "greet is closed")
+        if request.name == "add":  # (arguments changed on the way in, the name as the child has it)
+            arguments = {**request.params.arguments, "b": 100}
+            request = msgspec.structs.replace(
+                request, params=msgspec.structs.replace(request.params, arguments=arguments)
+            )
+        if request.name == "notes://index":
+            return {"contents": [{"uri": "notes://index", "text": "from the middleware"}]}
+        if request.name == "notes://gone":  # (renamed out of the child's namespace)
+            return await call_next(
+                msgspec.structs.replace(request, params=msgspec.structs.replace(request.params, uri="x:y"))
+            )
+        return await call_next(request)
+
+    child.add_middleware(guard)
+    parent = Server("parent", "1")
+    parent.mount(child, prefix="kid")
+    async with connect_server(parent, versions=[LEGACY]) as client:
+        assert (await client.call_tool("kid_add", {"a": 1, "b": 1})).structuredContent == {"result": 101}
+        with pytest.raises(McpError, match="greet is closed"):
+            await client.get_prompt("kid_greet", {"who": "x"})
+        read = await client.read_resource("notes://kid/index")
+        assert [(c.uri, c.text) for c in read.contents] == [("notes://kid/index", "from the middleware")]  # type: ignore[union-attr]
+        with pytest.raises(McpError, match="Resource not found: x:y"):  # (the child's own namespace)
+            await client.read_resource("notes://kid/gone")
+        bad = await client.call_tool("kid_add", {"a": "x"})  # (messages still name the tool as called)
+        assert bad.isError and text(bad).startswith("Invalid arguments for tool kid_add:")
+
+
+async def test_a_middleware_cannot_route_out_of_the_server_it_belongs_to() -> None:
+    async def elsewhere(request: Any, call_next: Any) -> Any:
+        params = msgspec.structs.replace(request.params, name="other_add")
+        return await call_next(msgspec.structs.replace(request, params=params))
+
+    middle = Server("middle", "1", middleware=[elsewhere])
+    middle.mount(notes_server("inner"), prefix="b")
+    top = Server("top", "1")
+    top.mount(middle, prefix="a")
+    async with connect_server(top, versions=[LEGACY]) as client:
+        with pytest.raises(
+            McpError, match="a middleware of server 'middle' renamed this tools/call to 'other_add'"
+        ):
+            await client.call_tool("a_b_add", {"a": 1, "b": 2})
+        assert [t.name for t in await client.list_all_tools()] == ["a_b_add"]  # (the session goes on)
