@@ -12,6 +12,7 @@ import trio
 
 from .._bus import _Note
 from ._streams import _CLOSE, _END, _HttpSession, _Stream
+from ._worker_bus import WorkerBus
 
 if TYPE_CHECKING:
     from ._endpoint import StreamableHTTP
@@ -20,25 +21,26 @@ _FOLLOWED = object()  # a followed stream's worker forwards what it sends from n
 
 
 class Following:
-    """The part of :class:`~._shared.Sharing` that follows POST streams of other workers."""
+    """The POST streams of other workers that clients follow here, and this worker's streams
+    that others follow (a collaborator of :class:`~._sharing.Sharing`): what goes between them
+    goes over ``bus``."""
 
-    endpoint: StreamableHTTP
-    worker: str
+    __slots__ = ("endpoint", "bus")
 
-    if TYPE_CHECKING:
-
-        def post(self, worker: str | None, note: _Note, unheard: Any = None) -> None: ...
+    def __init__(self, endpoint: StreamableHTTP, bus: WorkerBus) -> None:
+        self.endpoint = endpoint
+        self.bus = bus
 
     def follow(self, session: _HttpSession, key: str) -> _Stream | None:
         """A local stream that another worker's POST stream ``key`` feeds from now
         on (a client resuming it here), or None: the stream is not another's."""
         worker = key.rpartition("@")[2]
-        if "@" not in key or worker == self.worker or session.id is None:
+        if "@" not in key or worker == self.bus.worker or session.id is None:
             return None
         stream = _Stream(key, set(), self.endpoint.stream_buffer)
         stream.followed = worker
         session.streams[key] = stream
-        self.post(worker, _Note("follow", session.id, key=key, origin=self.worker))
+        self.bus.post(worker, _Note("follow", session.id, key=key, origin=self.bus.worker))
         return stream
 
     @staticmethod
@@ -57,28 +59,29 @@ class Following:
         assert session.id is not None and stream.followed is not None
         session.streams.pop(stream.key, None)
         if not stream.complete:
-            self.post(stream.followed, _Note("unfollow", session.id, key=stream.key))
+            self.bus.post(stream.followed, _Note("unfollow", session.id, key=stream.key))
 
     def _forward(self, worker: str, session_id: str, key: str, item: Any) -> None:
         if item is _END:
-            self.post(worker, _Note("done", session_id, key=key))
+            self.bus.post(worker, _Note("done", session_id, key=key))
         elif item is _CLOSE:
-            self.post(worker, _Note("close", session_id, key=key))
+            self.bus.post(worker, _Note("close", session_id, key=key))
         else:
             event_id, data = item
-            self.post(worker, _Note("event", session_id, data, key=key, event_id=event_id or ""))
+            self.bus.post(worker, _Note("event", session_id, data, key=key, event_id=event_id or ""))
 
-    def _take_stream_note(self, session: _HttpSession, note: _Note) -> None:
+    def take(self, session: _HttpSession, note: _Note) -> None:
+        """A note about a followed stream (follow, followed, unfollow, event, close, done)."""
         assert session.id is not None
         stream = session.streams.get(note.key)
         if note.kind == "follow":
             if note.origin is None:
                 return
             if stream is None or stream.complete:
-                self.post(note.origin, _Note("done", session.id, key=note.key))
+                self.bus.post(note.origin, _Note("done", session.id, key=note.key))
             else:
                 stream.forward = partial(self._forward, note.origin, session.id, note.key)
-                self.post(note.origin, _Note("followed", session.id, key=note.key))
+                self.bus.post(note.origin, _Note("followed", session.id, key=note.key))
         elif stream is None:
             return
         elif note.kind == "unfollow":

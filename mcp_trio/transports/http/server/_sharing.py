@@ -37,9 +37,7 @@ Nothing here runs without a store: a single server keeps today's path.
 from __future__ import annotations
 
 import logging
-import math
 import time
-from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -51,20 +49,17 @@ from ..._base import Frame
 from .._bus import (
     Restored,
     _batch_members,
-    _decode,
-    _encode,
     _from_json,
     _json,
     _Note,
-    _Outgoing,
     check_worker_id,
-    listen,
     principal_key,
 )
 from .._replies import _error_reply, _Reply, _session_ended, _unconfirmed_end
 from .._request import _HEADER_SESSION
 from ._follow import Following
 from ._streams import _HttpSession
+from ._worker_bus import WorkerBus
 
 if TYPE_CHECKING:
     from .._request import HttpRequest
@@ -72,17 +67,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("mcp_trio.http")
 
-_CHANNEL = "mcp-trio:http:"  # + worker id; + "*" for every worker
 _ID_MARK = "~"  # a request id of the server's: <worker>~<n>
-_OUTBOX = 4096  # bus messages waiting to be published by a worker, at most
 _TOUCH_EVERY = 1 / 8  # of idle_timeout: how often a worker in use renews a session's record, at most
 _UNSAVED = 1024  # records kept at most to write when the store is back
 _RECORD_TTL = 1 + 2 * _TOUCH_EVERY  # of idle_timeout: a record's time to live (the renewals are late)
-_PROBE_EVERY = 1.0  # seconds: how long whether a worker is gone is taken as known
-_GONE_KEPT = 1024  # workers whose presence is remembered, at most
-_ACK_WAIT = 1.0  # seconds a worker waits for others to confirm a note (a session's end ...), at most
-_PROBE_AFTER = 0.1  # seconds without a confirmation before asking whether its worker is gone
-_PROBE = _encode(_Note("probe", ""))  # published to learn whether a worker listens; ignored
 _STREAM_NOTES = frozenset({"follow", "followed", "unfollow", "event", "close", "done"})
 
 
@@ -120,24 +108,23 @@ async def _save_late(store: Store, record: SessionRecord, ttl: float) -> bool:
     return True
 
 
-class Sharing(Following):
-    """One worker's side of the sessions shared through ``store`` (see the module doc)."""
+class Sharing:
+    """One worker's side of the sessions shared through ``store`` (see the module doc): the
+    records and replicas, the GET stream's holder, routing; the bus is its :class:`WorkerBus`,
+    the streams followed between workers its :class:`Following`."""
 
     def __init__(self, endpoint: StreamableHTTP, store: Store, worker_id: str) -> None:
         self.endpoint = endpoint
         self.store = store
         self.worker = check_worker_id(worker_id)
-        self.channel = _CHANNEL + worker_id
         self.id_prefix = worker_id + _ID_MARK  # (the ids of the server's requests on this worker)
         self.suffix = "@" + worker_id  # (of this worker's event ids and stream keys)
         self._unsaved: dict[str, SessionRecord] = {}  # records the store failed to take, by session
         self._restoring: dict[str, trio.Event] = {}
         self._ended_restoring: set[str] = set()  # sessions ended while this worker restored them
-        self._awaiting: dict[tuple[str, str], tuple[set[str], trio.Event]] = {}  # (notes: by whom to confirm)
         self._updates = 0  # (numbers this worker's updates: see ``update``)
-        self._gone: dict[str, tuple[float, bool]] = {}  # (workers found gone or not by adopt: when, whether)
-        self._probing: dict[str, trio.Event] = {}
-        self._outbox_send, self._outbox = trio.open_memory_channel[_Outgoing](_OUTBOX)
+        self.bus = WorkerBus(store, self.worker, self._take)
+        self.following = Following(endpoint, self.bus)
 
     @property
     def ttl(self) -> float:
@@ -153,32 +140,10 @@ class Sharing(Following):
         """Listen to the bus, publish what is queued and keep the records of the
         sessions with open streams alive, until cancelled."""
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._publisher)
+            nursery.start_soon(self.bus.publisher)
             nursery.start_soon(self._keep_alive)
-            await nursery.start(self._listen)
+            await nursery.start(self.bus.listen)
             task_status.started()
-
-    async def _listen(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        channels = (self.channel, _CHANNEL + "*")
-        await listen(self.store, channels, self._take_data, f"worker {self.worker}", task_status=task_status)
-
-    async def _take_data(self, data: bytes) -> None:
-        try:
-            note = _decode(data)
-        except msgspec.DecodeError:
-            log.warning("a bus message that is not a worker's was dropped")
-            return
-        await self._take(note)
-
-    async def _publisher(self) -> None:
-        async for channel, data, unheard in self._outbox:
-            try:
-                heard = await self.store.bus.publish(channel, data)
-            except StoreError as exc:
-                log.warning("a message for another worker was lost: %s", exc)
-                continue
-            if not heard and unheard is not None:
-                await unheard()
 
     async def _keep_alive(self) -> None:
         """Sessions whose streams stay open here are alive everywhere: touch their records."""
@@ -187,16 +152,6 @@ class Sharing(Following):
             for session in list(self.endpoint.sessions.values()):
                 if session.id is not None and session.holds_stream():
                     await self.touch(session)
-
-    def post(
-        self, worker: str | None, note: _Note, unheard: Callable[[], Awaitable[None]] | None = None
-    ) -> None:
-        """Publish ``note`` to ``worker`` (``None``: every worker), in order, without
-        waiting; ``unheard()`` once published if no worker listens (``worker`` is gone)."""
-        try:
-            self._outbox_send.send_nowait((_CHANNEL + (worker or "*"), _encode(note), unheard))
-        except trio.WouldBlock:
-            log.warning("the bus outbox of worker %s is full: a %s message was lost", self.worker, note.kind)
 
     # ------------------------------------------------------------ records
 
@@ -319,7 +274,7 @@ class Sharing(Following):
         self._updates += 1  # (its own key: two updates at once each wait)
         note = _Note("update", session.id, key=f"update-{self._updates}", origin=self.worker)
         note.log_level, note.subscriptions = log_level, subscriptions
-        await self._post_confirmed(note, set(record.replicas) if record is not None else set())
+        await self.bus.post_confirmed(note, set(record.replicas) if record is not None else set())
 
     async def hold_stream(self, session: _HttpSession) -> None:
         """Name this worker in the record as the holder of the session's GET
@@ -338,7 +293,7 @@ class Sharing(Following):
                 return
         except StoreError as exc:
             log.warning("could not name this worker the GET stream's of session %s: %s", session.id, exc)
-        self.post(None, _Note("held", session.id, origin=self.worker))
+        self.bus.post(None, _Note("held", session.id, origin=self.worker))
 
     async def to_stream_holder(self, session: _HttpSession, data: bytes) -> bool:
         """Send ``data`` to the GET stream of the session another worker holds; False: none does."""
@@ -351,14 +306,16 @@ class Sharing(Following):
         holder = record.stream_worker if record is not None else None
         if holder is None or holder == self.worker:
             return False
-        self.post(holder, _Note("get", session.id, data), partial(self._holder_gone, session, holder, data))
+        self.bus.post(
+            holder, _Note("get", session.id, data), partial(self._holder_gone, session, holder, data)
+        )
         return True
 
     async def _holder_gone(self, session: _HttpSession, holder: str, data: bytes) -> None:
         """The worker named as holding the session's GET stream is gone (it died): this
         one keeps ``data`` for the stream and is named instead, unless another was."""
         session.keep(data)
-        self._gone[holder] = (trio.current_time(), True)
+        self.bus.mark_gone(holder)
         await self._take_over(session, holder)
 
     async def adopt(self, session: _HttpSession) -> bool:
@@ -368,28 +325,7 @@ class Sharing(Following):
         holder = session.holder
         if not holder or holder == self.worker or session.closed:
             return False
-        return await self._is_gone(holder) and await self._take_over(session, holder)
-
-    async def _is_gone(self, holder: str) -> bool:
-        """Whether nobody listens on ``holder``'s channel (one probe at a time per worker,
-        and its answer taken as known for ``_PROBE_EVERY`` seconds)."""
-        while (probing := self._probing.get(holder)) is not None:
-            await probing.wait()  # (a change told to thousands of sessions: one probe)
-        checked, gone = self._gone.get(holder, (-math.inf, False))
-        if trio.current_time() - checked < _PROBE_EVERY:
-            return gone
-        probing = self._probing[holder] = trio.Event()
-        try:
-            gone = await self.store.bus.publish(_CHANNEL + holder, _PROBE) == 0
-        except StoreError:
-            return False
-        finally:
-            del self._probing[holder]
-            probing.set()
-        if len(self._gone) >= _GONE_KEPT:
-            self._gone.clear()
-        self._gone[holder] = (trio.current_time(), gone)
-        return gone
+        return await self.bus.is_gone(holder) and await self._take_over(session, holder)
 
     async def _take_over(self, session: _HttpSession, holder: str) -> bool:
         """Name this worker instead of ``holder`` (gone) as the one holding the session's
@@ -412,14 +348,14 @@ class Sharing(Following):
             return False
         log.info("session %s: worker %s is gone; its GET stream is kept here", session.id, holder)
         session.holder = self.worker
-        self.post(None, _Note("held", session.id, origin=self.worker))
+        self.bus.post(None, _Note("held", session.id, origin=self.worker))
         return True
 
     async def tell_ended(self, session_id: str, record: SessionRecord | None) -> None:
         """End every replica of the session; return once the workers ``record`` names have
         dropped theirs (see ``_post_confirmed``)."""
         replicas = set(record.replicas if record is not None else ())
-        await self._post_confirmed(_Note("end", session_id, origin=self.worker), replicas)
+        await self.bus.post_confirmed(_Note("end", session_id, origin=self.worker), replicas)
 
     async def initialized_elsewhere(self, session: _HttpSession, body: bytes) -> None:
         """Hand ``notifications/initialized``, sent to this replica, to the worker that
@@ -428,46 +364,7 @@ class Sharing(Following):
         assert session.id is not None and session.restored is not None
         first = session.restored.first_worker
         note = _Note("initialized", session.id, body, origin=self.worker)
-        await self._post_confirmed(note, {first} if first else set())
-
-    async def _post_confirmed(self, note: _Note, workers: set[str]) -> None:
-        """Post ``note`` to every worker; return once each of ``workers`` confirmed
-        it (at most ``_ACK_WAIT`` seconds: a worker that died does not answer)."""
-        key = (note.key or note.kind, note.session)
-        waiting = workers - {self.worker}
-        if not waiting or key in self._awaiting:  # (the same note already awaited: not again)
-            self.post(None, note)
-            return
-        done = trio.Event()
-        self._awaiting[key] = (waiting, done)
-        self.post(None, note)
-        try:
-            with trio.move_on_after(_ACK_WAIT):
-                async with trio.open_nursery() as nursery:
-                    for worker in list(waiting):  # (a worker that died stays named in records)
-                        nursery.start_soon(self._unless_gone, worker, waiting, done)
-                    await done.wait()
-                    nursery.cancel_scope.cancel()
-        finally:
-            del self._awaiting[key]
-        if waiting:
-            who = ", ".join(sorted(waiting))
-            log.warning(
-                "session %s: worker(s) %s did not confirm %r within %s s",
-                note.session,
-                who,
-                note.kind,
-                _ACK_WAIT,
-            )
-
-    async def _unless_gone(self, worker: str, waiting: set[str], done: trio.Event) -> None:
-        """Stop waiting for ``worker``'s confirmation if, once a confirmation is late
-        (``_PROBE_AFTER``), nobody listens on its channel: it died."""
-        await trio.sleep(_PROBE_AFTER)
-        if worker in waiting and await self._is_gone(worker):
-            waiting.discard(worker)
-            if not waiting:
-                done.set()
+        await self.bus.post_confirmed(note, {first} if first else set())
 
     async def delete_elsewhere(self, request: HttpRequest, found: _Reply) -> _Reply:
         """``DELETE`` of a session this worker holds no replica of: end it
@@ -532,12 +429,12 @@ class Sharing(Following):
             if session.restored is None:
                 return False  # this worker answered initialize: its replica takes it
             note = _Note("initialized", session.id, body, origin=self.worker)
-            self.post(None, note)  # (a restored replica is ready; see initialized_elsewhere)
+            self.bus.post(None, note)  # (a restored replica is ready; see initialized_elsewhere)
             return True
         if message.method == "notifications/cancelled":
             params = message.params if isinstance(message.params, dict) else {}
             note = _Note("frame", session.id, body, cancel=params.get("requestId"), origin=self.worker)
-            self.post(None, note)
+            self.bus.post(None, note)
             return False
         target = message.id
         if message.method == "notifications/progress" and isinstance(message.params, dict):
@@ -545,7 +442,7 @@ class Sharing(Following):
         worker = self.owner_of(target)
         if worker is None:
             return False
-        self.post(worker, _Note("frame", session.id, body))
+        self.bus.post(worker, _Note("frame", session.id, body))
         return True
 
     def route_batch(self, session: _HttpSession, messages: list[Any], body: bytes) -> bytes | None:
@@ -570,11 +467,7 @@ class Sharing(Following):
         """A note another worker waits for this one to confirm (``_post_confirmed``),
         confirmed once taken, even without a replica; or a confirmation."""
         if note.kind == "ack":
-            awaiting = self._awaiting.get((note.key, note.session))
-            if awaiting is not None and note.origin is not None:
-                awaiting[0].discard(note.origin)
-                if not awaiting[0]:
-                    awaiting[1].set()
+            self.bus.confirmation(note)
             return
         session = self.endpoint.sessions.get(note.session)
         if note.kind == "end":
@@ -592,7 +485,9 @@ class Sharing(Following):
             except trio.ClosedResourceError:
                 pass
         if note.origin is not None:
-            self.post(note.origin, _Note("ack", note.session, key=note.key or note.kind, origin=self.worker))
+            self.bus.post(
+                note.origin, _Note("ack", note.session, key=note.key or note.kind, origin=self.worker)
+            )
 
     async def _take(self, note: _Note) -> None:
         """A message from another worker (or this one's broadcast) about a session."""
@@ -614,8 +509,8 @@ class Sharing(Following):
             session.holder = note.origin
             kept, session.backlog = session.backlog, None
             for data in kept or ():
-                self.post(note.origin, _Note("get", note.session, data))
+                self.bus.post(note.origin, _Note("get", note.session, data))
         elif note.kind == "get":
             await session.to_get_stream(note.data)
         elif note.kind in _STREAM_NOTES:
-            self._take_stream_note(session, note)
+            self.following.take(session, note)

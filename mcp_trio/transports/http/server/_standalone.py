@@ -133,7 +133,7 @@ class Streaming:
         if stream is None and key == "0":
             stream = session.get_stream = _Stream("0", set(), self.stream_buffer)
         elif stream is None and sharing is not None:
-            stream = sharing.follow(session, key)  # a POST stream of another worker's
+            stream = sharing.following.follow(session, key)  # a POST stream of another worker's
         elif stream is not None:
             stream.forward = None  # (no longer followed from another worker)
         slot: _Slot | None = None
@@ -160,7 +160,7 @@ class Streaming:
             if sharing is not None and stream is not None and key == "0":
                 await sharing.hold_stream(session)  # other workers send its messages here
             elif stream is not None and stream.followed is not None and sharing is not None:
-                stream.items.extendleft(reversed(await sharing.followed(stream)))
+                stream.items.extendleft(reversed(await sharing.following.followed(stream)))
             if last_event_id and self.event_store is not None and session.id is not None:
                 try:
                     found_replay = await self.event_store.replay_after(session.id, last_event_id)
@@ -192,7 +192,7 @@ class Streaming:
             if stream is not None:
                 stream.attached = False
                 if stream.followed is not None and sharing is not None:
-                    sharing.unfollow(session, stream)
+                    sharing.following.unfollow(session, stream)
                 elif stream.complete:
                     session.streams.pop(stream.key, None)
             session.touch()
