@@ -515,7 +515,6 @@ OVERSIZED: dict[str, int] = {
     "mcp_trio.client._client.Client": 557,
     "mcp_trio.fuzzing._stdio_fuzz_server.StdioFuzzServer": 551,
     "mcp_trio.transports.http.server._streams._HttpSession": 512,
-    "mcp_trio.transports.websocket._wsproto_channel._WsprotoChannel": 428,
     "mcp_trio._engine._handlers._Handlers": 420,
     "examples.authorization_server._server.AuthorizationServer": 938,
 }

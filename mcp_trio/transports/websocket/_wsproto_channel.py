@@ -64,9 +64,7 @@ class _WsprotoChannel(WebSocketChannel, BufferedInput):
         self._parts: list[bytes] = []
         self._size = 0
         self._pending_pong: bytes | None = None
-        self._ping_payload: bytes | None = None
-        self._pong = trio.Event()
-        self._pings = 0
+        self._keepalive = _Keepalive(self) if keepalive_interval is not None else None
         self._close_sent = False
         self._close_received = False
         self._parse_broken = False  # wsproto cannot parse any more: discard what comes
@@ -237,6 +235,16 @@ class _WsprotoChannel(WebSocketChannel, BufferedInput):
                         pass
         self._linger_until = min(self._linger_until, trio.current_time() + self.close_timeout)
 
+    async def _keepalive_failed(self, why: str) -> None:
+        """No pong came in time: close with 1011 (briefly) and drop the connection."""
+        log.info("closing the WebSocket: %s", why)
+        self._set_close(CloseReason.INTERNAL_ERROR, why)
+        self._end_input()
+        if not self._lock.locked():
+            with trio.move_on_after(min(self.close_timeout, 1.0)):
+                await self._send_close(CloseReason.INTERNAL_ERROR, why)
+        self._abort(why)
+
     def _handshake_done(self) -> None:
         """Both close frames went: the server closes the TCP connection, the
         client waits (briefly) for the server to close it."""
@@ -251,8 +259,8 @@ class _WsprotoChannel(WebSocketChannel, BufferedInput):
         self._started = True
         try:
             async with trio.open_nursery() as nursery:
-                if self.keepalive_interval is not None:
-                    nursery.start_soon(self._keepalive)
+                if self._keepalive is not None:
+                    nursery.start_soon(self._keepalive.run)
                 with self._reader_scope:
                     await self._read()
                 nursery.cancel_scope.cancel()
@@ -327,8 +335,8 @@ class _WsprotoChannel(WebSocketChannel, BufferedInput):
             if not closing:
                 await self._send_pong(bytes(event.payload))
         elif isinstance(event, Pong):
-            if self._ping_payload is not None and bytes(event.payload) == self._ping_payload:
-                self._pong.set()
+            if self._keepalive is not None:
+                self._keepalive.pong(bytes(event.payload))
         elif isinstance(event, CloseConnection):
             state = self._ws.state
             if state is ConnectionState.REMOTE_CLOSING:
@@ -356,40 +364,52 @@ class _WsprotoChannel(WebSocketChannel, BufferedInput):
                 self._parse_broken = True
                 await self._fail(event.code, event.reason or "invalid frame")
 
-    # ---- keepalive
 
-    async def _keepalive(self) -> None:
-        assert self.keepalive_interval is not None
+class _Keepalive:
+    """The keepalive pings of a channel: one every ``keepalive_interval``, and the connection
+    closed with 1011 when its pong does not come within ``keepalive_timeout`` (unless the
+    channel's own session held the pong up by not reading)."""
+
+    __slots__ = ("_channel", "_pings", "_payload", "_pong")
+
+    def __init__(self, channel: _WsprotoChannel) -> None:
+        self._channel = channel
+        self._pings = 0
+        self._payload: bytes | None = None  # (the ping waiting for its pong)
+        self._pong = trio.Event()
+
+    def pong(self, payload: bytes) -> None:
+        """A pong came: the answer to our ping if it carries its payload."""
+        if self._payload is not None and payload == self._payload:
+            self._pong.set()
+
+    async def run(self) -> None:
+        channel = self._channel
+        assert channel.keepalive_interval is not None
         while True:
-            await trio.sleep(self.keepalive_interval)
-            if self._close_sent or self._close_received:
+            await trio.sleep(channel.keepalive_interval)
+            if channel._close_sent or channel._close_received:
                 return
             self._pings += 1
-            payload = struct.pack("!I", self._pings & 0xFFFFFFFF)
-            self._ping_payload = payload
+            payload = self._payload = struct.pack("!I", self._pings & 0xFFFFFFFF)
             self._pong = trio.Event()
-            deadline = trio.current_time() + self.keepalive_timeout
+            deadline = trio.current_time() + channel.keepalive_timeout
             with trio.move_on_at(deadline):
                 try:
-                    await self._write(Ping(payload=payload))
+                    await channel._write(Ping(payload=payload))
                 except trio.BrokenResourceError:
                     return
             while not self._pong.is_set():
                 with trio.move_on_at(deadline):
                     await self._pong.wait()
-                if self._pong.is_set() or self._close_sent or self._close_received:
+                if self._pong.is_set() or channel._close_sent or channel._close_received:
                     break
-                if self._stalled and not self._writing:
+                if channel._stalled and not channel._writing:
                     # Our session is not reading (backpressure): the pong may be
                     # waiting behind its messages.  Not the peer's fault.
-                    deadline = trio.current_time() + self.keepalive_timeout
+                    deadline = trio.current_time() + channel.keepalive_timeout
                     continue
-                why = f"keepalive ping timeout: no pong within {self.keepalive_timeout} s"
-                log.info("closing the WebSocket: %s", why)
-                self._set_close(CloseReason.INTERNAL_ERROR, why)
-                self._end_input()
-                if not self._lock.locked():
-                    with trio.move_on_after(min(self.close_timeout, 1.0)):
-                        await self._send_close(CloseReason.INTERNAL_ERROR, why)
-                self._abort(why)
+                await channel._keepalive_failed(
+                    f"keepalive ping timeout: no pong within {channel.keepalive_timeout} s"
+                )
                 return
