@@ -12,6 +12,7 @@ never imports this package.  The command is ``mcp-trio fuzz`` (see
 * :mod:`.stateful`: a hypothesis state machine for long sessions (``stateful``).
 * :mod:`.client`: a fuzzing server and the client-side oracles (``--client``).
 * :mod:`.runner`: campaigns, shrinking, replay, transcripts and reports.
+* :mod:`.wire`: the oracles on live traffic, message by message (``--validate``).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from .runner import (
     run,
 )
 from .strategies import cases, from_type, invalid_items, valid_items, valid_message
+from .wire import Policy, Validator, WireCheck
 
 __all__ = [
     "CAMPAIGNS",
@@ -47,10 +49,13 @@ __all__ = [
     "FuzzConfig",
     "HttpTarget",
     "Interrupted",
+    "Policy",
     "Session",
     "StdioTarget",
     "TargetFailed",
+    "Validator",
     "Violation",
+    "WireCheck",
     "cases",
     "check",
     "classify",
