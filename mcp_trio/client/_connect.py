@@ -94,6 +94,7 @@ async def open_client(
     validate_output: bool | None = None,
     connect_timeout: float | None = 30.0,
     middleware: Sequence[Middleware] = (),
+    wrap_channel: Callable[[MessageChannel], MessageChannel] | None = None,
     **session_options: Unpack[SessionOptions],
 ) -> AsyncIterator[Client]:
     """Open a session over ``channel`` as a client and connect.
@@ -144,6 +145,9 @@ async def open_client(
             outermost (see :mod:`mcp_trio.middleware`); one with a ``sending``
             method (:class:`~mcp_trio.middleware.OpenTelemetry`) also wraps each
             request the client sends.
+        wrap_channel: Given the transport's channel, returns the one the session uses
+            instead: a tap that records every frame, or one that checks every message
+            (a proxy's ``validate``).  Closing it must close the channel it wraps.
         session_options: Passed to :func:`open_session` (``default_timeout`` ...;
             see :class:`~mcp_trio.client.SessionOptions`).
 
@@ -175,6 +179,8 @@ async def open_client(
 
         return handle
 
+    if wrap_channel is not None:
+        channel = wrap_channel(channel)
     watched = [
         "notifications/message",
         "notifications/resources/updated",

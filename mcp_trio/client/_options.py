@@ -27,6 +27,7 @@ from .asks import (
 if TYPE_CHECKING:
     from .._engine._context import RequestContext
     from ..middleware._base import Middleware
+    from ..transports._base import MessageChannel
     from ..transports.http.client import HTTPAuth, HTTPClientOptions
     from ..transports.websocket import WebSocketClientOptions
 
@@ -74,6 +75,7 @@ class ClientOptions(SessionOptions, total=False):
     validate_output: bool | None
     connect_timeout: float | None
     middleware: Sequence[Middleware]
+    wrap_channel: Callable[[MessageChannel], MessageChannel] | None
 
 
 class ConnectOptions(ClientOptions, total=False):

@@ -106,7 +106,7 @@ class WireCheck:
 
     def __init__(
         self,
-        revision: str,
+        revision: str | None = None,
         *,
         client_capabilities: Mapping[str, Any] | None = None,
         server_capabilities: Mapping[str, Any] | None = None,
@@ -118,7 +118,7 @@ class WireCheck:
             "client": dict(client_capabilities or {}),
             "server": dict(server_capabilities or {}),
         }
-        self._methods = _versions.methods_for(revision)
+        self._methods = _versions.methods_for(revision) if revision is not None else {}
         self._pending: dict[Sender, OrderedDict[str, str]] = {
             "client": OrderedDict(),
             "server": OrderedDict(),
@@ -130,9 +130,22 @@ class WireCheck:
         self._max_pending = max_pending
         self._max_answered = max_answered
 
+    def learn(self, revision: str) -> None:
+        """Check by ``revision`` from now on (a revision this package has types for)."""
+        if revision != self.revision and revision in _versions.SUPPORTED_VERSIONS:
+            self.revision = revision
+            self._methods = _versions.methods_for(revision)
+
     def check(self, sender: Sender, message: Any) -> list[Violation]:
-        """The rules ``message`` (a decoded JSON value), sent by ``sender``, breaks."""
-        if isinstance(message, list) and message and _versions.supports_batching(self.revision):
+        """The rules ``message`` (a decoded JSON value), sent by ``sender``, breaks.  Until the
+        revision is known (given, or learned from the ``initialize`` answer or a 2026-07-28
+        request's ``_meta``), only what every revision shares is checked."""
+        if (
+            isinstance(message, list)
+            and message
+            and self.revision is not None
+            and _versions.supports_batching(self.revision)
+        ):
             return [found for member in message for found in self.check(sender, member)]
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
             return [_bad("valid-message", f"not a JSON-RPC 2.0 message: {_excerpt(message)}", "envelope")]
@@ -147,10 +160,12 @@ class WireCheck:
         out = self._request_id(sender, message) if "id" in message else []
         if "id" in message and not _valid_id(message["id"]):
             return out  # (one cause, one finding: the type would refuse the id too)
+        self._learn_from(sender, method, message.get("params"))
         spec = self._methods.get(method)
         if spec is None:
             return out  # (a custom method: the receiver answers it, or -32601)
         detail = f"message:{method}"
+        spec_revision = self.revision or ""  # (set: a spec came from its methods)
         if spec.direction not in (sender, "both"):
             by = "the client" if spec.direction == "client" else "the server"
             return [*out, _bad("valid-message", f"{method} is sent by {by} in {self.revision}", detail)]
@@ -165,7 +180,7 @@ class WireCheck:
                 _versions.decoder_for(spec.message).decode(msgspec.json.encode(message))
             except (msgspec.ValidationError, msgspec.DecodeError) as exc:
                 out.append(_bad("valid-message", f"not a valid {self.revision} {method}: {exc}", detail))
-        path = gate(self.revision, method)
+        path = gate(spec_revision, method)
         if path is not None:
             # (a request needs the receiver's capability; a notification, the sender's)
             whose = _OTHER[sender] if spec.kind == "request" else sender
@@ -209,11 +224,44 @@ class WireCheck:
         answered[key] = None
         if len(answered) > self._max_answered:
             answered.popitem(last=False)
-        if "result" in message:
+        result = message.get("result")
+        if method in ("initialize", "server/discover") and isinstance(result, dict):
+            self._learn_from_answer(method, result)
+        if "result" in message and self.revision is not None:
             problem = _result_problem(self.revision, method, message["result"])
             if problem is not None:
                 return [_bad("valid-response", f"not a valid {method} result: {problem}", f"result:{method}")]
         return []
+
+    def _learn_from(self, sender: Sender, method: str, params: Any) -> None:
+        """What a request or notification says of the negotiation: ``initialize``'s client
+        capabilities; a 2026-07-28 request's revision and capabilities in its ``_meta``."""
+        if not isinstance(params, dict):
+            return
+        if method == "initialize" and sender == "client":
+            caps = params.get("capabilities")
+            self.capabilities["client"] = dict(caps) if isinstance(caps, dict) else {}
+            return
+        meta = params.get("_meta")
+        if sender == "client" and isinstance(meta, dict):
+            version = meta.get(_VERSION_META)
+            if isinstance(version, str):
+                self.learn(version)
+            caps = meta.get(_CAPABILITIES_META)
+            if isinstance(caps, dict):
+                self.capabilities["client"] = dict(caps)
+
+    def _learn_from_answer(self, method: str, result: dict[str, Any]) -> None:
+        caps = result.get("capabilities")
+        if isinstance(caps, dict):
+            self.capabilities["server"] = dict(caps)
+        version = result.get("protocolVersion")
+        if method == "initialize" and isinstance(version, str):
+            self.learn(version)
+
+
+_VERSION_META = "io.modelcontextprotocol/protocolVersion"
+_CAPABILITIES_META = "io.modelcontextprotocol/clientCapabilities"
 
 
 def _bad(oracle: str, message: str, detail: str = "") -> Violation:
@@ -227,7 +275,7 @@ class Verdict:
     findings: list[Violation]
     blocked: bool
 
-    def reason(self, revision: str) -> str:
+    def reason(self, revision: str | None) -> str:
         """The findings that block, for the error that answers instead (one line)."""
         return "; ".join(describe(f, revision) for f in self.findings)
 
@@ -243,12 +291,16 @@ class Validator:
         #: Findings so far, by (rule, sender).
         self.counts: Counter[tuple[str, Sender]] = Counter()
 
-    def judge(self, sender: Sender, message: Any) -> Verdict:
+    def judge(self, sender: Sender, message: Any, *, may_block: bool = True) -> Verdict:
+        """``message`` checked, its findings logged and counted; whether it is to be blocked
+        (never when ``may_block`` is false: a message of our own, say)."""
         findings = self.wire.check(sender, message)
         blocked = False
         for finding in findings:
             self.counts[(finding.rule, sender)] += 1
             action = self.policy.action(finding)
+            if action == "block" and not may_block:
+                action = "log"
             if action != "count":
                 level = logging.WARNING if finding.severity != "note" else logging.INFO
                 log.log(
@@ -270,7 +322,7 @@ class Validator:
         return {"revision": self.wire.revision, "findings": rows}
 
 
-def describe(finding: Violation, revision: str) -> str:
+def describe(finding: Violation, revision: str | None) -> str:
     """One line: the grade, the rule, what was wrong, and the sentence it breaks, where."""
     cite = finding.to_json(revision)["cites"]
     return f"{finding.severity} of {finding.rule}: {finding.message} ({cite['document']}: {cite['text']!r})"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
+import msgspec
 import pytest
 import trio
 
@@ -189,3 +190,38 @@ def test_the_typed_options_are_those_the_functions_take() -> None:
     )
     assert set(SessionOptions.__optional_keys__) <= session
     assert set(SessionOptions.__optional_keys__) < set(ClientOptions.__optional_keys__)
+
+
+class Tap(trio.abc.Channel[Any]):
+    """Records every frame that passes, both ways."""
+
+    def __init__(self, inner: Any, seen: list[tuple[str, bytes]]) -> None:
+        self.inner, self.seen = inner, seen
+
+    async def send(self, value: Any) -> None:
+        self.seen.append(("out", value.data))
+        await self.inner.send(value)
+
+    async def receive(self) -> Any:
+        frame = await self.inner.receive()
+        self.seen.append(("in", frame.data))
+        return frame
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+async def test_wrap_channel_puts_a_channel_of_the_users_between_the_session_and_its_transport() -> None:
+    seen: list[tuple[str, bytes]] = []
+    wrap = lambda channel: Tap(channel, seen)  # noqa: E731
+    async with connect(server(), wrap_channel=wrap, versions=["2025-11-25"]) as client:
+        await client.ping()
+    messages = [(way, msgspec.json.decode(data)) for way, data in seen]
+    assert [(way, m.get("method")) for way, m in messages] == [
+        ("out", "initialize"),
+        ("in", None),
+        ("out", "notifications/initialized"),
+        ("out", "ping"),
+        ("in", None),
+    ]
+    assert messages[1][1]["result"]["protocolVersion"] == "2025-11-25"

@@ -161,3 +161,41 @@ def test_a_validator_logs_counts_and_blocks_as_its_policy_says(caplog: pytest.Lo
             {"rule": "unasked-response", "grade": "violation", "sender": "server", "count": 1},
         ],
     }
+
+
+def test_the_revision_and_capabilities_are_learned_from_the_traffic() -> None:
+    wire = WireCheck()
+    assert wire.check("client", request(1, "server/discover")) == []
+    discovered = {
+        "supportedVersions": [LATEST],
+        "capabilities": {"tools": {}},
+        "serverInfo": {"name": "s", "version": "1"},
+    }
+    wire.check("server", result(1, discovered))
+    assert wire.capabilities["server"] == {"tools": {}} and wire.revision is None
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": LATEST,
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    wire.check("client", request(2, "tools/list", {"_meta": meta}))
+    assert wire.revision == LATEST and wire.capabilities["client"] == {}
+    assert rules(wire.check("server", result(2, {"tools": "none"}))) == ["result-schema"]
+    old = WireCheck()
+    old.check(
+        "client",
+        request(
+            0,
+            "initialize",
+            {
+                "protocolVersion": OLD,
+                "capabilities": {"roots": {}},
+                "clientInfo": {"name": "c", "version": "1"},
+            },
+        ),
+    )
+    old.check(
+        "server",
+        result(0, {"protocolVersion": OLD, "capabilities": {}, "serverInfo": {"name": "s", "version": "1"}}),
+    )
+    assert (old.revision, old.capabilities["client"]) == (OLD, {"roots": {}})
+    assert rules(old.check("client", request(1, "tools/list"))) == ["capabilities"]
