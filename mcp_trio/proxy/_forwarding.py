@@ -41,6 +41,7 @@ from .._engine._context import RequestContext
 from .._engine._outgoing import ProgressCallback, RequestTimeout
 from .._engine._session import Session
 from .._exceptions import ConnectionClosed, McpError, ProtocolError
+from ..transports.http._headers import Annotations, header_annotations
 from ._upstream import Upstream, UpstreamUnavailable
 
 __all__ = ["Forwarding", "FORWARDED"]
@@ -74,6 +75,7 @@ _LISTS = frozenset(
     }
 )
 _ANY = dict[str, Any]
+_MAX_PAGES = 1000  # (of tools/list, read for the header annotations)
 _Handler = Callable[[RequestContext, Any], Any]
 
 
@@ -94,7 +96,16 @@ def _wire(params: Any) -> dict[str, Any]:
 class Forwarding:
     """A proxy's answers (the ``Answering`` of its :class:`~mcp_trio.server.Server`)."""
 
-    __slots__ = ("_upstream", "_timeout", "_in_flight", "_seen", "_subscribers", "_announce", "_listen")
+    __slots__ = (
+        "_upstream",
+        "_timeout",
+        "_in_flight",
+        "_seen",
+        "_subscribers",
+        "_announce",
+        "_listen",
+        "_headers",
+    )
 
     def __init__(self, upstream: Upstream, *, timeout: float | None) -> None:
         self._upstream = upstream
@@ -104,6 +115,7 @@ class Forwarding:
         self._subscribers: dict[str, set[Session]] = {}  # (URI -> the sessions subscribed)
         self._announce: Callable[[str], None] = lambda method: None
         self._listen: Any = None
+        self._headers: dict[str, Annotations] = {}  # (tool -> its x-mcp-header annotations)
 
     # ---------------------------------------------------------- the server's side
 
@@ -114,6 +126,35 @@ class Forwarding:
     def capabilities(self) -> dict[str, Any]:
         client = self._upstream.current()
         return dict(client.server_capabilities) if client is not None else {}
+
+    def header_annotations(self, name: str) -> Annotations | None:
+        return self._headers.get(name)
+
+    async def learn_tools(self) -> None:
+        """Read the upstream's tools for their ``x-mcp-header`` annotations, which the proxy's
+        Streamable HTTP door checks ``Mcp-Param-*`` headers against (2026-07-28); a failure
+        is logged (the door then checks none)."""
+        client = self._upstream.current()
+        if client is None or "tools" not in client.server_capabilities:
+            return
+        found: dict[str, Annotations] = {}
+        cursor: object = None
+        try:
+            for _ in range(_MAX_PAGES):
+                params = {} if cursor is None else {"cursor": cursor}
+                page = await client.session.request(
+                    "tools/list", params, timeout=self._timeout, result_type=_ANY
+                )
+                for tool in page.get("tools", ()):
+                    annotations = header_annotations(tool.get("inputSchema"))
+                    found[str(tool.get("name"))] = annotations if isinstance(annotations, list) else []
+                cursor = page.get("nextCursor")
+                if not cursor:
+                    break
+        except Exception as exc:
+            log.warning("proxy: listing the tools of %s failed: %s", self._upstream.where, exc)
+            return
+        self._headers = found
 
     def request_handlers(self) -> dict[str, Any]:
         handlers: dict[str, Any] = dict.fromkeys(FORWARDED, self.forward)
@@ -128,6 +169,7 @@ class Forwarding:
         session), and its subscriptions are gone (made again)."""
         for method in sorted(_LISTS):
             self._announce(method)
+        await self.learn_tools()
         client = self._upstream.current()
         if client is None:
             return
@@ -235,6 +277,8 @@ class Forwarding:
     async def notified(self, method: str, params: Any) -> None:
         """A notification of the upstream (from the relay queue)."""
         if method in _LISTS:
+            if method == "notifications/tools/list_changed":
+                await self.learn_tools()
             self._announce(method)
             return
         wire = _wire(params) if params is not None else None

@@ -130,6 +130,7 @@ def proxy(
                 if server_name is None:
                     server.info = dict(client.server_info)
                 server.instructions = client.instructions
+                await forwarding.learn_tools()
                 nursery.start_soon(upstream.relay, forwarding.notified)
                 yield upstream
                 nursery.cancel_scope.cancel()

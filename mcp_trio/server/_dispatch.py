@@ -29,6 +29,10 @@ class Answering(Protocol):
         """The capabilities advertised to the sessions opened from now on."""
         ...
 
+    def header_annotations(self, name: str) -> list[tuple[tuple[str, ...], str]] | None:
+        """The ``x-mcp-header`` annotations of tool ``name`` (None: no such tool)."""
+        ...
+
 
 class Dispatch:
     """A server's handler table and its middleware."""

@@ -234,7 +234,10 @@ class Server:
     def tool_header_annotations(self, name: str) -> list[tuple[tuple[str, ...], str]] | None:
         """The ``x-mcp-header`` annotations of tool ``name`` (None: no such tool);
         Streamable HTTP checks ``Mcp-Param-*`` headers against them."""
-        return self._mounts.header_annotations(name)
+        answering = self._answering
+        return (
+            self._mounts.header_annotations(name) if answering is None else answering.header_annotations(name)
+        )
 
     def tool_names(self) -> list[str]:
         """The names of the registered tools, in registration order."""

@@ -291,15 +291,13 @@ async def test_a_misbehaving_upstream_cannot_wedge_the_proxy() -> None:
         nonlocal logs
         logs += 1
 
-    target = proxy(MISBEHAVING, env=ENV, timeout=0.5, queue_size=64)
+    target = proxy(MISBEHAVING, env=ENV, timeout=2, queue_size=64)
     async with connect(target, on_log=on_log) as client:
         pid = text(await client.call_tool("pid"))
         with trio.fail_after(5):
             with pytest.raises(McpError) as silent:
                 await client.call_tool("silent")
-        assert (
-            silent.value.code == -32603 and "did not answer tools/call within 0.5 s" in silent.value.message
-        )
+        assert silent.value.code == -32603 and "did not answer tools/call within 2 s" in silent.value.message
         assert text(await client.call_tool("twice")) == "first"  # (the second answer is dropped)
         with trio.fail_after(10):
             assert text(await client.call_tool("flood")) == "flooded"
@@ -338,3 +336,20 @@ async def test_requests_while_the_upstream_is_away_get_an_error_after_the_wait()
             with pytest.raises(McpError) as away:
                 await client.call_tool("pid")
         assert away.value.code == -32603 and "is not connected" in away.value.message
+
+
+async def test_a_stateless_clients_own_capabilities_reach_the_upstream() -> None:
+    async with connect(proxy(everything)) as client:  # (2026-07-28, no sampling declared)
+        assert client.protocol_version == "2026-07-28"
+        with pytest.raises(McpError) as missing:
+            await client.call_tool("test_missing_capability")
+    assert missing.value.code == -32021
+
+
+async def test_the_upstreams_header_annotations_are_the_proxys() -> None:
+    target = proxy(everything)
+    async with connect(target):
+        mine = target.tool_header_annotations("test_custom_headers")
+        assert mine and mine == everything.tool_header_annotations("test_custom_headers")
+        assert target.tool_header_annotations("test_simple_text") == []
+        assert target.tool_header_annotations("nope") is None
