@@ -42,6 +42,7 @@ from .._engine._outgoing import ProgressCallback, RequestTimeout
 from .._engine._session import Session
 from .._exceptions import ConnectionClosed, McpError, ProtocolError
 from ..transports.http._headers import Annotations, header_annotations
+from ..types import _versions
 from ._upstream import Upstream, UpstreamUnavailable
 
 __all__ = ["Forwarding", "FORWARDED"]
@@ -183,9 +184,10 @@ class Forwarding:
 
     async def forward(self, ctx: RequestContext, params: Any) -> Any:
         """Send the request upstream and answer with what comes back."""
-        return await self._send(ctx, ctx.method, _wire(params))
+        plain = ctx.progress_token is None and not _versions.is_stateless(ctx.version)
+        return await self._send(ctx, ctx.method, params if plain else _wire(params))
 
-    async def _send(self, ctx: RequestContext, method: str, params: dict[str, Any]) -> Any:
+    async def _send(self, ctx: RequestContext, method: str, params: Any) -> Any:
         key = id(ctx)
         self._in_flight[key] = ctx
         self._seen.add(ctx.session)
@@ -200,7 +202,7 @@ class Forwarding:
         try:
             client = await self._upstream.client()
             result = await client.session.request(
-                method, params, timeout=self._timeout, on_progress=on_progress, result_type=_ANY
+                method, params, timeout=self._timeout, on_progress=on_progress, result_type=msgspec.Raw
             )
         except UpstreamUnavailable as exc:
             raise McpError(rpc.INTERNAL_ERROR, str(exc)) from None
@@ -225,7 +227,7 @@ class Forwarding:
             ) from None
         finally:
             del self._in_flight[key]
-        return msgspec.to_builtins(result) if not isinstance(result, dict) else result
+        return result if isinstance(result, msgspec.Raw | dict) else msgspec.to_builtins(result)
 
     async def subscribe(self, ctx: RequestContext, params: Any) -> Any:
         uri: str = params.uri

@@ -11,6 +11,8 @@ Rules:
   as long as the proxy serves.  A request arriving meanwhile waits at most ``wait`` seconds for
   it, then is answered with an error naming the last failure.
 * Every reconnection pins the revision first negotiated (the proxy's clients speak that one).
+* From 2026-07-28 on, the upstream's list changes come on a ``subscriptions/listen`` stream the
+  proxy holds for the lists whose capability says ``listChanged``.
 * Notifications of the upstream go through a bounded queue (``queue_size``) to one relaying
   task: a flood fills it and the excess is dropped and counted, never waited for.
 """
@@ -144,6 +146,25 @@ class Upstream:
             except Exception:
                 log.exception("proxy: relaying %s from %s failed", method, self._where)
 
+    async def _listen(self, client: Client) -> None:
+        """Hold a ``subscriptions/listen`` stream (2026-07-28) for the lists the upstream says
+        change, queueing each change as the notification it is (a failure is logged)."""
+        caps = client.server_capabilities
+
+        def changes(kind: str) -> bool:
+            declared = caps.get(kind)
+            return isinstance(declared, dict) and bool(declared.get("listChanged"))
+
+        tools, prompts, resources = changes("tools"), changes("prompts"), changes("resources")
+        if not (tools or prompts or resources):
+            return
+        try:
+            async with client.listen(tools=tools, prompts=prompts, resources=resources) as subscription:
+                async for method, _ in subscription:
+                    self.queue_notification(method, None)
+        except Exception as exc:
+            log.warning("proxy: the listen stream to %s ended: %s", self._where, exc)
+
     async def run(self, *, task_status: trio.TaskStatus[Client] = trio.TASK_STATUS_IGNORED) -> None:
         """Hold the session, opening it again after each loss, until cancelled.  Started with
         ``nursery.start``: started once the first connection is made (its failure is raised)."""
@@ -165,7 +186,11 @@ class Upstream:
                     else:
                         log.info("proxy: reconnected to %s", self._where)
                         await self._on_reconnect()
-                    await client.session.closed.wait()
+                    async with trio.open_nursery() as nursery:
+                        if client.modern:  # (its list changes come on a listen stream)
+                            nursery.start_soon(self._listen, client)
+                        await client.session.closed.wait()
+                        nursery.cancel_scope.cancel()
                     self._last_error = "the connection was lost"
                     self._client = None
                     self._ready = trio.Event()

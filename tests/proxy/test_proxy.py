@@ -353,3 +353,17 @@ async def test_the_upstreams_header_annotations_are_the_proxys() -> None:
         assert mine and mine == everything.tool_header_annotations("test_custom_headers")
         assert target.tool_header_annotations("test_simple_text") == []
         assert target.tool_header_annotations("nope") is None
+
+
+async def test_list_changes_of_a_stateless_upstream_reach_listening_clients() -> None:
+    upstream = Server("live", "1")
+    upstream.tool(name="first")(lambda: 1)
+    async with connect(proxy(upstream)) as client:
+        assert client.protocol_version == "2026-07-28"
+        async with client.listen(tools=True) as subscription:
+            await trio.sleep(0.2)  # (the proxy's own stream to the upstream is open by now)
+            upstream.tool(name="second")(lambda: 2)
+            with trio.fail_after(5):
+                method, _ = await subscription.__anext__()
+        assert method == "notifications/tools/list_changed"
+        assert [t.name for t in await client.list_all_tools()] == ["first", "second"]
