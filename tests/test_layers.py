@@ -48,9 +48,10 @@ LAYERS: dict[str, int] = {
     "auth": 5,
     "fuzzing": 5,
     "testing": 5,  # what users' tests use: the channel contract checked, a raw JSON-RPC peer
-    "_cli": 6,
-    "__main__": 7,  # python -m mcp_trio: runs the command
-    "": 6,  # mcp_trio/__init__.py
+    "proxy": 6,  # proxy(target): a server (server) forwarding to another over a client (client)
+    "_cli": 7,
+    "__main__": 8,  # python -m mcp_trio: runs the command
+    "": 7,  # mcp_trio/__init__.py
 }
 
 STDLIB = set(sys.stdlib_module_names) | {"__future__"}

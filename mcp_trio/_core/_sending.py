@@ -12,7 +12,8 @@ Rules it keeps:
   are validated against the revision's params type.
 * A stateless client's requests carry its revision, capabilities and info in
   ``_meta``; a standard capability the protocol removed is left out of them
-  (``types._versions.capabilities_for``).
+  (``types._versions.capabilities_for``).  Dict params whose ``_meta`` names
+  client capabilities already keep those (a proxy forwarding its client's request).
 
 :class:`Sender` owns no state: it reads the :class:`._negotiation.Negotiation`
 (and takes its ``initialize_sent`` step), and a request it makes joins the
@@ -149,6 +150,9 @@ class Sender:
                 neg.version or "", neg.capabilities, "client"
             )
             extra_meta[META_CLIENT_INFO] = neg.info
+            own = params.get("_meta") if isinstance(params, dict) else None
+            if isinstance(own, dict) and META_CLIENT_CAPABILITIES in own:
+                del extra_meta[META_CLIENT_CAPABILITIES]  # (a proxy's request speaks for its client)
         if extra_meta:
             params = _with_meta(params, extra_meta)
         typed = self._typed_params(spec, params, method)

@@ -7,10 +7,31 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Protocol
 
 from .._engine._session import Session
 from ..middleware._base import Middleware, wrap_handlers
+
+
+class Answering(Protocol):
+    """What answers every request of a server in place of its own registries, with the
+    capabilities it advertises (a proxy: :func:`mcp_trio.proxy.proxy`)."""
+
+    def attach(self, announce: Callable[[str], None], listen: Any) -> None:
+        """Called once by the server: ``announce(method)`` sends a ``list_changed``
+        notification to its sessions; ``listen`` is its ``subscriptions/listen`` handler."""
+
+    def request_handlers(self) -> dict[str, Any]:
+        """The handler of each method answered."""
+        ...
+
+    def capabilities(self) -> dict[str, Any]:
+        """The capabilities advertised to the sessions opened from now on."""
+        ...
+
+    def header_annotations(self, name: str) -> list[tuple[tuple[str, ...], str]] | None:
+        """The ``x-mcp-header`` annotations of tool ``name`` (None: no such tool)."""
+        ...
 
 
 class Dispatch:

@@ -78,7 +78,7 @@ from ..types import _versions
 from . import _serving
 from ._context import Context, FeatureHost
 from ._cursor import page
-from ._dispatch import Dispatch
+from ._dispatch import Answering, Dispatch
 from ._fanout import Fanout
 from ._lifespan import Lifespan, LifespanFactory
 from ._listen import SubscriptionHub
@@ -191,6 +191,7 @@ class Server:
         self._routes: dict[str, Route] = {}  # see route()
         self._fanout: Fanout | None = None  # see serve_http(store=...)
         self._totals = _Totals()  # see statistics()
+        self._answering: Answering | None = None  # (see _answer_with)
         self.lifespan = Lifespan(lifespan, self)
 
     # ------------------------------------------------ tools, resources, prompts
@@ -233,7 +234,10 @@ class Server:
     def tool_header_annotations(self, name: str) -> list[tuple[tuple[str, ...], str]] | None:
         """The ``x-mcp-header`` annotations of tool ``name`` (None: no such tool);
         Streamable HTTP checks ``Mcp-Param-*`` headers against them."""
-        return self._mounts.header_annotations(name)
+        answering = self._answering
+        return (
+            self._mounts.header_annotations(name) if answering is None else answering.header_annotations(name)
+        )
 
     def tool_names(self) -> list[str]:
         """The names of the registered tools, in registration order."""
@@ -334,8 +338,15 @@ class Server:
 
     # ----------------------------------------------------------- capabilities
 
+    def _answer_with(self, answering: Answering) -> None:
+        """Answer every request with ``answering``, advertising its capabilities (a proxy)."""
+        self._answering = answering
+        answering.attach(self._mounts.changed, self.subscriptions.listen)
+
     @property
     def capabilities(self) -> dict[str, Any]:
+        if self._answering is not None:
+            return self._answering.capabilities()
         caps: dict[str, Any] = {
             "tools": {"listChanged": True},
             "resources": {"subscribe": True, "listChanged": True},
@@ -350,7 +361,7 @@ class Server:
     def _session_capabilities(self) -> dict[str, Any]:
         """:attr:`capabilities`, one dict shared by the sessions (which only
         read it) until a tool with task support changes what it holds."""
-        if type(self).capabilities is not Server.capabilities:
+        if type(self).capabilities is not Server.capabilities or self._answering is not None:
             return self.capabilities  # a subclass decides: ask it each time
         tasks = self._mounts.any_task_support()
         shared = self._shared_capabilities
@@ -402,6 +413,8 @@ class Server:
 
     def request_handlers(self) -> dict[str, Any]:
         """The method handlers of a session (a new dict on every call)."""
+        if self._answering is not None:
+            return self._answering.request_handlers()
         return {
             "tools/list": self._mounts.list_tools,
             "tools/call": self._rounds.wrap(self._mounts.call_tool),

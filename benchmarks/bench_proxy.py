@@ -1,0 +1,157 @@
+"""What a proxy costs: ``tools/call`` echo through ``proxy()`` against the same server called
+directly, side by side, over stdio and over Streamable HTTP.
+
+Run from the project root::
+
+    python -m benchmarks.bench_proxy               # a table
+    python -m benchmarks.bench_proxy --quick --json
+
+Four servers, each its own process tree, every call one at a time (the latency of one call):
+
+* ``stdio direct``: ``mcp-trio serve benchmarks/echo_server.py`` over stdio;
+* ``stdio proxy``: ``mcp-trio serve benchmarks/proxied_echo.py`` over stdio, a proxy that
+  forwards over stdio to the same echo server, which it starts as its child;
+* ``http direct``: the echo server over Streamable HTTP (h11 door);
+* ``http proxy``: a proxy over Streamable HTTP forwarding to an echo server over Streamable
+  HTTP (a process of its own).
+
+Reported per configuration: the p50 latency the load generator sees, and the server's CPU per
+call (user + system, every process of the tree: for the proxies, the proxy and the server behind
+it); ``added`` is the proxy's minus the direct one, and the proxy process's own CPU per call is
+shown apart (what the proxy itself does per call: a server session's request and answer, a
+client session's request and answer).  The configurations take turns, ``--rounds`` times, and
+each keeps its median.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from benchmarks._load_http import cpu_seconds, http_calls, process_tree
+from benchmarks.loadgen import HttpTarget, StdioServer, free_port, stdio_sequential, wait_for_port
+
+ROOT = Path(__file__).resolve().parent.parent
+ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+SERVE = [sys.executable, "-m", "mcp_trio._cli", "serve"]
+CONFIGS = ("stdio direct", "stdio proxy", "http direct", "http proxy")
+FLAGS = {"--quick": "one short round (a smoke test)", "--json": "print the rows as one JSON object"}
+
+
+def _stdio(config: str, seconds: float) -> tuple[float, float, float]:
+    """(p50 seconds, CPU seconds per call of the tree, of the first process alone)."""
+    script = "benchmarks/proxied_echo.py" if config == "stdio proxy" else "benchmarks/echo_server.py"
+    with StdioServer([*SERVE, script], env=ENV, cwd=str(ROOT)) as server:
+        server.initialize()
+        stdio_sequential(server, 0.5)  # (warm-up; the proxy's upstream is connected by now)
+        tree = process_tree(server.pid)
+        before, own = cpu_seconds(tree), cpu_seconds(server.pid)
+        measured = stdio_sequential(server, seconds, warmup=0)
+        calls = max(1, measured.calls)
+        return measured.p50, (cpu_seconds(tree) - before) / calls, (cpu_seconds(server.pid) - own) / calls
+
+
+@contextmanager
+def _http_server(argv: list[str], env: dict[str, str]) -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
+    port = free_port()
+    process = subprocess.Popen(
+        [*argv, "--http", f"127.0.0.1:{port}", "--front-door", "h11"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for_port("127.0.0.1", port, 30, lambda: process.poll() is None)
+        yield port, process
+    finally:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _http(config: str, seconds: float) -> tuple[float, float, float]:
+    with _http_server([*SERVE, "benchmarks/echo_server.py"], ENV) as (port, echo):
+        pids = [echo.pid]
+        if config == "http direct":
+            target = HttpTarget("127.0.0.1", port)
+            return _http_measure(target, pids, echo.pid, seconds)
+        env = {**ENV, "MCP_PROXY_UPSTREAM": f"http://127.0.0.1:{port}/mcp"}
+        with _http_server([*SERVE, "benchmarks/proxied_echo.py"], env) as (proxy_port, proxy):
+            target = HttpTarget("127.0.0.1", proxy_port)
+            return _http_measure(target, [proxy.pid, *pids], proxy.pid, seconds)
+
+
+def _http_measure(
+    target: HttpTarget, pids: list[int], own: int, seconds: float
+) -> tuple[float, float, float]:
+    http_calls(target, 0.5)  # (warm-up)
+    before_own, before_all = cpu_seconds(own), cpu_seconds(pids)
+    measured = http_calls(target, seconds, server_pid=pids)
+    used_own, used_all = cpu_seconds(own) - before_own, cpu_seconds(pids) - before_all
+    assert measured.cpu_per_call is not None
+    return measured.p50, measured.cpu_per_call, measured.cpu_per_call * used_own / max(used_all, 1e-9)
+
+
+def measure(seconds: float = 3.0, rounds: int = 3) -> list[dict[str, Any]]:
+    found: dict[str, list[tuple[float, float, float]]] = {config: [] for config in CONFIGS}
+    for _ in range(rounds):
+        for config in CONFIGS:
+            run = _stdio if config.startswith("stdio") else _http
+            found[config].append(run(config, seconds))
+    rows = []
+    for config in CONFIGS:
+        p50, cpu, own = (statistics.median(values) for values in zip(*found[config], strict=True))
+        rows.append({"config": config, "p50_us": p50 * 1e3, "cpu_us": cpu * 1e6, "own_cpu_us": own * 1e6})
+    for transport in ("stdio", "http"):
+        direct = next(r for r in rows if r["config"] == f"{transport} direct")
+        through = next(r for r in rows if r["config"] == f"{transport} proxy")
+        through["added_p50_us"] = through["p50_us"] - direct["p50_us"]
+        through["added_cpu_us"] = through["cpu_us"] - direct["cpu_us"]
+    return rows
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    lines = [
+        f"{'config':<13} {'p50 us':>8} {'CPU us/call':>12} {'own CPU us':>11} "
+        f"{'added p50':>10} {'added CPU':>10}"
+    ]
+    for r in rows:
+        added = (
+            f"{r['added_p50_us']:>10.1f} {r['added_cpu_us']:>10.1f}"
+            if "added_p50_us" in r
+            else f"{'':>10} {'':>10}"
+        )
+        lines.append(
+            f"{r['config']:<13} {r['p50_us']:>8.1f} {r['cpu_us']:>12.1f} {r['own_cpu_us']:>11.1f} {added}"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    for flag, meaning in FLAGS.items():
+        parser.add_argument(flag, action="store_true", help=meaning)
+    parser.add_argument("--rounds", type=int, default=3, help="rounds (each configuration once a round)")
+    parser.add_argument(
+        "--seconds", type=float, default=3.0, help="seconds measured per configuration and round"
+    )
+    args = parser.parse_args(argv)
+    rows = measure(seconds=0.5, rounds=1) if args.quick else measure(args.seconds, args.rounds)
+    print(json.dumps({"rows": rows}) if args.json else table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,316 @@
+"""What a proxy answers with: every request forwarded, as it is, over the upstream session, and
+what the upstream sends (notifications, asks) passed back to the proxy's clients.
+
+Rules (docs/guide/composition.md, "Proxying"):
+
+* **Requests** of the proxy's clients are sent upstream with their params as they came (wire
+  names, ``_meta`` included; the client's ``progressToken`` is replaced by the proxy's own and
+  the upstream's progress is reported back under the client's).  The upstream's result, or its
+  JSON-RPC error (code, message, data), is the answer, untouched: schemas, annotations,
+  structured content, cursors (so pagination is the upstream's).  Cancelling a request
+  cancels it upstream.
+* **Failures of the upstream** are answered with -32603 naming them: no connection within the
+  wait, the connection lost while the request was in flight, no answer within ``timeout``, an
+  answer that was not valid.  Nothing waits forever.
+* **Asks of the upstream** (sampling, elicitation, roots), which arrive as requests up to
+  2025-11-25, go to the client of the request they are made for: the one forwarded request in
+  flight whose client declared the capability asked for, the newest if several (over stdio and
+  HTTP an ask does not say which request it belongs to).  With none, the upstream gets -32603
+  saying so.  From 2026-07-28 on, asks are results (``InputRequiredResult``) and pass through
+  as any other result.
+* **Notifications of the upstream**: ``list_changed`` goes to every session of the proxy (and
+  its ``subscriptions/listen`` streams); ``resources/updated`` to the sessions subscribed to
+  the URI (the proxy subscribes upstream once per URI, and unsubscribes when the last of its
+  clients does); the others (log messages, ...) to the client of the newest request in flight,
+  or, with none, to every session that sent one.  ``notifications/roots/list_changed`` of a
+  client goes upstream.
+"""
+
+from __future__ import annotations
+
+import logging
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+import trio
+
+from .. import _jsonrpc as rpc
+from .._engine._context import RequestContext
+from .._engine._outgoing import ProgressCallback, RequestTimeout
+from .._engine._session import Session
+from .._exceptions import ConnectionClosed, McpError, ProtocolError
+from ..transports.http._headers import Annotations, header_annotations
+from ..types import _versions
+from ._upstream import Upstream, UpstreamUnavailable
+
+__all__ = ["Forwarding", "FORWARDED"]
+
+log = logging.getLogger("mcp_trio.proxy")
+
+#: The requests of a client a proxy forwards (those the upstream's capabilities allow reach it;
+#: the others are refused by the proxy's session as by any server's).
+FORWARDED = (
+    "tools/list",
+    "tools/call",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "prompts/list",
+    "prompts/get",
+    "completion/complete",
+    "logging/setLevel",
+    "tasks/get",
+    "tasks/result",
+    "tasks/list",
+    "tasks/cancel",
+)
+#: The asks of the upstream a proxy passes to a client: method -> the capability it needs.
+ASKS = {"sampling/createMessage": "sampling", "elicitation/create": "elicitation", "roots/list": "roots"}
+_LISTS = frozenset(
+    {
+        "notifications/tools/list_changed",
+        "notifications/resources/list_changed",
+        "notifications/prompts/list_changed",
+    }
+)
+_ANY = dict[str, Any]
+_MAX_PAGES = 1000  # (of tools/list, read for the header annotations)
+_Handler = Callable[[RequestContext, Any], Any]
+
+
+def _wire(params: Any) -> dict[str, Any]:
+    """``params`` (a Struct, a dict or None) as wire JSON values, without a ``progressToken``."""
+    value = msgspec.to_builtins(params) if params is not None else {}
+    if not isinstance(value, dict):
+        return {}
+    meta = value.get("_meta")
+    if isinstance(meta, dict) and "progressToken" in meta:
+        meta = {k: v for k, v in meta.items() if k != "progressToken"}
+        value["_meta"] = meta
+        if not meta:
+            del value["_meta"]
+    return value
+
+
+class Forwarding:
+    """A proxy's answers (the ``Answering`` of its :class:`~mcp_trio.server.Server`)."""
+
+    __slots__ = (
+        "_upstream",
+        "_timeout",
+        "_in_flight",
+        "_seen",
+        "_subscribers",
+        "_announce",
+        "_listen",
+        "_headers",
+    )
+
+    def __init__(self, upstream: Upstream, *, timeout: float | None) -> None:
+        self._upstream = upstream
+        self._timeout = timeout
+        self._in_flight: dict[int, RequestContext] = {}  # (in arrival order)
+        self._seen: weakref.WeakSet[Session] = weakref.WeakSet()  # (sessions that sent a request)
+        self._subscribers: dict[str, set[Session]] = {}  # (URI -> the sessions subscribed)
+        self._announce: Callable[[str], None] = lambda method: None
+        self._listen: Any = None
+        self._headers: dict[str, Annotations] = {}  # (tool -> its x-mcp-header annotations)
+
+    # ---------------------------------------------------------- the server's side
+
+    def attach(self, announce: Callable[[str], None], listen: Any) -> None:
+        self._announce = announce
+        self._listen = listen
+
+    def capabilities(self) -> dict[str, Any]:
+        client = self._upstream.current()
+        return dict(client.server_capabilities) if client is not None else {}
+
+    def header_annotations(self, name: str) -> Annotations | None:
+        return self._headers.get(name)
+
+    async def learn_tools(self) -> None:
+        """Read the upstream's tools for their ``x-mcp-header`` annotations, which the proxy's
+        Streamable HTTP door checks ``Mcp-Param-*`` headers against (2026-07-28); a failure
+        is logged (the door then checks none)."""
+        client = self._upstream.current()
+        if client is None or "tools" not in client.server_capabilities:
+            return
+        found: dict[str, Annotations] = {}
+        cursor: object = None
+        try:
+            for _ in range(_MAX_PAGES):
+                params = {} if cursor is None else {"cursor": cursor}
+                page = await client.session.request(
+                    "tools/list", params, timeout=self._timeout, result_type=_ANY
+                )
+                for tool in page.get("tools", ()):
+                    annotations = header_annotations(tool.get("inputSchema"))
+                    found[str(tool.get("name"))] = annotations if isinstance(annotations, list) else []
+                cursor = page.get("nextCursor")
+                if not cursor:
+                    break
+        except Exception as exc:
+            log.warning("proxy: listing the tools of %s failed: %s", self._upstream.where, exc)
+            return
+        self._headers = found
+
+    def request_handlers(self) -> dict[str, Any]:
+        handlers: dict[str, Any] = dict.fromkeys(FORWARDED, self.forward)
+        handlers["resources/subscribe"] = self.subscribe
+        handlers["resources/unsubscribe"] = self.unsubscribe
+        if self._listen is not None:
+            handlers["subscriptions/listen"] = self._listen  # (the proxy's own streams)
+        return handlers
+
+    async def reconnected(self) -> None:
+        """The upstream session was opened again: its lists may differ (told to every
+        session), and its subscriptions are gone (made again)."""
+        for method in sorted(_LISTS):
+            self._announce(method)
+        await self.learn_tools()
+        client = self._upstream.current()
+        if client is None:
+            return
+        for uri in list(self._subscribers):
+            try:
+                await client.session.request("resources/subscribe", {"uri": uri}, timeout=self._timeout)
+            except Exception as exc:
+                log.warning("proxy: subscribing to %s again failed: %s", uri, exc)
+
+    # --------------------------------------------------------------- forwarding
+
+    async def forward(self, ctx: RequestContext, params: Any) -> Any:
+        """Send the request upstream and answer with what comes back."""
+        plain = ctx.progress_token is None and not _versions.is_stateless(ctx.version)
+        return await self._send(ctx, ctx.method, params if plain else _wire(params))
+
+    async def _send(self, ctx: RequestContext, method: str, params: Any) -> Any:
+        key = id(ctx)
+        self._in_flight[key] = ctx
+        self._seen.add(ctx.session)
+        on_progress: ProgressCallback | None = None
+        if ctx.progress_token is not None:
+
+            async def report(progress: float, total: float | None, message: str | None) -> None:
+                await ctx.report_progress(progress, total, message)
+
+            on_progress = report
+
+        try:
+            client = await self._upstream.client()
+            result = await client.session.request(
+                method, params, timeout=self._timeout, on_progress=on_progress, result_type=msgspec.Raw
+            )
+        except UpstreamUnavailable as exc:
+            raise McpError(rpc.INTERNAL_ERROR, str(exc)) from None
+        except ConnectionClosed as exc:
+            raise McpError(
+                rpc.INTERNAL_ERROR,
+                f"the connection to the proxied server {self._upstream.where} was lost while "
+                f"{method} was in flight ({exc})",
+            ) from None
+        except RequestTimeout:
+            raise McpError(
+                rpc.INTERNAL_ERROR,
+                f"the proxied server {self._upstream.where} did not answer {method} within {self._timeout} s",
+            ) from None
+        except McpError:
+            raise  # (the upstream's error, as it is)
+        except ProtocolError as exc:
+            raise McpError(
+                rpc.INTERNAL_ERROR,
+                f"the proxied server {self._upstream.where} answered {method} with a message "
+                f"that is not valid: {exc}",
+            ) from None
+        finally:
+            del self._in_flight[key]
+        return result if isinstance(result, msgspec.Raw | dict) else msgspec.to_builtins(result)
+
+    async def subscribe(self, ctx: RequestContext, params: Any) -> Any:
+        uri: str = params.uri
+        if not self._subscribers.get(uri):
+            await self._send(ctx, "resources/subscribe", _wire(params))
+        self._subscribers.setdefault(uri, set()).add(ctx.session)
+        return {}
+
+    async def unsubscribe(self, ctx: RequestContext, params: Any) -> Any:
+        uri: str = params.uri
+        sessions = self._subscribers.get(uri, set())
+        sessions.discard(ctx.session)
+        sessions -= {s for s in sessions if s.closed.is_set()}
+        if not sessions:
+            self._subscribers.pop(uri, None)
+            await self._send(ctx, "resources/unsubscribe", _wire(params))
+        return {}
+
+    # --------------------------------------------------------------- upstream's side
+
+    def _newest(self, capability: str | None) -> RequestContext | None:
+        """The newest request in flight (whose client declared ``capability``, if given)."""
+        for ctx in reversed(self._in_flight.values()):
+            if capability is None or capability in ctx.client_capabilities:
+                return ctx
+        return None
+
+    async def ask(self, upstream_ctx: RequestContext, params: Any) -> Any:
+        """An ask of the upstream (sampling, elicitation, roots): put to a client."""
+        method = upstream_ctx.method
+        capability = ASKS[method]
+        ctx = self._newest(capability)
+        if ctx is None:
+            raise McpError(
+                rpc.INTERNAL_ERROR,
+                f"the proxy cannot pass {method} on: none of its clients with a request in flight "
+                f"declared the {capability!r} capability",
+            )
+        try:
+            result = await ctx.request(method, _wire(params), timeout=self._timeout)
+        except ConnectionClosed as exc:
+            raise McpError(rpc.INTERNAL_ERROR, f"the proxy's client went away: {exc}") from None
+        except RequestTimeout:
+            raise McpError(
+                rpc.INTERNAL_ERROR, f"the proxy's client did not answer {method} within {self._timeout} s"
+            ) from None
+        return msgspec.to_builtins(result)
+
+    async def notified(self, method: str, params: Any) -> None:
+        """A notification of the upstream (from the relay queue)."""
+        if method in _LISTS:
+            if method == "notifications/tools/list_changed":
+                await self.learn_tools()
+            self._announce(method)
+            return
+        wire = _wire(params) if params is not None else None
+        if method == "notifications/resources/updated":
+            uri = wire.get("uri") if wire else None
+            for session in list(self._subscribers.get(str(uri), ())):
+                await _notify(session, method, wire)
+            return
+        ctx = self._newest(None)
+        if ctx is not None:
+            await _notify(ctx.session, method, wire, related=ctx.id)
+            return
+        for session in list(self._seen):
+            await _notify(session, method, wire)
+
+    async def roots_changed(self, session: Session, method: str, params: Any) -> None:
+        """A client's ``notifications/roots/list_changed``: tell the upstream."""
+        client = self._upstream.current()
+        if client is not None:
+            try:
+                await client.session.notify(method)
+            except Exception as exc:
+                log.debug("proxy: could not pass %s on: %s", method, exc)
+
+
+async def _notify(session: Session, method: str, params: Any, related: Any = None) -> None:
+    if session.closed.is_set():
+        return
+    with trio.move_on_after(5.0):  # (a client that does not read cannot hold the relay up)
+        try:
+            await session.notify(method, params, related=related)
+        except Exception as exc:  # (the session may be closing; a level it did not ask for)
+            log.debug("proxy: could not send %s: %s", method, exc)

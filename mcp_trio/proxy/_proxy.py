@@ -1,0 +1,146 @@
+"""``proxy(target)``: a :class:`~mcp_trio.server.Server` that forwards everything to another MCP
+server over one long-lived session (the rules: :mod:`._forwarding` and :mod:`._upstream`).
+
+The proxy is an ordinary server: serve it over stdio, HTTP or WebSocket, mount it in another
+one (``app.mount(proxy(...), prefix="x")``), test it with ``connect_server``.  Its lifespan
+holds the upstream session: the first way of serving opens it, the last one closes it.  What
+its clients see of it is the upstream's: its ``serverInfo`` (unless ``server_name`` is given), its
+instructions, its capabilities and the protocol revision the proxy negotiated with it (the only
+one the proxy speaks to its clients, so that everything passes through unchanged: see the
+guide, "Revisions").
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any, Unpack
+
+import trio
+
+from .._engine._common import _unwrap
+from ..client import Client, ConnectOptions, ServesSessions, connect
+from ..server import Server
+from ._forwarding import ASKS, Forwarding
+from ._upstream import Upstream
+
+__all__ = ["proxy"]
+
+#: The client options a proxy sets itself.
+_OWN = frozenset(
+    {"sampling", "elicitation", "roots", "on_notification", "request_handlers", "capabilities", "cache"}
+)
+
+
+def _where(target: str | Sequence[str] | ServesSessions) -> str:
+    if isinstance(target, str):
+        return repr(target)
+    if isinstance(target, Sequence):
+        return repr(" ".join(target))
+    if isinstance(target, Server):
+        return repr(str(target.info["name"]))
+    return type(target).__name__
+
+
+def proxy(
+    target: str | Sequence[str] | ServesSessions,
+    *,
+    server_name: str | None = None,
+    timeout: float | None = 60.0,
+    wait: float = 10.0,
+    backoff: float = 0.5,
+    max_backoff: float = 30.0,
+    queue_size: int = 1024,
+    **connect_options: Unpack[ConnectOptions],
+) -> Server:
+    """A server answering every request by forwarding it to ``target`` over one session.
+
+    Args:
+        target: What :func:`~mcp_trio.client.connect` takes: a command line (a string split as
+            a shell would, or a list), an ``http(s)://`` or ``ws(s)://`` URL, or a server object.
+        server_name: The proxy's ``serverInfo.name`` (by default its clients see the upstream's info).
+        timeout: Seconds each forwarded request (and each ask passed to a client) may wait for
+            its answer, reset by progress; past it the request is cancelled upstream and
+            answered with -32603.  ``None``: no limit.
+        wait: Seconds a request waits for the upstream session while it is being opened again.
+        backoff: Seconds before the first reconnection after a loss (doubling after each
+            failure, up to ``max_backoff``).
+        queue_size: Upstream notifications that may wait to be relayed; more are dropped.
+        connect_options: The options of :func:`~mcp_trio.client.connect` for the upstream
+            session (``versions``, ``connect_timeout``, ``http_options``, ``env`` ...), except
+            those the proxy sets itself (the handlers of asks and notifications, ``capabilities``).
+
+    Raises:
+        TypeError: an option the proxy sets itself.
+        ValueError: a negative duration or queue size.
+    """
+    own = sorted(_OWN & connect_options.keys())
+    if own:
+        raise TypeError(
+            f"proxy() sets {', '.join(own)} of the upstream client itself: the proxy's clients "
+            "answer the upstream's asks and get its notifications"
+        )
+    for label, value in (("wait", wait), ("backoff", backoff), ("max_backoff", max_backoff)):
+        if not value >= 0:
+            raise ValueError(f"proxy(): {label} must be zero or more seconds, not {value!r}")
+    if timeout is not None and not timeout > 0:
+        raise ValueError(f"proxy(): timeout must be a positive number of seconds or None, not {timeout!r}")
+    if queue_size < 1:
+        raise ValueError(f"proxy(): queue_size must be at least 1, not {queue_size!r}")
+    forwarding: Forwarding | None = None
+
+    def open_client(options: dict[str, Any]) -> AbstractAsyncContextManager[Client]:
+        assert forwarding is not None
+        handlers = dict.fromkeys(ASKS, forwarding.ask)
+        options = {**options, "request_handlers": handlers, "on_notification": on_notification}
+        options["capabilities"] = {
+            "sampling": {},
+            "elicitation": {"form": {}, "url": {}},
+            "roots": {"listChanged": True},
+        }
+        options["cache"] = False
+        return connect(target, **options)
+
+    async def on_notification(method: str, params: Any) -> None:
+        upstream.queue_notification(method, params)
+
+    async def on_reconnect() -> None:
+        assert forwarding is not None
+        await forwarding.reconnected()
+
+    upstream = Upstream(
+        open_client,
+        _where(target),
+        dict(connect_options),
+        backoff=backoff,
+        max_backoff=max_backoff,
+        wait=wait,
+        queue_size=queue_size,
+        on_reconnect=on_reconnect,
+    )
+    forwarding = Forwarding(upstream, timeout=timeout)
+
+    @asynccontextmanager
+    async def held(server: Server) -> AsyncIterator[Upstream]:
+        assert forwarding is not None
+        try:
+            async with trio.open_nursery() as nursery:
+                client: Client = await nursery.start(upstream.run)
+                server.versions = [client.protocol_version]
+                if server_name is None:
+                    server.info = dict(client.server_info)
+                server.instructions = client.instructions
+                await forwarding.learn_tools()
+                nursery.start_soon(upstream.relay, forwarding.notified)
+                yield upstream
+                nursery.cancel_scope.cancel()
+        except BaseExceptionGroup as group:
+            raise _unwrap(group) from None
+
+    server = Server(
+        server_name or "proxy",
+        lifespan=held,
+        notification_handlers={"notifications/roots/list_changed": forwarding.roots_changed},
+    )
+    server._answer_with(forwarding)
+    return server

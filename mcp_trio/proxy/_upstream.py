@@ -1,0 +1,209 @@
+"""The one session a proxy keeps to the server it proxies: opened when the proxy starts serving,
+watched, and opened again after a loss, with backoff.
+
+Rules:
+
+* The first connection is made when the proxy's lifespan is entered; failing it (within
+  ``connect_timeout``) is an :class:`UpstreamUnavailable` that the way of serving raises.
+* A loss (the process exits, the HTTP session ends) ends the requests forwarded over it (each
+  gets :class:`~mcp_trio.ConnectionClosed`, which the forwarding answers with an error); the
+  session is then opened again after ``backoff`` seconds, doubling up to ``max_backoff``, for
+  as long as the proxy serves.  A request arriving meanwhile waits at most ``wait`` seconds for
+  it, then is answered with an error naming the last failure.
+* Every reconnection pins the revision first negotiated (the proxy's clients speak that one).
+* From 2026-07-28 on, the upstream's list changes come on a ``subscriptions/listen`` stream the
+  proxy holds for the lists whose capability says ``listChanged``.
+* Notifications of the upstream go through a bounded queue (``queue_size``) to one relaying
+  task: a flood fills it and the excess is dropped and counted, never waited for.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import Any
+
+import trio
+
+from ..client import Client
+
+__all__ = ["Upstream", "UpstreamUnavailable"]
+
+log = logging.getLogger("mcp_trio.proxy")
+
+#: Opens one upstream client (``connect(target, **options)`` with the options given).
+Opener = Callable[[dict[str, Any]], AbstractAsyncContextManager[Client]]
+#: What a relayed notification goes to: ``(method, params)``.
+Relay = Callable[[str, Any], Awaitable[None]]
+
+
+class UpstreamUnavailable(Exception):
+    """The proxied server cannot be reached (now): the message says why."""
+
+
+class Upstream:
+    """The proxy's session to the server it proxies, and its reconnections."""
+
+    __slots__ = (
+        "_open",
+        "_where",
+        "_options",
+        "_client",
+        "_ready",
+        "_last_error",
+        "_backoff",
+        "_max_backoff",
+        "wait",
+        "_notes_send",
+        "_notes_receive",
+        "dropped",
+        "connections",
+        "_on_reconnect",
+    )
+
+    def __init__(
+        self,
+        open_client: Opener,
+        where: str,
+        options: dict[str, Any],
+        *,
+        backoff: float,
+        max_backoff: float,
+        wait: float,
+        queue_size: int,
+        on_reconnect: Callable[[], Awaitable[None]],
+    ) -> None:
+        self._open = open_client
+        self._where = where
+        self._options = options
+        self._client: Client | None = None
+        self._ready = trio.Event()  # (set while connected)
+        self._last_error = "not connected yet"
+        self._backoff = backoff
+        self._max_backoff = max_backoff
+        #: Seconds a request waits for a connection before it is answered with an error.
+        self.wait = wait
+        self._notes_send, self._notes_receive = trio.open_memory_channel[tuple[str, Any]](queue_size)
+        #: Upstream notifications dropped because the queue was full.
+        self.dropped = 0
+        #: Connections opened so far.
+        self.connections = 0
+        self._on_reconnect = on_reconnect
+
+    @property
+    def where(self) -> str:
+        """The proxied server, as the messages name it."""
+        return self._where
+
+    def current(self) -> Client | None:
+        """The connected client (None: not connected now)."""
+        client = self._client
+        return client if client is not None and not client.session.closed.is_set() else None
+
+    async def client(self) -> Client:
+        """The connected client, waiting at most :attr:`wait` seconds for one.
+
+        Raises:
+            UpstreamUnavailable: none in time (naming the last failure).
+        """
+        client = self.current()
+        if client is not None:
+            return client
+        with trio.move_on_after(self.wait):
+            while client is None:
+                if self._ready.is_set():  # (lost, and run() has not seen it yet)
+                    await trio.sleep(0.01)
+                else:
+                    await self._ready.wait()
+                client = self.current()
+        if client is None:
+            raise UpstreamUnavailable(
+                f"the proxied server {self._where} is not connected ({self._last_error}); "
+                f"no connection within {self.wait} s"
+            )
+        return client
+
+    def queue_notification(self, method: str, params: Any) -> None:
+        """Queue one upstream notification for relaying (dropped, and counted, when full)."""
+        try:
+            self._notes_send.send_nowait((method, params))
+        except trio.WouldBlock:
+            self.dropped += 1
+            if self.dropped == 1 or self.dropped % 1000 == 0:
+                log.warning(
+                    "proxy: %d notification(s) of %s dropped: more arrived than its clients took",
+                    self.dropped,
+                    self._where,
+                )
+
+    async def relay(self, to: Relay) -> None:
+        """Pass the queued notifications to ``to``, one at a time, forever (a failure is logged)."""
+        async for method, params in self._notes_receive:
+            try:
+                await to(method, params)
+            except Exception:
+                log.exception("proxy: relaying %s from %s failed", method, self._where)
+
+    async def _listen(self, client: Client) -> None:
+        """Hold a ``subscriptions/listen`` stream (2026-07-28) for the lists the upstream says
+        change, queueing each change as the notification it is (a failure is logged)."""
+        caps = client.server_capabilities
+
+        def changes(kind: str) -> bool:
+            declared = caps.get(kind)
+            return isinstance(declared, dict) and bool(declared.get("listChanged"))
+
+        tools, prompts, resources = changes("tools"), changes("prompts"), changes("resources")
+        if not (tools or prompts or resources):
+            return
+        try:
+            async with client.listen(tools=tools, prompts=prompts, resources=resources) as subscription:
+                async for method, _ in subscription:
+                    self.queue_notification(method, None)
+        except Exception as exc:
+            log.warning("proxy: the listen stream to %s ended: %s", self._where, exc)
+
+    async def run(self, *, task_status: trio.TaskStatus[Client] = trio.TASK_STATUS_IGNORED) -> None:
+        """Hold the session, opening it again after each loss, until cancelled.  Started with
+        ``nursery.start``: started once the first connection is made (its failure is raised)."""
+        delay = self._backoff
+        first = True
+        while True:
+            try:
+                async with self._open(self._options) as client:
+                    self.connections += 1
+                    if first:
+                        pins: Sequence[str] = [client.protocol_version]
+                        self._options = {**self._options, "versions": pins}
+                    self._client = client
+                    self._ready.set()
+                    delay = self._backoff
+                    if first:
+                        first = False
+                        task_status.started(client)
+                    else:
+                        log.info("proxy: reconnected to %s", self._where)
+                        await self._on_reconnect()
+                    async with trio.open_nursery() as nursery:
+                        if client.modern:  # (its list changes come on a listen stream)
+                            nursery.start_soon(self._listen, client)
+                        await client.session.closed.wait()
+                        nursery.cancel_scope.cancel()
+                    self._last_error = "the connection was lost"
+                    self._client = None
+                    self._ready = trio.Event()
+            except Exception as exc:
+                self._last_error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+                if first:
+                    raise UpstreamUnavailable(
+                        f"cannot connect to the proxied server {self._where}: {self._last_error}"
+                    ) from exc
+            finally:
+                self._client = None
+                if self._ready.is_set():
+                    self._ready = trio.Event()
+            log.warning("proxy: %s: %s; connecting again in %.1f s", self._where, self._last_error, delay)
+            await trio.sleep(delay)
+            delay = min(self._max_backoff, delay * 2 if math.isfinite(delay) else delay)

@@ -1,0 +1,33 @@
+"""benchmarks/bench_proxy.py runs: every configuration answers, and each proxy row says what it
+adds to the direct one."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests._support.paths import ROOT
+
+pytestmark = pytest.mark.perf
+
+
+def test_the_proxy_benchmark_runs() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.bench_proxy", "--quick", "--json"],
+        cwd=ROOT,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    rows = {r["config"]: r for r in json.loads(done.stdout)["rows"]}
+    assert list(rows) == ["stdio direct", "stdio proxy", "http direct", "http proxy"]
+    assert all(r["p50_us"] > 0 and r["cpu_us"] > 0 and r["own_cpu_us"] > 0 for r in rows.values())
+    for transport in ("stdio", "http"):
+        through, direct = rows[f"{transport} proxy"], rows[f"{transport} direct"]
+        assert through["added_p50_us"] == pytest.approx(through["p50_us"] - direct["p50_us"])
+        assert through["added_cpu_us"] == pytest.approx(through["cpu_us"] - direct["cpu_us"])
