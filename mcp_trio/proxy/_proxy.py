@@ -14,15 +14,19 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any, Unpack
+from typing import TYPE_CHECKING, Any, Unpack
 
 import trio
 
 from .._engine._common import _unwrap
 from ..client import Client, ConnectOptions, ServesSessions, connect
-from ..server import Server
+from ..server import Server, add_metrics
 from ._forwarding import ASKS, Forwarding
 from ._upstream import Upstream
+
+if TYPE_CHECKING:
+    from ..fuzzing.wire import Policy
+    from ._validating import Validation
 
 __all__ = ["proxy"]
 
@@ -51,6 +55,7 @@ def proxy(
     backoff: float = 0.5,
     max_backoff: float = 30.0,
     queue_size: int = 1024,
+    validate: str | Policy | None = None,
     **connect_options: Unpack[ConnectOptions],
 ) -> Server:
     """A server answering every request by forwarding it to ``target`` over one session.
@@ -66,13 +71,21 @@ def proxy(
         backoff: Seconds before the first reconnection after a loss (doubling after each
             failure, up to ``max_backoff``).
         queue_size: Upstream notifications that may wait to be relayed; more are dropped.
+        validate: Check every message between the proxy and ``target`` with the fuzzer's
+            oracles (needs the ``fuzz`` extra): a :class:`~mcp_trio.fuzzing.Policy`, or its
+            text (``"log"``, ``"count,result-schema=block"``): per rule or grade, ``log``
+            (a warning on ``mcp_trio.validate``), ``count`` (the metric
+            ``mcp_validation_findings_total``) or ``block`` (an answer breaking it is
+            replaced by -32603 naming the rule, an ask refused, a notification dropped).
         connect_options: The options of :func:`~mcp_trio.client.connect` for the upstream
             session (``versions``, ``connect_timeout``, ``http_options``, ``env`` ...), except
             those the proxy sets itself (the handlers of asks and notifications, ``capabilities``).
 
     Raises:
         TypeError: an option the proxy sets itself.
-        ValueError: a negative duration or queue size.
+        ValueError: a negative duration or queue size; a ``validate`` policy naming an action
+            or a rule that does not exist.
+        ImportError: ``validate`` without the ``fuzz`` extra.
     """
     own = sorted(_OWN & connect_options.keys())
     if own:
@@ -88,6 +101,7 @@ def proxy(
     if queue_size < 1:
         raise ValueError(f"proxy(): queue_size must be at least 1, not {queue_size!r}")
     forwarding: Forwarding | None = None
+    validation = _validation(validate)
 
     def open_client(options: dict[str, Any]) -> AbstractAsyncContextManager[Client]:
         assert forwarding is not None
@@ -99,6 +113,8 @@ def proxy(
             "roots": {"listChanged": True},
         }
         options["cache"] = False
+        if validation is not None:
+            options["wrap_channel"] = validation.channel
         return connect(target, **options)
 
     async def on_notification(method: str, params: Any) -> None:
@@ -143,4 +159,21 @@ def proxy(
         notification_handlers={"notifications/roots/list_changed": forwarding.roots_changed},
     )
     server._answer_with(forwarding)
+    if validation is not None:
+        add_metrics(server, validation)
     return server
+
+
+def _validation(validate: str | Policy | None) -> Validation | None:
+    """The validation ``validate`` asks for (see :func:`proxy`), or None."""
+    if validate is None:
+        return None
+    try:
+        from ..fuzzing.wire import Policy
+        from ._validating import Validation
+    except ImportError as exc:  # (the fuzzer's oracles need hypothesis)
+        raise ImportError(
+            "proxy(validate=...) checks with the fuzzer's oracles, which need hypothesis: "
+            "pip install 'mcp-trio[fuzz]'"
+        ) from exc
+    return Validation(validate if isinstance(validate, Policy) else Policy.parse(validate))

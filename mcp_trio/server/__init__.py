@@ -37,8 +37,10 @@ from ._server import (
     Server as Server,
 )
 from ._shutdown import GracefulShutdown as GracefulShutdown
+from ._stats import MetricSource as MetricSource
 from ._stats import ServerStatistics as ServerStatistics
 from ._stats import TransportStatistics as TransportStatistics
+from ._stats import add_metrics as add_metrics
 from ._stats import prometheus_text as prometheus_text
 from ._tasks import TaskManager as TaskManager
 from ._tools import ToolOptions as ToolOptions
@@ -68,4 +70,6 @@ __all__ = [
     "TransportStatistics",
     "UserMessage",
     "prometheus_text",
+    "add_metrics",
+    "MetricSource",
 ]

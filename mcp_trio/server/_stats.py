@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import astuple, dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import trio
 
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from ._server import Server
     from ._shared_stats import SharedStatistics
 
-__all__ = ["ServerStatistics", "TransportStatistics", "prometheus_text"]
+__all__ = ["MetricSource", "ServerStatistics", "TransportStatistics", "add_metrics", "prometheus_text"]
 
 log = logging.getLogger("mcp_trio.server")
 
@@ -88,6 +88,16 @@ class ServerStatistics(TransportStatistics):
     by_transport: Mapping[str, TransportStatistics] = field(default_factory=lambda: MappingProxyType({}))
 
 
+@runtime_checkable
+class MetricSource(Protocol):
+    """Metrics of its own that a server's metrics list (``Server.add_metrics``)."""
+
+    def prometheus_lines(self) -> list[str]:
+        """Its families in the Prometheus text exposition format (0.0.4): ``# HELP`` and
+        ``# TYPE`` lines, then the samples, one a line, without a final newline."""
+        ...
+
+
 class _Totals:
     """The counts of a server's sessions and their requests, one :class:`RequestTally` per
     transport that every session of that transport adds to as it goes (so that
@@ -101,6 +111,8 @@ class _Totals:
         self.shared: SharedStatistics | None = None
         #: The request latencies, once the metrics are served (see ``serve_http``).
         self.latency: LatencyHistogram | None = None
+        #: More metrics, listed after the server's own (``Server.add_metrics``).
+        self.sources: list[MetricSource] = []
 
     def opened(self, session: Session, channel: object) -> None:
         transport = _transport(channel)
@@ -210,6 +222,15 @@ def _process_metrics() -> list[tuple[str, str, str, float]]:
     return found
 
 
+def add_metrics(server: Server, source: MetricSource) -> None:
+    """List ``source``'s metrics after ``server``'s own in :func:`prometheus_text` (what
+    ``serve_http(metrics_path=...)`` serves): a proxy's validation findings, or a family of
+    your own.  Under ``--workers`` each worker lists its own source's samples."""
+    if not isinstance(source, MetricSource):
+        raise TypeError(f"add_metrics() takes an object with prometheus_lines(), not {type(source).__name__}")
+    server._totals.sources.append(source)
+
+
 def prometheus_text(server: Server) -> str:
     """``server.statistics()`` in the Prometheus text exposition format (0.0.4).
 
@@ -261,6 +282,8 @@ def prometheus_text(server: Server) -> str:
         else:
             histograms = shared.latency_by_worker(worker for worker, _ in by_worker if worker is not None)
         lines += _histogram_lines(histograms)
+    for source in server._totals.sources:
+        lines += source.prometheus_lines()
     return "\n".join(lines) + "\n"
 
 

@@ -1,7 +1,8 @@
 """A stdio MCP server (2025-06-18, raw JSON-RPC, no library) that misbehaves on request, for the
 proxy's tests: tool ``silent`` is never answered, ``twice`` is answered twice, ``flood`` sends
 5,000 log notifications before its answer, ``exit`` ends the process at once (a lost upstream),
-``pid`` answers with the process id and the number of ``initialize`` requests it saw."""
+``pid`` answers with the process id and the number of ``initialize`` requests it saw,
+``malformed`` answers with a result that is not a CallToolResult (content not a list)."""
 
 import json
 import os
@@ -20,7 +21,8 @@ def text(message_id, value):
 
 
 TOOLS = [
-    {"name": name, "inputSchema": {"type": "object"}} for name in ("silent", "twice", "flood", "exit", "pid")
+    {"name": name, "inputSchema": {"type": "object"}}
+    for name in ("silent", "twice", "flood", "exit", "pid", "malformed")
 ]
 
 for line in sys.stdin:
@@ -50,6 +52,8 @@ for line in sys.stdin:
                 note = {"level": "info", "data": f"flood {n}"}
                 send({"jsonrpc": "2.0", "method": "notifications/message", "params": note})
             text(message_id, "flooded")
+        elif name == "malformed":
+            send({"jsonrpc": "2.0", "id": message_id, "result": {"content": "not a list"}})
         elif name == "exit":
             os._exit(3)
         else:
