@@ -130,11 +130,6 @@ class Session:
         self._reader = Reader(core, channel, runner, writer, caller, notes, ending, eof_grace)
         #: Set once the handshake (or era detection) finished.
         self.initialized = self._reader.initialized
-        # The options as given (or as the transport's defaults made them): read them here,
-        # the collaborators have taken them.
-        self.default_timeout = default_timeout
-        self.max_in_flight = max_in_flight
-        self.max_queued, self.max_queued_total = runner.queue.limit, runner.queue.total
         self._tasks: trio.Nursery | None = None
 
     # ------------------------------------------------------------- properties
@@ -163,6 +158,23 @@ class Session:
     def notification_handlers(self) -> dict[str, NotificationHandler]:
         """The handlers of the peer's notifications, by method (change it freely)."""
         return self._notifications.handlers
+
+    @property
+    def default_timeout(self) -> float | None:
+        """Seconds :meth:`request` waits for an answer unless told (``None``: no limit)."""
+        return self._caller.default_timeout
+
+    @property
+    def max_in_flight(self) -> int:
+        return self._runner.max_in_flight
+
+    @property
+    def max_queued(self) -> int:
+        return self._runner.queue.limit
+
+    @property
+    def max_queued_total(self) -> int:
+        return self._runner.queue.total
 
     @property
     def tally(self) -> RequestTally:
