@@ -340,3 +340,22 @@ def test_the_result_type_the_wire_needs_is_encoded() -> None:
     assert json.loads(msgspec.json.encode(v.CallToolResult(content=[])))["resultType"] == "complete"
     required = v.InputRequiredResult(inputRequests={})
     assert json.loads(lossless.encode(required))["resultType"] == "input_required"
+
+
+def test_the_tasks_extensions_types_keep_members_too() -> None:
+    from mcp_trio.types import ext_tasks
+
+    task = {
+        "taskId": "t1",
+        "status": "failed",
+        "createdAt": "2026-01-01T00:00:00Z",
+        "lastUpdatedAt": "2026-01-01T00:00:01Z",
+        "ttlMs": None,
+        "error": {"code": -32603, "message": "boom", "x-where": "step 2"},
+        "resultType": "complete",
+        "x-queue": "slow",
+    }
+    for type_ in (ext_tasks.GetTaskResult, ext_tasks.TaskStatusNotificationParams):
+        assert _roundtrip(json.dumps(task).encode(), type_) == task
+    ack = {"resultType": "complete", "x-ack": 1}
+    assert _roundtrip(json.dumps(ack).encode(), ext_tasks.CancelTaskResult) == ack
