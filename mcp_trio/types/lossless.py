@@ -22,12 +22,12 @@ decoded without it is encoded with ``"complete"``, which the specification says
 its absence means).
 
 Cost: decoding parses the JSON twice (typed, then as plain JSON) and walks the
-value once; encoding converts the value to plain JSON, walks it, then encodes.
-Measured on a ``tools/list`` result of 100 tools, about 2.5 times the ordinary
-decode and 4 times the ordinary encode (see the types guide).  The generated
-Structs (and those of :mod:`mcp_trio.types.ext_tasks`) are declared with
-``dict=True`` to carry the members, which costs the ordinary path nothing
-measurable; a Struct of your own needs ``dict=True`` too.
+Structs; encoding walks them and rebuilds as dicts only the objects that carry
+members.  Measured (``benchmarks/lossless_codec.py``): about 3 times the
+ordinary decode and 4 to 5 times the ordinary encode (see the types guide).
+The generated Structs (and those of :mod:`mcp_trio.types.ext_tasks`) are
+declared with ``dict=True`` to carry the members, which costs the ordinary path
+nothing measurable; a Struct of your own needs ``dict=True`` too.
 """
 
 from __future__ import annotations
