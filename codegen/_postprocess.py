@@ -11,6 +11,9 @@ no schema rule can express:
   a real default, so the field is always encoded and never ``UNSET``;
 * print each field's description as an attribute docstring (rule "docs" moved
   them out of the schema);
+* ``dict=True`` on every Struct: an instance can carry the unknown members
+  ``mcp_trio.types.lossless`` keeps for it (measured free on decode and
+  encode; the ordinary decoders still ignore unknown members);
 * add our header, the ``MethodSpec`` import, ``PROTOCOL_VERSION``,
   ``REPLACED`` and ``METHODS``.
 
@@ -33,6 +36,7 @@ class PostprocessError(Exception):
 
 
 _TITLE_META = re.compile(r"\bAnnotated\[(\w+), Meta\(title='\w+'\)\]")
+_STRUCT_CLASS = re.compile(r"^(class \w+\(Struct, kw_only=True)(?=[,)])", re.M)
 _VALUE_DEFAULT = re.compile(
     r"^(?P<head>\s+\w+: .+?) \| UnsetType = "
     r"(?P<default>'[^'\\]*'|-?\d+(?:\.\d+)?|True|False)$"
@@ -172,6 +176,17 @@ def _defaults(src: str) -> str:
     return "\n".join(out) + "\n"
 
 
+def _keep_extras(src: str) -> str:
+    """``class X(Struct, kw_only=True...)`` -> ``class X(Struct, kw_only=True, dict=True...)``."""
+    src, count = _STRUCT_CLASS.subn(r"\1, dict=True", src)
+    plain = len(re.findall(r"^class \w+\(Struct\b", src, flags=re.M))
+    if count != plain:
+        raise PostprocessError(
+            f"{plain - count} Struct class line(s) not of the form `(Struct, kw_only=True...`"
+        )
+    return src
+
+
 def _py_literal_dict(d: dict[str, str], name: str) -> str:
     if not d:
         return f"{name}: dict[str, str] = {{}}\n"
@@ -196,6 +211,7 @@ def postprocess(
     src = _TITLE_META.sub(r"\1", src)
     src = _restore_names(src, expected_names)
     src = _defaults(src)
+    src = _keep_extras(src)
     src = _add_field_docs(src, field_docs)
     if "| UnsetType = '" in src:
         raise PostprocessError("a `| UnsetType = <value>` default survived the post-process")

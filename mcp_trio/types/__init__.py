@@ -4,7 +4,8 @@
 from the official schemas (see ``docs/codegen.md``); each ends with
 ``PROTOCOL_VERSION``, ``REPLACED`` and the method registry ``METHODS``.
 ``mcp_trio.types.ext_tasks`` (hand-written) holds the types of the Tasks
-extension, ``io.modelcontextprotocol/tasks``.  The
+extension, ``io.modelcontextprotocol/tasks``; ``mcp_trio.types.lossless``
+decodes and encodes them keeping the members they do not declare.  The
 revision modules are imported lazily, on first attribute access: a process
 that speaks one revision never builds the Structs of the other four.
 """
@@ -21,6 +22,7 @@ from ._wire import UnsetType as UnsetType
 
 if TYPE_CHECKING:
     from . import ext_tasks as ext_tasks
+    from . import lossless as lossless
     from . import v2024_11_05 as v2024_11_05
     from . import v2025_03_26 as v2025_03_26
     from . import v2025_06_18 as v2025_06_18
@@ -28,7 +30,7 @@ if TYPE_CHECKING:
     from . import v2026_07_28 as v2026_07_28
 
 _REVISION_MODULES = frozenset(
-    {"v2024_11_05", "v2025_03_26", "v2025_06_18", "v2025_11_25", "v2026_07_28", "ext_tasks"}
+    {"v2024_11_05", "v2025_03_26", "v2025_06_18", "v2025_11_25", "v2026_07_28", "ext_tasks", "lossless"}
 )
 
 __all__ = [
@@ -42,6 +44,7 @@ __all__ = [
     "v2025_11_25",
     "v2026_07_28",
     "ext_tasks",
+    "lossless",
 ]
 
 

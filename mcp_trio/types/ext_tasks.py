@@ -62,7 +62,7 @@ TaskStatus: TypeAlias = Literal["working", "input_required", "completed", "faile
 """``completed``, ``failed`` and ``cancelled`` are terminal."""
 
 
-class Task(Struct, kw_only=True):
+class Task(Struct, kw_only=True, dict=True):
     """Operational metadata of a task."""
 
     taskId: str
@@ -107,7 +107,7 @@ class TaskStatusNotificationParams(_Detailed, kw_only=True):
     """Params of ``notifications/tasks``: what ``tasks/get`` would answer at that moment."""
 
 
-class _Ack(Struct, kw_only=True):
+class _Ack(Struct, kw_only=True, dict=True):
     resultType: Literal["complete"] = "complete"
     meta: dict[str, Any] | UnsetType = field(name="_meta", default=UNSET)
 
@@ -120,7 +120,7 @@ class CancelTaskResult(_Ack, kw_only=True):
     """The (empty) acknowledgement of ``tasks/cancel``."""
 
 
-class _TaskParams(Struct, kw_only=True):
+class _TaskParams(Struct, kw_only=True, dict=True):
     taskId: str
     meta: dict[str, Any] | UnsetType = field(name="_meta", default=UNSET)
 
@@ -138,25 +138,25 @@ class UpdateTaskRequestParams(_TaskParams, kw_only=True):
     """Answers to outstanding ``inputRequests``, by key."""
 
 
-class GetTaskRequest(Struct, kw_only=True, tag_field="method", tag="tasks/get"):
+class GetTaskRequest(Struct, kw_only=True, dict=True, tag_field="method", tag="tasks/get"):
     id: int | str
     params: GetTaskRequestParams
     jsonrpc: Literal["2.0"] = "2.0"
 
 
-class UpdateTaskRequest(Struct, kw_only=True, tag_field="method", tag="tasks/update"):
+class UpdateTaskRequest(Struct, kw_only=True, dict=True, tag_field="method", tag="tasks/update"):
     id: int | str
     params: UpdateTaskRequestParams
     jsonrpc: Literal["2.0"] = "2.0"
 
 
-class CancelTaskRequest(Struct, kw_only=True, tag_field="method", tag="tasks/cancel"):
+class CancelTaskRequest(Struct, kw_only=True, dict=True, tag_field="method", tag="tasks/cancel"):
     id: int | str
     params: CancelTaskRequestParams
     jsonrpc: Literal["2.0"] = "2.0"
 
 
-class TaskStatusNotification(Struct, kw_only=True, tag_field="method", tag="notifications/tasks"):
+class TaskStatusNotification(Struct, kw_only=True, dict=True, tag_field="method", tag="notifications/tasks"):
     params: TaskStatusNotificationParams
     jsonrpc: Literal["2.0"] = "2.0"
 

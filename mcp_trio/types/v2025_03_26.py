@@ -9,7 +9,7 @@ from msgspec import UNSET, Meta, Struct, UnsetType, field
 from mcp_trio.types._wire import MethodSpec
 
 
-class BlobResourceContents(Struct, kw_only=True):
+class BlobResourceContents(Struct, kw_only=True, dict=True):
     blob: str
     """A base64-encoded string representing the binary data of the item."""
     uri: str
@@ -18,7 +18,7 @@ class BlobResourceContents(Struct, kw_only=True):
     """The MIME type of this resource, if known."""
 
 
-class CallToolRequestParams(Struct, kw_only=True):
+class CallToolRequestParams(Struct, kw_only=True, dict=True):
     name: str
     arguments: dict[str, Any] | UnsetType = UNSET
     meta: dict[str, Any] | UnsetType = field(name='_meta', default=UNSET)
@@ -27,12 +27,12 @@ class CallToolRequestParams(Struct, kw_only=True):
     """
 
 
-class ClientCapabilitiesRoots(Struct, kw_only=True):
+class ClientCapabilitiesRoots(Struct, kw_only=True, dict=True):
     listChanged: bool | UnsetType = UNSET
     """Whether the client supports notifications for changes to the roots list."""
 
 
-class ClientCapabilities(Struct, kw_only=True):
+class ClientCapabilities(Struct, kw_only=True, dict=True):
     """
     Capabilities a client may support. Known capabilities are defined here, in this schema, but this is not a closed set: any client can define its own, additional capabilities.
     """
@@ -45,14 +45,14 @@ class ClientCapabilities(Struct, kw_only=True):
     """Present if the client supports sampling from an LLM."""
 
 
-class CompleteRequestParamsArgument(Struct, kw_only=True):
+class CompleteRequestParamsArgument(Struct, kw_only=True, dict=True):
     name: str
     """The name of the argument"""
     value: str
     """The value of the argument to use for completion matching."""
 
 
-class CompleteResultCompletion(Struct, kw_only=True):
+class CompleteResultCompletion(Struct, kw_only=True, dict=True):
     values: list[str]
     """An array of completion values. Must not exceed 100 items."""
     hasMore: bool | UnsetType = UNSET
@@ -65,7 +65,7 @@ class CompleteResultCompletion(Struct, kw_only=True):
     """
 
 
-class CompleteResult(Struct, kw_only=True):
+class CompleteResult(Struct, kw_only=True, dict=True):
     """
     The server's response to a completion/complete request
     """
@@ -81,7 +81,7 @@ Cursor: TypeAlias = str
 """An opaque token used to represent a cursor for pagination."""
 
 
-class GetPromptRequestParams(Struct, kw_only=True):
+class GetPromptRequestParams(Struct, kw_only=True, dict=True):
     name: str
     """The name of the prompt or prompt template."""
     arguments: dict[str, str] | UnsetType = UNSET
@@ -92,7 +92,7 @@ class GetPromptRequestParams(Struct, kw_only=True):
     """
 
 
-class Implementation(Struct, kw_only=True):
+class Implementation(Struct, kw_only=True, dict=True):
     """
     Describes the name and version of an MCP implementation.
     """
@@ -101,7 +101,7 @@ class Implementation(Struct, kw_only=True):
     version: str
 
 
-class InitializeRequestParams(Struct, kw_only=True):
+class InitializeRequestParams(Struct, kw_only=True, dict=True):
     capabilities: ClientCapabilities
     clientInfo: Implementation
     protocolVersion: str
@@ -114,14 +114,14 @@ class InitializeRequestParams(Struct, kw_only=True):
     """
 
 
-class InitializedNotificationParams(Struct, kw_only=True):
+class InitializedNotificationParams(Struct, kw_only=True, dict=True):
     meta: dict[str, Any] | UnsetType = field(name='_meta', default=UNSET)
     """
     This parameter name is reserved by MCP to allow clients and servers to attach additional metadata to their notifications.
     """
 
 
-class InitializedNotification(Struct, kw_only=True, tag_field='method', tag='notifications/initialized'):
+class InitializedNotification(Struct, kw_only=True, dict=True, tag_field='method', tag='notifications/initialized'):
     """
     This notification is sent from the client to the server after initialization has finished.
     """
@@ -130,7 +130,7 @@ class InitializedNotification(Struct, kw_only=True, tag_field='method', tag='not
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class JSONRPCErrorError(Struct, kw_only=True):
+class JSONRPCErrorError(Struct, kw_only=True, dict=True):
     code: int
     """The error type that occurred."""
     message: str
@@ -143,7 +143,7 @@ class JSONRPCErrorError(Struct, kw_only=True):
     """
 
 
-class JSONRPCNotification(Struct, kw_only=True):
+class JSONRPCNotification(Struct, kw_only=True, dict=True):
     """
     A notification which does not expect a response.
     """
@@ -153,7 +153,7 @@ class JSONRPCNotification(Struct, kw_only=True):
     params: dict[str, Any] | UnsetType = UNSET
 
 
-class ListPromptsRequestParams(Struct, kw_only=True):
+class ListPromptsRequestParams(Struct, kw_only=True, dict=True):
     cursor: str | UnsetType = UNSET
     """
     An opaque token representing the current pagination position.
@@ -165,7 +165,7 @@ class ListPromptsRequestParams(Struct, kw_only=True):
     """
 
 
-class ListResourceTemplatesRequestParams(Struct, kw_only=True):
+class ListResourceTemplatesRequestParams(Struct, kw_only=True, dict=True):
     cursor: str | UnsetType = UNSET
     """
     An opaque token representing the current pagination position.
@@ -177,7 +177,7 @@ class ListResourceTemplatesRequestParams(Struct, kw_only=True):
     """
 
 
-class ListResourcesRequestParams(Struct, kw_only=True):
+class ListResourcesRequestParams(Struct, kw_only=True, dict=True):
     cursor: str | UnsetType = UNSET
     """
     An opaque token representing the current pagination position.
@@ -189,11 +189,11 @@ class ListResourcesRequestParams(Struct, kw_only=True):
     """
 
 
-class ListRootsRequestParams(Struct, kw_only=True):
+class ListRootsRequestParams(Struct, kw_only=True, dict=True):
     meta: dict[str, Any] | UnsetType = field(name='_meta', default=UNSET)
 
 
-class ListToolsRequestParams(Struct, kw_only=True):
+class ListToolsRequestParams(Struct, kw_only=True, dict=True):
     cursor: str | UnsetType = UNSET
     """
     An opaque token representing the current pagination position.
@@ -214,7 +214,7 @@ https://datatracker.ietf.org/doc/html/rfc5424#section-6.2.1
 """
 
 
-class LoggingMessageNotificationParams(Struct, kw_only=True):
+class LoggingMessageNotificationParams(Struct, kw_only=True, dict=True):
     data: Any
     """
     The data to be logged, such as a string message or an object. Any JSON serializable type is allowed here.
@@ -229,7 +229,7 @@ class LoggingMessageNotificationParams(Struct, kw_only=True):
     """
 
 
-class LoggingMessageNotification(Struct, kw_only=True, tag_field='method', tag='notifications/message'):
+class LoggingMessageNotification(Struct, kw_only=True, dict=True, tag_field='method', tag='notifications/message'):
     """
     Notification of a log message passed from server to client. If no logging/setLevel request has been sent from the client, the server MAY decide which messages to send automatically.
     """
@@ -238,7 +238,7 @@ class LoggingMessageNotification(Struct, kw_only=True, tag_field='method', tag='
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class ModelHint(Struct, kw_only=True):
+class ModelHint(Struct, kw_only=True, dict=True):
     """
     Hints to use for model selection.
 
@@ -260,7 +260,7 @@ class ModelHint(Struct, kw_only=True):
     """
 
 
-class ModelPreferences(Struct, kw_only=True):
+class ModelPreferences(Struct, kw_only=True, dict=True):
     """
     The server's preferences for model selection, requested of the client during sampling.
 
@@ -305,12 +305,12 @@ class ModelPreferences(Struct, kw_only=True):
     """
 
 
-class Notification(Struct, kw_only=True):
+class Notification(Struct, kw_only=True, dict=True):
     method: str
     params: dict[str, Any] | UnsetType = UNSET
 
 
-class PaginatedRequestParams(Struct, kw_only=True):
+class PaginatedRequestParams(Struct, kw_only=True, dict=True):
     cursor: str | UnsetType = UNSET
     """
     An opaque token representing the current pagination position.
@@ -318,12 +318,12 @@ class PaginatedRequestParams(Struct, kw_only=True):
     """
 
 
-class PaginatedRequest(Struct, kw_only=True):
+class PaginatedRequest(Struct, kw_only=True, dict=True):
     method: str
     params: PaginatedRequestParams | UnsetType = UNSET
 
 
-class PaginatedResult(Struct, kw_only=True):
+class PaginatedResult(Struct, kw_only=True, dict=True):
     meta: dict[str, Any] | UnsetType = field(name='_meta', default=UNSET)
     """
     This result property is reserved by the protocol to allow clients and servers to attach additional metadata to their responses.
@@ -335,7 +335,7 @@ class PaginatedResult(Struct, kw_only=True):
     """
 
 
-class PingRequestParams(Struct, kw_only=True):
+class PingRequestParams(Struct, kw_only=True, dict=True):
     meta: dict[str, Any] | UnsetType = field(name='_meta', default=UNSET)
 
 
@@ -343,7 +343,7 @@ ProgressToken: TypeAlias = str | int
 """A progress token, used to associate progress notifications with the original request."""
 
 
-class PromptArgument(Struct, kw_only=True):
+class PromptArgument(Struct, kw_only=True, dict=True):
     """
     Describes an argument that a prompt can accept.
     """
@@ -356,14 +356,14 @@ class PromptArgument(Struct, kw_only=True):
     """Whether this argument must be provided."""
 
 
-class PromptListChangedNotificationParams(Struct, kw_only=True):
+class PromptListChangedNotificationParams(Struct, kw_only=True, dict=True):
     meta: dict[str, Any] | UnsetType = field(name='_meta', default=UNSET)
     """
     This parameter name is reserved by MCP to allow clients and servers to attach additional metadata to their notifications.
     """
 
 
-class PromptListChangedNotification(Struct, kw_only=True, tag_field='method', tag='notifications/prompts/list_changed'):
+class PromptListChangedNotification(Struct, kw_only=True, dict=True, tag_field='method', tag='notifications/prompts/list_changed'):
     """
     An optional notification from the server to the client, informing it that the list of prompts it offers has changed. This may be issued by servers without any previous subscription from the client.
     """
@@ -372,7 +372,7 @@ class PromptListChangedNotification(Struct, kw_only=True, tag_field='method', ta
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class PromptReference(Struct, kw_only=True, tag_field='type', tag='ref/prompt'):
+class PromptReference(Struct, kw_only=True, dict=True, tag_field='type', tag='ref/prompt'):
     """
     Identifies a prompt.
     """
@@ -381,7 +381,7 @@ class PromptReference(Struct, kw_only=True, tag_field='type', tag='ref/prompt'):
     """The name of the prompt or prompt template"""
 
 
-class ReadResourceRequestParams(Struct, kw_only=True):
+class ReadResourceRequestParams(Struct, kw_only=True, dict=True):
     uri: str
     """
     The URI of the resource to read. The URI can use any protocol; it is up to the server how to interpret it.
@@ -392,7 +392,7 @@ class ReadResourceRequestParams(Struct, kw_only=True):
     """
 
 
-class Request(Struct, kw_only=True):
+class Request(Struct, kw_only=True, dict=True):
     method: str
     params: dict[str, Any] | UnsetType = UNSET
 
@@ -401,7 +401,7 @@ RequestId: TypeAlias = str | int
 """A uniquely identifying ID for a request in JSON-RPC."""
 
 
-class ResourceContents(Struct, kw_only=True):
+class ResourceContents(Struct, kw_only=True, dict=True):
     """
     The contents of a specific resource or sub-resource.
     """
@@ -412,14 +412,14 @@ class ResourceContents(Struct, kw_only=True):
     """The MIME type of this resource, if known."""
 
 
-class ResourceListChangedNotificationParams(Struct, kw_only=True):
+class ResourceListChangedNotificationParams(Struct, kw_only=True, dict=True):
     meta: dict[str, Any] | UnsetType = field(name='_meta', default=UNSET)
     """
     This parameter name is reserved by MCP to allow clients and servers to attach additional metadata to their notifications.
     """
 
 
-class ResourceListChangedNotification(Struct, kw_only=True, tag_field='method', tag='notifications/resources/list_changed'):
+class ResourceListChangedNotification(Struct, kw_only=True, dict=True, tag_field='method', tag='notifications/resources/list_changed'):
     """
     An optional notification from the server to the client, informing it that the list of resources it can read from has changed. This may be issued by servers without any previous subscription from the client.
     """
@@ -428,7 +428,7 @@ class ResourceListChangedNotification(Struct, kw_only=True, tag_field='method', 
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class ResourceReference(Struct, kw_only=True, tag_field='type', tag='ref/resource'):
+class ResourceReference(Struct, kw_only=True, dict=True, tag_field='type', tag='ref/resource'):
     """
     A reference to a resource or resource template definition.
     """
@@ -437,7 +437,7 @@ class ResourceReference(Struct, kw_only=True, tag_field='type', tag='ref/resourc
     """The URI or URI template of the resource."""
 
 
-class ResourceUpdatedNotificationParams(Struct, kw_only=True):
+class ResourceUpdatedNotificationParams(Struct, kw_only=True, dict=True):
     uri: str
     """
     The URI of the resource that has been updated. This might be a sub-resource of the one that the client actually subscribed to.
@@ -448,7 +448,7 @@ class ResourceUpdatedNotificationParams(Struct, kw_only=True):
     """
 
 
-class ResourceUpdatedNotification(Struct, kw_only=True, tag_field='method', tag='notifications/resources/updated'):
+class ResourceUpdatedNotification(Struct, kw_only=True, dict=True, tag_field='method', tag='notifications/resources/updated'):
     """
     A notification from the server to the client, informing it that a resource has changed and may need to be read again. This should only be sent if the client previously sent a resources/subscribe request.
     """
@@ -457,7 +457,7 @@ class ResourceUpdatedNotification(Struct, kw_only=True, tag_field='method', tag=
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class Result(Struct, kw_only=True):
+class Result(Struct, kw_only=True, dict=True):
     meta: dict[str, Any] | UnsetType = field(name='_meta', default=UNSET)
     """
     This result property is reserved by the protocol to allow clients and servers to attach additional metadata to their responses.
@@ -468,7 +468,7 @@ Role: TypeAlias = Literal['assistant', 'user']
 """The sender or recipient of messages and data in a conversation."""
 
 
-class Root(Struct, kw_only=True):
+class Root(Struct, kw_only=True, dict=True):
     """
     Represents a root directory or file that the server can operate on.
     """
@@ -487,14 +487,14 @@ class Root(Struct, kw_only=True):
     """
 
 
-class RootsListChangedNotificationParams(Struct, kw_only=True):
+class RootsListChangedNotificationParams(Struct, kw_only=True, dict=True):
     meta: dict[str, Any] | UnsetType = field(name='_meta', default=UNSET)
     """
     This parameter name is reserved by MCP to allow clients and servers to attach additional metadata to their notifications.
     """
 
 
-class RootsListChangedNotification(Struct, kw_only=True, tag_field='method', tag='notifications/roots/list_changed'):
+class RootsListChangedNotification(Struct, kw_only=True, dict=True, tag_field='method', tag='notifications/roots/list_changed'):
     """
     A notification from the client to the server, informing it that the list of roots has changed.
     This notification should be sent whenever the client adds, removes, or modifies any root.
@@ -505,24 +505,24 @@ class RootsListChangedNotification(Struct, kw_only=True, tag_field='method', tag
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class ServerCapabilitiesPrompts(Struct, kw_only=True):
+class ServerCapabilitiesPrompts(Struct, kw_only=True, dict=True):
     listChanged: bool | UnsetType = UNSET
     """Whether this server supports notifications for changes to the prompt list."""
 
 
-class ServerCapabilitiesResources(Struct, kw_only=True):
+class ServerCapabilitiesResources(Struct, kw_only=True, dict=True):
     listChanged: bool | UnsetType = UNSET
     """Whether this server supports notifications for changes to the resource list."""
     subscribe: bool | UnsetType = UNSET
     """Whether this server supports subscribing to resource updates."""
 
 
-class ServerCapabilitiesTools(Struct, kw_only=True):
+class ServerCapabilitiesTools(Struct, kw_only=True, dict=True):
     listChanged: bool | UnsetType = UNSET
     """Whether this server supports notifications for changes to the tool list."""
 
 
-class ServerCapabilities(Struct, kw_only=True):
+class ServerCapabilities(Struct, kw_only=True, dict=True):
     """
     Capabilities that a server may support. Known capabilities are defined here, in this schema, but this is not a closed set: any server can define its own, additional capabilities.
     """
@@ -541,7 +541,7 @@ class ServerCapabilities(Struct, kw_only=True):
     """Present if the server offers any tools to call."""
 
 
-class SetLevelRequestParams(Struct, kw_only=True):
+class SetLevelRequestParams(Struct, kw_only=True, dict=True):
     level: LoggingLevel
     """
     The level of logging that the client wants to receive from the server. The server should send all logs at this level and higher (i.e., more severe) to the client as notifications/message.
@@ -552,7 +552,7 @@ class SetLevelRequestParams(Struct, kw_only=True):
     """
 
 
-class SetLevelRequest(Struct, kw_only=True, tag_field='method', tag='logging/setLevel'):
+class SetLevelRequest(Struct, kw_only=True, dict=True, tag_field='method', tag='logging/setLevel'):
     """
     A request from the client to the server, to enable or adjust logging.
     """
@@ -562,7 +562,7 @@ class SetLevelRequest(Struct, kw_only=True, tag_field='method', tag='logging/set
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class SubscribeRequestParams(Struct, kw_only=True):
+class SubscribeRequestParams(Struct, kw_only=True, dict=True):
     uri: str
     """
     The URI of the resource to subscribe to. The URI can use any protocol; it is up to the server how to interpret it.
@@ -573,7 +573,7 @@ class SubscribeRequestParams(Struct, kw_only=True):
     """
 
 
-class SubscribeRequest(Struct, kw_only=True, tag_field='method', tag='resources/subscribe'):
+class SubscribeRequest(Struct, kw_only=True, dict=True, tag_field='method', tag='resources/subscribe'):
     """
     Sent from the client to request resources/updated notifications from the server whenever a particular resource changes.
     """
@@ -583,7 +583,7 @@ class SubscribeRequest(Struct, kw_only=True, tag_field='method', tag='resources/
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class TextResourceContents(Struct, kw_only=True):
+class TextResourceContents(Struct, kw_only=True, dict=True):
     text: str
     """
     The text of the item. This must only be set if the item can actually be represented as text (not binary data).
@@ -594,7 +594,7 @@ class TextResourceContents(Struct, kw_only=True):
     """The MIME type of this resource, if known."""
 
 
-class ToolAnnotations(Struct, kw_only=True):
+class ToolAnnotations(Struct, kw_only=True, dict=True):
     """
     Additional properties describing a Tool to clients.
 
@@ -643,14 +643,14 @@ class ToolAnnotations(Struct, kw_only=True):
     """A human-readable title for the tool."""
 
 
-class ToolListChangedNotificationParams(Struct, kw_only=True):
+class ToolListChangedNotificationParams(Struct, kw_only=True, dict=True):
     meta: dict[str, Any] | UnsetType = field(name='_meta', default=UNSET)
     """
     This parameter name is reserved by MCP to allow clients and servers to attach additional metadata to their notifications.
     """
 
 
-class ToolListChangedNotification(Struct, kw_only=True, tag_field='method', tag='notifications/tools/list_changed'):
+class ToolListChangedNotification(Struct, kw_only=True, dict=True, tag_field='method', tag='notifications/tools/list_changed'):
     """
     An optional notification from the server to the client, informing it that the list of tools it offers has changed. This may be issued by servers without any previous subscription from the client.
     """
@@ -659,7 +659,7 @@ class ToolListChangedNotification(Struct, kw_only=True, tag_field='method', tag=
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class UnsubscribeRequestParams(Struct, kw_only=True):
+class UnsubscribeRequestParams(Struct, kw_only=True, dict=True):
     uri: str
     """The URI of the resource to unsubscribe from."""
     meta: dict[str, Any] | UnsetType = field(name='_meta', default=UNSET)
@@ -668,7 +668,7 @@ class UnsubscribeRequestParams(Struct, kw_only=True):
     """
 
 
-class UnsubscribeRequest(Struct, kw_only=True, tag_field='method', tag='resources/unsubscribe'):
+class UnsubscribeRequest(Struct, kw_only=True, dict=True, tag_field='method', tag='resources/unsubscribe'):
     """
     Sent from the client to request cancellation of resources/updated notifications from the server. This should follow a previous resources/subscribe request.
     """
@@ -678,7 +678,7 @@ class UnsubscribeRequest(Struct, kw_only=True, tag_field='method', tag='resource
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class AnyResourceContents(Struct, kw_only=True):
+class AnyResourceContents(Struct, kw_only=True, dict=True):
     """
     The contents of a resource: `text` for text, `blob` (base64) for binary data.
 
@@ -697,7 +697,7 @@ class AnyResourceContents(Struct, kw_only=True):
     """A base64-encoded string representing the binary data of the item."""
 
 
-class Annotations(Struct, kw_only=True):
+class Annotations(Struct, kw_only=True, dict=True):
     """
     Optional annotations for the client. The client can use annotations to inform how objects are used or displayed
     """
@@ -718,7 +718,7 @@ class Annotations(Struct, kw_only=True):
     """
 
 
-class AudioContent(Struct, kw_only=True, tag_field='type', tag='audio'):
+class AudioContent(Struct, kw_only=True, dict=True, tag_field='type', tag='audio'):
     """
     Audio provided to or from an LLM.
     """
@@ -731,7 +731,7 @@ class AudioContent(Struct, kw_only=True, tag_field='type', tag='audio'):
     """Optional annotations for the client."""
 
 
-class CallToolRequest(Struct, kw_only=True, tag_field='method', tag='tools/call'):
+class CallToolRequest(Struct, kw_only=True, dict=True, tag_field='method', tag='tools/call'):
     """
     Used by the client to invoke a tool provided by the server.
     """
@@ -741,7 +741,7 @@ class CallToolRequest(Struct, kw_only=True, tag_field='method', tag='tools/call'
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class CancelledNotificationParams(Struct, kw_only=True):
+class CancelledNotificationParams(Struct, kw_only=True, dict=True):
     requestId: RequestId
     """
     The ID of the request to cancel.
@@ -758,7 +758,7 @@ class CancelledNotificationParams(Struct, kw_only=True):
     """
 
 
-class CancelledNotification(Struct, kw_only=True, tag_field='method', tag='notifications/cancelled'):
+class CancelledNotification(Struct, kw_only=True, dict=True, tag_field='method', tag='notifications/cancelled'):
     """
     This notification can be sent by either side to indicate that it is cancelling a previously-issued request.
 
@@ -773,7 +773,7 @@ class CancelledNotification(Struct, kw_only=True, tag_field='method', tag='notif
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class CompleteRequestParams(Struct, kw_only=True):
+class CompleteRequestParams(Struct, kw_only=True, dict=True):
     argument: CompleteRequestParamsArgument
     """The argument's information"""
     ref: PromptReference | ResourceReference
@@ -783,7 +783,7 @@ class CompleteRequestParams(Struct, kw_only=True):
     """
 
 
-class CompleteRequest(Struct, kw_only=True, tag_field='method', tag='completion/complete'):
+class CompleteRequest(Struct, kw_only=True, dict=True, tag_field='method', tag='completion/complete'):
     """
     A request from the client to the server, to ask for completion options.
     """
@@ -793,7 +793,7 @@ class CompleteRequest(Struct, kw_only=True, tag_field='method', tag='completion/
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class EmbeddedResource(Struct, kw_only=True, tag_field='type', tag='resource'):
+class EmbeddedResource(Struct, kw_only=True, dict=True, tag_field='type', tag='resource'):
     """
     The contents of a resource, embedded into a prompt or tool call result.
 
@@ -809,7 +809,7 @@ class EmbeddedResource(Struct, kw_only=True, tag_field='type', tag='resource'):
 EmptyResult: TypeAlias = Result
 
 
-class GetPromptRequest(Struct, kw_only=True, tag_field='method', tag='prompts/get'):
+class GetPromptRequest(Struct, kw_only=True, dict=True, tag_field='method', tag='prompts/get'):
     """
     Used by the client to get a prompt provided by the server.
     """
@@ -819,7 +819,7 @@ class GetPromptRequest(Struct, kw_only=True, tag_field='method', tag='prompts/ge
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class ImageContent(Struct, kw_only=True, tag_field='type', tag='image'):
+class ImageContent(Struct, kw_only=True, dict=True, tag_field='type', tag='image'):
     """
     An image provided to or from an LLM.
     """
@@ -832,7 +832,7 @@ class ImageContent(Struct, kw_only=True, tag_field='type', tag='image'):
     """Optional annotations for the client."""
 
 
-class InitializeRequest(Struct, kw_only=True, tag_field='method', tag='initialize'):
+class InitializeRequest(Struct, kw_only=True, dict=True, tag_field='method', tag='initialize'):
     """
     This request is sent from the client to the server when it first connects, asking it to begin initialization.
     """
@@ -842,7 +842,7 @@ class InitializeRequest(Struct, kw_only=True, tag_field='method', tag='initializ
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class InitializeResult(Struct, kw_only=True):
+class InitializeResult(Struct, kw_only=True, dict=True):
     """
     After receiving an initialize request from the client, the server sends this response.
     """
@@ -865,7 +865,7 @@ class InitializeResult(Struct, kw_only=True):
     """
 
 
-class JSONRPCError(Struct, kw_only=True):
+class JSONRPCError(Struct, kw_only=True, dict=True):
     """
     A response to a request that indicates an error occurred.
     """
@@ -875,7 +875,7 @@ class JSONRPCError(Struct, kw_only=True):
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class JSONRPCRequest(Struct, kw_only=True):
+class JSONRPCRequest(Struct, kw_only=True, dict=True):
     """
     A request that expects a response.
     """
@@ -886,7 +886,7 @@ class JSONRPCRequest(Struct, kw_only=True):
     params: dict[str, Any] | UnsetType = UNSET
 
 
-class JSONRPCResponse(Struct, kw_only=True):
+class JSONRPCResponse(Struct, kw_only=True, dict=True):
     """
     A successful (non-error) response to a request.
     """
@@ -896,7 +896,7 @@ class JSONRPCResponse(Struct, kw_only=True):
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class ListPromptsRequest(Struct, kw_only=True, tag_field='method', tag='prompts/list'):
+class ListPromptsRequest(Struct, kw_only=True, dict=True, tag_field='method', tag='prompts/list'):
     """
     Sent from the client to request a list of prompts and prompt templates the server has.
     """
@@ -906,7 +906,7 @@ class ListPromptsRequest(Struct, kw_only=True, tag_field='method', tag='prompts/
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class ListResourceTemplatesRequest(Struct, kw_only=True, tag_field='method', tag='resources/templates/list'):
+class ListResourceTemplatesRequest(Struct, kw_only=True, dict=True, tag_field='method', tag='resources/templates/list'):
     """
     Sent from the client to request a list of resource templates the server has.
     """
@@ -916,7 +916,7 @@ class ListResourceTemplatesRequest(Struct, kw_only=True, tag_field='method', tag
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class ListResourcesRequest(Struct, kw_only=True, tag_field='method', tag='resources/list'):
+class ListResourcesRequest(Struct, kw_only=True, dict=True, tag_field='method', tag='resources/list'):
     """
     Sent from the client to request a list of resources the server has.
     """
@@ -926,7 +926,7 @@ class ListResourcesRequest(Struct, kw_only=True, tag_field='method', tag='resour
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class ListRootsRequest(Struct, kw_only=True, tag_field='method', tag='roots/list'):
+class ListRootsRequest(Struct, kw_only=True, dict=True, tag_field='method', tag='roots/list'):
     """
     Sent from the server to request a list of root URIs from the client. Roots allow
     servers to ask for specific directories or files to operate on. A common example
@@ -942,7 +942,7 @@ class ListRootsRequest(Struct, kw_only=True, tag_field='method', tag='roots/list
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class ListRootsResult(Struct, kw_only=True):
+class ListRootsResult(Struct, kw_only=True, dict=True):
     """
     The client's response to a roots/list request from the server.
     This result contains an array of Root objects, each representing a root directory
@@ -956,7 +956,7 @@ class ListRootsResult(Struct, kw_only=True):
     """
 
 
-class ListToolsRequest(Struct, kw_only=True, tag_field='method', tag='tools/list'):
+class ListToolsRequest(Struct, kw_only=True, dict=True, tag_field='method', tag='tools/list'):
     """
     Sent from the client to request a list of tools the server has.
     """
@@ -966,7 +966,7 @@ class ListToolsRequest(Struct, kw_only=True, tag_field='method', tag='tools/list
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class PingRequest(Struct, kw_only=True, tag_field='method', tag='ping'):
+class PingRequest(Struct, kw_only=True, dict=True, tag_field='method', tag='ping'):
     """
     A ping, issued by either the server or the client, to check that the other party is still alive. The receiver must promptly respond, or else may be disconnected.
     """
@@ -976,7 +976,7 @@ class PingRequest(Struct, kw_only=True, tag_field='method', tag='ping'):
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class ProgressNotificationParams(Struct, kw_only=True):
+class ProgressNotificationParams(Struct, kw_only=True, dict=True):
     progress: float
     """
     The progress thus far. This should increase every time progress is made, even if the total is unknown.
@@ -995,7 +995,7 @@ class ProgressNotificationParams(Struct, kw_only=True):
     """
 
 
-class ProgressNotification(Struct, kw_only=True, tag_field='method', tag='notifications/progress'):
+class ProgressNotification(Struct, kw_only=True, dict=True, tag_field='method', tag='notifications/progress'):
     """
     An out-of-band notification used to inform the receiver of a progress update for a long-running request.
     """
@@ -1004,7 +1004,7 @@ class ProgressNotification(Struct, kw_only=True, tag_field='method', tag='notifi
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class Prompt(Struct, kw_only=True):
+class Prompt(Struct, kw_only=True, dict=True):
     """
     A prompt or prompt template that the server offers.
     """
@@ -1017,7 +1017,7 @@ class Prompt(Struct, kw_only=True):
     """An optional description of what this prompt provides"""
 
 
-class ReadResourceRequest(Struct, kw_only=True, tag_field='method', tag='resources/read'):
+class ReadResourceRequest(Struct, kw_only=True, dict=True, tag_field='method', tag='resources/read'):
     """
     Sent from the client to the server, to read a specific resource URI.
     """
@@ -1027,7 +1027,7 @@ class ReadResourceRequest(Struct, kw_only=True, tag_field='method', tag='resourc
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class ReadResourceResult(Struct, kw_only=True):
+class ReadResourceResult(Struct, kw_only=True, dict=True):
     """
     The server's response to a resources/read request from the client.
     """
@@ -1039,7 +1039,7 @@ class ReadResourceResult(Struct, kw_only=True):
     """
 
 
-class Resource(Struct, kw_only=True):
+class Resource(Struct, kw_only=True, dict=True):
     """
     A known resource that the server is capable of reading.
     """
@@ -1070,7 +1070,7 @@ class Resource(Struct, kw_only=True):
     """
 
 
-class ResourceTemplate(Struct, kw_only=True):
+class ResourceTemplate(Struct, kw_only=True, dict=True):
     """
     A template description for resources available on the server.
     """
@@ -1100,7 +1100,7 @@ class ResourceTemplate(Struct, kw_only=True):
 ServerNotification: TypeAlias = CancelledNotification | ProgressNotification | ResourceListChangedNotification | ResourceUpdatedNotification | PromptListChangedNotification | ToolListChangedNotification | LoggingMessageNotification
 
 
-class TextContent(Struct, kw_only=True, tag_field='type', tag='text'):
+class TextContent(Struct, kw_only=True, dict=True, tag_field='type', tag='text'):
     """
     Text provided to or from an LLM.
     """
@@ -1111,7 +1111,7 @@ class TextContent(Struct, kw_only=True, tag_field='type', tag='text'):
     """Optional annotations for the client."""
 
 
-class Tool(Struct, kw_only=True):
+class Tool(Struct, kw_only=True, dict=True):
     """
     Definition for a tool the client can call.
     """
@@ -1130,7 +1130,7 @@ class Tool(Struct, kw_only=True):
     """
 
 
-class CallToolResult(Struct, kw_only=True):
+class CallToolResult(Struct, kw_only=True, dict=True):
     """
     The server's response to a tool call.
 
@@ -1163,7 +1163,7 @@ ClientNotification: TypeAlias = CancelledNotification | InitializedNotification 
 ClientRequest: TypeAlias = InitializeRequest | PingRequest | ListResourcesRequest | ListResourceTemplatesRequest | ReadResourceRequest | SubscribeRequest | UnsubscribeRequest | ListPromptsRequest | GetPromptRequest | ListToolsRequest | CallToolRequest | SetLevelRequest | CompleteRequest
 
 
-class CreateMessageResult(Struct, kw_only=True):
+class CreateMessageResult(Struct, kw_only=True, dict=True):
     """
     The client's response to a sampling/create_message request from the server. The client should inform the user before returning the sampled message, to allow them to inspect the response (human in the loop) and decide whether to allow the server to see it.
     """
@@ -1180,7 +1180,7 @@ class CreateMessageResult(Struct, kw_only=True):
     """The reason why sampling stopped, if known."""
 
 
-class ListPromptsResult(Struct, kw_only=True):
+class ListPromptsResult(Struct, kw_only=True, dict=True):
     """
     The server's response to a prompts/list request from the client.
     """
@@ -1197,7 +1197,7 @@ class ListPromptsResult(Struct, kw_only=True):
     """
 
 
-class ListResourceTemplatesResult(Struct, kw_only=True):
+class ListResourceTemplatesResult(Struct, kw_only=True, dict=True):
     """
     The server's response to a resources/templates/list request from the client.
     """
@@ -1214,7 +1214,7 @@ class ListResourceTemplatesResult(Struct, kw_only=True):
     """
 
 
-class ListResourcesResult(Struct, kw_only=True):
+class ListResourcesResult(Struct, kw_only=True, dict=True):
     """
     The server's response to a resources/list request from the client.
     """
@@ -1231,7 +1231,7 @@ class ListResourcesResult(Struct, kw_only=True):
     """
 
 
-class ListToolsResult(Struct, kw_only=True):
+class ListToolsResult(Struct, kw_only=True, dict=True):
     """
     The server's response to a tools/list request from the client.
     """
@@ -1248,7 +1248,7 @@ class ListToolsResult(Struct, kw_only=True):
     """
 
 
-class PromptMessage(Struct, kw_only=True):
+class PromptMessage(Struct, kw_only=True, dict=True):
     """
     Describes a message returned as part of a prompt.
 
@@ -1260,7 +1260,7 @@ class PromptMessage(Struct, kw_only=True):
     role: Role
 
 
-class SamplingMessage(Struct, kw_only=True):
+class SamplingMessage(Struct, kw_only=True, dict=True):
     """
     Describes a message issued to or received from an LLM API.
     """
@@ -1269,7 +1269,7 @@ class SamplingMessage(Struct, kw_only=True):
     role: Role
 
 
-class CreateMessageRequestParams(Struct, kw_only=True):
+class CreateMessageRequestParams(Struct, kw_only=True, dict=True):
     maxTokens: int
     """
     The maximum number of tokens to sample, as requested by the server. The client MAY choose to sample fewer tokens than requested.
@@ -1299,7 +1299,7 @@ class CreateMessageRequestParams(Struct, kw_only=True):
     """
 
 
-class CreateMessageRequest(Struct, kw_only=True, tag_field='method', tag='sampling/createMessage'):
+class CreateMessageRequest(Struct, kw_only=True, dict=True, tag_field='method', tag='sampling/createMessage'):
     """
     A request from the server to sample an LLM via the client. The client has full discretion over which model to select. The client should also inform the user before beginning sampling, to allow them to inspect the request (human in the loop) and decide whether to approve it.
     """
@@ -1309,7 +1309,7 @@ class CreateMessageRequest(Struct, kw_only=True, tag_field='method', tag='sampli
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class GetPromptResult(Struct, kw_only=True):
+class GetPromptResult(Struct, kw_only=True, dict=True):
     """
     The server's response to a prompts/get request from the client.
     """

@@ -9,7 +9,7 @@ from msgspec import UNSET, Meta, Struct, UnsetType, field
 from mcp_trio.types._wire import MethodSpec
 
 
-class BaseMetadata(Struct, kw_only=True):
+class BaseMetadata(Struct, kw_only=True, dict=True):
     """
     Base interface for metadata with name (identifier) and title (display name) properties.
     """
@@ -29,7 +29,7 @@ class BaseMetadata(Struct, kw_only=True):
     """
 
 
-class BlobResourceContents(Struct, kw_only=True):
+class BlobResourceContents(Struct, kw_only=True, dict=True):
     blob: str
     """A base64-encoded string representing the binary data of the item."""
     uri: str
@@ -42,14 +42,14 @@ class BlobResourceContents(Struct, kw_only=True):
     """The MIME type of this resource, if known."""
 
 
-class BooleanSchema(Struct, kw_only=True):
+class BooleanSchema(Struct, kw_only=True, dict=True):
     type: Literal['boolean']
     default: bool | UnsetType = UNSET
     description: str | UnsetType = UNSET
     title: str | UnsetType = UNSET
 
 
-class CallToolRequestParams(Struct, kw_only=True):
+class CallToolRequestParams(Struct, kw_only=True, dict=True):
     name: str
     arguments: dict[str, Any] | UnsetType = UNSET
     meta: dict[str, Any] | UnsetType = field(name='_meta', default=UNSET)
@@ -58,12 +58,12 @@ class CallToolRequestParams(Struct, kw_only=True):
     """
 
 
-class ClientCapabilitiesRoots(Struct, kw_only=True):
+class ClientCapabilitiesRoots(Struct, kw_only=True, dict=True):
     listChanged: bool | UnsetType = UNSET
     """Whether the client supports notifications for changes to the roots list."""
 
 
-class ClientCapabilities(Struct, kw_only=True):
+class ClientCapabilities(Struct, kw_only=True, dict=True):
     """
     Capabilities a client may support. Known capabilities are defined here, in this schema, but this is not a closed set: any client can define its own, additional capabilities.
     """
@@ -78,19 +78,19 @@ class ClientCapabilities(Struct, kw_only=True):
     """Present if the client supports sampling from an LLM."""
 
 
-class CompleteRequestParamsArgument(Struct, kw_only=True):
+class CompleteRequestParamsArgument(Struct, kw_only=True, dict=True):
     name: str
     """The name of the argument"""
     value: str
     """The value of the argument to use for completion matching."""
 
 
-class CompleteRequestParamsContext(Struct, kw_only=True):
+class CompleteRequestParamsContext(Struct, kw_only=True, dict=True):
     arguments: dict[str, str] | UnsetType = UNSET
     """Previously-resolved variables in a URI template or prompt."""
 
 
-class CompleteResultCompletion(Struct, kw_only=True):
+class CompleteResultCompletion(Struct, kw_only=True, dict=True):
     values: list[str]
     """An array of completion values. Must not exceed 100 items."""
     hasMore: bool | UnsetType = UNSET
@@ -103,7 +103,7 @@ class CompleteResultCompletion(Struct, kw_only=True):
     """
 
 
-class CompleteResult(Struct, kw_only=True):
+class CompleteResult(Struct, kw_only=True, dict=True):
     """
     The server's response to a completion/complete request
     """
@@ -119,7 +119,7 @@ Cursor: TypeAlias = str
 """An opaque token used to represent a cursor for pagination."""
 
 
-class ElicitRequestParams(Struct, kw_only=True):
+class ElicitRequestParams(Struct, kw_only=True, dict=True):
     message: str
     """The message to present to the user."""
     requestedSchema: dict[str, Any]
@@ -133,7 +133,7 @@ class ElicitRequestParams(Struct, kw_only=True):
     """
 
 
-class ElicitResult(Struct, kw_only=True):
+class ElicitResult(Struct, kw_only=True, dict=True):
     """
     The client's response to an elicitation request.
     """
@@ -156,7 +156,7 @@ class ElicitResult(Struct, kw_only=True):
     """
 
 
-class EnumSchema(Struct, kw_only=True):
+class EnumSchema(Struct, kw_only=True, dict=True):
     enum: list[str]
     type: Literal['string']
     description: str | UnsetType = UNSET
@@ -164,7 +164,7 @@ class EnumSchema(Struct, kw_only=True):
     title: str | UnsetType = UNSET
 
 
-class GetPromptRequestParams(Struct, kw_only=True):
+class GetPromptRequestParams(Struct, kw_only=True, dict=True):
     name: str
     """The name of the prompt or prompt template."""
     arguments: dict[str, str] | UnsetType = UNSET
@@ -175,7 +175,7 @@ class GetPromptRequestParams(Struct, kw_only=True):
     """
 
 
-class Implementation(Struct, kw_only=True):
+class Implementation(Struct, kw_only=True, dict=True):
     """
     Describes the name and version of an MCP implementation, with an optional title for UI representation.
     """
@@ -196,7 +196,7 @@ class Implementation(Struct, kw_only=True):
     """
 
 
-class InitializeRequestParams(Struct, kw_only=True):
+class InitializeRequestParams(Struct, kw_only=True, dict=True):
     capabilities: ClientCapabilities
     clientInfo: Implementation
     protocolVersion: str
@@ -209,14 +209,14 @@ class InitializeRequestParams(Struct, kw_only=True):
     """
 
 
-class InitializedNotificationParams(Struct, kw_only=True):
+class InitializedNotificationParams(Struct, kw_only=True, dict=True):
     meta: dict[str, Any] | UnsetType = field(name='_meta', default=UNSET)
     """
     See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage.
     """
 
 
-class InitializedNotification(Struct, kw_only=True, tag_field='method', tag='notifications/initialized'):
+class InitializedNotification(Struct, kw_only=True, dict=True, tag_field='method', tag='notifications/initialized'):
     """
     This notification is sent from the client to the server after initialization has finished.
     """
@@ -225,7 +225,7 @@ class InitializedNotification(Struct, kw_only=True, tag_field='method', tag='not
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class JSONRPCErrorError(Struct, kw_only=True):
+class JSONRPCErrorError(Struct, kw_only=True, dict=True):
     code: int
     """The error type that occurred."""
     message: str
@@ -238,7 +238,7 @@ class JSONRPCErrorError(Struct, kw_only=True):
     """
 
 
-class JSONRPCNotification(Struct, kw_only=True):
+class JSONRPCNotification(Struct, kw_only=True, dict=True):
     """
     A notification which does not expect a response.
     """
@@ -248,7 +248,7 @@ class JSONRPCNotification(Struct, kw_only=True):
     params: dict[str, Any] | UnsetType = UNSET
 
 
-class ListPromptsRequestParams(Struct, kw_only=True):
+class ListPromptsRequestParams(Struct, kw_only=True, dict=True):
     cursor: str | UnsetType = UNSET
     """
     An opaque token representing the current pagination position.
@@ -260,7 +260,7 @@ class ListPromptsRequestParams(Struct, kw_only=True):
     """
 
 
-class ListResourceTemplatesRequestParams(Struct, kw_only=True):
+class ListResourceTemplatesRequestParams(Struct, kw_only=True, dict=True):
     cursor: str | UnsetType = UNSET
     """
     An opaque token representing the current pagination position.
@@ -272,7 +272,7 @@ class ListResourceTemplatesRequestParams(Struct, kw_only=True):
     """
 
 
-class ListResourcesRequestParams(Struct, kw_only=True):
+class ListResourcesRequestParams(Struct, kw_only=True, dict=True):
     cursor: str | UnsetType = UNSET
     """
     An opaque token representing the current pagination position.
@@ -284,14 +284,14 @@ class ListResourcesRequestParams(Struct, kw_only=True):
     """
 
 
-class ListRootsRequestParams(Struct, kw_only=True):
+class ListRootsRequestParams(Struct, kw_only=True, dict=True):
     meta: dict[str, Any] | UnsetType = field(name='_meta', default=UNSET)
     """
     See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage.
     """
 
 
-class ListToolsRequestParams(Struct, kw_only=True):
+class ListToolsRequestParams(Struct, kw_only=True, dict=True):
     cursor: str | UnsetType = UNSET
     """
     An opaque token representing the current pagination position.
@@ -312,7 +312,7 @@ https://datatracker.ietf.org/doc/html/rfc5424#section-6.2.1
 """
 
 
-class LoggingMessageNotificationParams(Struct, kw_only=True):
+class LoggingMessageNotificationParams(Struct, kw_only=True, dict=True):
     data: Any
     """
     The data to be logged, such as a string message or an object. Any JSON serializable type is allowed here.
@@ -327,7 +327,7 @@ class LoggingMessageNotificationParams(Struct, kw_only=True):
     """
 
 
-class LoggingMessageNotification(Struct, kw_only=True, tag_field='method', tag='notifications/message'):
+class LoggingMessageNotification(Struct, kw_only=True, dict=True, tag_field='method', tag='notifications/message'):
     """
     Notification of a log message passed from server to client. If no logging/setLevel request has been sent from the client, the server MAY decide which messages to send automatically.
     """
@@ -336,7 +336,7 @@ class LoggingMessageNotification(Struct, kw_only=True, tag_field='method', tag='
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class ModelHint(Struct, kw_only=True):
+class ModelHint(Struct, kw_only=True, dict=True):
     """
     Hints to use for model selection.
 
@@ -358,7 +358,7 @@ class ModelHint(Struct, kw_only=True):
     """
 
 
-class ModelPreferences(Struct, kw_only=True):
+class ModelPreferences(Struct, kw_only=True, dict=True):
     """
     The server's preferences for model selection, requested of the client during sampling.
 
@@ -403,12 +403,12 @@ class ModelPreferences(Struct, kw_only=True):
     """
 
 
-class Notification(Struct, kw_only=True):
+class Notification(Struct, kw_only=True, dict=True):
     method: str
     params: dict[str, Any] | UnsetType = UNSET
 
 
-class NumberSchema(Struct, kw_only=True):
+class NumberSchema(Struct, kw_only=True, dict=True):
     type: Literal['integer', 'number']
     description: str | UnsetType = UNSET
     maximum: float | UnsetType = UNSET
@@ -416,7 +416,7 @@ class NumberSchema(Struct, kw_only=True):
     title: str | UnsetType = UNSET
 
 
-class PaginatedRequestParams(Struct, kw_only=True):
+class PaginatedRequestParams(Struct, kw_only=True, dict=True):
     cursor: str | UnsetType = UNSET
     """
     An opaque token representing the current pagination position.
@@ -424,12 +424,12 @@ class PaginatedRequestParams(Struct, kw_only=True):
     """
 
 
-class PaginatedRequest(Struct, kw_only=True):
+class PaginatedRequest(Struct, kw_only=True, dict=True):
     method: str
     params: PaginatedRequestParams | UnsetType = UNSET
 
 
-class PaginatedResult(Struct, kw_only=True):
+class PaginatedResult(Struct, kw_only=True, dict=True):
     meta: dict[str, Any] | UnsetType = field(name='_meta', default=UNSET)
     """
     See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage.
@@ -441,7 +441,7 @@ class PaginatedResult(Struct, kw_only=True):
     """
 
 
-class PingRequestParams(Struct, kw_only=True):
+class PingRequestParams(Struct, kw_only=True, dict=True):
     meta: dict[str, Any] | UnsetType = field(name='_meta', default=UNSET)
     """
     See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage.
@@ -452,7 +452,7 @@ ProgressToken: TypeAlias = str | int
 """A progress token, used to associate progress notifications with the original request."""
 
 
-class PromptArgument(Struct, kw_only=True):
+class PromptArgument(Struct, kw_only=True, dict=True):
     """
     Describes an argument that a prompt can accept.
     """
@@ -476,14 +476,14 @@ class PromptArgument(Struct, kw_only=True):
     """
 
 
-class PromptListChangedNotificationParams(Struct, kw_only=True):
+class PromptListChangedNotificationParams(Struct, kw_only=True, dict=True):
     meta: dict[str, Any] | UnsetType = field(name='_meta', default=UNSET)
     """
     See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage.
     """
 
 
-class PromptListChangedNotification(Struct, kw_only=True, tag_field='method', tag='notifications/prompts/list_changed'):
+class PromptListChangedNotification(Struct, kw_only=True, dict=True, tag_field='method', tag='notifications/prompts/list_changed'):
     """
     An optional notification from the server to the client, informing it that the list of prompts it offers has changed. This may be issued by servers without any previous subscription from the client.
     """
@@ -492,7 +492,7 @@ class PromptListChangedNotification(Struct, kw_only=True, tag_field='method', ta
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class PromptReference(Struct, kw_only=True, tag_field='type', tag='ref/prompt'):
+class PromptReference(Struct, kw_only=True, dict=True, tag_field='type', tag='ref/prompt'):
     """
     Identifies a prompt.
     """
@@ -512,7 +512,7 @@ class PromptReference(Struct, kw_only=True, tag_field='type', tag='ref/prompt'):
     """
 
 
-class ReadResourceRequestParams(Struct, kw_only=True):
+class ReadResourceRequestParams(Struct, kw_only=True, dict=True):
     uri: str
     """
     The URI of the resource to read. The URI can use any protocol; it is up to the server how to interpret it.
@@ -523,7 +523,7 @@ class ReadResourceRequestParams(Struct, kw_only=True):
     """
 
 
-class Request(Struct, kw_only=True):
+class Request(Struct, kw_only=True, dict=True):
     method: str
     params: dict[str, Any] | UnsetType = UNSET
 
@@ -532,7 +532,7 @@ RequestId: TypeAlias = str | int
 """A uniquely identifying ID for a request in JSON-RPC."""
 
 
-class ResourceContents(Struct, kw_only=True):
+class ResourceContents(Struct, kw_only=True, dict=True):
     """
     The contents of a specific resource or sub-resource.
     """
@@ -547,14 +547,14 @@ class ResourceContents(Struct, kw_only=True):
     """The MIME type of this resource, if known."""
 
 
-class ResourceListChangedNotificationParams(Struct, kw_only=True):
+class ResourceListChangedNotificationParams(Struct, kw_only=True, dict=True):
     meta: dict[str, Any] | UnsetType = field(name='_meta', default=UNSET)
     """
     See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage.
     """
 
 
-class ResourceListChangedNotification(Struct, kw_only=True, tag_field='method', tag='notifications/resources/list_changed'):
+class ResourceListChangedNotification(Struct, kw_only=True, dict=True, tag_field='method', tag='notifications/resources/list_changed'):
     """
     An optional notification from the server to the client, informing it that the list of resources it can read from has changed. This may be issued by servers without any previous subscription from the client.
     """
@@ -563,7 +563,7 @@ class ResourceListChangedNotification(Struct, kw_only=True, tag_field='method', 
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class ResourceTemplateReference(Struct, kw_only=True, tag_field='type', tag='ref/resource'):
+class ResourceTemplateReference(Struct, kw_only=True, dict=True, tag_field='type', tag='ref/resource'):
     """
     A reference to a resource or resource template definition.
     """
@@ -572,7 +572,7 @@ class ResourceTemplateReference(Struct, kw_only=True, tag_field='type', tag='ref
     """The URI or URI template of the resource."""
 
 
-class ResourceUpdatedNotificationParams(Struct, kw_only=True):
+class ResourceUpdatedNotificationParams(Struct, kw_only=True, dict=True):
     uri: str
     """
     The URI of the resource that has been updated. This might be a sub-resource of the one that the client actually subscribed to.
@@ -583,7 +583,7 @@ class ResourceUpdatedNotificationParams(Struct, kw_only=True):
     """
 
 
-class ResourceUpdatedNotification(Struct, kw_only=True, tag_field='method', tag='notifications/resources/updated'):
+class ResourceUpdatedNotification(Struct, kw_only=True, dict=True, tag_field='method', tag='notifications/resources/updated'):
     """
     A notification from the server to the client, informing it that a resource has changed and may need to be read again. This should only be sent if the client previously sent a resources/subscribe request.
     """
@@ -592,7 +592,7 @@ class ResourceUpdatedNotification(Struct, kw_only=True, tag_field='method', tag=
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class Result(Struct, kw_only=True):
+class Result(Struct, kw_only=True, dict=True):
     meta: dict[str, Any] | UnsetType = field(name='_meta', default=UNSET)
     """
     See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage.
@@ -603,7 +603,7 @@ Role: TypeAlias = Literal['assistant', 'user']
 """The sender or recipient of messages and data in a conversation."""
 
 
-class Root(Struct, kw_only=True):
+class Root(Struct, kw_only=True, dict=True):
     """
     Represents a root directory or file that the server can operate on.
     """
@@ -626,14 +626,14 @@ class Root(Struct, kw_only=True):
     """
 
 
-class RootsListChangedNotificationParams(Struct, kw_only=True):
+class RootsListChangedNotificationParams(Struct, kw_only=True, dict=True):
     meta: dict[str, Any] | UnsetType = field(name='_meta', default=UNSET)
     """
     See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage.
     """
 
 
-class RootsListChangedNotification(Struct, kw_only=True, tag_field='method', tag='notifications/roots/list_changed'):
+class RootsListChangedNotification(Struct, kw_only=True, dict=True, tag_field='method', tag='notifications/roots/list_changed'):
     """
     A notification from the client to the server, informing it that the list of roots has changed.
     This notification should be sent whenever the client adds, removes, or modifies any root.
@@ -644,24 +644,24 @@ class RootsListChangedNotification(Struct, kw_only=True, tag_field='method', tag
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class ServerCapabilitiesPrompts(Struct, kw_only=True):
+class ServerCapabilitiesPrompts(Struct, kw_only=True, dict=True):
     listChanged: bool | UnsetType = UNSET
     """Whether this server supports notifications for changes to the prompt list."""
 
 
-class ServerCapabilitiesResources(Struct, kw_only=True):
+class ServerCapabilitiesResources(Struct, kw_only=True, dict=True):
     listChanged: bool | UnsetType = UNSET
     """Whether this server supports notifications for changes to the resource list."""
     subscribe: bool | UnsetType = UNSET
     """Whether this server supports subscribing to resource updates."""
 
 
-class ServerCapabilitiesTools(Struct, kw_only=True):
+class ServerCapabilitiesTools(Struct, kw_only=True, dict=True):
     listChanged: bool | UnsetType = UNSET
     """Whether this server supports notifications for changes to the tool list."""
 
 
-class ServerCapabilities(Struct, kw_only=True):
+class ServerCapabilities(Struct, kw_only=True, dict=True):
     """
     Capabilities that a server may support. Known capabilities are defined here, in this schema, but this is not a closed set: any server can define its own, additional capabilities.
     """
@@ -680,7 +680,7 @@ class ServerCapabilities(Struct, kw_only=True):
     """Present if the server offers any tools to call."""
 
 
-class SetLevelRequestParams(Struct, kw_only=True):
+class SetLevelRequestParams(Struct, kw_only=True, dict=True):
     level: LoggingLevel
     """
     The level of logging that the client wants to receive from the server. The server should send all logs at this level and higher (i.e., more severe) to the client as notifications/message.
@@ -691,7 +691,7 @@ class SetLevelRequestParams(Struct, kw_only=True):
     """
 
 
-class SetLevelRequest(Struct, kw_only=True, tag_field='method', tag='logging/setLevel'):
+class SetLevelRequest(Struct, kw_only=True, dict=True, tag_field='method', tag='logging/setLevel'):
     """
     A request from the client to the server, to enable or adjust logging.
     """
@@ -701,7 +701,7 @@ class SetLevelRequest(Struct, kw_only=True, tag_field='method', tag='logging/set
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class StringSchema(Struct, kw_only=True):
+class StringSchema(Struct, kw_only=True, dict=True):
     type: Literal['string']
     description: str | UnsetType = UNSET
     format: Literal['date', 'date-time', 'email', 'uri'] | UnsetType = UNSET
@@ -710,7 +710,7 @@ class StringSchema(Struct, kw_only=True):
     title: str | UnsetType = UNSET
 
 
-class SubscribeRequestParams(Struct, kw_only=True):
+class SubscribeRequestParams(Struct, kw_only=True, dict=True):
     uri: str
     """
     The URI of the resource to subscribe to. The URI can use any protocol; it is up to the server how to interpret it.
@@ -721,7 +721,7 @@ class SubscribeRequestParams(Struct, kw_only=True):
     """
 
 
-class SubscribeRequest(Struct, kw_only=True, tag_field='method', tag='resources/subscribe'):
+class SubscribeRequest(Struct, kw_only=True, dict=True, tag_field='method', tag='resources/subscribe'):
     """
     Sent from the client to request resources/updated notifications from the server whenever a particular resource changes.
     """
@@ -731,7 +731,7 @@ class SubscribeRequest(Struct, kw_only=True, tag_field='method', tag='resources/
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class TextResourceContents(Struct, kw_only=True):
+class TextResourceContents(Struct, kw_only=True, dict=True):
     text: str
     """
     The text of the item. This must only be set if the item can actually be represented as text (not binary data).
@@ -746,7 +746,7 @@ class TextResourceContents(Struct, kw_only=True):
     """The MIME type of this resource, if known."""
 
 
-class ToolAnnotations(Struct, kw_only=True):
+class ToolAnnotations(Struct, kw_only=True, dict=True):
     """
     Additional properties describing a Tool to clients.
 
@@ -795,14 +795,14 @@ class ToolAnnotations(Struct, kw_only=True):
     """A human-readable title for the tool."""
 
 
-class ToolListChangedNotificationParams(Struct, kw_only=True):
+class ToolListChangedNotificationParams(Struct, kw_only=True, dict=True):
     meta: dict[str, Any] | UnsetType = field(name='_meta', default=UNSET)
     """
     See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage.
     """
 
 
-class ToolListChangedNotification(Struct, kw_only=True, tag_field='method', tag='notifications/tools/list_changed'):
+class ToolListChangedNotification(Struct, kw_only=True, dict=True, tag_field='method', tag='notifications/tools/list_changed'):
     """
     An optional notification from the server to the client, informing it that the list of tools it offers has changed. This may be issued by servers without any previous subscription from the client.
     """
@@ -811,7 +811,7 @@ class ToolListChangedNotification(Struct, kw_only=True, tag_field='method', tag=
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class UnsubscribeRequestParams(Struct, kw_only=True):
+class UnsubscribeRequestParams(Struct, kw_only=True, dict=True):
     uri: str
     """The URI of the resource to unsubscribe from."""
     meta: dict[str, Any] | UnsetType = field(name='_meta', default=UNSET)
@@ -820,7 +820,7 @@ class UnsubscribeRequestParams(Struct, kw_only=True):
     """
 
 
-class UnsubscribeRequest(Struct, kw_only=True, tag_field='method', tag='resources/unsubscribe'):
+class UnsubscribeRequest(Struct, kw_only=True, dict=True, tag_field='method', tag='resources/unsubscribe'):
     """
     Sent from the client to request cancellation of resources/updated notifications from the server. This should follow a previous resources/subscribe request.
     """
@@ -830,7 +830,7 @@ class UnsubscribeRequest(Struct, kw_only=True, tag_field='method', tag='resource
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class AnyResourceContents(Struct, kw_only=True):
+class AnyResourceContents(Struct, kw_only=True, dict=True):
     """
     The contents of a resource: `text` for text, `blob` (base64) for binary data.
 
@@ -853,7 +853,7 @@ class AnyResourceContents(Struct, kw_only=True):
     """A base64-encoded string representing the binary data of the item."""
 
 
-class Annotations(Struct, kw_only=True):
+class Annotations(Struct, kw_only=True, dict=True):
     """
     Optional annotations for the client. The client can use annotations to inform how objects are used or displayed
     """
@@ -883,7 +883,7 @@ class Annotations(Struct, kw_only=True):
     """
 
 
-class AudioContent(Struct, kw_only=True, tag_field='type', tag='audio'):
+class AudioContent(Struct, kw_only=True, dict=True, tag_field='type', tag='audio'):
     """
     Audio provided to or from an LLM.
     """
@@ -900,7 +900,7 @@ class AudioContent(Struct, kw_only=True, tag_field='type', tag='audio'):
     """Optional annotations for the client."""
 
 
-class CallToolRequest(Struct, kw_only=True, tag_field='method', tag='tools/call'):
+class CallToolRequest(Struct, kw_only=True, dict=True, tag_field='method', tag='tools/call'):
     """
     Used by the client to invoke a tool provided by the server.
     """
@@ -910,7 +910,7 @@ class CallToolRequest(Struct, kw_only=True, tag_field='method', tag='tools/call'
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class CancelledNotificationParams(Struct, kw_only=True):
+class CancelledNotificationParams(Struct, kw_only=True, dict=True):
     requestId: RequestId
     """
     The ID of the request to cancel.
@@ -927,7 +927,7 @@ class CancelledNotificationParams(Struct, kw_only=True):
     """
 
 
-class CancelledNotification(Struct, kw_only=True, tag_field='method', tag='notifications/cancelled'):
+class CancelledNotification(Struct, kw_only=True, dict=True, tag_field='method', tag='notifications/cancelled'):
     """
     This notification can be sent by either side to indicate that it is cancelling a previously-issued request.
 
@@ -942,7 +942,7 @@ class CancelledNotification(Struct, kw_only=True, tag_field='method', tag='notif
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class CompleteRequestParams(Struct, kw_only=True):
+class CompleteRequestParams(Struct, kw_only=True, dict=True):
     argument: CompleteRequestParamsArgument
     """The argument's information"""
     ref: PromptReference | ResourceTemplateReference
@@ -954,7 +954,7 @@ class CompleteRequestParams(Struct, kw_only=True):
     """
 
 
-class CompleteRequest(Struct, kw_only=True, tag_field='method', tag='completion/complete'):
+class CompleteRequest(Struct, kw_only=True, dict=True, tag_field='method', tag='completion/complete'):
     """
     A request from the client to the server, to ask for completion options.
     """
@@ -964,7 +964,7 @@ class CompleteRequest(Struct, kw_only=True, tag_field='method', tag='completion/
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class ElicitRequest(Struct, kw_only=True, tag_field='method', tag='elicitation/create'):
+class ElicitRequest(Struct, kw_only=True, dict=True, tag_field='method', tag='elicitation/create'):
     """
     A request from the server to elicit additional information from the user via the client.
     """
@@ -974,7 +974,7 @@ class ElicitRequest(Struct, kw_only=True, tag_field='method', tag='elicitation/c
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class EmbeddedResource(Struct, kw_only=True, tag_field='type', tag='resource'):
+class EmbeddedResource(Struct, kw_only=True, dict=True, tag_field='type', tag='resource'):
     """
     The contents of a resource, embedded into a prompt or tool call result.
 
@@ -994,7 +994,7 @@ class EmbeddedResource(Struct, kw_only=True, tag_field='type', tag='resource'):
 EmptyResult: TypeAlias = Result
 
 
-class GetPromptRequest(Struct, kw_only=True, tag_field='method', tag='prompts/get'):
+class GetPromptRequest(Struct, kw_only=True, dict=True, tag_field='method', tag='prompts/get'):
     """
     Used by the client to get a prompt provided by the server.
     """
@@ -1004,7 +1004,7 @@ class GetPromptRequest(Struct, kw_only=True, tag_field='method', tag='prompts/ge
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class ImageContent(Struct, kw_only=True, tag_field='type', tag='image'):
+class ImageContent(Struct, kw_only=True, dict=True, tag_field='type', tag='image'):
     """
     An image provided to or from an LLM.
     """
@@ -1021,7 +1021,7 @@ class ImageContent(Struct, kw_only=True, tag_field='type', tag='image'):
     """Optional annotations for the client."""
 
 
-class InitializeRequest(Struct, kw_only=True, tag_field='method', tag='initialize'):
+class InitializeRequest(Struct, kw_only=True, dict=True, tag_field='method', tag='initialize'):
     """
     This request is sent from the client to the server when it first connects, asking it to begin initialization.
     """
@@ -1031,7 +1031,7 @@ class InitializeRequest(Struct, kw_only=True, tag_field='method', tag='initializ
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class InitializeResult(Struct, kw_only=True):
+class InitializeResult(Struct, kw_only=True, dict=True):
     """
     After receiving an initialize request from the client, the server sends this response.
     """
@@ -1054,7 +1054,7 @@ class InitializeResult(Struct, kw_only=True):
     """
 
 
-class JSONRPCError(Struct, kw_only=True):
+class JSONRPCError(Struct, kw_only=True, dict=True):
     """
     A response to a request that indicates an error occurred.
     """
@@ -1064,7 +1064,7 @@ class JSONRPCError(Struct, kw_only=True):
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class JSONRPCRequest(Struct, kw_only=True):
+class JSONRPCRequest(Struct, kw_only=True, dict=True):
     """
     A request that expects a response.
     """
@@ -1075,7 +1075,7 @@ class JSONRPCRequest(Struct, kw_only=True):
     params: dict[str, Any] | UnsetType = UNSET
 
 
-class JSONRPCResponse(Struct, kw_only=True):
+class JSONRPCResponse(Struct, kw_only=True, dict=True):
     """
     A successful (non-error) response to a request.
     """
@@ -1085,7 +1085,7 @@ class JSONRPCResponse(Struct, kw_only=True):
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class ListPromptsRequest(Struct, kw_only=True, tag_field='method', tag='prompts/list'):
+class ListPromptsRequest(Struct, kw_only=True, dict=True, tag_field='method', tag='prompts/list'):
     """
     Sent from the client to request a list of prompts and prompt templates the server has.
     """
@@ -1095,7 +1095,7 @@ class ListPromptsRequest(Struct, kw_only=True, tag_field='method', tag='prompts/
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class ListResourceTemplatesRequest(Struct, kw_only=True, tag_field='method', tag='resources/templates/list'):
+class ListResourceTemplatesRequest(Struct, kw_only=True, dict=True, tag_field='method', tag='resources/templates/list'):
     """
     Sent from the client to request a list of resource templates the server has.
     """
@@ -1105,7 +1105,7 @@ class ListResourceTemplatesRequest(Struct, kw_only=True, tag_field='method', tag
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class ListResourcesRequest(Struct, kw_only=True, tag_field='method', tag='resources/list'):
+class ListResourcesRequest(Struct, kw_only=True, dict=True, tag_field='method', tag='resources/list'):
     """
     Sent from the client to request a list of resources the server has.
     """
@@ -1115,7 +1115,7 @@ class ListResourcesRequest(Struct, kw_only=True, tag_field='method', tag='resour
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class ListRootsRequest(Struct, kw_only=True, tag_field='method', tag='roots/list'):
+class ListRootsRequest(Struct, kw_only=True, dict=True, tag_field='method', tag='roots/list'):
     """
     Sent from the server to request a list of root URIs from the client. Roots allow
     servers to ask for specific directories or files to operate on. A common example
@@ -1131,7 +1131,7 @@ class ListRootsRequest(Struct, kw_only=True, tag_field='method', tag='roots/list
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class ListRootsResult(Struct, kw_only=True):
+class ListRootsResult(Struct, kw_only=True, dict=True):
     """
     The client's response to a roots/list request from the server.
     This result contains an array of Root objects, each representing a root directory
@@ -1145,7 +1145,7 @@ class ListRootsResult(Struct, kw_only=True):
     """
 
 
-class ListToolsRequest(Struct, kw_only=True, tag_field='method', tag='tools/list'):
+class ListToolsRequest(Struct, kw_only=True, dict=True, tag_field='method', tag='tools/list'):
     """
     Sent from the client to request a list of tools the server has.
     """
@@ -1155,7 +1155,7 @@ class ListToolsRequest(Struct, kw_only=True, tag_field='method', tag='tools/list
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class PingRequest(Struct, kw_only=True, tag_field='method', tag='ping'):
+class PingRequest(Struct, kw_only=True, dict=True, tag_field='method', tag='ping'):
     """
     A ping, issued by either the server or the client, to check that the other party is still alive. The receiver must promptly respond, or else may be disconnected.
     """
@@ -1165,7 +1165,7 @@ class PingRequest(Struct, kw_only=True, tag_field='method', tag='ping'):
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class ProgressNotificationParams(Struct, kw_only=True):
+class ProgressNotificationParams(Struct, kw_only=True, dict=True):
     progress: float
     """
     The progress thus far. This should increase every time progress is made, even if the total is unknown.
@@ -1184,7 +1184,7 @@ class ProgressNotificationParams(Struct, kw_only=True):
     """
 
 
-class ProgressNotification(Struct, kw_only=True, tag_field='method', tag='notifications/progress'):
+class ProgressNotification(Struct, kw_only=True, dict=True, tag_field='method', tag='notifications/progress'):
     """
     An out-of-band notification used to inform the receiver of a progress update for a long-running request.
     """
@@ -1193,7 +1193,7 @@ class ProgressNotification(Struct, kw_only=True, tag_field='method', tag='notifi
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class Prompt(Struct, kw_only=True):
+class Prompt(Struct, kw_only=True, dict=True):
     """
     A prompt or prompt template that the server offers.
     """
@@ -1221,7 +1221,7 @@ class Prompt(Struct, kw_only=True):
     """
 
 
-class ReadResourceRequest(Struct, kw_only=True, tag_field='method', tag='resources/read'):
+class ReadResourceRequest(Struct, kw_only=True, dict=True, tag_field='method', tag='resources/read'):
     """
     Sent from the client to the server, to read a specific resource URI.
     """
@@ -1231,7 +1231,7 @@ class ReadResourceRequest(Struct, kw_only=True, tag_field='method', tag='resourc
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class ReadResourceResult(Struct, kw_only=True):
+class ReadResourceResult(Struct, kw_only=True, dict=True):
     """
     The server's response to a resources/read request from the client.
     """
@@ -1243,7 +1243,7 @@ class ReadResourceResult(Struct, kw_only=True):
     """
 
 
-class Resource(Struct, kw_only=True):
+class Resource(Struct, kw_only=True, dict=True):
     """
     A known resource that the server is capable of reading.
     """
@@ -1285,7 +1285,7 @@ class Resource(Struct, kw_only=True):
     """
 
 
-class ResourceLink(Struct, kw_only=True, tag_field='type', tag='resource_link'):
+class ResourceLink(Struct, kw_only=True, dict=True, tag_field='type', tag='resource_link'):
     """
     A resource that the server is capable of reading, included in a prompt or tool call result.
 
@@ -1329,7 +1329,7 @@ class ResourceLink(Struct, kw_only=True, tag_field='type', tag='resource_link'):
     """
 
 
-class ResourceTemplate(Struct, kw_only=True):
+class ResourceTemplate(Struct, kw_only=True, dict=True):
     """
     A template description for resources available on the server.
     """
@@ -1370,7 +1370,7 @@ class ResourceTemplate(Struct, kw_only=True):
 ServerNotification: TypeAlias = CancelledNotification | ProgressNotification | ResourceListChangedNotification | ResourceUpdatedNotification | PromptListChangedNotification | ToolListChangedNotification | LoggingMessageNotification
 
 
-class TextContent(Struct, kw_only=True, tag_field='type', tag='text'):
+class TextContent(Struct, kw_only=True, dict=True, tag_field='type', tag='text'):
     """
     Text provided to or from an LLM.
     """
@@ -1385,7 +1385,7 @@ class TextContent(Struct, kw_only=True, tag_field='type', tag='text'):
     """Optional annotations for the client."""
 
 
-class Tool(Struct, kw_only=True):
+class Tool(Struct, kw_only=True, dict=True):
     """
     Definition for a tool the client can call.
     """
@@ -1437,7 +1437,7 @@ ClientRequest: TypeAlias = InitializeRequest | PingRequest | ListResourcesReques
 ContentBlock: TypeAlias = TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource
 
 
-class CreateMessageResult(Struct, kw_only=True):
+class CreateMessageResult(Struct, kw_only=True, dict=True):
     """
     The client's response to a sampling/create_message request from the server. The client should inform the user before returning the sampled message, to allow them to inspect the response (human in the loop) and decide whether to allow the server to see it.
     """
@@ -1454,7 +1454,7 @@ class CreateMessageResult(Struct, kw_only=True):
     """The reason why sampling stopped, if known."""
 
 
-class ListPromptsResult(Struct, kw_only=True):
+class ListPromptsResult(Struct, kw_only=True, dict=True):
     """
     The server's response to a prompts/list request from the client.
     """
@@ -1471,7 +1471,7 @@ class ListPromptsResult(Struct, kw_only=True):
     """
 
 
-class ListResourceTemplatesResult(Struct, kw_only=True):
+class ListResourceTemplatesResult(Struct, kw_only=True, dict=True):
     """
     The server's response to a resources/templates/list request from the client.
     """
@@ -1488,7 +1488,7 @@ class ListResourceTemplatesResult(Struct, kw_only=True):
     """
 
 
-class ListResourcesResult(Struct, kw_only=True):
+class ListResourcesResult(Struct, kw_only=True, dict=True):
     """
     The server's response to a resources/list request from the client.
     """
@@ -1505,7 +1505,7 @@ class ListResourcesResult(Struct, kw_only=True):
     """
 
 
-class ListToolsResult(Struct, kw_only=True):
+class ListToolsResult(Struct, kw_only=True, dict=True):
     """
     The server's response to a tools/list request from the client.
     """
@@ -1522,7 +1522,7 @@ class ListToolsResult(Struct, kw_only=True):
     """
 
 
-class PromptMessage(Struct, kw_only=True):
+class PromptMessage(Struct, kw_only=True, dict=True):
     """
     Describes a message returned as part of a prompt.
 
@@ -1534,7 +1534,7 @@ class PromptMessage(Struct, kw_only=True):
     role: Role
 
 
-class SamplingMessage(Struct, kw_only=True):
+class SamplingMessage(Struct, kw_only=True, dict=True):
     """
     Describes a message issued to or received from an LLM API.
     """
@@ -1543,7 +1543,7 @@ class SamplingMessage(Struct, kw_only=True):
     role: Role
 
 
-class CallToolResult(Struct, kw_only=True):
+class CallToolResult(Struct, kw_only=True, dict=True):
     """
     The server's response to a tool call.
     """
@@ -1573,7 +1573,7 @@ class CallToolResult(Struct, kw_only=True):
     """An optional JSON object that represents the structured result of the tool call."""
 
 
-class CreateMessageRequestParams(Struct, kw_only=True):
+class CreateMessageRequestParams(Struct, kw_only=True, dict=True):
     maxTokens: int
     """
     The requested maximum number of tokens to sample (to prevent runaway completions).
@@ -1605,7 +1605,7 @@ class CreateMessageRequestParams(Struct, kw_only=True):
     """
 
 
-class CreateMessageRequest(Struct, kw_only=True, tag_field='method', tag='sampling/createMessage'):
+class CreateMessageRequest(Struct, kw_only=True, dict=True, tag_field='method', tag='sampling/createMessage'):
     """
     A request from the server to sample an LLM via the client. The client has full discretion over which model to select. The client should also inform the user before beginning sampling, to allow them to inspect the request (human in the loop) and decide whether to approve it.
     """
@@ -1615,7 +1615,7 @@ class CreateMessageRequest(Struct, kw_only=True, tag_field='method', tag='sampli
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class GetPromptResult(Struct, kw_only=True):
+class GetPromptResult(Struct, kw_only=True, dict=True):
     """
     The server's response to a prompts/get request from the client.
     """

@@ -9,7 +9,7 @@ from msgspec import UNSET, Meta, Struct, UnsetType, field
 from mcp_trio.types._wire import MethodSpec
 
 
-class BaseMetadata(Struct, kw_only=True):
+class BaseMetadata(Struct, kw_only=True, dict=True):
     """
     Base interface for metadata with name (identifier) and title (display name) properties.
     """
@@ -29,7 +29,7 @@ class BaseMetadata(Struct, kw_only=True):
     """
 
 
-class BlobResourceContents(Struct, kw_only=True):
+class BlobResourceContents(Struct, kw_only=True, dict=True):
     blob: str
     """A base64-encoded string representing the binary data of the item."""
     uri: str
@@ -42,14 +42,14 @@ class BlobResourceContents(Struct, kw_only=True):
     """The MIME type of this resource, if known."""
 
 
-class BooleanSchema(Struct, kw_only=True):
+class BooleanSchema(Struct, kw_only=True, dict=True):
     type: Literal['boolean']
     default: bool | UnsetType = UNSET
     description: str | UnsetType = UNSET
     title: str | UnsetType = UNSET
 
 
-class CancelTaskRequestParams(Struct, kw_only=True):
+class CancelTaskRequestParams(Struct, kw_only=True, dict=True):
     taskId: str
     """The task identifier to cancel."""
     meta: dict[str, Any] | UnsetType = field(name='_meta', default=UNSET)
@@ -58,17 +58,17 @@ class CancelTaskRequestParams(Struct, kw_only=True):
     """
 
 
-class ClientCapabilitiesElicitation(Struct, kw_only=True):
+class ClientCapabilitiesElicitation(Struct, kw_only=True, dict=True):
     form: dict[str, Any] | UnsetType = UNSET
     url: dict[str, Any] | UnsetType = UNSET
 
 
-class ClientCapabilitiesRoots(Struct, kw_only=True):
+class ClientCapabilitiesRoots(Struct, kw_only=True, dict=True):
     listChanged: bool | UnsetType = UNSET
     """Whether the client supports notifications for changes to the roots list."""
 
 
-class ClientCapabilitiesSampling(Struct, kw_only=True):
+class ClientCapabilitiesSampling(Struct, kw_only=True, dict=True):
     context: dict[str, Any] | UnsetType = UNSET
     """
     Whether the client supports context inclusion via includeContext parameter.
@@ -78,24 +78,24 @@ class ClientCapabilitiesSampling(Struct, kw_only=True):
     """Whether the client supports tool use via tools and toolChoice parameters."""
 
 
-class ClientCapabilitiesTasksRequestsElicitation(Struct, kw_only=True):
+class ClientCapabilitiesTasksRequestsElicitation(Struct, kw_only=True, dict=True):
     create: dict[str, Any] | UnsetType = UNSET
     """Whether the client supports task-augmented elicitation/create requests."""
 
 
-class ClientCapabilitiesTasksRequestsSampling(Struct, kw_only=True):
+class ClientCapabilitiesTasksRequestsSampling(Struct, kw_only=True, dict=True):
     createMessage: dict[str, Any] | UnsetType = UNSET
     """Whether the client supports task-augmented sampling/createMessage requests."""
 
 
-class ClientCapabilitiesTasksRequests(Struct, kw_only=True):
+class ClientCapabilitiesTasksRequests(Struct, kw_only=True, dict=True):
     elicitation: ClientCapabilitiesTasksRequestsElicitation | UnsetType = UNSET
     """Task support for elicitation-related requests."""
     sampling: ClientCapabilitiesTasksRequestsSampling | UnsetType = UNSET
     """Task support for sampling-related requests."""
 
 
-class ClientCapabilitiesTasks(Struct, kw_only=True):
+class ClientCapabilitiesTasks(Struct, kw_only=True, dict=True):
     cancel: dict[str, Any] | UnsetType = UNSET
     """Whether this client supports tasks/cancel."""
     list: dict[str, Any] | UnsetType = UNSET
@@ -104,7 +104,7 @@ class ClientCapabilitiesTasks(Struct, kw_only=True):
     """Specifies which request types can be augmented with tasks."""
 
 
-class ClientCapabilities(Struct, kw_only=True):
+class ClientCapabilities(Struct, kw_only=True, dict=True):
     """
     Capabilities a client may support. Known capabilities are defined here, in this schema, but this is not a closed set: any client can define its own, additional capabilities.
     """
@@ -121,19 +121,19 @@ class ClientCapabilities(Struct, kw_only=True):
     """Present if the client supports task-augmented requests."""
 
 
-class CompleteRequestParamsArgument(Struct, kw_only=True):
+class CompleteRequestParamsArgument(Struct, kw_only=True, dict=True):
     name: str
     """The name of the argument"""
     value: str
     """The value of the argument to use for completion matching."""
 
 
-class CompleteRequestParamsContext(Struct, kw_only=True):
+class CompleteRequestParamsContext(Struct, kw_only=True, dict=True):
     arguments: dict[str, str] | UnsetType = UNSET
     """Previously-resolved variables in a URI template or prompt."""
 
 
-class CompleteResultCompletion(Struct, kw_only=True):
+class CompleteResultCompletion(Struct, kw_only=True, dict=True):
     values: list[str]
     """An array of completion values. Must not exceed 100 items."""
     hasMore: bool | UnsetType = UNSET
@@ -146,7 +146,7 @@ class CompleteResultCompletion(Struct, kw_only=True):
     """
 
 
-class CompleteResult(Struct, kw_only=True):
+class CompleteResult(Struct, kw_only=True, dict=True):
     """
     The server's response to a completion/complete request
     """
@@ -162,7 +162,7 @@ Cursor: TypeAlias = str
 """An opaque token used to represent a cursor for pagination."""
 
 
-class ElicitResult(Struct, kw_only=True):
+class ElicitResult(Struct, kw_only=True, dict=True):
     """
     The client's response to an elicitation request.
     """
@@ -186,7 +186,7 @@ class ElicitResult(Struct, kw_only=True):
     """
 
 
-class ElicitationCompleteNotificationParams(Struct, kw_only=True):
+class ElicitationCompleteNotificationParams(Struct, kw_only=True, dict=True):
     elicitationId: str
     """The ID of the elicitation that completed."""
     meta: dict[str, Any] | UnsetType = field(name='_meta', default=UNSET)
@@ -195,7 +195,7 @@ class ElicitationCompleteNotificationParams(Struct, kw_only=True):
     """
 
 
-class ElicitationCompleteNotification(Struct, kw_only=True, tag_field='method', tag='notifications/elicitation/complete'):
+class ElicitationCompleteNotification(Struct, kw_only=True, dict=True, tag_field='method', tag='notifications/elicitation/complete'):
     """
     An optional notification from the server to the client, informing it of a completion of a out-of-band elicitation request.
     """
@@ -204,7 +204,7 @@ class ElicitationCompleteNotification(Struct, kw_only=True, tag_field='method', 
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class Error(Struct, kw_only=True):
+class Error(Struct, kw_only=True, dict=True):
     code: int
     """The error type that occurred."""
     message: str
@@ -217,7 +217,7 @@ class Error(Struct, kw_only=True):
     """
 
 
-class GetPromptRequestParams(Struct, kw_only=True):
+class GetPromptRequestParams(Struct, kw_only=True, dict=True):
     """
     Parameters for a `prompts/get` request.
     """
@@ -232,7 +232,7 @@ class GetPromptRequestParams(Struct, kw_only=True):
     """Arguments to use for templating the prompt."""
 
 
-class GetTaskPayloadRequestParams(Struct, kw_only=True):
+class GetTaskPayloadRequestParams(Struct, kw_only=True, dict=True):
     taskId: str
     """The task identifier to retrieve results for."""
     meta: dict[str, Any] | UnsetType = field(name='_meta', default=UNSET)
@@ -249,7 +249,7 @@ For example, a tools/call task would return the CallToolResult structure.
 """
 
 
-class GetTaskRequestParams(Struct, kw_only=True):
+class GetTaskRequestParams(Struct, kw_only=True, dict=True):
     taskId: str
     """The task identifier to query."""
     meta: dict[str, Any] | UnsetType = field(name='_meta', default=UNSET)
@@ -258,7 +258,7 @@ class GetTaskRequestParams(Struct, kw_only=True):
     """
 
 
-class Icon(Struct, kw_only=True):
+class Icon(Struct, kw_only=True, dict=True):
     """
     An optionally-sized icon that can be displayed in a user interface.
     """
@@ -296,7 +296,7 @@ class Icon(Struct, kw_only=True):
     """
 
 
-class Icons(Struct, kw_only=True):
+class Icons(Struct, kw_only=True, dict=True):
     """
     Base interface to add `icons` property.
     """
@@ -315,7 +315,7 @@ class Icons(Struct, kw_only=True):
     """
 
 
-class Implementation(Struct, kw_only=True):
+class Implementation(Struct, kw_only=True, dict=True):
     """
     Describes the MCP implementation.
     """
@@ -358,7 +358,7 @@ class Implementation(Struct, kw_only=True):
     """An optional URL of the website for this implementation."""
 
 
-class InitializeRequestParams(Struct, kw_only=True):
+class InitializeRequestParams(Struct, kw_only=True, dict=True):
     """
     Parameters for an `initialize` request.
     """
@@ -375,7 +375,7 @@ class InitializeRequestParams(Struct, kw_only=True):
     """
 
 
-class JSONRPCNotification(Struct, kw_only=True):
+class JSONRPCNotification(Struct, kw_only=True, dict=True):
     """
     A notification which does not expect a response.
     """
@@ -385,7 +385,7 @@ class JSONRPCNotification(Struct, kw_only=True):
     params: dict[str, Any] | UnsetType = UNSET
 
 
-class LegacyTitledEnumSchema(Struct, kw_only=True):
+class LegacyTitledEnumSchema(Struct, kw_only=True, dict=True):
     """
     Use TitledSingleSelectEnumSchema instead.
     This interface will be removed in a future version.
@@ -412,7 +412,7 @@ https://datatracker.ietf.org/doc/html/rfc5424#section-6.2.1
 """
 
 
-class LoggingMessageNotificationParams(Struct, kw_only=True):
+class LoggingMessageNotificationParams(Struct, kw_only=True, dict=True):
     """
     Parameters for a `notifications/message` notification.
     """
@@ -431,7 +431,7 @@ class LoggingMessageNotificationParams(Struct, kw_only=True):
     """An optional name of the logger issuing this message."""
 
 
-class ModelHint(Struct, kw_only=True):
+class ModelHint(Struct, kw_only=True, dict=True):
     """
     Hints to use for model selection.
 
@@ -453,7 +453,7 @@ class ModelHint(Struct, kw_only=True):
     """
 
 
-class ModelPreferences(Struct, kw_only=True):
+class ModelPreferences(Struct, kw_only=True, dict=True):
     """
     The server's preferences for model selection, requested of the client during sampling.
 
@@ -498,19 +498,19 @@ class ModelPreferences(Struct, kw_only=True):
     """
 
 
-class Notification(Struct, kw_only=True):
+class Notification(Struct, kw_only=True, dict=True):
     method: str
     params: dict[str, Any] | UnsetType = UNSET
 
 
-class NotificationParams(Struct, kw_only=True):
+class NotificationParams(Struct, kw_only=True, dict=True):
     meta: dict[str, Any] | UnsetType = field(name='_meta', default=UNSET)
     """
     See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
     """
 
 
-class NumberSchema(Struct, kw_only=True):
+class NumberSchema(Struct, kw_only=True, dict=True):
     type: Literal['integer', 'number']
     default: float | UnsetType = UNSET
     description: str | UnsetType = UNSET
@@ -519,7 +519,7 @@ class NumberSchema(Struct, kw_only=True):
     title: str | UnsetType = UNSET
 
 
-class PaginatedRequestParams(Struct, kw_only=True):
+class PaginatedRequestParams(Struct, kw_only=True, dict=True):
     """
     Common parameters for paginated requests.
     """
@@ -535,7 +535,7 @@ class PaginatedRequestParams(Struct, kw_only=True):
     """
 
 
-class PaginatedResult(Struct, kw_only=True):
+class PaginatedResult(Struct, kw_only=True, dict=True):
     meta: dict[str, Any] | UnsetType = field(name='_meta', default=UNSET)
     """
     See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
@@ -551,7 +551,7 @@ ProgressToken: TypeAlias = str | int
 """A progress token, used to associate progress notifications with the original request."""
 
 
-class PromptArgument(Struct, kw_only=True):
+class PromptArgument(Struct, kw_only=True, dict=True):
     """
     Describes an argument that a prompt can accept.
     """
@@ -575,7 +575,7 @@ class PromptArgument(Struct, kw_only=True):
     """
 
 
-class PromptListChangedNotification(Struct, kw_only=True, tag_field='method', tag='notifications/prompts/list_changed'):
+class PromptListChangedNotification(Struct, kw_only=True, dict=True, tag_field='method', tag='notifications/prompts/list_changed'):
     """
     An optional notification from the server to the client, informing it that the list of prompts it offers has changed. This may be issued by servers without any previous subscription from the client.
     """
@@ -584,7 +584,7 @@ class PromptListChangedNotification(Struct, kw_only=True, tag_field='method', ta
     params: NotificationParams | UnsetType = UNSET
 
 
-class PromptReference(Struct, kw_only=True, tag_field='type', tag='ref/prompt'):
+class PromptReference(Struct, kw_only=True, dict=True, tag_field='type', tag='ref/prompt'):
     """
     Identifies a prompt.
     """
@@ -604,7 +604,7 @@ class PromptReference(Struct, kw_only=True, tag_field='type', tag='ref/prompt'):
     """
 
 
-class ReadResourceRequestParams(Struct, kw_only=True):
+class ReadResourceRequestParams(Struct, kw_only=True, dict=True):
     """
     Parameters for a `resources/read` request.
     """
@@ -619,7 +619,7 @@ class ReadResourceRequestParams(Struct, kw_only=True):
     """
 
 
-class RelatedTaskMetadata(Struct, kw_only=True):
+class RelatedTaskMetadata(Struct, kw_only=True, dict=True):
     """
     Metadata for associating messages with a task.
     Include this in the `_meta` field under the key `io.modelcontextprotocol/related-task`.
@@ -629,7 +629,7 @@ class RelatedTaskMetadata(Struct, kw_only=True):
     """The task identifier this message is associated with."""
 
 
-class Request(Struct, kw_only=True):
+class Request(Struct, kw_only=True, dict=True):
     method: str
     params: dict[str, Any] | UnsetType = UNSET
 
@@ -638,7 +638,7 @@ RequestId: TypeAlias = str | int
 """A uniquely identifying ID for a request in JSON-RPC."""
 
 
-class RequestParams(Struct, kw_only=True):
+class RequestParams(Struct, kw_only=True, dict=True):
     """
     Common params for any request.
     """
@@ -649,7 +649,7 @@ class RequestParams(Struct, kw_only=True):
     """
 
 
-class ResourceContents(Struct, kw_only=True):
+class ResourceContents(Struct, kw_only=True, dict=True):
     """
     The contents of a specific resource or sub-resource.
     """
@@ -664,7 +664,7 @@ class ResourceContents(Struct, kw_only=True):
     """The MIME type of this resource, if known."""
 
 
-class ResourceListChangedNotification(Struct, kw_only=True, tag_field='method', tag='notifications/resources/list_changed'):
+class ResourceListChangedNotification(Struct, kw_only=True, dict=True, tag_field='method', tag='notifications/resources/list_changed'):
     """
     An optional notification from the server to the client, informing it that the list of resources it can read from has changed. This may be issued by servers without any previous subscription from the client.
     """
@@ -673,7 +673,7 @@ class ResourceListChangedNotification(Struct, kw_only=True, tag_field='method', 
     params: NotificationParams | UnsetType = UNSET
 
 
-class ResourceRequestParams(Struct, kw_only=True):
+class ResourceRequestParams(Struct, kw_only=True, dict=True):
     """
     Common parameters when working with resources.
     """
@@ -688,7 +688,7 @@ class ResourceRequestParams(Struct, kw_only=True):
     """
 
 
-class ResourceTemplateReference(Struct, kw_only=True, tag_field='type', tag='ref/resource'):
+class ResourceTemplateReference(Struct, kw_only=True, dict=True, tag_field='type', tag='ref/resource'):
     """
     A reference to a resource or resource template definition.
     """
@@ -697,7 +697,7 @@ class ResourceTemplateReference(Struct, kw_only=True, tag_field='type', tag='ref
     """The URI or URI template of the resource."""
 
 
-class ResourceUpdatedNotificationParams(Struct, kw_only=True):
+class ResourceUpdatedNotificationParams(Struct, kw_only=True, dict=True):
     """
     Parameters for a `notifications/resources/updated` notification.
     """
@@ -712,7 +712,7 @@ class ResourceUpdatedNotificationParams(Struct, kw_only=True):
     """
 
 
-class Result(Struct, kw_only=True):
+class Result(Struct, kw_only=True, dict=True):
     meta: dict[str, Any] | UnsetType = field(name='_meta', default=UNSET)
     """
     See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
@@ -723,7 +723,7 @@ Role: TypeAlias = Literal['assistant', 'user']
 """The sender or recipient of messages and data in a conversation."""
 
 
-class Root(Struct, kw_only=True):
+class Root(Struct, kw_only=True, dict=True):
     """
     Represents a root directory or file that the server can operate on.
     """
@@ -746,7 +746,7 @@ class Root(Struct, kw_only=True):
     """
 
 
-class RootsListChangedNotification(Struct, kw_only=True, tag_field='method', tag='notifications/roots/list_changed'):
+class RootsListChangedNotification(Struct, kw_only=True, dict=True, tag_field='method', tag='notifications/roots/list_changed'):
     """
     A notification from the client to the server, informing it that the list of roots has changed.
     This notification should be sent whenever the client adds, removes, or modifies any root.
@@ -757,29 +757,29 @@ class RootsListChangedNotification(Struct, kw_only=True, tag_field='method', tag
     params: NotificationParams | UnsetType = UNSET
 
 
-class ServerCapabilitiesPrompts(Struct, kw_only=True):
+class ServerCapabilitiesPrompts(Struct, kw_only=True, dict=True):
     listChanged: bool | UnsetType = UNSET
     """Whether this server supports notifications for changes to the prompt list."""
 
 
-class ServerCapabilitiesResources(Struct, kw_only=True):
+class ServerCapabilitiesResources(Struct, kw_only=True, dict=True):
     listChanged: bool | UnsetType = UNSET
     """Whether this server supports notifications for changes to the resource list."""
     subscribe: bool | UnsetType = UNSET
     """Whether this server supports subscribing to resource updates."""
 
 
-class ServerCapabilitiesTasksRequestsTools(Struct, kw_only=True):
+class ServerCapabilitiesTasksRequestsTools(Struct, kw_only=True, dict=True):
     call: dict[str, Any] | UnsetType = UNSET
     """Whether the server supports task-augmented tools/call requests."""
 
 
-class ServerCapabilitiesTasksRequests(Struct, kw_only=True):
+class ServerCapabilitiesTasksRequests(Struct, kw_only=True, dict=True):
     tools: ServerCapabilitiesTasksRequestsTools | UnsetType = UNSET
     """Task support for tool-related requests."""
 
 
-class ServerCapabilitiesTasks(Struct, kw_only=True):
+class ServerCapabilitiesTasks(Struct, kw_only=True, dict=True):
     cancel: dict[str, Any] | UnsetType = UNSET
     """Whether this server supports tasks/cancel."""
     list: dict[str, Any] | UnsetType = UNSET
@@ -788,12 +788,12 @@ class ServerCapabilitiesTasks(Struct, kw_only=True):
     """Specifies which request types can be augmented with tasks."""
 
 
-class ServerCapabilitiesTools(Struct, kw_only=True):
+class ServerCapabilitiesTools(Struct, kw_only=True, dict=True):
     listChanged: bool | UnsetType = UNSET
     """Whether this server supports notifications for changes to the tool list."""
 
 
-class ServerCapabilities(Struct, kw_only=True):
+class ServerCapabilities(Struct, kw_only=True, dict=True):
     """
     Capabilities that a server may support. Known capabilities are defined here, in this schema, but this is not a closed set: any server can define its own, additional capabilities.
     """
@@ -814,7 +814,7 @@ class ServerCapabilities(Struct, kw_only=True):
     """Present if the server offers any tools to call."""
 
 
-class SetLevelRequestParams(Struct, kw_only=True):
+class SetLevelRequestParams(Struct, kw_only=True, dict=True):
     """
     Parameters for a `logging/setLevel` request.
     """
@@ -829,7 +829,7 @@ class SetLevelRequestParams(Struct, kw_only=True):
     """
 
 
-class StringSchema(Struct, kw_only=True):
+class StringSchema(Struct, kw_only=True, dict=True):
     type: Literal['string']
     default: str | UnsetType = UNSET
     description: str | UnsetType = UNSET
@@ -839,7 +839,7 @@ class StringSchema(Struct, kw_only=True):
     title: str | UnsetType = UNSET
 
 
-class SubscribeRequestParams(Struct, kw_only=True):
+class SubscribeRequestParams(Struct, kw_only=True, dict=True):
     """
     Parameters for a `resources/subscribe` request.
     """
@@ -854,7 +854,7 @@ class SubscribeRequestParams(Struct, kw_only=True):
     """
 
 
-class TaskMetadata(Struct, kw_only=True):
+class TaskMetadata(Struct, kw_only=True, dict=True):
     """
     Metadata for augmenting a request with task execution.
     Include this in the `task` field of the request parameters.
@@ -868,7 +868,7 @@ TaskStatus: TypeAlias = Literal['cancelled', 'completed', 'failed', 'input_requi
 """The status of a task."""
 
 
-class TextResourceContents(Struct, kw_only=True):
+class TextResourceContents(Struct, kw_only=True, dict=True):
     text: str
     """
     The text of the item. This must only be set if the item can actually be represented as text (not binary data).
@@ -883,19 +883,19 @@ class TextResourceContents(Struct, kw_only=True):
     """The MIME type of this resource, if known."""
 
 
-class TitledMultiSelectEnumSchemaItemsAnyOfItem(Struct, kw_only=True):
+class TitledMultiSelectEnumSchemaItemsAnyOfItem(Struct, kw_only=True, dict=True):
     const: str
     """The constant enum value."""
     title: str
     """Display title for this option."""
 
 
-class TitledMultiSelectEnumSchemaItems(Struct, kw_only=True):
+class TitledMultiSelectEnumSchemaItems(Struct, kw_only=True, dict=True):
     anyOf: list[TitledMultiSelectEnumSchemaItemsAnyOfItem]
     """Array of enum options with values and display labels."""
 
 
-class TitledMultiSelectEnumSchema(Struct, kw_only=True):
+class TitledMultiSelectEnumSchema(Struct, kw_only=True, dict=True):
     """
     Schema for multiple-selection enumeration with display titles for each option.
     """
@@ -915,14 +915,14 @@ class TitledMultiSelectEnumSchema(Struct, kw_only=True):
     """Optional title for the enum field."""
 
 
-class TitledSingleSelectEnumSchemaOneOfItem(Struct, kw_only=True):
+class TitledSingleSelectEnumSchemaOneOfItem(Struct, kw_only=True, dict=True):
     const: str
     """The enum value."""
     title: str
     """Display label for this option."""
 
 
-class TitledSingleSelectEnumSchema(Struct, kw_only=True):
+class TitledSingleSelectEnumSchema(Struct, kw_only=True, dict=True):
     """
     Schema for single-selection enumeration with display titles for each option.
     """
@@ -938,7 +938,7 @@ class TitledSingleSelectEnumSchema(Struct, kw_only=True):
     """Optional title for the enum field."""
 
 
-class ToolAnnotations(Struct, kw_only=True):
+class ToolAnnotations(Struct, kw_only=True, dict=True):
     """
     Additional properties describing a Tool to clients.
 
@@ -987,7 +987,7 @@ class ToolAnnotations(Struct, kw_only=True):
     """A human-readable title for the tool."""
 
 
-class ToolChoice(Struct, kw_only=True):
+class ToolChoice(Struct, kw_only=True, dict=True):
     """
     Controls tool selection behavior for sampling requests.
     """
@@ -1001,7 +1001,7 @@ class ToolChoice(Struct, kw_only=True):
     """
 
 
-class ToolExecution(Struct, kw_only=True):
+class ToolExecution(Struct, kw_only=True, dict=True):
     """
     Execution-related properties for a tool.
     """
@@ -1020,7 +1020,7 @@ class ToolExecution(Struct, kw_only=True):
     """
 
 
-class ToolListChangedNotification(Struct, kw_only=True, tag_field='method', tag='notifications/tools/list_changed'):
+class ToolListChangedNotification(Struct, kw_only=True, dict=True, tag_field='method', tag='notifications/tools/list_changed'):
     """
     An optional notification from the server to the client, informing it that the list of tools it offers has changed. This may be issued by servers without any previous subscription from the client.
     """
@@ -1029,7 +1029,7 @@ class ToolListChangedNotification(Struct, kw_only=True, tag_field='method', tag=
     params: NotificationParams | UnsetType = UNSET
 
 
-class ToolUseContent(Struct, kw_only=True, tag_field='type', tag='tool_use'):
+class ToolUseContent(Struct, kw_only=True, dict=True, tag_field='type', tag='tool_use'):
     """
     A request from the assistant to call a tool.
     """
@@ -1053,7 +1053,7 @@ class ToolUseContent(Struct, kw_only=True, tag_field='type', tag='tool_use'):
     """
 
 
-class UnsubscribeRequestParams(Struct, kw_only=True):
+class UnsubscribeRequestParams(Struct, kw_only=True, dict=True):
     """
     Parameters for a `resources/unsubscribe` request.
     """
@@ -1068,13 +1068,13 @@ class UnsubscribeRequestParams(Struct, kw_only=True):
     """
 
 
-class UntitledMultiSelectEnumSchemaItems(Struct, kw_only=True):
+class UntitledMultiSelectEnumSchemaItems(Struct, kw_only=True, dict=True):
     enum: list[str]
     """Array of enum values to choose from."""
     type: Literal['string']
 
 
-class UntitledMultiSelectEnumSchema(Struct, kw_only=True):
+class UntitledMultiSelectEnumSchema(Struct, kw_only=True, dict=True):
     """
     Schema for multiple-selection enumeration without display titles for options.
     """
@@ -1094,7 +1094,7 @@ class UntitledMultiSelectEnumSchema(Struct, kw_only=True):
     """Optional title for the enum field."""
 
 
-class UntitledSingleSelectEnumSchema(Struct, kw_only=True):
+class UntitledSingleSelectEnumSchema(Struct, kw_only=True, dict=True):
     """
     Schema for single-selection enumeration without display titles for options.
     """
@@ -1110,7 +1110,7 @@ class UntitledSingleSelectEnumSchema(Struct, kw_only=True):
     """Optional title for the enum field."""
 
 
-class AnyResourceContents(Struct, kw_only=True):
+class AnyResourceContents(Struct, kw_only=True, dict=True):
     """
     The contents of a resource: `text` for text, `blob` (base64) for binary data.
 
@@ -1133,7 +1133,7 @@ class AnyResourceContents(Struct, kw_only=True):
     """A base64-encoded string representing the binary data of the item."""
 
 
-class Annotations(Struct, kw_only=True):
+class Annotations(Struct, kw_only=True, dict=True):
     """
     Optional annotations for the client. The client can use annotations to inform how objects are used or displayed
     """
@@ -1163,7 +1163,7 @@ class Annotations(Struct, kw_only=True):
     """
 
 
-class AudioContent(Struct, kw_only=True, tag_field='type', tag='audio'):
+class AudioContent(Struct, kw_only=True, dict=True, tag_field='type', tag='audio'):
     """
     Audio provided to or from an LLM.
     """
@@ -1180,7 +1180,7 @@ class AudioContent(Struct, kw_only=True, tag_field='type', tag='audio'):
     """Optional annotations for the client."""
 
 
-class CallToolRequestParams(Struct, kw_only=True):
+class CallToolRequestParams(Struct, kw_only=True, dict=True):
     """
     Parameters for a `tools/call` request.
     """
@@ -1204,7 +1204,7 @@ class CallToolRequestParams(Struct, kw_only=True):
     """
 
 
-class CancelTaskRequest(Struct, kw_only=True, tag_field='method', tag='tasks/cancel'):
+class CancelTaskRequest(Struct, kw_only=True, dict=True, tag_field='method', tag='tasks/cancel'):
     """
     A request to cancel a task.
     """
@@ -1214,7 +1214,7 @@ class CancelTaskRequest(Struct, kw_only=True, tag_field='method', tag='tasks/can
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class CancelledNotificationParams(Struct, kw_only=True):
+class CancelledNotificationParams(Struct, kw_only=True, dict=True):
     """
     Parameters for a `notifications/cancelled` notification.
     """
@@ -1237,7 +1237,7 @@ class CancelledNotificationParams(Struct, kw_only=True):
     """
 
 
-class CompleteRequestParams(Struct, kw_only=True):
+class CompleteRequestParams(Struct, kw_only=True, dict=True):
     """
     Parameters for a `completion/complete` request.
     """
@@ -1253,7 +1253,7 @@ class CompleteRequestParams(Struct, kw_only=True):
     """Additional, optional context for completions"""
 
 
-class ElicitRequestFormParams(Struct, kw_only=True):
+class ElicitRequestFormParams(Struct, kw_only=True, dict=True):
     """
     The parameters for a request to elicit non-sensitive information from the user via a form in the client.
     """
@@ -1282,7 +1282,7 @@ class ElicitRequestFormParams(Struct, kw_only=True):
     """
 
 
-class ElicitRequestParams(Struct, kw_only=True):
+class ElicitRequestParams(Struct, kw_only=True, dict=True):
     """
     The parameters for a request to elicit additional information from the user via the client.
 
@@ -1320,7 +1320,7 @@ class ElicitRequestParams(Struct, kw_only=True):
     """
 
 
-class ElicitRequestURLParams(Struct, kw_only=True):
+class ElicitRequestURLParams(Struct, kw_only=True, dict=True):
     """
     The parameters for a request to elicit information from the user via a URL in the client.
     """
@@ -1351,7 +1351,7 @@ class ElicitRequestURLParams(Struct, kw_only=True):
     """
 
 
-class EmbeddedResource(Struct, kw_only=True, tag_field='type', tag='resource'):
+class EmbeddedResource(Struct, kw_only=True, dict=True, tag_field='type', tag='resource'):
     """
     The contents of a resource, embedded into a prompt or tool call result.
 
@@ -1371,7 +1371,7 @@ class EmbeddedResource(Struct, kw_only=True, tag_field='type', tag='resource'):
 EmptyResult: TypeAlias = Result
 
 
-class GetPromptRequest(Struct, kw_only=True, tag_field='method', tag='prompts/get'):
+class GetPromptRequest(Struct, kw_only=True, dict=True, tag_field='method', tag='prompts/get'):
     """
     Used by the client to get a prompt provided by the server.
     """
@@ -1381,7 +1381,7 @@ class GetPromptRequest(Struct, kw_only=True, tag_field='method', tag='prompts/ge
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class GetTaskPayloadRequest(Struct, kw_only=True, tag_field='method', tag='tasks/result'):
+class GetTaskPayloadRequest(Struct, kw_only=True, dict=True, tag_field='method', tag='tasks/result'):
     """
     A request to retrieve the result of a completed task.
     """
@@ -1391,7 +1391,7 @@ class GetTaskPayloadRequest(Struct, kw_only=True, tag_field='method', tag='tasks
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class GetTaskRequest(Struct, kw_only=True, tag_field='method', tag='tasks/get'):
+class GetTaskRequest(Struct, kw_only=True, dict=True, tag_field='method', tag='tasks/get'):
     """
     A request to retrieve the state of a task.
     """
@@ -1401,7 +1401,7 @@ class GetTaskRequest(Struct, kw_only=True, tag_field='method', tag='tasks/get'):
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class ImageContent(Struct, kw_only=True, tag_field='type', tag='image'):
+class ImageContent(Struct, kw_only=True, dict=True, tag_field='type', tag='image'):
     """
     An image provided to or from an LLM.
     """
@@ -1418,7 +1418,7 @@ class ImageContent(Struct, kw_only=True, tag_field='type', tag='image'):
     """Optional annotations for the client."""
 
 
-class InitializeRequest(Struct, kw_only=True, tag_field='method', tag='initialize'):
+class InitializeRequest(Struct, kw_only=True, dict=True, tag_field='method', tag='initialize'):
     """
     This request is sent from the client to the server when it first connects, asking it to begin initialization.
     """
@@ -1428,7 +1428,7 @@ class InitializeRequest(Struct, kw_only=True, tag_field='method', tag='initializ
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class InitializeResult(Struct, kw_only=True):
+class InitializeResult(Struct, kw_only=True, dict=True):
     """
     After receiving an initialize request from the client, the server sends this response.
     """
@@ -1451,7 +1451,7 @@ class InitializeResult(Struct, kw_only=True):
     """
 
 
-class InitializedNotification(Struct, kw_only=True, tag_field='method', tag='notifications/initialized'):
+class InitializedNotification(Struct, kw_only=True, dict=True, tag_field='method', tag='notifications/initialized'):
     """
     This notification is sent from the client to the server after initialization has finished.
     """
@@ -1460,7 +1460,7 @@ class InitializedNotification(Struct, kw_only=True, tag_field='method', tag='not
     params: NotificationParams | UnsetType = UNSET
 
 
-class JSONRPCErrorResponse(Struct, kw_only=True):
+class JSONRPCErrorResponse(Struct, kw_only=True, dict=True):
     """
     A response to a request that indicates an error occurred.
     """
@@ -1470,7 +1470,7 @@ class JSONRPCErrorResponse(Struct, kw_only=True):
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class JSONRPCRequest(Struct, kw_only=True):
+class JSONRPCRequest(Struct, kw_only=True, dict=True):
     """
     A request that expects a response.
     """
@@ -1481,7 +1481,7 @@ class JSONRPCRequest(Struct, kw_only=True):
     params: dict[str, Any] | UnsetType = UNSET
 
 
-class JSONRPCResultResponse(Struct, kw_only=True):
+class JSONRPCResultResponse(Struct, kw_only=True, dict=True):
     """
     A successful (non-error) response to a request.
     """
@@ -1491,7 +1491,7 @@ class JSONRPCResultResponse(Struct, kw_only=True):
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class ListPromptsRequest(Struct, kw_only=True, tag_field='method', tag='prompts/list'):
+class ListPromptsRequest(Struct, kw_only=True, dict=True, tag_field='method', tag='prompts/list'):
     """
     Sent from the client to request a list of prompts and prompt templates the server has.
     """
@@ -1501,7 +1501,7 @@ class ListPromptsRequest(Struct, kw_only=True, tag_field='method', tag='prompts/
     params: PaginatedRequestParams | UnsetType = UNSET
 
 
-class ListResourceTemplatesRequest(Struct, kw_only=True, tag_field='method', tag='resources/templates/list'):
+class ListResourceTemplatesRequest(Struct, kw_only=True, dict=True, tag_field='method', tag='resources/templates/list'):
     """
     Sent from the client to request a list of resource templates the server has.
     """
@@ -1511,7 +1511,7 @@ class ListResourceTemplatesRequest(Struct, kw_only=True, tag_field='method', tag
     params: PaginatedRequestParams | UnsetType = UNSET
 
 
-class ListResourcesRequest(Struct, kw_only=True, tag_field='method', tag='resources/list'):
+class ListResourcesRequest(Struct, kw_only=True, dict=True, tag_field='method', tag='resources/list'):
     """
     Sent from the client to request a list of resources the server has.
     """
@@ -1521,7 +1521,7 @@ class ListResourcesRequest(Struct, kw_only=True, tag_field='method', tag='resour
     params: PaginatedRequestParams | UnsetType = UNSET
 
 
-class ListRootsRequest(Struct, kw_only=True, tag_field='method', tag='roots/list'):
+class ListRootsRequest(Struct, kw_only=True, dict=True, tag_field='method', tag='roots/list'):
     """
     Sent from the server to request a list of root URIs from the client. Roots allow
     servers to ask for specific directories or files to operate on. A common example
@@ -1537,7 +1537,7 @@ class ListRootsRequest(Struct, kw_only=True, tag_field='method', tag='roots/list
     params: RequestParams | UnsetType = UNSET
 
 
-class ListRootsResult(Struct, kw_only=True):
+class ListRootsResult(Struct, kw_only=True, dict=True):
     """
     The client's response to a roots/list request from the server.
     This result contains an array of Root objects, each representing a root directory
@@ -1551,7 +1551,7 @@ class ListRootsResult(Struct, kw_only=True):
     """
 
 
-class ListTasksRequest(Struct, kw_only=True, tag_field='method', tag='tasks/list'):
+class ListTasksRequest(Struct, kw_only=True, dict=True, tag_field='method', tag='tasks/list'):
     """
     A request to retrieve a list of tasks.
     """
@@ -1561,7 +1561,7 @@ class ListTasksRequest(Struct, kw_only=True, tag_field='method', tag='tasks/list
     params: PaginatedRequestParams | UnsetType = UNSET
 
 
-class ListToolsRequest(Struct, kw_only=True, tag_field='method', tag='tools/list'):
+class ListToolsRequest(Struct, kw_only=True, dict=True, tag_field='method', tag='tools/list'):
     """
     Sent from the client to request a list of tools the server has.
     """
@@ -1571,7 +1571,7 @@ class ListToolsRequest(Struct, kw_only=True, tag_field='method', tag='tools/list
     params: PaginatedRequestParams | UnsetType = UNSET
 
 
-class LoggingMessageNotification(Struct, kw_only=True, tag_field='method', tag='notifications/message'):
+class LoggingMessageNotification(Struct, kw_only=True, dict=True, tag_field='method', tag='notifications/message'):
     """
     JSONRPCNotification of a log message passed from server to client. If no logging/setLevel request has been sent from the client, the server MAY decide which messages to send automatically.
     """
@@ -1580,14 +1580,14 @@ class LoggingMessageNotification(Struct, kw_only=True, tag_field='method', tag='
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class PaginatedRequest(Struct, kw_only=True):
+class PaginatedRequest(Struct, kw_only=True, dict=True):
     id: RequestId
     method: str
     jsonrpc: Literal['2.0'] = '2.0'
     params: PaginatedRequestParams | UnsetType = UNSET
 
 
-class PingRequest(Struct, kw_only=True, tag_field='method', tag='ping'):
+class PingRequest(Struct, kw_only=True, dict=True, tag_field='method', tag='ping'):
     """
     A ping, issued by either the server or the client, to check that the other party is still alive. The receiver must promptly respond, or else may be disconnected.
     """
@@ -1597,7 +1597,7 @@ class PingRequest(Struct, kw_only=True, tag_field='method', tag='ping'):
     params: RequestParams | UnsetType = UNSET
 
 
-class ProgressNotificationParams(Struct, kw_only=True):
+class ProgressNotificationParams(Struct, kw_only=True, dict=True):
     """
     Parameters for a `notifications/progress` notification.
     """
@@ -1620,7 +1620,7 @@ class ProgressNotificationParams(Struct, kw_only=True):
     """Total number of items to process (or total progress required), if known."""
 
 
-class Prompt(Struct, kw_only=True):
+class Prompt(Struct, kw_only=True, dict=True):
     """
     A prompt or prompt template that the server offers.
     """
@@ -1660,7 +1660,7 @@ class Prompt(Struct, kw_only=True):
     """
 
 
-class ReadResourceRequest(Struct, kw_only=True, tag_field='method', tag='resources/read'):
+class ReadResourceRequest(Struct, kw_only=True, dict=True, tag_field='method', tag='resources/read'):
     """
     Sent from the client to the server, to read a specific resource URI.
     """
@@ -1670,7 +1670,7 @@ class ReadResourceRequest(Struct, kw_only=True, tag_field='method', tag='resourc
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class ReadResourceResult(Struct, kw_only=True):
+class ReadResourceResult(Struct, kw_only=True, dict=True):
     """
     The server's response to a resources/read request from the client.
     """
@@ -1682,7 +1682,7 @@ class ReadResourceResult(Struct, kw_only=True):
     """
 
 
-class Resource(Struct, kw_only=True):
+class Resource(Struct, kw_only=True, dict=True):
     """
     A known resource that the server is capable of reading.
     """
@@ -1736,7 +1736,7 @@ class Resource(Struct, kw_only=True):
     """
 
 
-class ResourceLink(Struct, kw_only=True, tag_field='type', tag='resource_link'):
+class ResourceLink(Struct, kw_only=True, dict=True, tag_field='type', tag='resource_link'):
     """
     A resource that the server is capable of reading, included in a prompt or tool call result.
 
@@ -1792,7 +1792,7 @@ class ResourceLink(Struct, kw_only=True, tag_field='type', tag='resource_link'):
     """
 
 
-class ResourceTemplate(Struct, kw_only=True):
+class ResourceTemplate(Struct, kw_only=True, dict=True):
     """
     A template description for resources available on the server.
     """
@@ -1842,7 +1842,7 @@ class ResourceTemplate(Struct, kw_only=True):
     """
 
 
-class ResourceUpdatedNotification(Struct, kw_only=True, tag_field='method', tag='notifications/resources/updated'):
+class ResourceUpdatedNotification(Struct, kw_only=True, dict=True, tag_field='method', tag='notifications/resources/updated'):
     """
     A notification from the server to the client, informing it that a resource has changed and may need to be read again. This should only be sent if the client previously sent a resources/subscribe request.
     """
@@ -1851,7 +1851,7 @@ class ResourceUpdatedNotification(Struct, kw_only=True, tag_field='method', tag=
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class SetLevelRequest(Struct, kw_only=True, tag_field='method', tag='logging/setLevel'):
+class SetLevelRequest(Struct, kw_only=True, dict=True, tag_field='method', tag='logging/setLevel'):
     """
     A request from the client to the server, to enable or adjust logging.
     """
@@ -1861,7 +1861,7 @@ class SetLevelRequest(Struct, kw_only=True, tag_field='method', tag='logging/set
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class SubscribeRequest(Struct, kw_only=True, tag_field='method', tag='resources/subscribe'):
+class SubscribeRequest(Struct, kw_only=True, dict=True, tag_field='method', tag='resources/subscribe'):
     """
     Sent from the client to request resources/updated notifications from the server whenever a particular resource changes.
     """
@@ -1871,7 +1871,7 @@ class SubscribeRequest(Struct, kw_only=True, tag_field='method', tag='resources/
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class Task(Struct, kw_only=True):
+class Task(Struct, kw_only=True, dict=True):
     """
     Data associated with a task.
     """
@@ -1898,7 +1898,7 @@ class Task(Struct, kw_only=True):
     """
 
 
-class TaskAugmentedRequestParams(Struct, kw_only=True):
+class TaskAugmentedRequestParams(Struct, kw_only=True, dict=True):
     """
     Common params for any task-augmented request.
     """
@@ -1918,7 +1918,7 @@ class TaskAugmentedRequestParams(Struct, kw_only=True):
     """
 
 
-class TaskStatusNotificationParams(Struct, kw_only=True):
+class TaskStatusNotificationParams(Struct, kw_only=True, dict=True):
     """
     Parameters for a `notifications/tasks/status` notification.
     """
@@ -1949,7 +1949,7 @@ class TaskStatusNotificationParams(Struct, kw_only=True):
     """
 
 
-class TextContent(Struct, kw_only=True, tag_field='type', tag='text'):
+class TextContent(Struct, kw_only=True, dict=True, tag_field='type', tag='text'):
     """
     Text provided to or from an LLM.
     """
@@ -1964,7 +1964,7 @@ class TextContent(Struct, kw_only=True, tag_field='type', tag='text'):
     """Optional annotations for the client."""
 
 
-class Tool(Struct, kw_only=True):
+class Tool(Struct, kw_only=True, dict=True):
     """
     Definition for a tool the client can call.
     """
@@ -2024,11 +2024,11 @@ class Tool(Struct, kw_only=True):
     """
 
 
-class URLElicitationRequiredErrorErrorData(Struct, kw_only=True):
+class URLElicitationRequiredErrorErrorData(Struct, kw_only=True, dict=True):
     elicitations: list[ElicitRequestURLParams]
 
 
-class URLElicitationRequiredErrorError(Struct, kw_only=True):
+class URLElicitationRequiredErrorError(Struct, kw_only=True, dict=True):
     code: Literal[-32042]
     data: URLElicitationRequiredErrorErrorData
     message: str
@@ -2037,7 +2037,7 @@ class URLElicitationRequiredErrorError(Struct, kw_only=True):
     """
 
 
-class URLElicitationRequiredError(Struct, kw_only=True):
+class URLElicitationRequiredError(Struct, kw_only=True, dict=True):
     """
     An error response that indicates that the server requires the client to provide additional information via an elicitation request.
     """
@@ -2047,7 +2047,7 @@ class URLElicitationRequiredError(Struct, kw_only=True):
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class UnsubscribeRequest(Struct, kw_only=True, tag_field='method', tag='resources/unsubscribe'):
+class UnsubscribeRequest(Struct, kw_only=True, dict=True, tag_field='method', tag='resources/unsubscribe'):
     """
     Sent from the client to request cancellation of resources/updated notifications from the server. This should follow a previous resources/subscribe request.
     """
@@ -2057,7 +2057,7 @@ class UnsubscribeRequest(Struct, kw_only=True, tag_field='method', tag='resource
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class CallToolRequest(Struct, kw_only=True, tag_field='method', tag='tools/call'):
+class CallToolRequest(Struct, kw_only=True, dict=True, tag_field='method', tag='tools/call'):
     """
     Used by the client to invoke a tool provided by the server.
     """
@@ -2067,7 +2067,7 @@ class CallToolRequest(Struct, kw_only=True, tag_field='method', tag='tools/call'
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class CancelTaskResult(Struct, kw_only=True):
+class CancelTaskResult(Struct, kw_only=True, dict=True):
     """
     The response to a tasks/cancel request.
     """
@@ -2098,7 +2098,7 @@ class CancelTaskResult(Struct, kw_only=True):
     """
 
 
-class CancelledNotification(Struct, kw_only=True, tag_field='method', tag='notifications/cancelled'):
+class CancelledNotification(Struct, kw_only=True, dict=True, tag_field='method', tag='notifications/cancelled'):
     """
     This notification can be sent by either side to indicate that it is cancelling a previously-issued request.
 
@@ -2115,7 +2115,7 @@ class CancelledNotification(Struct, kw_only=True, tag_field='method', tag='notif
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class CompleteRequest(Struct, kw_only=True, tag_field='method', tag='completion/complete'):
+class CompleteRequest(Struct, kw_only=True, dict=True, tag_field='method', tag='completion/complete'):
     """
     A request from the client to the server, to ask for completion options.
     """
@@ -2128,7 +2128,7 @@ class CompleteRequest(Struct, kw_only=True, tag_field='method', tag='completion/
 ContentBlock: TypeAlias = TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource
 
 
-class CreateTaskResult(Struct, kw_only=True):
+class CreateTaskResult(Struct, kw_only=True, dict=True):
     """
     A response to a task-augmented request.
     """
@@ -2140,7 +2140,7 @@ class CreateTaskResult(Struct, kw_only=True):
     """
 
 
-class ElicitRequest(Struct, kw_only=True, tag_field='method', tag='elicitation/create'):
+class ElicitRequest(Struct, kw_only=True, dict=True, tag_field='method', tag='elicitation/create'):
     """
     A request from the server to elicit additional information from the user via the client.
     """
@@ -2150,7 +2150,7 @@ class ElicitRequest(Struct, kw_only=True, tag_field='method', tag='elicitation/c
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class GetTaskResult(Struct, kw_only=True):
+class GetTaskResult(Struct, kw_only=True, dict=True):
     """
     The response to a tasks/get request.
     """
@@ -2181,7 +2181,7 @@ class GetTaskResult(Struct, kw_only=True):
     """
 
 
-class ListPromptsResult(Struct, kw_only=True):
+class ListPromptsResult(Struct, kw_only=True, dict=True):
     """
     The server's response to a prompts/list request from the client.
     """
@@ -2198,7 +2198,7 @@ class ListPromptsResult(Struct, kw_only=True):
     """
 
 
-class ListResourceTemplatesResult(Struct, kw_only=True):
+class ListResourceTemplatesResult(Struct, kw_only=True, dict=True):
     """
     The server's response to a resources/templates/list request from the client.
     """
@@ -2215,7 +2215,7 @@ class ListResourceTemplatesResult(Struct, kw_only=True):
     """
 
 
-class ListResourcesResult(Struct, kw_only=True):
+class ListResourcesResult(Struct, kw_only=True, dict=True):
     """
     The server's response to a resources/list request from the client.
     """
@@ -2232,7 +2232,7 @@ class ListResourcesResult(Struct, kw_only=True):
     """
 
 
-class ListTasksResult(Struct, kw_only=True):
+class ListTasksResult(Struct, kw_only=True, dict=True):
     """
     The response to a tasks/list request.
     """
@@ -2249,7 +2249,7 @@ class ListTasksResult(Struct, kw_only=True):
     """
 
 
-class ListToolsResult(Struct, kw_only=True):
+class ListToolsResult(Struct, kw_only=True, dict=True):
     """
     The server's response to a tools/list request from the client.
     """
@@ -2266,7 +2266,7 @@ class ListToolsResult(Struct, kw_only=True):
     """
 
 
-class ProgressNotification(Struct, kw_only=True, tag_field='method', tag='notifications/progress'):
+class ProgressNotification(Struct, kw_only=True, dict=True, tag_field='method', tag='notifications/progress'):
     """
     An out-of-band notification used to inform the receiver of a progress update for a long-running request.
     """
@@ -2275,7 +2275,7 @@ class ProgressNotification(Struct, kw_only=True, tag_field='method', tag='notifi
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class PromptMessage(Struct, kw_only=True):
+class PromptMessage(Struct, kw_only=True, dict=True):
     """
     Describes a message returned as part of a prompt.
 
@@ -2287,7 +2287,7 @@ class PromptMessage(Struct, kw_only=True):
     role: Role
 
 
-class TaskStatusNotification(Struct, kw_only=True, tag_field='method', tag='notifications/tasks/status'):
+class TaskStatusNotification(Struct, kw_only=True, dict=True, tag_field='method', tag='notifications/tasks/status'):
     """
     An optional notification from the receiver to the requestor, informing them that a task's status has changed. Receivers are not required to send these notifications.
     """
@@ -2296,7 +2296,7 @@ class TaskStatusNotification(Struct, kw_only=True, tag_field='method', tag='noti
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class ToolResultContent(Struct, kw_only=True, tag_field='type', tag='tool_result'):
+class ToolResultContent(Struct, kw_only=True, dict=True, tag_field='type', tag='tool_result'):
     """
     The result of a tool use, provided by the user back to the assistant.
     """
@@ -2336,7 +2336,7 @@ class ToolResultContent(Struct, kw_only=True, tag_field='type', tag='tool_result
     """
 
 
-class CallToolResult(Struct, kw_only=True):
+class CallToolResult(Struct, kw_only=True, dict=True):
     """
     The server's response to a tool call.
     """
@@ -2372,7 +2372,7 @@ ClientNotification: TypeAlias = CancelledNotification | InitializedNotification 
 ClientRequest: TypeAlias = InitializeRequest | PingRequest | ListResourcesRequest | ListResourceTemplatesRequest | ReadResourceRequest | SubscribeRequest | UnsubscribeRequest | ListPromptsRequest | GetPromptRequest | ListToolsRequest | CallToolRequest | GetTaskRequest | GetTaskPayloadRequest | CancelTaskRequest | ListTasksRequest | SetLevelRequest | CompleteRequest
 
 
-class GetPromptResult(Struct, kw_only=True):
+class GetPromptResult(Struct, kw_only=True, dict=True):
     """
     The server's response to a prompts/get request from the client.
     """
@@ -2392,7 +2392,7 @@ SamplingMessageContentBlock: TypeAlias = TextContent | ImageContent | AudioConte
 ServerNotification: TypeAlias = CancelledNotification | ProgressNotification | ResourceListChangedNotification | ResourceUpdatedNotification | PromptListChangedNotification | ToolListChangedNotification | TaskStatusNotification | LoggingMessageNotification | ElicitationCompleteNotification
 
 
-class CreateMessageResult(Struct, kw_only=True):
+class CreateMessageResult(Struct, kw_only=True, dict=True):
     """
     The client's response to a sampling/createMessage request from the server.
     The client should inform the user before returning the sampled message, to allow them
@@ -2421,7 +2421,7 @@ class CreateMessageResult(Struct, kw_only=True):
     """
 
 
-class SamplingMessage(Struct, kw_only=True):
+class SamplingMessage(Struct, kw_only=True, dict=True):
     """
     Describes a message issued to or received from an LLM API.
     """
@@ -2434,7 +2434,7 @@ class SamplingMessage(Struct, kw_only=True):
     """
 
 
-class CreateMessageRequestParams(Struct, kw_only=True):
+class CreateMessageRequestParams(Struct, kw_only=True, dict=True):
     """
     Parameters for a `sampling/createMessage` request.
     """
@@ -2494,7 +2494,7 @@ class CreateMessageRequestParams(Struct, kw_only=True):
     """
 
 
-class CreateMessageRequest(Struct, kw_only=True, tag_field='method', tag='sampling/createMessage'):
+class CreateMessageRequest(Struct, kw_only=True, dict=True, tag_field='method', tag='sampling/createMessage'):
     """
     A request from the server to sample an LLM via the client. The client has full discretion over which model to select. The client should also inform the user before beginning sampling, to allow them to inspect the request (human in the loop) and decide whether to approve it.
     """

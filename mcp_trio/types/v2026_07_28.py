@@ -9,7 +9,7 @@ from msgspec import UNSET, Meta, Struct, UnsetType, field
 from mcp_trio.types._wire import MethodSpec
 
 
-class BaseMetadata(Struct, kw_only=True):
+class BaseMetadata(Struct, kw_only=True, dict=True):
     """
     Base interface for metadata with name (identifier) and title (display name) properties.
     """
@@ -29,7 +29,7 @@ class BaseMetadata(Struct, kw_only=True):
     """
 
 
-class BlobResourceContents(Struct, kw_only=True):
+class BlobResourceContents(Struct, kw_only=True, dict=True):
     blob: str
     """A base64-encoded string representing the binary data of the item."""
     uri: str
@@ -39,14 +39,14 @@ class BlobResourceContents(Struct, kw_only=True):
     """The MIME type of this resource, if known."""
 
 
-class BooleanSchema(Struct, kw_only=True):
+class BooleanSchema(Struct, kw_only=True, dict=True):
     type: Literal['boolean']
     default: bool | UnsetType = UNSET
     description: str | UnsetType = UNSET
     title: str | UnsetType = UNSET
 
 
-class CacheableResult(Struct, kw_only=True):
+class CacheableResult(Struct, kw_only=True, dict=True):
     """
     A result that supports a time-to-live (TTL) hint for client-side caching.
     """
@@ -88,19 +88,19 @@ class CacheableResult(Struct, kw_only=True):
     """
 
 
-class CompleteRequestParamsArgument(Struct, kw_only=True):
+class CompleteRequestParamsArgument(Struct, kw_only=True, dict=True):
     name: str
     """The name of the argument"""
     value: str
     """The value of the argument to use for completion matching."""
 
 
-class CompleteRequestParamsContext(Struct, kw_only=True):
+class CompleteRequestParamsContext(Struct, kw_only=True, dict=True):
     arguments: dict[str, str] | UnsetType = UNSET
     """Previously-resolved variables in a URI template or prompt."""
 
 
-class CompleteResultCompletion(Struct, kw_only=True):
+class CompleteResultCompletion(Struct, kw_only=True, dict=True):
     values: Annotated[list[str], Meta(max_length=100)]
     """An array of completion values. Must not exceed 100 items."""
     hasMore: bool | UnsetType = UNSET
@@ -113,7 +113,7 @@ class CompleteResultCompletion(Struct, kw_only=True):
     """
 
 
-class CompleteResult(Struct, kw_only=True):
+class CompleteResult(Struct, kw_only=True, dict=True):
     """
     The result returned by the server for a {@link CompleteRequestcompletion/complete} request.
     """
@@ -136,7 +136,7 @@ Cursor: TypeAlias = str
 """An opaque token used to represent a cursor for pagination."""
 
 
-class ElicitRequestFormParams(Struct, kw_only=True):
+class ElicitRequestFormParams(Struct, kw_only=True, dict=True):
     """
     The parameters for a request to elicit non-sensitive information from the user via a form in the client.
     """
@@ -152,7 +152,7 @@ class ElicitRequestFormParams(Struct, kw_only=True):
     """The elicitation mode."""
 
 
-class ElicitRequestParams(Struct, kw_only=True):
+class ElicitRequestParams(Struct, kw_only=True, dict=True):
     """
     The parameters for a request to elicit additional information from the user via the client.
 
@@ -172,7 +172,7 @@ class ElicitRequestParams(Struct, kw_only=True):
     """The URL that the user should navigate to."""
 
 
-class ElicitRequestURLParams(Struct, kw_only=True):
+class ElicitRequestURLParams(Struct, kw_only=True, dict=True):
     """
     The parameters for a request to elicit information from the user via a URL in the client.
     """
@@ -185,7 +185,7 @@ class ElicitRequestURLParams(Struct, kw_only=True):
     """The URL that the user should navigate to."""
 
 
-class ElicitResult(Struct, kw_only=True):
+class ElicitResult(Struct, kw_only=True, dict=True):
     """
     The result returned by the client for an {@link ElicitRequestelicitation/create} request.
     """
@@ -205,7 +205,7 @@ class ElicitResult(Struct, kw_only=True):
     """
 
 
-class Error(Struct, kw_only=True):
+class Error(Struct, kw_only=True, dict=True):
     code: int
     """The error type that occurred."""
     message: str
@@ -218,7 +218,7 @@ class Error(Struct, kw_only=True):
     """
 
 
-class HeaderMismatchErrorError(Struct, kw_only=True):
+class HeaderMismatchErrorError(Struct, kw_only=True, dict=True):
     code: Literal[-32020]
     message: str
     """
@@ -230,7 +230,7 @@ class HeaderMismatchErrorError(Struct, kw_only=True):
     """
 
 
-class Icon(Struct, kw_only=True):
+class Icon(Struct, kw_only=True, dict=True):
     """
     An optionally-sized icon that can be displayed in a user interface.
     """
@@ -268,7 +268,7 @@ class Icon(Struct, kw_only=True):
     """
 
 
-class Icons(Struct, kw_only=True):
+class Icons(Struct, kw_only=True, dict=True):
     """
     Base interface to add `icons` property.
     """
@@ -287,7 +287,7 @@ class Icons(Struct, kw_only=True):
     """
 
 
-class Implementation(Struct, kw_only=True):
+class Implementation(Struct, kw_only=True, dict=True):
     """
     Describes the MCP implementation.
     """
@@ -339,7 +339,7 @@ values are the client's result for each request.
 """
 
 
-class InternalError(Struct, kw_only=True):
+class InternalError(Struct, kw_only=True, dict=True):
     """
     A JSON-RPC error indicating that an internal error occurred on the receiver. This error is returned when the receiver encounters an unexpected condition that prevents it from fulfilling the request.
     """
@@ -356,7 +356,7 @@ class InternalError(Struct, kw_only=True):
     """
 
 
-class InvalidParamsError(Struct, kw_only=True):
+class InvalidParamsError(Struct, kw_only=True, dict=True):
     """
     A JSON-RPC error indicating that the method parameters are invalid or malformed.
 
@@ -382,7 +382,7 @@ class InvalidParamsError(Struct, kw_only=True):
     """
 
 
-class InvalidRequestError(Struct, kw_only=True):
+class InvalidRequestError(Struct, kw_only=True, dict=True):
     """
     A JSON-RPC error indicating that the request is not a valid request object. This error is returned when the message structure does not conform to the JSON-RPC 2.0 specification requirements for a request (e.g., missing required fields like `jsonrpc` or `method`, or using invalid types for these fields).
     """
@@ -405,7 +405,7 @@ JSONArray: TypeAlias = list[Any]
 JSONObject: TypeAlias = dict[str, Any]
 
 
-class JSONRPCNotification(Struct, kw_only=True):
+class JSONRPCNotification(Struct, kw_only=True, dict=True):
     """
     A notification which does not expect a response.
     """
@@ -418,7 +418,7 @@ class JSONRPCNotification(Struct, kw_only=True):
 JSONValue: TypeAlias = Any
 
 
-class LegacyTitledEnumSchema(Struct, kw_only=True):
+class LegacyTitledEnumSchema(Struct, kw_only=True, dict=True):
     """
     Use {@link TitledSingleSelectEnumSchema} instead.
     This interface will be removed in a future version.
@@ -436,11 +436,11 @@ class LegacyTitledEnumSchema(Struct, kw_only=True):
     title: str | UnsetType = UNSET
 
 
-class ListRootsRequestParams(Struct, kw_only=True):
+class ListRootsRequestParams(Struct, kw_only=True, dict=True):
     meta: dict[str, Any] | UnsetType = field(name='_meta', default=UNSET)
 
 
-class ListRootsRequest(Struct, kw_only=True, tag_field='method', tag='roots/list'):
+class ListRootsRequest(Struct, kw_only=True, dict=True, tag_field='method', tag='roots/list'):
     """
     Sent from the server to request a list of root URIs from the client. Roots allow
     servers to ask for specific directories or files to operate on. A common example
@@ -463,7 +463,7 @@ https://datatracker.ietf.org/doc/html/rfc5424#section-6.2.1
 """
 
 
-class LoggingMessageNotificationParams(Struct, kw_only=True):
+class LoggingMessageNotificationParams(Struct, kw_only=True, dict=True):
     """
     Parameters for a `notifications/message` notification.
     """
@@ -499,7 +499,7 @@ Valid keys have two segments:
 """
 
 
-class MethodNotFoundError(Struct, kw_only=True):
+class MethodNotFoundError(Struct, kw_only=True, dict=True):
     """
     A JSON-RPC error indicating that the requested method does not exist or is not available.
 
@@ -520,7 +520,7 @@ class MethodNotFoundError(Struct, kw_only=True):
     """
 
 
-class ModelHint(Struct, kw_only=True):
+class ModelHint(Struct, kw_only=True, dict=True):
     """
     Hints to use for model selection.
 
@@ -542,7 +542,7 @@ class ModelHint(Struct, kw_only=True):
     """
 
 
-class ModelPreferences(Struct, kw_only=True):
+class ModelPreferences(Struct, kw_only=True, dict=True):
     """
     The server's preferences for model selection, requested of the client during sampling.
 
@@ -587,12 +587,12 @@ class ModelPreferences(Struct, kw_only=True):
     """
 
 
-class Notification(Struct, kw_only=True):
+class Notification(Struct, kw_only=True, dict=True):
     method: str
     params: dict[str, Any] | UnsetType = UNSET
 
 
-class NotificationParams(Struct, kw_only=True):
+class NotificationParams(Struct, kw_only=True, dict=True):
     """
     Common params for any notification.
     """
@@ -600,7 +600,7 @@ class NotificationParams(Struct, kw_only=True):
     meta: dict[str, Any] | UnsetType = field(name='_meta', default=UNSET)
 
 
-class NumberSchema(Struct, kw_only=True):
+class NumberSchema(Struct, kw_only=True, dict=True):
     type: Literal['integer', 'number']
     default: float | UnsetType = UNSET
     description: str | UnsetType = UNSET
@@ -609,7 +609,7 @@ class NumberSchema(Struct, kw_only=True):
     title: str | UnsetType = UNSET
 
 
-class PaginatedRequestParams(Struct, kw_only=True):
+class PaginatedRequestParams(Struct, kw_only=True, dict=True):
     """
     Common params for paginated requests.
     """
@@ -622,7 +622,7 @@ class PaginatedRequestParams(Struct, kw_only=True):
     """
 
 
-class PaginatedResult(Struct, kw_only=True):
+class PaginatedResult(Struct, kw_only=True, dict=True):
     meta: dict[str, Any] | UnsetType = field(name='_meta', default=UNSET)
     nextCursor: str | UnsetType = UNSET
     """
@@ -641,7 +641,7 @@ class PaginatedResult(Struct, kw_only=True):
     """
 
 
-class ParseError(Struct, kw_only=True):
+class ParseError(Struct, kw_only=True, dict=True):
     """
     A JSON-RPC error indicating that invalid JSON was received by the server. This error is returned when the server cannot parse the JSON text of a message.
     """
@@ -662,7 +662,7 @@ ProgressToken: TypeAlias = str | int
 """A progress token, used to associate progress notifications with the original request."""
 
 
-class PromptArgument(Struct, kw_only=True):
+class PromptArgument(Struct, kw_only=True, dict=True):
     """
     Describes an argument that a prompt can accept.
     """
@@ -686,7 +686,7 @@ class PromptArgument(Struct, kw_only=True):
     """
 
 
-class PromptListChangedNotification(Struct, kw_only=True, tag_field='method', tag='notifications/prompts/list_changed'):
+class PromptListChangedNotification(Struct, kw_only=True, dict=True, tag_field='method', tag='notifications/prompts/list_changed'):
     """
     An optional notification from the server to the client, informing it that the list of prompts it offers has changed. This is only delivered on a {@link SubscriptionsListenRequestsubscriptions/listen} stream when the client requested it via the `promptsListChanged` filter field.
     """
@@ -695,7 +695,7 @@ class PromptListChangedNotification(Struct, kw_only=True, tag_field='method', ta
     params: NotificationParams | UnsetType = UNSET
 
 
-class PromptReference(Struct, kw_only=True, tag_field='type', tag='ref/prompt'):
+class PromptReference(Struct, kw_only=True, dict=True, tag_field='type', tag='ref/prompt'):
     """
     Identifies a prompt.
     """
@@ -715,7 +715,7 @@ class PromptReference(Struct, kw_only=True, tag_field='type', tag='ref/prompt'):
     """
 
 
-class ReadResourceRequestParams(Struct, kw_only=True):
+class ReadResourceRequestParams(Struct, kw_only=True, dict=True):
     """
     Parameters for a `resources/read` request.
     """
@@ -729,7 +729,7 @@ class ReadResourceRequestParams(Struct, kw_only=True):
     requestState: str | UnsetType = UNSET
 
 
-class Request(Struct, kw_only=True):
+class Request(Struct, kw_only=True, dict=True):
     method: str
     params: dict[str, Any] | UnsetType = UNSET
 
@@ -738,7 +738,7 @@ RequestId: TypeAlias = str | int
 """A uniquely identifying ID for a request in JSON-RPC."""
 
 
-class RequestParams(Struct, kw_only=True):
+class RequestParams(Struct, kw_only=True, dict=True):
     """
     Common params for any request.
     """
@@ -746,7 +746,7 @@ class RequestParams(Struct, kw_only=True):
     meta: dict[str, Any] = field(name='_meta')
 
 
-class ResourceContents(Struct, kw_only=True):
+class ResourceContents(Struct, kw_only=True, dict=True):
     """
     The contents of a specific resource or sub-resource.
     """
@@ -758,7 +758,7 @@ class ResourceContents(Struct, kw_only=True):
     """The MIME type of this resource, if known."""
 
 
-class ResourceListChangedNotification(Struct, kw_only=True, tag_field='method', tag='notifications/resources/list_changed'):
+class ResourceListChangedNotification(Struct, kw_only=True, dict=True, tag_field='method', tag='notifications/resources/list_changed'):
     """
     An optional notification from the server to the client, informing it that the list of resources it can read from has changed. This is only delivered on a {@link SubscriptionsListenRequestsubscriptions/listen} stream when the client requested it via the `resourcesListChanged` filter field.
     """
@@ -767,7 +767,7 @@ class ResourceListChangedNotification(Struct, kw_only=True, tag_field='method', 
     params: NotificationParams | UnsetType = UNSET
 
 
-class ResourceRequestParams(Struct, kw_only=True):
+class ResourceRequestParams(Struct, kw_only=True, dict=True):
     """
     Common params for resource-related requests.
     """
@@ -779,7 +779,7 @@ class ResourceRequestParams(Struct, kw_only=True):
     """
 
 
-class ResourceTemplateReference(Struct, kw_only=True, tag_field='type', tag='ref/resource'):
+class ResourceTemplateReference(Struct, kw_only=True, dict=True, tag_field='type', tag='ref/resource'):
     """
     A reference to a resource or resource template definition.
     """
@@ -788,7 +788,7 @@ class ResourceTemplateReference(Struct, kw_only=True, tag_field='type', tag='ref
     """The URI or URI template of the resource."""
 
 
-class ResourceUpdatedNotificationParams(Struct, kw_only=True):
+class ResourceUpdatedNotificationParams(Struct, kw_only=True, dict=True):
     """
     Parameters for a `notifications/resources/updated` notification.
     """
@@ -800,7 +800,7 @@ class ResourceUpdatedNotificationParams(Struct, kw_only=True):
     meta: dict[str, Any] | UnsetType = field(name='_meta', default=UNSET)
 
 
-class Result(Struct, kw_only=True):
+class Result(Struct, kw_only=True, dict=True):
     """
     Common result fields.
     """
@@ -818,7 +818,7 @@ class Result(Struct, kw_only=True):
     """
 
 
-class ResultMetaObject(Struct, kw_only=True):
+class ResultMetaObject(Struct, kw_only=True, dict=True):
     """
     Extends {@link MetaObject} with additional result-specific fields. All key naming rules from `MetaObject` apply.
     """
@@ -853,7 +853,7 @@ Role: TypeAlias = Literal['assistant', 'user']
 """The sender or recipient of messages and data in a conversation."""
 
 
-class Root(Struct, kw_only=True):
+class Root(Struct, kw_only=True, dict=True):
     """
     Represents a root directory or file that the server can operate on.
     """
@@ -873,24 +873,24 @@ class Root(Struct, kw_only=True):
     """
 
 
-class ServerCapabilitiesPrompts(Struct, kw_only=True):
+class ServerCapabilitiesPrompts(Struct, kw_only=True, dict=True):
     listChanged: bool | UnsetType = UNSET
     """Whether this server supports notifications for changes to the prompt list."""
 
 
-class ServerCapabilitiesResources(Struct, kw_only=True):
+class ServerCapabilitiesResources(Struct, kw_only=True, dict=True):
     listChanged: bool | UnsetType = UNSET
     """Whether this server supports notifications for changes to the resource list."""
     subscribe: bool | UnsetType = UNSET
     """Whether this server supports subscribing to resource updates."""
 
 
-class ServerCapabilitiesTools(Struct, kw_only=True):
+class ServerCapabilitiesTools(Struct, kw_only=True, dict=True):
     listChanged: bool | UnsetType = UNSET
     """Whether this server supports notifications for changes to the tool list."""
 
 
-class ServerCapabilities(Struct, kw_only=True):
+class ServerCapabilities(Struct, kw_only=True, dict=True):
     """
     Capabilities that a server may support. Known capabilities are defined here, in this schema, but this is not a closed set: any server can define its own, additional capabilities.
     """
@@ -918,7 +918,7 @@ class ServerCapabilities(Struct, kw_only=True):
     """Present if the server offers any tools to call."""
 
 
-class StringSchema(Struct, kw_only=True):
+class StringSchema(Struct, kw_only=True, dict=True):
     type: Literal['string']
     default: str | UnsetType = UNSET
     description: str | UnsetType = UNSET
@@ -928,7 +928,7 @@ class StringSchema(Struct, kw_only=True):
     title: str | UnsetType = UNSET
 
 
-class SubscriptionFilter(Struct, kw_only=True):
+class SubscriptionFilter(Struct, kw_only=True, dict=True):
     """
     The set of notification types a client may opt in to on a
     {@link SubscriptionsListenRequestsubscriptions/listen} request.
@@ -952,7 +952,7 @@ class SubscriptionFilter(Struct, kw_only=True):
     """If true, receive {@link ToolListChangedNotificationnotifications/tools/list_changed}."""
 
 
-class SubscriptionsAcknowledgedNotificationParams(Struct, kw_only=True):
+class SubscriptionsAcknowledgedNotificationParams(Struct, kw_only=True, dict=True):
     """
     Parameters for a {@link SubscriptionsAcknowledgedNotificationnotifications/subscriptions/acknowledged} notification.
     """
@@ -967,7 +967,7 @@ class SubscriptionsAcknowledgedNotificationParams(Struct, kw_only=True):
     meta: dict[str, Any] | UnsetType = field(name='_meta', default=UNSET)
 
 
-class SubscriptionsListenRequestParams(Struct, kw_only=True):
+class SubscriptionsListenRequestParams(Struct, kw_only=True, dict=True):
     """
     Parameters for a {@link SubscriptionsListenRequestsubscriptions/listen} request.
     """
@@ -981,7 +981,7 @@ class SubscriptionsListenRequestParams(Struct, kw_only=True):
     """
 
 
-class SubscriptionsListenResult(Struct, kw_only=True):
+class SubscriptionsListenResult(Struct, kw_only=True, dict=True):
     """
     The response to a {@link SubscriptionsListenRequestsubscriptions/listen}
     request, signalling that the subscription has ended gracefully (for example,
@@ -1003,7 +1003,7 @@ class SubscriptionsListenResult(Struct, kw_only=True):
     """
 
 
-class SubscriptionsListenResultMetaObject(Struct, kw_only=True):
+class SubscriptionsListenResultMetaObject(Struct, kw_only=True, dict=True):
     """
     Extends {@link ResultMetaObject} with the subscription-stream identifier carried by a
     {@link SubscriptionsListenResult}. All key naming rules from `MetaObject` apply.
@@ -1033,7 +1033,7 @@ class SubscriptionsListenResultMetaObject(Struct, kw_only=True):
     """
 
 
-class SubscriptionsListenResultResponse(Struct, kw_only=True):
+class SubscriptionsListenResultResponse(Struct, kw_only=True, dict=True):
     """
     A successful response from the server for a {@link SubscriptionsListenRequestsubscriptions/listen}
     request, sent when the server tears the subscription down gracefully.
@@ -1044,7 +1044,7 @@ class SubscriptionsListenResultResponse(Struct, kw_only=True):
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class TextResourceContents(Struct, kw_only=True):
+class TextResourceContents(Struct, kw_only=True, dict=True):
     text: str
     """
     The text of the item. This must only be set if the item can actually be represented as text (not binary data).
@@ -1056,19 +1056,19 @@ class TextResourceContents(Struct, kw_only=True):
     """The MIME type of this resource, if known."""
 
 
-class TitledMultiSelectEnumSchemaItemsAnyOfItem(Struct, kw_only=True):
+class TitledMultiSelectEnumSchemaItemsAnyOfItem(Struct, kw_only=True, dict=True):
     const: str
     """The constant enum value."""
     title: str
     """Display title for this option."""
 
 
-class TitledMultiSelectEnumSchemaItems(Struct, kw_only=True):
+class TitledMultiSelectEnumSchemaItems(Struct, kw_only=True, dict=True):
     anyOf: list[TitledMultiSelectEnumSchemaItemsAnyOfItem]
     """Array of enum options with values and display labels."""
 
 
-class TitledMultiSelectEnumSchema(Struct, kw_only=True):
+class TitledMultiSelectEnumSchema(Struct, kw_only=True, dict=True):
     """
     Schema for multiple-selection enumeration with display titles for each option.
     """
@@ -1088,14 +1088,14 @@ class TitledMultiSelectEnumSchema(Struct, kw_only=True):
     """Optional title for the enum field."""
 
 
-class TitledSingleSelectEnumSchemaOneOfItem(Struct, kw_only=True):
+class TitledSingleSelectEnumSchemaOneOfItem(Struct, kw_only=True, dict=True):
     const: str
     """The enum value."""
     title: str
     """Display label for this option."""
 
 
-class TitledSingleSelectEnumSchema(Struct, kw_only=True):
+class TitledSingleSelectEnumSchema(Struct, kw_only=True, dict=True):
     """
     Schema for single-selection enumeration with display titles for each option.
     """
@@ -1111,7 +1111,7 @@ class TitledSingleSelectEnumSchema(Struct, kw_only=True):
     """Optional title for the enum field."""
 
 
-class ToolAnnotations(Struct, kw_only=True):
+class ToolAnnotations(Struct, kw_only=True, dict=True):
     """
     Additional properties describing a {@link Tool} to clients.
 
@@ -1160,7 +1160,7 @@ class ToolAnnotations(Struct, kw_only=True):
     """A human-readable title for the tool."""
 
 
-class ToolChoice(Struct, kw_only=True):
+class ToolChoice(Struct, kw_only=True, dict=True):
     """
     Controls tool selection behavior for sampling requests.
     """
@@ -1174,7 +1174,7 @@ class ToolChoice(Struct, kw_only=True):
     """
 
 
-class ToolListChangedNotification(Struct, kw_only=True, tag_field='method', tag='notifications/tools/list_changed'):
+class ToolListChangedNotification(Struct, kw_only=True, dict=True, tag_field='method', tag='notifications/tools/list_changed'):
     """
     An optional notification from the server to the client, informing it that the list of tools it offers has changed. This is only delivered on a {@link SubscriptionsListenRequestsubscriptions/listen} stream when the client requested it via the `toolsListChanged` filter field.
     """
@@ -1183,7 +1183,7 @@ class ToolListChangedNotification(Struct, kw_only=True, tag_field='method', tag=
     params: NotificationParams | UnsetType = UNSET
 
 
-class ToolUseContent(Struct, kw_only=True, tag_field='type', tag='tool_use'):
+class ToolUseContent(Struct, kw_only=True, dict=True, tag_field='type', tag='tool_use'):
     """
     A request from the assistant to call a tool.
     """
@@ -1205,7 +1205,7 @@ class ToolUseContent(Struct, kw_only=True, tag_field='type', tag='tool_use'):
     """
 
 
-class UnsupportedProtocolVersionErrorErrorData(Struct, kw_only=True):
+class UnsupportedProtocolVersionErrorErrorData(Struct, kw_only=True, dict=True):
     requested: str
     """The protocol version that was requested by the client."""
     supported: list[str]
@@ -1215,7 +1215,7 @@ class UnsupportedProtocolVersionErrorErrorData(Struct, kw_only=True):
     """
 
 
-class UnsupportedProtocolVersionErrorError(Struct, kw_only=True):
+class UnsupportedProtocolVersionErrorError(Struct, kw_only=True, dict=True):
     code: Literal[-32022]
     data: UnsupportedProtocolVersionErrorErrorData
     message: str
@@ -1224,7 +1224,7 @@ class UnsupportedProtocolVersionErrorError(Struct, kw_only=True):
     """
 
 
-class UnsupportedProtocolVersionError(Struct, kw_only=True):
+class UnsupportedProtocolVersionError(Struct, kw_only=True, dict=True):
     """
     Returned when the request's protocol version is unknown to the server or
     unsupported (e.g., a known experimental or draft version the server has
@@ -1237,13 +1237,13 @@ class UnsupportedProtocolVersionError(Struct, kw_only=True):
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class UntitledMultiSelectEnumSchemaItems(Struct, kw_only=True):
+class UntitledMultiSelectEnumSchemaItems(Struct, kw_only=True, dict=True):
     enum: list[str]
     """Array of enum values to choose from."""
     type: Literal['string']
 
 
-class UntitledMultiSelectEnumSchema(Struct, kw_only=True):
+class UntitledMultiSelectEnumSchema(Struct, kw_only=True, dict=True):
     """
     Schema for multiple-selection enumeration without display titles for options.
     """
@@ -1263,7 +1263,7 @@ class UntitledMultiSelectEnumSchema(Struct, kw_only=True):
     """Optional title for the enum field."""
 
 
-class UntitledSingleSelectEnumSchema(Struct, kw_only=True):
+class UntitledSingleSelectEnumSchema(Struct, kw_only=True, dict=True):
     """
     Schema for single-selection enumeration without display titles for options.
     """
@@ -1279,7 +1279,7 @@ class UntitledSingleSelectEnumSchema(Struct, kw_only=True):
     """Optional title for the enum field."""
 
 
-class AnyResourceContents(Struct, kw_only=True):
+class AnyResourceContents(Struct, kw_only=True, dict=True):
     """
     The contents of a resource: `text` for text, `blob` (base64) for binary data.
 
@@ -1299,7 +1299,7 @@ class AnyResourceContents(Struct, kw_only=True):
     """A base64-encoded string representing the binary data of the item."""
 
 
-class Annotations(Struct, kw_only=True):
+class Annotations(Struct, kw_only=True, dict=True):
     """
     Optional annotations for the client. The client can use annotations to inform how objects are used or displayed
     """
@@ -1329,7 +1329,7 @@ class Annotations(Struct, kw_only=True):
     """
 
 
-class AudioContent(Struct, kw_only=True, tag_field='type', tag='audio'):
+class AudioContent(Struct, kw_only=True, dict=True, tag_field='type', tag='audio'):
     """
     Audio provided to or from an LLM.
     """
@@ -1343,7 +1343,7 @@ class AudioContent(Struct, kw_only=True, tag_field='type', tag='audio'):
     """Optional annotations for the client."""
 
 
-class CallToolRequestParams(Struct, kw_only=True):
+class CallToolRequestParams(Struct, kw_only=True, dict=True):
     """
     Parameters for a `tools/call` request.
     """
@@ -1357,7 +1357,7 @@ class CallToolRequestParams(Struct, kw_only=True):
     requestState: str | UnsetType = UNSET
 
 
-class CallToolResultResponse(Struct, kw_only=True):
+class CallToolResultResponse(Struct, kw_only=True, dict=True):
     """
     A successful response from the server for a {@link CallToolRequesttools/call} request.
     """
@@ -1367,7 +1367,7 @@ class CallToolResultResponse(Struct, kw_only=True):
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class CancelledNotificationParams(Struct, kw_only=True):
+class CancelledNotificationParams(Struct, kw_only=True, dict=True):
     """
     Parameters for a `notifications/cancelled` notification.
     """
@@ -1385,12 +1385,12 @@ class CancelledNotificationParams(Struct, kw_only=True):
     """
 
 
-class ClientCapabilitiesElicitation(Struct, kw_only=True):
+class ClientCapabilitiesElicitation(Struct, kw_only=True, dict=True):
     form: JSONObject | UnsetType = UNSET
     url: JSONObject | UnsetType = UNSET
 
 
-class ClientCapabilitiesSampling(Struct, kw_only=True):
+class ClientCapabilitiesSampling(Struct, kw_only=True, dict=True):
     context: JSONObject | UnsetType = UNSET
     """
     Whether the client supports context inclusion via `includeContext` parameter.
@@ -1400,7 +1400,7 @@ class ClientCapabilitiesSampling(Struct, kw_only=True):
     """Whether the client supports tool use via `tools` and `toolChoice` parameters."""
 
 
-class ClientCapabilities(Struct, kw_only=True):
+class ClientCapabilities(Struct, kw_only=True, dict=True):
     """
     Capabilities a client may support. Known capabilities are defined here, in this schema, but this is not a closed set: any client can define its own, additional capabilities.
     """
@@ -1427,7 +1427,7 @@ class ClientCapabilities(Struct, kw_only=True):
 ClientResult: TypeAlias = Result
 
 
-class CompleteRequestParams(Struct, kw_only=True):
+class CompleteRequestParams(Struct, kw_only=True, dict=True):
     """
     Parameters for a `completion/complete` request.
     """
@@ -1440,7 +1440,7 @@ class CompleteRequestParams(Struct, kw_only=True):
     """Additional, optional context for completions"""
 
 
-class CompleteResultResponse(Struct, kw_only=True):
+class CompleteResultResponse(Struct, kw_only=True, dict=True):
     """
     A successful response from the server for a {@link CompleteRequestcompletion/complete} request.
     """
@@ -1450,7 +1450,7 @@ class CompleteResultResponse(Struct, kw_only=True):
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class DiscoverRequest(Struct, kw_only=True, tag_field='method', tag='server/discover'):
+class DiscoverRequest(Struct, kw_only=True, dict=True, tag_field='method', tag='server/discover'):
     """
     A request from the client asking the server to advertise its supported
     protocol versions, capabilities, and other metadata. Servers **MUST**
@@ -1463,7 +1463,7 @@ class DiscoverRequest(Struct, kw_only=True, tag_field='method', tag='server/disc
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class DiscoverResult(Struct, kw_only=True):
+class DiscoverResult(Struct, kw_only=True, dict=True):
     """
     The result returned by the server for a {@link DiscoverRequestserver/discover} request.
     """
@@ -1521,7 +1521,7 @@ class DiscoverResult(Struct, kw_only=True):
     """
 
 
-class DiscoverResultResponse(Struct, kw_only=True):
+class DiscoverResultResponse(Struct, kw_only=True, dict=True):
     """
     A successful response from the server for a {@link DiscoverRequestserver/discover} request.
     """
@@ -1531,7 +1531,7 @@ class DiscoverResultResponse(Struct, kw_only=True):
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class ElicitRequest(Struct, kw_only=True, tag_field='method', tag='elicitation/create'):
+class ElicitRequest(Struct, kw_only=True, dict=True, tag_field='method', tag='elicitation/create'):
     """
     A request from the server to elicit additional information from the user via the client.
     """
@@ -1539,7 +1539,7 @@ class ElicitRequest(Struct, kw_only=True, tag_field='method', tag='elicitation/c
     params: ElicitRequestParams
 
 
-class EmbeddedResource(Struct, kw_only=True, tag_field='type', tag='resource'):
+class EmbeddedResource(Struct, kw_only=True, dict=True, tag_field='type', tag='resource'):
     """
     The contents of a resource, embedded into a prompt or tool call result.
 
@@ -1556,7 +1556,7 @@ class EmbeddedResource(Struct, kw_only=True, tag_field='type', tag='resource'):
 EmptyResult: TypeAlias = Result
 
 
-class GetPromptRequestParams(Struct, kw_only=True):
+class GetPromptRequestParams(Struct, kw_only=True, dict=True):
     """
     Parameters for a `prompts/get` request.
     """
@@ -1570,7 +1570,7 @@ class GetPromptRequestParams(Struct, kw_only=True):
     requestState: str | UnsetType = UNSET
 
 
-class GetPromptResultResponse(Struct, kw_only=True):
+class GetPromptResultResponse(Struct, kw_only=True, dict=True):
     """
     A successful response from the server for a {@link GetPromptRequestprompts/get} request.
     """
@@ -1580,7 +1580,7 @@ class GetPromptResultResponse(Struct, kw_only=True):
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class HeaderMismatchError(Struct, kw_only=True):
+class HeaderMismatchError(Struct, kw_only=True, dict=True):
     """
     Returned when a server rejects a request because the values in the HTTP
     headers do not match the corresponding values in the request body, or
@@ -1593,7 +1593,7 @@ class HeaderMismatchError(Struct, kw_only=True):
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class ImageContent(Struct, kw_only=True, tag_field='type', tag='image'):
+class ImageContent(Struct, kw_only=True, dict=True, tag_field='type', tag='image'):
     """
     An image provided to or from an LLM.
     """
@@ -1607,13 +1607,13 @@ class ImageContent(Struct, kw_only=True, tag_field='type', tag='image'):
     """Optional annotations for the client."""
 
 
-class InputResponseRequestParams(Struct, kw_only=True):
+class InputResponseRequestParams(Struct, kw_only=True, dict=True):
     meta: dict[str, Any] = field(name='_meta')
     inputResponses: InputResponses | UnsetType = UNSET
     requestState: str | UnsetType = UNSET
 
 
-class JSONRPCErrorResponse(Struct, kw_only=True):
+class JSONRPCErrorResponse(Struct, kw_only=True, dict=True):
     """
     A response to a request that indicates an error occurred.
     """
@@ -1623,7 +1623,7 @@ class JSONRPCErrorResponse(Struct, kw_only=True):
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class JSONRPCRequest(Struct, kw_only=True):
+class JSONRPCRequest(Struct, kw_only=True, dict=True):
     """
     A request that expects a response.
     """
@@ -1634,7 +1634,7 @@ class JSONRPCRequest(Struct, kw_only=True):
     params: dict[str, Any] | UnsetType = UNSET
 
 
-class JSONRPCResultResponse(Struct, kw_only=True):
+class JSONRPCResultResponse(Struct, kw_only=True, dict=True):
     """
     A successful (non-error) response to a request.
     """
@@ -1644,7 +1644,7 @@ class JSONRPCResultResponse(Struct, kw_only=True):
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class ListPromptsRequest(Struct, kw_only=True, tag_field='method', tag='prompts/list'):
+class ListPromptsRequest(Struct, kw_only=True, dict=True, tag_field='method', tag='prompts/list'):
     """
     Sent from the client to request a list of prompts and prompt templates the server has.
     """
@@ -1654,7 +1654,7 @@ class ListPromptsRequest(Struct, kw_only=True, tag_field='method', tag='prompts/
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class ListResourceTemplatesRequest(Struct, kw_only=True, tag_field='method', tag='resources/templates/list'):
+class ListResourceTemplatesRequest(Struct, kw_only=True, dict=True, tag_field='method', tag='resources/templates/list'):
     """
     Sent from the client to request a list of resource templates the server has.
     """
@@ -1664,7 +1664,7 @@ class ListResourceTemplatesRequest(Struct, kw_only=True, tag_field='method', tag
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class ListResourcesRequest(Struct, kw_only=True, tag_field='method', tag='resources/list'):
+class ListResourcesRequest(Struct, kw_only=True, dict=True, tag_field='method', tag='resources/list'):
     """
     Sent from the client to request a list of resources the server has.
     """
@@ -1674,7 +1674,7 @@ class ListResourcesRequest(Struct, kw_only=True, tag_field='method', tag='resour
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class ListRootsResult(Struct, kw_only=True):
+class ListRootsResult(Struct, kw_only=True, dict=True):
     """
     The result returned by the client for a {@link ListRootsRequestroots/list} request.
     This result contains an array of {@link Root} objects, each representing a root directory
@@ -1684,7 +1684,7 @@ class ListRootsResult(Struct, kw_only=True):
     roots: list[Root]
 
 
-class ListToolsRequest(Struct, kw_only=True, tag_field='method', tag='tools/list'):
+class ListToolsRequest(Struct, kw_only=True, dict=True, tag_field='method', tag='tools/list'):
     """
     Sent from the client to request a list of tools the server has.
     """
@@ -1694,7 +1694,7 @@ class ListToolsRequest(Struct, kw_only=True, tag_field='method', tag='tools/list
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class LoggingMessageNotification(Struct, kw_only=True, tag_field='method', tag='notifications/message'):
+class LoggingMessageNotification(Struct, kw_only=True, dict=True, tag_field='method', tag='notifications/message'):
     """
     JSONRPCNotification of a log message passed from server to client. The client opts in by setting `"io.modelcontextprotocol/logLevel"` in a request's `_meta`.
     """
@@ -1703,12 +1703,12 @@ class LoggingMessageNotification(Struct, kw_only=True, tag_field='method', tag='
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class MissingRequiredClientCapabilityErrorErrorData(Struct, kw_only=True):
+class MissingRequiredClientCapabilityErrorErrorData(Struct, kw_only=True, dict=True):
     requiredCapabilities: ClientCapabilities
     """The capabilities the server requires from the client to process this request."""
 
 
-class MissingRequiredClientCapabilityErrorError(Struct, kw_only=True):
+class MissingRequiredClientCapabilityErrorError(Struct, kw_only=True, dict=True):
     code: Literal[-32021]
     data: MissingRequiredClientCapabilityErrorErrorData
     message: str
@@ -1717,7 +1717,7 @@ class MissingRequiredClientCapabilityErrorError(Struct, kw_only=True):
     """
 
 
-class MissingRequiredClientCapabilityError(Struct, kw_only=True):
+class MissingRequiredClientCapabilityError(Struct, kw_only=True, dict=True):
     """
     Returned when processing a request requires a capability the client did not
     declare in `clientCapabilities`. For HTTP, the response status code MUST be
@@ -1729,7 +1729,7 @@ class MissingRequiredClientCapabilityError(Struct, kw_only=True):
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class NotificationMetaObject(Struct, kw_only=True):
+class NotificationMetaObject(Struct, kw_only=True, dict=True):
     """
     Extends {@link MetaObject} with additional notification-specific fields. All key naming rules from `MetaObject` apply.
     """
@@ -1749,14 +1749,14 @@ class NotificationMetaObject(Struct, kw_only=True):
     """
 
 
-class PaginatedRequest(Struct, kw_only=True):
+class PaginatedRequest(Struct, kw_only=True, dict=True):
     id: RequestId
     method: str
     params: PaginatedRequestParams
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class ProgressNotificationParams(Struct, kw_only=True):
+class ProgressNotificationParams(Struct, kw_only=True, dict=True):
     """
     Parameters for a {@link ProgressNotificationnotifications/progress} notification.
     """
@@ -1776,7 +1776,7 @@ class ProgressNotificationParams(Struct, kw_only=True):
     """Total number of items to process (or total progress required), if known."""
 
 
-class Prompt(Struct, kw_only=True):
+class Prompt(Struct, kw_only=True, dict=True):
     """
     A prompt or prompt template that the server offers.
     """
@@ -1813,7 +1813,7 @@ class Prompt(Struct, kw_only=True):
     """
 
 
-class ReadResourceRequest(Struct, kw_only=True, tag_field='method', tag='resources/read'):
+class ReadResourceRequest(Struct, kw_only=True, dict=True, tag_field='method', tag='resources/read'):
     """
     Sent from the client to the server, to read a specific resource URI.
     """
@@ -1823,7 +1823,7 @@ class ReadResourceRequest(Struct, kw_only=True, tag_field='method', tag='resourc
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class ReadResourceResult(Struct, kw_only=True):
+class ReadResourceResult(Struct, kw_only=True, dict=True):
     """
     The result returned by the server for a {@link ReadResourceRequestresources/read} request.
     """
@@ -1866,7 +1866,7 @@ class ReadResourceResult(Struct, kw_only=True):
     """
 
 
-class ReadResourceResultResponse(Struct, kw_only=True):
+class ReadResourceResultResponse(Struct, kw_only=True, dict=True):
     """
     A successful response from the server for a {@link ReadResourceRequestresources/read} request.
     """
@@ -1876,7 +1876,7 @@ class ReadResourceResultResponse(Struct, kw_only=True):
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class RequestMetaObject(Struct, kw_only=True):
+class RequestMetaObject(Struct, kw_only=True, dict=True):
     """
     Extends {@link MetaObject} with additional request-specific fields. All key naming rules from `MetaObject` apply.
     """
@@ -1926,7 +1926,7 @@ class RequestMetaObject(Struct, kw_only=True):
     """
 
 
-class Resource(Struct, kw_only=True):
+class Resource(Struct, kw_only=True, dict=True):
     """
     A known resource that the server is capable of reading.
     """
@@ -1977,7 +1977,7 @@ class Resource(Struct, kw_only=True):
     """
 
 
-class ResourceLink(Struct, kw_only=True, tag_field='type', tag='resource_link'):
+class ResourceLink(Struct, kw_only=True, dict=True, tag_field='type', tag='resource_link'):
     """
     A resource that the server is capable of reading, included in a prompt or tool call result.
 
@@ -2030,7 +2030,7 @@ class ResourceLink(Struct, kw_only=True, tag_field='type', tag='resource_link'):
     """
 
 
-class ResourceTemplate(Struct, kw_only=True):
+class ResourceTemplate(Struct, kw_only=True, dict=True):
     """
     A template description for resources available on the server.
     """
@@ -2077,7 +2077,7 @@ class ResourceTemplate(Struct, kw_only=True):
     """
 
 
-class ResourceUpdatedNotification(Struct, kw_only=True, tag_field='method', tag='notifications/resources/updated'):
+class ResourceUpdatedNotification(Struct, kw_only=True, dict=True, tag_field='method', tag='notifications/resources/updated'):
     """
     A notification from the server to the client, informing it that a resource has changed and may need to be read again. This is only sent for resources the client opted in to via the `resourceSubscriptions` field of a {@link SubscriptionsListenRequestsubscriptions/listen} request.
     """
@@ -2086,7 +2086,7 @@ class ResourceUpdatedNotification(Struct, kw_only=True, tag_field='method', tag=
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class SubscriptionsAcknowledgedNotification(Struct, kw_only=True, tag_field='method', tag='notifications/subscriptions/acknowledged'):
+class SubscriptionsAcknowledgedNotification(Struct, kw_only=True, dict=True, tag_field='method', tag='notifications/subscriptions/acknowledged'):
     """
     Sent by the server to acknowledge that a
     {@link SubscriptionsListenRequestsubscriptions/listen} subscription has been
@@ -2104,7 +2104,7 @@ class SubscriptionsAcknowledgedNotification(Struct, kw_only=True, tag_field='met
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class SubscriptionsListenRequest(Struct, kw_only=True, tag_field='method', tag='subscriptions/listen'):
+class SubscriptionsListenRequest(Struct, kw_only=True, dict=True, tag_field='method', tag='subscriptions/listen'):
     """
     Sent from the client to open a long-lived channel for receiving notifications
     outside the context of a specific request. Replaces the previous HTTP GET
@@ -2116,7 +2116,7 @@ class SubscriptionsListenRequest(Struct, kw_only=True, tag_field='method', tag='
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class TextContent(Struct, kw_only=True, tag_field='type', tag='text'):
+class TextContent(Struct, kw_only=True, dict=True, tag_field='type', tag='text'):
     """
     Text provided to or from an LLM.
     """
@@ -2128,7 +2128,7 @@ class TextContent(Struct, kw_only=True, tag_field='type', tag='text'):
     """Optional annotations for the client."""
 
 
-class Tool(Struct, kw_only=True):
+class Tool(Struct, kw_only=True, dict=True):
     """
     Definition for a tool the client can call.
     """
@@ -2197,7 +2197,7 @@ class Tool(Struct, kw_only=True):
     """
 
 
-class CallToolRequest(Struct, kw_only=True, tag_field='method', tag='tools/call'):
+class CallToolRequest(Struct, kw_only=True, dict=True, tag_field='method', tag='tools/call'):
     """
     Used by the client to invoke a tool provided by the server.
     """
@@ -2207,7 +2207,7 @@ class CallToolRequest(Struct, kw_only=True, tag_field='method', tag='tools/call'
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class CancelledNotification(Struct, kw_only=True, tag_field='method', tag='notifications/cancelled'):
+class CancelledNotification(Struct, kw_only=True, dict=True, tag_field='method', tag='notifications/cancelled'):
     """
     This notification is sent by the client to indicate that it is cancelling a request it previously issued.
 
@@ -2225,7 +2225,7 @@ class CancelledNotification(Struct, kw_only=True, tag_field='method', tag='notif
 ClientNotification: TypeAlias = CancelledNotification
 
 
-class CompleteRequest(Struct, kw_only=True, tag_field='method', tag='completion/complete'):
+class CompleteRequest(Struct, kw_only=True, dict=True, tag_field='method', tag='completion/complete'):
     """
     A request from the client to the server, to ask for completion options.
     """
@@ -2238,7 +2238,7 @@ class CompleteRequest(Struct, kw_only=True, tag_field='method', tag='completion/
 ContentBlock: TypeAlias = TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource
 
 
-class GetPromptRequest(Struct, kw_only=True, tag_field='method', tag='prompts/get'):
+class GetPromptRequest(Struct, kw_only=True, dict=True, tag_field='method', tag='prompts/get'):
     """
     Used by the client to get a prompt provided by the server.
     """
@@ -2248,7 +2248,7 @@ class GetPromptRequest(Struct, kw_only=True, tag_field='method', tag='prompts/ge
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class ListPromptsResult(Struct, kw_only=True):
+class ListPromptsResult(Struct, kw_only=True, dict=True):
     """
     The result returned by the server for a {@link ListPromptsRequestprompts/list} request.
     """
@@ -2296,7 +2296,7 @@ class ListPromptsResult(Struct, kw_only=True):
     """
 
 
-class ListPromptsResultResponse(Struct, kw_only=True):
+class ListPromptsResultResponse(Struct, kw_only=True, dict=True):
     """
     A successful response from the server for a {@link ListPromptsRequestprompts/list} request.
     """
@@ -2306,7 +2306,7 @@ class ListPromptsResultResponse(Struct, kw_only=True):
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class ListResourceTemplatesResult(Struct, kw_only=True):
+class ListResourceTemplatesResult(Struct, kw_only=True, dict=True):
     """
     The result returned by the server for a {@link ListResourceTemplatesRequestresources/templates/list} request.
     """
@@ -2354,7 +2354,7 @@ class ListResourceTemplatesResult(Struct, kw_only=True):
     """
 
 
-class ListResourceTemplatesResultResponse(Struct, kw_only=True):
+class ListResourceTemplatesResultResponse(Struct, kw_only=True, dict=True):
     """
     A successful response from the server for a {@link ListResourceTemplatesRequestresources/templates/list} request.
     """
@@ -2364,7 +2364,7 @@ class ListResourceTemplatesResultResponse(Struct, kw_only=True):
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class ListResourcesResult(Struct, kw_only=True):
+class ListResourcesResult(Struct, kw_only=True, dict=True):
     """
     The result returned by the server for a {@link ListResourcesRequestresources/list} request.
     """
@@ -2412,7 +2412,7 @@ class ListResourcesResult(Struct, kw_only=True):
     """
 
 
-class ListResourcesResultResponse(Struct, kw_only=True):
+class ListResourcesResultResponse(Struct, kw_only=True, dict=True):
     """
     A successful response from the server for a {@link ListResourcesRequestresources/list} request.
     """
@@ -2422,7 +2422,7 @@ class ListResourcesResultResponse(Struct, kw_only=True):
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class ListToolsResult(Struct, kw_only=True):
+class ListToolsResult(Struct, kw_only=True, dict=True):
     """
     The result returned by the server for a {@link ListToolsRequesttools/list} request.
     """
@@ -2470,7 +2470,7 @@ class ListToolsResult(Struct, kw_only=True):
     """
 
 
-class ListToolsResultResponse(Struct, kw_only=True):
+class ListToolsResultResponse(Struct, kw_only=True, dict=True):
     """
     A successful response from the server for a {@link ListToolsRequesttools/list} request.
     """
@@ -2480,7 +2480,7 @@ class ListToolsResultResponse(Struct, kw_only=True):
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class ProgressNotification(Struct, kw_only=True, tag_field='method', tag='notifications/progress'):
+class ProgressNotification(Struct, kw_only=True, dict=True, tag_field='method', tag='notifications/progress'):
     """
     An out-of-band notification used to inform the receiver of a progress update for a long-running request.
     """
@@ -2489,7 +2489,7 @@ class ProgressNotification(Struct, kw_only=True, tag_field='method', tag='notifi
     jsonrpc: Literal['2.0'] = '2.0'
 
 
-class PromptMessage(Struct, kw_only=True):
+class PromptMessage(Struct, kw_only=True, dict=True):
     """
     Describes a message returned as part of a prompt.
 
@@ -2504,7 +2504,7 @@ class PromptMessage(Struct, kw_only=True):
 ServerNotification: TypeAlias = CancelledNotification | ProgressNotification | ResourceListChangedNotification | SubscriptionsAcknowledgedNotification | ResourceUpdatedNotification | PromptListChangedNotification | ToolListChangedNotification | LoggingMessageNotification
 
 
-class ToolResultContent(Struct, kw_only=True, tag_field='type', tag='tool_result'):
+class ToolResultContent(Struct, kw_only=True, dict=True, tag_field='type', tag='tool_result'):
     """
     The result of a tool use, provided by the user back to the assistant.
     """
@@ -2543,7 +2543,7 @@ class ToolResultContent(Struct, kw_only=True, tag_field='type', tag='tool_result
     """
 
 
-class CallToolResult(Struct, kw_only=True):
+class CallToolResult(Struct, kw_only=True, dict=True):
     """
     The result returned by the server for a {@link CallToolRequesttools/call} request.
     """
@@ -2588,7 +2588,7 @@ class CallToolResult(Struct, kw_only=True):
 ClientRequest: TypeAlias = DiscoverRequest | ListResourcesRequest | ListResourceTemplatesRequest | ReadResourceRequest | SubscriptionsListenRequest | ListPromptsRequest | GetPromptRequest | ListToolsRequest | CallToolRequest | CompleteRequest
 
 
-class GetPromptResult(Struct, kw_only=True):
+class GetPromptResult(Struct, kw_only=True, dict=True):
     """
     The result returned by the server for a {@link GetPromptRequestprompts/get} request.
     """
@@ -2612,7 +2612,7 @@ class GetPromptResult(Struct, kw_only=True):
 SamplingMessageContentBlock: TypeAlias = TextContent | ImageContent | AudioContent | ToolUseContent | ToolResultContent
 
 
-class CreateMessageResult(Struct, kw_only=True):
+class CreateMessageResult(Struct, kw_only=True, dict=True):
     """
     The result returned by the client for a {@link CreateMessageRequestsampling/createMessage} request.
     The client should inform the user before returning the sampled message, to allow them
@@ -2638,7 +2638,7 @@ class CreateMessageResult(Struct, kw_only=True):
     """
 
 
-class SamplingMessage(Struct, kw_only=True):
+class SamplingMessage(Struct, kw_only=True, dict=True):
     """
     Describes a message issued to or received from an LLM API.
     """
@@ -2648,7 +2648,7 @@ class SamplingMessage(Struct, kw_only=True):
     meta: dict[str, Any] | UnsetType = field(name='_meta', default=UNSET)
 
 
-class CreateMessageRequestParams(Struct, kw_only=True):
+class CreateMessageRequestParams(Struct, kw_only=True, dict=True):
     """
     Parameters for a `sampling/createMessage` request.
     """
@@ -2696,7 +2696,7 @@ class CreateMessageRequestParams(Struct, kw_only=True):
     """
 
 
-class CreateMessageRequest(Struct, kw_only=True, tag_field='method', tag='sampling/createMessage'):
+class CreateMessageRequest(Struct, kw_only=True, dict=True, tag_field='method', tag='sampling/createMessage'):
     """
     A request from the server to sample an LLM via the client. The client has full discretion over which model to select. The client should also inform the user before beginning sampling, to allow them to inspect the request (human in the loop) and decide whether to approve it.
     """
@@ -2714,7 +2714,7 @@ Keys are server-assigned identifiers; values are the request objects.
 """
 
 
-class InputRequiredResult(Struct, kw_only=True):
+class InputRequiredResult(Struct, kw_only=True, dict=True):
     """
     An InputRequiredResult sent by the server to indicate that additional input is needed
     before the request can be completed.

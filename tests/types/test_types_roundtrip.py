@@ -29,8 +29,9 @@ from tests._support.types import (
 # gives the `roots/list` input request an `id`, but in 2026-07-28 input
 # requests travel inside `InputRequiredResult.inputRequests` and are not
 # JSON-RPC messages, so `ListRootsRequest` declares no `id` (schema.json has no
-# additionalProperties: false, so the example still validates).  Our Struct
-# drops the undeclared key.
+# additionalProperties: false, so the example still validates).  The ordinary
+# decoder drops the undeclared key (mcp_trio.types.lossless keeps it:
+# test_types_lossless.py).
 EXAMPLE_EXCEPTIONS = {("ListRootsRequest", "list-roots-request.json"): {"id"}}
 
 EXAMPLES = example_files()

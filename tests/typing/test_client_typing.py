@@ -2,7 +2,8 @@
 
 client_calls.py holds every public call of the client, server_calls.py every
 public decorator of the server and the Context calls, middleware_calls.py
-middleware written and installed on both sides.
+middleware written and installed on both sides, types_calls.py the lossless
+decoder and encoder of the message types.
 """
 
 from __future__ import annotations
@@ -51,3 +52,8 @@ def test_the_server_decorators_type_check() -> None:
 @pytest.mark.slow
 def test_middleware_type_checks() -> None:
     check("middleware_calls.py")
+
+
+@pytest.mark.slow
+def test_the_lossless_codec_type_checks() -> None:
+    check("types_calls.py")
