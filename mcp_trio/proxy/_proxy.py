@@ -21,8 +21,9 @@ import trio
 from .._engine._common import _unwrap
 from ..client import Client, ConnectOptions, ServesSessions, connect
 from ..server import Server
+from ..types import _versions
 from ._forwarding import ASKS, Forwarding
-from ._upstream import Upstream
+from ._upstream import Upstream, Upstreams
 
 __all__ = ["proxy"]
 
@@ -46,6 +47,7 @@ def proxy(
     target: str | Sequence[str] | ServesSessions,
     *,
     server_name: str | None = None,
+    offer: Sequence[str] | None = None,
     timeout: float | None = 60.0,
     wait: float = 10.0,
     backoff: float = 0.5,
@@ -59,6 +61,10 @@ def proxy(
         target: What :func:`~mcp_trio.client.connect` takes: a command line (a string split as
             a shell would, or a list), an ``http(s)://`` or ``ws(s)://`` URL, or a server object.
         server_name: The proxy's ``serverInfo.name`` (by default its clients see the upstream's info).
+        offer: The protocol revisions the proxy offers its clients, each forwarded over an
+            upstream session of its own, pinned to it (all opened at the start; those the upstream
+            does not speak are left out, and logged).  By default the proxy offers the one revision
+            it negotiated upstream (with ``versions``, if given).
         timeout: Seconds each forwarded request (and each ask passed to a client) may wait for
             its answer, reset by progress; past it the request is cancelled upstream and
             answered with -32603.  ``None``: no limit.
@@ -87,52 +93,66 @@ def proxy(
         raise ValueError(f"proxy(): timeout must be a positive number of seconds or None, not {timeout!r}")
     if queue_size < 1:
         raise ValueError(f"proxy(): queue_size must be at least 1, not {queue_size!r}")
+    if offer is not None and (isinstance(offer, str) or not offer):
+        raise ValueError("proxy(): offer takes a non-empty list of protocol revisions, e.g. ['2025-11-25']")
     forwarding: Forwarding | None = None
+    where = _where(target)
 
-    def open_client(options: dict[str, Any]) -> AbstractAsyncContextManager[Client]:
-        assert forwarding is not None
-        handlers = dict.fromkeys(ASKS, forwarding.ask)
-        options = {**options, "request_handlers": handlers, "on_notification": on_notification}
-        options["capabilities"] = {
-            "sampling": {},
-            "elicitation": {"form": {}, "url": {}},
-            "roots": {"listChanged": True},
-        }
-        options["cache"] = False
-        return connect(target, **options)
+    def make(versions: Sequence[str] | None) -> Upstream:
+        """One upstream session (pinned to ``versions`` when given)."""
 
-    async def on_notification(method: str, params: Any) -> None:
-        upstream.queue_notification(method, params)
+        def open_client(options: dict[str, Any]) -> AbstractAsyncContextManager[Client]:
+            assert forwarding is not None
+            handlers = dict.fromkeys(ASKS, forwarding.ask)
+            options = {**options, "request_handlers": handlers, "on_notification": on_notification}
+            options["capabilities"] = {
+                "sampling": {},
+                "elicitation": {"form": {}, "url": {}},
+                "roots": {"listChanged": True},
+                # (its methods, tasks/get ..., may then be forwarded; each stateless request
+                # carries the capabilities of the client it is forwarded for)
+                "extensions": {_versions.TASKS_EXTENSION: {}},
+            }
+            options["cache"] = False
+            return connect(target, **options)
 
-    async def on_reconnect() -> None:
-        assert forwarding is not None
-        await forwarding.reconnected()
+        async def on_notification(method: str, params: Any) -> None:
+            upstream.queue_notification(method, params)
 
-    upstream = Upstream(
-        open_client,
-        _where(target),
-        dict(connect_options),
-        backoff=backoff,
-        max_backoff=max_backoff,
-        wait=wait,
-        queue_size=queue_size,
-        on_reconnect=on_reconnect,
-    )
-    forwarding = Forwarding(upstream, timeout=timeout)
+        async def on_reconnect(upstream: Upstream) -> None:
+            assert forwarding is not None
+            await forwarding.reconnected(upstream)
+
+        options: dict[str, Any] = dict(connect_options)
+        if versions is not None:
+            options["versions"] = list(versions)
+        upstream = Upstream(
+            open_client,
+            where,
+            options,
+            backoff=backoff,
+            max_backoff=max_backoff,
+            wait=wait,
+            queue_size=queue_size,
+            on_reconnect=on_reconnect,
+        )
+        return upstream
+
+    upstreams = Upstreams(make, offer)
+    forwarding = Forwarding(upstreams, where, timeout=timeout)
 
     @asynccontextmanager
-    async def held(server: Server) -> AsyncIterator[Upstream]:
+    async def held(server: Server) -> AsyncIterator[Upstreams]:
         assert forwarding is not None
         try:
             async with trio.open_nursery() as nursery:
-                client: Client = await nursery.start(upstream.run)
-                server.versions = [client.protocol_version]
+                client = await upstreams.start(nursery, forwarding.notified)
+                server.versions = upstreams.versions()
                 if server_name is None:
                     server.info = dict(client.server_info)
                 server.instructions = client.instructions
                 await forwarding.learn_tools()
-                nursery.start_soon(upstream.relay, forwarding.notified)
-                yield upstream
+                yield upstreams
                 nursery.cancel_scope.cancel()
         except BaseExceptionGroup as group:
             raise _unwrap(group) from None
