@@ -109,9 +109,17 @@ class Forwarding:
         "_announce",
         "_listen",
         "_headers",
+        "_rename_uri",
     )
 
-    def __init__(self, upstreams: Upstreams, where: str, *, timeout: float | None) -> None:
+    def __init__(
+        self,
+        upstreams: Upstreams,
+        where: str,
+        *,
+        timeout: float | None,
+        rename_uri: Callable[[str], str | None] | None = None,
+    ) -> None:
         self._upstreams = upstreams
         self._where = where  # (the proxied server, as the messages name it)
         self._timeout = timeout
@@ -122,6 +130,8 @@ class Forwarding:
         self._announce: Callable[[str], None] = lambda method: None
         self._listen: Any = None
         self._headers: dict[str, Annotations] = {}  # (tool -> its x-mcp-header annotations)
+        #: What a URI of the upstream is called by the clients (a gateway's prefix); None: itself.
+        self._rename_uri = rename_uri
 
     # ---------------------------------------------------------- the server's side
 
@@ -199,7 +209,14 @@ class Forwarding:
         plain = ctx.progress_token is None and not _versions.is_stateless(ctx.version)
         return await self._send(ctx, ctx.method, params if plain else _wire(params))
 
-    async def _send(self, ctx: RequestContext, method: str, params: Any) -> Any:
+    async def request(self, ctx: RequestContext, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """Send ``method`` upstream for the client's request ``ctx`` (with the same handling of
+        progress, cancellation and failures as a forwarded request); the result as a dict."""
+        result = await self._send(ctx, method, params, decoded=True)
+        assert isinstance(result, dict)
+        return result
+
+    async def _send(self, ctx: RequestContext, method: str, params: Any, *, decoded: bool = False) -> Any:
         key = id(ctx)
         self._in_flight[key] = ctx
         self._seen.add(ctx.session)
@@ -214,7 +231,11 @@ class Forwarding:
         try:
             client = await self._upstreams.client(ctx.version)
             result = await client.session.request(
-                method, params, timeout=self._timeout, on_progress=on_progress, result_type=msgspec.Raw
+                method,
+                params,
+                timeout=self._timeout,
+                on_progress=on_progress,
+                result_type=_ANY if decoded else msgspec.Raw,
             )
         except UpstreamUnavailable as exc:
             raise McpError(rpc.INTERNAL_ERROR, str(exc)) from None
@@ -297,8 +318,11 @@ class Forwarding:
             return
         wire = _wire(params) if params is not None else None
         if method == "notifications/resources/updated":
-            uri = wire.get("uri") if wire else None
-            for session in list(self._subscribers.get((version, str(uri)), ())):
+            uri = str(wire.get("uri")) if wire else ""
+            sessions = list(self._subscribers.get((version, uri), ()))
+            if wire and self._rename_uri is not None:
+                wire["uri"] = self._rename_uri(uri)
+            for session in sessions:
                 await _notify(session, method, wire)
             return
         ctx = self._newest(version, None)

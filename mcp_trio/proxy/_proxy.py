@@ -12,7 +12,7 @@ guide, "Revisions").
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Unpack
 
@@ -25,7 +25,7 @@ from ..types import _versions
 from ._forwarding import ASKS, Forwarding
 from ._upstream import Upstream, Upstreams
 
-__all__ = ["proxy"]
+__all__ = ["forwarding_to", "proxy"]
 
 #: The client options a proxy sets itself.
 _OWN = frozenset(
@@ -41,6 +41,67 @@ def _where(target: str | Sequence[str] | ServesSessions) -> str:
     if isinstance(target, Server):
         return repr(str(target.info["name"]))
     return type(target).__name__
+
+
+def forwarding_to(
+    target: str | Sequence[str] | ServesSessions,
+    connect_options: dict[str, Any],
+    *,
+    offer: Sequence[str] | None,
+    timeout: float | None,
+    wait: float,
+    backoff: float,
+    max_backoff: float,
+    queue_size: int,
+    rename_uri: Callable[[str], str | None] | None = None,
+) -> tuple[Upstreams, Forwarding]:
+    """The upstream sessions to ``target`` and the forwarding over them (not opened yet)."""
+    forwarding: Forwarding | None = None
+    where = _where(target)
+
+    def make(versions: Sequence[str] | None) -> Upstream:
+        """One upstream session (pinned to ``versions`` when given)."""
+
+        def open_client(options: dict[str, Any]) -> AbstractAsyncContextManager[Client]:
+            assert forwarding is not None
+            handlers = dict.fromkeys(ASKS, forwarding.ask)
+            options = {**options, "request_handlers": handlers, "on_notification": on_notification}
+            options["capabilities"] = {
+                "sampling": {},
+                "elicitation": {"form": {}, "url": {}},
+                "roots": {"listChanged": True},
+                # (its methods, tasks/get ..., may then be forwarded; each stateless request
+                # carries the capabilities of the client it is forwarded for)
+                "extensions": {_versions.TASKS_EXTENSION: {}},
+            }
+            options["cache"] = False
+            return connect(target, **options)
+
+        async def on_notification(method: str, params: Any) -> None:
+            upstream.queue_notification(method, params)
+
+        async def on_reconnect(upstream: Upstream) -> None:
+            assert forwarding is not None
+            await forwarding.reconnected(upstream)
+
+        options: dict[str, Any] = dict(connect_options)
+        if versions is not None:
+            options["versions"] = list(versions)
+        upstream = Upstream(
+            open_client,
+            where,
+            options,
+            backoff=backoff,
+            max_backoff=max_backoff,
+            wait=wait,
+            queue_size=queue_size,
+            on_reconnect=on_reconnect,
+        )
+        return upstream
+
+    upstreams = Upstreams(make, offer)
+    forwarding = Forwarding(upstreams, where, timeout=timeout, rename_uri=rename_uri)
+    return upstreams, forwarding
 
 
 def proxy(
@@ -95,55 +156,19 @@ def proxy(
         raise ValueError(f"proxy(): queue_size must be at least 1, not {queue_size!r}")
     if offer is not None and (isinstance(offer, str) or not offer):
         raise ValueError("proxy(): offer takes a non-empty list of protocol revisions, e.g. ['2025-11-25']")
-    forwarding: Forwarding | None = None
-    where = _where(target)
-
-    def make(versions: Sequence[str] | None) -> Upstream:
-        """One upstream session (pinned to ``versions`` when given)."""
-
-        def open_client(options: dict[str, Any]) -> AbstractAsyncContextManager[Client]:
-            assert forwarding is not None
-            handlers = dict.fromkeys(ASKS, forwarding.ask)
-            options = {**options, "request_handlers": handlers, "on_notification": on_notification}
-            options["capabilities"] = {
-                "sampling": {},
-                "elicitation": {"form": {}, "url": {}},
-                "roots": {"listChanged": True},
-                # (its methods, tasks/get ..., may then be forwarded; each stateless request
-                # carries the capabilities of the client it is forwarded for)
-                "extensions": {_versions.TASKS_EXTENSION: {}},
-            }
-            options["cache"] = False
-            return connect(target, **options)
-
-        async def on_notification(method: str, params: Any) -> None:
-            upstream.queue_notification(method, params)
-
-        async def on_reconnect(upstream: Upstream) -> None:
-            assert forwarding is not None
-            await forwarding.reconnected(upstream)
-
-        options: dict[str, Any] = dict(connect_options)
-        if versions is not None:
-            options["versions"] = list(versions)
-        upstream = Upstream(
-            open_client,
-            where,
-            options,
-            backoff=backoff,
-            max_backoff=max_backoff,
-            wait=wait,
-            queue_size=queue_size,
-            on_reconnect=on_reconnect,
-        )
-        return upstream
-
-    upstreams = Upstreams(make, offer)
-    forwarding = Forwarding(upstreams, where, timeout=timeout)
+    upstreams, forwarding = forwarding_to(
+        target,
+        dict(connect_options),
+        offer=offer,
+        timeout=timeout,
+        wait=wait,
+        backoff=backoff,
+        max_backoff=max_backoff,
+        queue_size=queue_size,
+    )
 
     @asynccontextmanager
     async def held(server: Server) -> AsyncIterator[Upstreams]:
-        assert forwarding is not None
         try:
             async with trio.open_nursery() as nursery:
                 client = await upstreams.start(nursery, forwarding.notified)
