@@ -13,6 +13,8 @@ Rules (docs/guide/composition.md, "A gateway"):
   listed and called; another is ``-32602`` (an unknown tool).
 * **Timeouts**: each backend's ``timeout`` bounds each request to it (``-32603`` past it).
 * ``logging/setLevel`` goes to every backend; tasks are not offered through a gateway.
+* From 2026-07-28 on a list the gateway merged is marked not to be cached (``ttlMs`` 0,
+  ``cacheScope`` private); what one backend answers keeps its own marks.
 * The gateway speaks the revisions every backend speaks (``offer`` as for ``proxy()``).
 """
 
@@ -37,6 +39,7 @@ from ..server import Server
 from ..server._cursor import page
 from ..server._mount import inner_name, inner_uri, prefixed_name, prefixed_uri
 from ..transports.http._headers import Annotations
+from ..types import _versions
 from ._forwarding import Forwarding
 from ._proxy import forwarding_to
 from ._upstream import Upstreams
@@ -176,7 +179,10 @@ class Gateway:
                 )
                 if outer is not None:
                     items.append({**item, name_field: outer})
-        return page(params, items, key, self._page_size)
+        result = page(params, items, key, self._page_size)
+        if _versions.is_stateless(ctx.version):  # (merged from several: not to be cached)
+            result.update(ttlMs=0, cacheScope="private")
+        return result
 
     async def call_tool(self, ctx: RequestContext, params: Any) -> Any:
         found = self._tool(params.name)

@@ -229,3 +229,15 @@ async def test_mcp_trio_serve_serves_a_gateways_configuration_over_http(tmp_path
             assert client.protocol_version == "2025-11-25"
             assert [t.name for t in await client.list_all_tools()] == ["first_add", "more_add"]
         process.terminate()
+
+
+async def test_a_stateless_gateway_marks_its_merged_lists_and_forwards_the_rest() -> None:
+    app = gateway({"a": Backend(notes()), "e": Backend(everything)})
+    async with connect(app) as client:
+        assert client.protocol_version == "2026-07-28"
+        listed = await client.session.request("tools/list", {}, result_type=dict[str, Any])
+        assert (listed["ttlMs"], listed["cacheScope"]) == (0, "private")
+        assert "a_add" in [t["name"] for t in listed["tools"]]
+        assert (await client.call_tool("a_add", {"a": 1, "b": 2})).structuredContent == {"result": 3}
+        read = await client.read_resource("test://e/static-text")
+        assert read.contents[0].uri == "test://e/static-text"
