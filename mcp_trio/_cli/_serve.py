@@ -70,7 +70,8 @@ def add_parser(sub: Any) -> None:
         metavar="FILE[:ATTRIBUTE]",
         help="a Python file or an importable module (package.module), optionally followed by "
         "the name of the Server in it; by default the module-level 'server', else the only "
-        "Server instance in the module",
+        "Server instance in the module; or a gateway's configuration, a .toml file or an "
+        "mcpServers .json file (several servers, each under a prefix)",
     )
     p.add_argument(
         "--log-level",
@@ -431,13 +432,21 @@ def load_server(target: str) -> Server:
 
     ``target`` is ``FILE[:ATTRIBUTE]`` or ``MODULE[:ATTRIBUTE]`` (dotted,
     importable).  Without an attribute, the module-level ``server`` is used,
-    else the only Server instance among the module's globals.
+    else the only Server instance among the module's globals.  A ``.toml`` or
+    ``.json`` file is a gateway's configuration (:func:`mcp_trio.proxy.load_gateway`).
 
     Raises:
         _ServeError: the target cannot be found or holds no single Server.
         Exception: whatever importing the module raised.
     """
     where, attribute = _split_target(target)
+    if attribute is None and where.endswith((".toml", ".json")):  # (a gateway's configuration)
+        from ..proxy import ConfigError, load_gateway
+
+        try:
+            return load_gateway(where)
+        except ConfigError as exc:
+            raise _ServeError(str(exc)) from None
     # Output while the module is imported must not reach stdout (the protocol).
     with contextlib.redirect_stdout(sys.stderr):
         if _is_file_reference(where):

@@ -285,11 +285,13 @@ class Validator:
     (``mcp_trio.validate``) and counted as the policy says, and the verdict on whether it
     passes."""
 
-    def __init__(self, check: WireCheck, policy: Policy) -> None:
+    def __init__(
+        self, check: WireCheck, policy: Policy, *, counts: Counter[tuple[str, Sender]] | None = None
+    ) -> None:
         self.wire = check
         self.policy = policy
-        #: Findings so far, by (rule, sender).
-        self.counts: Counter[tuple[str, Sender]] = Counter()
+        #: Findings so far, by (rule, sender) (``counts``: shared with other validators).
+        self.counts: Counter[tuple[str, Sender]] = Counter() if counts is None else counts
 
     def judge(self, sender: Sender, message: Any, *, may_block: bool = True) -> Verdict:
         """``message`` checked, its findings logged and counted; whether it is to be blocked
@@ -315,11 +317,15 @@ class Validator:
 
     def report(self) -> dict[str, Any]:
         """The findings counted so far: ``{"revision", "findings": [{rule, grade, sender, count}]}``."""
-        rows = [
-            {"rule": rule, "grade": RULES[rule].grade, "sender": sender, "count": count}
-            for (rule, sender), count in sorted(self.counts.items())
-        ]
-        return {"revision": self.wire.revision, "findings": rows}
+        return {"revision": self.wire.revision, "findings": count_rows(self.counts)}
+
+
+def count_rows(counts: Counter[tuple[str, Sender]]) -> list[dict[str, Any]]:
+    """``counts`` as rows: ``{rule, grade, sender, count}``, by rule then sender."""
+    return [
+        {"rule": rule, "grade": RULES[rule].grade, "sender": sender, "count": count}
+        for (rule, sender), count in sorted(counts.items())
+    ]
 
 
 def describe(finding: Violation, revision: str | None) -> str:

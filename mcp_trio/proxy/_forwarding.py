@@ -41,9 +41,10 @@ from .._engine._context import RequestContext
 from .._engine._outgoing import ProgressCallback, RequestTimeout
 from .._engine._session import Session
 from .._exceptions import ConnectionClosed, McpError, ProtocolError
+from ..client import Client
 from ..transports.http._headers import Annotations, header_annotations
 from ..types import _versions
-from ._upstream import Upstream, UpstreamUnavailable
+from ._upstream import Upstream, Upstreams, UpstreamUnavailable
 
 __all__ = ["Forwarding", "FORWARDED"]
 
@@ -65,6 +66,7 @@ FORWARDED = (
     "tasks/result",
     "tasks/list",
     "tasks/cancel",
+    "tasks/update",
 )
 #: The asks of the upstream a proxy passes to a client: method -> the capability it needs.
 ASKS = {"sampling/createMessage": "sampling", "elicitation/create": "elicitation", "roots/list": "roots"}
@@ -98,7 +100,8 @@ class Forwarding:
     """A proxy's answers (the ``Answering`` of its :class:`~mcp_trio.server.Server`)."""
 
     __slots__ = (
-        "_upstream",
+        "_upstreams",
+        "_where",
         "_timeout",
         "_in_flight",
         "_seen",
@@ -106,17 +109,29 @@ class Forwarding:
         "_announce",
         "_listen",
         "_headers",
+        "_rename_uri",
     )
 
-    def __init__(self, upstream: Upstream, *, timeout: float | None) -> None:
-        self._upstream = upstream
+    def __init__(
+        self,
+        upstreams: Upstreams,
+        where: str,
+        *,
+        timeout: float | None,
+        rename_uri: Callable[[str], str | None] | None = None,
+    ) -> None:
+        self._upstreams = upstreams
+        self._where = where  # (the proxied server, as the messages name it)
         self._timeout = timeout
         self._in_flight: dict[int, RequestContext] = {}  # (in arrival order)
         self._seen: weakref.WeakSet[Session] = weakref.WeakSet()  # (sessions that sent a request)
-        self._subscribers: dict[str, set[Session]] = {}  # (URI -> the sessions subscribed)
+        #: (revision, URI) -> the sessions subscribed to it.
+        self._subscribers: dict[tuple[str, str], set[Session]] = {}
         self._announce: Callable[[str], None] = lambda method: None
         self._listen: Any = None
         self._headers: dict[str, Annotations] = {}  # (tool -> its x-mcp-header annotations)
+        #: What a URI of the upstream is called by the clients (a gateway's prefix); None: itself.
+        self._rename_uri = rename_uri
 
     # ---------------------------------------------------------- the server's side
 
@@ -124,8 +139,12 @@ class Forwarding:
         self._announce = announce
         self._listen = listen
 
+    def _primary(self) -> Client | None:
+        primary = self._upstreams.primary
+        return primary.current() if primary is not None else None
+
     def capabilities(self) -> dict[str, Any]:
-        client = self._upstream.current()
+        client = self._primary()
         return dict(client.server_capabilities) if client is not None else {}
 
     def header_annotations(self, name: str) -> Annotations | None:
@@ -135,7 +154,7 @@ class Forwarding:
         """Read the upstream's tools for their ``x-mcp-header`` annotations, which the proxy's
         Streamable HTTP door checks ``Mcp-Param-*`` headers against (2026-07-28); a failure
         is logged (the door then checks none)."""
-        client = self._upstream.current()
+        client = self._primary()
         if client is None or "tools" not in client.server_capabilities:
             return
         found: dict[str, Annotations] = {}
@@ -153,7 +172,7 @@ class Forwarding:
                 if not cursor:
                     break
         except Exception as exc:
-            log.warning("proxy: listing the tools of %s failed: %s", self._upstream.where, exc)
+            log.warning("proxy: listing the tools of %s failed: %s", self._where, exc)
             return
         self._headers = found
 
@@ -165,16 +184,19 @@ class Forwarding:
             handlers["subscriptions/listen"] = self._listen  # (the proxy's own streams)
         return handlers
 
-    async def reconnected(self) -> None:
-        """The upstream session was opened again: its lists may differ (told to every
-        session), and its subscriptions are gone (made again)."""
+    async def reconnected(self, upstream: Upstream) -> None:
+        """An upstream session was opened again: its lists may differ (told to every session),
+        and its subscriptions are gone (made again)."""
         for method in sorted(_LISTS):
             self._announce(method)
-        await self.learn_tools()
-        client = self._upstream.current()
+        if upstream is self._upstreams.primary:
+            await self.learn_tools()
+        client = upstream.current()
         if client is None:
             return
-        for uri in list(self._subscribers):
+        for version, uri in list(self._subscribers):
+            if version != upstream.version:
+                continue
             try:
                 await client.session.request("resources/subscribe", {"uri": uri}, timeout=self._timeout)
             except Exception as exc:
@@ -187,7 +209,14 @@ class Forwarding:
         plain = ctx.progress_token is None and not _versions.is_stateless(ctx.version)
         return await self._send(ctx, ctx.method, params if plain else _wire(params))
 
-    async def _send(self, ctx: RequestContext, method: str, params: Any) -> Any:
+    async def request(self, ctx: RequestContext, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """Send ``method`` upstream for the client's request ``ctx`` (with the same handling of
+        progress, cancellation and failures as a forwarded request); the result as a dict."""
+        result = await self._send(ctx, method, params, decoded=True)
+        assert isinstance(result, dict)
+        return result
+
+    async def _send(self, ctx: RequestContext, method: str, params: Any, *, decoded: bool = False) -> Any:
         key = id(ctx)
         self._in_flight[key] = ctx
         self._seen.add(ctx.session)
@@ -200,58 +229,62 @@ class Forwarding:
             on_progress = report
 
         try:
-            client = await self._upstream.client()
+            client = await self._upstreams.client(ctx.version)
             result = await client.session.request(
-                method, params, timeout=self._timeout, on_progress=on_progress, result_type=msgspec.Raw
+                method,
+                params,
+                timeout=self._timeout,
+                on_progress=on_progress,
+                result_type=_ANY if decoded else msgspec.Raw,
             )
         except UpstreamUnavailable as exc:
             raise McpError(rpc.INTERNAL_ERROR, str(exc)) from None
         except ConnectionClosed as exc:
             raise McpError(
                 rpc.INTERNAL_ERROR,
-                f"the connection to the proxied server {self._upstream.where} was lost while "
+                f"the connection to the proxied server {self._where} was lost while "
                 f"{method} was in flight ({exc})",
             ) from None
         except RequestTimeout:
             raise McpError(
                 rpc.INTERNAL_ERROR,
-                f"the proxied server {self._upstream.where} did not answer {method} within {self._timeout} s",
+                f"the proxied server {self._where} did not answer {method} within {self._timeout} s",
             ) from None
         except McpError:
             raise  # (the upstream's error, as it is)
         except ProtocolError as exc:
             raise McpError(
                 rpc.INTERNAL_ERROR,
-                f"the proxied server {self._upstream.where} answered {method} with a message "
-                f"that is not valid: {exc}",
+                f"the proxied server {self._where} answered {method} with a message that is not valid: {exc}",
             ) from None
         finally:
             del self._in_flight[key]
         return result if isinstance(result, msgspec.Raw | dict) else msgspec.to_builtins(result)
 
     async def subscribe(self, ctx: RequestContext, params: Any) -> Any:
-        uri: str = params.uri
-        if not self._subscribers.get(uri):
+        key = (ctx.version, str(params.uri))
+        if not self._subscribers.get(key):
             await self._send(ctx, "resources/subscribe", _wire(params))
-        self._subscribers.setdefault(uri, set()).add(ctx.session)
+        self._subscribers.setdefault(key, set()).add(ctx.session)
         return {}
 
     async def unsubscribe(self, ctx: RequestContext, params: Any) -> Any:
-        uri: str = params.uri
-        sessions = self._subscribers.get(uri, set())
+        key = (ctx.version, str(params.uri))
+        sessions = self._subscribers.get(key, set())
         sessions.discard(ctx.session)
         sessions -= {s for s in sessions if s.closed.is_set()}
         if not sessions:
-            self._subscribers.pop(uri, None)
+            self._subscribers.pop(key, None)
             await self._send(ctx, "resources/unsubscribe", _wire(params))
         return {}
 
     # --------------------------------------------------------------- upstream's side
 
-    def _newest(self, capability: str | None) -> RequestContext | None:
-        """The newest request in flight (whose client declared ``capability``, if given)."""
+    def _newest(self, version: str, capability: str | None) -> RequestContext | None:
+        """The newest request in flight in ``version`` (whose client declared ``capability``,
+        if given)."""
         for ctx in reversed(self._in_flight.values()):
-            if capability is None or capability in ctx.client_capabilities:
+            if ctx.version == version and (capability is None or capability in ctx.client_capabilities):
                 return ctx
         return None
 
@@ -259,7 +292,7 @@ class Forwarding:
         """An ask of the upstream (sampling, elicitation, roots): put to a client."""
         method = upstream_ctx.method
         capability = ASKS[method]
-        ctx = self._newest(capability)
+        ctx = self._newest(upstream_ctx.version, capability)
         if ctx is None:
             raise McpError(
                 rpc.INTERNAL_ERROR,
@@ -276,8 +309,8 @@ class Forwarding:
             ) from None
         return msgspec.to_builtins(result)
 
-    async def notified(self, method: str, params: Any) -> None:
-        """A notification of the upstream (from the relay queue)."""
+    async def notified(self, version: str, method: str, params: Any) -> None:
+        """A notification of the upstream session of ``version`` (from its relay queue)."""
         if method in _LISTS:
             if method == "notifications/tools/list_changed":
                 await self.learn_tools()
@@ -285,20 +318,25 @@ class Forwarding:
             return
         wire = _wire(params) if params is not None else None
         if method == "notifications/resources/updated":
-            uri = wire.get("uri") if wire else None
-            for session in list(self._subscribers.get(str(uri), ())):
+            uri = str(wire.get("uri")) if wire else ""
+            sessions = list(self._subscribers.get((version, uri), ()))
+            if wire and self._rename_uri is not None:
+                wire["uri"] = self._rename_uri(uri)
+            for session in sessions:
                 await _notify(session, method, wire)
             return
-        ctx = self._newest(None)
+        ctx = self._newest(version, None)
         if ctx is not None:
             await _notify(ctx.session, method, wire, related=ctx.id)
             return
         for session in list(self._seen):
-            await _notify(session, method, wire)
+            if session.protocol_version == version:
+                await _notify(session, method, wire)
 
     async def roots_changed(self, session: Session, method: str, params: Any) -> None:
         """A client's ``notifications/roots/list_changed``: tell the upstream."""
-        client = self._upstream.current()
+        upstream = self._upstreams.get(session.protocol_version or "")
+        client = upstream.current() if upstream is not None else None
         if client is not None:
             try:
                 await client.session.notify(method)

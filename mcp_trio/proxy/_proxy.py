@@ -12,7 +12,7 @@ guide, "Revisions").
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Any, Unpack
 
@@ -21,14 +21,15 @@ import trio
 from .._engine._common import _unwrap
 from ..client import Client, ConnectOptions, ServesSessions, connect
 from ..server import Server, add_metrics
+from ..types import _versions
 from ._forwarding import ASKS, Forwarding
-from ._upstream import Upstream
+from ._upstream import Upstream, Upstreams
 
 if TYPE_CHECKING:
     from ..fuzzing.wire import Policy
     from ._validating import Validation
 
-__all__ = ["proxy"]
+__all__ = ["forwarding_to", "proxy", "validating"]
 
 #: The client options a proxy sets itself.
 _OWN = frozenset(
@@ -46,10 +47,75 @@ def _where(target: str | Sequence[str] | ServesSessions) -> str:
     return type(target).__name__
 
 
+def forwarding_to(
+    target: str | Sequence[str] | ServesSessions,
+    connect_options: dict[str, Any],
+    *,
+    offer: Sequence[str] | None,
+    timeout: float | None,
+    wait: float,
+    backoff: float,
+    max_backoff: float,
+    queue_size: int,
+    rename_uri: Callable[[str], str | None] | None = None,
+    validation: Validation | None = None,
+) -> tuple[Upstreams, Forwarding]:
+    """The upstream sessions to ``target`` and the forwarding over them (not opened yet)."""
+    forwarding: Forwarding | None = None
+    where = _where(target)
+
+    def make(versions: Sequence[str] | None) -> Upstream:
+        """One upstream session (pinned to ``versions`` when given)."""
+
+        def open_client(options: dict[str, Any]) -> AbstractAsyncContextManager[Client]:
+            assert forwarding is not None
+            handlers = dict.fromkeys(ASKS, forwarding.ask)
+            options = {**options, "request_handlers": handlers, "on_notification": on_notification}
+            options["capabilities"] = {
+                "sampling": {},
+                "elicitation": {"form": {}, "url": {}},
+                "roots": {"listChanged": True},
+                # (its methods, tasks/get ..., may then be forwarded; each stateless request
+                # carries the capabilities of the client it is forwarded for)
+                "extensions": {_versions.TASKS_EXTENSION: {}},
+            }
+            options["cache"] = False
+            if validation is not None:
+                options["wrap_channel"] = validation.channel
+            return connect(target, **options)
+
+        async def on_notification(method: str, params: Any) -> None:
+            upstream.queue_notification(method, params)
+
+        async def on_reconnect(upstream: Upstream) -> None:
+            assert forwarding is not None
+            await forwarding.reconnected(upstream)
+
+        options: dict[str, Any] = dict(connect_options)
+        if versions is not None:
+            options["versions"] = list(versions)
+        upstream = Upstream(
+            open_client,
+            where,
+            options,
+            backoff=backoff,
+            max_backoff=max_backoff,
+            wait=wait,
+            queue_size=queue_size,
+            on_reconnect=on_reconnect,
+        )
+        return upstream
+
+    upstreams = Upstreams(make, offer)
+    forwarding = Forwarding(upstreams, where, timeout=timeout, rename_uri=rename_uri)
+    return upstreams, forwarding
+
+
 def proxy(
     target: str | Sequence[str] | ServesSessions,
     *,
     server_name: str | None = None,
+    offer: Sequence[str] | None = None,
     timeout: float | None = 60.0,
     wait: float = 10.0,
     backoff: float = 0.5,
@@ -64,6 +130,10 @@ def proxy(
         target: What :func:`~mcp_trio.client.connect` takes: a command line (a string split as
             a shell would, or a list), an ``http(s)://`` or ``ws(s)://`` URL, or a server object.
         server_name: The proxy's ``serverInfo.name`` (by default its clients see the upstream's info).
+        offer: The protocol revisions the proxy offers its clients, each forwarded over an
+            upstream session of its own, pinned to it (all opened at the start; those the upstream
+            does not speak are left out, and logged).  By default the proxy offers the one revision
+            it negotiated upstream (with ``versions``, if given).
         timeout: Seconds each forwarded request (and each ask passed to a client) may wait for
             its answer, reset by progress; past it the request is cancelled upstream and
             answered with -32603.  ``None``: no limit.
@@ -100,55 +170,32 @@ def proxy(
         raise ValueError(f"proxy(): timeout must be a positive number of seconds or None, not {timeout!r}")
     if queue_size < 1:
         raise ValueError(f"proxy(): queue_size must be at least 1, not {queue_size!r}")
-    forwarding: Forwarding | None = None
-    validation = _validation(validate)
-
-    def open_client(options: dict[str, Any]) -> AbstractAsyncContextManager[Client]:
-        assert forwarding is not None
-        handlers = dict.fromkeys(ASKS, forwarding.ask)
-        options = {**options, "request_handlers": handlers, "on_notification": on_notification}
-        options["capabilities"] = {
-            "sampling": {},
-            "elicitation": {"form": {}, "url": {}},
-            "roots": {"listChanged": True},
-        }
-        options["cache"] = False
-        if validation is not None:
-            options["wrap_channel"] = validation.channel
-        return connect(target, **options)
-
-    async def on_notification(method: str, params: Any) -> None:
-        upstream.queue_notification(method, params)
-
-    async def on_reconnect() -> None:
-        assert forwarding is not None
-        await forwarding.reconnected()
-
-    upstream = Upstream(
-        open_client,
-        _where(target),
+    if offer is not None and (isinstance(offer, str) or not offer):
+        raise ValueError("proxy(): offer takes a non-empty list of protocol revisions, e.g. ['2025-11-25']")
+    validation = validating(validate)
+    upstreams, forwarding = forwarding_to(
+        target,
         dict(connect_options),
+        offer=offer,
+        timeout=timeout,
+        wait=wait,
         backoff=backoff,
         max_backoff=max_backoff,
-        wait=wait,
         queue_size=queue_size,
-        on_reconnect=on_reconnect,
+        validation=validation,
     )
-    forwarding = Forwarding(upstream, timeout=timeout)
 
     @asynccontextmanager
-    async def held(server: Server) -> AsyncIterator[Upstream]:
-        assert forwarding is not None
+    async def held(server: Server) -> AsyncIterator[Upstreams]:
         try:
             async with trio.open_nursery() as nursery:
-                client: Client = await nursery.start(upstream.run)
-                server.versions = [client.protocol_version]
+                client = await upstreams.start(nursery, forwarding.notified)
+                server.versions = upstreams.versions()
                 if server_name is None:
                     server.info = dict(client.server_info)
                 server.instructions = client.instructions
                 await forwarding.learn_tools()
-                nursery.start_soon(upstream.relay, forwarding.notified)
-                yield upstream
+                yield upstreams
                 nursery.cancel_scope.cancel()
         except BaseExceptionGroup as group:
             raise _unwrap(group) from None
@@ -164,7 +211,7 @@ def proxy(
     return server
 
 
-def _validation(validate: str | Policy | None) -> Validation | None:
+def validating(validate: str | Policy | None) -> Validation | None:
     """The validation ``validate`` asks for (see :func:`proxy`), or None."""
     if validate is None:
         return None
@@ -173,7 +220,6 @@ def _validation(validate: str | Policy | None) -> Validation | None:
         from ._validating import Validation
     except ImportError as exc:  # (the fuzzer's oracles need hypothesis)
         raise ImportError(
-            "proxy(validate=...) checks with the fuzzer's oracles, which need hypothesis: "
-            "pip install 'mcp-trio[fuzz]'"
+            "validate= checks with the fuzzer's oracles, which need hypothesis: pip install 'mcp-trio[fuzz]'"
         ) from exc
     return Validation(validate if isinstance(validate, Policy) else Policy.parse(validate))

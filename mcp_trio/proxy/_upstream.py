@@ -29,14 +29,14 @@ import trio
 
 from ..client import Client
 
-__all__ = ["Upstream", "UpstreamUnavailable"]
+__all__ = ["Upstream", "UpstreamUnavailable", "Upstreams"]
 
 log = logging.getLogger("mcp_trio.proxy")
 
 #: Opens one upstream client (``connect(target, **options)`` with the options given).
 Opener = Callable[[dict[str, Any]], AbstractAsyncContextManager[Client]]
-#: What a relayed notification goes to: ``(method, params)``.
-Relay = Callable[[str, Any], Awaitable[None]]
+#: What a relayed notification goes to: ``(revision of the session it came on, method, params)``.
+Relay = Callable[[str, str, Any], Awaitable[None]]
 
 
 class UpstreamUnavailable(Exception):
@@ -61,6 +61,7 @@ class Upstream:
         "dropped",
         "connections",
         "_on_reconnect",
+        "version",
     )
 
     def __init__(
@@ -73,7 +74,7 @@ class Upstream:
         max_backoff: float,
         wait: float,
         queue_size: int,
-        on_reconnect: Callable[[], Awaitable[None]],
+        on_reconnect: Callable[[Upstream], Awaitable[None]],
     ) -> None:
         self._open = open_client
         self._where = where
@@ -91,6 +92,8 @@ class Upstream:
         #: Connections opened so far.
         self.connections = 0
         self._on_reconnect = on_reconnect
+        #: The revision negotiated (pinned for the reconnections), once connected.
+        self.version = ""
 
     @property
     def where(self) -> str:
@@ -142,7 +145,7 @@ class Upstream:
         """Pass the queued notifications to ``to``, one at a time, forever (a failure is logged)."""
         async for method, params in self._notes_receive:
             try:
-                await to(method, params)
+                await to(self.version, method, params)
             except Exception:
                 log.exception("proxy: relaying %s from %s failed", method, self._where)
 
@@ -175,7 +178,8 @@ class Upstream:
                 async with self._open(self._options) as client:
                     self.connections += 1
                     if first:
-                        pins: Sequence[str] = [client.protocol_version]
+                        self.version = client.protocol_version
+                        pins: Sequence[str] = [self.version]
                         self._options = {**self._options, "versions": pins}
                     self._client = client
                     self._ready.set()
@@ -185,7 +189,7 @@ class Upstream:
                         task_status.started(client)
                     else:
                         log.info("proxy: reconnected to %s", self._where)
-                        await self._on_reconnect()
+                        await self._on_reconnect(self)
                     async with trio.open_nursery() as nursery:
                         if client.modern:  # (its list changes come on a listen stream)
                             nursery.start_soon(self._listen, client)
@@ -207,3 +211,61 @@ class Upstream:
             log.warning("proxy: %s: %s; connecting again in %.1f s", self._where, self._last_error, delay)
             await trio.sleep(delay)
             delay = min(self._max_backoff, delay * 2 if math.isfinite(delay) else delay)
+
+
+class Upstreams:
+    """The proxy's upstream sessions, one per revision it speaks to its clients: the one
+    negotiated with the ``versions`` given to ``connect`` (the primary: its info, instructions and
+    capabilities are the proxy's), or, when the proxy is told which revisions to offer, one
+    pinned to each of them that the upstream speaks."""
+
+    __slots__ = ("_make", "_offered", "_by_version", "primary")
+
+    def __init__(
+        self, make: Callable[[Sequence[str] | None], Upstream], offered: Sequence[str] | None
+    ) -> None:
+        self._make = make
+        self._offered = offered
+        self._by_version: dict[str, Upstream] = {}
+        self.primary: Upstream | None = None
+
+    def versions(self) -> list[str]:
+        """The revisions connected at the start, the newest first."""
+        return sorted(self._by_version, reverse=True)
+
+    def all(self) -> list[Upstream]:
+        return list(self._by_version.values())
+
+    def get(self, version: str) -> Upstream | None:
+        return self._by_version.get(version)
+
+    async def start(self, nursery: trio.Nursery, relay: Relay) -> Client:
+        """Open the sessions (in ``nursery``, which holds them) and their relays; the primary's
+        client.  Raises :class:`UpstreamUnavailable` when none opens (naming each failure)."""
+        wanted: list[Sequence[str] | None] = [None] if self._offered is None else [[v] for v in self._offered]
+        failures: list[str] = []
+        clients: list[Client] = []
+        for versions in wanted:
+            upstream = self._make(versions)
+            try:
+                client: Client = await nursery.start(upstream.run)
+            except UpstreamUnavailable as exc:
+                failures.append(str(exc))
+                continue
+            clients.append(client)
+            self._by_version[client.protocol_version] = upstream
+            nursery.start_soon(upstream.relay, relay)
+        if not clients:
+            raise UpstreamUnavailable("; ".join(failures))
+        for failure in failures:
+            log.warning("proxy: %s (that revision is not offered)", failure)
+        primary = max(clients, key=lambda c: c.protocol_version)
+        self.primary = self._by_version[primary.protocol_version]
+        return primary
+
+    async def client(self, version: str) -> Client:
+        """The client of the session of ``version`` (see :meth:`Upstream.client`)."""
+        upstream = self._by_version.get(version)
+        if upstream is None:  # (the proxy's sessions accept only the revisions connected)
+            raise UpstreamUnavailable(f"the proxy has no session to its upstream in revision {version}")
+        return await upstream.client()

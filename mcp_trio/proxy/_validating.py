@@ -16,13 +16,14 @@ Rules it keeps:
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import msgspec
 import trio
 
 from ..fuzzing._expect import _valid_id
-from ..fuzzing.wire import Policy, Sender, Validator, Verdict, WireCheck
+from ..fuzzing.wire import Policy, Sender, Validator, Verdict, WireCheck, count_rows
 from ..transports._base import ChannelTraits, Frame, MessageChannel
 
 __all__ = ["Validation", "ValidatingChannel"]
@@ -35,12 +36,14 @@ class Validation:
     and a :class:`ValidatingChannel` for each new one."""
 
     def __init__(self, policy: Policy) -> None:
-        self.validator = Validator(WireCheck(), policy)
+        self.policy = policy
+        #: Findings so far, by (rule, sender), over every upstream connection.
+        self.counts: Counter[tuple[str, Sender]] = Counter()
 
     def channel(self, inner: MessageChannel) -> MessageChannel:
         """``inner`` (a new upstream connection's channel), checked from its first message."""
-        self.validator.wire = WireCheck()
-        return ValidatingChannel(inner, self.validator, peer="server")
+        validator = Validator(WireCheck(), self.policy, counts=self.counts)
+        return ValidatingChannel(inner, validator, peer="server")
 
     def prometheus_lines(self) -> list[str]:
         name = "mcp_validation_findings_total"
@@ -48,7 +51,7 @@ class Validation:
             f"# HELP {name} Rules broken by messages between a proxy and the server it proxies.",
             f"# TYPE {name} counter",
         ]
-        for row in self.validator.report()["findings"]:
+        for row in count_rows(self.counts):
             labels = f'rule="{row["rule"]}",grade="{row["grade"]}",sender="{row["sender"]}"'
             lines.append(f"{name}{{{labels}}} {row['count']}")
         return lines

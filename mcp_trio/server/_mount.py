@@ -220,6 +220,12 @@ class Mounts:
         own._prompts.copy_from(other._prompts, lambda n: prefixed_name(n, prefixes), uri)
 
     def _check(self, other: Server, prefix: str | None, what: str) -> None:
+        if other._answering is not None:
+            raise ValueError(
+                f"server.{what}() cannot take server {other.info['name']!r}: it answers by forwarding "
+                "(a proxy), and has no tools, resources or prompts of its own to serve here; serve "
+                "the proxy on its own"
+            )
         if prefix is not None and (not isinstance(prefix, str) or _PREFIX.fullmatch(prefix) is None):
             raise ValueError(
                 f"invalid prefix {prefix!r} for server.{what}(): use 1 to 64 letters, digits, '_' and '-', "

@@ -1,7 +1,7 @@
 """``examples/everything.py`` behind ``proxy()``: the server ``mcp-trio serve`` loads for the
 conformance suite through a proxy (tests/conformance/test_proxy_suite.py).  The upstream runs over
-stdio as a subprocess; ``MCP_PROXY_VERSION`` names the one revision the proxy negotiates with it
-(and so speaks to its clients)."""
+stdio as a subprocess; ``MCP_PROXY_OFFER`` lists (comma-separated) the revisions the proxy offers
+its clients, each over an upstream session of its own."""
 
 import os
 import sys
@@ -15,5 +15,5 @@ ENV = {"PYTHONPATH": str(ROOT), "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
 server = proxy(
     [sys.executable, str(ROOT / "examples" / "everything.py")],
     env=ENV,
-    versions=[os.environ.get("MCP_PROXY_VERSION", "2025-11-25")],
+    offer=os.environ.get("MCP_PROXY_OFFER", "2025-11-25").split(","),
 )

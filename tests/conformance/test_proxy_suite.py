@@ -1,7 +1,7 @@
 """The official conformance suite through ``proxy(examples/everything.py)``: ``mcp-trio serve``
 serves tests/_support/proxied_everything.py over Streamable HTTP, which forwards every request over
-one stdio session to examples/everything.py in a subprocess.  A proxy speaks the one revision it
-negotiated upstream, so each harness leg gets a proxy pinned to its revision."""
+one stdio session per revision to examples/everything.py in a subprocess: a proxy offering only
+the harness leg's revision, and one offering both eras for the 0.2 harness's default run."""
 
 from __future__ import annotations
 
@@ -20,10 +20,10 @@ pytestmark = [pytest.mark.conformance, pytest.mark.slow]
 ALPHA = "0.2.0-alpha.12"
 
 
-def _serve(version: str) -> Iterator[str]:
+def _serve(offer: str) -> Iterator[str]:
     argv = [sys.executable, "-m", "mcp_trio._cli", "serve", "tests/_support/proxied_everything.py"]
     argv += ["--http", "127.0.0.1:0"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "MCP_PROXY_VERSION": version}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "MCP_PROXY_OFFER": offer}
     proc = subprocess.Popen(
         argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
     )
@@ -51,3 +51,10 @@ def test_2026_harness_legs_pass_through_the_proxy(version: str) -> None:
         leg = run_server(url, suite="all", harness=ALPHA, spec_version=version, timeout=600)
         assert leg.ok and not leg.failed, leg.report(verbose=True)
         assert len(leg.scenarios) >= 33
+
+
+def test_2026_harness_default_run_passes_through_a_proxy_offering_both_eras() -> None:
+    for url in _serve("2025-11-25,2026-07-28"):
+        result = run_server(url, suite="all", harness=ALPHA, timeout=600)
+        assert result.ok and not result.failed, result.report(verbose=True)
+        assert len(result.scenarios) >= 65

@@ -367,3 +367,42 @@ async def test_list_changes_of_a_stateless_upstream_reach_listening_clients() ->
                 method, _ = await subscription.__anext__()
         assert method == "notifications/tools/list_changed"
         assert [t.name for t in await client.list_all_tools()] == ["first", "second"]
+
+
+async def test_mounting_or_importing_a_proxy_is_refused_saying_why() -> None:
+    app = Server("app", "1")
+    for what in (app.mount, app.import_server):
+        with pytest.raises(ValueError, match="it answers by forwarding"):
+            what(proxy(everything), "remote")
+
+
+async def test_offered_revisions_each_get_an_upstream_session_of_their_own() -> None:
+    offered = ["2025-06-18", "2025-11-25", "2026-07-28"]
+    upstream = Server("every", "1")
+    upstream.mount(everything)
+    target = proxy(upstream, offer=offered)
+    async with connect(target, versions=["2025-06-18"], **ASKS) as old, connect(target, **ASKS) as new:
+        async with connect(target, versions=["2025-11-25"], **ASKS) as mid:
+            for client, version in ((old, "2025-06-18"), (mid, "2025-11-25"), (new, "2026-07-28")):
+                assert client.protocol_version == version
+                async with connect_server(upstream, versions=[version]) as direct:
+                    assert await raw(client, "tools/list", {}) == await raw(direct, "tools/list", {})
+                sampled = await client.call_tool("test_sampling", {"prompt": "q"})
+                assert text(sampled) == "LLM response: sampled"
+            assert "Ann" in text(await new.call_tool("test_input_required_result_elicitation"))
+            audio = await old.call_tool("test_audio_content")  # (2025-06-18 has audio: not a tool error)
+            assert not audio.isError
+    assert upstream.statistics().sessions_total == 3 + 3  # (one per revision, and the direct ones)
+
+
+async def test_offered_revisions_the_upstream_does_not_speak_are_left_out() -> None:
+    legacy = Server("legacy", "1", versions=["2025-06-18"])
+    legacy.tool(name="one")(lambda: 1)
+    target = proxy(legacy, offer=["2025-06-18", "2026-07-28"])
+    async with connect(target) as client:
+        assert client.protocol_version == "2025-06-18"
+        with pytest.raises(LocalProtocolError, match="no protocol version in common"):
+            async with connect(target, versions=["2026-07-28"]):
+                pass
+    with pytest.raises(ValueError, match="non-empty list"):
+        proxy(legacy, offer=[])
