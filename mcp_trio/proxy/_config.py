@@ -8,18 +8,20 @@ TOML::
     name = "gateway"          # serverInfo.name
     offer = ["2025-11-25"]    # the revisions offered (proxy()'s offer), for every backend
     page_size = 100
+    validate = "count"        # the default validate of every server (none by default)
 
     [servers.notes]           # the prefix: notes_add, notes://notes/...
     command = "python"        # a stdio server: command, args, env, cwd
     args = ["notes.py"]
     tools = ["add"]           # the tools offered (default: all)
     timeout = 30              # seconds per request (default 60)
+    validate = "log"          # check its messages (proxy()'s validate; needs the fuzz extra)
 
     [servers.weather]
     url = "https://weather.example/mcp"   # Streamable HTTP (or ws:// wss://)
 
 JSON: ``{"mcpServers": {"notes": {"command": ..., "args": [...], "env": {...}}, "weather":
-{"url": ...}}}`` with the same optional ``tools``, ``timeout``, ``versions`` and ``cwd`` per
+{"url": ...}}}`` with the same optional ``tools``, ``timeout``, ``versions``, ``validate`` and ``cwd`` per
 server, and an optional top-level ``"gateway"`` object.  A relative ``cwd``, and the working
 directory of a command without one, is the file's directory.  Any other key is refused, naming
 the file and the key.
@@ -34,11 +36,12 @@ from typing import Any
 
 from ..server import Server
 from ._gateway import Backend, gateway
+from ._proxy import validating
 
 __all__ = ["ConfigError", "load_gateway"]
 
-_SERVER_KEYS = {"command", "args", "env", "cwd", "url", "type", "tools", "timeout", "versions"}
-_GATEWAY_KEYS = {"name", "offer", "page_size"}
+_SERVER_KEYS = {"command", "args", "env", "cwd", "url", "type", "tools", "timeout", "versions", "validate"}
+_GATEWAY_KEYS = {"name", "offer", "page_size", "validate"}
 
 
 class ConfigError(ValueError):
@@ -77,7 +80,12 @@ def load_gateway(path: str | Path) -> Server:
     settings = data.get("gateway", {})
     if not isinstance(settings, dict) or set(settings) - _GATEWAY_KEYS:
         raise ConfigError(f"{path}: 'gateway' takes {', '.join(sorted(_GATEWAY_KEYS))}")
-    backends = {str(name): _backend(path, str(name), entry) for name, entry in servers.items()}
+    default_validate = (
+        _policy(path, "gateway.validate", settings["validate"]) if "validate" in settings else None
+    )
+    backends = {
+        str(name): _backend(path, str(name), entry, default_validate) for name, entry in servers.items()
+    }
     options: dict[str, Any] = {}
     if "name" in settings:
         options["server_name"] = _typed(path, "gateway.name", settings["name"], str)
@@ -91,7 +99,7 @@ def load_gateway(path: str | Path) -> Server:
         raise ConfigError(f"{path}: {exc}") from None
 
 
-def _backend(path: Path, name: str, entry: Any) -> Backend:
+def _backend(path: Path, name: str, entry: Any, default_validate: str | None = None) -> Backend:
     where = f"server {name!r}"
     if not isinstance(entry, dict):
         raise ConfigError(f"{path}: {where} must be an object")
@@ -127,7 +135,26 @@ def _backend(path: Path, name: str, entry: Any) -> Backend:
         not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0
     ):
         raise ConfigError(f"{path}: {where} timeout must be a positive number of seconds")
-    return Backend(target, tools=tools, timeout=None if timeout is None else float(timeout), options=options)
+    validate = entry.get("validate", default_validate)
+    if validate is not None:
+        validate = _policy(path, f"{where} validate", validate)
+    return Backend(
+        target,
+        tools=tools,
+        timeout=None if timeout is None else float(timeout),
+        options=options,
+        validate=validate,
+    )
+
+
+def _policy(path: Path, what: str, value: Any) -> str:
+    """A ``validate`` policy's text, checked now (a ConfigError naming what is wrong)."""
+    text = _typed(path, what, value, str)
+    try:
+        validating(text)
+    except (ValueError, ImportError) as exc:
+        raise ConfigError(f"{path}: {what}: {exc}") from None
+    return str(text)
 
 
 def _typed(path: Path, what: str, value: Any, kind: type) -> Any:

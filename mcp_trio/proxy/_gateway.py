@@ -24,7 +24,7 @@ import logging
 from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import trio
@@ -35,14 +35,18 @@ from .._engine._context import RequestContext
 from .._engine._session import Session
 from .._exceptions import McpError
 from ..client import ServesSessions
-from ..server import Server
+from ..server import Server, add_metrics
 from ..server._cursor import page
 from ..server._mount import inner_name, inner_uri, prefixed_name, prefixed_uri
 from ..transports.http._headers import Annotations
 from ..types import _versions
 from ._forwarding import Forwarding
-from ._proxy import forwarding_to
+from ._proxy import forwarding_to, validating, validation_metrics
 from ._upstream import Upstreams
+
+if TYPE_CHECKING:
+    from ..fuzzing.wire import Policy
+    from ._validating import Validation
 
 __all__ = ["Backend", "MAX_PAGES", "gateway"]
 
@@ -67,12 +71,15 @@ class Backend:
         tools: The names of the tools offered (as the backend names them); None: all.
         timeout: Seconds each request to it may take (``None``: no limit).
         options: Options of ``connect()`` for it (``env``, ``cwd``, ``http_options``, ``auth`` ...).
+        validate: Check every message with it (``proxy()``'s ``validate``: a policy or its
+            text); the findings are counted under the label ``backend`` (its prefix).
     """
 
     target: str | Sequence[str] | ServesSessions
     tools: Collection[str] | None = None
     timeout: float | None = 60.0
     options: Mapping[str, Any] = field(default_factory=dict)
+    validate: str | Policy | None = None
 
 
 @dataclass(frozen=True)
@@ -284,12 +291,14 @@ def gateway(
     if page_size < 1:
         raise ValueError(f"gateway(): page_size must be at least 1, not {page_size!r}")
     routes: list[_Route] = []
+    validations: dict[str | None, Validation | None] = {}
     for prefix, backend in backends.items():
         if _PREFIX.fullmatch(prefix) is None:
             raise ValueError(
                 f"gateway(): invalid prefix {prefix!r}: use 1 to 64 letters, digits, '_' and '-', "
                 "beginning with a letter or digit"
             )
+        validation = validations[prefix] = validating(backend.validate)
         upstreams, forwarding = forwarding_to(
             backend.target,
             dict(backend.options),
@@ -300,6 +309,7 @@ def gateway(
             max_backoff=max_backoff,
             queue_size=queue_size,
             rename_uri=_renamer(prefix),
+            validation=validation,
         )
         routes.append(_Route(prefix, backend, upstreams, forwarding))
     answering = Gateway(routes, page_size)
@@ -332,6 +342,9 @@ def gateway(
         notification_handlers={"notifications/roots/list_changed": answering.roots_changed},
     )
     server._answer_with(answering)
+    checked = {prefix: v for prefix, v in validations.items() if v is not None}
+    if checked:
+        add_metrics(server, validation_metrics(checked))
     return server
 
 

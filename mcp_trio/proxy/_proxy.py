@@ -12,7 +12,7 @@ guide, "Revisions").
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Any, Unpack
 
@@ -27,9 +27,10 @@ from ._upstream import Upstream, Upstreams
 
 if TYPE_CHECKING:
     from ..fuzzing.wire import Policy
+    from ..server import MetricSource
     from ._validating import Validation
 
-__all__ = ["forwarding_to", "proxy", "validating"]
+__all__ = ["forwarding_to", "proxy", "validating", "validation_metrics"]
 
 #: The client options a proxy sets itself.
 _OWN = frozenset(
@@ -207,8 +208,15 @@ def proxy(
     )
     server._answer_with(forwarding)
     if validation is not None:
-        add_metrics(server, validation)
+        add_metrics(server, validation_metrics({None: validation}))
     return server
+
+
+def validation_metrics(validations: Mapping[str | None, Validation]) -> MetricSource:
+    """The metrics of ``validations`` (by backend; None: a proxy's own)."""
+    from ._validating import ValidationMetrics
+
+    return ValidationMetrics(validations)
 
 
 def validating(validate: str | Policy | None) -> Validation | None:

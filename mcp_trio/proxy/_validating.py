@@ -17,6 +17,7 @@ Rules it keeps:
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
@@ -26,7 +27,7 @@ from ..fuzzing._expect import _valid_id
 from ..fuzzing.wire import Policy, Sender, Validator, Verdict, WireCheck, count_rows
 from ..transports._base import ChannelTraits, Frame, MessageChannel
 
-__all__ = ["Validation", "ValidatingChannel"]
+__all__ = ["ValidatingChannel", "Validation", "ValidationMetrics"]
 
 _OTHER: dict[Sender, Sender] = {"client": "server", "server": "client"}
 
@@ -45,15 +46,26 @@ class Validation:
         validator = Validator(WireCheck(), self.policy, counts=self.counts)
         return ValidatingChannel(inner, validator, peer="server")
 
+
+class ValidationMetrics:
+    """The findings of a proxy's validations (a gateway's: one per backend, labelled with its
+    prefix as ``backend``), as the metric ``mcp_validation_findings_total`` (a
+    :class:`~mcp_trio.server.MetricSource`)."""
+
+    def __init__(self, validations: Mapping[str | None, Validation]) -> None:
+        self._validations = dict(validations)
+
     def prometheus_lines(self) -> list[str]:
         name = "mcp_validation_findings_total"
         lines = [
             f"# HELP {name} Rules broken by messages between a proxy and the server it proxies.",
             f"# TYPE {name} counter",
         ]
-        for row in count_rows(self.counts):
-            labels = f'rule="{row["rule"]}",grade="{row["grade"]}",sender="{row["sender"]}"'
-            lines.append(f"{name}{{{labels}}} {row['count']}")
+        for backend, validation in self._validations.items():
+            where = "" if backend is None else f',backend="{backend}"'
+            for row in count_rows(validation.counts):
+                labels = f'rule="{row["rule"]}",grade="{row["grade"]}",sender="{row["sender"]}"{where}'
+                lines.append(f"{name}{{{labels}}} {row['count']}")
         return lines
 
 

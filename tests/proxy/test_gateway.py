@@ -21,7 +21,7 @@ from mcp_trio.client import connect, connect_http
 from mcp_trio.client.asks import CreateMessageParams, CreateMessageResult
 from mcp_trio.client.results import TextContent
 from mcp_trio.proxy import Backend, ConfigError, gateway, load_gateway
-from mcp_trio.server import Server
+from mcp_trio.server import Server, prometheus_text
 from tests._support.paths import ROOT
 
 pytestmark = pytest.mark.trio
@@ -207,6 +207,11 @@ async def test_a_gateway_from_the_mcp_servers_json_clients_use(tmp_path: Path) -
         ({"mcpServers": {"a b": {"command": "y"}}}, "invalid prefix 'a b'"),
         ({"mcpServers": {"a": {"command": "y", "timeout": 0}}}, "timeout must be a positive number"),
         ({"servers": {"a": {"command": "y"}}}, "unknown top-level key(s) 'servers'"),
+        (
+            {"mcpServers": {"a": {"command": "y", "validate": "warn"}}},
+            "server 'a' validate: validation action",
+        ),
+        ({"gateway": {"validate": "x=block"}, "mcpServers": {"a": {"command": "y"}}}, "no rule 'x'"),
     ],
 )
 async def test_bad_configurations_name_the_file_and_what_to_fix(
@@ -247,3 +252,32 @@ async def test_a_stateless_gateway_marks_its_merged_lists_and_forwards_the_rest(
         assert (await client.call_tool("a_add", {"a": 1, "b": 2})).structuredContent == {"result": 3}
         read = await client.read_resource("test://e/static-text")
         assert read.contents[0].uri == "test://e/static-text"
+
+
+async def test_a_gateway_validates_each_backend_as_its_configuration_says(tmp_path: Path) -> None:
+    config = tmp_path / "servers.json"
+    bad = {
+        "command": sys.executable,
+        "args": MISBEHAVING[1:],
+        "env": ENV,
+        "validate": "count,result-schema=block",
+    }
+    unchecked = {"command": sys.executable, "args": MISBEHAVING[1:], "env": ENV, "validate": None}
+    config.write_text(
+        json.dumps({"gateway": {"validate": "count"}, "mcpServers": {"bad": bad, "raw": unchecked}})
+    )
+    target = load_gateway(config)
+    async with connect(target) as client:
+        with pytest.raises(McpError, match="blocked by validation: violation of result-schema"):
+            await client.call_tool("bad_malformed")
+        assert text(await client.call_tool("bad_twice")) == "first"
+        assert text(await client.call_tool("raw_twice")) == "first"
+        with trio.fail_after(5):
+            while 'rule="one-reply"' not in prometheus_text(target):
+                await trio.sleep(0.01)
+    metrics = [line for line in prometheus_text(target).splitlines() if line.startswith("mcp_validation")]
+    labels = 'grade="violation",sender="server",backend="bad"'
+    assert metrics == [
+        f'mcp_validation_findings_total{{rule="one-reply",{labels}}} 1',
+        f'mcp_validation_findings_total{{rule="result-schema",{labels}}} 1',
+    ]
