@@ -512,7 +512,7 @@ MAX_CLASS_LINES = 400
 #: once its class is under the guideline.
 OVERSIZED: dict[str, int] = {
     "mcp_trio.transports.http.server._sharing.Sharing": 406,
-    "mcp_trio.client._client.Client": 557,
+    "mcp_trio.client._client.Client": 505,
     "mcp_trio.fuzzing._stdio_fuzz_server.StdioFuzzServer": 551,
     "mcp_trio.transports.http.server._streams._HttpSession": 512,
     "examples.authorization_server._server.AuthorizationServer": 938,

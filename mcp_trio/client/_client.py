@@ -42,7 +42,7 @@ Rules:
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from contextlib import AbstractContextManager, ExitStack
+from contextlib import AbstractAsyncContextManager, AbstractContextManager, ExitStack
 from typing import Any, TypeVar, Unpack
 
 import msgspec
@@ -65,7 +65,7 @@ from ..types import _versions
 from ..types._versions import SUBSCRIPTION_ID
 from ._cache import _CACHEABLE, _INVALIDATES, ResultCache, _cache_params
 from ._handlers import HandlerError, _maybe_await, _NotAdvertised, _to_wire, _unwrap
-from ._listen import ListenMixin, Subscription
+from ._listen import Listening, Subscription
 from ._options import RequestOptions
 from ._output import OutputSchemas, finish_call
 from ._reading import RESULTS, Reader, ask_params, call_tool_result, read
@@ -101,7 +101,7 @@ _LOG_LEVEL_META = "io.modelcontextprotocol/logLevel"
 _MRTR_FIELDS = ("inputResponses", "requestState")
 
 
-class Client(ListenMixin):
+class Client:
     """A connected MCP client.  Get one from :func:`open_client` or :func:`connect_stdio`.
 
     Attributes:
@@ -139,7 +139,7 @@ class Client(ListenMixin):
         self._warned: set[str] = set()
         self._outputs = OutputSchemas(validate_output)
         self._log_level: str | None = None
-        self._listening: dict[Any, Subscription] = {}
+        self._listening = Listening(session)
         self._middleware = tuple(middleware)
         # The server's 2026-07-28 asks pass the middleware here (the earlier ones, JSON-RPC
         # requests, through the session's wrapped handlers); a middleware with ``sending``
@@ -452,6 +452,40 @@ class Client(ListenMixin):
         )
         return self._as(ReadResourceResult, result)
 
+    def listen(
+        self,
+        *,
+        tools: bool = False,
+        prompts: bool = False,
+        resources: bool = False,
+        resource_uris: Sequence[str] = (),
+        buffer: int = 256,
+    ) -> AbstractAsyncContextManager[Subscription]:
+        """Open a ``subscriptions/listen`` stream (2026-07-28) for the list
+        changes asked for (``tools``, ``prompts``, ``resources``) and the
+        updates of ``resource_uris``.
+
+        Yields a :class:`Subscription` once the server acknowledged it; iterate
+        it for ``(method, params)`` pairs.  Leaving the block cancels the
+        subscription.  The result cache follows the notifications either way.
+        In older revisions use ``subscribe_resource`` and ``on_list_changed``.
+
+        Raises:
+            LocalProtocolError: the session speaks an older revision.
+            McpError: the server refused (``-32601`` from one without listen).
+
+        Neither this nor what the block raises comes wrapped in an ``ExceptionGroup``.
+        """
+        return self._listening.open(
+            modern=self.modern,
+            revision=self.protocol_version,
+            tools=tools,
+            prompts=prompts,
+            resources=resources,
+            resource_uris=resource_uris,
+            buffer=buffer,
+        )
+
     async def subscribe_resource(self, uri: str, *, timeout: float | None = _DEFAULT) -> None:
         """Ask for ``notifications/resources/updated`` about ``uri`` (up to 2025-11-25;
         later, :meth:`listen` with ``resource_uris``)."""
@@ -562,7 +596,7 @@ class Client(ListenMixin):
             self._outputs.forget()
         meta = getattr(params, "meta", None)
         if isinstance(meta, dict) and SUBSCRIPTION_ID in meta:
-            subscription = self._listening.get(meta[SUBSCRIPTION_ID])
+            subscription = self._listening.subscriptions.get(meta[SUBSCRIPTION_ID])
             if subscription is not None:
                 subscription._deliver(method, params)
         if self._cache is None:

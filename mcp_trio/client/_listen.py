@@ -103,48 +103,35 @@ def _notice(params: Any) -> Notice:
     )
 
 
-class ListenMixin:
-    """:meth:`listen`, for :class:`~mcp_trio.client.Client`."""
+class Listening:
+    """A client's ``subscriptions/listen`` streams (a collaborator of
+    :class:`~mcp_trio.client.Client`): the open ones, by subscription id, and opening one."""
 
-    if TYPE_CHECKING:
-        session: Session
-        _listening: dict[Any, Subscription]
+    __slots__ = ("session", "subscriptions")
 
-        @property
-        def modern(self) -> bool: ...
-
-        @property
-        def protocol_version(self) -> str: ...
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        #: The open subscriptions, by id (the listen request's), for the notifications routed here.
+        self.subscriptions: dict[Any, Subscription] = {}
 
     @asynccontextmanager
-    async def listen(
+    async def open(
         self,
         *,
-        tools: bool = False,
-        prompts: bool = False,
-        resources: bool = False,
-        resource_uris: Sequence[str] = (),
-        buffer: int = 256,
+        modern: bool,
+        revision: str,
+        tools: bool,
+        prompts: bool,
+        resources: bool,
+        resource_uris: Sequence[str],
+        buffer: int,
     ) -> AsyncIterator[Subscription]:
-        """Open a ``subscriptions/listen`` stream (2026-07-28) for the list
-        changes asked for (``tools``, ``prompts``, ``resources``) and the
-        updates of ``resource_uris``.
-
-        Yields a :class:`Subscription` once the server acknowledged it; iterate
-        it for ``(method, params)`` pairs.  Leaving the block cancels the
-        subscription.  The result cache follows the notifications either way.
-        In older revisions use ``subscribe_resource`` and ``on_list_changed``.
-
-        Raises:
-            LocalProtocolError: the session speaks an older revision.
-            McpError: the server refused (``-32601`` from one without listen).
-
-        Neither this nor what the block raises comes wrapped in an ``ExceptionGroup``.
-        """
-        if not self.modern:
+        """:meth:`Client.listen <mcp_trio.client.Client.listen>` of a session speaking ``revision``
+        (``modern``: a stateless one)."""
+        if not modern:
             raise LocalProtocolError(
                 f"subscriptions/listen needs a stateless protocol version (this session speaks "
-                f"{self.protocol_version}); use subscribe_resource and on_list_changed instead"
+                f"{revision}); use subscribe_resource and on_list_changed instead"
             )
         wanted: dict[str, Any] = {}
         for field, on in (
@@ -160,7 +147,7 @@ class ListenMixin:
 
         def register(id: Any) -> None:
             subscription.id = id
-            self._listening[id] = subscription
+            self.subscriptions[id] = subscription
 
         async def run() -> None:
             try:
@@ -171,7 +158,7 @@ class ListenMixin:
             except Exception as exc:
                 subscription._finish(exc)
             finally:
-                self._listening.pop(subscription.id, None)
+                self.subscriptions.pop(subscription.id, None)
 
         refused: BaseException | None = None
         try:
