@@ -42,7 +42,8 @@ def test_stateful_keeps_to_its_time_budget() -> None:
     [stats] = run(cfg)
     took = time.monotonic() - started
     assert not stats.aborted and stats.examples >= 1
-    assert stats.seconds < 3 + 2 + 1 and took < 8, (stats.seconds, took)  # (one step may finish)
+    # (the step under way may finish: a new session's handshake, the close of the last one)
+    assert stats.seconds < 3 + 2 * 2 + 2 and took < 12, (stats.seconds, took)
 
 
 def test_the_progress_line_beats_while_nothing_new_happens() -> None:
@@ -54,11 +55,11 @@ def test_the_progress_line_beats_while_nothing_new_happens() -> None:
     progress.start()
     try:
         progress.status(Status("2025-11-25", "stateful", "replaying", 3, 10, 0))
-        time.sleep(0.45)  # one slow replay: no new status comes
+        time.sleep(0.6)  # one slow replay: no new status comes
     finally:
         progress.finish()
     lines = [line for line in stream.getvalue().splitlines() if "replaying" in line]
-    assert len(lines) >= 3, lines
+    assert len(lines) >= 2, lines  # the status, and the heartbeat drew it again
     assert lines[0].endswith("0 findings, 0 s")
 
 
@@ -208,3 +209,30 @@ def test_one_cause_is_one_finding_with_its_symptoms_listed(tmp_path: Path) -> No
     assert len(crashes) == 1
     assert "error-codes:missing--32700" in crashes[0].also
     assert not [f for f in campaign.findings if f.violation.key == "error-codes:missing--32700"]
+
+
+def test_ctrl_c_while_stateful_replays_keeps_its_smallest_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import mcp_trio.fuzzing.stateful as stateful
+
+    def interrupted(*args: Any) -> Any:
+        raise KeyboardInterrupt  # (pressed while the smallest failing run is replayed)
+
+    monkeypatch.setattr(stateful, "run_steps", interrupted)
+    cfg = FuzzConfig(
+        toy("ignores-version"),
+        campaigns=["stateful"],
+        max_examples=30,
+        timeout=2,
+        shrink_time=2,
+        out_dir=tmp_path,
+    )
+    stats = CampaignStats("2025-11-25", "stateful")
+    with pytest.raises(KeyboardInterrupt):
+        stateful.run_stateful(cfg, "2025-11-25", stats)
+    [finding] = stats.findings
+    assert finding.violation.key == "version-negotiation:not-same" and finding.path is not None
+    saved = load_transcript(finding.path)
+    assert saved["interrupted"].startswith("Ctrl-C while shrinking") and saved["steps"]
+    assert "initialize" in finding.payload()
