@@ -3,7 +3,7 @@ regenerate the generated part of ``docs/fuzz-findings.md``.
 
 Run from the repository root::
 
-    python -m fuzz.campaigns                       # every target, --time 10 per campaign
+    python -m fuzz.campaigns                       # every target, the budget and seed the page states
     python -m fuzz.campaigns --time 30 --only fastmcp-server-stdio --only python-sdk-client-http
     python -m fuzz.campaigns --render              # rewrite the page from fuzz/campaigns.json only
     python -m fuzz.campaigns --replay fuzz/findings/campaigns/TARGET/FILE.json
@@ -204,13 +204,23 @@ def _mcp_trio() -> list[str]:
     return [sys.executable, "-m", "mcp_trio"]
 
 
+#: Tries at starting an HTTP target on a free port: another process may take the port between
+#: the moment it is found free and the moment the server binds it.
+LAUNCH_TRIES = 5
+
+
+class LaunchError(RuntimeError):
+    """An HTTP target could not be started (on any of :data:`LAUNCH_TRIES` ports)."""
+
+
 @contextlib.contextmanager
 def launched(target: Target, inst: Installed) -> Iterator[list[str]]:
     """The ``mcp-trio fuzz`` target options for ``target``; an HTTP server is started on a free
-    port for the duration (and stopped after)."""
+    port for the duration (and stopped after).  A server that exits before it listens, or right
+    after (another process had the port), is started again on another port, up to
+    :data:`LAUNCH_TRIES` times; then :class:`LaunchError`."""
     with tempfile.TemporaryDirectory(prefix="mcp-trio-campaign-") as tmp:
-        port = free_port()
-        values = inst.placeholders(port, tmp)
+        values = inst.placeholders(0, tmp)
         argv = [a.format(**values) for a in target.argv]
         command = shlex.join(argv)
         if target.mode == "stdio":
@@ -220,20 +230,39 @@ def launched(target: Target, inst: Installed) -> Iterator[list[str]]:
             transport = "stdio" if target.mode == "client-stdio" else "http"
             yield ["--client", command, "--client-transport", transport]
             return
-        env = {**inst.environ(), **{k: v.format(**values) for k, v in target.env.items()}}
-        log = open(Path(tmp) / "server.log", "wb")  # noqa: SIM115 (closed below)
-        proc = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        try:
-            try:
-                wait_for_port("127.0.0.1", port, 60, lambda: proc.poll() is None)
-            except LoadError as exc:
-                raise RuntimeError(
-                    f"{command}: {exc}; its output: {Path(log.name).read_text(errors='replace')[-2000:]}"
-                ) from None
+        with _http_server(target, inst, tmp) as port:
             yield ["--http", f"http://127.0.0.1:{port}{target.path}"]
-        finally:
-            _stop(proc)
-            log.close()
+
+
+@contextlib.contextmanager
+def _http_server(target: Target, inst: Installed, tmp: str) -> Iterator[int]:
+    """An HTTP target listening on 127.0.0.1; yields its port."""
+    failures = []
+    for attempt in range(1, LAUNCH_TRIES + 1):
+        port = free_port()
+        values = inst.placeholders(port, tmp)
+        argv = [a.format(**values) for a in target.argv]
+        env = {**inst.environ(), **{k: v.format(**values) for k, v in target.env.items()}}
+        log_path = Path(tmp) / f"server-{attempt}.log"
+        with open(log_path, "wb") as log:
+            proc = subprocess.Popen(
+                argv, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+            )
+            try:
+                try:
+                    wait_for_port("127.0.0.1", port, 60, lambda proc=proc: proc.poll() is None)
+                    time.sleep(0.3)  # (a port another process held answers even when ours died)
+                    if proc.poll() is not None:
+                        raise LoadError(f"the server for port {port} exited right after starting")
+                except LoadError as exc:
+                    output = log_path.read_text(errors="replace")[-2000:]
+                    failures.append(f"port {port}: {exc}; its output: {output}")
+                    continue
+                yield port
+                return
+            finally:
+                _stop(proc)
+    raise LaunchError(f"{shlex.join(argv)} did not start in {LAUNCH_TRIES} tries: " + " / ".join(failures))
 
 
 def run_target(target: Target, inst: Installed, budget: float, seed: int, out: Path) -> dict[str, Any]:
@@ -244,6 +273,21 @@ def run_target(target: Target, inst: Installed, budget: float, seed: int, out: P
         return {**entry, "skipped": inst.missing[target.package]}
     shutil.rmtree(out, ignore_errors=True)
     started = time.monotonic()
+    try:
+        return _run_launched(target, inst, budget, seed, out, entry, started)
+    except LaunchError as exc:  # (the other targets still run)
+        return {**entry, "seconds": round(time.monotonic() - started, 1), "skipped": str(exc)}
+
+
+def _run_launched(
+    target: Target,
+    inst: Installed,
+    budget: float,
+    seed: int,
+    out: Path,
+    entry: dict[str, Any],
+    started: float,
+) -> dict[str, Any]:
     with launched(target, inst) as options:
         argv = [*_mcp_trio(), "fuzz", *options, "--time", str(budget), "--seed", str(seed)]
         argv += ["--timeout", "3", "--shrink-time", str(max(5.0, budget / 2)), "--out", str(out)]
@@ -332,18 +376,29 @@ def render(results: Mapping[str, Any]) -> str:
     py = results.get("python_pins", {})
     npm = results.get("npm_pins", {})
     pins = ", ".join([f"`{k}=={v}`" for k, v in py.items()] + [f"`{k}@{v}`" for k, v in npm.items()])
+    entries = results.get("targets", [])
+    spent = sum(float(e.get("seconds") or 0) for e in entries)
+    budgets = sorted({e.get("budget") for e in entries if e.get("budget") is not None})
+    odd = [e["target"] for e in entries if e.get("budget") not in (None, results.get("budget"))]
     lines = [
         BEGIN,
         "",
         "## Published campaigns (generated)",
         "",
-        f"Generated by `python -m fuzz.campaigns` on {results.get('date', '?')}: pinned targets {pins}; "
-        "`mcp-trio fuzz` with its default campaigns, revision 2025-11-25, `--time T` (seconds per "
-        "campaign and revision, shrinking included; T is given per target), `--timeout 3`, "
-        f"seed {results.get('seed')}, "
-        f"on {results.get('machine', 'this machine')}. Short budgets: a target without findings here was "
-        "not fuzzed long enough to call it clean. Each finding was replayed on a fresh session of the "
-        "same target (`replayed`).",
+        f"Generated by `{regenerate_command(results)}` on {results.get('date', '?')}: pinned targets "
+        f"{pins}; `mcp-trio fuzz` with its default campaigns, revision 2025-11-25, `--time "
+        f"{results.get('budget')}` (seconds per campaign and revision, the corpus, shrinking and "
+        f"replays included), `--timeout 3`, seed {results.get('seed')}, "
+        f"on {results.get('machine', 'this machine')}. "
+        + _took(results, spent)
+        + (
+            f" Targets run with another budget since (given with each): {', '.join(odd)}."
+            if odd and len(budgets) > 1
+            else ""
+        )
+        + " The same command (its defaults are the budget and seed above) runs it again and rewrites "
+        "this section. Short budgets: a target without findings here was not fuzzed long enough to "
+        "call it clean. Each finding was replayed on a fresh session of the same target (`replayed`).",
         "",
     ]
     for entry in results.get("targets", []):
@@ -390,6 +445,20 @@ def render(results: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def regenerate_command(results: Mapping[str, Any]) -> str:
+    """The one command that runs every campaign of the page again, with its budget and seed."""
+    return f"python -m fuzz.campaigns --time {results.get('budget')} --seed {results.get('seed')}"
+
+
+def _took(results: Mapping[str, Any], spent: float) -> str:
+    """How long the run took, as the page says it."""
+    run = results.get("run_seconds")
+    said = f"The targets took {spent / 60:.1f} min in all (fuzzing and replays)"
+    if run is not None:
+        said += f"; the last run of the command, {run / 60:.1f} min, installation included"
+    return said + "."
+
+
 def update_page(page: str, section: str) -> str:
     """``page`` with its generated section replaced by ``section`` (appended when absent)."""
     if BEGIN in page and END in page:
@@ -411,14 +480,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--only", action="append", choices=sorted(BY_ID), help="run only this target (repeatable)"
     )
-    parser.add_argument("--time", type=float, default=10.0, help="seconds per campaign and revision")
-    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--time",
+        type=float,
+        default=None,
+        help="seconds per campaign and revision (default: the budget fuzz/campaigns.json states, else 10)",
+    )
+    parser.add_argument(
+        "--seed", type=int, default=None, help="default: the seed fuzz/campaigns.json states, else 1"
+    )
     parser.add_argument(
         "--render", action="store_true", help="only rewrite the page from fuzz/campaigns.json"
     )
     parser.add_argument("--replay", metavar="TRANSCRIPT", help="replay one kept finding on its target")
     args = parser.parse_args(argv)
     results: dict[str, Any] = json.loads(RESULTS.read_text()) if RESULTS.exists() else {"targets": []}
+    budget = args.time if args.time is not None else float(results.get("budget") or 10.0)
+    seed = args.seed if args.seed is not None else int(results.get("seed") or 1)
+    began = time.monotonic()
     if args.replay:
         target = BY_ID[Path(args.replay).resolve().parent.name]
         inst = install(cache_dir(), "{python}" in target.argv, target.package.startswith("@"))
@@ -432,8 +511,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         results.update(
             python_pins=python_pins(),
             npm_pins=deps,
-            budget=args.time,
-            seed=args.seed,
+            budget=budget,
+            seed=seed,
             date=time.strftime("%Y-%m-%d", time.gmtime()),
             machine=_machine(),
         )
@@ -441,11 +520,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         for target in chosen:
             print(f"campaigns: {target.id} ...", flush=True)
             out = cache_dir() / "results" / target.id
-            by_id[target.id] = run_target(target, inst, args.time, args.seed, out)
+            by_id[target.id] = run_target(target, inst, budget, seed, out)
             print(
                 f"campaigns: {target.id}: {len(by_id[target.id].get('findings', []))} finding(s)", flush=True
             )
             results["targets"] = [by_id[t.id] for t in TARGETS if t.id in by_id]
+            RESULTS.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
+        if not args.only:  # (a partial run says nothing of how long the whole one takes)
+            results["run_seconds"] = round(time.monotonic() - began, 1)
             RESULTS.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
     PAGE.write_text(update_page(PAGE.read_text(), render(results)))
     return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,28 +17,59 @@ __all__ = ["command"]
 class _Progress:
     """What a run shows while it goes: event lines (findings, campaigns done), and the current
     status (campaign, phase, examples, messages sent, findings) redrawn in place on a terminal,
-    or as a plain line every ``every`` seconds otherwise (a CI log)."""
+    or as a plain line every ``every`` seconds otherwise (a CI log).  A heartbeat thread redraws
+    the last status when nothing new came for ``every`` seconds (one slow example, a replay), with
+    the seconds spent in the campaign, so the line never goes silent."""
 
     def __init__(self, stream: Any = None, every: float = 10.0) -> None:
         self.stream = stream or sys.stderr
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
         self.every = every if not self.tty else 0.2
+        self.beat = every if not self.tty else 1.0
         self.last = 0.0
         self.drawn = False
         self.phase: str | None = None
+        self.current: Any = None
+        self.campaign_started = time.monotonic()
+        self.lock = threading.Lock()
+        self.stopped = threading.Event()
+        self.thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        """Start the heartbeat (:meth:`finish` stops it)."""
+        self.thread = threading.Thread(target=self._heartbeat, name="mcp-trio-fuzz-progress", daemon=True)
+        self.thread.start()
+
+    def _heartbeat(self) -> None:
+        while not self.stopped.wait(self.beat):
+            with self.lock:
+                if self.current is not None and time.monotonic() - self.last >= self.beat:
+                    self._draw(self.current)
 
     def event(self, line: str) -> None:
-        self._clear()
-        print(f"mcp-trio fuzz: {line}", file=self.stream, flush=True)
+        with self.lock:
+            self._clear()
+            print(f"mcp-trio fuzz: {line}", file=self.stream, flush=True)
 
     def status(self, st: Any) -> None:
+        with self.lock:
+            now = time.monotonic()
+            if self.current is None or (st.revision, st.campaign) != (
+                self.current.revision,
+                self.current.campaign,
+            ):
+                self.campaign_started = now
+            self.current = st
+            if now - self.last < self.every and st.phase == self.phase:
+                return
+            self._draw(st)
+
+    def _draw(self, st: Any) -> None:
         now = time.monotonic()
-        if now - self.last < self.every and st.phase == self.phase:
-            return
         self.last, self.phase = now, st.phase
         text = (
             f"{st.revision} {st.campaign}: {st.phase}, {st.examples} examples, {st.messages} messages sent, "
-            f"{st.findings} findings"
+            f"{st.findings} findings, {now - self.campaign_started:.0f} s"
         )
         if self.tty:
             self.stream.write("\r\x1b[K" + text[:200])
@@ -47,8 +79,12 @@ class _Progress:
             print(f"mcp-trio fuzz: {text}", file=self.stream, flush=True)
 
     def finish(self) -> None:
-        """Take the status line away (the summary follows)."""
-        self._clear()
+        """Stop the heartbeat and take the status line away (the summary follows)."""
+        self.stopped.set()
+        if self.thread is not None:
+            self.thread.join(timeout=2.0)
+        with self.lock:
+            self._clear()
 
     def _clear(self) -> None:
         if self.drawn:
@@ -175,7 +211,8 @@ def command(argv: Sequence[str]) -> int:
         type=int,
         default=None,
         metavar="N",
-        help="examples per campaign and revision (default 100; with --time, whichever comes first)",
+        help="generated examples per campaign and revision (default 100; with --time, whichever comes "
+        "first; the corpus of known-bad inputs comes on top)",
     )
     parser.add_argument(
         "--time",
@@ -193,7 +230,8 @@ def command(argv: Sequence[str]) -> int:
         type=int,
         default=5,
         metavar="N",
-        help="stop a campaign after N findings (default 5; the summary says when it did)",
+        help="stop a campaign's generated search after N findings (default 5; the summary says when it "
+        "did; the corpus of known-bad inputs runs whole)",
     )
     parser.add_argument(
         "--shrink-time",
@@ -283,19 +321,21 @@ def command(argv: Sequence[str]) -> int:
         max_rss_growth=args.max_rss_growth,
         max_fd_growth=args.max_fd_growth,
     )
-    status = None
+    status = error = None
+    progress.start()
     try:
         stats = fuzzing.run(cfg)
     except fuzzing.Interrupted as exc:
         stats, status = exc.stats, 130
         progress.event("interrupted (Ctrl-C): the report holds what ran")
     except fuzzing.TargetFailed as exc:
-        stats, status = exc.stats, 2
+        stats, status, error = exc.stats, 2, str(exc)
         progress.event(f"error: {exc}")
-    progress.finish()
+    finally:
+        progress.finish()
     junit, sarif = (Path(p) if p else None for p in (args.junit, args.sarif))
-    fuzzing.runner.write_ci_reports(cfg, stats, junit, sarif)
-    print(fuzzing.runner.summary(cfg, stats), end="")
+    fuzzing.runner.write_ci_reports(cfg, stats, junit, sarif, error)
+    print(fuzzing.runner.summary(cfg, stats, error), end="")
     print(f"mcp-trio fuzz: report in {Path(args.out) / 'report.json'}", file=sys.stderr)
     if status is not None:
         return status

@@ -7,6 +7,7 @@ The lowest module of the runner: the server and client campaigns, the state mach
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 from collections.abc import Callable, Sequence
@@ -99,13 +100,48 @@ class Finding:
     violation: orc.Violation
     transcript: dict[str, Any]
     path: Path | None = None
+    #: Other violations the same (smallest) case showed on its replay: symptoms of this cause,
+    #: not findings of their own.
+    also: list[str] = field(default_factory=list)
+
+    def payload(self) -> str:
+        """The offending input, as a short excerpt: the case's messages, a client's plan or a
+        state machine's steps."""
+        return offending_payload(self.transcript)
+
+
+#: Characters of the offending payload a summary shows (report.json keeps more).
+PAYLOAD_EXCERPT = 300
+
+
+def offending_payload(transcript: dict[str, Any], limit: int = 2000) -> str:
+    """What a transcript sent that broke the rule, one line, at most ``limit`` characters."""
+    if transcript.get("case"):
+        text = " | ".join(
+            entry["text"]
+            if "text" in entry
+            else base64.b64decode(entry.get("base64", "")).decode("utf-8", "backslashreplace")
+            for entry in transcript["case"]
+        )
+    elif "plan" in transcript:
+        text = "plan " + json.dumps(transcript["plan"], ensure_ascii=False, separators=(",", ":"))
+    elif "steps" in transcript:
+        text = " | ".join(
+            step["rule"] + (" " + " ".join(step["payloads"]) if step.get("payloads") else "")
+            for step in transcript["steps"]
+        )
+    else:
+        return ""
+    cut = " ".join(text[: limit + 1].split())  # (one line: an indented message's newlines go)
+    return cut if len(text) <= limit else cut[: limit - 3] + "..."
 
 
 @dataclass
 class CampaignStats:
     revision: str
     campaign: str
-    examples: int = 0
+    examples: int = 0  # the corpus' cases included
+    corpus: int = 0  # cases of the corpus of known-bad inputs run (max_examples bounds the others)
     sessions: int = 0
     seconds: float = 0.0
     messages: int = 0  # JSON-RPC messages (or HTTP requests) sent to the target
@@ -122,6 +158,7 @@ class CampaignStats:
             "revision": self.revision,
             "campaign": self.campaign,
             "examples": self.examples,
+            "corpus": self.corpus,
             "sessions": self.sessions,
             "messages": self.messages,
             "seconds": round(self.seconds, 2),
@@ -131,6 +168,8 @@ class CampaignStats:
                     "message": f.violation.message,
                     "severity": f.violation.severity,
                     "rule": f.violation.rule,
+                    "payload": f.payload(),
+                    **({"also": f.also} if f.also else {}),
                     "transcript": str(f.path) if f.path else None,
                 }
                 for f in self.findings
@@ -152,7 +191,10 @@ class Hunt:
     ``replay(payloads, notes)`` runs the smallest failing case again on a fresh
     session and returns (transcript, violations); ``reset()`` drops any live state.  A
     campaign against a local process has a ``watch`` of its resources, fed by ``execute``;
-    ``pid()`` is the live process (None: none).
+    ``pid()`` is the live process (None: none).  ``corpus`` holds the cases run once each,
+    in order, before hypothesis generates any (the known-bad inputs); ``sketch(payloads,
+    notes)`` is the transcript of a case that was not replayed (a run interrupted while
+    shrinking keeps it).
     """
 
     strategy: st.SearchStrategy[Any]
@@ -161,14 +203,23 @@ class Hunt:
     reset: Callable[[], None]
     watch: ResourceWatch | None = None
     pid: Callable[[], int | None] = lambda: None
+    corpus: Sequence[Any] = ()
+    sketch: Callable[[list[bytes], list[str]], dict[str, Any]] = lambda payloads, notes: {}
+
+
+def campaign_deadline(cfg: FuzzConfig, started: float) -> float:
+    """When a campaign started at ``started`` (``time.monotonic()``) must be over: ``time_budget``
+    later, shrinking, replays and probes included (infinity without a budget)."""
+    return started + cfg.time_budget if cfg.time_budget is not None else float("inf")
 
 
 def within_budget(cfg: FuzzConfig, stats: CampaignStats, started: float) -> bool:
     """Whether a campaign may run another example: wall time (``time_budget``, from ``started``)
-    and the example count (``max_examples``) both hold, whichever is set."""
+    and the count of generated examples (``max_examples``; the corpus is not counted) both hold,
+    whichever is set."""
     if cfg.time_budget is not None and time.monotonic() - started >= cfg.time_budget:
         return False
-    if cfg.max_examples is not None and stats.examples >= cfg.max_examples:
+    if cfg.max_examples is not None and stats.examples - stats.corpus >= cfg.max_examples:
         return False
     return cfg.time_budget is not None or cfg.max_examples is not None
 
@@ -197,10 +248,11 @@ def keep_if_replayed(
     violations: Sequence[orc.Violation],
     size: int,
     transcript: Callable[[], dict[str, Any]],
-) -> None:
+) -> Finding:
     """Report ``key`` as a finding if the replay's ``violations`` show it again (saving the
     ``transcript()`` of the replay); otherwise keep it as a *flaky* finding, with the same
-    transcript (the case's payloads and what the replay saw), which fails no run."""
+    transcript (the case's payloads and what the replay saw), which fails no run.  The other
+    violations of the replay are the same cause's symptoms: listed in the finding's ``also``."""
     hit = next((v for v in violations if v.key == key), None)
     if hit is None:
         oracle, _, detail = key.partition(":")
@@ -212,7 +264,8 @@ def keep_if_replayed(
             severity="flaky",
             rule=seen.rule,
         )
-    finding = add_finding(cfg, stats, Finding(revision, campaign, hit, transcript()))
+    also = sorted({v.key for v in violations} - {key})
+    finding = add_finding(cfg, stats, Finding(revision, campaign, hit, transcript(), also=also))
     if hit.severity == "flaky":
         stats.not_reproduced.append(
             {"key": key, "payloads": size, "transcript": str(finding.path) if finding.path else None}
@@ -220,6 +273,41 @@ def keep_if_replayed(
         cfg.progress(f"{revision} {campaign}: {key} did not reproduce on replay; kept as flaky")
     else:
         cfg.progress(f"{revision} {campaign}: FINDING ({hit.severity}) {hit.key}: {hit.message}")
+    return finding
+
+
+def keep_unreplayed(
+    cfg: FuzzConfig,
+    stats: CampaignStats,
+    revision: str,
+    campaign: str,
+    seen: Sequence[orc.Violation],
+    key: str,
+    transcript: dict[str, Any],
+) -> Finding:
+    """Keep the finding being shrunk when the run is interrupted (Ctrl-C): the smallest case so
+    far, graded as seen in the campaign, its transcript saying it was not replayed."""
+    hit = next((v for v in seen if v.key == key), None) or orc.Violation(*_split(key))
+    hit = orc.Violation(
+        hit.oracle,
+        f"{hit.message} (interrupted while shrinking: not replayed)",
+        hit.detail,
+        severity=hit.severity,
+        rule=hit.rule,
+    )
+    transcript = {
+        **transcript,
+        "interrupted": "Ctrl-C while shrinking: the smallest case so far, not replayed",
+    }
+    also = sorted({v.key for v in seen} - {key})
+    finding = add_finding(cfg, stats, Finding(revision, campaign, hit, transcript, also=also))
+    cfg.progress(f"{revision} {campaign}: kept {key} as found so far (interrupted while shrinking)")
+    return finding
+
+
+def _split(key: str) -> tuple[str, str, str]:
+    oracle, _, detail = key.partition(":")
+    return oracle, "seen in the campaign", detail
 
 
 def add_finding(cfg: FuzzConfig, stats: CampaignStats, finding: Finding) -> Finding:
@@ -274,14 +362,15 @@ def grouped(stats: Sequence[CampaignStats]) -> list[dict[str, Any]]:
                     "severity": v.severity,
                     "message": v.message,
                     "cites": orc.RULES[v.rule].cite(f.revision),
+                    "payload": f.payload(),
+                    "also": [],
                     "revisions": [],
                     "campaigns": [],
                     "transcripts": [],
                 },
             )
-            for name, value in (("revisions", f.revision), ("campaigns", s.campaign)):
-                if value not in entry[name]:
-                    entry[name].append(value)
+            for name, values in (("revisions", [f.revision]), ("campaigns", [s.campaign]), ("also", f.also)):
+                entry[name] += [value for value in values if value not in entry[name]]
             if f.path is not None:
                 entry["transcripts"].append(str(f.path))
     return list(out.values())
@@ -355,9 +444,22 @@ def _case_messages(data: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def write_report(cfg: FuzzConfig, stats: Sequence[CampaignStats]) -> None:
+def outcome(cfg: FuzzConfig, stats: Sequence[CampaignStats], error: str | None = None) -> str:
+    """How the run ended: ``error`` (the target could not start or died outside a finding: exit
+    status 2), ``interrupted`` (Ctrl-C: 130), ``failed`` (findings that fail it: 1) or ``passed``."""
+    if error is not None:
+        return "error"
+    if any(s.interrupted for s in stats):
+        return "interrupted"
+    return "failed" if violations_found(stats, cfg.strict) else "passed"
+
+
+def write_report(cfg: FuzzConfig, stats: Sequence[CampaignStats], error: str | None = None) -> None:
+    """report.json and summary.txt in ``cfg.out_dir``; ``error`` is what stopped the run, if an
+    error did (the report says ``"outcome": "error"`` and ``"failed": true`` then)."""
     assert cfg.out_dir is not None
     cfg.out_dir.mkdir(parents=True, exist_ok=True)
+    ended = outcome(cfg, stats, error)
     report = {
         "format": "mcp-trio-fuzz-report/1",
         "target": cfg.target.describe(),
@@ -365,7 +467,9 @@ def write_report(cfg: FuzzConfig, stats: Sequence[CampaignStats]) -> None:
         "max_examples": cfg.max_examples,
         "time_budget": cfg.time_budget,
         "strict": cfg.strict,
-        "failed": violations_found(stats, cfg.strict),
+        "outcome": ended,
+        "failed": ended != "passed",
+        **({"error": error} if error is not None else {}),
         **({"interrupted": True} if any(s.interrupted for s in stats) else {}),
         "campaigns": [s.to_json() for s in stats],
         "findings": grouped(stats),
@@ -374,20 +478,23 @@ def write_report(cfg: FuzzConfig, stats: Sequence[CampaignStats]) -> None:
         },
     }
     (cfg.out_dir / "report.json").write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n")
-    (cfg.out_dir / "summary.txt").write_text(summary(cfg, stats))
+    (cfg.out_dir / "summary.txt").write_text(summary(cfg, stats, error))
 
 
 _MARK = {"violation": "!", "deviation": "~", "note": "-", "flaky": "?"}
 
 
-def summary(cfg: FuzzConfig, stats: Sequence[CampaignStats]) -> str:
+def summary(cfg: FuzzConfig, stats: Sequence[CampaignStats], error: str | None = None) -> str:
+    """The run in a few lines per campaign and finding, ending with how it ended (``error``: what
+    stopped it, when an error did)."""
     lines = [f"mcp-trio fuzz: {json.dumps(cfg.target.describe())}, seed {cfg.seed}", ""]
     for s in stats:
         status = (
             f"skipped ({s.skipped})"
             if s.skipped
             else (
-                f"{s.examples} examples, {s.messages} messages, {s.sessions} sessions, {s.seconds:.1f} s, "
+                f"{s.examples} examples{f' ({s.corpus} known-bad)' if s.corpus else ''}, {s.messages} "
+                f"messages, {s.sessions} sessions, {s.seconds:.1f} s, "
                 f"{len(s.findings)} findings"
             )
         )
@@ -415,17 +522,31 @@ def summary(cfg: FuzzConfig, stats: Sequence[CampaignStats]) -> str:
         lines.append(f"  {_MARK.get(g['severity'], '!')} {g['key']} [{g['severity']}] {g['message']}")
         lines.append(f"      in: {', '.join(g['revisions'])} ({', '.join(g['campaigns'])})")
         lines.append(f'      rule ({cites["level"]}): {cites["document"]}: "{cites["text"]}"')
+        if g["payload"]:
+            excerpt = g["payload"]
+            excerpt = excerpt if len(excerpt) <= PAYLOAD_EXCERPT else excerpt[: PAYLOAD_EXCERPT - 3] + "..."
+            lines.append(f"      payload: {excerpt}")
+        if g["also"]:
+            lines.append(f"      also seen (same case, same cause): {', '.join(g['also'])}")
         for path in g["transcripts"]:  # (a resource growth finding has samples, no case to replay)
             replayable = not g["key"].startswith("resources:")
             lines.append(
                 f"      replay: mcp-trio fuzz replay {path}" if replayable else f"      samples: {path}"
             )
     counts = {grade: sum(1 for g in groups if g["severity"] == grade) for grade in _MARK}
-    failed = violations_found(stats, cfg.strict)
+    ended = outcome(cfg, stats, error)
+    verdict = {
+        "error": f"ERROR: {error}",
+        "interrupted": "INTERRUPTED (Ctrl-C).",
+        "failed": "FAILED.",
+        "passed": "passed.",
+    }[ended]
+    if ended == "interrupted" and violations_found(stats, cfg.strict):
+        verdict = "INTERRUPTED (Ctrl-C); FAILED."
     lines += [
         "",
         f"{len(groups)} finding(s): {counts['violation']} violation(s) (MUST), {counts['deviation']} "
         f"deviation(s) (SHOULD; {'failing with --strict' if cfg.strict else 'failing only with --strict'}), "
-        f"{counts['note']} note(s), {counts['flaky']} flaky. {'FAILED' if failed else 'passed'}.",
+        f"{counts['note']} note(s), {counts['flaky']} flaky. {verdict}",
     ]
     return "\n".join(lines) + "\n"

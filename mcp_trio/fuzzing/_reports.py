@@ -6,7 +6,8 @@ JUnit: one ``testsuite`` per revision and campaign, a ``testcase`` for the campa
 violation; a deviation with ``--strict``) is a ``failure``, the others are ``skipped`` with their
 grade.  SARIF: one ``run``; each rule broken is a ``reportingDescriptor`` quoting its sentence,
 each finding a ``result`` (``error`` for a violation, ``warning`` for a deviation, ``note``
-otherwise) located at its transcript.
+otherwise) located at its transcript, relative to the repository.  A run stopped by an error
+(exit status 2) is an errored JUnit test case and a failed SARIF invocation.
 """
 
 from __future__ import annotations
@@ -32,10 +33,16 @@ def _rule_line(cites: dict[str, Any]) -> str:
     return f"{cites['level']} ({cites['document']}): {cites['text']}"
 
 
-def junit_xml(cfg: FuzzConfig, stats: Sequence[CampaignStats]) -> str:
-    """The run as JUnit XML."""
+def junit_xml(cfg: FuzzConfig, stats: Sequence[CampaignStats], error: str | None = None) -> str:
+    """The run as JUnit XML; ``error`` (what stopped the run: the target could not start, or died
+    outside a finding) is an errored test case of its own, so the run never reads as passed."""
     root = ET.Element("testsuites", name="mcp-trio fuzz")
-    total = failed = 0
+    total = failed = errors = 0
+    if error is not None:
+        suite = ET.SubElement(root, "testsuite", name="run", tests="1", failures="0", errors="1", skipped="0")
+        case = ET.SubElement(suite, "testcase", classname="mcp-trio-fuzz", name="target")
+        ET.SubElement(case, "error", message=error, type="target-failed").text = error
+        total, errors = 1, 1
     for s in stats:
         suite = ET.SubElement(root, "testsuite", name=f"{s.revision} {s.campaign}", time=f"{s.seconds:.2f}")
         classname = f"mcp-trio-fuzz.{s.revision}.{s.campaign}"
@@ -65,12 +72,35 @@ def junit_xml(cfg: FuzzConfig, stats: Sequence[CampaignStats]) -> str:
         suite.attrib.update({k: str(v) for k, v in counts.items()})
         total += counts["tests"]
         failed += counts["failures"]
-    root.attrib.update(tests=str(total), failures=str(failed))
+        errors += counts["errors"]
+    root.attrib.update(tests=str(total), failures=str(failed), errors=str(errors))
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
 
-def sarif(cfg: FuzzConfig, stats: Sequence[CampaignStats]) -> dict[str, Any]:
-    """The run as a SARIF 2.1.0 log."""
+def repository_root(start: Path | None = None) -> Path:
+    """The repository the run is in: the nearest directory from ``start`` (the working directory)
+    up that holds ``.git``; the working directory itself when there is none."""
+    here = (start or Path.cwd()).resolve()
+    return next((d for d in (here, *here.parents) if (d / ".git").exists()), here)
+
+
+def _artifact(path: str, root: Path) -> dict[str, str]:
+    """A transcript's SARIF ``artifactLocation``: relative to the repository root (``SRCROOT``)
+    when it is inside it, else an absolute ``file:`` URI."""
+    where = Path(path).resolve()
+    try:
+        return {"uri": where.relative_to(root).as_posix(), "uriBaseId": "SRCROOT"}
+    except ValueError:
+        return {"uri": where.as_uri()}
+
+
+def sarif(
+    cfg: FuzzConfig, stats: Sequence[CampaignStats], error: str | None = None, root: Path | None = None
+) -> dict[str, Any]:
+    """The run as a SARIF 2.1.0 log.  Transcripts are located relative to the repository
+    (``root``, by default :func:`repository_root`; ``SRCROOT`` in ``originalUriBaseIds``); an
+    ``error`` that stopped the run is a failed ``invocation`` with its message."""
+    root = root or repository_root()
     rules: dict[str, dict[str, Any]] = {}
     results = []
     for group in grouped(stats):
@@ -97,7 +127,7 @@ def sarif(cfg: FuzzConfig, stats: Sequence[CampaignStats]) -> dict[str, Any]:
         }
         if group["transcripts"]:
             result["locations"] = [
-                {"physicalLocation": {"artifactLocation": {"uri": Path(path).as_posix()}}}
+                {"physicalLocation": {"artifactLocation": _artifact(path, root)}}
                 for path in group["transcripts"]
             ]
         results.append(result)
@@ -113,6 +143,17 @@ def sarif(cfg: FuzzConfig, stats: Sequence[CampaignStats]) -> dict[str, Any]:
                         "rules": list(rules.values()),
                     }
                 },
+                "originalUriBaseIds": {"SRCROOT": {"uri": root.as_uri() + "/"}},
+                "invocations": [
+                    {
+                        "executionSuccessful": error is None,
+                        **(
+                            {"toolExecutionNotifications": [{"message": {"text": error}, "level": "error"}]}
+                            if error is not None
+                            else {}
+                        ),
+                    }
+                ],
                 "properties": {"target": cfg.target.describe(), "seed": cfg.seed, "strict": cfg.strict},
                 "results": results,
             }
@@ -121,12 +162,16 @@ def sarif(cfg: FuzzConfig, stats: Sequence[CampaignStats]) -> dict[str, Any]:
 
 
 def write_ci_reports(
-    cfg: FuzzConfig, stats: Sequence[CampaignStats], junit: Path | None, sarif_path: Path | None
+    cfg: FuzzConfig,
+    stats: Sequence[CampaignStats],
+    junit: Path | None,
+    sarif_path: Path | None,
+    error: str | None = None,
 ) -> None:
-    """Write the JUnit XML and SARIF files asked for."""
+    """Write the JUnit XML and SARIF files asked for (``error``: what stopped the run, if anything)."""
     if junit is not None:
         junit.parent.mkdir(parents=True, exist_ok=True)
-        junit.write_text(junit_xml(cfg, stats))
+        junit.write_text(junit_xml(cfg, stats, error))
     if sarif_path is not None:
         sarif_path.parent.mkdir(parents=True, exist_ok=True)
-        sarif_path.write_text(json.dumps(sarif(cfg, stats), indent=1, ensure_ascii=False) + "\n")
+        sarif_path.write_text(json.dumps(sarif(cfg, stats, error), indent=1, ensure_ascii=False) + "\n")

@@ -3,7 +3,11 @@
 the replay of a case on a fresh session, which makes the finding's transcript.
 
 ``lifecycle`` and ``http`` take a fresh session for every example (``lifecycle`` without the
-handshake); the others keep one session while the target stays alive.  ``capabilities`` asks
+handshake); the others keep one session (one process on stdio) while the target stays alive
+and answers the ping sent behind each case, and start another only when it died or wedged.
+``invalid`` runs its corpus of known-bad inputs first (:func:`~.strategies.known_bad`),
+``http`` every probe once; in ``invalid`` the missing answers get only :data:`EAGER_GRACE`
+after the ping behind the case is answered (the replay waits the full timeout).  ``capabilities`` asks
 the target what it advertises first and sends what it did not.
 """
 
@@ -17,12 +21,17 @@ from hypothesis import strategies as st
 from . import driver as drv
 from . import oracles as orc
 from ._findings import TRANSCRIPT_FORMAT, CampaignStats, FuzzConfig, Hunt, TargetError
-from ._http_probes import HTTP_CASES, _http_case
+from ._http_probes import ABANDON_PROBE, HTTP_CASES, _http_case
 from ._resources import ResourceWatch
 from ._session import Session
-from .strategies import capability_cases, cases, unadvertised_methods
+from .strategies import capability_cases, cases, known_bad, unadvertised_methods
 
 __all__ = ["server_hunt"]
+
+#: ``invalid`` campaign, stdio: seconds the answers still missing get once the ping sent behind
+#: the case is answered.  A malformed message is answered at once or never; a replay on a fresh
+#: session, with the full ``--timeout``, decides whether a missing answer is a finding.
+EAGER_GRACE = 0.5
 
 
 def server_hunt(cfg: FuzzConfig, revision: str, campaign: str, stats: CampaignStats) -> Hunt:
@@ -36,10 +45,12 @@ def server_hunt(cfg: FuzzConfig, revision: str, campaign: str, stats: CampaignSt
         return proc.pid if proc is not None and proc.poll() is None else None
 
     def session() -> Session:
-        if live and (fresh_each or not live[0].conn.alive()):
+        if live and (fresh_each or not live[0].conn.alive() or live[0].wedged):
             live.pop().close()
         if not live:
             sess = Session(cfg.target, revision, handshake=handshake, timeout=cfg.timeout)
+            if campaign == "invalid":
+                sess.grace = EAGER_GRACE
             live.append(sess)
             stats.sessions += 1
             if handshake and sess.negotiated != revision and not cfg.all_revisions:
@@ -70,14 +81,22 @@ def server_hunt(cfg: FuzzConfig, revision: str, campaign: str, stats: CampaignSt
             raise
     else:
         strategy = cases(revision, campaign)
-    if cfg.skip_probes:
-        skip = cfg.skip_probes
-        if campaign == "http":
-            strategy = strategy.filter(lambda case: not skip.intersection(case))
-        else:
-            strategy = strategy.filter(
-                lambda case: not any(i.note.split(":")[0] in skip or i.note in skip for i in case)
-            )
+    corpus: list[Any] = []
+    if campaign == "invalid":
+        corpus = known_bad(revision)
+    elif campaign == "http":  # every probe once, the costly abandoned-requests one last
+        corpus = [[probe] for probe in [*HTTP_CASES, ABANDON_PROBE]]
+    skip = cfg.skip_probes
+    if campaign == "http":
+        strategy = strategy.filter(lambda case: not skip.intersection(case)) if skip else strategy
+        corpus = [case for case in corpus if not skip.intersection(case)]
+    else:
+
+        def allowed(case: Any) -> bool:
+            return not any(i.note.split(":")[0] in skip or i.note in skip for i in case)
+
+        strategy = strategy.filter(allowed) if skip else strategy
+        corpus = [case for case in corpus if allowed(case)]
 
     def execute(case: Any) -> tuple[list[bytes], list[str], list[orc.Violation]]:
         sess = session()
@@ -94,7 +113,10 @@ def server_hunt(cfg: FuzzConfig, revision: str, campaign: str, stats: CampaignSt
     def replay_best(payloads: list[bytes], notes: list[str]) -> tuple[dict[str, Any], list[orc.Violation]]:
         return _replay_payloads(cfg.target, revision, campaign, payloads, notes, cfg.timeout, seed=cfg.seed)
 
-    return Hunt(strategy, execute, replay_best, drop, watch, pid)
+    def sketch(payloads: list[bytes], notes: list[str]) -> dict[str, Any]:
+        return _transcript(cfg.target, revision, campaign, payloads, notes, cfg.timeout, cfg.seed)
+
+    return Hunt(strategy, execute, replay_best, drop, watch, pid, corpus, sketch)
 
 
 def _learn_capabilities(sess: Session) -> None:
@@ -137,22 +159,38 @@ def _replay_payloads(
         sess.close()
     conn = sess.conn
     transcript = {
-        "format": TRANSCRIPT_FORMAT,
-        "target": target.describe(),
-        "revision": revision,
+        **_transcript(target, revision, campaign, payloads, notes, timeout, seed),
         "negotiated": sess.negotiated,
-        "campaign": campaign,
-        "handshake": campaign != "lifecycle",
         **({"server_capabilities": sess.server_capabilities} if campaign == "capabilities" else {}),
-        "timeout": timeout,
-        **({"seed": seed} if seed is not None else {}),
-        "case": [
-            {**drv.encode_bytes(p), "note": n}
-            for p, n in zip(payloads, [*notes, *[""] * len(payloads)], strict=False)
-        ],
         "violations": [v.to_json() for v in violations],
         "events": conn.events,
         "exit_code": conn.exit_code(),
         "stderr": conn.stderr_tail()[-4000:],
     }
     return transcript, violations
+
+
+def _transcript(
+    target: drv.StdioTarget | drv.HttpTarget,
+    revision: str,
+    campaign: str,
+    payloads: Sequence[bytes],
+    notes: Sequence[str],
+    timeout: float,
+    seed: int | None,
+) -> dict[str, Any]:
+    """What a transcript says of a case before it is replayed: target, revision, campaign, the case."""
+    return {
+        "format": TRANSCRIPT_FORMAT,
+        "target": target.describe(),
+        "revision": revision,
+        "campaign": campaign,
+        "handshake": campaign != "lifecycle",
+        "timeout": timeout,
+        **({"seed": seed} if seed is not None else {}),
+        "case": [
+            {**drv.encode_bytes(p), "note": n}
+            for p, n in zip(payloads, [*notes, *[""] * len(payloads)], strict=False)
+        ],
+        "violations": [],
+    }

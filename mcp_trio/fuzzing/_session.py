@@ -62,6 +62,15 @@ class Session:
         self.judge_capabilities = False
         self.counter = 0
         self.answered: set[str] = set()
+        #: Stdio: once the ping behind a case is answered, the answers still missing get this many
+        #: seconds more instead of the rest of the timeout (None: the whole timeout).
+        self.grace: float | None = None
+        #: The ping behind the last case got no answer (or the process died): the session is
+        #: spent, a campaign starts another.
+        self.wedged = False
+        #: Ids of earlier cases' requests that got no answer in their case: an answer arriving
+        #: later is not judged again (it was judged missing) nor counted as an unknown id.
+        self.late: set[str] = set()
         try:
             self.conn = target.open()
         except OSError as exc:
@@ -271,18 +280,22 @@ class Session:
         # Without a handshake (the lifecycle campaign) the first case is the process's first input:
         # it gets the start-up time of the handshake before its first message, the timeout after.
         startup = 0.0 if conn.received else max(self.timeout, STARTUP_TIMEOUT)
+        eager = self.grace is not None and isinstance(conn, drv.StdioConnection)
         conn.send(
             [*payloads, probe],
-            want=want | {orc.idkey(pid)},
+            want={orc.idkey(pid)} if eager else want | {orc.idkey(pid)},
             timeout=self.timeout,
             headers=headers,
             startup=startup,
         )
+        if eager and self.grace is not None and orc.idkey(pid) in conn.answered():
+            left = self.timeout - (time.monotonic() - started)
+            conn.wait(want, max(0.0, min(self.grace, left)))
         if isinstance(conn, drv.StdioConnection):
             conn.drain(0.02)
             if orc.idkey(pid) not in conn.answered():
                 conn.settle_exit(0.5)  # a silent peer may be on its way out: say so
-        received = conn.received[recv_from:]
+        received = [r for r in conn.received[recv_from:] if not self._late(r.message)]
         probe_answered = orc.idkey(pid) in conn.answered()
         if isinstance(conn, drv.HttpConnection):
             mine = {
@@ -314,7 +327,18 @@ class Session:
         if isinstance(conn, drv.HttpConnection) and view.alive:
             violations += self._wedged(conn, pid, http_from, len(payloads))
         self.answered |= conn.answered()
+        self.late |= want - self.answered
+        self.wedged = not view.alive or not probe_answered
         return CaseResult(list(payloads), list(notes), violations, events_from, time.monotonic() - started)
+
+    def _late(self, message: Any) -> bool:
+        """An answer to a request of an earlier case that was judged missing there."""
+        return (
+            isinstance(message, dict)
+            and "method" not in message
+            and message.get("id") is not None
+            and orc.idkey(message["id"]) in self.late
+        )
 
     def _wedged(self, conn: drv.HttpConnection, pid: str, http_from: int, probe: int) -> list[orc.Violation]:
         """The session is wedged when the valid request sent after the case (ping, or

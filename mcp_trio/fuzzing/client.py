@@ -56,6 +56,7 @@ import json
 import shlex
 import subprocess
 import tempfile
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -210,19 +211,26 @@ def transcript_of(
 # ------------------------------------------------------------------ runner
 
 
-def client_hunt(cfg: Any, revision: str, stats: Any, campaign: str = "client") -> Any:
+def client_hunt(
+    cfg: Any, revision: str, stats: Any, campaign: str = "client", deadline: float = float("inf")
+) -> Any:
     """The ``client`` (or client ``capabilities``) campaign for :func:`mcp_trio.fuzzing.runner._search`:
-    one client run per example."""
+    one client run per example.  A run gets ``run_time`` or what is left until ``deadline``
+    (``time.monotonic()``; the campaign's budget), whichever is less; a run the budget cut short
+    is judged by nothing it did not finish (it is no hang)."""
     target: ClientTarget = cfg.target
 
     def execute(plan: Plan) -> tuple[list[bytes], list[str], list[orc.Violation]]:
         stats.sessions += 1
-        run = run_plan(target, revision, plan, timeout=cfg.timeout, run_time=cfg.run_time)
+        allowed = max(0.5, min(cfg.run_time, deadline - time.monotonic()))
+        run = run_plan(target, revision, plan, timeout=cfg.timeout, run_time=allowed)
         if stats.sessions == 1 and not cfg.all_revisions and _speaks_another_revision(run):
             raise TargetError(
                 f"the client does not speak {revision} (it sent initialize instead); "
                 "--all-revisions fuzzes it anyway"
             )
+        if run.hung and allowed < cfg.run_time:
+            return [_dump(plan)], [], []  # cut short by the budget: no verdict
         return [_dump(plan)], [], check_client(run, cfg.run_time)
 
     def replay_best(payloads: list[bytes], notes: list[str]) -> tuple[dict[str, Any], list[orc.Violation]]:
@@ -230,11 +238,25 @@ def client_hunt(cfg: Any, revision: str, stats: Any, campaign: str = "client") -
             target, revision, json.loads(payloads[0]), cfg.timeout, cfg.run_time, cfg.seed, campaign
         )
 
+    def sketch(payloads: list[bytes], notes: list[str]) -> dict[str, Any]:
+        return {
+            "format": TRANSCRIPT_FORMAT,
+            "target": target.describe(),
+            "revision": revision,
+            "campaign": campaign,
+            "timeout": cfg.timeout,
+            "run_time": cfg.run_time,
+            "seed": cfg.seed,
+            "plan": json.loads(payloads[0]),
+            "case": [],
+            "violations": [],
+        }
+
     strategy = capability_plans(revision) if campaign == "capabilities" else plans(revision)
     if cfg.skip_probes:
         skip = frozenset(cfg.skip_probes)
         strategy = strategy.filter(lambda plan: not skip & plan_kinds(plan))
-    return Hunt(strategy, execute, replay_best, lambda: None)
+    return Hunt(strategy, execute, replay_best, lambda: None, sketch=sketch)
 
 
 def _speaks_another_revision(run: ClientRun) -> bool:

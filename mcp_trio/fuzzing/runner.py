@@ -11,8 +11,9 @@ budget), and the smallest failing case is then replayed on a fresh session
 again becomes a finding; it is saved as a JSON transcript that
 :func:`replay` (``mcp-trio fuzz replay FILE``) runs again.  The next round
 ignores the violations already found, so one campaign can report several
-(at most ``FuzzConfig.max_findings``).  The ``http`` campaign first runs, once, the probe of
-requests abandoned by their client (:func:`_probe_once`), too costly to draw per example.  A
+(at most ``FuzzConfig.max_findings``).  Before the first round, each case of the campaign's
+corpus of known-bad inputs runs once (every malformed shape the oracles know; for ``http``,
+every probe, the costly one of requests abandoned by their client last).  A
 campaign the target cannot take (a revision it does not speak) is skipped; one stopped by an
 error of the fuzzer itself is marked aborted; the summary shows both.
 
@@ -26,7 +27,7 @@ machine in :mod:`.stateful`, and the configuration, stats, findings, transcripts
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -45,15 +46,14 @@ from ._findings import Hunt as Hunt
 from ._findings import Status as Status
 from ._findings import TargetDown as TargetDown
 from ._findings import TargetError as TargetError
+from ._findings import campaign_deadline, keep_unreplayed, record_resources, search_settings, within_budget
 from ._findings import keep_if_replayed as keep_if_replayed
 from ._findings import load_transcript as load_transcript
-from ._findings import record_resources, search_settings, within_budget
 from ._findings import save_transcript as save_transcript
 from ._findings import stateful_transcript as stateful_transcript
 from ._findings import summary as summary
 from ._findings import violations_found as violations_found
 from ._findings import write_report as write_report
-from ._http_probes import ABANDON_PROBE
 from ._http_probes import HTTP_CASES as HTTP_CASES
 from ._http_probes import HTTP_PROBES as HTTP_PROBES
 from ._reports import junit_xml as junit_xml
@@ -122,7 +122,7 @@ def run(cfg: FuzzConfig) -> list[CampaignStats]:
     except TargetDown as exc:
         failure = TargetFailed(str(exc), stats)
     if cfg.out_dir is not None:
-        write_report(cfg, stats)
+        write_report(cfg, stats, str(failure) if isinstance(failure, TargetFailed) else None)
     if failure is not None:
         raise failure
     return stats
@@ -182,14 +182,11 @@ def _run_rounds(cfg: FuzzConfig, revision: str, campaign: str, stats: CampaignSt
         run_stateful(cfg, revision, stats)
         return
     if cfg.target.kind == "client":
-        hunt = cli.client_hunt(cfg, revision, stats, campaign)
+        hunt = cli.client_hunt(cfg, revision, stats, campaign, campaign_deadline(cfg, started))
     else:
         hunt = server_hunt(cfg, revision, campaign, stats)
     try:
-        found: set[str] = set()
-        if campaign == "http" and ABANDON_PROBE not in cfg.skip_probes:
-            found = _probe_once(cfg, revision, campaign, stats, hunt, ABANDON_PROBE)
-        _search(cfg, revision, campaign, stats, hunt, started, found)
+        _search(cfg, revision, campaign, stats, hunt, started)
         record_resources(cfg, stats, hunt)
     finally:
         hunt.reset()
@@ -213,26 +210,6 @@ def _skip_reason(cfg: FuzzConfig, revision: str, campaign: str) -> str | None:
     return None
 
 
-def _probe_once(
-    cfg: FuzzConfig, revision: str, campaign: str, stats: CampaignStats, hunt: Hunt, probe: str
-) -> set[str]:
-    """Run ``probe``, a case the search does not draw (too costly to repeat), once; replay it
-    on a fresh session and keep what it found like a found case.  Returns the keys found."""
-    cfg.progress(f"{revision} {campaign}: probe {probe}")
-    payloads, notes, violations = hunt.execute([probe])
-    hunt.reset()
-    keys = sorted({v.key for v in violations})[: max(0, cfg.max_findings - len(stats.findings))]
-    if not keys:
-        return set()
-    transcript, replayed = hunt.replay(payloads, notes)
-    hunt.reset()
-    for key in keys:
-        keep_if_replayed(
-            cfg, stats, revision, campaign, key, replayed, len(payloads), partial(dict, transcript)
-        )
-    return set(keys)
-
-
 def _search(
     cfg: FuzzConfig,
     revision: str,
@@ -242,9 +219,11 @@ def _search(
     started: float,
     found: set[str] | None = None,
 ) -> None:
-    """Rounds of hypothesis runs: find a new violation (not in ``found``), shrink it, keep it if
-    it replays."""
+    """The known-bad corpus first (each case once), then rounds of hypothesis runs: find a new
+    violation (not in ``found``), shrink it, keep it if it replays.  Everything stops at the
+    campaign's deadline (``time_budget`` after ``started``)."""
     found = set(found or ())
+    deadline = campaign_deadline(cfg, started)
 
     def budget_left() -> bool:
         return within_budget(cfg, stats, started)
@@ -261,7 +240,30 @@ def _search(
             )
         )
 
+    def confirm(key: str, payloads: list[bytes], notes: list[str], seen: list[orc.Violation]) -> None:
+        found.add(key)
+        found.update(
+            _confirm(cfg, revision, campaign, stats, hunt, key, (payloads, notes, seen), deadline, show)
+        )
+
     sent = drv.messages_sent()
+    # The corpus runs whole, each case once, within the time budget only: neither max_examples
+    # (which counts the generated examples) nor max_findings cuts it short (each of its cases is
+    # a different known-bad input).
+    for case in hunt.corpus:
+        if time.monotonic() >= deadline:
+            break
+        stats.examples += 1
+        stats.corpus += 1
+        show("corpus")
+        payloads, notes, violations = hunt.execute(case)
+        keys = {v.key for v in violations} - found
+        if keys:
+            key = sorted(keys)[0]
+            cfg.progress(
+                f"{revision} {campaign}: violation {key} (known-bad input {', '.join(sorted(set(notes)))})"
+            )
+            confirm(key, payloads, notes, violations)
     round_no = 0
     # (with a time budget, rounds go on until the time is up; an example count alone ends them)
     while (
@@ -271,10 +273,10 @@ def _search(
     ):
         round_no += 1
         focus: list[str] = []
-        best: list[Any] = []  # [case, payloads, notes]
+        best: list[Any] = []  # [case, payloads, notes, violations]
         shrink_started: list[float] = []
         errors: list[BaseException] = []
-        left = (cfg.max_examples or 0) - stats.examples
+        left = (cfg.max_examples or 0) - (stats.examples - stats.corpus)
         chunk = min(25, max(1, left)) if cfg.time_budget is not None else max(1, left)
         if cfg.max_examples is None:
             chunk = 25
@@ -286,7 +288,7 @@ def _search(
             if errors:  # the campaign is over: let hypothesis finish without running anything
                 raise _Found
             now = time.monotonic()
-            over = cfg.time_budget is not None and now - started > cfg.time_budget  # (wall time)
+            over = now >= deadline  # (wall time)
             if best and shrink_started and (now - shrink_started[0] > cfg.shrink_time or over):
                 if case == best[0]:
                     raise _Found
@@ -302,8 +304,6 @@ def _search(
                 errors.append(exc)
                 raise _Found from exc
             keys = {v.key for v in violations} - found
-            if keys:
-                hunt.reset()  # a failure may leave state behind: start the next example afresh
             if not focus and keys:
                 focus.append(sorted(keys)[0])
                 shrink_started.append(time.monotonic())
@@ -312,34 +312,72 @@ def _search(
                 show("shrinking")
             if focus and focus[0] in keys:
                 if not best or _size(payloads) <= _size(best[1]):
-                    best[:] = [case, payloads, notes]
+                    best[:] = [case, payloads, notes, violations]
                 raise _Found
 
         try:
             test()
+        except KeyboardInterrupt:  # keep the finding being shrunk: the smallest case so far
+            if focus and best:
+                keep_unreplayed(
+                    cfg, stats, revision, campaign, best[3], focus[0], hunt.sketch(best[1], best[2])
+                )
+            raise
         except Exception:  # _Found (or hypothesis' flaky report): the case is in ``best``
             pass
         if errors:
             raise errors[0]
         if not focus:
             continue
-        found.add(focus[0])
-        show("replaying")
-        hunt.reset()
-        transcript, violations = hunt.replay(best[1], best[2])
-        if any(v.key == focus[0] for v in violations):
-            show("minimizing")
-            deadline = time.monotonic() + cfg.shrink_time
-            if cfg.time_budget is not None:
-                deadline = min(deadline, started + cfg.time_budget)
-            best[1], transcript, violations = drop_unneeded(
-                hunt, focus[0], best[1], best[2], (transcript, violations), deadline
-            )
-        keep_if_replayed(
-            cfg, stats, revision, campaign, focus[0], violations, len(best[1]), partial(dict, transcript)
-        )
+        confirm(focus[0], best[1], best[2], best[3])
     if len(stats.findings) >= cfg.max_findings:
         stats.capped = True
+
+
+def _confirm(
+    cfg: FuzzConfig,
+    revision: str,
+    campaign: str,
+    stats: CampaignStats,
+    hunt: Hunt,
+    key: str,
+    case: tuple[list[bytes], list[str], list[orc.Violation]],
+    deadline: float,
+    show: Callable[[str], None],
+) -> set[str]:
+    """Replay a case that showed ``key`` on a fresh session, drop the messages it does not need
+    (until ``deadline``), and keep it as a finding (flaky when the replay does not show it).
+    Returns the other keys its replay showed: symptoms of the same cause, listed in the finding
+    and not reported again.  Ctrl-C keeps the smallest case so far, unreplayed."""
+    payloads, notes, seen = case
+    held: tuple[list[bytes], list[str]] = (payloads, notes)
+    try:
+        show("replaying")  # (on a fresh session: the campaign's own goes on unless it died or wedged)
+        transcript, violations = hunt.replay(payloads, notes)
+        if any(v.key == key for v in violations) and len(payloads) > 1:
+            show("minimizing")
+
+            def keep(fewer: list[bytes], fewer_notes: list[str]) -> None:
+                nonlocal held
+                held = (fewer, fewer_notes)
+                show("minimizing")
+
+            payloads, transcript, violations = drop_unneeded(
+                hunt,
+                key,
+                payloads,
+                notes,
+                (transcript, violations),
+                min(deadline, time.monotonic() + cfg.shrink_time),
+                keep,
+            )
+    except KeyboardInterrupt:
+        keep_unreplayed(cfg, stats, revision, campaign, seen, key, hunt.sketch(held[0], held[1]))
+        raise
+    finding = keep_if_replayed(
+        cfg, stats, revision, campaign, key, violations, len(payloads), partial(dict, transcript)
+    )
+    return set(finding.also)
 
 
 def drop_unneeded(
@@ -349,11 +387,13 @@ def drop_unneeded(
     notes: list[str],
     replayed: tuple[dict[str, Any], list[orc.Violation]],
     deadline: float,
+    keep: Callable[[list[bytes], list[str]], None] = lambda payloads, notes: None,
 ) -> tuple[list[bytes], dict[str, Any], list[orc.Violation]]:
     """The second shrinking pass, over the transcript: drop one message of the case at a time and
     keep the drop when a replay on a fresh session shows ``key`` again, until no message can go
     (at least one stays) or ``deadline`` (``time.monotonic()``) passes.  ``replayed`` is the
-    (transcript, violations) of the whole case; returns the case left and its replay's."""
+    (transcript, violations) of the whole case; returns the case left and its replay's.  ``keep``
+    hears of every drop kept."""
     notes = [*notes, *[""] * (len(payloads) - len(notes))][: len(payloads)]
     i = 0
     while i < len(payloads) and len(payloads) > 1 and time.monotonic() < deadline:
@@ -361,6 +401,7 @@ def drop_unneeded(
         transcript, violations = hunt.replay(fewer, fewer_notes)
         if any(v.key == key for v in violations):
             payloads, notes, replayed = fewer, fewer_notes, (transcript, violations)
+            keep(payloads, notes)
         else:
             i += 1
     return payloads, *replayed

@@ -30,7 +30,16 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, rule, run_sta
 from ..types import _versions
 from . import driver as drv
 from . import oracles as orc
-from ._findings import TargetError, keep_if_replayed, search_settings, stateful_transcript
+from ._findings import (
+    TRANSCRIPT_FORMAT,
+    Status,
+    TargetError,
+    campaign_deadline,
+    keep_if_replayed,
+    keep_unreplayed,
+    search_settings,
+    stateful_transcript,
+)
 from ._http_probes import _http_case
 from ._session import Session
 from .strategies import client_methods, valid_message
@@ -180,6 +189,8 @@ class ServerMachine(RuleBasedStateMachine):
     timeout: ClassVar[float] = 5.0
     shrink_time: ClassVar[float] = 20.0
     deadline: ClassVar[float] = float("inf")  # after it, rules do nothing (the shrink budget is spent)
+    budget_end: ClassVar[float] = float("inf")  # the campaign's deadline (--time): rules do nothing after it
+    on_step: ClassVar[Any] = None  # called before every step (the progress line)
     failures: ClassVar[list[tuple[str, list[Step]]]] = []  # (violation key, steps) of every failing run
     known: ClassVar[set[str]] = set()  # keys already reported: ignored
     runs: ClassVar[int] = 0
@@ -201,8 +212,10 @@ class ServerMachine(RuleBasedStateMachine):
         return 50_000 + self.counter if isinstance(like, int) else f"sm-{self.counter}"
 
     def _do(self, step: Step) -> None:
-        if time.monotonic() > self.deadline:
+        if time.monotonic() > min(self.deadline, self.budget_end):
             return
+        if self.on_step is not None:
+            type(self).on_step()
         self.steps.append(step)
         keys = sorted({v.key for v in self.runner.run(step) if v.key not in self.known})
         if keys:
@@ -340,6 +353,18 @@ def run_steps(
 def run_stateful(cfg: Any, revision: str, stats: Any, steps_per_run: int = 12) -> None:
     """Rounds of the state machine; each new violation is replayed and, if it shows again, kept.
     A revision the target does not speak is skipped, as in the other campaigns."""
+    started = time.monotonic()
+    budget_end = campaign_deadline(cfg, started)
+    sent = drv.messages_sent()
+
+    def show(phase: str) -> None:
+        cfg.status(
+            Status(
+                revision, "stateful", phase, stats.examples, drv.messages_sent() - sent, len(stats.findings)
+            )
+        )
+
+    show("learning the versions spoken")
     spoken = versions_spoken(cfg.target, revision, cfg.timeout)
     stats.sessions += 2
     if revision not in spoken and not cfg.all_revisions:
@@ -348,10 +373,11 @@ def run_stateful(cfg: Any, revision: str, stats: Any, steps_per_run: int = 12) -
             "--all-revisions fuzzes it anyway"
         )
     machine = machine_for(cfg.target, revision, cfg.timeout, cfg.shrink_time, spoken)
-    started = time.monotonic()
+    machine.budget_end = budget_end
+    machine.on_step = lambda: show("shrinking" if machine.failures else "generating")
     examples = cfg.max_examples or 20
     for round_no in range(1, 1 + max(1, cfg.max_findings)):
-        if cfg.time_budget is not None and time.monotonic() - started > cfg.time_budget:
+        if time.monotonic() >= budget_end:
             break
         left = examples - stats.examples if cfg.max_examples is not None else examples
         if left <= 0:
@@ -363,6 +389,10 @@ def run_stateful(cfg: Any, revision: str, stats: Any, steps_per_run: int = 12) -
                 settings=search_settings(left, stateful_step_count=steps_per_run),
             )
         except TargetError:
+            raise
+        except KeyboardInterrupt:  # keep the finding being shrunk: its smallest run so far
+            if machine.failures:
+                _keep_interrupted(cfg, revision, stats, machine.failures)
             raise
         except _Violated:
             pass
@@ -377,7 +407,12 @@ def run_stateful(cfg: Any, revision: str, stats: Any, steps_per_run: int = 12) -
         key = machine.failures[0][0]
         best = min((steps for k, steps in machine.failures if k == key), key=len)
         machine.known.add(key)
-        violations, runner = run_steps(cfg.target, revision, best, cfg.timeout)
+        show("replaying")
+        try:
+            violations, runner = run_steps(cfg.target, revision, best, cfg.timeout)
+        except KeyboardInterrupt:
+            _keep_interrupted(cfg, revision, stats, machine.failures)
+            raise
         stats.sessions += runner.sessions
         keep_if_replayed(
             cfg,
@@ -391,3 +426,22 @@ def run_stateful(cfg: Any, revision: str, stats: Any, steps_per_run: int = 12) -
         )
     if len(stats.findings) >= cfg.max_findings:
         stats.capped = True
+
+
+def _keep_interrupted(cfg: Any, revision: str, stats: Any, failures: list[tuple[str, list[Step]]]) -> None:
+    """Ctrl-C while shrinking: keep the first violation's smallest run so far, unreplayed."""
+    key = failures[0][0]
+    best = min((steps for k, steps in failures if k == key), key=len)
+    transcript = {
+        "format": TRANSCRIPT_FORMAT,
+        "target": cfg.target.describe(),
+        "revision": revision,
+        "campaign": "stateful",
+        "timeout": cfg.timeout,
+        "seed": cfg.seed,
+        "steps": best,
+        "case": [],
+        "violations": [],
+        "events": [],
+    }
+    keep_unreplayed(cfg, stats, revision, "stateful", [], key, transcript)

@@ -431,6 +431,64 @@ def _duplicate(draw: Any, revision: str) -> list[Item]:
     return [Item(first, note="duplicate_id"), Item(second, note="duplicate_id")]
 
 
+def known_bad(revision: str) -> list[list[Item]]:
+    """The ``invalid`` campaign's corpus: every malformed shape the generators draw (and the
+    oracles judge), each once, in a fixed order, run before hypothesis generates anything, so a
+    short budget still sends each of them.  Each case is one message (two for a reused id)."""
+    stateless = _versions.is_stateless(revision)
+    method = "server/discover" if stateless else "ping"
+
+    def request(**changes: Any) -> dict[str, Any]:
+        msg: dict[str, Any] = {"jsonrpc": "2.0", "id": 1, "method": method}
+        if stateless:
+            msg["params"] = {"_meta": stateless_meta(revision)}
+        for key, value in changes.items():
+            if value is _DROP:
+                msg.pop(key, None)
+            else:
+                msg[key] = value
+        return msg
+
+    listing = "tools/list" if "tools/list" in _versions.methods_for(revision) else method
+    bad_ids: tuple[Any, ...] = (None, True, 1.5, {}, [])
+    not_objects: tuple[Any, ...] = (True, [], "params", 7)
+    out: list[Item] = [
+        *(Item(raw=raw, note="parse_error") for raw in (b"{", b'{"jsonrpc":"2.0",}', b"[1,2")),
+        Item(
+            raw=b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"_meta":{"x":"\xff"}}}',
+            note="invalid_utf8",
+        ),
+        Item(raw=json.dumps(request(), indent=1).encode(), note="embedded_newline"),
+        Item(raw=_deep(1000), note="deep_nesting"),
+        Item(raw=b'{"jsonrpc":"2.0","method":"notifications/x\\ud800","params":{}}', note="lone_surrogate"),
+        Item([], note="empty_batch"),
+        *(Item(value, note="not_an_object") for value in (1, "x", None, True)),
+        Item([request(id=1), request(id=2)], note="batch"),
+        *(Item(request(jsonrpc=v), note="wrong_jsonrpc") for v in ("1.0", 2.0, _DROP)),
+        *(Item(request(id=v), note="bad_id") for v in bad_ids),
+        Item(request(method=1), note="method_not_a_string"),
+        Item(request(method="fuzz/no-such-method"), note="unknown_method"),
+        Item(request(method=listing, id=_DROP), note="request_without_id"),
+        Item({"jsonrpc": "2.0", "id": 1, "method": "notifications/initialized"}, note="notification_with_id"),
+        Item(request(extra=1), note="extra_envelope_member"),
+        Item(request(method=_DROP), note="no_method"),
+        *(Item(request(params=v), note="params:params_not_object") for v in not_objects),
+    ]
+    cases: list[list[Item]] = [[item] for item in out]
+    if "tools/call" in _versions.methods_for(revision):
+        call = request(method="tools/call")
+        call["params"] = {**call.get("params", {}), "name": 1}
+        cases.append([Item(call, note="params:wrong_type")])
+        missing = request(method="tools/call")
+        missing["params"] = {k: v for k, v in missing.get("params", {}).items() if k != "name"}
+        cases.append([Item(missing, note="params:missing")])
+    cases.append([Item(request(id=7), note="duplicate_id"), Item(request(id=7), note="duplicate_id")])
+    return cases
+
+
+_DROP = object()  # (known_bad: a member left out)
+
+
 # ----------------------------------------------------------- capabilities
 
 

@@ -9,6 +9,8 @@ request on an SSE stream:
 * ``limit``: a request whose client left before the answer stays "in progress" for good, a
   batch too (answered on a stream that never ends); beyond 64 requests in progress in the
   session, every request gets 429.
+* ``limit-singles``: ``limit`` for single requests only; a batch is refused with 400, as a
+  server of a revision without batches must, and is never in progress.
 * ``sessions-400``: a request with a session id it does not know (never issued, or ended by
   DELETE) gets 400 (the terminated one MUST get 404).
 * ``notification-200``: a notification gets 200 with an empty body (it MUST be 202).
@@ -58,6 +60,8 @@ class Handler(BaseHTTPRequestHandler):
             self.reply(400, b"")
             return
         if MODE == "limit" and msg != [] and self.limited(msg):
+            return
+        if MODE == "limit-singles" and not isinstance(msg, list) and self.limited(msg):
             return
         if MODE == "sessions-400" and not (isinstance(msg, dict) and msg.get("method") == "initialize"):
             with LOCK:

@@ -9,11 +9,15 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
+
 from mcp_trio.fuzzing import FuzzConfig, HttpTarget, StdioTarget, Violation, run
+from mcp_trio.fuzzing import oracles as orc
 from mcp_trio.fuzzing._findings import CampaignStats
 from mcp_trio.fuzzing._http_probes import _http_case
 from mcp_trio.fuzzing.runner import Session
 from tests._support.fuzzing import sse_server
+from tests._support.fuzzing_views import case_view
 from tests._support.paths import ROOT
 
 TOY = str(ROOT / "tests" / "programs" / "fuzz_toy_server.py")
@@ -175,3 +179,17 @@ def test_a_5xx_to_a_get_in_2025_11_25_breaks_the_get_must() -> None:
     [found] = get_probe("2025-11-25")
     assert (found.key, found.rule, found.severity) == ("http-status:last-event-id", "http-get", "violation")
     assert "or else return HTTP 405 Method Not Allowed" in found.to_json("2025-11-25")["cites"]["text"]
+
+
+@pytest.mark.parametrize("written", ["-0.0", "1.0"])
+def test_an_integral_float_id_answered_as_the_integer_is_no_finding(written: str) -> None:
+    # the TypeScript SDK reads -0.0 as the number 0 and answers with id 0: the same JSON number
+    value = int(float(written))
+    for method in ("ping", "notifications/progress"):  # (a notification's method, sent with an id)
+        payload = f'{{"jsonrpc":"2.0","id":{written},"method":"{method}"}}'.encode()
+        answered = {"jsonrpc": "2.0", "id": value, "result": {}}
+        refused = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "Invalid Request"}}
+        for answers in ([answered], [refused], []):
+            for transport in ("stdio", "http"):
+                view = case_view("2025-11-25", [payload], answers, transport=transport)
+                assert orc.check(view) == [], (method, answers, transport)

@@ -16,6 +16,8 @@ and -32601 to other requests.  Its one flaw depends on MODE:
 * ``speaks-2024``: it answers every initialize with 2024-11-05, the one revision it speaks (legal).
 * ``ignores-version``: it answers 2025-11-25 to an initialize for a version that does not exist
   (so it speaks 2025-11-25) and 2024-11-05 to any other, 2025-11-25 included (a MUST broken).
+* ``drops-invalid``: it says nothing to input it cannot parse or that is no valid request
+  (no -32700, no -32600), as several SDK servers over stdio do.
 * ``good``: none.
 
 ``FUZZ_TOY_START_DELAY`` (seconds) makes it sleep before it reads its first line, like an
@@ -40,6 +42,8 @@ def send(obj: object) -> None:
 
 
 def error(id_: object, code: int, message: str) -> None:
+    if MODE == "drops-invalid" and code in (-32700, -32600):
+        return
     if MODE == "internal-error" and code == -32601:
         code = -32603
     if MODE == "no-id" and id_ is None:
