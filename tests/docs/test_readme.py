@@ -115,15 +115,15 @@ def test_the_figures_are_the_last_runs() -> None:
     section = README.split("## Benchmarks", 1)[1].split("\n## ", 1)[0]
     section = " ".join(section.split())
     for name, digits in [
-        ("stdio sequential vs SDK low-level", 1),
-        ("stdio sequential vs raw trio line echo", 2),
+        ("stdio sequential (one CPU) vs SDK low-level", 1),
+        ("stdio sequential (one CPU) vs raw trio line echo", 2),
         ("stdio pipelined (256 in flight) vs SDK low-level", 1),
         ("HTTP ×64, h11 front door vs SDK best mode (sdk)", 1),
         ("HTTP ×64 p99 latency, h11 front door vs SDK (sdk)", 2),
         ("memory per idle HTTP session vs SDK (JSON mode)", 2),
         ("cold start, SDK low-level / ours", 1),
         ("codec, full wire path vs SDK (geometric mean)", 1),
-        ("stdio sequential vs TypeScript SDK", 2),
+        ("stdio sequential (one CPU) vs TypeScript SDK", 2),
         ("HTTP ×64, h11 front door vs TypeScript SDK", 2),
         ("HTTP ×64, httptools front door vs TypeScript SDK", 2),
         ("HTTP ×64 server CPU per request, httptools front door vs TypeScript SDK", 2),
