@@ -80,7 +80,7 @@ def warm_up_http(servers: dict[str, Any], calls: int) -> None:
 
 def run_stdio(table: dict[str, Peer], mode: Mode) -> dict[str, Any]:
     """Sequential and pipelined calls, each as the scheduler places the two processes and with
-    the server and the load generator pinned to one CPU (``_one_cpu``: what a call costs the
+    the server and the load generator pinned to one CPU (:func:`one_cpu`: what a call costs the
     machine, whatever the placement); a 1 MiB echo."""
     from benchmarks import loadgen
 

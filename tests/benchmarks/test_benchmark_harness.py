@@ -208,3 +208,21 @@ def test_the_run_records_the_hosts_steal_time() -> None:
     results = _results()
     results["meta"]["steal"] = 0.031
     assert "(`steal`): 3.1%." in render_markdown(results, peers(sys.executable))
+
+
+def test_the_one_cpu_variant_pins_the_server_and_the_load_generator_then_lets_go() -> None:
+    import os
+
+    from benchmarks._run_workloads import one_cpu
+
+    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    try:
+        before = os.sched_getaffinity(child.pid), os.sched_getaffinity(0)
+        with one_cpu(child.pid):
+            (cpu,) = os.sched_getaffinity(0)
+            assert os.sched_getaffinity(child.pid) == {cpu}
+        assert (os.sched_getaffinity(child.pid), os.sched_getaffinity(0)) == before
+    finally:
+        assert child.stdin is not None
+        child.stdin.close()
+        child.wait(10)
