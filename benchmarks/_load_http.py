@@ -3,7 +3,8 @@
 Each client owns one keep-alive connection and its own MCP session (``initialize`` then
 ``notifications/initialized``, then ``Mcp-Session-Id`` and ``MCP-Protocol-Version`` on every
 request): :func:`http_calls` measures calls back to back, :func:`open_idle_sessions` opens
-sessions and leaves them idle.  Also the port helpers (:func:`wait_for_port`,
+sessions and leaves them idle, :func:`http_warm_up` makes a number of calls without measuring
+them (every peer's warm-up, counted in calls).  Also the port helpers (:func:`wait_for_port`,
 :func:`free_port`).
 """
 
@@ -79,7 +80,8 @@ def http_calls(
     the calls answered in it is the measurement's ``cpu_per_call`` (a server of several
     processes: a sequence of their ids, summed); with ``store_pid`` (a process
     the server relies on, such as the redis-server of its session store), that process's is
-    ``store_cpu_per_call``.  With ``connections_per_session`` K above 1, the ``clients``
+    ``store_cpu_per_call``; the load generator's own CPU time over the same phase, per call, is
+    ``client_cpu_per_call``.  With ``connections_per_session`` K above 1, the ``clients``
     connections carry ``clients / K`` sessions (rounded up), each called over K connections
     at once: behind several workers sharing the port, a session's requests land on several.
     """
@@ -112,14 +114,37 @@ def http_calls(
         window[:] = [begin, begin + duration]
         pids = {"server": server_pid, "store": store_pid}
         before = {name: cpu_seconds(pid) for name, pid in pids.items() if pid is not None}
+        client_before = time.process_time()
         pool.run([calls(sessions[i % len(sessions)]) for i in range(clients)])
+        client_used = time.process_time() - client_before
         used = {name: cpu_seconds(pids[name]) - seconds for name, seconds in before.items()}
         pool.run([_close_session(s) for s in sessions])
     measured = Measurement(len(latencies), duration, latencies)
     if answered[0]:
+        measured.client_cpu_per_call = client_used / answered[0]
         measured.cpu_per_call = used["server"] / answered[0] if "server" in used else None
         measured.store_cpu_per_call = used["store"] / answered[0] if "store" in used else None
     return measured
+
+
+def http_warm_up(target: HttpTarget, calls: int, *, clients: int = 1) -> None:
+    """``calls`` ``tools/call`` echo requests in all, over ``clients`` sessions each on its own
+    connection (opened first, deleted at the end), answers checked, nothing measured."""
+    call = EchoCall("hello")
+    sessions = [_Session() for _ in range(clients)]
+    left = [calls]
+
+    def calling(session: _Session) -> Flow:
+        while left[0] > 0:
+            left[0] -= 1
+            session.next_id += 1
+            response = yield HttpRequest("POST", call.request(session.next_id), session.headers)
+            _check_answer(response.answer(session.next_id), session.next_id, "hello")
+
+    with HttpClients(target, clients) as pool:
+        pool.run([_open_session(s) for s in sessions])
+        pool.run([calling(s) for s in sessions])
+        pool.run([_close_session(s) for s in sessions])
 
 
 def cpu_seconds(pid: int | Sequence[int]) -> float:

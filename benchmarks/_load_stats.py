@@ -15,8 +15,12 @@ class Measurement:
     calls: int
     elapsed: float
     latencies: list[float] = field(repr=False, default_factory=list)
-    #: The server's CPU seconds per call, when measured (``http_calls(server_pid=...)``).
+    #: The server's CPU seconds per call, when measured (``http_calls(server_pid=...)``, and
+    #: every stdio load): its process's own, from ``/proc/<pid>/stat``.
     cpu_per_call: float | None = None
+    #: The load generator's own CPU seconds per call (this process, ``time.process_time``):
+    #: what the harness costs the machine for each call it makes.
+    client_cpu_per_call: float | None = None
     #: The CPU seconds per call of a process the server relies on (``http_calls(store_pid=...)``).
     store_cpu_per_call: float | None = None
 

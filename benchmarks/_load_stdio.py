@@ -3,6 +3,10 @@
 * :func:`stdio_sequential`: one ``tools/call`` at a time;
 * :func:`stdio_pipelined`: ``depth`` requests in flight at every moment (one selector, no event
   loop framework);
+* :func:`stdio_warm_up`: a number of calls, not measured (a JIT-compiled server's warm-up);
+
+Each load also measures the server's CPU time per call (its process's ``/proc/<pid>/stat``, every
+thread, over the measured phase) and the load generator's own (``time.process_time``).
 * :func:`cold_start`: spawn to ``initialize`` answered;
 * :func:`rss_bytes`: a process's resident set size.
 """
@@ -28,6 +32,20 @@ from benchmarks._load_messages import (
     initialize_request,
 )
 from benchmarks._load_stats import Measurement
+
+
+def _cpu_seconds(pid: int) -> float:
+    """CPU time (user + system, every thread) process ``pid`` has used so far."""
+    with open(f"/proc/{pid}/stat", "rb") as stat:
+        fields = stat.read().rsplit(b")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _costs(measured: Measurement, pid: int, server_before: float, client_before: float, calls: int) -> None:
+    """Fill in ``measured``'s server and client CPU per call since the two readings."""
+    if calls:
+        measured.cpu_per_call = (_cpu_seconds(pid) - server_before) / calls
+        measured.client_cpu_per_call = (time.process_time() - client_before) / calls
 
 
 class StdioServer:
@@ -154,7 +172,10 @@ def stdio_sequential(
     write, read_answer, next_id = server.write, server.read_answer, server.next_id
     clock = time.perf_counter
     latencies: list[float] = []
+    server_before = client_before = 0.0
     for phase_duration, keep in ((warmup, False), (duration, True)):
+        if keep:
+            server_before, client_before = _cpu_seconds(server.pid), time.process_time()
         start = clock()
         end = start + phase_duration
         while True:
@@ -168,7 +189,20 @@ def stdio_sequential(
                 latencies.append(t1 - t0)
             if t1 >= end:
                 break
-    return Measurement(len(latencies), clock() - start, latencies)
+    measured = Measurement(len(latencies), clock() - start, latencies)
+    _costs(measured, server.pid, server_before, client_before, len(latencies))
+    return measured
+
+
+def stdio_warm_up(server: StdioServer, calls: int, *, check: str = "echo") -> None:
+    """``calls`` ``tools/call`` echo requests one at a time, answers checked, nothing measured:
+    every peer's warm-up, counted in calls (a JIT such as Node's compiles a function after
+    it has run some thousands of times)."""
+    call = EchoCall("hello")
+    for _ in range(calls):
+        id = server.next_id()
+        server.write(call.request(id) + b"\n")
+        _check_answer(server.read_answer(id), id, "hello" if check == "echo" else None, check == "id")
 
 
 def stdio_pipelined(
@@ -197,6 +231,7 @@ def stdio_pipelined(
     inbox = server._buffer
     sent_at: dict[int, float] = {}
     latencies: list[float] = []
+    server_before, client_before = _cpu_seconds(server.pid), time.process_time()
     start = clock()
     stop_at = start + duration
     last = start
@@ -262,7 +297,9 @@ def stdio_pipelined(
         selector.close()
         os.set_blocking(out_fd, True)
         os.set_blocking(in_fd, True)
-    return Measurement(len(latencies), last - start, latencies)
+    measured = Measurement(len(latencies), last - start, latencies)
+    _costs(measured, server.pid, server_before, client_before, len(latencies))
+    return measured
 
 
 def cold_start(argv: Sequence[str], *, env: dict[str, str] | None = None, cwd: str | None = None) -> float:

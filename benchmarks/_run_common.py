@@ -34,6 +34,10 @@ class Mode:
     cold_repeats: int
     sessions: int
     full: bool
+    #: Calls every server answers after it starts, before its first measured run, alike for
+    #: every peer (Node's JIT compiles the hot paths of the TypeScript SDK after some
+    #: thousands: measured cold, its server CPU per call was several times its warm figure).
+    warmup_calls: int
 
 
 QUICK = Mode(
@@ -45,6 +49,7 @@ QUICK = Mode(
     cold_repeats=3,
     sessions=1000,
     full=False,
+    warmup_calls=2_000,
 )
 FULL = Mode(
     "full",
@@ -55,6 +60,7 @@ FULL = Mode(
     cold_repeats=7,
     sessions=1000,
     full=True,
+    warmup_calls=10_000,
 )
 
 PIPELINE_DEPTH = 256
@@ -68,6 +74,28 @@ def log(message: str) -> None:
 
 def median(values: Sequence[float]) -> float:
     return statistics.median(values) if values else float("nan")
+
+
+def spread(values: Sequence[float]) -> tuple[float, float] | None:
+    """The lowest and the highest of ``values`` (None when there are none)."""
+    return (min(values), max(values)) if values else None
+
+
+def cpu_ticks() -> tuple[int, int] | None:
+    """The machine's CPU time so far in clock ticks, all of it and the part a hypervisor
+    took for other guests (``steal``, the first line of ``/proc/stat``); None where unknown."""
+    try:
+        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except (OSError, ValueError):
+        return None
+    return (sum(fields[:8]), fields[7]) if len(fields) >= 8 else None
+
+
+def steal_share(before: tuple[int, int] | None, after: tuple[int, int] | None) -> float | None:
+    """The share of the machine's CPU time stolen by the host between two :func:`cpu_ticks`."""
+    if before is None or after is None or after[0] <= before[0]:
+        return None
+    return (after[1] - before[1]) / (after[0] - before[0])
 
 
 def loadavg() -> str:

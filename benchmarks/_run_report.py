@@ -37,13 +37,25 @@ def render_markdown(results: dict[str, Any], table: dict[str, Peer]) -> str:
         f"Written by `python -m benchmarks.run{' --full' if meta['mode'] == 'full' else ''}` on "
         f"{meta['date']} ({meta['mode']} mode: every figure is the median of {meta['repeats']} "
         f"runs of {meta['duration']} s; cold starts and imports of {meta['cold_repeats']}). "
-        "Ratios compare figures of this same run.",
+        "Ratios compare figures of this same run."
+        + (
+            f" Every server answered {meta['warmup_calls']:,} calls after it started, before its "
+            "first measured run (the same for every peer), and each run's first 0.2 s are not "
+            "counted."
+            if meta.get("warmup_calls")
+            else ""
+        ),
         "",
         f"- Machine: {meta['machine'].get('cpu', '?')}, {meta['machine']['cores']} cores, "
         f"{meta['machine'].get('memory_gib', '?')} GiB; {meta['machine']['platform']}; "
         f"Python {meta['machine']['python']}. The load generator runs on the same machine.",
         f"- Load average (1, 5, 15 min) before: {meta['load_before']}, after: {meta['load_after']}"
-        " (other work on the machine, e.g. test suites, shares the two cores).",
+        " (other work on the machine, e.g. test suites, shares the two cores)."
+        + (
+            f" CPU time the host took for other guests over the run (`steal`): {meta['steal']:.1%}."
+            if meta.get("steal") is not None
+            else ""
+        ),
         "- Versions: " + ", ".join(f"{k} {v}" for k, v in meta["versions"].items()),
         f"- Took {meta['elapsed_s']:.0f} s.",
         "",
@@ -51,12 +63,13 @@ def render_markdown(results: dict[str, Any], table: dict[str, Peer]) -> str:
         "",
         # the documentation site includes the table between these markers (docs/guide/benchmarks.md)
         "<!-- --8<-- [start:targets] -->",
-        "| target | wanted | measured | |",
-        "|---|---|---|---|",
+        "| target | wanted | measured | run by run | |",
+        "|---|---|---|---|---|",
     ]
     for target in targets(results):
         mark = {True: "met", False: "**missed**", None: "not measured"}[target.met]
-        lines.append(f"| {target.name} | {target.wanted} | {_x(target.value)} | {mark} |")
+        ranged = f"{_x(target.spread[0])} to {_x(target.spread[1])}" if target.spread else ""
+        lines.append(f"| {target.name} | {target.wanted} | {_x(target.value)} | {ranged} | {mark} |")
     lines += ["<!-- --8<-- [end:targets] -->", "", "![ratios](ratios.png)", ""]
 
     def throughput_table(title: str, data: dict[str, Any] | None, unit: str, note: str = "") -> None:
@@ -66,11 +79,16 @@ def render_markdown(results: dict[str, Any], table: dict[str, Peer]) -> str:
         if note:
             lines.extend([note, ""])
         cpu = any("server_cpu_us" in row for row in data.values())
-        lines.append(f"| server | {unit} | p50 ms | p99 ms |{' server CPU µs/call |' if cpu else ''} runs |")
-        lines.append(f"|---|---:|---:|---:|{'---:|' if cpu else ''}---|")
+        client = any("client_cpu_us" in row for row in data.values())
+        lines.append(
+            f"| server | {unit} | p50 ms | p99 ms |{' server CPU µs/call |' if cpu else ''}"
+            f"{' load generator CPU µs/call |' if client else ''} runs |"
+        )
+        lines.append(f"|---|---:|---:|---:|{'---:|' if cpu else ''}{'---:|' if client else ''}---|")
         for key, row in data.items():
             digits = 1 if row["rate"] < 100 else 0
-            cpu_cell = f" {_fmt(row.get('server_cpu_us'), 1)} |" if cpu else ""
+            cpu_cell = f" {_with_spread(row, 'server_cpu')} |" if cpu else ""
+            cpu_cell += f" {_fmt(row.get('client_cpu_us'), 1)} |" if client else ""
             lines.append(
                 f"| {label.get(key, key)} | {_fmt(row['rate'], digits)} | {_fmt(row['p50_ms'], 2)} "
                 f"| {_fmt(row['p99_ms'], 2)} |{cpu_cell}"
@@ -79,18 +97,45 @@ def render_markdown(results: dict[str, Any], table: dict[str, Peer]) -> str:
         lines.append("")
 
     stdio = results.get("stdio") or {}
-    throughput_table(
-        "stdio, sequential tools/call",
-        stdio.get("sequential"),
-        "calls/s",
-        'One `tools/call` of `echo("hello")` at a time, answer checked. After each run: whether '
-        "the server and the load generator last ran on the same CPU or on different ones.",
+    cpu_note = (
+        " Server CPU: user + system time of the server's process alone (`/proc/PID/stat`) over the "
+        "measured phase, per call, median (lowest to highest run); the load generator's own, per "
+        "call, beside it."
     )
+    one_cpu_note = (
+        " Here the server (every thread) and the load generator are pinned to one CPU, every peer "
+        "alike: the rate is what a call costs the two processes together on one core."
+    )
+    placed = (
+        'One `tools/call` of `echo("hello")` at a time, answer checked. After each run: whether '
+        "the server and the load generator last ran on the same CPU or on different ones."
+    )
+    if "sequential_one_cpu" in stdio:
+        throughput_table(
+            "stdio, sequential tools/call",
+            stdio.get("sequential"),
+            "calls/s",
+            placed + " The scheduler places the two processes." + cpu_note,
+        )
+        throughput_table(
+            "stdio, sequential tools/call, one CPU",
+            stdio.get("sequential_one_cpu"),
+            "calls/s",
+            placed + one_cpu_note,
+        )
+    else:  # (results from before the variants: every sequential run pinned)
+        throughput_table("stdio, sequential tools/call", stdio.get("sequential"), "calls/s", placed)
     throughput_table(
         f"stdio, pipelined ({PIPELINE_DEPTH} in flight)",
         stdio.get("pipelined"),
         "calls/s",
         "Latency here is mostly queueing.",
+    )
+    throughput_table(
+        f"stdio, pipelined ({PIPELINE_DEPTH} in flight), one CPU",
+        stdio.get("pipelined_one_cpu"),
+        "calls/s",
+        "Latency here is mostly queueing." + one_cpu_note,
     )
     throughput_table(
         "stdio, 1 MiB payload",
@@ -112,7 +157,32 @@ def render_markdown(results: dict[str, Any], table: dict[str, Peer]) -> str:
         f"{HTTP_CLIENTS} clients, each with its own session and connection, "
         "calling back to back. SDK servers run on uvicorn (its default server) in "
         "JSON mode unless marked SSE; the TypeScript SDK on node:http, in JSON mode. Server CPU: "
-        "user + system time of the server process while the clients call, per call answered.",
+        "user + system time of the server's process alone (`/proc/PID/stat`) while the clients "
+        "call, per call answered, median (lowest to highest run); the load generator's own beside "
+        "it.",
+    )
+    throughput_table(
+        f"Streamable HTTP, {HTTP_CLIENTS} concurrent clients, CPUs of their own",
+        http.get("concurrent_split"),
+        "req/s",
+        "The same, with every thread of the server on one CPU and the load generator on another, "
+        "so that neither competes with the other for a core (on the 2-core machine, all of it).",
+    )
+    harness = results.get("harness") or {}
+    throughput_table(
+        f"Harness check: trivial JSON servers, {HTTP_CLIENTS} clients",
+        harness.get("concurrent"),
+        "req/s",
+        "`python -m benchmarks.run --check-peer`: the same load generator against servers that "
+        "answer each request with a fixed JSON-RPC result and do nothing else (`node:http`, and "
+        "two Python ones on trio). The load generator's CPU per call is what the harness itself "
+        "costs the machine for each request it makes; these rates are the most it can tell apart.",
+    )
+    throughput_table(
+        "Harness check: trivial JSON servers, one client",
+        harness.get("sequential"),
+        "req/s",
+        "The same, one call at a time.",
     )
 
     memory = results.get("memory")
@@ -215,6 +285,27 @@ def render_markdown(results: dict[str, Any], table: dict[str, Peer]) -> str:
         lines += [f"- {name}: `{message}`" for name, message in errors.items()]
         lines.append("")
     return "\n".join(lines)
+
+
+def _with_spread(row: dict[str, Any], name: str) -> str:
+    """``row``'s median ``<name>_us`` with its runs' lowest and highest, ``median (low–high)``."""
+    value = _fmt(row.get(f"{name}_us"), 1)
+    runs = row.get(f"{name}_runs") or []
+    return f"{value} ({min(runs):,.1f}–{max(runs):,.1f})" if len(runs) > 1 else value
+
+
+def harness_lines(results: dict[str, Any]) -> list[str]:
+    """The harness check's figures as lines to print (none when it did not run)."""
+    harness = results.get("harness") or {}
+    lines = []
+    for name, rows in harness.items():
+        for key, row in rows.items():
+            lines.append(
+                f"  harness check, {name}: {key}: {row['rate']:,.0f} req/s, server CPU "
+                f"{_with_spread(row, 'server_cpu')} µs/call, load generator CPU "
+                f"{_fmt(row.get('client_cpu_us'), 1)} µs/call"
+            )
+    return lines
 
 
 def _runs(row: dict[str, Any], digits: int) -> str:

@@ -17,6 +17,9 @@ from typing import Any
 from benchmarks._run_common import DEFAULT_VENV, HOST, ROOT
 from benchmarks._run_node import TsSdk
 
+#: The harness check's Node server (no SDK), run by the Node the TypeScript SDK runs on.
+TRIVIAL_NODE = "benchmarks/peers/trivial_node.mjs"
+
 
 @dataclass(frozen=True)
 class Peer:
@@ -120,6 +123,12 @@ def peers(python: str, ts: TsSdk | None = None) -> dict[str, Peer]:
             "trivial JSON on bare httptools/trio (ceiling)",
             None,
             lambda port: script("trivial_httptools") + ["http", str(port)],
+        ),
+        "trivial_node": Peer(
+            "trivial_node",
+            "trivial JSON on bare node:http (harness check)",
+            None,
+            (lambda port: [str(ts.node), TRIVIAL_NODE, "http", str(port)]) if ts else None,
         ),
         "trivial_hypercorn": Peer(
             "trivial_hypercorn",

@@ -1,8 +1,10 @@
-"""Benchmark suite: the workloads: codec, stdio, Streamable HTTP, memory, cold start, own clients.
+"""Benchmark suite: the workloads: codec, stdio, Streamable HTTP, memory, cold start, own
+clients, and the harness check.
 
-Each starts the servers it compares side by side and measures them in interleaved repeats
-(:func:`rounds`), so a change in the machine's load hits them all alike; a figure is the median
-of its repeats (:func:`summarize`).
+Each starts the servers it compares side by side, warms every one of them alike with
+``mode.warmup_calls`` calls (:func:`warm_up_stdio`, :func:`warm_up_http`), and measures them in
+interleaved repeats (:func:`rounds`), so a change in the machine's load hits them all alike; a
+figure is the median of its repeats, each repeat kept beside it (:func:`summarize`).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import os
 import subprocess
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import ExitStack, contextmanager, suppress
+from contextlib import ExitStack, contextmanager, nullcontext, suppress
 from typing import Any
 
 from benchmarks._run_common import (
@@ -26,19 +28,25 @@ from benchmarks._run_common import (
 )
 from benchmarks._run_servers import Peer, available, http_servers, stdio_servers
 
+#: The harness check's servers: trivial JSON answers, on Node and on Python (``--check-peer``).
+CHECK_PEERS = ["trivial_node", "trivial_httptools", "trivial_h11"]
+
 
 def summarize(runs: list[Any]) -> dict[str, Any]:
-    """Median rate and latencies over repeated :class:`loadgen.Measurement` runs (and the
-    server's CPU microseconds per call, where it was measured)."""
-    out = {
+    """Median rate and latencies over repeated :class:`loadgen.Measurement` runs, each run's
+    rate, and where measured the server's CPU microseconds per call (its process's alone) and
+    the load generator's, as medians and per run."""
+    out: dict[str, Any] = {
         "rate": median([r.rate for r in runs]),
         "p50_ms": median([r.p50 for r in runs]),
         "p99_ms": median([r.p99 for r in runs]),
         "runs": [round(r.rate, 1) for r in runs],
     }
-    cpu = [r.cpu_per_call * 1e6 for r in runs if r.cpu_per_call is not None]
-    if cpu:
-        out["server_cpu_us"] = median(cpu)
+    for name, field in (("server_cpu_us", "cpu_per_call"), ("client_cpu_us", "client_cpu_per_call")):
+        values = [getattr(r, field) * 1e6 for r in runs if getattr(r, field, None) is not None]
+        if values:
+            out[name] = median(values)
+            out[name.replace("_us", "_runs")] = [round(v, 1) for v in values]
     return out
 
 
@@ -54,7 +62,26 @@ def run_codec(python: str, mode: Mode) -> dict[str, Any]:
     return json.loads(out)
 
 
+def warm_up_stdio(servers: dict[str, Any], table: dict[str, Peer], calls: int) -> None:
+    """``calls`` sequential calls to each server, not measured: every peer warmed alike."""
+    from benchmarks import loadgen
+
+    for key, server in servers.items():
+        loadgen.stdio_warm_up(server, calls, check=table[key].check)
+
+
+def warm_up_http(servers: dict[str, Any], calls: int) -> None:
+    """``calls`` calls to each server over ``HTTP_CLIENTS`` sessions, not measured."""
+    from benchmarks import loadgen
+
+    for target, _pid in servers.values():
+        loadgen.http_warm_up(target, calls, clients=HTTP_CLIENTS)
+
+
 def run_stdio(table: dict[str, Peer], mode: Mode) -> dict[str, Any]:
+    """Sequential and pipelined calls, each as the scheduler places the two processes and with
+    the server and the load generator pinned to one CPU (:func:`one_cpu`: what a call costs the
+    machine, whatever the placement); a 1 MiB echo."""
     from benchmarks import loadgen
 
     seq_keys = available(
@@ -64,27 +91,31 @@ def run_stdio(table: dict[str, Peer], mode: Mode) -> dict[str, Any]:
     big_keys = available(
         ["ours", "sdk", "sdk_high", "fastmcp", "ts"] if mode.full else ["ours", "sdk", "ts"], table, "stdio"
     )
-    out: dict[str, Any] = {"sequential": {}, "pipelined": {}, "payload_1mib": {}}
+    out: dict[str, Any] = {}
     with stdio_servers(seq_keys, table) as servers:
-        runs: dict[str, list[Any]] = {k: [] for k in seq_keys}
-        placements: dict[str, list[str]] = {k: [] for k in seq_keys}
-        for key in rounds(seq_keys, mode.repeats):
-            with one_cpu(servers[key].process.pid):
-                runs[key].append(
-                    loadgen.stdio_sequential(servers[key], mode.duration, check=table[key].check)
-                )
-                placements[key].append(_placement(servers[key].process.pid))
-        out["sequential"] = {k: {**summarize(v), "placement": placements[k]} for k, v in runs.items()}
-        log(f"  stdio sequential: { {k: round(v['rate']) for k, v in out['sequential'].items()} }")
-        runs = {k: [] for k in pipe_keys}
-        for key in rounds(pipe_keys, mode.repeats):
-            runs[key].append(
-                loadgen.stdio_pipelined(
-                    servers[key], mode.duration, depth=PIPELINE_DEPTH, check=table[key].check
-                )
-            )
-        out["pipelined"] = {k: summarize(v) for k, v in runs.items()}
-        log(f"  stdio pipelined: { {k: round(v['rate']) for k, v in out['pipelined'].items()} }")
+        warm_up_stdio(servers, table, mode.warmup_calls)
+        for name, pinned in (("sequential", False), ("sequential_one_cpu", True)):
+            runs: dict[str, list[Any]] = {k: [] for k in seq_keys}
+            placements: dict[str, list[str]] = {k: [] for k in seq_keys}
+            for key in rounds(seq_keys, mode.repeats):
+                with one_cpu(servers[key].process.pid) if pinned else nullcontext():
+                    runs[key].append(
+                        loadgen.stdio_sequential(servers[key], mode.duration, check=table[key].check)
+                    )
+                    placements[key].append(_placement(servers[key].process.pid))
+            out[name] = {k: {**summarize(v), "placement": placements[k]} for k, v in runs.items()}
+            log(f"  stdio {name}: { {k: round(v['rate']) for k, v in out[name].items()} }")
+        for name, pinned in (("pipelined", False), ("pipelined_one_cpu", True)):
+            runs = {k: [] for k in pipe_keys}
+            for key in rounds(pipe_keys, mode.repeats):
+                with one_cpu(servers[key].process.pid) if pinned else nullcontext():
+                    runs[key].append(
+                        loadgen.stdio_pipelined(
+                            servers[key], mode.duration, depth=PIPELINE_DEPTH, check=table[key].check
+                        )
+                    )
+            out[name] = {k: summarize(v) for k, v in runs.items()}
+            log(f"  stdio {name}: { {k: round(v['rate']) for k, v in out[name].items()} }")
         runs = {k: [] for k in big_keys}
         for key in rounds(big_keys, mode.repeats):
             runs[key].append(
@@ -108,9 +139,10 @@ def one_cpu(server_pid: int) -> Iterator[None]:
     A sequential round trip hands the CPU back and forth between the two processes: where the
     scheduler put them decided the figure (about 2x between one vCPU and two on the 2-core
     guest of the committed figures, run to run, for the same code; ``benchmarks/README.md``).
-    Every peer's sequential runs are pinned alike, to the CPU the load generator is on, so that
-    the figure measures the servers and not the placement.  Where affinity cannot be set
-    (not Linux), nothing changes."""
+    The stdio tables' "one CPU" variants pin every peer alike, to the CPU the load generator
+    is on, so that the figure measures what a call costs and not the placement; the others
+    leave the placement to the scheduler.  Where affinity cannot be set (not Linux), nothing
+    changes."""
     if not hasattr(os, "sched_setaffinity"):
         yield
         return
@@ -144,7 +176,31 @@ def _placement(server_pid: int) -> str:
         return "unknown"
 
 
+@contextmanager
+def cpus_of_their_own(server_pid: int) -> Iterator[None]:
+    """The load generator on the CPU it is on, every thread of the server on another one, for the
+    block: neither competes with the other for a core.  Unpinned, the scheduler moves the
+    server's threads onto the load generator's core and back; Node's threads paid for it in CPU
+    per request where trio's did not (RESULTS.md, issue #43).  With fewer than two CPUs to
+    choose from, or no affinity to set, nothing changes."""
+    allowed = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    if len(allowed) < 2:
+        yield
+        return
+    mine = _last_cpu("self")
+    mine = mine if mine in allowed else allowed[0]
+    other = next(cpu for cpu in allowed if cpu != mine)
+    with one_cpu(server_pid):  # (saves and restores every affinity it changes)
+        for tid in os.listdir(f"/proc/{server_pid}/task"):
+            with suppress(OSError):
+                os.sched_setaffinity(int(tid), {other})
+        os.sched_setaffinity(0, {mine})
+        yield
+
+
 def run_http(table: dict[str, Peer], mode: Mode) -> dict[str, Any]:
+    """One client and 64 clients on every HTTP server as the scheduler places the processes; then
+    64 clients on some of them with the server and the load generator on CPUs of their own."""
     from benchmarks import loadgen
 
     keys = ["ours", "ours_httptools", "ours_hypercorn", "sdk", "sdk_sse", "ts"]
@@ -155,6 +211,7 @@ def run_http(table: dict[str, Peer], mode: Mode) -> dict[str, Any]:
     seq_keys = keys if mode.full else available(["ours", "sdk", "ts", "trivial_h11"], table, "http")
     out: dict[str, Any] = {}
     with http_servers(keys, table) as servers:
+        warm_up_http(servers, mode.warmup_calls)
         runs: dict[str, list[Any]] = {k: [] for k in seq_keys}
         for key in rounds(seq_keys, mode.repeats):
             target, pid = servers[key]
@@ -169,6 +226,43 @@ def run_http(table: dict[str, Peer], mode: Mode) -> dict[str, Any]:
             )
         out["concurrent"] = {k: summarize(v) for k, v in runs.items()}
         log(f"  HTTP x{HTTP_CLIENTS}: { {k: round(v['rate']) for k, v in out['concurrent'].items()} }")
+        split = ["ours", "ours_httptools", "ts"]
+        split += ["sdk", "trivial_h11", "trivial_httptools"] if mode.full else []
+        split = [k for k in split if k in servers]
+        runs = {k: [] for k in split}
+        for key in rounds(split, mode.repeats):
+            target, pid = servers[key]
+            with cpus_of_their_own(pid):
+                measured = loadgen.http_calls(
+                    target, mode.http_duration, clients=HTTP_CLIENTS, server_pid=pid
+                )
+            runs[key].append(measured)
+        out["concurrent_split"] = {k: summarize(v) for k, v in runs.items()}
+        shown = {k: round(v["rate"]) for k, v in out["concurrent_split"].items()}
+        log(f"  HTTP x{HTTP_CLIENTS}, CPUs of their own: {shown}")
+    return out
+
+
+def run_harness_check(table: dict[str, Peer], mode: Mode) -> dict[str, Any]:
+    """The load generator against trivial HTTP JSON servers (``CHECK_PEERS``: node:http and
+    two Python ones), warmed and measured as the HTTP workload measures the MCP servers: what
+    the harness itself costs per request (its own CPU time per call), and the rate at which it
+    stops being able to tell two servers apart."""
+    from benchmarks import loadgen
+
+    keys = available(CHECK_PEERS, table, "http")
+    out: dict[str, Any] = {}
+    with http_servers(keys, table) as servers:
+        warm_up_http(servers, mode.warmup_calls)
+        for name, clients in (("concurrent", HTTP_CLIENTS), ("sequential", 1)):
+            runs: dict[str, list[Any]] = {k: [] for k in keys}
+            for key in rounds(keys, mode.repeats):
+                target, pid = servers[key]
+                measured = loadgen.http_calls(target, mode.http_duration, clients=clients, server_pid=pid)
+                runs[key].append(measured)
+            out[name] = {k: summarize(v) for k, v in runs.items()}
+            shown = {k: (round(v["rate"]), round(v.get("client_cpu_us", 0), 1)) for k, v in out[name].items()}
+            log(f"  harness check x{clients} (req/s, load generator µs/call): {shown}")
     return out
 
 

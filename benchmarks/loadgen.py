@@ -13,9 +13,10 @@ stdio (:class:`StdioServer`):
 
 * :func:`stdio_sequential`: one ``tools/call`` at a time;
 * :func:`stdio_pipelined`: ``depth`` requests in flight at every moment;
+* :func:`stdio_warm_up`: calls not measured, counted (every peer's warm-up);
 * :func:`cold_start`: spawn to ``initialize`` answered.
 
-Streamable HTTP (:func:`http_calls`, :func:`open_idle_sessions`): each
+Streamable HTTP (:func:`http_calls`, :func:`http_warm_up`, :func:`open_idle_sessions`): each
 client owns one keep-alive connection and its own MCP session (``initialize``
 then ``notifications/initialized``, then ``Mcp-Session-Id`` and
 ``MCP-Protocol-Version`` on every request).  Answers may be JSON bodies or SSE
@@ -36,6 +37,7 @@ from __future__ import annotations
 
 from benchmarks._load_http import free_port as free_port
 from benchmarks._load_http import http_calls as http_calls
+from benchmarks._load_http import http_warm_up as http_warm_up
 from benchmarks._load_http import open_idle_sessions as open_idle_sessions
 from benchmarks._load_http import wait_for_port as wait_for_port
 from benchmarks._load_http_client import Flow as Flow
@@ -55,6 +57,7 @@ from benchmarks._load_stdio import cold_start as cold_start
 from benchmarks._load_stdio import rss_bytes as rss_bytes
 from benchmarks._load_stdio import stdio_pipelined as stdio_pipelined
 from benchmarks._load_stdio import stdio_sequential as stdio_sequential
+from benchmarks._load_stdio import stdio_warm_up as stdio_warm_up
 
 __all__ = [
     "PROTOCOL_VERSION",
@@ -63,8 +66,10 @@ __all__ = [
     "StdioServer",
     "cold_start",
     "http_calls",
+    "http_warm_up",
     "open_idle_sessions",
     "rss_bytes",
     "stdio_pipelined",
     "stdio_sequential",
+    "stdio_warm_up",
 ]

@@ -4,6 +4,7 @@ Usage (from the project root)::
 
     python3 -m benchmarks.run            # quick mode (under two minutes once installed)
     python3 -m benchmarks.run --full     # longer runs, every peer in every workload
+    python3 -m benchmarks.run --check-peer   # what the load generator costs per request
 
 It creates (once) a virtual environment with the pinned peers of ``benchmarks/requirements.txt`` and
 this checkout (editable), by default in ``~/.cache/mcp-trio-bench/venv`` (``--venv`` or
@@ -52,16 +53,19 @@ from benchmarks._run_common import (
     RESULTS_MD,
     ROOT,
     Mode,
+    cpu_ticks,
     loadavg,
     log,
+    steal_share,
 )
 from benchmarks._run_env import _in_venv, ensure_venv, machine, versions
-from benchmarks._run_report import _kept_analysis, _x, render_markdown, write_chart
+from benchmarks._run_report import _kept_analysis, _x, harness_lines, render_markdown, write_chart
 from benchmarks._run_servers import peers
 from benchmarks._run_targets import targets
 from benchmarks._run_workloads import (
     run_codec,
     run_cold_start,
+    run_harness_check,
     run_http,
     run_memory,
     run_own_clients,
@@ -75,6 +79,7 @@ def run_suite(python: str, mode: Mode, only: set[str] | None) -> dict[str, Any]:
     ts = _run_node.ensure_ts_sdk()
     table = peers(python, ts)
     started = time.perf_counter()
+    ticks = cpu_ticks()
     results: dict[str, Any] = {
         "meta": {
             "mode": mode.name,
@@ -88,6 +93,7 @@ def run_suite(python: str, mode: Mode, only: set[str] | None) -> dict[str, Any]:
                 "node": ts.node_version if ts else "not installed",
                 "@modelcontextprotocol/sdk (TypeScript)": ts.sdk_version if ts else "not installed",
             },
+            "warmup_calls": mode.warmup_calls,
             "load_before": loadavg(),
         },
         "errors": {},
@@ -99,6 +105,7 @@ def run_suite(python: str, mode: Mode, only: set[str] | None) -> dict[str, Any]:
         ("http", lambda: run_http(table, mode)),
         ("memory", lambda: run_memory(table, mode)),
         ("own_clients", lambda: run_own_clients(python, table, mode)),
+        ("harness", lambda: run_harness_check(table, mode)),
     ]
     for name, workload in workloads:
         if only and name not in only:
@@ -110,6 +117,7 @@ def run_suite(python: str, mode: Mode, only: set[str] | None) -> dict[str, Any]:
             traceback.print_exc()
             results["errors"][name] = f"{type(exc).__name__}: {exc}"
     results["meta"]["load_after"] = loadavg()
+    results["meta"]["steal"] = steal_share(ticks, cpu_ticks())
     results["meta"]["elapsed_s"] = time.perf_counter() - started
     return results
 
@@ -118,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--quick", action="store_true", help="the default: short runs (< 2 min)")
-    group.add_argument("--full", action="store_true", help="longer runs, every peer (< 15 min)")
+    group.add_argument("--full", action="store_true", help="longer runs, every peer (< 20 min)")
     parser.add_argument(
         "--venv",
         type=Path,
@@ -126,7 +134,14 @@ def main(argv: list[str] | None = None) -> int:
         help=f"the benchmark environment (default {DEFAULT_VENV})",
     )
     parser.add_argument(
-        "--only", help="comma-separated workloads: startup, codec, stdio, http, memory, own_clients"
+        "--only",
+        help="comma-separated workloads: startup, codec, stdio, http, memory, own_clients, harness",
+    )
+    parser.add_argument(
+        "--check-peer",
+        action="store_true",
+        help="the harness check alone (--only harness): trivial Node and Python HTTP JSON servers "
+        "through the load generator, with its own CPU time per request",
     )
     parser.add_argument("--no-write", action="store_true", help="print, do not write the report")
     parser.add_argument(
@@ -150,6 +165,10 @@ def main(argv: list[str] | None = None) -> int:
         "(default: the committed one)",
     )
     args = parser.parse_args(argv)
+    if args.check_peer:
+        if args.only or args.update:
+            parser.error("--check-peer runs the harness check alone: not with --only or --update")
+        args.only = "harness"
     if args.update and args.only:
         parser.error("--update rewrites the committed results: it needs a whole run, not --only")
     venv = args.venv.expanduser().resolve()
@@ -180,8 +199,12 @@ def main(argv: list[str] | None = None) -> int:
     written = write_results(results, COMMITTED if args.update else run_folder(args.results_dir))
     log("wrote " + ", ".join(_shown(path) for path in written))
     for target in targets(results):
+        if target.met is None and results["meta"].get("only"):
+            continue
         mark = {True: "met", False: "MISSED", None: "not measured"}[target.met]
         print(f"  {mark:>12}  {target.name}: {_x(target.value)} (wanted {target.wanted})")
+    for line in harness_lines(results):
+        print(line)
     return 0
 
 

@@ -55,10 +55,12 @@ def add_deploy_arguments(p: Any) -> None:
         "--allocator",
         choices=ALLOCATORS,
         default="auto",
-        help="the memory allocator: 'system' (the C library's; memory freed after a burst of "
-        "traffic goes back to the system), 'pymalloc' (CPython's, a little faster, keeps what it "
-        "freed) or 'auto' (default: 'system' for --http and --ws on Linux, else 'pymalloc'); a "
-        "PYTHONMALLOC in the environment wins",
+        help="the memory allocator: 'auto' (default) keeps the one the interpreter started with "
+        "(set PYTHONMALLOC=malloc in the environment for the C library's) and starts the workers "
+        "of --workers on the C library's on Linux; 'system' re-executes serve on the C library's "
+        "(memory freed after a burst of traffic goes back to the system; a second interpreter "
+        "start); 'pymalloc' keeps CPython's (a little faster, keeps arenas a live object pins); "
+        "a PYTHONMALLOC in the environment wins",
     )
 
 

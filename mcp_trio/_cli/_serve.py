@@ -605,7 +605,7 @@ def _cmd_serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
         try:
             serve = _serving(args)
             if getattr(args, "whole_process", False):
-                run_on_allocator(args.allocator, network=args.http is not None or args.ws is not None)
+                run_on_allocator(args.allocator)
             server = load_server(args.target)
             apply_state_key(server, args)
         except (_ServeError, ConfigError) as exc:

@@ -23,17 +23,22 @@ starts a handful.  The bound it costs: at most that many container objects of cy
 (a few MiB) wait for the next collection; the older generations' thresholds stay CPython's.
 
 So that memory taken by a burst of traffic goes back to the system once the burst is over,
-a network server (``--http``, ``--ws``) on Linux with glibc runs on the C library's allocator
-(``PYTHONMALLOC=malloc``) and hands the freed pages back every second (``malloc_trim``).
-CPython's own small-object allocator (pymalloc) is a little faster (about 6% fewer
-instructions per stdio call) but gives an arena of 1 MiB back only when every object in it is
-gone: after thousands of connections and queued requests, a few dozen long-lived objects
-allocated meanwhile (a session, a log line's cache entry) pinned 20-25 MiB of otherwise free
-arenas for the life of the process.  The allocator is chosen when the interpreter starts, so
-``mcp-trio serve`` re-executes itself (same process id, same arguments) with the variable set.
-``--allocator pymalloc`` keeps CPython's allocator; stdio servers keep it by default (one
-trusted client, and the fastest path); a ``PYTHONMALLOC`` already in the environment is always
-left as it is.
+a server on Linux with glibc hands the C library's free pages back once the burst is over
+(``malloc_trim``), and big blocks (an answer of a few MiB) come from the C library's heap
+(``mallopt``, set at run time: see :func:`_malloc_trim`).  What CPython's own small-object
+allocator (pymalloc) holds is out of reach of both: it gives an arena of 1 MiB back only when
+every object in it is gone, and after thousands of connections and queued requests, a few
+dozen long-lived objects allocated meanwhile (a session, a log line's cache entry) can pin
+arenas of otherwise free memory for the life of the process.  On the C library's allocator
+(``PYTHONMALLOC=malloc``) every small block is the C library's too, so that the trim reaches
+them, at about 6% more instructions per stdio call.  The allocator is chosen when the
+interpreter starts: a deployment sets ``PYTHONMALLOC=malloc`` in the server's environment
+(nothing more to start), ``--allocator system`` makes ``mcp-trio serve`` re-execute itself
+(same process id, same arguments) with the variable set, at the cost of a second interpreter
+start (about twice the cold start), and ``--allocator auto`` (the default) starts no second
+process image: it keeps the allocator the interpreter started with, except for the workers of
+``--workers``, started anyway, which get the C library's on glibc.  A ``PYTHONMALLOC`` already
+in the environment is always left as it is.
 
 What pinned the most pages after a burst on that allocator were trio's records of deadlines no
 longer in force.  Each timeout that is moved (a session's idle timer, at every request) or left
@@ -66,6 +71,7 @@ __all__ = [
     "allocator_environment",
     "connections_within_open_files",
     "raise_open_files_limit",
+    "reexec_environment",
     "run_on_allocator",
     "serve_tidying_after_bursts",
     "settle_heap",
@@ -132,9 +138,9 @@ def _glibc() -> bool:
 
 
 def allocator_environment(choice: str, network: bool) -> dict[str, str] | None:
-    """The environment a process serving (over a network or not) should start with for
-    ``choice`` (``auto``: the C allocator for a network server on glibc); None when this
-    process's own environment already does."""
+    """The environment a new process serving (over a network or not) should start with for
+    ``choice`` (``auto``: the C allocator for a network server on glibc, since a new process is
+    started anyway); None when this process's own environment already does."""
     if "PYTHONMALLOC" in os.environ or choice == "pymalloc":
         return None
     if choice == "auto" and not (network and _glibc()):
@@ -142,10 +148,19 @@ def allocator_environment(choice: str, network: bool) -> dict[str, str] | None:
     return {**os.environ, "PYTHONMALLOC": "malloc"}
 
 
-def run_on_allocator(choice: str, network: bool) -> None:
+def reexec_environment(choice: str) -> dict[str, str] | None:
+    """The environment this process should re-execute itself with for ``choice``: only
+    ``system`` asks for a second start (``auto`` and ``pymalloc`` keep the interpreter's
+    allocator as it started); None when nothing is to change."""
+    if choice != "system" or "PYTHONMALLOC" in os.environ:
+        return None
+    return {**os.environ, "PYTHONMALLOC": "malloc"}
+
+
+def run_on_allocator(choice: str) -> None:
     """Re-execute this process (same id, same arguments) in the environment
-    :func:`allocator_environment` asks for; returns when nothing is to change."""
-    environment = allocator_environment(choice, network)
+    :func:`reexec_environment` asks for; returns when nothing is to change."""
+    environment = reexec_environment(choice)
     if environment is None:
         return
     sys.stdout.flush()
@@ -154,7 +169,8 @@ def run_on_allocator(choice: str, network: bool) -> None:
 
 
 def _malloc_trim() -> Callable[[int], int] | None:
-    """glibc's ``malloc_trim`` when this process allocates through it, else None.  Also sets
+    """glibc's ``malloc_trim`` on a glibc system, else None: on either allocator the big blocks
+    (over 512 bytes on pymalloc, every block on the C one) are the C library's.  Also sets
     where big blocks (an answer of a few MiB, its encoding) come from: the heap, for blocks up to
     ``MMAP_THRESHOLD``, with up to ``TRIM_THRESHOLD`` of free memory kept at its top between
     two of them; what a burst leaves beyond that goes back at the tidying (``malloc_trim``).
@@ -165,7 +181,7 @@ def _malloc_trim() -> Callable[[int], int] | None:
     its pages back the moment it is freed, but the next one takes a page fault for each of its
     4 KiB pages: a 4 MiB answer built and encoded took 6.8-7.6 ms that way, against 1.6 ms on
     pages the heap already holds, every other client waiting meanwhile."""
-    if os.environ.get("PYTHONMALLOC") not in ("malloc", "malloc_debug") or not _glibc():
+    if not _glibc():
         return None
     try:
         libc = ctypes.CDLL(None)

@@ -149,20 +149,59 @@ def test_without_npm_the_peer_is_left_out(
 
 def test_the_ts_rows_reach_the_tables_and_the_targets(ts: _run_node.TsSdk) -> None:
     results = copy.deepcopy(json.loads(RESULTS_JSON.read_text()))
+    results["http"].pop("concurrent_split", None)  # (the TS targets then read the 64-client table)
     row = {"rate": 1000.0, "p50_ms": 1.0, "p99_ms": 2.0, "runs": [1000.0], "server_cpu_us": 100.0}
-    results["stdio"]["sequential"]["ts"] = row
-    results["stdio"]["pipelined"]["ts"] = row
+    stdio_tables = [
+        t
+        for t in ("sequential", "sequential_one_cpu", "pipelined", "pipelined_one_cpu")
+        if t in results["stdio"]
+    ]
+    for table in stdio_tables:
+        results["stdio"][table]["ts"] = row
     results["http"]["sequential"]["ts"] = row
     results["http"]["concurrent"]["ts"] = row
     results["http"]["concurrent"]["ours"]["server_cpu_us"] = 40.0
+    results["http"]["concurrent"]["ours"].pop("server_cpu_runs", None)
     found = {t.name: t for t in targets(results)}
-    ours = results["stdio"]["sequential"]["ours"]["rate"]
-    assert found["stdio sequential vs TypeScript SDK"].value == pytest.approx(ours / 1000.0)
+    one_cpu = "sequential_one_cpu" if "sequential_one_cpu" in results["stdio"] else "sequential"
+    ours = results["stdio"][one_cpu]["ours"]["rate"]
+    assert found["stdio sequential (one CPU) vs TypeScript SDK"].value == pytest.approx(ours / 1000.0)
     http_ours = results["http"]["concurrent"]["ours"]["rate"]
     assert found["HTTP ×64, h11 front door vs TypeScript SDK"].value == pytest.approx(http_ours / 1000.0)
     cpu = found["HTTP ×64 server CPU per request, h11 front door vs TypeScript SDK"]
     assert cpu.value == pytest.approx(0.4) and cpu.met
     report = render_markdown(results, peers(sys.executable, ts))
-    assert report.count("| TypeScript SDK low-level | 1,000 | 1.00 | 2.00 |") == 4
-    assert "| server | req/s | p50 ms | p99 ms | server CPU µs/call | runs |" in report
-    assert "| TypeScript SDK low-level | 1,000 | 1.00 | 2.00 | 100.0 | 1,000 |" in report
+    assert report.count("| TypeScript SDK low-level | 1,000 | 1.00 | 2.00 |") == len(stdio_tables) + 2
+    assert "| server | req/s | p50 ms | p99 ms | server CPU µs/call |" in report
+    assert "| TypeScript SDK low-level | 1,000 | 1.00 | 2.00 | 100.0 |" in report
+
+
+def test_the_harness_checks_node_peer_answers_like_the_python_ones(ts: _run_node.TsSdk) -> None:
+    """``benchmarks/peers/trivial_node.mjs`` (``--check-peer``): node:http, no SDK, the answers of
+    ``benchmarks/peers/_trivial.py``, through the same load generator."""
+    port = loadgen.free_port()
+    argv = peers(sys.executable, ts)["trivial_node"].http(port)  # type: ignore[misc]
+    assert argv[:2] == [str(ts.node), "benchmarks/peers/trivial_node.mjs"]
+    process = subprocess.Popen(argv, cwd=str(ROOT), stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        loadgen.wait_for_port("127.0.0.1", port, 30, lambda: process.poll() is None)
+        target = loadgen.HttpTarget("127.0.0.1", port)
+        loadgen.http_warm_up(target, 200, clients=4)  # every answer checked
+        measured = loadgen.http_calls(target, 0.2, clients=4, warmup=0.05, server_pid=process.pid)
+        assert measured.calls > 0
+        assert measured.cpu_per_call is not None and measured.client_cpu_per_call is not None
+        status, headers, _ = _post(target, loadgen.initialize_request(1), {})
+        assert status == 200 and headers["mcp-session-id"]
+        arguments = {"name": "echo", "arguments": {"text": "hé"}}
+        call = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": arguments}).encode()
+        status, _, body = _post(target, call, {"Mcp-Session-Id": headers["mcp-session-id"]})
+        assert json.loads(body) == {
+            "jsonrpc": "2.0",
+            "id": 7,
+            "result": {"content": [{"type": "text", "text": "hé"}]},
+        }
+        status, _, _ = _post(target, b'{"jsonrpc":"2.0","method":"notifications/initialized"}', {})
+        assert status == 202
+    finally:
+        process.terminate()
+        process.wait(10)

@@ -1,6 +1,7 @@
-"""What ``mcp-trio serve`` does with its memory: a network server runs on the C library's
-allocator and gives back what a burst of traffic took once the burst is over
-(mcp_trio/_cli/_tuning.py); stdio servers and ``--allocator pymalloc`` keep CPython's."""
+"""What ``mcp-trio serve`` does with its memory: it gives back what a burst of traffic took once
+the burst is over, on the allocator the interpreter started with (no second start by default),
+or on the C library's with ``--allocator system`` (a re-execution) or ``PYTHONMALLOC=malloc``
+(mcp_trio/_cli/_tuning.py)."""
 
 from __future__ import annotations
 
@@ -66,10 +67,12 @@ def app(tmp_path: Path) -> Path:
 @pytest.mark.parametrize(
     ("flags", "preset", "expected"),
     [
-        (["--http", "127.0.0.1:0"], None, "malloc"),
+        (["--http", "127.0.0.1:0"], None, None),  # (no second start unless asked for)
         (["--http", "127.0.0.1:0", "--allocator", "pymalloc"], None, None),
-        (["--http", "127.0.0.1:0"], "pymalloc", "pymalloc"),  # the environment's choice stays
+        (["--http", "127.0.0.1:0"], "malloc", "malloc"),  # a deployment's choice, no re-execution
+        (["--http", "127.0.0.1:0", "--allocator", "system"], "pymalloc", "pymalloc"),  # it wins
         (["--http", "127.0.0.1:0", "--allocator", "system"], None, "malloc"),
+        (["--allocator", "system"], None, "malloc"),  # (stdio too, when asked)
     ],
 )
 def test_the_allocator_a_server_runs_on(
@@ -77,24 +80,48 @@ def test_the_allocator_a_server_runs_on(
 ) -> None:
     env = {"PYTHONMALLOC": preset} if preset else None
     with serving(["app.py", *flags], app, env) as served:
-        served.wait_for(" at ")
-        # The same process (re-executed in place, same arguments), on the allocator chosen.
+        if "--http" in flags:
+            served.wait_for(" at ")
+        else:
+            _answer_a_ping(served.proc)
+        # The same process (re-executed in place, same arguments, only for --allocator system:
+        # the environment shows it), on the allocator chosen.
         assert _environment(served.proc.pid).get("PYTHONMALLOC") == expected
         cmdline = Path(f"/proc/{served.proc.pid}/cmdline").read_bytes().split(b"\0")
         assert [part.decode() for part in cmdline[-len(flags) - 1 : -1]] == flags
 
 
+def _answer_a_ping(proc: subprocess.Popen[bytes]) -> None:
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
+    proc.stdin.flush()
+    assert b'"id":1' in proc.stdout.readline()  # (answered: past the point where serve re-executes)
+
+
+def test_only_system_asks_for_a_second_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``auto`` (the default) never re-executes serve; the workers of ``--workers``, started
+    anyway, get the C library's allocator on glibc."""
+    monkeypatch.delenv("PYTHONMALLOC", raising=False)
+    assert _tuning.reexec_environment("auto") is None
+    assert _tuning.reexec_environment("pymalloc") is None
+    assert (_tuning.reexec_environment("system") or {}).get("PYTHONMALLOC") == "malloc"
+    worker = _tuning.allocator_environment("auto", network=True)
+    assert (worker or {}).get("PYTHONMALLOC") == ("malloc" if _tuning._glibc() else None)
+    monkeypatch.setenv("PYTHONMALLOC", "pymalloc")
+    assert _tuning.reexec_environment("system") is None
+    assert _tuning.allocator_environment("system", network=True) is None
+
+
 def test_a_stdio_server_keeps_cpythons_allocator(app: Path) -> None:
     with serving(["app.py"], app) as served:
-        assert served.proc.stdin is not None and served.proc.stdout is not None
-        served.proc.stdin.write(b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
-        served.proc.stdin.flush()
-        served.proc.stdout.readline()  # (answered: past the point where serve would re-execute)
+        _answer_a_ping(served.proc)
         assert "PYTHONMALLOC" not in _environment(served.proc.pid)
 
 
-def test_memory_a_burst_took_goes_back_once_it_is_over(app: Path) -> None:
-    with serving(["app.py", "--http", "127.0.0.1:0"], app) as served, httpx2.Client(timeout=30) as client:
+@pytest.mark.parametrize("allocator", ["auto", "system"])
+def test_memory_a_burst_took_goes_back_once_it_is_over(app: Path, allocator: str) -> None:
+    flags = ["--http", "127.0.0.1:0", "--allocator", allocator]
+    with serving(["app.py", *flags], app) as served, httpx2.Client(timeout=30) as client:
         url = served.url
         headers = session_headers(client, url)
         r = client.post(url, headers=headers, json=call(2, "burst", megabytes=1))
@@ -176,12 +203,14 @@ print(faults)
 """
 
 
-def test_big_blocks_reuse_the_heaps_pages() -> None:
+@pytest.mark.parametrize("allocator", ["malloc", "pymalloc"])
+def test_big_blocks_reuse_the_heaps_pages(allocator: str) -> None:
     """A 4 MiB block, freed, leaves its pages to the next one: no page fault for each 4 KiB
-    of every big answer (a mapping of its own per block took about 1,000 per 4 MiB)."""
+    of every big answer (a mapping of its own per block took about 1,000 per 4 MiB), on either
+    allocator (pymalloc hands big blocks to the C library's)."""
     done = subprocess.run(
         [sys.executable, "-c", BIG_BLOCKS],
-        env={**os.environ, "PYTHONMALLOC": "malloc"},
+        env={**os.environ, "PYTHONMALLOC": allocator},
         capture_output=True,
         text=True,
         timeout=60,
