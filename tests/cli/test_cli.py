@@ -14,7 +14,6 @@ import trio
 from mcp_trio import open_session, open_stdio_client
 from mcp_trio._cli import load_server, main
 from mcp_trio._cli._serve import _ServeError, _split_target
-from mcp_trio._engine._handlers import BATCH_WIDTH
 from mcp_trio.types import _versions
 from tests._support.cli import HTTP_HEADERS, INIT, serving_everything_over_http, session_headers
 from tests._support.doors import DOORS
@@ -357,9 +356,9 @@ def test_serve_http_queue_and_event_store_bounds() -> None:
         slow = {"name": "slow_compute", "arguments": {"seconds": 0.5}}
         batch = [{"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": slow} for i in range(70)]
         replies = client.post(url, headers=headers, json=batch).json()
-        # BATCH_WIDTH run (a batch's members run a few at a time), 2 wait, the others are refused
+        # 64 run (max_in_flight), 2 wait, the other 4 are refused at once
         errors = [m["error"] for m in replies if "error" in m]
-        assert len(replies) == 70 and len(errors) == 70 - BATCH_WIDTH - 2
+        assert len(replies) == 70 and len(errors) == 4
         assert all(e["code"] == -32603 and "max_queued=2" in e["message"] for e in errors)
 
 
