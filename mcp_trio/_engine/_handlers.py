@@ -12,13 +12,6 @@ Rules:
   instead, at once, with -32603 naming the bound; so is, over any transport, a
   request past ``max_queued_total`` waiting in the queue budget it draws on
   (the process's).  The session goes on.
-* The members of one batch (2025-03-26) run at most ``BATCH_WIDTH`` at a time: a member
-  at the head of the queue waits there while its batch has that many running (the session's
-  later requests wait behind it, in order), and one that would have to wait with the queue
-  full is refused as any other.  A batch is served as one client's work, not as that many
-  clients', so other sessions' requests do not wait behind it (JSON-RPC lets a server take
-  a batch at any width); the tasks running it go on from member to member without a trip
-  through the scheduler.
 * A handler task that goes on with queued requests passes a checkpoint every
   ``SLICE`` requests, so other tasks run now and then all the same.
 * A stopping session starts nothing more from its queue and drops it at once.
@@ -61,23 +54,13 @@ from ._writer import Writer
 if TYPE_CHECKING:
     from ._session import Session
 
-__all__ = ["BATCH_WIDTH", "BatchTurns", "HandlerRunner", "RequestHandler"]
+__all__ = ["HandlerRunner", "RequestHandler"]
 
 RequestHandler = Callable[[RequestContext, Any], Awaitable[Any]]
 
 SLICE = 128  # requests a handler task takes (batch members the reader takes) between two checkpoints
-BATCH_WIDTH = 8  # members of one batch handled at once, at most
 
 _HANDLER_NAME = "mcp_trio._engine._handlers.HandlerRunner.handle_request"  # trio task name of handlers
-
-
-class BatchTurns:
-    """The members of one batch running now (see ``BATCH_WIDTH``)."""
-
-    __slots__ = ("running",)
-
-    def __init__(self) -> None:
-        self.running = 0
 
 
 class HandlerRunner:
@@ -101,7 +84,6 @@ class HandlerRunner:
         "log_requests",
         "session",
         "tasks",
-        "batch_of",
     )
 
     def __init__(
@@ -142,8 +124,6 @@ class HandlerRunner:
         # Given as the session starts, taken back as it ends (no reference cycle is left).
         self.session: Session | None = None
         self.tasks: trio.Nursery | None = None
-        #: For each batch member read and not finished: its batch's members running (``BATCH_WIDTH``).
-        self.batch_of: dict[Any, BatchTurns] = {}
 
     def own_table(self) -> dict[str, RequestHandler]:
         """The handler table as this session's own dict (a shared one is copied first)."""
@@ -164,7 +144,6 @@ class HandlerRunner:
         """The session stops: nothing more starts, the queue is dropped, no idle task waits."""
         self.stopped = True
         self.queue.drop()
-        self.batch_of.clear()
         if self.hosted:  # (not kept until the next sweep)
             idle_sweep().discard(self)
 
@@ -201,34 +180,17 @@ class HandlerRunner:
         """Queue a request that cannot wait for room (see the module's rules), or refuse it."""
         if self.stopped:
             return  # nothing more starts (the core has ended: nobody to answer)
-        runs = self.tally.running < self.max_in_flight and self.may_start(event)
-        bound = None if runs else self.queue.full()
+        bound = None if self.tally.running < self.max_in_flight else self.queue.full()
         if bound is None:  # (it runs at once, or waits)
             self.queue.push(event)
             self.start_queued()
             return
         data = self.core.error(event.id, rpc.INTERNAL_ERROR, bound)
-        self.batch_of.pop(event.id, None)  # (never started: its batch's turns are untouched)
         self.tally.count_error(refused=True)
         if data is not None:  # (None: a batch reply still waits for others)
             frame = Frame(data, event.id, True)
             if not self.writer.write_alone(frame):
                 await self.writer.put(frame)
-
-    def may_start(self, event: RequestReceived) -> bool:
-        """Whether ``event`` may start now: not a batch member whose batch has
-        ``BATCH_WIDTH`` members running."""
-        turns = self.batch_of.get(event.id) if self.batch_of else None
-        return turns is None or turns.running < BATCH_WIDTH
-
-    def pop(self) -> RequestReceived:
-        """The request at the head of the queue, about to start (its batch's turn taken)."""
-        event = self.queue.pop()
-        if self.batch_of:
-            turns = self.batch_of.get(event.id)
-            if turns is not None:
-                turns.running += 1
-        return event
 
     def take_slot(self) -> None:
         """Count a request about to be handled (``handle_request`` gives the slot back)."""
@@ -242,17 +204,15 @@ class HandlerRunner:
         assert self.tasks is not None
         queue = self.queue
         while queue.waiting and self.tally.running < self.max_in_flight and not self.stopped:
-            if self.batch_of and not self.may_start(queue.waiting[0]):
-                break  # (a batch member waits for its turn)
             self.take_slot()
             idle = self.idle
             if idle is not None:
                 self.idle = None
-                idle.handed = self.pop()
+                idle.handed = queue.pop()
                 trio.lowlevel.reschedule(idle.task)
             else:
                 # (a name given: trio need not build one from the method per task)
-                self.tasks.start_soon(self._handler_task, self.pop(), name=_HANDLER_NAME)
+                self.tasks.start_soon(self._handler_task, queue.pop(), name=_HANDLER_NAME)
         if self.room is not None:
             self.room.set()
 
@@ -309,13 +269,9 @@ class HandlerRunner:
                 queue = self.queue
                 # (a handler that caught its cancellation and returned left it cancelled)
                 while fit and not self.stopped and not scope.cancel_called:
-                    if (
-                        queue.waiting
-                        and self.tally.running < self.max_in_flight
-                        and (not self.batch_of or self.may_start(queue.waiting[0]))
-                    ):
+                    if queue.waiting and self.tally.running < self.max_in_flight:
                         self.take_slot()
-                        event = self.pop()
+                        event = queue.pop()
                         if self.room is not None:
                             self.room.set()
                     elif not queue.waiting and self.idle is None and self.hosted:
@@ -409,10 +365,6 @@ class HandlerRunner:
         finally:
             self.tally.count_end()
             self.scopes.pop(id, None)
-            if self.batch_of:
-                turns = self.batch_of.pop(id, None)
-                if turns is not None:
-                    turns.running -= 1
             leftover = core.drop(id)
             if leftover is not None and data is None:
                 with trio.move_on_after(self.close_grace, shield=True):

@@ -46,7 +46,7 @@ from .._exceptions import ConnectionClosed
 from ..transports._base import BufferedInput, Frame, MessageChannel
 from ._common import Ending, _ended, log
 from ._compat_trio import until_it_waits
-from ._handlers import SLICE, BatchTurns, HandlerRunner
+from ._handlers import SLICE, HandlerRunner
 from ._notifications import Notifications
 from ._outgoing import Caller
 from ._writer import Writer
@@ -230,8 +230,6 @@ class Reader:
         transport's push input) or waited for (the reader)."""
         core = self.core
         slices = core.receive_slices(data, SLICE)
-        turns = BatchTurns()  # (its members' turns: see the runner's rules)
-        batch_of = self.runner.batch_of
         while True:
             # Other tasks (other sessions) run before each slice (and before the
             # batch is split into members); a batch is never left half read, or its
@@ -243,8 +241,6 @@ class Reader:
             if events is None:
                 return
             for event in events:
-                if isinstance(event, RequestReceived):
-                    batch_of[event.id] = turns
                 if push and isinstance(event, RequestReceived):
                     await self.runner.admit(event)
                 else:
@@ -255,9 +251,7 @@ class Reader:
         if isinstance(event, RequestReceived):
             runner = self.runner
             queue = runner.queue
-            while len(queue.waiting) >= queue.limit and (
-                runner.tally.running >= runner.max_in_flight or not runner.may_start(event)
-            ):
+            while len(queue.waiting) >= queue.limit and runner.tally.running >= runner.max_in_flight:
                 runner.room = trio.Event()
                 await runner.room.wait()  # backpressure: stop reading
             await runner.admit(event)  # (refused past max_queued_total)

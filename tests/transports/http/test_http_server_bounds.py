@@ -14,7 +14,6 @@ import msgspec
 import pytest
 import trio
 
-from mcp_trio._engine._handlers import BATCH_WIDTH
 from mcp_trio._engine._queue import PROCESS_BUDGET
 from mcp_trio.server import Context, Server
 from mcp_trio.transports.http.server import InMemoryEventStore
@@ -42,11 +41,6 @@ def gated_server(**options: Any) -> tuple[Server, dict[str, Any]]:
 
 def calls(n: int, tool: str = "gated", start: int = 1, **arguments: Any) -> list[dict[str, Any]]:
     return [rpc(i, "tools/call", {"name": tool, "arguments": arguments}) for i in range(start, start + n)]
-
-
-def the_session_of(server: Server, headers: dict[str, str]) -> Any:
-    """The session the ``mcp-session-id`` of ``headers`` names."""
-    return next(s for s in server._sessions if s.channel.session_id == headers["mcp-session-id"])
 
 
 def the_session(server: Server) -> Any:
@@ -90,43 +84,6 @@ async def test_batch_members_past_max_queued_are_refused_and_the_session_goes_on
     assert PROCESS_BUDGET.count == 0
 
 
-async def test_a_batch_runs_its_members_a_few_at_a_time_and_other_sessions_go_on() -> None:
-    server, state = gated_server()
-    async with running("h11", server) as (url, _), httpx.AsyncClient(timeout=20) as client:
-        batcher = await open_http_session(client, url, "2025-03-26")
-        other = await open_http_session(client, url, "2025-03-26")
-        replies: list[Any] = []
-
-        async def post() -> None:
-            r = await client.post(url, headers=batcher, json=calls(40))
-            replies.extend(r.json())
-
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(post)
-            # slots are free (max_in_flight 64), but only BATCH_WIDTH members have their turn
-            await wait_until(lambda: state["started"] == BATCH_WIDTH)
-            stats = the_session_of(server, batcher).statistics()
-            assert (stats["requests_in_progress"], stats["requests_queued"]) == (
-                BATCH_WIDTH,
-                40 - BATCH_WIDTH,
-            )
-            await trio.sleep(0.1)
-            assert state["started"] == BATCH_WIDTH
-            with trio.fail_after(2):  # another session's requests are not behind the batch
-                r = await client.post(url, headers=other, json=calls(1, "add", start=99, a=2, b=3)[0])
-                assert r.json()["result"]["content"][0]["text"] == "5"
-            for i in range(12):  # another session's requests each run at once
-                nursery.start_soon(partial(client.post, url, headers=other, json=calls(1, start=200 + i)[0]))
-            await wait_until(lambda: state["started"] == BATCH_WIDTH + 12)
-            # the batching session's own later request waits behind its batch, in order
-            nursery.start_soon(partial(client.post, url, headers=batcher, json=calls(1, start=300)[0]))
-            await wait_until(lambda: the_session_of(server, batcher).statistics()["requests_queued"] == 33)
-            assert state["started"] == BATCH_WIDTH + 12
-            state["release"].set()
-        assert sorted(m["id"] for m in replies) == list(range(1, 41))
-        assert all(m["result"]["content"][0]["text"] == "done" for m in replies)
-
-
 async def test_requests_past_max_queued_total_are_refused_in_every_session() -> None:
     server, state = gated_server(max_in_flight=2)
     options = {"max_queued_total": 5}
@@ -164,15 +121,14 @@ async def test_a_huge_batch_of_slow_calls_holds_bounded_memory() -> None:
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(partial(client.post, url, headers=headers, content=body))
-                await wait_until(lambda: state["started"] == BATCH_WIDTH, timeout=30)
-                # the whole batch is read: BATCH_WIDTH run (the batch's turns), 1024 wait, the
-                # rest was refused
+                await wait_until(lambda: state["started"] == 64, timeout=30)
+                # the whole batch is read: 64 run, 1024 wait, the rest was refused
                 # (unbounded: all the others wait)
                 session = the_session(server)
                 await wait_until(
                     lambda: (
-                        len(session.core.in_flight) == BATCH_WIDTH + 1024
-                        or session.statistics()["requests_queued"] == 20_000 - BATCH_WIDTH
+                        len(session.core.in_flight) == 64 + 1024
+                        or session.statistics()["requests_queued"] == 20_000 - 64
                     ),
                     timeout=30,
                 )
@@ -196,8 +152,7 @@ async def test_deleting_a_session_with_a_full_queue_is_quick() -> None:
             nursery.start_soon(partial(client.post, url, headers=headers, json=calls(20_000)))
             await wait_until(
                 lambda: (
-                    server._sessions
-                    and the_session(server).statistics()["requests_queued"] == 20_000 - BATCH_WIDTH
+                    server._sessions and the_session(server).statistics()["requests_queued"] == 20_000 - 64
                 ),
                 timeout=30,
             )
@@ -205,7 +160,7 @@ async def test_deleting_a_session_with_a_full_queue_is_quick() -> None:
             r = await client.delete(url, headers=headers)
             took = trio.current_time() - started
             assert r.status_code == 200
-            assert state["started"] == BATCH_WIDTH  # nothing more was started (the batch's turns)
+            assert state["started"] == 64  # nothing more was started from the queue
     assert took < 1.0, took
     assert PROCESS_BUDGET.count == 0
 
