@@ -382,7 +382,8 @@ def grouped(stats: Sequence[CampaignStats]) -> list[dict[str, Any]]:
 def stateful_transcript(
     cfg: FuzzConfig, revision: str, steps: list[dict[str, Any]], violations: list[orc.Violation], runner: Any
 ) -> dict[str, Any]:
-    """The transcript of a replayed state-machine run: its steps instead of one case."""
+    """The transcript of a replayed state-machine run: its steps instead of one case (``runner``
+    None: a run not replayed, without events)."""
     return {
         "format": TRANSCRIPT_FORMAT,
         "target": cfg.target.describe(),
@@ -393,7 +394,7 @@ def stateful_transcript(
         "steps": steps,
         "case": [],
         "violations": [v.to_json() for v in violations],
-        "events": runner.events,
+        "events": runner.events if runner is not None else [],
     }
 
 

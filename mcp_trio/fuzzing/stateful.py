@@ -31,7 +31,6 @@ from ..types import _versions
 from . import driver as drv
 from . import oracles as orc
 from ._findings import (
-    TRANSCRIPT_FORMAT,
     Status,
     TargetError,
     campaign_deadline,
@@ -432,16 +431,5 @@ def _keep_interrupted(cfg: Any, revision: str, stats: Any, failures: list[tuple[
     """Ctrl-C while shrinking: keep the first violation's smallest run so far, unreplayed."""
     key = failures[0][0]
     best = min((steps for k, steps in failures if k == key), key=len)
-    transcript = {
-        "format": TRANSCRIPT_FORMAT,
-        "target": cfg.target.describe(),
-        "revision": revision,
-        "campaign": "stateful",
-        "timeout": cfg.timeout,
-        "seed": cfg.seed,
-        "steps": best,
-        "case": [],
-        "violations": [],
-        "events": [],
-    }
+    transcript = stateful_transcript(cfg, revision, best, [], None)
     keep_unreplayed(cfg, stats, revision, "stateful", [], key, transcript)

@@ -9,27 +9,11 @@ from typing import Any
 import pytest
 
 from mcp_trio.fuzzing.wire import Policy, Validator, WireCheck
+from tests._support.messages import note, request, result
 
 OLD = "2025-06-18"
 LATEST = "2026-07-28"
 TOOLS = {"tools": [{"name": "add", "inputSchema": {"type": "object"}}]}
-
-
-def request(id: Any, method: str, params: Any = None) -> dict[str, Any]:
-    return {
-        "jsonrpc": "2.0",
-        "id": id,
-        "method": method,
-        **({"params": params} if params is not None else {}),
-    }
-
-
-def note(method: str, params: Any = None) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "method": method, **({"params": params} if params is not None else {})}
-
-
-def result(id: Any, value: Any) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": id, "result": value}
 
 
 def rules(findings: list[Any]) -> list[str]:

@@ -22,6 +22,7 @@ from mcp_trio.proxy._validating import ValidatingChannel
 from mcp_trio.server import prometheus_text
 from mcp_trio.transports import Frame
 from mcp_trio.transports.memory import open_memory_transport_pair
+from tests._support.messages import note, request, result
 from tests._support.paths import ROOT
 
 pytestmark = pytest.mark.trio
@@ -30,23 +31,6 @@ ENV = {"PYTHONPATH": str(ROOT), "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
 MISBEHAVING = [sys.executable, str(ROOT / "tests" / "programs" / "misbehaving_server.py")]
 OLD = "2025-06-18"
 TOOLS = {"tools": [{"name": "add", "inputSchema": {"type": "object"}}]}
-
-
-def request(id: Any, method: str, params: Any = None) -> dict[str, Any]:
-    return {
-        "jsonrpc": "2.0",
-        "id": id,
-        "method": method,
-        **({"params": params} if params is not None else {}),
-    }
-
-
-def note(method: str, params: Any = None) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "method": method, **({"params": params} if params is not None else {})}
-
-
-def result(id: Any, value: Any) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": id, "result": value}
 
 
 async def test_a_validating_proxy_blocks_a_malformed_answer_and_counts_a_double_one(
