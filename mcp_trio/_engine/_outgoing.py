@@ -1,5 +1,4 @@
-"""Messages we send: :class:`Caller` (a session's ``request()``, ``notify()``, progress and
-stream controls) and the table of our requests waiting for an answer.
+"""Messages we send: ``request()``, ``notify()``, progress and stream controls.
 
 Rules: ``request()`` waits in the caller's task, for a :class:`_Waiter` the
 reader fills in.  Its timeout is an idle deadline that each progress
@@ -14,18 +13,16 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
 from .._core import ProgressReceived, SessionCore
-from .._exceptions import ConnectionClosed, McpError
+from .._exceptions import ConnectionClosed
 from ..transports._base import CLOSE_STREAM, Frame, HostedSession, MessageChannel
-from ..types import _versions
-from ._common import _DEFAULT, Ending, log
-from ._writer import Writer
+from ._common import _DEFAULT
 
-__all__ = ["Caller", "ProgressCallback", "RequestTimeout"]
+__all__ = ["ProgressCallback", "RequestTimeout"]
 
 ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None]]
 
@@ -70,48 +67,19 @@ class _Waiter:
         self.wakeup.set()
 
 
-class Caller:
-    """What a session sends on its own account, and the answers it waits for (its
-    ``request``, ``notify``, ``close_stream``, ``send_progress``: documented there)."""
+class _Outgoing:
+    """The sending half of :class:`~mcp_trio.Session` (a mixin of it)."""
 
-    __slots__ = ("core", "channel", "writer", "ending", "default_timeout", "close_grace", "waiters")
+    core: SessionCore
+    channel: MessageChannel
+    default_timeout: float | None
+    close_grace: float
+    _close_reason: str
+    _waiters: dict[Any, _Waiter]
 
-    def __init__(
-        self,
-        core: SessionCore,
-        channel: MessageChannel,
-        writer: Writer,
-        ending: Ending,
-        default_timeout: float | None,
-        close_grace: float,
-    ) -> None:
-        self.core = core
-        self.channel = channel
-        self.writer = writer
-        self.ending = ending
-        self.default_timeout = default_timeout
-        self.close_grace = close_grace
-        #: Our requests waiting for an answer, by id (the reader fills them in).
-        self.waiters: dict[Any, _Waiter] = {}
+    if TYPE_CHECKING:
 
-    async def keepalive(self, initialized: trio.Event, interval: float, timeout: float) -> str | None:
-        """Ping the peer every ``interval`` seconds once ``initialized`` (not in a stateless
-        revision, which has no ping); returns why the session must end when a ping fails."""
-        await initialized.wait()
-        if self.core.version is None or _versions.is_stateless(self.core.version):
-            return None  # stateless revisions have no ping
-        while True:
-            await trio.sleep(interval)
-            try:
-                await self.request("ping", timeout=timeout)
-            except (RequestTimeout, McpError, ConnectionClosed) as exc:
-                log.warning("keepalive failed (%s); closing the session", exc)
-                return f"keepalive failed: {exc}"
-
-    def fail_all(self, error: BaseException) -> None:
-        """Every request still waiting gets ``error`` (the peer cannot answer them now)."""
-        for waiter in list(self.waiters.values()):
-            waiter.finish(error=error)
+        async def _put(self, frame: Frame) -> None: ...
 
     async def request(
         self,
@@ -126,9 +94,43 @@ class Caller:
         on_sent: Callable[[Any], None] | None = None,
         result_type: Any = None,
     ) -> Any:
-        """See :meth:`mcp_trio.Session.request`."""
+        """Send a request and wait for its result.
+
+        Args:
+            method: The method name.
+            params: A params Struct, a dict (validated against the revision's
+                params type), or ``None``.
+            timeout: Seconds to wait for the answer (``None``: forever); by
+                default the session's ``default_timeout``.
+            on_progress: ``async (progress, total, message)`` called in this
+                task for each progress notification; asks the peer for progress.
+            reset_timeout_on_progress: Each progress notification restarts the
+                ``timeout`` clock.
+            max_total_timeout: An upper bound that progress cannot extend.
+            related: The id of the incoming request this one is made on behalf
+                of (Streamable HTTP sends it on that request's stream).
+            on_sent: Called with the request's id before it is written (to
+                correlate what the peer sends about it, e.g. a subscription).
+            result_type: Decode the method's ordinary result as this type
+                instead of the revision's (e.g. ``dict[str, Any]`` for a
+                caller that reads it tolerantly); alternatives it names by
+                ``resultType`` keep their types.
+
+        Returns:
+            The decoded result Struct (a ``dict`` for custom methods).
+
+        Raises:
+            McpError: the peer answered with an error.
+            RequestTimeout: no answer in time (``notifications/cancelled`` was sent).
+            ConnectionClosed: the session ended first.
+            LocalProtocolError: the request may not be sent now.
+            RemoteProtocolError: the peer's answer was invalid.
+
+        Cancellation: cancelling the calling task sends ``notifications/cancelled``
+        to the peer (except for ``initialize``) and drops any late answer.
+        """
         if self.core.closed:
-            raise ConnectionClosed(self.ending.reason)
+            raise ConnectionClosed(self._close_reason)
         if timeout is _DEFAULT:
             timeout = self.default_timeout
         assert timeout is None or isinstance(timeout, int | float)
@@ -138,10 +140,10 @@ class Caller:
         if on_sent is not None:
             on_sent(id)
         waiter = _Waiter()
-        self.waiters[id] = waiter
+        self._waiters[id] = waiter
         timed_out: str | None = None
         try:
-            await self.writer.put(Frame(data, related))
+            await self._put(Frame(data, related))
             idle = math.inf if timeout is None else float(timeout)
             with trio.move_on_after(
                 math.inf if max_total_timeout is None else max_total_timeout
@@ -172,10 +174,10 @@ class Caller:
                 if cancel is not None:
                     with trio.move_on_after(self.close_grace, shield=True):
                         try:
-                            await self.writer.put(Frame(cancel, related))
+                            await self._put(Frame(cancel, related))
                         except ConnectionClosed:
                             pass
-            self.waiters.pop(id, None)
+            self._waiters.pop(id, None)
         if timed_out is not None:
             raise RequestTimeout(timed_out)
         if waiter.error is not None:
@@ -183,18 +185,31 @@ class Caller:
         return waiter.result
 
     async def notify(self, method: str, params: Any = None, *, related: Any = None) -> None:
-        """See :meth:`mcp_trio.Session.notify`."""
+        """Send a notification.
+
+        Raises:
+            LocalProtocolError: it may not be sent now (lifecycle, capability).
+            ConnectionClosed: the session has ended.
+        """
         if self.core.closed:
-            raise ConnectionClosed(self.ending.reason)
-        await self.writer.put(Frame(self.core.notify(method, params), related))
+            raise ConnectionClosed(self._close_reason)
+        await self._put(Frame(self.core.notify(method, params), related))
 
     async def close_stream(self, request_id: Any) -> bool:
-        """See :meth:`mcp_trio.Session.close_stream`."""
+        """Ask the transport to end the response stream of the peer's request
+        ``request_id`` while the request goes on (SSE polling).
+
+        What was sent before reaches the stream first.  Returns False when the
+        transport has no such streams (stdio, in-memory); Streamable HTTP
+        closes the stream only when the client can resume it (an event store,
+        a session, 2025-11-25 or later: the stream began with a priming event)
+        and otherwise keeps it open.
+        """
         if not (isinstance(self.channel, HostedSession) and self.channel.stream_controls):
             return False
         if self.core.closed:
-            raise ConnectionClosed(self.ending.reason)
-        await self.writer.put(Frame(b"", request_id, control=CLOSE_STREAM))
+            raise ConnectionClosed(self._close_reason)
+        await self._put(Frame(b"", request_id, control=CLOSE_STREAM))
         return True
 
     async def send_progress(
@@ -204,7 +219,10 @@ class Caller:
         total: float | None = None,
         message: str | None = None,
     ) -> None:
-        """See :meth:`mcp_trio.Session.send_progress`."""
+        """Report progress on the peer's request ``request_id`` (no-op without a token)."""
         data = self.core.progress(request_id, progress, total, message)
         if data is not None:
-            await self.writer.put(Frame(data, request_id))
+            await self._put(Frame(data, request_id))
+
+    async def ping(self, *, timeout: float | None | object = _DEFAULT) -> None:
+        await self.request("ping", timeout=timeout)

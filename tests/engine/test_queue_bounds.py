@@ -12,7 +12,7 @@ import trio
 import trio.testing
 
 from mcp_trio import McpError, RequestContext, open_memory_transport_pair, open_session
-from mcp_trio._engine._queue import PROCESS_BUDGET
+from mcp_trio._engine._handlers import _ProcessQueue
 from tests._support.engine import SERVER_CAPS, tool_result
 
 SERVER = {"role": "server", "info": {"name": "s", "version": "1"}, "capabilities": SERVER_CAPS}
@@ -55,7 +55,7 @@ async def test_requests_past_max_queued_total_are_refused_in_any_session() -> No
             for key in ("a1", "a2", "a3"):  # one runs, two wait: the process's queue is full
                 nursery.start_soon(call, first, key)
                 await trio.testing.wait_all_tasks_blocked()
-            assert PROCESS_BUDGET.count == 2
+            assert _ProcessQueue.count == 2
             for key in ("b1", "b2"):  # a free slot runs at once; nothing more may wait
                 nursery.start_soon(call, second, key)
                 await trio.testing.wait_all_tasks_blocked()
@@ -66,7 +66,7 @@ async def test_requests_past_max_queued_total_are_refused_in_any_session() -> No
         assert [outcomes[k] for k in ("a1", "a2", "a3", "b1")] == ["done"] * 4
         result = await second.request("tools/call", {"name": "x"})  # the session goes on
         assert result.content[0].text == "done"
-    assert PROCESS_BUDGET.count == 0
+    assert _ProcessQueue.count == 0
 
 
 async def test_a_stopping_session_drops_its_queue() -> None:
@@ -87,10 +87,10 @@ async def test_a_stopping_session_drops_its_queue() -> None:
                 for _ in range(40):
                     nursery.start_soon(client.request, "tools/call", {"name": "x"})
                 await trio.testing.wait_all_tasks_blocked()
-                assert server.statistics()["requests_queued"] == 38 and PROCESS_BUDGET.count == 38
+                assert server.statistics()["requests_queued"] == 38 and _ProcessQueue.count == 38
                 nursery.cancel_scope.cancel()
     assert started == 2  # nothing was started from the queue as the session stopped
-    assert PROCESS_BUDGET.count == 0
+    assert _ProcessQueue.count == 0
 
 
 def test_queue_bounds_must_not_be_negative() -> None:

@@ -269,7 +269,7 @@ class _HttpSession(
         """Deliver an answer at once, from the task that produced it, or nothing.
 
         The engine calls this instead of handing a lone answer to its writer
-        task when nothing is queued before it (see ``HandlerRunner.write_now``).
+        task when nothing is queued before it (see ``Session._write_now``).
         Only a plain answer (see :meth:`_plain_answer`) is delivered here: it
         needs no event store, so no waiting.
 
