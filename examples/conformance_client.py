@@ -36,6 +36,10 @@ What it does per scenario:
 
 Any other scenario connects and lists the tools if the server has any.  The exit status is 0 when
 the scenario's calls succeeded, 1 otherwise (with the reason on stderr).
+
+With ``MCP_CONFORMANCE_THROUGH_PROXY=1`` in the environment the client reaches the server through
+``proxy(SERVER_URL)``, served in the same process (the client's side in memory, the proxy's to
+the server over Streamable HTTP): the suite then checks what the proxy relays.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ import functools
 import json
 import os
 import sys
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import msgspec
@@ -59,9 +64,11 @@ from mcp_trio.auth.client import (
     JwtBearerGrant,
     OAuthClient,
 )
-from mcp_trio.client import Client, connect_http, elicitation_defaults
+from mcp_trio.client import Client, connect, connect_http, elicitation_defaults
+from mcp_trio.proxy import proxy
 
 SCENARIO_ENV = "MCP_CONFORMANCE_SCENARIO"
+PROXY_ENV = "MCP_CONFORMANCE_THROUGH_PROXY"
 CONTEXT_ENV = "MCP_CONFORMANCE_CONTEXT"
 #: The Client ID Metadata Document URL the suite's authorization servers expect.
 CIMD_URL = "https://conformance-test.local/client-metadata.json"
@@ -140,15 +147,17 @@ def auth_for(scenario: str, context: dict[str, Any]) -> OAuthClient | None:
     return _local_client(grant=grant, client_metadata=metadata, client_metadata_url=CIMD_URL)
 
 
+def _connect(url: str, auth: OAuthClient | None) -> AbstractAsyncContextManager[Client]:
+    """The client of the scenario: to ``url``, or through a proxy to it (``PROXY_ENV``)."""
+    options: dict[str, Any] = {"name": "mcp-trio-conformance-client", "version": "1.0.0"}
+    if os.environ.get(PROXY_ENV) == "1":
+        return connect(proxy(url, auth=auth), elicitation=accept_defaults, **options)
+    return connect_http(url, elicitation=accept_defaults, auth=auth, **options)
+
+
 async def run(url: str, scenario: str, context: dict[str, Any]) -> None:
     auth = auth_for(scenario, context)
-    async with connect_http(
-        url,
-        name="mcp-trio-conformance-client",
-        version="1.0.0",
-        elicitation=accept_defaults,
-        auth=auth,
-    ) as client:
+    async with _connect(url, auth) as client:
         print(f"connected: {client.session.protocol_version} {client.session.peer_info}", file=sys.stderr)
         if context.get("toolCalls"):
             await client.list_all_tools()  # teaches the transport the x-mcp-header annotations
