@@ -477,7 +477,6 @@ class Client:
         Neither this nor what the block raises comes wrapped in an ``ExceptionGroup``.
         """
         return self._listening.open(
-            modern=self.modern,
             revision=self.protocol_version,
             tools=tools,
             prompts=prompts,

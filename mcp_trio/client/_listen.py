@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from .._exceptions import LocalProtocolError
+from ..types import _versions
 from ._handlers import _builtins, _unwrap
 from .results import Notice
 
@@ -118,7 +119,6 @@ class Listening:
     async def open(
         self,
         *,
-        modern: bool,
         revision: str,
         tools: bool,
         prompts: bool,
@@ -126,9 +126,8 @@ class Listening:
         resource_uris: Sequence[str],
         buffer: int,
     ) -> AsyncIterator[Subscription]:
-        """:meth:`Client.listen <mcp_trio.client.Client.listen>` of a session speaking ``revision``
-        (``modern``: a stateless one)."""
-        if not modern:
+        """:meth:`Client.listen <mcp_trio.client.Client.listen>` of a session speaking ``revision``."""
+        if not _versions.is_stateless(revision):
             raise LocalProtocolError(
                 f"subscriptions/listen needs a stateless protocol version (this session speaks "
                 f"{revision}); use subscribe_resource and on_list_changed instead"

@@ -136,10 +136,11 @@ class WireCheck:
             self.revision = revision
             self._methods = _versions.methods_for(revision)
 
-    def check(self, sender: Sender, message: Any) -> list[Violation]:
+    def check(self, sender: Sender, message: Any, *, raw: bytes | None = None) -> list[Violation]:
         """The rules ``message`` (a decoded JSON value), sent by ``sender``, breaks.  Until the
         revision is known (given, or learned from the ``initialize`` answer or a 2026-07-28
-        request's ``_meta``), only what every revision shares is checked."""
+        request's ``_meta``), only what every revision shares is checked.  ``raw``: the bytes
+        ``message`` was decoded from, read again for its type instead of ``message`` encoded."""
         if (
             isinstance(message, list)
             and message
@@ -150,10 +151,10 @@ class WireCheck:
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
             return [_bad("valid-message", f"not a JSON-RPC 2.0 message: {_excerpt(message)}", "envelope")]
         if "method" in message:
-            return self._message(sender, message)
+            return self._message(sender, message, raw)
         return self._response(sender, message)
 
-    def _message(self, sender: Sender, message: dict[str, Any]) -> list[Violation]:
+    def _message(self, sender: Sender, message: dict[str, Any], raw: bytes | None = None) -> list[Violation]:
         method = message["method"]
         if not isinstance(method, str):
             return [_bad("valid-message", f"a method that is not a string: {_excerpt(message)}", "envelope")]
@@ -177,7 +178,8 @@ class WireCheck:
             out.append(_bad("valid-message", f"{method} sent as {what}", detail))
         else:
             try:
-                _versions.decoder_for(spec.message).decode(msgspec.json.encode(message))
+                data = raw if raw is not None else msgspec.json.encode(message)
+                _versions.decoder_for(spec.message).decode(data)
             except (msgspec.ValidationError, msgspec.DecodeError) as exc:
                 out.append(_bad("valid-message", f"not a valid {self.revision} {method}: {exc}", detail))
         path = gate(spec_revision, method)
@@ -293,10 +295,13 @@ class Validator:
         #: Findings so far, by (rule, sender) (``counts``: shared with other validators).
         self.counts: Counter[tuple[str, Sender]] = Counter() if counts is None else counts
 
-    def judge(self, sender: Sender, message: Any, *, may_block: bool = True) -> Verdict:
+    def judge(
+        self, sender: Sender, message: Any, *, may_block: bool = True, raw: bytes | None = None
+    ) -> Verdict:
         """``message`` checked, its findings logged and counted; whether it is to be blocked
-        (never when ``may_block`` is false: a message of our own, say)."""
-        findings = self.wire.check(sender, message)
+        (never when ``may_block`` is false: a message of our own, say); ``raw`` as for
+        :meth:`WireCheck.check`."""
+        findings = self.wire.check(sender, message, raw=raw)
         blocked = False
         for finding in findings:
             self.counts[(finding.rule, sender)] += 1

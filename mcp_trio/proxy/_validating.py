@@ -113,7 +113,7 @@ class ValidatingChannel(trio.abc.Channel[Frame], ChannelTraits):
                 message: Any = msgspec.json.decode(frame.data)
             except msgspec.DecodeError:
                 message = frame.data  # (judged as what it is: not a JSON-RPC message)
-            verdict = self.validator.judge(self._peer, message)
+            verdict = self.validator.judge(self._peer, message, raw=frame.data)
             if not verdict.blocked:
                 return frame
             instead = await self._block(message, verdict)
@@ -149,7 +149,9 @@ class ValidatingChannel(trio.abc.Channel[Frame], ChannelTraits):
     async def send(self, value: Frame) -> None:
         if value.error is None and value.control is None:
             try:
-                self.validator.judge(_OTHER[self._peer], msgspec.json.decode(value.data), may_block=False)
+                self.validator.judge(
+                    _OTHER[self._peer], msgspec.json.decode(value.data), may_block=False, raw=value.data
+                )
             except msgspec.DecodeError:
                 pass
         async with self._send_lock:

@@ -425,18 +425,16 @@ class Mounts:
 
     async def complete(self, ctx: RequestContext, params: Any) -> Any:
         ref = params.ref
-        name: str | None = getattr(ref, "name", None)  # (a prompt's ref; a template's has a uri)
-        key = name if name is not None else str(getattr(ref, "uri", ""))
+        # (a prompt's ref has a name, a template's a uri)
+        key = _PROMPT_REF if getattr(ref, "name", None) is not None else _TEMPLATE_REF
         if self._mounted:
             for route in self._routes():
-                inner = (
-                    inner_name(key, route.prefixes) if name is not None else inner_uri(key, route.prefixes)
-                )
+                inner = key.inner(key.get(params), route.prefixes)
                 if inner is not None and route.server._prompts.completes(inner, params.argument.name):
-                    field = {"name": inner} if name is not None else {"uri": inner}
-                    inner_params = msgspec.structs.replace(params, ref=msgspec.structs.replace(ref, **field))
                     complete = self._views_of(route.server).prompts.complete
-                    return await _through(route, "completion/complete", _REF, ctx, inner_params, complete)
+                    return await _through(
+                        route, "completion/complete", key, ctx, key.put(params, inner), complete
+                    )
         return await self._server._prompts.complete(ctx, params)
 
 
@@ -453,32 +451,14 @@ class _Key:
     inner: Callable[[str, tuple[str, ...]], str | None]
 
 
-def _ref_key(params: Any) -> str:
-    ref = params.ref
-    name: str | None = getattr(ref, "name", None)  # (a prompt's ref; a template's has a uri)
-    return name if name is not None else str(getattr(ref, "uri", ""))
-
-
-def _put_ref(params: Any, key: str) -> Any:
-    field = "name" if getattr(params.ref, "name", None) is not None else "uri"
-    return msgspec.structs.replace(params, ref=msgspec.structs.replace(params.ref, **{field: key}))
-
-
-def _ref_prefixed(params_key: str, prefixes: tuple[str, ...], *, inner: bool) -> str | None:
-    uri = _SCHEME.match(params_key) is not None
-    if inner:
-        return inner_uri(params_key, prefixes) if uri else inner_name(params_key, prefixes)
-    return prefixed_uri(params_key, prefixes) if uri else prefixed_name(params_key, prefixes)
+def _with_ref(params: Any, **field: str) -> Any:
+    return msgspec.structs.replace(params, ref=msgspec.structs.replace(params.ref, **field))
 
 
 _NAME = _Key(lambda p: p.name, lambda p, n: msgspec.structs.replace(p, name=n), prefixed_name, inner_name)
 _URI = _Key(lambda p: p.uri, lambda p, u: msgspec.structs.replace(p, uri=u), prefixed_uri, inner_uri)
-_REF = _Key(
-    _ref_key,
-    _put_ref,
-    lambda key, prefixes: _ref_prefixed(key, prefixes, inner=False),
-    lambda key, prefixes: _ref_prefixed(key, prefixes, inner=True),
-)
+_PROMPT_REF = _Key(lambda p: p.ref.name, lambda p, n: _with_ref(p, name=n), prefixed_name, inner_name)
+_TEMPLATE_REF = _Key(lambda p: str(p.ref.uri), lambda p, u: _with_ref(p, uri=u), prefixed_uri, inner_uri)
 
 
 def _as_called(
