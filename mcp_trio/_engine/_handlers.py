@@ -8,7 +8,8 @@ Rules:
   reading until a slot frees (backpressure).  A request that cannot wait (any
   request a transport pushes in, Streamable HTTP's) is refused instead, at
   once, with -32603 naming the bound; so is, over any transport, a request
-  past ``max_queued_total`` waiting in the whole process.  The session goes on.
+  past ``max_queued_total`` waiting in all the sessions drawing on its
+  :class:`QueueBudget` (a server's sessions, by default).  The session goes on.
 * A batch is taken ``_SLICE`` members at a time, with a checkpoint between
   slices that cannot be cancelled, so other tasks run while a large one is
   read, and it is never left half read; a handler task that goes on with
@@ -84,10 +85,20 @@ def _queue_bounds(
     )
 
 
-class _ProcessQueue:
-    """Requests waiting for a handler slot in all the sessions of the process."""
+class QueueBudget:
+    """The requests waiting for a handler slot in every session that draws on it: what
+    ``max_queued_total`` bounds.  A :class:`~mcp_trio.server.Server` gives its own to each
+    session it serves (``Server(queue_budget=...)`` to share one between servers); a session
+    given none draws on :data:`SHARED_BUDGET` with every other such session of the process."""
 
-    count = 0
+    __slots__ = ("count",)
+
+    def __init__(self) -> None:
+        self.count = 0  #: requests waiting now
+
+
+#: The budget of the sessions made without one (``queue_budget=None``).
+SHARED_BUDGET = QueueBudget()
 
 
 class _Handlers:
@@ -98,12 +109,13 @@ class _Handlers:
     max_in_flight: int
     max_queued: int
     max_queued_total: int
+    queue_budget: QueueBudget
     close_grace: float
     eof_grace: float
     _handlers: Mapping[str, RequestHandler]
     _alive: int
     _queued: deque[RequestReceived] | tuple[()]
-    _room: trio.Event | None
+    _room: trio.Event | None = None  # the reader waits for a free slot (rare: not an instance's own)
     #: The session's idle handler task, parked in :meth:`_linger`.
     _idle: _IdleTask | None = None
     _scopes: dict[Any, trio.CancelScope]
@@ -269,7 +281,7 @@ class _Handlers:
             return None  # it runs at once
         if len(self._queued) >= self.max_queued:
             return f"Server busy: the session's queue is full (max_queued={self.max_queued}); retry later"
-        if _ProcessQueue.count >= self.max_queued_total:
+        if self.queue_budget.count >= self.max_queued_total:
             total = self.max_queued_total
             return f"Server busy: the server's queue is full (max_queued_total={total}); retry later"
         return None
@@ -279,16 +291,16 @@ class _Handlers:
         if not isinstance(queued, deque):
             queued = self._queued = deque()
         queued.append(event)
-        _ProcessQueue.count += 1
+        self.queue_budget.count += 1
         self._start_queued()
 
     def _dequeue(self) -> RequestReceived:
-        _ProcessQueue.count -= 1
+        self.queue_budget.count -= 1
         return self._queued.popleft()  # type: ignore[union-attr]
 
     def _drop_queue(self) -> None:
         """The session stops: what waits in its queue is never started."""
-        _ProcessQueue.count -= len(self._queued)
+        self.queue_budget.count -= len(self._queued)
         self._queued = ()
 
     def _take_slot(self) -> None:

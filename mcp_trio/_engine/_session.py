@@ -56,7 +56,7 @@ from ..transports import _base as transport  # (what channels declare they offer
 from ..transports._base import Frame, MessageChannel
 from ..types import _versions
 from ._common import RequestTally, _ended, _settle_era, _unwrap, log
-from ._handlers import RequestHandler, _Handlers, _queue_bounds
+from ._handlers import SHARED_BUDGET, QueueBudget, RequestHandler, _Handlers, _queue_bounds
 from ._handshake import _Handshake
 from ._idle import idle_sweep
 from ._outgoing import ProgressCallback, RequestTimeout, _Outgoing, _Waiter
@@ -103,6 +103,7 @@ class Session(_Handlers, _Handshake, _Outgoing):
         max_in_flight: int = 64,
         max_queued: int | None = None,
         max_queued_total: int | None = None,
+        queue_budget: QueueBudget | None = None,
         outbox_size: int = 256,
         keepalive_interval: float | None = None,
         keepalive_timeout: float = 10.0,
@@ -123,11 +124,12 @@ class Session(_Handlers, _Handshake, _Outgoing):
         self.notification_handlers: dict[str, NotificationHandler] = dict(notification_handlers or {})
         self.default_timeout = default_timeout
         self.max_in_flight = max_in_flight
-        #: Requests that may wait for a free slot, of this session and of all
-        #: sessions of the process (see ``_queue_bounds``).
+        #: Requests that may wait for a free slot, of this session and of all the
+        #: sessions drawing on ``queue_budget`` (see ``_queue_bounds``).
         self.max_queued, self.max_queued_total = _queue_bounds(
             channel, max_in_flight, max_queued, max_queued_total
         )
+        self.queue_budget = SHARED_BUDGET if queue_budget is None else queue_budget
         self.keepalive_interval = keepalive_interval
         self.keepalive_timeout = keepalive_timeout
         self.close_grace = close_grace
@@ -157,7 +159,6 @@ class Session(_Handlers, _Handshake, _Outgoing):
         self._notify_send: trio.MemorySendChannel[NotificationReceived] | None = None
         self.tally = RequestTally()  # its requests (running: from the moment a slot is taken)
         self._queued: deque[RequestReceived] | tuple[()] = ()  # a deque from the first one
-        self._room: trio.Event | None = None  # the reader waits for a free slot
         self._waiters: dict[Any, _Waiter] = {}
         self._scopes: dict[Any, trio.CancelScope] = {}
         # Shielded: the writer outlives the cancellation of the other tasks
@@ -560,7 +561,10 @@ async def open_session(
         extra_methods: Non-spec methods this side handles (params arrive as JSON values).
         **options: Passed to :class:`Session`: ``request_handlers``,
             ``notification_handlers``, ``default_timeout``, ``max_in_flight``,
-            ``keepalive_interval``, ``keepalive_timeout``, ``close_grace``,
+            ``max_queued``, ``max_queued_total``, ``queue_budget`` (the
+            :class:`QueueBudget` that ``max_queued_total`` bounds; default: one
+            shared by every session given none), ``keepalive_interval``,
+            ``keepalive_timeout``, ``close_grace``,
             ``eof_grace`` (seconds the requests already read get to be answered
             once the input ends; default 2 over stdio, 0 elsewhere).
 

@@ -71,6 +71,7 @@ from typing import Any, Unpack, overload
 import trio
 
 from .._engine._context import RequestContext
+from .._engine._handlers import QueueBudget
 from .._engine._session import Session, new_session
 from ..middleware._base import Middleware
 from ..transports._base import HostedSession, MessageChannel, SharedSession
@@ -133,6 +134,7 @@ class Server:
         keep_schema_refs: Advertise the schemas built from tool signatures with ``$defs``
             and ``$ref`` (by default each reference is replaced by its definition, for hosts
             that cannot follow ``$ref``; recursive types keep theirs either way).
+        **session_options: Every session's (see :func:`~mcp_trio.open_session`); ``queue_budget``: its own.
     """
 
     def __init__(
@@ -166,7 +168,7 @@ class Server:
         self.page_size = page_size
         self.cache_ttl_ms = cache_ttl_ms
         self.cache_scope = cache_scope
-        self.session_options = session_options
+        self.session_options = {"queue_budget": QueueBudget(), **session_options}
         self._sync_limiter = sync_limiter if sync_limiter is not None else trio.CapacityLimiter(40)
         #: Open ``subscriptions/listen`` requests (2026-07-28).
         self.subscriptions = SubscriptionHub(lambda: self.capabilities)

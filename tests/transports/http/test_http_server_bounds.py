@@ -14,7 +14,6 @@ import msgspec
 import pytest
 import trio
 
-from mcp_trio._engine._handlers import _ProcessQueue
 from mcp_trio.server import Context, Server
 from mcp_trio.transports.http.server import InMemoryEventStore
 from tests._support.http_server import events, open_http_session, rpc, running
@@ -81,7 +80,7 @@ async def test_batch_members_past_max_queued_are_refused_and_the_session_goes_on
         assert all(m["result"]["content"][0]["text"] == "done" for m in replies if "result" in m)
         r = await client.post(url, headers=headers, json=[rpc(99, "ping")])  # the session goes on
         assert r.json() == [{"jsonrpc": "2.0", "id": 99, "result": {}}]
-    assert _ProcessQueue.count == 0
+    assert server.session_options["queue_budget"].count == 0
 
 
 async def test_requests_past_max_queued_total_are_refused_in_every_session() -> None:
@@ -99,7 +98,7 @@ async def test_requests_past_max_queued_total_are_refused_in_every_session() -> 
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(post, first, calls(10))  # 2 run, 5 wait, 3 refused
-            await wait_until(lambda: _ProcessQueue.count == 5)
+            await wait_until(lambda: server.session_options["queue_budget"].count == 5)
             for i in (100, 101, 102):  # the other session: 2 run, no room for the third
                 nursery.start_soon(post, second, calls(1, start=i)[0])
             await wait_until(lambda: len(replies) == 1)
@@ -109,7 +108,7 @@ async def test_requests_past_max_queued_total_are_refused_in_every_session() -> 
             state["release"].set()
         errors = [m for m in replies if "error" in m]
         assert len(replies) == 13 and len(errors) == 4
-    assert _ProcessQueue.count == 0
+    assert server.session_options["queue_budget"].count == 0
 
 
 async def test_a_huge_batch_of_slow_calls_holds_bounded_memory() -> None:
@@ -162,7 +161,7 @@ async def test_deleting_a_session_with_a_full_queue_is_quick() -> None:
             assert r.status_code == 200
             assert state["started"] == 64  # nothing more was started from the queue
     assert took < 1.0, took
-    assert _ProcessQueue.count == 0
+    assert server.session_options["queue_budget"].count == 0
 
 
 @pytest.mark.perf  # (a latency ratio: measured alone, not beside the fast tier's parallel workers)
