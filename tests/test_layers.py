@@ -516,7 +516,6 @@ OVERSIZED: dict[str, int] = {
     "mcp_trio.client._client.Client": 504,
     "mcp_trio.transports.http.server._streams._HttpSession": 512,
     "mcp_trio._engine._handlers._Handlers": 420,
-    "examples.authorization_server._server.AuthorizationServer": 938,
 }
 
 

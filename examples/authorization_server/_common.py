@@ -1,13 +1,16 @@
 """What the parts of the example authorization server share: its constants, the
 OAuth error every endpoint raises, the records of its state (signing keys,
-authorization codes, grants) and the loopback test of redirect URIs.
+authorization codes, grants), the forgetting of what expired and the loopback
+test of redirect URIs.
 """
 
 from __future__ import annotations
 
 import re
 import secrets
+import time
 import urllib.parse
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -102,6 +105,30 @@ class _Grant:
     refresh_expires_at: float = 0.0
     revoked: bool = False
     retired: set[str] = field(default_factory=set)  # rotated refresh tokens
+
+
+class _Forgetting:
+    """Forgets what can no longer be used (expired codes, assertion ids and access tokens,
+    refresh tokens of ended grants), so that memory follows the live state, not the server's
+    age: each part that keeps such things adds its ``forget(now, wall)``; calling this runs
+    them all, at most once a second."""
+
+    def __init__(self) -> None:
+        self._at = -1.0
+        self._parts: list[Callable[[float, float], None]] = []
+
+    def add(self, forget: Callable[[float, float], None]) -> None:
+        """``forget(now, wall)``: ``time.monotonic()`` and ``time.time()``."""
+        self._parts.append(forget)
+
+    def __call__(self) -> None:
+        now = time.monotonic()
+        if now - self._at < 1.0:
+            return
+        self._at = now
+        wall = time.time()
+        for forget in self._parts:
+            forget(now, wall)
 
 
 def _is_loopback(parts: urllib.parse.SplitResult) -> bool:
