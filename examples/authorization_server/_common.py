@@ -10,9 +10,10 @@ import re
 import secrets
 import time
 import urllib.parse
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar, overload
 
 from mcp_trio.auth._jose import require_jwt
 from mcp_trio.auth._server_http import first
@@ -129,6 +130,41 @@ class _Forgetting:
         wall = time.time()
         for forget in self._parts:
             forget(now, wall)
+
+
+_T = TypeVar("_T")
+
+
+class _Moved(Generic[_T]):
+    """A public attribute of :class:`AuthorizationServer` whose state moved to one of its
+    collaborators (the attribute of the same name of ``part``): still read and set through
+    the server, with a :class:`DeprecationWarning`, for one release."""
+
+    def __init__(self, part: str) -> None:
+        self.part = part
+        self.name = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def _warn(self) -> None:
+        new = f"AuthorizationServer.{self.part}.{self.name}"
+        warnings.warn(f"AuthorizationServer.{self.name} is deprecated: use {new}", DeprecationWarning, 3)
+
+    @overload
+    def __get__(self, obj: None, owner: type) -> _Moved[_T]: ...
+    @overload
+    def __get__(self, obj: object, owner: type | None = None) -> _T: ...
+    def __get__(self, obj: object, owner: type | None = None) -> _T | _Moved[_T]:
+        if obj is None:
+            return self
+        self._warn()
+        value: _T = getattr(getattr(obj, self.part), self.name)
+        return value
+
+    def __set__(self, obj: object, value: _T) -> None:
+        self._warn()
+        setattr(getattr(obj, self.part), self.name, value)
 
 
 def _is_loopback(parts: urllib.parse.SplitResult) -> bool:

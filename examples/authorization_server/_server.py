@@ -90,7 +90,7 @@ from mcp_trio.transports.http.server import (
 from ._authorize import _Authorizer
 from ._client_auth import _ClientAuthenticator
 from ._clients import _ClientRegistry
-from ._common import AUTH_METHODS, GRANT_TYPES, OAuthError, _Forgetting, _Grant, _SigningKey
+from ._common import AUTH_METHODS, GRANT_TYPES, OAuthError, _Forgetting, _Grant, _Moved, _SigningKey
 from ._keys import _KeyRing
 from ._policy import _Policy
 from ._tokens import _Tokens
@@ -130,6 +130,21 @@ class AuthorizationServer:
     """
 
     max_body_size = _MAX_BODY
+
+    # deprecated: the settings are their collaborators' now
+    scopes_supported = _Moved[list[str] | None]("policy")
+    default_scopes = _Moved[list[str]]("policy")
+    resources = _Moved[list[str] | None]("policy")
+    default_resource = _Moved[str | None]("policy")
+    auth_methods = _Moved[list[str]]("policy")
+    auto_approve = _Moved[bool]("authorizer")
+    subject = _Moved[str]("authorizer")
+    code_ttl = _Moved[int]("authorizer")
+    access_token_ttl = _Moved[int]("tokens")
+    refresh_token_ttl = _Moved[int]("tokens")
+    algorithm = _Moved[str]("signing")
+    max_clients = _Moved[int]("registry")
+    allow_http_client_documents = _Moved[bool]("registry")
 
     def __init__(
         self,

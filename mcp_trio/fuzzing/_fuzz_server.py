@@ -104,6 +104,19 @@ class FuzzServer:
         self.listener = Listener(lambda sock: self.listener.spawn(self._serve, sock))
         self.url = f"http://127.0.0.1:{self.listener.port}/mcp"
 
+    @property
+    def plan(self) -> Plan:
+        return self.dialogue.plan
+
+    @property
+    def revision(self) -> str:
+        return self.dialogue.revision
+
+    @property
+    def timeout(self) -> float:
+        """Seconds the client gets to answer our requests of a step."""
+        return self.dialogue.timeout
+
     def close(self) -> None:
         self.dialogue.stop()
         self.listener.close()

@@ -72,6 +72,19 @@ class StdioFuzzServer:
         relay = str(Path(__file__).with_name("_relay.py"))
         self.relay_argv = [sys.executable, relay, str(self.listener.port)]
 
+    @property
+    def plan(self) -> Plan:
+        return self.dialogue.plan
+
+    @property
+    def revision(self) -> str:
+        return self.dialogue.revision
+
+    @property
+    def timeout(self) -> float:
+        """Seconds the client gets to answer our requests of a step."""
+        return self.dialogue.timeout
+
     def close(self) -> None:
         self.dialogue.stop()
         self.listener.close()
