@@ -101,7 +101,7 @@ class FuzzServer:
     def __init__(self, plan: Plan, revision: str, timeout: float) -> None:
         self.dialogue = Dialogue(plan, revision, timeout)
         self.log = self.dialogue.log
-        self.listener = Listener(lambda sock: self.listener.spawn(self._serve, sock))
+        self.listener = Listener(self._connection)
         self.url = f"http://127.0.0.1:{self.listener.port}/mcp"
 
     @property
@@ -122,6 +122,9 @@ class FuzzServer:
         self.listener.close()
 
     # -- connections
+
+    def _connection(self, sock: socket.socket) -> None:
+        self.listener.spawn(self._serve, sock)
 
     def _serve(self, sock: socket.socket) -> None:
         conn = h11.Connection(h11.SERVER, max_incomplete_event_size=64 * 1024)
