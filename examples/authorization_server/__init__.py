@@ -5,7 +5,7 @@ Not part of the ``mcp_trio`` library: run it from a checkout's root with
 """
 
 from ._cli import main as main
-from ._clients import CLIENT_ASSERTION_TYPE as CLIENT_ASSERTION_TYPE
+from ._client_auth import CLIENT_ASSERTION_TYPE as CLIENT_ASSERTION_TYPE
 from ._common import OAuthError as OAuthError
 from ._server import AuthorizationServer as AuthorizationServer
 

@@ -1,7 +1,8 @@
 """The ``/authorize`` endpoint of the example authorization server: the
 authorization code grant with PKCE (S256 only, required), redirect URI matching
 (a loopback one on any port, RFC 8252 7.3) and the redirect carrying ``code``,
-``state`` and ``iss`` (RFC 9207), or the error.
+``state`` and ``iss`` (RFC 9207), or the error; the codes it made, until the
+token endpoint redeems them or they expire.
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from mcp_trio.auth import _metadata as md
 from mcp_trio.auth._server_http import FormError, first, parse_form
 from mcp_trio.transports.http.server import HttpRequest
 
-from ._base import _ServerBase
-from ._common import _PKCE_VALUE, OAuthError, _Code, _is_loopback
+from ._clients import _ClientRegistry
+from ._common import _PKCE_VALUE, OAuthError, _Code, _Forgetting, _is_loopback
+from ._policy import _Policy
 
 
 def _redirect_matches(registered: str, given: str) -> bool:
@@ -43,18 +45,44 @@ def _with_query(uri: str, params: Sequence[tuple[str, str | None]]) -> str:
     return urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path, query, ""))
 
 
-class _Authorize(_ServerBase):
-    """The authorization endpoint: checks a request, makes its code, redirects."""
+class _Authorizer:
+    """The authorization endpoint: checks a request, approves it (as ``subject``, or denies
+    it without ``auto_approve``), makes its code (valid ``code_ttl`` seconds), redirects."""
 
-    # ------------------------------------------------------- authorization
+    def __init__(
+        self,
+        policy: _Policy,
+        registry: _ClientRegistry,
+        forgetting: _Forgetting,
+        *,
+        auto_approve: bool,
+        subject: str,
+        code_ttl: int,
+    ) -> None:
+        self.policy = policy
+        self.registry = registry
+        self.forgetting = forgetting
+        self.auto_approve = auto_approve
+        self.subject = subject
+        self.code_ttl = code_ttl
+        self._codes: dict[str, _Code] = {}
+        forgetting.add(self._forget)
 
-    async def _authorize(self, request: HttpRequest) -> tuple[int, Any, list[tuple[str, str]]]:
+    def code(self, value: str) -> _Code | None:
+        """The code ``value`` names (used or not, maybe expired), if it is still kept."""
+        return self._codes.get(value)
+
+    def _forget(self, now: float, wall: float) -> None:
+        for code in [c for c, v in self._codes.items() if v.expires_at < now - self.code_ttl]:
+            del self._codes[code]
+
+    async def authorize(self, request: HttpRequest) -> tuple[int, Any, list[tuple[str, str]]]:
         try:
             query = parse_form(request.query, repeatable=("resource",))
         except FormError as exc:
             raise OAuthError("invalid_request", str(exc)) from None
         client_id = first(query, "client_id")
-        client = await self._client(client_id) if client_id else None
+        client = await self.registry.client(client_id) if client_id else None
         if client is None:
             # Never redirect for an unknown client (RFC 6749 4.1.2.1): the error goes to the user.
             raise OAuthError(
@@ -78,10 +106,10 @@ class _Authorize(_ServerBase):
                 ("error", exc.error),
                 ("error_description", exc.description),
                 ("state", state),
-                ("iss", self.issuer),
+                ("iss", self.policy.issuer),
             ]
             return 302, None, [("location", _with_query(redirect_uri, params))]
-        params = [("code", code), ("state", state), ("iss", self.issuer)]
+        params = [("code", code), ("state", state), ("iss", self.policy.issuer)]
         return (
             302,
             None,
@@ -112,11 +140,11 @@ class _Authorize(_ServerBase):
             raise OAuthError("invalid_request", "code_challenge_method must be S256")
         if not _PKCE_VALUE.match(challenge):
             raise OAuthError("invalid_request", "code_challenge is malformed")
-        scopes = self._scopes(first(query, "scope"), self._client_default_scopes(client))
-        resources = self._check_resources(query.get("resource", []))
+        scopes = self.policy.scopes(first(query, "scope"), self.policy.client_default_scopes(client))
+        resources = self.policy.check_resources(query.get("resource", []))
         if not self.auto_approve:
             raise OAuthError("access_denied", "the user denied the request")
-        self._expire()
+        self.forgetting()
         code = secrets.token_urlsafe(32)
         self._codes[code] = _Code(
             client_id=str(client.client_id),

@@ -1,15 +1,11 @@
-"""Clients of the example authorization server: registration (pre-registered
-and RFC 7591 dynamic ``/register``), Client ID Metadata Documents (an ``https``
-``client_id`` whose document is the registration), and client authentication
-at the token, introspection and revocation endpoints (``client_secret_basic``,
-``client_secret_post``, ``none``, RFC 7523 ``private_key_jwt``).
+"""The clients of the example authorization server: registration (pre-registered
+and RFC 7591 dynamic ``/register``) and Client ID Metadata Documents (an ``https``
+``client_id`` whose document is the registration).  Their authentication is
+``_client_auth``'s.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-import hmac
 import json
 import secrets
 import time
@@ -18,14 +14,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from mcp_trio.auth import _metadata as md
-from mcp_trio.auth._server_http import NO_STORE, first
+from mcp_trio.auth._client_http import OAuthHttp
+from mcp_trio.auth._server_http import NO_STORE
 from mcp_trio.transports.http.client._http11 import Failure
 from mcp_trio.transports.http.server import HttpRequest
 
-from ._base import _ServerBase
-from ._common import GRANT_TYPES, OAuthError, _is_loopback, _jose
-
-CLIENT_ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+from ._common import GRANT_TYPES, OAuthError, _is_loopback
+from ._policy import _Policy
 
 
 def _check_redirect_uri(uri: str) -> str | None:
@@ -45,16 +40,24 @@ def _check_redirect_uri(uri: str) -> str | None:
     return None
 
 
-class _Clients(_ServerBase):
-    """Client registration, Client ID Metadata Documents and client authentication."""
+class _ClientRegistry:
+    """The registered clients (at most ``max_clients``: the oldest dynamic ones go first)
+    and the Client ID Metadata Documents fetched (cached five minutes)."""
 
-    # -------------------------------------------------------- registration
+    def __init__(self, policy: _Policy, *, max_clients: int, allow_http_client_documents: bool) -> None:
+        self.policy = policy
+        self.max_clients = max_clients
+        self.allow_http_client_documents = allow_http_client_documents
+        self.clients: dict[str, md.ClientInformation] = {}
+        self._preregistered: set[str] = set()
+        self._documents: dict[str, tuple[float, md.ClientInformation]] = {}
+        self._http = OAuthHttp(timeout=10.0, max_size=64 * 1024)
 
     def _check_registration(
         self, metadata: md.ClientMetadata, method: str, grants: Sequence[str]
     ) -> list[str]:
         """Refuse client metadata this server cannot serve; the response types."""
-        if method not in self.auth_methods:
+        if method not in self.policy.auth_methods:
             raise OAuthError("invalid_client_metadata", f"unsupported token_endpoint_auth_method {method!r}")
         unknown = [g for g in grants if g not in GRANT_TYPES]
         if unknown:
@@ -81,8 +84,16 @@ class _Clients(_ServerBase):
         if metadata.jwks is not None and not isinstance(metadata.jwks.get("keys"), list):
             raise OAuthError("invalid_client_metadata", "'jwks' must be a JWK Set ({'keys': [...]})")
         if metadata.scope is not None:
-            self._scopes(metadata.scope, [], error="invalid_client_metadata")
+            self.policy.scopes(metadata.scope, [], error="invalid_client_metadata")
         return list(responses)
+
+    def preregister(
+        self, metadata: md.ClientMetadata, client_id: str | None, client_secret: str | None
+    ) -> md.ClientInformation:
+        """A client kept until the server stops (never dropped for a newer one)."""
+        info = self._register(metadata, client_id=client_id, client_secret=client_secret)
+        self._preregistered.add(str(info.client_id))
+        return info
 
     def _register(
         self,
@@ -115,7 +126,7 @@ class _Clients(_ServerBase):
         self.clients[client_id] = info
         return info
 
-    async def _client(self, client_id: str) -> md.ClientInformation | None:
+    async def client(self, client_id: str) -> md.ClientInformation | None:
         """A registered client, or the one a Client ID Metadata Document URL describes."""
         client = self.clients.get(client_id)
         if client is not None or not self._is_metadata_url(client_id):
@@ -175,7 +186,7 @@ class _Clients(_ServerBase):
         while len(self.clients) >= self.max_clients and dynamic:
             self.clients.pop(dynamic.pop(0), None)
 
-    async def _registration(self, request: HttpRequest) -> tuple[int, Any, list[tuple[str, str]]]:
+    async def registration(self, request: HttpRequest) -> tuple[int, Any, list[tuple[str, str]]]:
         content_type = request.headers.get("content-type", "").partition(";")[0].strip().lower()
         if content_type != "application/json":
             raise OAuthError("invalid_client_metadata", "the registration request must be application/json")
@@ -193,122 +204,3 @@ class _Clients(_ServerBase):
             raise OAuthError("invalid_client_metadata", str(exc)) from None
         info = self._register(metadata)
         return 201, md.encode(info), list(NO_STORE)
-
-    # ------------------------------------------------------ client auth
-
-    async def _authenticate(self, request: HttpRequest, form: dict[str, list[str]]) -> md.ClientInformation:
-        """The client a token, introspection or revocation request comes from
-        (RFC 6749 2.3; RFC 7523 for ``private_key_jwt``)."""
-        header = request.headers.get("authorization")
-        used: list[str] = []
-        client_id = first(form, "client_id")
-        secret: str | None = None
-        if header is not None:
-            scheme, _, value = header.partition(" ")
-            if scheme.lower() != "basic":
-                raise OAuthError("invalid_client", "unsupported Authorization scheme", 401)
-            try:
-                decoded = base64.b64decode(value.strip(), validate=True).decode("utf-8")
-            except (binascii.Error, UnicodeDecodeError):
-                raise OAuthError("invalid_client", "malformed Basic credentials", 401) from None
-            raw_id, sep, raw_secret = decoded.partition(":")
-            if not sep:
-                raise OAuthError("invalid_client", "malformed Basic credentials", 401)
-            basic_id = urllib.parse.unquote_plus(raw_id)
-            if client_id is not None and client_id != basic_id:
-                raise OAuthError("invalid_request", "client_id differs from the Basic credentials")
-            client_id, secret = basic_id, urllib.parse.unquote_plus(raw_secret)
-            used.append("client_secret_basic")
-        if first(form, "client_secret") is not None:
-            secret = first(form, "client_secret")
-            used.append("client_secret_post")
-        assertion = first(form, "client_assertion")
-        if assertion is not None or first(form, "client_assertion_type") is not None:
-            used.append("private_key_jwt")
-        if len(used) > 1:
-            raise OAuthError("invalid_request", "use exactly one client authentication method")
-        method = used[0] if used else "none"
-        if method not in self.auth_methods:
-            raise OAuthError("invalid_client", f"{method} client authentication is not accepted here", 401)
-        if method == "private_key_jwt":
-            client_id = self._assertion_subject(form, client_id)
-        if client_id is None:
-            raise OAuthError("invalid_client", "no client authentication and no client_id", 401)
-        try:
-            client = await self._client(client_id)
-        except OAuthError as exc:
-            raise OAuthError(exc.error, exc.description, 401) from None
-        if client is None:
-            raise OAuthError("invalid_client", "unknown client", 401)
-        if client.token_endpoint_auth_method != method:
-            raise OAuthError(
-                "invalid_client",
-                f"this client authenticates with {client.token_endpoint_auth_method}, not {method}",
-                401,
-            )
-        if method in ("client_secret_basic", "client_secret_post"):
-            if not client.client_secret or not hmac.compare_digest(
-                str(secret).encode(), client.client_secret.encode()
-            ):
-                raise OAuthError("invalid_client", "wrong client secret", 401)
-        elif method == "private_key_jwt":
-            self._verify_assertion(client, str(assertion))
-        return client
-
-    def _assertion_subject(self, form: dict[str, list[str]], client_id: str | None) -> str:
-        if first(form, "client_assertion_type") != CLIENT_ASSERTION_TYPE:
-            raise OAuthError("invalid_client", f"client_assertion_type must be {CLIENT_ASSERTION_TYPE}", 401)
-        assertion = first(form, "client_assertion")
-        if assertion is None:
-            raise OAuthError("invalid_client", "client_assertion is missing", 401)
-        jwt = _jose()
-        try:
-            subject = jwt.decode(assertion, options={"verify_signature": False}).get("sub")
-        except jwt.PyJWTError:
-            raise OAuthError("invalid_client", "client_assertion is not a JWT", 401) from None
-        if not isinstance(subject, str) or (client_id is not None and client_id != subject):
-            raise OAuthError("invalid_client", "client_assertion's sub must be the client_id", 401)
-        return subject
-
-    def _verify_assertion(self, client: md.ClientInformation, assertion: str) -> None:
-        """RFC 7523 3: signed by one of the client's keys, ``iss`` = ``sub`` =
-        client_id, audience this server, not expired, never seen before."""
-        jwt = _jose()
-        try:
-            header = jwt.get_unverified_header(assertion)
-            keys = [k for k in (client.jwks or {}).get("keys", []) if isinstance(k, dict)]
-            kid = header.get("kid")
-            candidates = [k for k in keys if kid is None or k.get("kid") == kid]
-            if not candidates:
-                raise OAuthError("invalid_client", "no registered key matches the client_assertion", 401)
-            algorithm = header.get("alg")
-            if algorithm not in ("RS256", "RS384", "RS512", "PS256", "ES256", "ES384", "EdDSA"):
-                raise OAuthError(
-                    "invalid_client",
-                    f"client_assertion algorithm {algorithm!r} is not accepted",
-                    401,
-                )
-            claims = None
-            for candidate in candidates:
-                try:
-                    key = jwt.PyJWK(candidate, algorithm=algorithm)
-                    claims = jwt.decode(
-                        assertion,
-                        key.key,
-                        algorithms=[algorithm],
-                        audience=[self._url(""), self._url("/token")],
-                        issuer=str(client.client_id),
-                        options={"require": ["exp", "iss", "sub", "aud", "jti"]},
-                    )
-                    break
-                except jwt.InvalidSignatureError:
-                    continue
-            if claims is None:
-                raise OAuthError("invalid_client", "client_assertion signature does not verify", 401)
-        except jwt.PyJWTError as exc:
-            raise OAuthError("invalid_client", f"client_assertion refused: {exc}", 401) from None
-        self._expire()
-        jti = str(claims["jti"])
-        if jti in self._seen_assertions:
-            raise OAuthError("invalid_client", "client_assertion was already used", 401)
-        self._seen_assertions[jti] = float(claims["exp"])

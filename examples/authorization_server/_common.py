@@ -1,15 +1,19 @@
 """What the parts of the example authorization server share: its constants, the
 OAuth error every endpoint raises, the records of its state (signing keys,
-authorization codes, grants) and the loopback test of redirect URIs.
+authorization codes, grants), the forgetting of what expired and the loopback
+test of redirect URIs.
 """
 
 from __future__ import annotations
 
 import re
 import secrets
+import time
 import urllib.parse
+import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar, overload
 
 from mcp_trio.auth._jose import require_jwt
 from mcp_trio.auth._server_http import first
@@ -102,6 +106,65 @@ class _Grant:
     refresh_expires_at: float = 0.0
     revoked: bool = False
     retired: set[str] = field(default_factory=set)  # rotated refresh tokens
+
+
+class _Forgetting:
+    """Forgets what can no longer be used (expired codes, assertion ids and access tokens,
+    refresh tokens of ended grants), so that memory follows the live state, not the server's
+    age: each part that keeps such things adds its ``forget(now, wall)``; calling this runs
+    them all, at most once a second."""
+
+    def __init__(self) -> None:
+        self._at = -1.0
+        self._parts: list[Callable[[float, float], None]] = []
+
+    def add(self, forget: Callable[[float, float], None]) -> None:
+        """``forget(now, wall)``: ``time.monotonic()`` and ``time.time()``."""
+        self._parts.append(forget)
+
+    def __call__(self) -> None:
+        now = time.monotonic()
+        if now - self._at < 1.0:
+            return
+        self._at = now
+        wall = time.time()
+        for forget in self._parts:
+            forget(now, wall)
+
+
+_T = TypeVar("_T")
+
+
+class _Moved(Generic[_T]):
+    """A public attribute of :class:`AuthorizationServer` whose state moved to one of its
+    collaborators (the attribute of the same name of ``part``): still read and set through
+    the server, with a :class:`DeprecationWarning`, for one release."""
+
+    def __init__(self, part: str) -> None:
+        self.part = part
+        self.name = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def _warn(self) -> None:
+        new = f"AuthorizationServer.{self.part}.{self.name}"
+        warnings.warn(f"AuthorizationServer.{self.name} is deprecated: use {new}", DeprecationWarning, 3)
+
+    @overload
+    def __get__(self, obj: None, owner: type) -> _Moved[_T]: ...
+    @overload
+    def __get__(self, obj: object, owner: type | None = None) -> _T: ...
+    def __get__(self, obj: object, owner: type | None = None) -> _T | _Moved[_T]:
+        if obj is None:
+            return self
+        self._warn()
+        value: _T = getattr(getattr(obj, self.part), self.name)
+        return value
+
+    def __set__(self, obj: object, value: _T) -> None:
+        self._warn()
+        setattr(getattr(obj, self.part), self.name, value)
 
 
 def _is_loopback(parts: urllib.parse.SplitResult) -> bool:

@@ -56,13 +56,16 @@ From the command line (prints ``authorization server at URL`` on stderr)::
 
 Signing and ``private_key_jwt`` need PyJWT with cryptography (the ``auth`` extra).
 
-This module holds :class:`AuthorizationServer` itself: its settings and state,
-its public methods, its metadata documents and the serving of its endpoints.
-The endpoints' work is done by one mixin per job: ``_clients`` (registration,
-Client ID Metadata Documents, client authentication), ``_authorize`` (the
-authorization endpoint) and ``_tokens`` (the token endpoint, access tokens,
-introspection, revocation); ``_base`` declares the state they share and
-``_common`` the records and errors; ``_cli`` is the command line.
+This module holds :class:`AuthorizationServer` itself: its public methods, its
+metadata documents and the serving of its endpoints.  Their work is done by
+collaborators, each owning its state: ``_policy`` (the issuer, the scopes and
+resources granted, the client authentication methods accepted), ``_clients``
+(registration, Client ID Metadata Documents), ``_client_auth`` (client
+authentication, the assertions seen), ``_authorize`` (the authorization
+endpoint and its codes), ``_keys`` (the signing keys) and ``_tokens`` (the
+token endpoint, the grants and access tokens, introspection, revocation);
+``_common`` holds the records, the errors and the forgetting of what expired;
+``_cli`` is the command line.
 """
 
 from __future__ import annotations
@@ -75,7 +78,6 @@ import msgspec
 import trio
 
 from mcp_trio.auth import _metadata as md
-from mcp_trio.auth._client_http import OAuthHttp
 from mcp_trio.auth._server_http import NO_STORE, send, send_json
 from mcp_trio.transports.http.server import (
     ASGIApp,
@@ -85,9 +87,12 @@ from mcp_trio.transports.http.server import (
     serve_hypercorn,
 )
 
-from ._authorize import _Authorize
-from ._clients import _Clients
-from ._common import AUTH_METHODS, GRANT_TYPES, OAuthError, _Code, _Grant, _SigningKey
+from ._authorize import _Authorizer
+from ._client_auth import _ClientAuthenticator
+from ._clients import _ClientRegistry
+from ._common import AUTH_METHODS, GRANT_TYPES, OAuthError, _Forgetting, _Grant, _Moved, _SigningKey
+from ._keys import _KeyRing
+from ._policy import _Policy
 from ._tokens import _Tokens
 
 __all__ = ["AuthorizationServer"]
@@ -95,7 +100,7 @@ __all__ = ["AuthorizationServer"]
 _MAX_BODY = 64 * 1024
 
 
-class AuthorizationServer(_Clients, _Authorize, _Tokens):
+class AuthorizationServer:
     """An in-memory OAuth 2.1 authorization server (see the module docstring).
 
     Args:
@@ -126,6 +131,21 @@ class AuthorizationServer(_Clients, _Authorize, _Tokens):
 
     max_body_size = _MAX_BODY
 
+    # deprecated: the settings are their collaborators' now
+    scopes_supported = _Moved[list[str] | None]("policy")
+    default_scopes = _Moved[list[str]]("policy")
+    resources = _Moved[list[str] | None]("policy")
+    default_resource = _Moved[str | None]("policy")
+    auth_methods = _Moved[list[str]]("policy")
+    auto_approve = _Moved[bool]("authorizer")
+    subject = _Moved[str]("authorizer")
+    code_ttl = _Moved[int]("authorizer")
+    access_token_ttl = _Moved[int]("tokens")
+    refresh_token_ttl = _Moved[int]("tokens")
+    algorithm = _Moved[str]("signing")
+    max_clients = _Moved[int]("registry")
+    allow_http_client_documents = _Moved[bool]("registry")
+
     def __init__(
         self,
         issuer: str | None = None,
@@ -145,49 +165,69 @@ class AuthorizationServer(_Clients, _Authorize, _Tokens):
         max_clients: int = 10_000,
         allow_http_client_documents: bool = False,
     ) -> None:
-        self.allow_http_client_documents = allow_http_client_documents
-        self._documents: dict[str, tuple[float, md.ClientInformation]] = {}
-        self._http = OAuthHttp(timeout=10.0, max_size=64 * 1024)
-        self.auth_methods = list(auth_methods)
-        unknown = [m for m in self.auth_methods if m not in AUTH_METHODS]
-        if unknown or not self.auth_methods:
-            raise ValueError(f"auth_methods must be some of {', '.join(AUTH_METHODS)}")
-        self.issuer = issuer.rstrip("/") if issuer else None
-        self.scopes_supported = list(scopes_supported) if scopes_supported is not None else None
-        self.default_scopes = list(default_scopes)
-        self.resources = list(resources) if resources is not None else None
-        self.default_resource = default_resource
-        self.auto_approve = auto_approve
-        self.subject = subject
-        self.access_token_ttl = access_token_ttl
-        self.refresh_token_ttl = refresh_token_ttl
-        self.code_ttl = code_ttl
-        self.algorithm = algorithm
+        self.policy = _Policy(
+            issuer,
+            scopes_supported=scopes_supported,
+            default_scopes=default_scopes,
+            resources=resources,
+            default_resource=default_resource,
+            auth_methods=auth_methods,
+        )
         self.allow_registration = allow_registration
-        self.max_clients = max_clients
-        self.clients: dict[str, md.ClientInformation] = {}
-        self._preregistered: set[str] = set()
-        self._codes: dict[str, _Code] = {}
-        self._grants_by_refresh: dict[str, _Grant] = {}
-        self._grants_by_token: dict[str, _Grant] = {}
-        self._token_expiry: dict[str, float] = {}
-        self._expired_at = -1.0
-        self._seen_assertions: dict[str, float] = {}
-        self._keys = [_SigningKey(algorithm)]
+        forgetting = _Forgetting()
+        self.registry = _ClientRegistry(
+            self.policy, max_clients=max_clients, allow_http_client_documents=allow_http_client_documents
+        )
+        self.authorizer = _Authorizer(
+            self.policy,
+            self.registry,
+            forgetting,
+            auto_approve=auto_approve,
+            subject=subject,
+            code_ttl=code_ttl,
+        )
+        self.authenticator = _ClientAuthenticator(self.policy, self.registry, forgetting)
+        self.signing = _KeyRing(algorithm)
+        self.tokens = _Tokens(
+            self.policy,
+            self.authenticator,
+            self.authorizer,
+            self.signing,
+            forgetting,
+            access_token_ttl=access_token_ttl,
+            refresh_token_ttl=refresh_token_ttl,
+        )
 
     # ----------------------------------------------------------- public API
 
     @property
+    def issuer(self) -> str | None:
+        """Its issuer URL (no trailing slash); ``None`` until :meth:`serve` binds."""
+        return self.policy.issuer
+
+    @issuer.setter
+    def issuer(self, issuer: str | None) -> None:
+        self.policy.issuer = issuer
+
+    @property
+    def clients(self) -> dict[str, md.ClientInformation]:
+        """The registered clients, by ``client_id``."""
+        return self.registry.clients
+
+    @property
+    def _keys(self) -> list[_SigningKey]:
+        """The signing keys, the one in use first."""
+        return self.signing.keys
+
+    @property
     def jwks(self) -> dict[str, Any]:
         """The public keys (JWK Set) that verify its access tokens."""
-        return {"keys": [key.public_jwk for key in self._keys]}
+        return self.signing.jwks
 
     def rotate_key(self, *, keep_old: bool = False) -> str:
         """Sign with a new key from now on; the old one stays in the JWK Set
         only with ``keep_old``.  Returns the new key id."""
-        key = _SigningKey(self.algorithm)
-        self._keys = [key, *self._keys[:1]] if keep_old else [key]
-        return key.kid
+        return self.signing.rotate(keep_old=keep_old)
 
     def register_client(
         self,
@@ -212,9 +252,7 @@ class AuthorizationServer(_Clients, _Authorize, _Tokens):
             jwks=jwks,
             client_name=client_name,
         )
-        info = self._register(metadata, client_id=client_id, client_secret=client_secret)
-        self._preregistered.add(str(info.client_id))
-        return info
+        return self.registry.preregister(metadata, client_id, client_secret)
 
     def issue_access_token(
         self,
@@ -231,7 +269,7 @@ class AuthorizationServer(_Clients, _Authorize, _Tokens):
         overrides any claim."""
         resources = [resource] if isinstance(resource, str) else list(resource or [])
         grant = _Grant(client_id=client_id, subject=subject, scopes=list(scopes), resources=resources)
-        token, _ = self._access_token(grant, grant.scopes, resources, expires_in, claims)
+        token, _ = self.tokens.access_token(grant, grant.scopes, resources, expires_in, claims)
         return token
 
     def routes(self) -> dict[str, AuthorizationServer]:
@@ -270,35 +308,36 @@ class AuthorizationServer(_Clients, _Authorize, _Tokens):
         table: dict[str, Callable[[HttpRequest], Any]] = {
             md.OAUTH_AS_WELL_KNOWN: self._get_metadata,
             md.OIDC_WELL_KNOWN: self._get_openid_configuration,
-            "/authorize": self._authorize,
-            "/token": self._token,
+            "/authorize": self.authorizer.authorize,
+            "/token": self.tokens.token,
             "/jwks": self._get_jwks,
-            "/introspect": self._introspect,
-            "/revoke": self._revoke,
+            "/introspect": self.tokens.introspect,
+            "/revoke": self.tokens.revoke,
         }
         if self.allow_registration:
-            table["/register"] = self._registration
+            table["/register"] = self.registry.registration
         return table
 
     def metadata(self) -> md.AuthorizationServerMetadata:
         """Its RFC 8414 metadata."""
-        methods = list(self.auth_methods)
+        methods = list(self.policy.auth_methods)
+        url = self.policy.url
         confidential = [m for m in methods if m != "none"]
         return md.AuthorizationServerMetadata(
-            issuer=self._url(""),
-            authorization_endpoint=self._url("/authorize"),
-            token_endpoint=self._url("/token"),
-            jwks_uri=self._url("/jwks"),
-            registration_endpoint=self._url("/register") if self.allow_registration else None,
-            scopes_supported=self.scopes_supported,
+            issuer=url(""),
+            authorization_endpoint=url("/authorize"),
+            token_endpoint=url("/token"),
+            jwks_uri=url("/jwks"),
+            registration_endpoint=url("/register") if self.allow_registration else None,
+            scopes_supported=self.policy.scopes_supported,
             response_types_supported=["code"],
             response_modes_supported=["query"],
             grant_types_supported=list(GRANT_TYPES),
             token_endpoint_auth_methods_supported=methods,
             token_endpoint_auth_signing_alg_values_supported=["RS256", "ES256"],
-            introspection_endpoint=self._url("/introspect"),
+            introspection_endpoint=url("/introspect"),
             introspection_endpoint_auth_methods_supported=confidential,
-            revocation_endpoint=self._url("/revoke"),
+            revocation_endpoint=url("/revoke"),
             revocation_endpoint_auth_methods_supported=methods,
             code_challenge_methods_supported=["S256"],
             authorization_response_iss_parameter_supported=True,
@@ -312,7 +351,7 @@ class AuthorizationServer(_Clients, _Authorize, _Tokens):
         document = msgspec.structs.replace(
             self.metadata(),
             subject_types_supported=["public"],
-            id_token_signing_alg_values_supported=[self.algorithm],
+            id_token_signing_alg_values_supported=[self.signing.algorithm],
         )
         return 200, md.encode(document), []
 

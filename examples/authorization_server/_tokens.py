@@ -1,7 +1,8 @@
 """Tokens of the example authorization server: the ``/token`` endpoint
 (``authorization_code`` with the PKCE verifier check, ``refresh_token`` rotated
 at every use, ``client_credentials``), RFC 8707 resource narrowing, the signed
-JWT access tokens (RFC 9068), introspection (RFC 7662) and revocation (RFC 7009).
+JWT access tokens (RFC 9068) and the grants they hang off, introspection
+(RFC 7662) and revocation (RFC 7009).
 """
 
 from __future__ import annotations
@@ -17,8 +18,11 @@ from mcp_trio.auth import _metadata as md
 from mcp_trio.auth._server_http import NO_STORE, first
 from mcp_trio.transports.http.server import HttpRequest
 
-from ._base import _ServerBase
-from ._common import _PKCE_VALUE, GRANT_TYPES, OAuthError, _Grant, _jose, _required
+from ._authorize import _Authorizer
+from ._client_auth import _ClientAuthenticator
+from ._common import _PKCE_VALUE, GRANT_TYPES, OAuthError, _Forgetting, _Grant, _required
+from ._keys import _KeyRing
+from ._policy import _Policy
 
 
 def _b64url_sha256(value: str) -> str:
@@ -26,14 +30,47 @@ def _b64url_sha256(value: str) -> str:
     return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
 
 
-class _Tokens(_ServerBase):
-    """The token endpoint, the access tokens it signs, introspection and revocation."""
+class _Tokens:
+    """The token endpoint, the access tokens it signs (valid ``access_token_ttl`` seconds),
+    introspection and revocation; the grants behind live access and refresh tokens (these
+    valid ``refresh_token_ttl`` seconds), so that revoking a grant ends them all."""
+
+    def __init__(
+        self,
+        policy: _Policy,
+        authenticator: _ClientAuthenticator,
+        authorizer: _Authorizer,
+        signing: _KeyRing,
+        forgetting: _Forgetting,
+        *,
+        access_token_ttl: int,
+        refresh_token_ttl: int,
+    ) -> None:
+        self.policy = policy
+        self.authenticator = authenticator
+        self.authorizer = authorizer
+        self.signing = signing
+        self.forgetting = forgetting
+        self.access_token_ttl = access_token_ttl
+        self.refresh_token_ttl = refresh_token_ttl
+        self._grants_by_refresh: dict[str, _Grant] = {}
+        self._grants_by_token: dict[str, _Grant] = {}
+        self._token_expiry: dict[str, float] = {}
+        forgetting.add(self._forget)
+
+    def _forget(self, now: float, wall: float) -> None:
+        for jti in [j for j, exp in self._token_expiry.items() if exp < wall]:
+            del self._token_expiry[jti]
+            self._grants_by_token.pop(jti, None)
+        for value, grant in list(self._grants_by_refresh.items()):
+            if grant.revoked or grant.refresh_expires_at < wall:
+                del self._grants_by_refresh[value]
 
     # ---------------------------------------------------------------- token
 
-    async def _token(self, request: HttpRequest) -> tuple[int, Any, list[tuple[str, str]]]:
-        form = self._form(request)
-        client = await self._authenticate(request, form)
+    async def token(self, request: HttpRequest) -> tuple[int, Any, list[tuple[str, str]]]:
+        form = self.policy.form(request)
+        client = await self.authenticator.authenticate(request, form)
         grant_type = _required(form, "grant_type")
         if grant_type not in GRANT_TYPES:
             raise OAuthError("unsupported_grant_type", f"grant_type {grant_type!r} is not supported")
@@ -50,7 +87,7 @@ class _Tokens(_ServerBase):
     def _redeem_code(self, client: md.ClientInformation, form: dict[str, list[str]]) -> dict[str, Any]:
         code_value = _required(form, "code")
         verifier = _required(form, "code_verifier", " (PKCE is required)")
-        code = self._codes.get(code_value)
+        code = self.authorizer.code(code_value)
         if code is None or code.client_id != client.client_id:
             raise OAuthError("invalid_grant", "unknown authorization code")
         if code.used:
@@ -81,7 +118,7 @@ class _Tokens(_ServerBase):
     def _narrow_resources(self, form: dict[str, list[str]], granted: list[str]) -> list[str]:
         """The token request's ``resource`` values: none means all granted ones;
         each must be one the grant covers (RFC 8707 2.2)."""
-        asked = self._check_resources(form.get("resource", []))
+        asked = self.policy.check_resources(form.get("resource", []))
         if not asked:
             return granted
         if granted:
@@ -103,7 +140,7 @@ class _Tokens(_ServerBase):
             raise OAuthError("invalid_grant", "the refresh token was already used")
         if time.time() > grant.refresh_expires_at:
             raise OAuthError("invalid_grant", "the refresh token has expired")
-        scopes = self._scopes(first(form, "scope"), grant.scopes)
+        scopes = self.policy.scopes(first(form, "scope"), grant.scopes)
         wider = [s for s in scopes if s not in grant.scopes]
         if wider:
             raise OAuthError("invalid_scope", f"scope {wider[0]!r} was not granted")
@@ -112,8 +149,8 @@ class _Tokens(_ServerBase):
         return self._token_response(client, grant, scopes, resources)
 
     def _client_credentials(self, client: md.ClientInformation, form: dict[str, list[str]]) -> dict[str, Any]:
-        scopes = self._scopes(first(form, "scope"), self._client_default_scopes(client))
-        resources = self._check_resources(form.get("resource", []))
+        scopes = self.policy.scopes(first(form, "scope"), self.policy.client_default_scopes(client))
+        resources = self.policy.check_resources(form.get("resource", []))
         grant = _Grant(
             client_id=str(client.client_id),
             subject=str(client.client_id),
@@ -131,7 +168,7 @@ class _Tokens(_ServerBase):
         *,
         refresh: bool = True,
     ) -> dict[str, Any]:
-        token, expires_in = self._access_token(grant, scopes, resources, None, None)
+        token, expires_in = self.access_token(grant, scopes, resources, None, None)
         document: dict[str, Any] = {
             "access_token": token,
             "token_type": "Bearer",
@@ -147,7 +184,7 @@ class _Tokens(_ServerBase):
             document["refresh_token"] = value
         return document
 
-    def _access_token(
+    def access_token(
         self,
         grant: _Grant,
         scopes: list[str],
@@ -159,10 +196,10 @@ class _Tokens(_ServerBase):
         lifetime = self.access_token_ttl if expires_in is None else expires_in
         audience: str | list[str] = resources if len(resources) != 1 else resources[0]
         if not resources:
-            audience = self.default_resource or self._url("")
+            audience = self.policy.default_resource or self.policy.url("")
         jti = secrets.token_urlsafe(16)
         body: dict[str, Any] = {
-            "iss": self._url(""),
+            "iss": self.policy.url(""),
             "sub": grant.subject,
             "aud": audience,
             "client_id": grant.client_id,
@@ -173,38 +210,26 @@ class _Tokens(_ServerBase):
         if scopes:
             body["scope"] = " ".join(scopes)
         body.update(claims or {})
-        self._expire()
+        self.forgetting()
         self._grants_by_token[jti] = grant
         self._token_expiry[jti] = body["exp"] if isinstance(body["exp"], int | float) else now
-        return self._keys[0].sign(body), lifetime
+        return self.signing.sign(body), lifetime
 
     # ------------------------------------------ introspection and revocation
 
     def _token_grant(self, token: str) -> tuple[dict[str, Any], _Grant] | None:
         """The claims and grant of one of its own live access tokens."""
-        jwt = _jose()
-        try:
-            header = jwt.get_unverified_header(token)
-            key = next((k for k in self._keys if k.kid == header.get("kid")), None)
-            if key is None:
-                return None
-            claims = jwt.decode(
-                token,
-                key.private_key.public_key(),
-                algorithms=[key.algorithm],
-                options={"verify_aud": False, "require": ["exp", "jti"]},
-                issuer=self._url(""),
-            )
-        except jwt.PyJWTError:
+        claims = self.signing.verify(token, lambda: self.policy.url(""))
+        if claims is None:
             return None
         grant = self._grants_by_token.get(str(claims["jti"]))
         if grant is None or grant.revoked:
             return None
         return claims, grant
 
-    async def _introspect(self, request: HttpRequest) -> tuple[int, Any, list[tuple[str, str]]]:
-        form = self._form(request)
-        client = await self._authenticate(request, form)
+    async def introspect(self, request: HttpRequest) -> tuple[int, Any, list[tuple[str, str]]]:
+        form = self.policy.form(request)
+        client = await self.authenticator.authenticate(request, form)
         if client.token_endpoint_auth_method == "none":
             raise OAuthError(
                 "invalid_client", "introspection needs an authenticated (confidential) client", 401
@@ -233,14 +258,14 @@ class _Tokens(_ServerBase):
                 "sub": grant.subject,
                 "scope": " ".join(grant.scopes),
                 "exp": int(grant.refresh_expires_at),
-                "iss": self._url(""),
+                "iss": self.policy.url(""),
             }
             return 200, document, list(NO_STORE)
         return 200, {"active": False}, list(NO_STORE)
 
-    async def _revoke(self, request: HttpRequest) -> tuple[int, Any, list[tuple[str, str]]]:
-        form = self._form(request)
-        client = await self._authenticate(request, form)
+    async def revoke(self, request: HttpRequest) -> tuple[int, Any, list[tuple[str, str]]]:
+        form = self.policy.form(request)
+        client = await self.authenticator.authenticate(request, form)
         token = _required(form, "token")
         grant = self._grants_by_refresh.get(token)
         found = self._token_grant(token)

@@ -315,6 +315,25 @@ async def test_denying_server(http: httpx.AsyncClient, nursery: trio.Nursery) ->
     assert redirect_params(response)["error"] == ["access_denied"]
 
 
+async def test_deprecated_settings_attributes_reach_the_collaborators(
+    http: httpx.AsyncClient, nursery: trio.Nursery
+) -> None:
+    server = AuthorizationServer(auto_approve=False, algorithm="ES256", scopes_supported=["a"])
+    await nursery.start(server.serve)
+    client = server.register_client(redirect_uris=[CALLBACK])
+    with pytest.deprecated_call(match=r"auto_approve is deprecated: use AuthorizationServer\.authorizer"):
+        assert server.auto_approve is False
+    with pytest.deprecated_call(match="policy.scopes_supported"):
+        assert server.scopes_supported == ["a"]
+    with pytest.deprecated_call(match="signing.algorithm"):
+        assert server.algorithm == "ES256"
+    with pytest.deprecated_call():
+        server.auto_approve = True
+    assert server.authorizer.auto_approve is True
+    response, _ = await authorize(http, server, str(client.client_id), scope=None)
+    assert "code" in redirect_params(response)
+
+
 async def test_resources_are_restricted_when_configured(
     http: httpx.AsyncClient, nursery: trio.Nursery
 ) -> None:
