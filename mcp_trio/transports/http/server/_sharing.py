@@ -150,7 +150,7 @@ class Sharing:
         while True:
             await trio.sleep(self.ttl / 4)
             for session in list(self.endpoint.sessions.values()):
-                if session.id is not None and session.holds_stream():
+                if session.id is not None and session.out.holds_stream():
                     await self.touch(session)
 
     # ------------------------------------------------------------ records
@@ -314,7 +314,7 @@ class Sharing:
     async def _holder_gone(self, session: _HttpSession, holder: str, data: bytes) -> None:
         """The worker named as holding the session's GET stream is gone (it died): this
         one keeps ``data`` for the stream and is named instead, unless another was."""
-        session.keep(data)
+        session.out.keep(data)
         self.bus.mark_gone(holder)
         await self._take_over(session, holder)
 
@@ -499,18 +499,18 @@ class Sharing:
         if session is None or session.closed or note.origin == self.worker:
             return
         if note.kind == "frame":
-            if note.cancel is not None and note.cancel in session.by_request:
-                session.finish(note.cancel)
+            if note.cancel is not None and note.cancel in session.out.by_request:
+                session.out.finish(note.cancel)
             try:
                 await session.put(Frame(note.data))
             except trio.ClosedResourceError:
                 pass
         elif note.kind == "held":
             session.holder = note.origin
-            kept, session.backlog = session.backlog, None
+            kept, session.out.backlog = session.out.backlog, None
             for data in kept or ():
                 self.bus.post(note.origin, _Note("get", note.session, data))
         elif note.kind == "get":
-            await session.to_get_stream(note.data)
+            await session.out.to_get_stream(note.data)
         elif note.kind in _STREAM_NOTES:
             self.following.take(session, note)
