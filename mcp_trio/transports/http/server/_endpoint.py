@@ -386,7 +386,7 @@ class StreamableHTTP(_Endpoint):
         else:
             found = self._session_for(request)
             if self.sharing is not None:
-                found = await self.sharing.find(request, found)
+                found = await self.sharing.records.find(request, found)
             if isinstance(found, _Reply):
                 return found
             session = found

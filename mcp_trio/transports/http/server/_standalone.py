@@ -66,7 +66,7 @@ class Streaming:
         comes first and alone (or always, ``response_mode="json"``), else an SSE stream."""
         first = await stream.next()
         if session.init_params is not None and self.sharing is not None:
-            await self.sharing.save(session)  # before the client can use the session elsewhere
+            await self.sharing.records.save(session)  # before the client can use the session elsewhere
         if first is not _END and first is not _CLOSE and first[0] is None:
             # The answer came first and alone (see _HttpSession._plain_answer).
             await _send_json(responder, [first[1]], headers, _status(session, [first[1]]))
@@ -121,7 +121,7 @@ class Streaming:
         found = self._session_for(request)
         sharing = self.sharing
         if sharing is not None:
-            found = await sharing.find(request, found)
+            found = await sharing.records.find(request, found)
         if isinstance(found, _Reply):
             return found
         session = found

@@ -333,7 +333,7 @@ class _HttpSession(
         self.request_id_prefix = sharing.id_prefix if sharing is not None else None
         self.record = None
         if sharing is not None and session_id is not None:
-            self.record = SharedRecord(sharing.store.sessions, session_id, sharing.record_ttl)
+            self.record = SharedRecord(sharing.store.sessions, session_id, sharing.records.record_ttl)
         self.restored: Restored | None = None
         self.renewed = -math.inf  # when this worker last renewed the shared record (trio clock)
         #: Shared: the worker holding (or last holding) the GET stream, else the first (None:
