@@ -50,9 +50,7 @@ import msgspec
 from .. import _jsonrpc as rpc
 from .._engine._session import ProgressCallback, Session
 from .._exceptions import LocalProtocolError, McpError, RemoteProtocolError
-from ..middleware._base import (
-    Middleware,
-)
+from ..middleware._base import Middleware
 from ..types import _versions
 from ._cache import _CACHEABLE, CacheView, ResultCache, _cache_params
 from ._exchange import Exchange
@@ -60,11 +58,7 @@ from ._listen import Listening, Subscription
 from ._options import RequestOptions
 from ._output import OutputSchemas, finish_call
 from ._reading import RESULTS, Reader, call_tool_result, read
-from .asks import (
-    ElicitationHandler,
-    RootsProvider,
-    SamplingHandler,
-)
+from .asks import ElicitationHandler, RootsProvider, SamplingHandler
 from .results import (
     CallToolResult,
     CompleteResult,
