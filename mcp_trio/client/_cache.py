@@ -94,3 +94,35 @@ class ResultCache:
 
 def _cache_params(params: Mapping[str, Any]) -> bytes:
     return msgspec.json.encode({k: v for k, v in params.items() if k != "_meta"}, order="sorted")
+
+
+class CacheView:
+    """One client's use of a :class:`ResultCache` (a collaborator of
+    :class:`~mcp_trio.client.Client`): its namespace and authorization context, and the
+    notifications that make results stale."""
+
+    __slots__ = ("auth", "cache", "namespace")
+
+    def __init__(self, cache: ResultCache, namespace: str, auth: Any) -> None:
+        self.cache = cache
+        #: The server's name unless given; set once the session is connected.
+        self.namespace = namespace
+        self.auth = auth if auth is not None else object()
+
+    def get(self, method: str, key: bytes) -> Any:
+        """The fresh result of ``method`` with params ``key`` (:func:`_cache_params`), or ``None``."""
+        return self.cache.get(self.namespace, self.auth, method, key)
+
+    def put(self, method: str, key: bytes, result: Any) -> None:
+        self.cache.put(self.namespace, self.auth, method, key, result)
+
+    def invalidate(self) -> None:
+        self.cache.invalidate(self.namespace)
+
+    def notified(self, method: str, params: Any) -> None:
+        """Forget what the server's notification ``method`` made stale."""
+        methods = _INVALIDATES.get(method)
+        if methods is not None:
+            self.cache.invalidate(self.namespace, methods)
+        elif method == "notifications/resources/updated":
+            self.cache.invalidate(self.namespace, ("resources/read",), _cache_params({"uri": params.uri}))

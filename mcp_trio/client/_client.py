@@ -41,41 +41,24 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager, AbstractContextManager, ExitStack
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import Any, TypeVar, Unpack
 
 import msgspec
-import trio
 
 from .. import _jsonrpc as rpc
-from .._engine._context import RequestContext
 from .._engine._session import ProgressCallback, Session
 from .._exceptions import LocalProtocolError, McpError, RemoteProtocolError
-from ..middleware._base import (
-    Middleware,
-    RequestInfo,
-    Result,
-    SendingMiddleware,
-    chain,
-    name_of,
-    session_id_of,
-)
+from ..middleware._base import Middleware
 from ..types import _versions
-from ..types._versions import SUBSCRIPTION_ID
-from ._cache import _CACHEABLE, _INVALIDATES, ResultCache, _cache_params
-from ._handlers import HandlerError, _maybe_await, _NotAdvertised, _to_wire, _unwrap
+from ._cache import _CACHEABLE, CacheView, ResultCache, _cache_params
+from ._exchange import Exchange
 from ._listen import Listening, Subscription
 from ._options import RequestOptions
 from ._output import OutputSchemas, finish_call
-from ._reading import RESULTS, Reader, ask_params, call_tool_result, read
-from .asks import (
-    CreateMessageParams,
-    ElicitationHandler,
-    ElicitParams,
-    RootsProvider,
-    SamplingHandler,
-)
+from ._reading import RESULTS, Reader, call_tool_result, read
+from .asks import ElicitationHandler, RootsProvider, SamplingHandler
 from .results import (
     CallToolResult,
     CompleteResult,
@@ -98,7 +81,6 @@ _AS_DICT = dict[str, Any]
 
 _DEFAULT: Any = object()
 _LOG_LEVEL_META = "io.modelcontextprotocol/logLevel"
-_MRTR_FIELDS = ("inputResponses", "requestState")
 
 
 class Client:
@@ -125,29 +107,24 @@ class Client:
         middleware: Sequence[Middleware] = (),
     ) -> None:
         self.session = session
-        self._sampling = sampling
-        self._elicitation = elicitation
-        self._roots = roots
-        self._cache = cache
-        self._namespace = cache_namespace
-        self._auth = auth_context if auth_context is not None else object()
         self.max_input_rounds = max_input_rounds
         self.max_pages = max_pages
         #: Reject a result with anything the negotiated revision does not define
         #: (an unknown content type, a member it lacks) instead of keeping it.
         self.strict = strict
         self._warned: set[str] = set()
+        self._cached = CacheView(cache, cache_namespace, auth_context) if cache is not None else None
         self._outputs = OutputSchemas(validate_output)
         self._log_level: str | None = None
         self._listening = Listening(session)
-        self._middleware = tuple(middleware)
-        # The server's 2026-07-28 asks pass the middleware here (the earlier ones, JSON-RPC
-        # requests, through the session's wrapped handlers); a middleware with ``sending``
-        # also wraps the requests this client sends.
-        self._ask_chain = chain(self._middleware, self._answer_request) if middleware else None
-        self._senders: list[Callable[[str, dict[str, Any], str | None], AbstractContextManager[None]]] = [
-            m.sending for m in self._middleware if isinstance(m, SendingMiddleware)
-        ]
+        self._exchange = Exchange(
+            session,
+            self._reader,
+            sampling=sampling,
+            elicitation=elicitation,
+            roots=roots,
+            middleware=tuple(middleware),
+        )
 
     # ------------------------------------------------------------ properties
 
@@ -193,11 +170,10 @@ class Client:
         modern = self.modern
         if modern and self._log_level is not None:
             params["_meta"] = {**params.get("_meta", {}), _LOG_LEVEL_META: self._log_level}
-        cacheable = modern and self._cache is not None and method in _CACHEABLE
-        key = _cache_params(params) if cacheable else b""
-        if cacheable and not fresh:
-            assert self._cache is not None
-            hit = self._cache.get(self._namespace, self._auth, method, key)
+        cached = self._cached if modern and method in _CACHEABLE else None
+        key = _cache_params(params) if cached is not None else b""
+        if cached is not None and not fresh:
+            hit = cached.get(method, key)
             if hit is not None:
                 return hit
         if timeout is not _DEFAULT:
@@ -207,7 +183,7 @@ class Client:
         typed = RESULTS.get(method)
         if typed is not None:
             options["result_type"] = _AS_DICT
-        result, retried = await self._with_input(method, params, options)
+        result, retried = await self._exchange.send(method, params, options, self.max_input_rounds)
         if typed is not None and type(result) is dict:
             reader = Reader(self.protocol_version, self.strict, method, self._warned)
             if typed is CallToolResult:
@@ -216,106 +192,13 @@ class Client:
                 result = read(reader, result, typed)
                 if typed is ListToolsResult:
                     self._outputs.record(result.tools)
-        if cacheable and not retried:
-            assert self._cache is not None
-            self._cache.put(self._namespace, self._auth, method, key, result)
+        if cached is not None and not retried:
+            cached.put(method, key, result)
         return result
 
-    async def _with_input(
-        self, method: str, params: dict[str, Any], options: dict[str, Any]
-    ) -> tuple[Any, bool]:
-        """Send, answering ``InputRequiredResult`` rounds; returns (result, whether retried)."""
-        rounds = 0
-        while True:
-            if self._senders:
-                result = await self._send_wrapped(method, params, options)
-            else:
-                result = await self.session.request(method, params or None, **options)
-            if getattr(result, "resultType", None) != "input_required":
-                return result, rounds > 0
-            rounds += 1
-            if rounds > self.max_input_rounds:
-                raise RemoteProtocolError(
-                    f"{method}: the server still wants input after {self.max_input_rounds} rounds"
-                )
-            requests = result.inputRequests if result.inputRequests is not msgspec.UNSET else {}
-            params = {k: v for k, v in params.items() if k not in _MRTR_FIELDS}
-            if requests:
-                params["inputResponses"] = await self._answer_inputs(requests)
-            if result.requestState is not msgspec.UNSET:
-                params["requestState"] = result.requestState
-
-    async def _send_wrapped(self, method: str, params: dict[str, Any], options: dict[str, Any]) -> Any:
-        """Send one request inside the ``sending`` contexts of the middleware."""
-        session_id = session_id_of(self.session.channel)
-        with ExitStack() as stack:
-            for sending in self._senders:
-                stack.enter_context(sending(method, params, session_id))
-            return await self.session.request(method, params or None, **options)
-
-    async def _answer_request(self, request: RequestInfo) -> Result:
-        """The end of the middleware chain of a 2026-07-28 ask."""
-        answer: Result = await self._answer(request.method, request.params)
-        return answer
-
-    async def _answer_inputs(self, requests: Mapping[str, Any]) -> dict[str, Any]:
-        answers: dict[str, Any] = {}
-
-        failed: list[tuple[str, Exception]] = []
-
-        async def answer(key: str, request: Any, cancel_scope: trio.CancelScope) -> None:
-            params = getattr(request, "params", None)
-            method = getattr(request, "method", None) or request.__struct_config__.tag
-            try:
-                if self._ask_chain is None:
-                    answers[key] = await self._answer(method, params)
-                else:
-                    ask = RequestInfo(
-                        method=method,
-                        params=params,
-                        name=name_of(method, params),
-                        request_id=None,
-                        session_id=session_id_of(self.session.channel),
-                        side="client",
-                    )
-                    answers[key] = await self._ask_chain(ask)
-            except Exception as exc:  # the first failure ends the round
-                failed.append((method, exc))
-                cancel_scope.cancel()
-
-        try:
-            async with trio.open_nursery() as nursery:
-                for key, request in requests.items():
-                    nursery.start_soon(answer, key, request, nursery.cancel_scope)
-        except BaseExceptionGroup as group:  # only cancellation: the answers catch the rest
-            raise _unwrap(group) from None
-        if failed:
-            method, exc = failed[0]
-            if isinstance(exc, _NotAdvertised):
-                raise RemoteProtocolError(str(exc)) from None
-            raise HandlerError(method, exc) from exc
-        return answers
-
-    async def _answer(self, method: str, params: Any) -> Any:
-        """Run the handler for one of the server's asks; its answer as JSON values."""
-        reader = Reader(self.protocol_version, self.strict, method, self._warned)
-        answer: Any
-        if method == "sampling/createMessage" and self._sampling is not None:
-            answer = await self._sampling(ask_params(reader, params, CreateMessageParams))
-        elif method == "elicitation/create" and self._elicitation is not None:
-            answer = await self._elicitation(ask_params(reader, params, ElicitParams))
-        elif method == "roots/list" and self._roots is not None:
-            roots = self._roots() if callable(self._roots) else self._roots
-            answer = {"roots": list(await _maybe_await(roots))}
-        else:
-            raise _NotAdvertised(f"the server asked for {method}, which this client did not advertise")
-        return _to_wire(answer)
-
-    def _legacy_handler(self, method: str) -> Callable[[RequestContext, Any], Awaitable[Any]]:
-        async def handle(ctx: RequestContext, params: Any) -> Any:
-            return await self._answer(method, params)
-
-        return handle
+    def _reader(self, method: str) -> Reader:
+        """How what the server sends for ``method`` is read: against the revision, ``strict`` or not."""
+        return Reader(self.protocol_version, self.strict, method, self._warned)
 
     async def _all_pages(
         self, method: str, key: str, params: dict[str, Any], timeout: Any, fresh: bool = False
@@ -577,31 +460,23 @@ class Client:
 
     async def set_roots(self, roots: RootsProvider) -> None:
         """Replace the roots and tell the server (``notifications/roots/list_changed``)."""
-        if self._roots is None:
+        if self._exchange.roots is None:
             raise LocalProtocolError("this client was opened without roots")
-        self._roots = roots
+        self._exchange.roots = roots
         if not self.modern:
             await self.session.notify("notifications/roots/list_changed")
 
     def invalidate_cache(self) -> None:
         """Forget every cached result of this client's namespace."""
-        if self._cache is not None:
-            self._cache.invalidate(self._namespace)
+        if self._cached is not None:
+            self._cached.invalidate()
 
     # --------------------------------------------------------- notifications
 
     def _on_notification(self, method: str, params: Any) -> None:
         if method == "notifications/tools/list_changed":
             self._outputs.forget()
-        meta = getattr(params, "meta", None)
-        if isinstance(meta, dict) and SUBSCRIPTION_ID in meta:
-            subscription = self._listening.subscriptions.get(meta[SUBSCRIPTION_ID])
-            if subscription is not None:
-                subscription._deliver(method, params)
-        if self._cache is None:
-            return
-        methods = _INVALIDATES.get(method)
-        if methods is not None:
-            self._cache.invalidate(self._namespace, methods)
-        elif method == "notifications/resources/updated":
-            self._cache.invalidate(self._namespace, ("resources/read",), _cache_params({"uri": params.uri}))
+        if self._listening.subscriptions:
+            self._listening.deliver(method, params)
+        if self._cached is not None:
+            self._cached.notified(method, params)

@@ -220,7 +220,7 @@ async def open_client(
             ("roots/list", roots),
         ):
             if present is not None:
-                session.request_handlers[method] = client._legacy_handler(method)
+                session.request_handlers[method] = client._exchange.legacy_handler(method)
         if middleware:
             handlers = session.request_handlers
             handlers.update(wrap_handlers(handlers, middleware, "client"))
@@ -232,9 +232,10 @@ async def open_client(
                 f"connecting to {where} timed out after {connect_timeout} s "
                 "(no connection, or no answer to initialize)"
             )
-        client._namespace = (
-            cache_namespace if cache_namespace is not None else str(session.peer_info.get("name", ""))
-        )
+        if client._cached is not None:
+            client._cached.namespace = (
+                cache_namespace if cache_namespace is not None else str(session.peer_info.get("name", ""))
+            )
         yield client
 
 

@@ -20,6 +20,7 @@ import trio
 
 from .._exceptions import LocalProtocolError
 from ..types import _versions
+from ..types._versions import SUBSCRIPTION_ID
 from ._handlers import _builtins, _unwrap
 from .results import Notice
 
@@ -114,6 +115,14 @@ class Listening:
         self.session = session
         #: The open subscriptions, by id (the listen request's), for the notifications routed here.
         self.subscriptions: dict[Any, Subscription] = {}
+
+    def deliver(self, method: str, params: Any) -> None:
+        """Pass the server's notification to the subscription its ``_meta`` names, if open."""
+        meta = getattr(params, "meta", None)
+        if isinstance(meta, dict) and SUBSCRIPTION_ID in meta:
+            subscription = self.subscriptions.get(meta[SUBSCRIPTION_ID])
+            if subscription is not None:
+                subscription._deliver(method, params)
 
     @asynccontextmanager
     async def open(

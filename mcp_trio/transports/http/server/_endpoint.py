@@ -98,7 +98,7 @@ from ._planner import (
 )
 from ._sharing import Sharing, take_session
 from ._standalone import Streaming
-from ._streams import _END, _HttpSession
+from ._streams import _HttpSession
 from ._table import SessionTable
 
 log = logging.getLogger("mcp_trio.http")
@@ -307,14 +307,7 @@ class StreamableHTTP(_Endpoint):
             elif self.event_store is not None:
                 with trio.CancelScope(shield=True):
                     await self.event_store.forget(session.id)
-        for stream in list(session.streams.values()):
-            stream.complete = True
-            stream.push(_END)
-        if session.get_stream is not None:
-            session.get_stream.push(_END)
-        session.streams.clear()
-        session.by_request.clear()
-        session.auth.clear()
+        session.out.end()
         session.finished = True
         if session.done is not None:
             session.done.set()
@@ -393,7 +386,7 @@ class StreamableHTTP(_Endpoint):
         else:
             found = self._session_for(request)
             if self.sharing is not None:
-                found = await self.sharing.find(request, found)
+                found = await self.sharing.records.find(request, found)
             if isinstance(found, _Reply):
                 return found
             session = found
@@ -409,25 +402,25 @@ class StreamableHTTP(_Endpoint):
                 return _Reply(202, headers=reply_headers)
             body = left
         for request_id in plan.cancelled():
-            if request_id in session.by_request:
-                session.finish(request_id)  # the cancelled request gets no answer; its stream ends here
+            if request_id in session.out.by_request:
+                session.out.finish(request_id)  # the cancelled request gets no answer; its stream ends here
         if not plan.requests:
             return await _hand_over(session, plan, body, reply_headers, self.sharing)
         version = plan_answer(
             plan,
             session_version=session.version,
-            in_progress=session.by_request.keys(),
-            pending_streams=len([s for s in session.streams.values() if s.pending]),
+            in_progress=session.out.by_request.keys(),
+            pending_streams=len([s for s in session.out.streams.values() if s.pending]),
             max_streams=self.max_streams,
         )
         if isinstance(version, _Reply):
             return version
         ids = {m.id for m in plan.requests}
-        stream = session.new_stream(ids)
+        stream = session.out.new_stream(ids)
         stream.attached = True
         session.touch()  # no idle expiry while the POST is open
         if request.auth is not None:
-            session.auth.update(dict.fromkeys(ids, request.auth))
+            session.out.auth.update(dict.fromkeys(ids, request.auth))
         if plan.is_initialize and isinstance(version, str):
             session.version = version  # until the answer names the negotiated one
             session.initialize_id = plan.requests[0].id
@@ -444,7 +437,7 @@ class StreamableHTTP(_Endpoint):
         finally:
             stream.attached = False
             if stream.complete:
-                session.streams.pop(stream.key, None)
+                session.out.streams.pop(stream.key, None)
             if session.id is None:
                 session.close_nowait()
             session.touch()

@@ -39,7 +39,7 @@ class Following:
             return None
         stream = _Stream(key, set(), self.endpoint.stream_buffer)
         stream.followed = worker
-        session.streams[key] = stream
+        session.out.streams[key] = stream
         self.bus.post(worker, _Note("follow", session.id, key=key, origin=self.bus.worker))
         return stream
 
@@ -57,7 +57,7 @@ class Following:
     def unfollow(self, session: _HttpSession, stream: _Stream) -> None:
         """The client following ``stream`` here left."""
         assert session.id is not None and stream.followed is not None
-        session.streams.pop(stream.key, None)
+        session.out.streams.pop(stream.key, None)
         if not stream.complete:
             self.bus.post(stream.followed, _Note("unfollow", session.id, key=stream.key))
 
@@ -73,7 +73,7 @@ class Following:
     def take(self, session: _HttpSession, note: _Note) -> None:
         """A note about a followed stream (follow, followed, unfollow, event, close, done)."""
         assert session.id is not None
-        stream = session.streams.get(note.key)
+        stream = session.out.streams.get(note.key)
         if note.kind == "follow":
             if note.origin is None:
                 return

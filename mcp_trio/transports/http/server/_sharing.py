@@ -37,7 +37,6 @@ Nothing here runs without a store: a single server keeps today's path.
 from __future__ import annotations
 
 import logging
-import time
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -47,17 +46,15 @@ import trio
 from ....store import SessionRecord, Store, StoreError
 from ..._base import Frame
 from .._bus import (
-    Restored,
     _batch_members,
-    _from_json,
-    _json,
     _Note,
     check_worker_id,
     principal_key,
 )
-from .._replies import _error_reply, _Reply, _session_ended, _unconfirmed_end
+from .._replies import _Reply, _unconfirmed_end
 from .._request import _HEADER_SESSION
 from ._follow import Following
+from ._records import Records, _announcer
 from ._streams import _HttpSession
 from ._worker_bus import WorkerBus
 
@@ -68,16 +65,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("mcp_trio.http")
 
 _ID_MARK = "~"  # a request id of the server's: <worker>~<n>
-_TOUCH_EVERY = 1 / 8  # of idle_timeout: how often a worker in use renews a session's record, at most
-_UNSAVED = 1024  # records kept at most to write when the store is back
-_RECORD_TTL = 1 + 2 * _TOUCH_EVERY  # of idle_timeout: a record's time to live (the renewals are late)
 _STREAM_NOTES = frozenset({"follow", "followed", "unfollow", "event", "close", "done"})
-
-
-def _announcer(record: SessionRecord) -> str | None:
-    """The worker telling the session of list changes and resource updates: the one
-    holding (or last holding) its GET stream, else the one that answered initialize."""
-    return record.stream_worker or (record.replicas[0] if record.replicas else None)
 
 
 async def take_session(store: Store, session_id: str) -> SessionRecord | None:
@@ -92,26 +80,11 @@ async def take_session(store: Store, session_id: str) -> SessionRecord | None:
     return record
 
 
-def _keep_unsaved(unsaved: dict[str, SessionRecord], record: SessionRecord) -> None:
-    """Keep ``record`` (the store failed to take it) to write when the store is back, at most
-    ``_UNSAVED`` of them (the oldest forgotten: its session stays this worker's only)."""
-    if len(unsaved) >= _UNSAVED:
-        del unsaved[next(iter(unsaved))]
-    unsaved[record.session_id] = record
-
-
-async def _save_late(store: Store, record: SessionRecord, ttl: float) -> bool:
-    """Write the record of a session opened while the store was away, now that it answers: the
-    other workers can serve the session from now on."""
-    log.info("session %s: its record is written now that the store answers", record.session_id)
-    await store.sessions.put(record, ttl=ttl)
-    return True
-
-
 class Sharing:
     """One worker's side of the sessions shared through ``store`` (see the module doc): the
-    records and replicas, the GET stream's holder, routing; the bus is its :class:`WorkerBus`,
-    the streams followed between workers its :class:`Following`."""
+    replicas' changes, the GET stream's holder, routing; the records and restoring a replica
+    from one are its :class:`Records`, the bus its :class:`WorkerBus`, the streams followed
+    between workers its :class:`Following`."""
 
     def __init__(self, endpoint: StreamableHTTP, store: Store, worker_id: str) -> None:
         self.endpoint = endpoint
@@ -119,20 +92,10 @@ class Sharing:
         self.worker = check_worker_id(worker_id)
         self.id_prefix = worker_id + _ID_MARK  # (the ids of the server's requests on this worker)
         self.suffix = "@" + worker_id  # (of this worker's event ids and stream keys)
-        self._unsaved: dict[str, SessionRecord] = {}  # records the store failed to take, by session
-        self._restoring: dict[str, trio.Event] = {}
-        self._ended_restoring: set[str] = set()  # sessions ended while this worker restored them
+        self.records = Records(endpoint, store, self.worker)
         self._updates = 0  # (numbers this worker's updates: see ``update``)
         self.bus = WorkerBus(store, self.worker, self._take)
         self.following = Following(endpoint, self.bus)
-
-    @property
-    def ttl(self) -> float:
-        return self.endpoint.idle_timeout
-
-    @property
-    def record_ttl(self) -> float:  # (renewed at most every 1/8 of idle_timeout, it outlives it)
-        return self.ttl * _RECORD_TTL
 
     # ------------------------------------------------------------- running
 
@@ -141,124 +104,11 @@ class Sharing:
         sessions with open streams alive, until cancelled."""
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self.bus.publisher)
-            nursery.start_soon(self._keep_alive)
+            nursery.start_soon(self.records.keep_alive)
             await nursery.start(self.bus.listen)
             task_status.started()
 
-    async def _keep_alive(self) -> None:
-        """Sessions whose streams stay open here are alive everywhere: touch their records."""
-        while True:
-            await trio.sleep(self.ttl / 4)
-            for session in list(self.endpoint.sessions.values()):
-                if session.id is not None and session.holds_stream():
-                    await self.touch(session)
-
     # ------------------------------------------------------------ records
-
-    async def save(self, session: _HttpSession) -> None:
-        """Write the record of ``session``, just initialized here, if the answer
-        to its ``initialize`` negotiated a version."""
-        params, session.init_params = session.init_params, None
-        if not session.negotiated or params is None:
-            return
-        assert session.id is not None and session.version is not None
-        record = SessionRecord(
-            session_id=session.id,
-            protocol_version=session.version,
-            client_info=_json(params.get("clientInfo"), b"null"),
-            client_capabilities=_json(params.get("capabilities"), b"{}"),
-            principal=principal_key(session.principal),
-            replicas=[self.worker],
-        )
-        try:
-            await self.store.sessions.put(record, ttl=self.record_ttl)
-            session.renewed = trio.current_time()
-        except StoreError as exc:
-            log.warning("session %s is served by this worker only: its record failed (%s)", session.id, exc)
-            _keep_unsaved(self._unsaved, record)
-
-    async def touch(self, session: _HttpSession) -> bool:
-        """Renew the record of ``session``, in use; False: the record is gone (the
-        session ended, and the news has not come over the bus)."""
-        assert session.id is not None
-        try:
-            renewed = await self.store.sessions.touch(session.id, ttl=self.record_ttl)
-            if not renewed and session.id in self._unsaved:  # (opened while the store was away)
-                renewed = await _save_late(self.store, self._unsaved.pop(session.id), self.record_ttl)
-            session.renewed = trio.current_time()
-            return renewed
-        except StoreError as exc:
-            log.warning("could not touch the record of session %s: %s", session.id, exc)
-            return True
-
-    async def find(self, request: HttpRequest, found: _HttpSession | _Reply) -> _HttpSession | _Reply:
-        """The session a request names (``found`` here, or restored from its
-        record), or the reply refusing it (404 when the record is gone too)."""
-        if isinstance(found, _Reply):
-            session_id = request.headers.get(_HEADER_SESSION)
-            if found.status != 404 or session_id is None or session_id in self.endpoint.sessions:
-                return found  # (a local session ending, or another principal's)
-            try:
-                restored = await self.restore(session_id, request)
-            except StoreError as exc:
-                log.warning("could not restore session %s: %s", session_id, exc)
-                return _error_reply(503, f"Service Unavailable: the session store failed ({exc})")
-            if isinstance(restored, _Reply):
-                return restored
-            return found if restored is None or restored.closed else restored
-        # No store round trip per request: a worker ending the session waits until every
-        # replica has dropped it (tell_ended), so a later request here is a 404 at once.
-        if trio.current_time() - found.renewed >= self.ttl * _TOUCH_EVERY and not await self.touch(found):
-            found.end_here()  # ended by another worker, and the news was lost
-            return _session_ended()
-        return found
-
-    async def restore(self, session_id: str, request: HttpRequest) -> _HttpSession | _Reply | None:
-        """A local replica of the session another worker initialized, or None
-        (no such session, or not this principal's), or the refusal when this
-        worker's session table is full (a replica counts as a session)."""
-        endpoint = self.endpoint
-        waiting = self._restoring.get(session_id)
-        if waiting is not None:  # another request of the session is restoring it
-            await waiting.wait()
-            return endpoint.sessions.get(session_id)
-        done = self._restoring[session_id] = trio.Event()
-        try:
-            record = await self.store.sessions.get(session_id)
-            if record is None or record.principal != principal_key(request.principal):
-                return None
-            # Named among the replicas first: a DELETE from now on waits for this one.
-            record = await self.store.sessions.change(session_id, self._with_me, ttl=self.record_ttl)
-            if record is None or session_id in self._ended_restoring:
-                return None
-            refused = endpoint.table.make_room(None)
-            if refused is not None:
-                return refused
-            session = _HttpSession(endpoint, session_id)
-            session.restored = Restored(
-                record.protocol_version,
-                _from_json(record.client_info),
-                _from_json(record.client_capabilities),
-                record.log_level,
-                list(record.subscriptions),
-                record.replicas[0] if record.replicas else None,  # (the first)
-            )
-            session.version = record.protocol_version
-            session.principal = request.principal
-            session.past_initialize = True
-            session.renewed = trio.current_time()
-            # (the worker holding its GET stream announces, else the first)
-            session.holder = _announcer(record) or ""
-            endpoint.table.add(session)
-            endpoint._start_session(session)
-            return session
-        finally:
-            del self._restoring[session_id]
-            self._ended_restoring.discard(session_id)
-            done.set()
-
-    def _with_me(self, record: SessionRecord) -> dict[str, Any]:
-        return {} if self.worker in record.replicas else {"replicas": [*record.replicas, self.worker]}
 
     async def update(self, session: _HttpSession, *, log_level: str | None, subscriptions: list[str]) -> None:
         """Write the session's log level and subscriptions to its record and tell
@@ -268,7 +118,7 @@ class Sharing:
         record = None
         try:
             changes = {"log_level": log_level, "subscriptions": subscriptions}
-            record = await self.store.sessions.change(session.id, changes, ttl=self.record_ttl)
+            record = await self.store.sessions.change(session.id, changes, ttl=self.records.record_ttl)
         except StoreError as exc:
             log.warning("could not write the record of session %s: %s", session.id, exc)
         self._updates += 1  # (its own key: two updates at once each wait)
@@ -286,7 +136,7 @@ class Sharing:
         try:
             if (
                 await self.store.sessions.change(
-                    session.id, {"stream_worker": self.worker}, ttl=self.record_ttl
+                    session.id, {"stream_worker": self.worker}, ttl=self.records.record_ttl
                 )
                 is None
             ):
@@ -314,7 +164,7 @@ class Sharing:
     async def _holder_gone(self, session: _HttpSession, holder: str, data: bytes) -> None:
         """The worker named as holding the session's GET stream is gone (it died): this
         one keeps ``data`` for the stream and is named instead, unless another was."""
-        session.keep(data)
+        session.out.keep(data)
         self.bus.mark_gone(holder)
         await self._take_over(session, holder)
 
@@ -338,7 +188,7 @@ class Sharing:
             return {"stream_worker": self.worker} if _announcer(record) == holder else {}
 
         try:
-            record = await self.store.sessions.change(session.id, instead, ttl=self.record_ttl)
+            record = await self.store.sessions.change(session.id, instead, ttl=self.records.record_ttl)
         except StoreError as exc:
             log.warning("session %s: could not replace the worker of its GET stream: %s", session.id, exc)
             return False
@@ -385,7 +235,7 @@ class Sharing:
     async def ended(self, session: _HttpSession) -> None:
         """This worker's replica of ``session`` ended: if no worker has used the
         session within ``idle_timeout`` (it expired), end it everywhere."""
-        if not session.ended_everywhere and await self.expired(session):
+        if not session.ended_everywhere and await self.records.expired(session):
             assert session.id is not None
             record = None
             try:
@@ -393,20 +243,6 @@ class Sharing:
             except StoreError as exc:  # (the replicas end all the same)
                 log.warning("could not forget session %s: %s", session.id, exc)
             await self.tell_ended(session.id, record)
-
-    async def expired(self, session: _HttpSession) -> bool:
-        """Whether ``session``, idle here for ``idle_timeout``, is idle everywhere
-        (no worker touched its record since this one last did)."""
-        assert session.id is not None
-        try:
-            record = await self.store.sessions.get(session.id)
-        except StoreError:
-            return False
-        # This worker renewed the record at most an eighth of idle_timeout before the
-        # session's last request here: left as it renewed it, the record expires at most
-        # _RECORD_TTL - 1 idle_timeouts from now (give or take the clocks' rounding: a
-        # 32nd); later, another worker renewed it since.
-        return record is None or record.expires_at <= time.time() + self.ttl * (_RECORD_TTL - 1 + 1 / 32)
 
     # ------------------------------------------------------------ routing
 
@@ -471,8 +307,7 @@ class Sharing:
             return
         session = self.endpoint.sessions.get(note.session)
         if note.kind == "end":
-            if note.session in self._restoring:
-                self._ended_restoring.add(note.session)
+            self.records.ended(note.session)
             if session is not None and not session.closed:
                 session.end_here()
         elif note.kind == "update":
@@ -499,18 +334,18 @@ class Sharing:
         if session is None or session.closed or note.origin == self.worker:
             return
         if note.kind == "frame":
-            if note.cancel is not None and note.cancel in session.by_request:
-                session.finish(note.cancel)
+            if note.cancel is not None and note.cancel in session.out.by_request:
+                session.out.finish(note.cancel)
             try:
                 await session.put(Frame(note.data))
             except trio.ClosedResourceError:
                 pass
         elif note.kind == "held":
             session.holder = note.origin
-            kept, session.backlog = session.backlog, None
+            kept, session.out.backlog = session.out.backlog, None
             for data in kept or ():
                 self.bus.post(note.origin, _Note("get", note.session, data))
         elif note.kind == "get":
-            await session.to_get_stream(note.data)
+            await session.out.to_get_stream(note.data)
         elif note.kind in _STREAM_NOTES:
             self.following.take(session, note)

@@ -66,7 +66,7 @@ class Streaming:
         comes first and alone (or always, ``response_mode="json"``), else an SSE stream."""
         first = await stream.next()
         if session.init_params is not None and self.sharing is not None:
-            await self.sharing.save(session)  # before the client can use the session elsewhere
+            await self.sharing.records.save(session)  # before the client can use the session elsewhere
         if first is not _END and first is not _CLOSE and first[0] is None:
             # The answer came first and alone (see _HttpSession._plain_answer).
             await _send_json(responder, [first[1]], headers, _status(session, [first[1]]))
@@ -103,14 +103,14 @@ class Streaming:
 
     def reserve_prime(self, session: _HttpSession, stream: _Stream, version: str) -> None:
         """Give ``stream`` its priming event id before anything else is sent on
-        it (stored later, see :meth:`_HttpSession.store_prime`)."""
+        it (stored later, see :meth:`_Outbound.store_prime`)."""
         if version < _FIRST_PRIMING or session.id is None or self.event_store is None:
             return
-        stream.prime_id = session.next_event_id(stream)
+        stream.prime_id = session.out.next_event_id(stream)
 
     async def prime(self, session: _HttpSession, stream: _Stream, responder: Responder) -> None:
         if stream.prime_id is not None:
-            await session.store_prime(stream)
+            await session.out.store_prime(stream)
             await responder.send(encode_event(b"", id=stream.prime_id, retry=self.retry_ms))
 
     async def get(self, request: HttpRequest, responder: Responder) -> _Reply | None:
@@ -121,17 +121,17 @@ class Streaming:
         found = self._session_for(request)
         sharing = self.sharing
         if sharing is not None:
-            found = await sharing.find(request, found)
+            found = await sharing.records.find(request, found)
         if isinstance(found, _Reply):
             return found
         session = found
         last_event_id = request.headers.get("last-event-id")
         key = stream_key(last_event_id)
-        stream = session.get_stream if key == "0" else session.streams.get(key)
+        stream = session.out.get_stream if key == "0" else session.out.streams.get(key)
         if stream is not None and stream.attached:
             return _error_reply(409, "Conflict: that stream is already connected")
         if stream is None and key == "0":
-            stream = session.get_stream = _Stream("0", set(), self.stream_buffer)
+            stream = session.out.get_stream = _Stream("0", set(), self.stream_buffer)
         elif stream is None and sharing is not None:
             stream = sharing.following.follow(session, key)  # a POST stream of another worker's
         elif stream is not None:
@@ -151,8 +151,8 @@ class Streaming:
             stream.items.extend(kept)
             stream.attached = True
             if key == "0":
-                backlog = list(session.backlog or ())
-                session.backlog = None
+                backlog = list(session.out.backlog or ())
+                session.out.backlog = None
         if stream is not None and not last_event_id:
             self.reserve_prime(session, stream, session.version or DEFAULT_VERSION)
         replayed: list[tuple[str, bytes]] = []
@@ -182,7 +182,7 @@ class Streaming:
                 await responder.end()
                 return None
             for data in backlog:
-                await session.deliver(stream, data)
+                await session.out.deliver(stream, data)
             idle = self.stream_idle_timeout
             await _pump(stream, responder, None, skip=sent, retry_ms=self.retry_ms, idle_timeout=idle)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
@@ -194,6 +194,6 @@ class Streaming:
                 if stream.followed is not None and sharing is not None:
                     sharing.following.unfollow(session, stream)
                 elif stream.complete:
-                    session.streams.pop(stream.key, None)
+                    session.out.streams.pop(stream.key, None)
             session.touch()
         return None

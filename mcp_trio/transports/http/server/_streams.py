@@ -6,6 +6,8 @@ that carried its request, or to the GET stream (kept in a bounded backlog
 while none is connected); a lone answer that is its POST's whole reply goes
 out as a JSON body, with no event id and no event store work.  Events get
 ids ``<stream>.<n>`` and are stored (priming event first) for resumption.
+The session's streams and all of this bookkeeping are its :class:`_Outbound`
+(``session.out``); the session keeps its input, its version and its lifetime.
 :func:`_pump` writes a stream out; :func:`_send_json` and
 :func:`_send_empty_stream` answer a POST without SSE.
 """
@@ -90,6 +92,175 @@ class _Stream:
         return self.items.popleft()
 
 
+class _Outbound:
+    """What goes out of one session over HTTP (a collaborator of :class:`_HttpSession`): its
+    streams, a POST's for the requests it carried and the GET stream, which request is
+    answered on which, the event ids and their storing for resumption, and what waits for a
+    GET stream while none is connected."""
+
+    __slots__ = (
+        "_seq",
+        "_stream_seq",
+        "_suffix",
+        "auth",
+        "backlog",
+        "by_request",
+        "get_stream",
+        "id",
+        "owner",
+        "streams",
+    )
+
+    def __init__(self, owner: StreamableHTTP, session_id: str | None, suffix: str) -> None:
+        self.owner = owner
+        self.id = session_id
+        self._suffix = suffix  # (ends this worker's event ids; shared sessions)
+        self.streams: dict[str, _Stream] = {}
+        self.by_request: dict[RequestId, _Stream] = {}
+        #: request id -> the ``HttpRequest.auth`` of the POST that carried it, until answered.
+        self.auth: dict[RequestId, Any] = {}
+        self.get_stream: _Stream | None = None
+        #: Messages for the GET stream while none is connected (made on the first one).
+        self.backlog: deque[bytes] | None = None
+        self._seq = 0
+        self._stream_seq = 0
+
+    def push_answer(self, stream: _Stream, frame: Frame) -> None:
+        stream.delivered += 1
+        stream.push((None, frame.data))  # no event id: it goes out as a JSON body
+        assert frame.related is not None
+        self.finish(frame.related)
+
+    def plain_answer(self, stream: _Stream, request_id: RequestId | None) -> bool:
+        """True when the answer to ``request_id`` will be its POST's whole reply,
+        a JSON body: it answers the stream's only request and nothing came
+        before it.  Such an answer gets no event id and is not stored (nothing
+        could resume it), so a quick call costs no event store work."""
+        return (
+            stream.delivered == 0
+            and not stream.prime_stored  # an SSE response began (or was closed early for polling)
+            and stream is not self.get_stream
+            and self.owner.response_mode != "sse"
+            and len(stream.pending) == 1
+            and request_id in stream.pending
+        )
+
+    def plain_batch_reply(self, stream: _Stream) -> bool:
+        """True when a batch's reply will be its POST's whole reply, a JSON
+        body (as :meth:`plain_answer` for a lone answer): nothing came before
+        it on the stream, which no SSE response began.  It is not stored."""
+        return (
+            stream.delivered == 0
+            and not stream.prime_stored
+            and stream is not self.get_stream
+            and self.owner.response_mode != "sse"
+        )
+
+    def stream_of(self, batch_reply: bytes) -> _Stream | None:
+        try:
+            replies = _peek.decode(batch_reply)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return None
+        for reply in replies if isinstance(replies, list) else [replies]:
+            stream = self.by_request.get(reply.id)
+            if stream is not None:
+                return stream
+        return None
+
+    def close_stream(self, request_id: RequestId | None) -> None:
+        """End the response carrying ``request_id`` early, if the client can
+        resume it: the stream began with a priming event (so it has an event id
+        to resume from) and is an SSE response now."""
+        stream = self.by_request.get(request_id) if request_id is not None else None
+        if stream is None or not stream.attached or stream.prime_id is None:
+            return
+        if self.owner.response_mode == "json":
+            return
+        stream.push(_CLOSE)
+
+    def new_stream(self, pending: set[RequestId]) -> _Stream:
+        self._stream_seq += 1
+        stream = _Stream(f"{self._stream_seq}{self._suffix}", pending, self.owner.stream_buffer)
+        self.streams[stream.key] = stream
+        for rid in pending:
+            self.by_request[rid] = stream
+        return stream
+
+    def finish(self, request_id: RequestId) -> None:
+        self.auth.pop(request_id, None)
+        stream = self.by_request.pop(request_id, None)
+        if stream is None:
+            return
+        stream.pending.discard(request_id)
+        if not stream.pending:
+            stream.complete = True
+            stream.push(_END)
+            if not stream.attached:
+                self.streams.pop(stream.key, None)
+
+    def next_event_id(self, stream: _Stream) -> str:
+        self._seq += 1
+        return f"{stream.key}.{self._seq}{self._suffix}"
+
+    def holds_stream(self) -> bool:
+        """Whether a client is connected to one of the session's streams here."""
+        get = self.get_stream
+        return (get is not None and get.attached) or any(s.attached for s in self.streams.values())
+
+    async def to_get_stream(self, data: bytes) -> None:
+        """Send ``data`` on the GET stream (kept for it while none is connected)."""
+        stream = self.get_stream
+        if stream is not None and stream.attached:
+            await self.deliver(stream, data)
+            return
+        self.keep(data)
+
+    def keep(self, data: bytes) -> None:
+        """Keep ``data`` for the GET stream, none being connected (the oldest dropped beyond ``backlog``)."""
+        if self.backlog is None:
+            self.backlog = deque(maxlen=self.owner.backlog)
+        self.backlog.append(data)
+
+    async def deliver(self, stream: _Stream, data: bytes) -> None:
+        event_id = self.next_event_id(stream)
+        store = self.owner.event_store
+        # A POST's reply in "json" mode is a JSON body: nothing in it can be resumed.
+        resumable = stream is self.get_stream or self.owner.response_mode != "json"
+        if store is not None and self.id is not None and resumable:
+            try:
+                await self.store_prime(stream)
+                await store.store(self.id, stream.key, event_id, data)
+            except StoreError as exc:  # sent all the same; a client cannot resume it
+                log.warning("an event of session %s was not stored: %s", self.id, exc)
+        stream.delivered += 1
+        stream.push((event_id, data))
+
+    def end(self) -> None:
+        """The session is over: every stream ends, no request is in progress."""
+        for stream in list(self.streams.values()):
+            stream.complete = True
+            stream.push(_END)
+        if self.get_stream is not None:
+            self.get_stream.push(_END)
+        self.streams.clear()
+        self.by_request.clear()
+        self.auth.clear()
+
+    async def store_prime(self, stream: _Stream) -> None:
+        """Put ``stream``'s priming event in the event store, once, before any
+        other event of the stream: when the first one is stored or the priming
+        event is sent, whichever comes first (a POST answered with plain JSON
+        never stores it)."""
+        store = self.owner.event_store
+        if stream.prime_id is None or stream.prime_stored or store is None or self.id is None:
+            return
+        stream.prime_stored = True
+        try:
+            await store.store(self.id, stream.key, stream.prime_id, b"")
+        except StoreError as exc:  # sent all the same; a client cannot resume it
+            log.warning("an event of session %s was not stored: %s", self.id, exc)
+
+
 class _HttpSession(
     trio.abc.Channel[Frame], ChannelTraits, DirectOutput, PushInput, Authorizing, HostedSession, SharedSession
 ):
@@ -99,11 +270,11 @@ class _HttpSession(
     # each instance a dictionary of its own (keys too), about 1.5 KiB more per session.
     __slots__ = tuple(
         (
-            "_arrived _early _feed _input_ended _on_end _room _seq _sharing _stream_seq _suffix "
-            "assumed_version auth backlog by_request client closed done due ended_everywhere "
-            "expect_modern finished get_stream holder id init_params initialize_id "
-            "max_queued max_queued_total negotiated on_shared_update opened owner past_initialize "
-            "principal record renewed request_id_prefix restored scope session_id sessionless streams "
+            "_arrived _early _feed _input_ended _on_end _room _sharing "
+            "assumed_version client closed done due ended_everywhere "
+            "expect_modern finished holder id init_params initialize_id "
+            "max_queued max_queued_total negotiated on_shared_update opened out owner past_initialize "
+            "principal record renewed request_id_prefix restored scope session_id sessionless "
             "version worker"
         ).split()
     )
@@ -134,19 +305,12 @@ class _HttpSession(
         self._room: trio.Event | None = None  # put() waits for room in _early
         self._on_end: Callable[[], None] | None = None  # the engine's, see attach_receiver
         self._input_ended = False
-        self.streams: dict[str, _Stream] = {}
-        self.by_request: dict[RequestId, _Stream] = {}
-        self.get_stream: _Stream | None = None
-        #: Messages for the GET stream while none is connected (made on the first one).
-        self.backlog: deque[bytes] | None = None
         self.scope = trio.CancelScope()
         #: When the session expires unless a request comes or a stream is open (see touch).
         self.due = math.inf
         #: Set once the session's engine has ended (made when somebody waits, see wait_done).
         self.done: trio.Event | None = None
         self.finished = False
-        self._seq = 0
-        self._stream_seq = 0
         self.closed = False
         self.ended_everywhere = False  # (see end_here)
         #: Stateless mode: the version to serve without a handshake (see open_session).
@@ -156,8 +320,6 @@ class _HttpSession(
         #: Served for one POST only (stateless mode, or a 2026-07-28 request): nothing
         #: tied to the session outlives it, so the server offers no 2025-11-25 tasks.
         self.sessionless = session_id is None
-        #: request id -> the ``HttpRequest.auth`` of the POST that carried it, until answered.
-        self.auth: dict[RequestId, Any] = {}
         #: The ``HttpRequest.principal`` and ``client`` (address) of the request that opened it
         #: (its ``initialize``, or a sessionless one; only that principal's requests find it).
         self.principal: Hashable | None = None if by is None else by.principal
@@ -166,11 +328,12 @@ class _HttpSession(
         sharing = owner.sharing if session_id is not None else None
         self._sharing = sharing
         self.worker = sharing.worker if sharing is not None else None
-        self._suffix = sharing.suffix if sharing is not None else ""  # (ends this worker's event ids)
+        #: What goes out: the streams, which request's answer goes to which, the event ids.
+        self.out = _Outbound(owner, session_id, sharing.suffix if sharing is not None else "")
         self.request_id_prefix = sharing.id_prefix if sharing is not None else None
         self.record = None
         if sharing is not None and session_id is not None:
-            self.record = SharedRecord(sharing.store.sessions, session_id, sharing.record_ttl)
+            self.record = SharedRecord(sharing.store.sessions, session_id, sharing.records.record_ttl)
         self.restored: Restored | None = None
         self.renewed = -math.inf  # when this worker last renewed the shared record (trio clock)
         #: Shared: the worker holding (or last holding) the GET stream, else the first (None:
@@ -187,7 +350,7 @@ class _HttpSession(
 
     def auth_for(self, request_id: RequestId) -> Any:
         """The authorization the request ``request_id`` came with (``HttpRequest.auth``)."""
-        return self.auth.get(request_id)
+        return self.out.auth.get(request_id)
 
     # ---- engine side
 
@@ -228,50 +391,51 @@ class _HttpSession(
         self._on_end = on_end
 
     async def send(self, value: Frame) -> None:
+        out = self.out
         if value.control == CLOSE_STREAM:
-            self.close_stream(value.related)
+            out.close_stream(value.related)
             return
         if not value.data:
             return
         self._learn_version(value)
         batch_reply = value.final and value.data[:1] == b"["
-        stream = self.by_request.get(value.related) if value.related is not None else None
+        stream = out.by_request.get(value.related) if value.related is not None else None
         if stream is None and batch_reply:
             # A batch the core answered by itself (e.g. pings only): find it by its ids.
-            stream = self._stream_of(value.data)
-        if stream is None and value.related is None and value.final and len(self.streams) == 1:
+            stream = out.stream_of(value.data)
+        if stream is None and value.related is None and value.final and len(out.streams) == 1:
             # A reply with no id (a parse error of a POST): its POST's stream.
-            stream = next(iter(self.streams.values()))
+            stream = next(iter(out.streams.values()))
         if stream is None:
-            stream = self.get_stream
+            stream = out.get_stream
             if stream is None or not stream.attached:
                 if self._sharing is not None and await self._sharing.to_stream_holder(self, value.data):
                     return  # another worker holds the GET stream
-                self.keep(value.data)
+                out.keep(value.data)
                 return
-        if value.final and not batch_reply and self._plain_answer(stream, value.related):
-            self._push_answer(stream, value)
+        if value.final and not batch_reply and out.plain_answer(stream, value.related):
+            out.push_answer(stream, value)
             return
-        if batch_reply and self._plain_batch_reply(stream):
+        if batch_reply and out.plain_batch_reply(stream):
             stream.delivered += 1
             stream.push((None, value.data))  # no event id: it goes out as a JSON body
             for request_id in list(stream.pending):
-                self.finish(request_id)
+                out.finish(request_id)
             return
-        await self.deliver(stream, value.data)
-        if batch_reply and stream is not self.get_stream:
+        await out.deliver(stream, value.data)
+        if batch_reply and stream is not out.get_stream:
             for request_id in list(stream.pending):  # a batch reply answers them all
-                self.finish(request_id)
+                out.finish(request_id)
         elif value.final and value.related is not None:
-            self.finish(value.related)
+            out.finish(value.related)
 
     def send_nowait(self, frame: Frame) -> None:
         """Deliver an answer at once, from the task that produced it, or nothing.
 
         The engine calls this instead of handing a lone answer to its writer
         task when nothing is queued before it (see ``Session._write_now``).
-        Only a plain answer (see :meth:`_plain_answer`) is delivered here: it
-        needs no event store, so no waiting.
+        Only a plain answer (see :meth:`_Outbound.plain_answer`) is delivered
+        here: it needs no event store, so no waiting.
 
         Raises:
             trio.WouldBlock: anything else; the writer sends it with :meth:`send`.
@@ -281,11 +445,12 @@ class _HttpSession(
             raise trio.WouldBlock
         if frame.data[:1] in (b"", b"["):  # nothing to send, or a batch's answers
             raise trio.WouldBlock
-        stream = self.by_request.get(related)
-        if stream is None or not self._plain_answer(stream, related):
+        out = self.out
+        stream = out.by_request.get(related)
+        if stream is None or not out.plain_answer(stream, related):
             raise trio.WouldBlock
         self._learn_version(frame)
-        self._push_answer(stream, frame)
+        out.push_answer(stream, frame)
 
     def _learn_version(self, frame: Frame) -> None:
         """Take the negotiated version from the answer to ``initialize``: it
@@ -301,48 +466,6 @@ class _HttpSession(
         if result is not None and isinstance(result.protocolVersion, str):
             self.version = result.protocolVersion  # (an error answer names none)
             self.negotiated = True
-
-    def _push_answer(self, stream: _Stream, frame: Frame) -> None:
-        stream.delivered += 1
-        stream.push((None, frame.data))  # no event id: it goes out as a JSON body
-        assert frame.related is not None
-        self.finish(frame.related)
-
-    def _plain_answer(self, stream: _Stream, request_id: RequestId | None) -> bool:
-        """True when the answer to ``request_id`` will be its POST's whole reply,
-        a JSON body: it answers the stream's only request and nothing came
-        before it.  Such an answer gets no event id and is not stored (nothing
-        could resume it), so a quick call costs no event store work."""
-        return (
-            stream.delivered == 0
-            and not stream.prime_stored  # an SSE response began (or was closed early for polling)
-            and stream is not self.get_stream
-            and self.owner.response_mode != "sse"
-            and len(stream.pending) == 1
-            and request_id in stream.pending
-        )
-
-    def _plain_batch_reply(self, stream: _Stream) -> bool:
-        """True when a batch's reply will be its POST's whole reply, a JSON
-        body (as :meth:`_plain_answer` for a lone answer): nothing came before
-        it on the stream, which no SSE response began.  It is not stored."""
-        return (
-            stream.delivered == 0
-            and not stream.prime_stored
-            and stream is not self.get_stream
-            and self.owner.response_mode != "sse"
-        )
-
-    def _stream_of(self, batch_reply: bytes) -> _Stream | None:
-        try:
-            replies = _peek.decode(batch_reply)
-        except (msgspec.DecodeError, msgspec.ValidationError):
-            return None
-        for reply in replies if isinstance(replies, list) else [replies]:
-            stream = self.by_request.get(reply.id)
-            if stream is not None:
-                return stream
-        return None
 
     async def aclose(self) -> None:
         self._end()
@@ -363,67 +486,13 @@ class _HttpSession(
         if on_end is not None:
             on_end()
 
-    def close_stream(self, request_id: RequestId | None) -> None:
-        """End the response carrying ``request_id`` early, if the client can
-        resume it: the stream began with a priming event (so it has an event id
-        to resume from) and is an SSE response now."""
-        stream = self.by_request.get(request_id) if request_id is not None else None
-        if stream is None or not stream.attached or stream.prime_id is None:
-            return
-        if self.owner.response_mode == "json":
-            return
-        stream.push(_CLOSE)
-
     # ---- HTTP side
-
-    def new_stream(self, pending: set[RequestId]) -> _Stream:
-        self._stream_seq += 1
-        stream = _Stream(f"{self._stream_seq}{self._suffix}", pending, self.owner.stream_buffer)
-        self.streams[stream.key] = stream
-        for rid in pending:
-            self.by_request[rid] = stream
-        return stream
-
-    def finish(self, request_id: RequestId) -> None:
-        self.auth.pop(request_id, None)
-        stream = self.by_request.pop(request_id, None)
-        if stream is None:
-            return
-        stream.pending.discard(request_id)
-        if not stream.pending:
-            stream.complete = True
-            stream.push(_END)
-            if not stream.attached:
-                self.streams.pop(stream.key, None)
-
-    def next_event_id(self, stream: _Stream) -> str:
-        self._seq += 1
-        return f"{stream.key}.{self._seq}{self._suffix}"
-
-    def holds_stream(self) -> bool:
-        """Whether a client is connected to one of the session's streams here."""
-        get = self.get_stream
-        return (get is not None and get.attached) or any(s.attached for s in self.streams.values())
-
-    async def to_get_stream(self, data: bytes) -> None:
-        """Send ``data`` on the GET stream (kept for it while none is connected)."""
-        stream = self.get_stream
-        if stream is not None and stream.attached:
-            await self.deliver(stream, data)
-            return
-        self.keep(data)
 
     def announces(self) -> bool:  # (see holder)
         return self._sharing is None or self.holder is None or self.holder == self._sharing.worker
 
     async def adopted(self) -> bool:  # (see Sharing.adopt)
         return self._sharing is not None and await self._sharing.adopt(self)
-
-    def keep(self, data: bytes) -> None:
-        """Keep ``data`` for the GET stream, none being connected (the oldest dropped beyond ``backlog``)."""
-        if self.backlog is None:
-            self.backlog = deque(maxlen=self.owner.backlog)
-        self.backlog.append(data)
 
     def end_here(self) -> None:
         """End this worker's replica of a session that ended elsewhere (as ``DELETE`` does)."""
@@ -433,34 +502,6 @@ class _HttpSession(
         self.closed = True
         self._end()
         self.scope.cancel()  # StreamableHTTP._run_session's finally forgets the rest
-
-    async def deliver(self, stream: _Stream, data: bytes) -> None:
-        event_id = self.next_event_id(stream)
-        store = self.owner.event_store
-        # A POST's reply in "json" mode is a JSON body: nothing in it can be resumed.
-        resumable = stream is self.get_stream or self.owner.response_mode != "json"
-        if store is not None and self.id is not None and resumable:
-            try:
-                await self.store_prime(stream)
-                await store.store(self.id, stream.key, event_id, data)
-            except StoreError as exc:  # sent all the same; a client cannot resume it
-                log.warning("an event of session %s was not stored: %s", self.id, exc)
-        stream.delivered += 1
-        stream.push((event_id, data))
-
-    async def store_prime(self, stream: _Stream) -> None:
-        """Put ``stream``'s priming event in the event store, once, before any
-        other event of the stream: when the first one is stored or the priming
-        event is sent, whichever comes first (a POST answered with plain JSON
-        never stores it)."""
-        store = self.owner.event_store
-        if stream.prime_id is None or stream.prime_stored or store is None or self.id is None:
-            return
-        stream.prime_stored = True
-        try:
-            await store.store(self.id, stream.key, stream.prime_id, b"")
-        except StoreError as exc:  # sent all the same; a client cannot resume it
-            log.warning("an event of session %s was not stored: %s", self.id, exc)
 
     async def put(self, frame: Frame) -> None:
         """Hand an incoming frame to the engine.
@@ -494,8 +535,17 @@ class _HttpSession(
 
     def busy(self) -> bool:
         """Whether a POST or the GET stream is open (no idle expiry meanwhile)."""
-        get = self.get_stream
-        return (get is not None and get.attached) or any(s.attached for s in self.streams.values())
+        return self.out.holds_stream()
+
+    @property
+    def streams(self) -> dict[str, _Stream]:
+        """The session's POST streams (and those followed from another worker), by key."""
+        return self.out.streams
+
+    @property
+    def by_request(self) -> dict[RequestId, _Stream]:
+        """The stream each request still unanswered is answered on."""
+        return self.out.by_request
 
 
 # ---------------------------------------------------------------- answers
