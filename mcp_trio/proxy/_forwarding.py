@@ -44,6 +44,7 @@ from .._exceptions import ConnectionClosed, McpError, ProtocolError
 from ..client import Client
 from ..transports.http._headers import Annotations, header_annotations
 from ..types import _versions
+from ._metrics import ForwardingTally
 from ._upstream import Upstream, Upstreams, UpstreamUnavailable
 
 __all__ = ["Forwarding", "FORWARDED"]
@@ -110,6 +111,7 @@ class Forwarding:
         "_listen",
         "_headers",
         "_rename_uri",
+        "tally",
     )
 
     def __init__(
@@ -132,8 +134,14 @@ class Forwarding:
         self._headers: dict[str, Annotations] = {}  # (tool -> its x-mcp-header annotations)
         #: What a URI of the upstream is called by the clients (a gateway's prefix); None: itself.
         self._rename_uri = rename_uri
+        #: Its requests counted, by method and outcome, and timed (:mod:`._metrics`).
+        self.tally = ForwardingTally()
 
     # ---------------------------------------------------------- the server's side
+
+    @property
+    def upstreams(self) -> Upstreams:
+        return self._upstreams
 
     def attach(self, announce: Callable[[str], None], listen: Any) -> None:
         self._announce = announce
@@ -228,6 +236,8 @@ class Forwarding:
 
             on_progress = report
 
+        outcome = "cancelled"
+        began = trio.current_time()
         try:
             client = await self._upstreams.client(ctx.version)
             result = await client.session.request(
@@ -237,28 +247,35 @@ class Forwarding:
                 on_progress=on_progress,
                 result_type=_ANY if decoded else msgspec.Raw,
             )
+            outcome = "ok"
         except UpstreamUnavailable as exc:
+            outcome = "unavailable"
             raise McpError(rpc.INTERNAL_ERROR, str(exc)) from None
         except ConnectionClosed as exc:
+            outcome = "lost"
             raise McpError(
                 rpc.INTERNAL_ERROR,
                 f"the connection to the proxied server {self._where} was lost while "
                 f"{method} was in flight ({exc})",
             ) from None
         except RequestTimeout:
+            outcome = "timeout"
             raise McpError(
                 rpc.INTERNAL_ERROR,
                 f"the proxied server {self._where} did not answer {method} within {self._timeout} s",
             ) from None
         except McpError:
+            outcome = "error"
             raise  # (the upstream's error, as it is)
         except ProtocolError as exc:
+            outcome = "invalid"
             raise McpError(
                 rpc.INTERNAL_ERROR,
                 f"the proxied server {self._where} answered {method} with a message that is not valid: {exc}",
             ) from None
         finally:
             del self._in_flight[key]
+            self.tally.count(method, outcome, trio.current_time() - began)
         return result if isinstance(result, msgspec.Raw | dict) else msgspec.to_builtins(result)
 
     async def subscribe(self, ctx: RequestContext, params: Any) -> Any:

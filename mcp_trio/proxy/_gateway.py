@@ -41,7 +41,7 @@ from ..server._mount import inner_name, inner_uri, prefixed_name, prefixed_uri
 from ..transports.http._headers import Annotations
 from ..types import _versions
 from ._forwarding import Forwarding
-from ._proxy import forwarding_to, validating, validation_metrics
+from ._proxy import forwarding_to, upstream_metrics, validating, validation_metrics
 from ._upstream import Upstreams
 
 if TYPE_CHECKING:
@@ -342,6 +342,7 @@ def gateway(
         notification_handlers={"notifications/roots/list_changed": answering.roots_changed},
     )
     server._answer_with(answering)
+    add_metrics(server, upstream_metrics(server, {route.prefix: route.forwarding for route in routes}))
     checked = {prefix: v for prefix, v in validations.items() if v is not None}
     if checked:
         add_metrics(server, validation_metrics(checked))

@@ -23,6 +23,7 @@ from ..client import Client, ConnectOptions, ServesSessions, connect
 from ..server import Server, add_metrics
 from ..types import _versions
 from ._forwarding import ASKS, Forwarding
+from ._metrics import UpstreamMetrics
 from ._upstream import Upstream, Upstreams
 
 if TYPE_CHECKING:
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
     from ..server import MetricSource
     from ._validating import Validation
 
-__all__ = ["forwarding_to", "proxy", "validating", "validation_metrics"]
+__all__ = ["forwarding_to", "proxy", "upstream_metrics", "validating", "validation_metrics"]
 
 #: The client options a proxy sets itself.
 _OWN = frozenset(
@@ -207,9 +208,20 @@ def proxy(
         notification_handlers={"notifications/roots/list_changed": forwarding.roots_changed},
     )
     server._answer_with(forwarding)
+    add_metrics(server, upstream_metrics(server, {None: forwarding}))
     if validation is not None:
         add_metrics(server, validation_metrics({None: validation}))
     return server
+
+
+def upstream_metrics(server: Server, forwardings: Mapping[str | None, Forwarding]) -> MetricSource:
+    """The metrics of ``forwardings`` (by backend; None: a proxy's own) served by ``server``."""
+
+    def worker() -> str | None:
+        shared = server._totals.shared
+        return None if shared is None else shared.worker
+
+    return UpstreamMetrics(forwardings, worker)
 
 
 def validation_metrics(validations: Mapping[str | None, Validation]) -> MetricSource:
