@@ -21,7 +21,9 @@ Rules (docs/guide/composition.md, "Proxying"):
 * **Notifications of the upstream**: ``list_changed`` goes to every session of the proxy (and
   its ``subscriptions/listen`` streams); ``resources/updated`` to the sessions subscribed to
   the URI (the proxy subscribes upstream once per URI, and unsubscribes when the last of its
-  clients does); the others (log messages, ...) to the client of the newest request in flight,
+  clients does); from 2026-07-28 on, to the proxy's ``subscriptions/listen`` streams that ask
+  for the URI (the upstream's stream watches every URI one of them asks for; a client's stream
+  is acknowledged once the upstream's is); the others (log messages, ...) to the client of the newest request in flight,
   or, with none, to every session that sent one.  ``notifications/roots/list_changed`` of a
   client goes upstream.
 """
@@ -30,7 +32,8 @@ from __future__ import annotations
 
 import logging
 import weakref
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
 from typing import Any
 
 import msgspec
@@ -109,6 +112,7 @@ class Forwarding:
         "_subscribers",
         "_announce",
         "_listen",
+        "_updated",
         "_headers",
         "_rename_uri",
         "tally",
@@ -131,6 +135,7 @@ class Forwarding:
         self._subscribers: dict[tuple[str, str], set[Session]] = {}
         self._announce: Callable[[str], None] = lambda method: None
         self._listen: Any = None
+        self._updated: Callable[[str], None] = lambda uri: None
         self._headers: dict[str, Annotations] = {}  # (tool -> its x-mcp-header annotations)
         #: What a URI of the upstream is called by the clients (a gateway's prefix); None: itself.
         self._rename_uri = rename_uri
@@ -143,9 +148,10 @@ class Forwarding:
     def upstreams(self) -> Upstreams:
         return self._upstreams
 
-    def attach(self, announce: Callable[[str], None], listen: Any) -> None:
+    def attach(self, announce: Callable[[str], None], listen: Any, updated: Callable[[str], None]) -> None:
         self._announce = announce
         self._listen = listen
+        self._updated = updated
 
     def _primary(self) -> Client | None:
         primary = self._upstreams.primary
@@ -189,8 +195,28 @@ class Forwarding:
         handlers["resources/subscribe"] = self.subscribe
         handlers["resources/unsubscribe"] = self.unsubscribe
         if self._listen is not None:
-            handlers["subscriptions/listen"] = self._listen  # (the proxy's own streams)
+            handlers["subscriptions/listen"] = self.listen  # (the proxy's own streams)
         return handlers
+
+    async def listen(self, ctx: RequestContext, params: Any) -> Any:
+        """A client's ``subscriptions/listen`` (2026-07-28): answered by the proxy's own streams,
+        the upstream's stream watching the resources it asks about while it is open."""
+        async with self.watching(ctx.version, resource_subscriptions(params)):
+            return await self._listen(ctx, params)
+
+    @asynccontextmanager
+    async def watching(self, version: str, uris: Sequence[str]) -> AsyncIterator[None]:
+        """The upstream session of ``version`` watching ``uris`` (as the upstream names them)
+        while the block runs: their ``notifications/resources/updated`` reach the proxy's
+        streams that asked for them (when the upstream offers subscriptions)."""
+        upstream = self._upstreams.get(version)
+        client = upstream.current() if upstream is not None else None
+        offered = client.server_capabilities.get("resources") if client is not None else None
+        if upstream is None or not uris or not (isinstance(offered, dict) and offered.get("subscribe")):
+            yield
+            return
+        async with upstream.watching(uris):
+            yield
 
     async def reconnected(self, upstream: Upstream) -> None:
         """An upstream session was opened again: its lists may differ (told to every session),
@@ -339,6 +365,8 @@ class Forwarding:
             sessions = list(self._subscribers.get((version, uri), ()))
             if wire and self._rename_uri is not None:
                 wire["uri"] = self._rename_uri(uri)
+            if wire and isinstance(wire.get("uri"), str) and _versions.is_stateless(version):
+                self._updated(wire["uri"])  # (to the proxy's listen streams watching it)
             for session in sessions:
                 await _notify(session, method, wire)
             return
@@ -359,6 +387,12 @@ class Forwarding:
                 await client.session.notify(method)
             except Exception as exc:
                 log.debug("proxy: could not pass %s on: %s", method, exc)
+
+
+def resource_subscriptions(params: Any) -> list[str]:
+    """The URIs a ``subscriptions/listen`` request asks the updates of."""
+    wanted = msgspec.to_builtins(params).get("notifications", {}).get("resourceSubscriptions")
+    return [uri for uri in wanted if isinstance(uri, str)] if isinstance(wanted, list) else []
 
 
 async def _notify(session: Session, method: str, params: Any, related: Any = None) -> None:

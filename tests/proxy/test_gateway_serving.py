@@ -11,6 +11,8 @@ import httpx2
 import pytest
 import trio
 
+from examples.everything import WATCHED_URI
+from examples.everything import server as everything
 from mcp_trio import McpError
 from mcp_trio.client import connect_http
 from mcp_trio.proxy import Backend, gateway
@@ -88,3 +90,23 @@ async def test_the_metrics_of_each_backend_are_served_with_the_servers_own() -> 
     assert value(metrics["mcp_upstream_notifications_dropped_total"], backend="bad") == 0
     served = metrics["mcp_requests_total"]  # (the server's own, as ever)
     assert value(served, transport="http", outcome="ok") >= 4
+
+
+async def test_resource_updates_of_a_2026_07_28_backend_reach_the_listen_streams_over_http() -> None:
+    app = gateway({"every": Backend(everything), "first": Backend(FIRST, options={"env": ENV})})
+    watched = "test://every/watched-resource"
+    async with trio.open_nursery() as nursery:
+        (url,) = await nursery.start(
+            lambda task_status: app.serve_http("127.0.0.1", 0, task_status=task_status)
+        )
+        async with connect_http(url) as client:
+            assert client.protocol_version == "2026-07-28"
+            asked = [watched, "greeting://first/Ada", "test://nobody/x"]
+            async with client.listen(resource_uris=asked) as watching:
+                assert watching.acknowledged == {"resourceSubscriptions": asked}
+                await everything.notify_resource_updated("test://static-text")  # (not asked for)
+                await everything.notify_resource_updated(WATCHED_URI)
+                with trio.fail_after(5):
+                    method, notice = await anext(watching)
+                assert (method, notice.uri) == ("notifications/resources/updated", watched)
+        nursery.cancel_scope.cancel()

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import trio
 
+from examples.everything import WATCHED_URI
 from examples.everything import server as everything
 from mcp_trio import LocalProtocolError, McpError
 from mcp_trio.client import Client, connect, connect_http, connect_server
@@ -218,6 +219,24 @@ async def test_list_changed_and_resource_updates_are_relayed() -> None:
         await upstream.notify_resource_updated("live://value")
         await trio.sleep(0.1)
         assert updated == ["live://value"]
+
+
+async def test_resource_updates_of_a_2026_07_28_upstream_reach_the_listen_streams_watching_them() -> None:
+    target = proxy(everything)
+    async with connect(target) as watcher, connect(target) as other:
+        assert watcher.protocol_version == "2026-07-28"
+        async with other.listen(resource_uris=["test://static-text"]) as elsewhere:
+            for _ in range(2):  # (watched again upstream once the first stream was left)
+                async with watcher.listen(resource_uris=[WATCHED_URI]) as watching:
+                    assert watching.acknowledged == {"resourceSubscriptions": [WATCHED_URI]}
+                    await everything.notify_resource_updated(WATCHED_URI)
+                    with trio.fail_after(5):
+                        method, notice = await anext(watching)
+                    assert (method, notice.uri) == ("notifications/resources/updated", WATCHED_URI)
+            await everything.notify_resource_updated("test://static-text")
+            with trio.fail_after(5):
+                method, notice = await anext(elsewhere)
+            assert notice.uri == "test://static-text"  # (the first to reach it: not the other's)
 
 
 async def test_a_client_speaking_only_another_era_is_refused_by_negotiation() -> None:
