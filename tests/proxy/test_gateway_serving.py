@@ -88,7 +88,11 @@ async def test_the_metrics_of_each_backend_are_served_with_the_servers_own() -> 
     reconnections = metrics["mcp_upstream_reconnections_total"]
     assert value(reconnections, backend="first") == 0 and value(reconnections, backend="bad") == 1
     assert value(metrics["mcp_upstream_notifications_dropped_total"], backend="bad") == 0
-    served = metrics["mcp_requests_total"]  # (the server's own, as ever)
+    served_durations = metrics["mcp_request_duration_seconds"]  # (the server's own, its tools known)
+    assert value(served_durations, tool="first_add", __sample__="count") == 3
+    assert value(served_durations, tool="bad_silent", __sample__="count") == 1
+    assert value(served_durations, tool="_other", __sample__="count") == 1  # (first_nothing)
+    served = metrics["mcp_requests_total"]
     assert value(served, transport="http", outcome="ok") >= 4
 
 
