@@ -23,9 +23,9 @@ Rules (docs/guide/composition.md, "Proxying"):
   the URI (the proxy subscribes upstream once per URI, and unsubscribes when the last of its
   clients does); from 2026-07-28 on, to the proxy's ``subscriptions/listen`` streams that ask
   for the URI (the upstream's stream watches every URI one of them asks for; a client's stream
-  is acknowledged once the upstream's is); the others (log messages, ...) to the client of the newest request in flight,
-  or, with none, to every session that sent one.  ``notifications/roots/list_changed`` of a
-  client goes upstream.
+  is acknowledged once the upstream's is); the others (log messages, ...) to the client of the
+  newest request in flight, or, with none, to every session that sent one.
+  ``notifications/roots/list_changed`` of a client goes upstream.
 """
 
 from __future__ import annotations
@@ -365,8 +365,9 @@ class Forwarding:
             sessions = list(self._subscribers.get((version, uri), ()))
             if wire and self._rename_uri is not None:
                 wire["uri"] = self._rename_uri(uri)
-            if wire and isinstance(wire.get("uri"), str) and _versions.is_stateless(version):
-                self._updated(wire["uri"])  # (to the proxy's listen streams watching it)
+            outer = wire.get("uri") if wire else None
+            if isinstance(outer, str) and _versions.is_stateless(version):
+                self._updated(outer)  # (to the proxy's listen streams watching it)
             for session in sessions:
                 await _notify(session, method, wire)
             return
