@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Any, Unpack
 
+import msgspec
 import trio
 
 from .._engine._common import _unwrap
@@ -87,6 +88,8 @@ def forwarding_to(
             return connect(target, **options)
 
         async def on_notification(method: str, params: Any) -> None:
+            if _versions.is_stateless(upstream.version) and _of_a_listen_stream(params):
+                return  # (of the proxy's own listen streams: queued by them, or not for its clients)
             upstream.queue_notification(method, params)
 
         async def on_reconnect(upstream: Upstream) -> None:
@@ -111,6 +114,13 @@ def forwarding_to(
     upstreams = Upstreams(make, offer)
     forwarding = Forwarding(upstreams, where, timeout=timeout, rename_uri=rename_uri)
     return upstreams, forwarding
+
+
+def _of_a_listen_stream(params: Any) -> bool:
+    """Whether a notification's ``params`` carry the id of a ``subscriptions/listen`` stream."""
+    wire = msgspec.to_builtins(params) if params is not None else None
+    meta = wire.get("_meta") if isinstance(wire, dict) else None
+    return isinstance(meta, dict) and _versions.SUBSCRIPTION_ID in meta
 
 
 def proxy(

@@ -167,11 +167,13 @@ class Upstream:
         (2026-07-28: their ``notifications/resources/updated`` are queued as any other) while the
         block runs; it is entered once a stream acknowledging them is open (or after
         :attr:`wait` seconds, logged)."""
+        if not set(uris) <= self._watched.keys():  # (a stream that watches them is opened)
+            self._rewatch.set()
         self._watched.update(uris)
-        self._rewatch.set()
         try:
             with trio.move_on_after(self.wait) as waited:
-                while not set(uris) <= self._covered:
+                # (and no change pending: the stream about to replace it might not watch them)
+                while not set(uris) <= self._covered or self._rewatch.is_set():
                     await self._covering.wait()
             if waited.cancelled_caught:
                 log.warning(
@@ -180,8 +182,9 @@ class Upstream:
             yield
         finally:
             self._watched.subtract(uris)
-            self._watched = +self._watched  # (those no longer watched left out)
-            self._rewatch.set()
+            if any(self._watched[uri] <= 0 for uri in uris):  # (no longer watched by anyone)
+                self._watched = +self._watched
+                self._rewatch.set()
 
     async def _listen(self, client: Client) -> None:
         """Hold a ``subscriptions/listen`` stream (2026-07-28) for the lists the upstream says

@@ -223,20 +223,34 @@ async def test_list_changed_and_resource_updates_are_relayed() -> None:
 
 async def test_resource_updates_of_a_2026_07_28_upstream_reach_the_listen_streams_watching_them() -> None:
     target = proxy(everything)
-    async with connect(target) as watcher, connect(target) as other:
+    static = "test://static-text"
+
+    async def next_uri(subscription: Any) -> str | None:
+        with trio.fail_after(5):
+            method, notice = await anext(subscription)
+        assert method == "notifications/resources/updated"
+        return notice.uri  # type: ignore[no-any-return]
+
+    noted: list[str] = []
+
+    async def on_notification(method: str, params: Any) -> None:
+        noted.append(method)
+
+    async with connect(target, on_notification=on_notification) as watcher, connect(target) as other:
         assert watcher.protocol_version == "2026-07-28"
-        async with other.listen(resource_uris=["test://static-text"]) as elsewhere:
-            for _ in range(2):  # (watched again upstream once the first stream was left)
+        await watcher.list_tools()  # (a client the proxy has seen)
+        async with other.listen(resource_uris=[WATCHED_URI, static]) as elsewhere:
+            for _ in range(2):  # (the same URI watched by two streams, one of them left and opened again)
                 async with watcher.listen(resource_uris=[WATCHED_URI]) as watching:
                     assert watching.acknowledged == {"resourceSubscriptions": [WATCHED_URI]}
+                    await everything.notify_resource_updated(static)  # (not the watcher's)
                     await everything.notify_resource_updated(WATCHED_URI)
-                    with trio.fail_after(5):
-                        method, notice = await anext(watching)
-                    assert (method, notice.uri) == ("notifications/resources/updated", WATCHED_URI)
-            await everything.notify_resource_updated("test://static-text")
-            with trio.fail_after(5):
-                method, notice = await anext(elsewhere)
-            assert notice.uri == "test://static-text"  # (the first to reach it: not the other's)
+                    assert await next_uri(watching) == WATCHED_URI
+                    assert [await next_uri(elsewhere), await next_uri(elsewhere)] == [static, WATCHED_URI]
+            await everything.notify_resource_updated(WATCHED_URI)  # (still watched upstream for the other)
+            assert await next_uri(elsewhere) == WATCHED_URI
+    # (its own two streams' acknowledgments and updates: none of the proxy's streams upstream)
+    assert noted == ["notifications/subscriptions/acknowledged", "notifications/resources/updated"] * 2
 
 
 async def test_a_client_speaking_only_another_era_is_refused_by_negotiation() -> None:
