@@ -360,7 +360,7 @@ def gateway(
     add_metrics(server, upstream_metrics(server, {route.prefix: route.forwarding for route in routes}))
     checked = {prefix: v for prefix, v in validations.items() if v is not None}
     if checked:
-        add_metrics(server, validation_metrics(checked))
+        add_metrics(server, validation_metrics(server, checked))
     return server
 
 

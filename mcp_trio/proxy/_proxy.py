@@ -220,25 +220,30 @@ def proxy(
     server._answer_with(forwarding)
     add_metrics(server, upstream_metrics(server, {None: forwarding}))
     if validation is not None:
-        add_metrics(server, validation_metrics({None: validation}))
+        add_metrics(server, validation_metrics(server, {None: validation}))
     return server
 
 
-def upstream_metrics(server: Server, forwardings: Mapping[str | None, Forwarding]) -> MetricSource:
-    """The metrics of ``forwardings`` (by backend; None: a proxy's own) served by ``server``."""
+def _worker(server: Server) -> Callable[[], str | None]:
+    """The id of the worker serving ``server`` now (None: served without a store)."""
 
     def worker() -> str | None:
         shared = server._totals.shared
         return None if shared is None else shared.worker
 
-    return UpstreamMetrics(forwardings, worker)
+    return worker
 
 
-def validation_metrics(validations: Mapping[str | None, Validation]) -> MetricSource:
-    """The metrics of ``validations`` (by backend; None: a proxy's own)."""
+def upstream_metrics(server: Server, forwardings: Mapping[str | None, Forwarding]) -> MetricSource:
+    """The metrics of ``forwardings`` (by backend; None: a proxy's own) served by ``server``."""
+    return UpstreamMetrics(forwardings, _worker(server))
+
+
+def validation_metrics(server: Server, validations: Mapping[str | None, Validation]) -> MetricSource:
+    """The metrics of ``validations`` (by backend; None: a proxy's own) served by ``server``."""
     from ._validating import ValidationMetrics
 
-    return ValidationMetrics(validations)
+    return ValidationMetrics(validations, _worker(server))
 
 
 def validating(validate: str | Policy | None) -> Validation | None:
