@@ -50,7 +50,7 @@ from ..types import _versions
 from ._metrics import ForwardingTally
 from ._upstream import Upstream, Upstreams, UpstreamUnavailable
 
-__all__ = ["Forwarding", "FORWARDED"]
+__all__ = ["Forwarding", "FORWARDED", "MAX_WATCHED"]
 
 log = logging.getLogger("mcp_trio.proxy")
 
@@ -83,6 +83,8 @@ _LISTS = frozenset(
 )
 _ANY = dict[str, Any]
 _MAX_PAGES = 1000  # (of tools/list, read for the header annotations)
+#: The resources an upstream listen stream watches at most for the proxy's clients' streams.
+MAX_WATCHED = 10_000
 _Handler = Callable[[RequestContext, Any], Any]
 
 
@@ -215,6 +217,12 @@ class Forwarding:
         if upstream is None or not uris or not (isinstance(offered, dict) and offered.get("subscribe")):
             yield
             return
+        if upstream.watched() + len(uris) > MAX_WATCHED:
+            raise McpError(
+                rpc.INVALID_PARAMS,
+                f"the proxy watches at most {MAX_WATCHED} resources of {self._where} for its clients' "
+                f"streams; {upstream.watched()} are watched, and this stream asks for {len(uris)} more",
+            )
         async with upstream.watching(uris):
             yield
 

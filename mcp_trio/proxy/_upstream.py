@@ -161,6 +161,10 @@ class Upstream:
             except Exception:
                 log.exception("proxy: relaying %s from %s failed", method, self._where)
 
+    def watched(self) -> int:
+        """How many URIs the upstream listen stream is to watch now."""
+        return len(self._watched)
+
     @asynccontextmanager
     async def watching(self, uris: Collection[str]) -> AsyncIterator[None]:
         """Hold ``uris`` among those the upstream ``subscriptions/listen`` stream watches

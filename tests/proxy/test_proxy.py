@@ -19,7 +19,7 @@ from mcp_trio import LocalProtocolError, McpError
 from mcp_trio.client import Client, connect, connect_http, connect_server
 from mcp_trio.client.asks import CreateMessageParams, CreateMessageResult, ElicitParams, ElicitResult, Root
 from mcp_trio.client.results import TextContent
-from mcp_trio.proxy import UpstreamUnavailable, proxy
+from mcp_trio.proxy import UpstreamUnavailable, _forwarding, proxy
 from mcp_trio.server import Server
 from tests._support.paths import EVERYTHING, ROOT
 
@@ -251,6 +251,20 @@ async def test_resource_updates_of_a_2026_07_28_upstream_reach_the_listen_stream
             assert await next_uri(elsewhere) == WATCHED_URI
     # (its own two streams' acknowledgments and updates: none of the proxy's streams upstream)
     assert noted == ["notifications/subscriptions/acknowledged", "notifications/resources/updated"] * 2
+
+
+async def test_the_resources_watched_upstream_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_forwarding, "MAX_WATCHED", 2)
+    async with connect(proxy(everything)) as client:
+        async with client.listen(resource_uris=["test://a", "test://b"]):
+            with pytest.raises(McpError) as refused:
+                async with client.listen(resource_uris=["test://c"]):
+                    pass
+        assert refused.value.code == -32602
+        assert "at most 2 resources of 'mcp-trio-everything'" in refused.value.message
+        assert "2 are watched, and this stream asks for 1 more" in refused.value.message
+        async with client.listen(resource_uris=["test://c"]) as watching:  # (the others left)
+            assert watching.acknowledged == {"resourceSubscriptions": ["test://c"]}
 
 
 async def test_a_client_speaking_only_another_era_is_refused_by_negotiation() -> None:
