@@ -23,9 +23,9 @@ Rules (docs/guide/composition.md, "Proxying"):
   the URI (the proxy subscribes upstream once per URI, and unsubscribes when the last of its
   clients does); from 2026-07-28 on, to the proxy's ``subscriptions/listen`` streams that ask
   for the URI (the upstream's stream watches every URI one of them asks for; a client's stream
-  is acknowledged once the upstream's is); the others (log messages, ...) to the client of the
-  newest request in flight, or, with none, to every session that sent one.
-  ``notifications/roots/list_changed`` of a client goes upstream.
+  is acknowledged once the upstream's is; after a reconnection each is told updated); the
+  others (log messages, ...) to the client of the newest request in flight, or, with none, to
+  every session that sent one.  ``notifications/roots/list_changed`` of a client goes upstream.
 """
 
 from __future__ import annotations

@@ -190,10 +190,12 @@ class Upstream:
                 self._watched = +self._watched
                 self._rewatch.set()
 
-    async def _listen(self, client: Client) -> None:
+    async def _listen(self, client: Client, again: bool = False) -> None:
         """Hold a ``subscriptions/listen`` stream (2026-07-28) for the lists the upstream says
         change and the resources watched (:meth:`watching`), queueing each notification; when
-        the resources watched change, a new stream is opened, then the old one closed."""
+        the resources watched change, a new stream is opened, then the old one closed.  On a
+        session opened ``again``, every resource watched is told updated once its stream is
+        acknowledged (it may have changed while the session was lost)."""
         caps = client.server_capabilities
 
         def declared(kind: str, flag: str) -> bool:
@@ -213,6 +215,10 @@ class Upstream:
                     if previous is not None:
                         previous.cancel()
                     previous = scope
+                    if again:
+                        for uri in sorted(self._covered):
+                            self.queue_notification("notifications/resources/updated", {"uri": uri})
+                        again = False
                 elif previous is not None:
                     previous.cancel()
                     previous, self._covered = None, set()
@@ -260,6 +266,7 @@ class Upstream:
             try:
                 async with self._open(self._options) as client:
                     self.connections += 1
+                    again = not first
                     if first:
                         self.version = client.protocol_version
                         pins: Sequence[str] = [self.version]
@@ -275,7 +282,7 @@ class Upstream:
                         await self._on_reconnect(self)
                     async with trio.open_nursery() as nursery:
                         if client.modern:  # (its list changes come on a listen stream)
-                            nursery.start_soon(self._listen, client)
+                            nursery.start_soon(self._listen, client, again)
                         await client.session.closed.wait()
                         nursery.cancel_scope.cancel()
                     self._covered = set()

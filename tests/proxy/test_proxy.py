@@ -27,6 +27,7 @@ pytestmark = pytest.mark.trio
 
 ENV = {"PYTHONPATH": str(ROOT), "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
 MISBEHAVING = [sys.executable, str(ROOT / "tests" / "programs" / "misbehaving_server.py")]
+TOUCH = ROOT / "tests" / "programs" / "touch_server.py"
 LISTS = [
     ("tools/list", "tools"),
     ("resources/list", "resources"),
@@ -251,6 +252,28 @@ async def test_resource_updates_of_a_2026_07_28_upstream_reach_the_listen_stream
             assert await next_uri(elsewhere) == WATCHED_URI
     # (its own two streams' acknowledgments and updates: none of the proxy's streams upstream)
     assert noted == ["notifications/subscriptions/acknowledged", "notifications/resources/updated"] * 2
+
+
+async def test_resources_watched_are_watched_again_and_told_updated_after_a_reconnection() -> None:
+    target = proxy([sys.executable, str(TOUCH)], env=ENV, backoff=0.1, wait=10)
+
+    async def next_uri(subscription: Any) -> str | None:
+        with trio.fail_after(10):
+            method, notice = await anext(subscription)
+        assert method == "notifications/resources/updated"
+        return notice.uri  # type: ignore[no-any-return]
+
+    async with connect(target) as client:
+        assert client.protocol_version == "2026-07-28"
+        async with client.listen(resource_uris=["live://value"]) as watching:
+            await client.call_tool("touch", {"uri": "live://value"})
+            assert await next_uri(watching) == "live://value"
+            with pytest.raises(McpError, match="was lost"):
+                await client.call_tool("exit")
+            # (a new process; once its stream watches the URI, told: it may have changed meanwhile)
+            assert await next_uri(watching) == "live://value"
+            await client.call_tool("touch", {"uri": "live://value"})  # (waits for the new session)
+            assert await next_uri(watching) == "live://value"
 
 
 async def test_the_resources_watched_upstream_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
