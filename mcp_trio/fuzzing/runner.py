@@ -260,9 +260,9 @@ def _search(
         keys = {v.key for v in violations} - found
         if keys:
             key = sorted(keys)[0]
-            cfg.progress(
-                f"{revision} {campaign}: violation {key} (known-bad input {', '.join(sorted(set(notes)))})"
-            )
+            shapes = ", ".join(sorted(set(notes)))
+            shown = f"known-bad input {shapes}" if shapes else "known-bad input"
+            cfg.progress(f"{revision} {campaign}: violation {key} ({shown})")
             confirm(key, payloads, notes, violations)
     round_no = 0
     # (with a time budget, rounds go on until the time is up; an example count alone ends them)

@@ -88,8 +88,7 @@ def test_a_stdio_client_that_answers_twice_is_caught_and_the_finding_replays(
         out_dir=tmp_path,
     )
     [stats] = run(cfg)
-    [finding] = stats.findings
-    assert finding.violation.key == "one-response:extra"
+    [finding] = [f for f in stats.findings if f.violation.key == "one-response:extra"]
     saved = json.loads(finding.path.read_text())  # type: ignore[union-attr]
     assert saved["target"] == {
         "kind": "client",
