@@ -7,9 +7,11 @@ import json
 import re
 import sys
 from pathlib import Path
+from xml.etree import ElementTree as ET
 
-from mcp_trio.fuzzing import ClientTarget, FuzzConfig, HttpTarget, Session, run
+from mcp_trio.fuzzing import ClientTarget, FuzzConfig, HttpTarget, Session, StdioTarget, run
 from mcp_trio.fuzzing import oracles as orc
+from mcp_trio.fuzzing._findings import CampaignStats, Finding, grouped, summary
 from mcp_trio.fuzzing._http_probes import ABANDON_PROBE, _http_case
 from mcp_trio.fuzzing._plans import (
     ANSWER_KINDS,
@@ -19,11 +21,15 @@ from mcp_trio.fuzzing._plans import (
     capability_corpus,
     known_bad_plans,
 )
+from mcp_trio.fuzzing._reports import write_ci_reports
 from mcp_trio.fuzzing.client import plan_kinds
-from mcp_trio.fuzzing.strategies import NOT_OBJECTS, PARAMS_MUTATIONS
+from mcp_trio.fuzzing.strategies import NOT_OBJECTS, PARAMS_MUTATIONS, known_bad
 from tests._support.fuzzing import sse_server
+from tests._support.paths import ROOT
 
 BROKEN = str(Path(__file__).with_name("broken_client.py"))
+TOY = ROOT / "tests" / "programs" / "fuzz_toy_server.py"
+R = "2025-11-25"
 
 
 def broken(mode: str) -> ClientTarget:
@@ -147,3 +153,88 @@ def test_a_correct_server_that_refuses_half_of_a_burst_is_not_reported() -> None
     refused = re.search(r"(\d+) refused at once", note)
     assert refused is not None and int(refused.group(1)) > 0, note
     assert note.startswith("left 0 requests in flight") and "answered before the client left" in note
+
+
+# -------------------------------------------------------- one cause, one finding
+
+
+def test_the_cases_of_one_cause_are_one_finding_listing_them(tmp_path: Path) -> None:
+    # a server that drops every malformed request without a word: the five bad ids of the corpus
+    # are one cause (no -32600 with id null), one finding that shows the first case's payload and
+    # lists the others, in every report; before, the four after the first were dropped unseen
+    kept = {"wrong_jsonrpc", "bad_id"}
+    notes = {item.note.split(":")[0] for case in known_bad(R) for item in case}
+    junit, sarif_path = tmp_path / "junit.xml", tmp_path / "out.sarif"
+    cfg = FuzzConfig(
+        StdioTarget([sys.executable, str(TOY), "drops-invalid"]),
+        revisions=[R],
+        campaigns=["invalid"],
+        max_examples=0,
+        timeout=1,
+        shrink_time=1,
+        skip_probes=frozenset(notes - kept),
+        out_dir=tmp_path / "out",
+    )
+    stats = run(cfg)
+    write_ci_reports(cfg, stats, junit, sarif_path)
+    [campaign] = stats
+    assert campaign.corpus == 8
+    [finding] = [f for f in campaign.findings if f.violation.key == "error-codes:missing--32600"]
+    assert len(finding.examples) >= 3, finding.examples
+    assert finding.payload() not in finding.examples and len(set(finding.examples)) == len(finding.examples)
+    assert [e.split('"id":')[1].split(",")[0] for e in finding.examples] == ["true", "1.5", "{}", "[]"]
+    # the wrong jsonrpc members (the id readable, so no answer at all): one other cause
+    [envelope] = [f for f in campaign.findings if f.violation.key == "one-response:missing"]
+    assert '"jsonrpc":"1.0"' in envelope.payload() and len(envelope.examples) == 2
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    [entry] = [g for g in report["findings"] if g["key"] == finding.violation.key]
+    assert [e["payload"] for e in entry["examples"]] == finding.examples
+    assert entry["payload"] == finding.payload()
+    [own] = [f for f in report["campaigns"][0]["findings"] if f["key"] == finding.violation.key]
+    assert own["examples"] == finding.examples
+    summary = (tmp_path / "out" / "summary.txt").read_text()
+    assert summary.count(f"! {finding.violation.key} ") == 1
+    assert f"same cause ({R} invalid): {finding.examples[0]}" in summary
+    [result] = [
+        r
+        for r in json.loads(sarif_path.read_text())["runs"][0]["results"]
+        if r["message"]["text"].startswith(finding.violation.key)
+    ]
+    assert result["properties"]["examples"] == entry["examples"]
+    assert f"{len(finding.examples)} more cases of the same cause" in result["message"]["text"]
+    failure = next(
+        case.find("failure")
+        for case in ET.parse(junit).getroot().iter("testcase")
+        if case.get("name") == finding.violation.key
+    )
+    assert failure is not None and f"payload: {finding.payload()}" in (failure.text or "")
+    assert f"same cause ({R} invalid): {finding.examples[0]}" in (failure.text or "")
+
+
+def _finding(revision: str, campaign: str, severity: str, payload: str) -> tuple[CampaignStats, Finding]:
+    stats = CampaignStats(revision, campaign)
+    violation = orc.Violation("error-codes", "no error -32600", "missing--32600", severity=severity)
+    finding = Finding(revision, campaign, violation, {"case": [{"text": payload, "note": "bad_id"}]})
+    stats.findings.append(finding)
+    return stats, finding
+
+
+def test_findings_of_one_cause_across_revisions_and_campaigns_are_one_and_a_flaky_one_is_kept() -> None:
+    a, _ = _finding("2025-06-18", "invalid", "flaky", '{"id":null}')
+    b, found = _finding(R, "invalid", "violation", '{"jsonrpc":"1.0"}')
+    found.add_example('{"id":true}')
+    c, _ = _finding(R, "valid", "violation", '{"id":1.5}')
+    [group] = grouped([a, b, c])
+    assert group["severity"] == "violation" and group["payload"] == '{"jsonrpc":"1.0"}'
+    assert group["revisions"] == ["2025-06-18", R] and group["campaigns"] == ["invalid", "valid"]
+    assert group["examples"] == [
+        {"payload": '{"id":null}', "revision": "2025-06-18", "campaign": "invalid", "flaky": True},
+        {"payload": '{"id":true}', "revision": R, "campaign": "invalid"},
+        {"payload": '{"id":1.5}', "revision": R, "campaign": "valid"},
+    ]
+    # the flaky one alone stays a flaky finding; it never fails the run
+    [alone] = grouped([a])
+    assert alone["severity"] == "flaky" and alone["examples"] == []
+    text = summary(FuzzConfig(broken("good")), [a, b, c])
+    assert text.count("error-codes:missing--32600 [") == 1
+    assert 'same cause (2025-06-18 invalid, flaky): {"id":null}' in text
