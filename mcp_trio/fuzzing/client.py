@@ -19,6 +19,9 @@ client does whatever it does (connect, list, call ...); the server follows a
   requests of methods no client has.  Every step with messages ends with a
   ``ping`` (and the first step always has one): the client must answer it.
 
+Before any plan is drawn, a campaign serves its corpus (:func:`~._plans.known_bad_plans`:
+every malformed shape above once; :func:`~._plans.capability_corpus` for ``capabilities``).
+
 The plan is plain JSON, so a transcript holds it and :func:`replay_client`
 runs it again against the same command.  Client-side oracles
 (:func:`check_client`) look at everything the server saw: answers to our

@@ -13,7 +13,9 @@ again becomes a finding; it is saved as a JSON transcript that
 ignores the violations already found, so one campaign can report several
 (at most ``FuzzConfig.max_findings``).  Before the first round, each case of the campaign's
 corpus of known-bad inputs runs once (every malformed shape the oracles know; for ``http``,
-every probe, the costly one of requests abandoned by their client last).  A
+every probe, the costly one of requests abandoned by their client last; for a client, every
+malformed plan shape).  A case showing a violation already found is listed by its finding
+(:attr:`~._findings.Finding.examples`): one finding per cause.  A
 campaign the target cannot take (a revision it does not speak) is skipped; one stopped by an
 error of the fuzzer itself is marked aborted; the summary shows both.
 

@@ -147,12 +147,15 @@ def test_a_leak_behind_a_rate_limit_that_refuses_half_is_found() -> None:
 
 
 def test_a_correct_server_that_refuses_half_of_a_burst_is_not_reported() -> None:
-    # the refusals and the answers came back before the client left: nothing was left in flight
+    # the refusals and the answers came back before the client left: not left in flight
     found, note = _abandon("good-half")
     assert found == [], found
     refused = re.search(r"(\d+) refused at once", note)
     assert refused is not None and int(refused.group(1)) > 0, note
-    assert note.startswith("left 0 requests in flight") and "answered before the client left" in note
+    answered = re.search(r"(\d+) answered before the client left", note)
+    assert answered is not None and int(answered.group(1)) > 0, note
+    # (an answer later than the 50 ms a connection stays open counts as in flight: the ping
+    # after them, answered, says nothing is left in progress)
 
 
 # -------------------------------------------------------- one cause, one finding

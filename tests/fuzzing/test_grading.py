@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import io
 import json
-import re
 import os
+import re
 import signal
 import subprocess
 import sys
