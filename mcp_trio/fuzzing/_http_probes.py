@@ -264,25 +264,26 @@ def _post_and_leave(session: Session, bodies: list[bytes]) -> list[str]:
             continue
         sock.setblocking(False)
         socks.append(sock)
-    got = {id(sock): bytearray() for sock in socks if sock is not None}
+    got = [bytearray() for _ in socks]
+    live = {s.fileno(): n for n, s in enumerate(socks) if s is not None}
     deadline = time.monotonic() + ABANDON_PEEK
-    while (left := deadline - time.monotonic()) > 0:
-        open_ = [sock for sock in socks if sock is not None and sock.fileno() >= 0]
-        readable, _, _ = select.select(open_, [], [], left) if open_ else ([], [], [])
-        for sock in readable:
+    while live and (wait := deadline - time.monotonic()) > 0:
+        readable, _, _ = select.select(list(live), [], [], wait)
+        for fd in readable:
+            n = live[fd]
+            peer = socks[n]
+            assert peer is not None
             try:
-                data = sock.recv(ABANDON_READ)
+                data = peer.recv(ABANDON_READ)
             except OSError:
                 data = b""
-            got[id(sock)] += data
-            if not data or len(got[id(sock)]) >= ABANDON_READ:
-                sock.close()  # (the server is done with it, or it said enough)
-        if not open_:
-            break
-    for sock in socks:
-        if sock is not None:
-            sock.close()
-    return ["failed" if sock is None else _left(bytes(got[id(sock)])) for sock in socks]
+            got[n] += data
+            if not data or len(got[n]) >= ABANDON_READ:
+                del live[fd]  # (the server is done with it, or it said enough)
+    for peer in socks:
+        if peer is not None:
+            peer.close()
+    return ["failed" if peer is None else _left(bytes(data)) for peer, data in zip(socks, got, strict=True)]
 
 
 def _left(data: bytes) -> str:
