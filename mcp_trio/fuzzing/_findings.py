@@ -115,7 +115,6 @@ class Finding:
     def add_example(self, payload: str) -> None:
         """Count another case of this cause (``payload``: its offending input), unless it is this
         finding's own or already listed, or :data:`EXAMPLES` are."""
-        payload = payload[:PAYLOAD_EXCERPT]
         if payload and len(self.examples) < EXAMPLES and payload not in (self.payload(), *self.examples):
             self.examples.append(payload)
 
@@ -402,7 +401,7 @@ def grouped(stats: Sequence[CampaignStats]) -> list[dict[str, Any]]:
                     shown.add(payload)
                     where = {"revision": f.revision, "campaign": s.campaign}
                     entry["examples"].append(
-                        {"payload": payload[:PAYLOAD_EXCERPT], **where, **({"flaky": True} if flaky else {})}
+                        {"payload": payload, **where, **({"flaky": True} if flaky else {})}
                     )
             if f.path is not None:
                 entry["transcripts"].append(str(f.path))
@@ -535,6 +534,10 @@ def write_report(cfg: FuzzConfig, stats: Sequence[CampaignStats], error: str | N
 _MARK = {"violation": "!", "deviation": "~", "note": "-", "flaky": "?"}
 
 
+def _excerpt(payload: str) -> str:
+    return payload if len(payload) <= PAYLOAD_EXCERPT else payload[: PAYLOAD_EXCERPT - 3] + "..."
+
+
 def summary(cfg: FuzzConfig, stats: Sequence[CampaignStats], error: str | None = None) -> str:
     """The run in a few lines per campaign and finding, ending with how it ended (``error``: what
     stopped it, when an error did)."""
@@ -574,15 +577,14 @@ def summary(cfg: FuzzConfig, stats: Sequence[CampaignStats], error: str | None =
         lines.append(f"      in: {', '.join(g['revisions'])} ({', '.join(g['campaigns'])})")
         lines.append(f'      rule ({cites["level"]}): {cites["document"]}: "{cites["text"]}"')
         if g["payload"]:
-            excerpt = g["payload"]
-            excerpt = excerpt if len(excerpt) <= PAYLOAD_EXCERPT else excerpt[: PAYLOAD_EXCERPT - 3] + "..."
-            lines.append(f"      payload: {excerpt}")
+            lines.append(f"      payload: {_excerpt(g['payload'])}")
         if g["also"]:
             lines.append(f"      also seen (same case, same cause): {', '.join(g['also'])}")
         for example in g["examples"]:
             flaky = ", flaky" if example.get("flaky") else ""
             lines.append(
-                f"      same cause ({example['revision']} {example['campaign']}{flaky}): {example['payload']}"
+                f"      same cause ({example['revision']} {example['campaign']}{flaky}): "
+                f"{_excerpt(example['payload'])}"
             )
         for path in g["transcripts"]:  # (a resource growth finding has samples, no case to replay)
             replayable = not g["key"].startswith("resources:")

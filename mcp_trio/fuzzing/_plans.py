@@ -4,7 +4,9 @@ values it answers with when a plan says nothing.
 A :data:`Plan` is plain JSON (a transcript holds it): ``answers``, per method, how its
 first, second ... call is answered, and ``steps``, the server-to-client messages sent on the
 response stream of the client's n-th request (see :mod:`.client`).  :func:`plans` draws them
-for the ``client`` campaign, :func:`capability_plans` for the client ``capabilities`` one.
+for the ``client`` campaign, :func:`capability_plans` for the client ``capabilities`` one;
+:func:`known_bad_plans` and :func:`capability_corpus` are their corpora, run first: each shape
+once, built from the same lists the strategies draw from.
 """
 
 from __future__ import annotations
