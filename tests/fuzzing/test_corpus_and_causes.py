@@ -9,7 +9,9 @@ import sys
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
-from mcp_trio.fuzzing import ClientTarget, FuzzConfig, HttpTarget, Session, StdioTarget, run
+import pytest
+
+from mcp_trio.fuzzing import ClientTarget, FuzzConfig, HttpTarget, Session, StdioTarget, _http_probes, run
 from mcp_trio.fuzzing import oracles as orc
 from mcp_trio.fuzzing._findings import CampaignStats, Finding, grouped, summary
 from mcp_trio.fuzzing._http_probes import ABANDON_PROBE, _http_case
@@ -122,8 +124,11 @@ def test_a_client_capabilities_campaign_runs_its_corpus_first() -> None:
 # ------------------------------------------------------ abandoned requests
 
 
-def _abandon(mode: str) -> tuple[list[orc.Violation], str]:
-    """The abandoned-requests probe against ``sse_server.py MODE``: its violations and its note."""
+def _abandon(mode: str, monkeypatch: pytest.MonkeyPatch) -> tuple[list[orc.Violation], str]:
+    """The abandoned-requests probe against ``sse_server.py MODE``: its violations and its note.
+    (Its time cap raised: on a loaded machine 3 s may end it before it has left 64 in flight;
+    what is tested here is what it counts.)"""
+    monkeypatch.setattr(_http_probes, "ABANDON_TIME", 30.0)
     with sse_server(mode) as url:
         session = Session(HttpTarget(url), "2025-11-25", timeout=2)
         try:
@@ -134,21 +139,23 @@ def _abandon(mode: str) -> tuple[list[orc.Violation], str]:
     return found, note
 
 
-def test_a_leak_behind_a_rate_limit_that_refuses_half_is_found() -> None:
+def test_a_leak_behind_a_rate_limit_that_refuses_half_is_found(monkeypatch: pytest.MonkeyPatch) -> None:
     # every second request of a burst is refused at once and batches are refused: 100 POSTs
     # used to leave some 50 requests in progress, short of the 64 that fill the server, and the
     # ping after them was answered.  Counting only what was left in flight, the probe goes on
     # until the server is full.
-    [v], note = _abandon("limit-half")
+    [v], note = _abandon("limit-half", monkeypatch)
     assert v.key == "alive:left-in-progress" and "HTTP 429" in v.message
     left = int(note.split()[1])
     assert left >= 64 and "refused at once" in note, note
     assert f"left {left} requests in flight" in v.message
 
 
-def test_a_correct_server_that_refuses_half_of_a_burst_is_not_reported() -> None:
+def test_a_correct_server_that_refuses_half_of_a_burst_is_not_reported(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     # the refusals and the answers came back before the client left: not left in flight
-    found, note = _abandon("good-half")
+    found, note = _abandon("good-half", monkeypatch)
     assert found == [], found
     refused = re.search(r"(\d+) refused at once", note)
     assert refused is not None and int(refused.group(1)) > 0, note
