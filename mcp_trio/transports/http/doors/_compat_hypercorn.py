@@ -124,9 +124,6 @@ def forget_connection(server: Any) -> None:
     objects are freed at once, not by the cyclic GC's full passes (which under a flood of
     connections grew long enough to delay every client)."""
     wrapper = getattr(server, "protocol", None)
-    group = getattr(server, "_task_group", None)
-    if group is not None and hasattr(group, "__dict__"):  # (the put_now of ``protocol`` holds
-        vars(group).pop("spawn_app", None)  # the group's own method: a cycle of its own)
     for part in (getattr(wrapper, "protocol", None), wrapper, server):
         if part is not None and hasattr(part, "__dict__"):
             vars(part).clear()
