@@ -95,14 +95,12 @@ class _Exchange:
         self._send(h11.EndOfMessage())
 
 
-class FuzzServer:
-    """A Streamable HTTP endpoint on 127.0.0.1 that follows a :data:`Plan` (thread per connection)."""
+class Served:
+    """What a fuzz server offers whatever its transport (:class:`FuzzServer` here, the stdio
+    one): the plan its dialogue follows, and the end of both its dialogue and its listener."""
 
-    def __init__(self, plan: Plan, revision: str, timeout: float) -> None:
-        self.dialogue = Dialogue(plan, revision, timeout)
-        self.log = self.dialogue.log
-        self.listener = Listener(self._connection)
-        self.url = f"http://127.0.0.1:{self.listener.port}/mcp"
+    dialogue: Dialogue
+    listener: Listener
 
     @property
     def plan(self) -> Plan:
@@ -120,6 +118,16 @@ class FuzzServer:
     def close(self) -> None:
         self.dialogue.stop()
         self.listener.close()
+
+
+class FuzzServer(Served):
+    """A Streamable HTTP endpoint on 127.0.0.1 that follows a :data:`Plan` (thread per connection)."""
+
+    def __init__(self, plan: Plan, revision: str, timeout: float) -> None:
+        self.dialogue = Dialogue(plan, revision, timeout)
+        self.log = self.dialogue.log
+        self.listener = Listener(self._connection)
+        self.url = f"http://127.0.0.1:{self.listener.port}/mcp"
 
     # -- connections
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from . import oracles as orc
 from ._fuzz_dialogue import Dialogue, error_body
-from ._fuzz_server import MAX_BODY, Listener
+from ._fuzz_server import MAX_BODY, Listener, Served
 from ._plans import Plan
 
 __all__ = ["StdioFuzzServer"]
@@ -54,7 +54,7 @@ class _Lines:
                 pass
 
 
-class StdioFuzzServer:
+class StdioFuzzServer(Served):
     """The same plan served over stdio, one JSON-RPC message per line.
 
     The client launches the relay (:attr:`relay_argv`) as its server; the relay connects here
@@ -72,22 +72,8 @@ class StdioFuzzServer:
         relay = str(Path(__file__).with_name("_relay.py"))
         self.relay_argv = [sys.executable, relay, str(self.listener.port)]
 
-    @property
-    def plan(self) -> Plan:
-        return self.dialogue.plan
-
-    @property
-    def revision(self) -> str:
-        return self.dialogue.revision
-
-    @property
-    def timeout(self) -> float:
-        """Seconds the client gets to answer our requests of a step."""
-        return self.dialogue.timeout
-
     def close(self) -> None:
-        self.dialogue.stop()
-        self.listener.close()
+        super().close()
         if self.lines is not None:
             self.lines.sock.close()
 
