@@ -103,11 +103,24 @@ class Finding:
     #: Other violations the same (smallest) case showed on its replay: symptoms of this cause,
     #: not findings of their own.
     also: list[str] = field(default_factory=list)
+    #: Other cases of the campaign that showed the same violation after it was found (the same
+    #: cause: one finding, not one per case), each's offending payload, at most :data:`EXAMPLES`.
+    examples: list[str] = field(default_factory=list)
 
     def payload(self) -> str:
         """The offending input, as a short excerpt: the case's messages, a client's plan or a
         state machine's steps."""
         return offending_payload(self.transcript)
+
+    def add_example(self, payload: str) -> None:
+        """Count another case of this cause (``payload``: its offending input), unless it is this
+        finding's own or already listed, or :data:`EXAMPLES` are."""
+        if payload and len(self.examples) < EXAMPLES and payload not in (self.payload(), *self.examples):
+            self.examples.append(payload)
+
+
+#: Other cases a finding lists at most (report.json, the summary, SARIF and JUnit show them).
+EXAMPLES = 10
 
 
 #: Characters of the offending payload a summary shows (report.json keeps more).
@@ -170,6 +183,7 @@ class CampaignStats:
                     "rule": f.violation.rule,
                     "payload": f.payload(),
                     **({"also": f.also} if f.also else {}),
+                    **({"examples": f.examples} if f.examples else {}),
                     "transcript": str(f.path) if f.path else None,
                 }
                 for f in self.findings
@@ -348,32 +362,67 @@ def violations_found(stats: Sequence[CampaignStats], strict: bool = False) -> bo
     return any(f.violation.severity in failing for s in stats for f in s.findings)
 
 
+#: Grades from the strongest: a group of findings takes the strongest one reproduced.
+GRADES = ("violation", "deviation", "note", "flaky")
+
+
 def grouped(stats: Sequence[CampaignStats]) -> list[dict[str, Any]]:
-    """The findings deduplicated by (rule, target behaviour): one entry per finding key and grade,
-    listing the revisions and campaigns it holds in and every transcript."""
-    out: dict[tuple[str, str], dict[str, Any]] = {}
+    """The findings by cause: one entry per rule broken and behaviour (the finding key), over every
+    revision and campaign, graded by the strongest of its findings (a flaky one only when none
+    reproduced).  An entry shows the payload of its first strongest finding; ``examples`` lists
+    the other cases of the same cause (the other findings' payloads, a flaky one marked so, and
+    the cases each finding counted), each with where it was seen; ``transcripts`` every file."""
+    members: dict[str, list[tuple[CampaignStats, Finding]]] = {}
     for s in stats:
         for f in s.findings:
-            v = f.violation
-            entry = out.setdefault(
-                (v.key, v.severity),
-                {
-                    "key": v.key,
-                    "severity": v.severity,
-                    "message": v.message,
-                    "cites": orc.RULES[v.rule].cite(f.revision),
-                    "payload": f.payload(),
-                    "also": [],
-                    "revisions": [],
-                    "campaigns": [],
-                    "transcripts": [],
-                },
-            )
+            members.setdefault(f.violation.key, []).append((s, f))
+    out = []
+    for key, found in members.items():
+        s, first = min(found, key=lambda sf: _grade_rank(sf[1].violation.severity))
+        entry: dict[str, Any] = {
+            "key": key,
+            "severity": first.violation.severity,
+            "message": first.violation.message,
+            "cites": orc.RULES[first.violation.rule].cite(first.revision),
+            "payload": first.payload(),
+            "also": [],
+            "revisions": [],
+            "campaigns": [],
+            "examples": [],
+            "transcripts": [],
+        }
+        shown = {entry["payload"]}
+        for s, f in found:
             for name, values in (("revisions", [f.revision]), ("campaigns", [s.campaign]), ("also", f.also)):
                 entry[name] += [value for value in values if value not in entry[name]]
+            flaky = f.violation.severity == "flaky" and first.violation.severity != "flaky"
+            for payload in ([f.payload()] if f is not first else []) + f.examples:
+                if payload and payload not in shown and len(entry["examples"]) < EXAMPLES:
+                    shown.add(payload)
+                    where = {"revision": f.revision, "campaign": s.campaign}
+                    entry["examples"].append(
+                        {"payload": payload, **where, **({"flaky": True} if flaky else {})}
+                    )
             if f.path is not None:
                 entry["transcripts"].append(str(f.path))
-    return list(out.values())
+        out.append(entry)
+    return out
+
+
+def _grade_rank(severity: str) -> int:
+    return GRADES.index(severity) if severity in GRADES else 0
+
+
+def add_example(
+    stats: CampaignStats, violations: Sequence[orc.Violation], found: set[str], payload: str
+) -> None:
+    """A case that showed violations already found (``found``) in the campaign: another case of
+    their cause, counted by the finding of that key (or the finding listing it in ``also``)."""
+    for key in sorted({v.key for v in violations} & found):
+        finding = next((f for f in stats.findings if f.violation.key == key), None)
+        finding = finding or next((f for f in stats.findings if key in f.also), None)
+        if finding is not None:
+            finding.add_example(payload)
 
 
 # ------------------------------------------------------------ transcripts
@@ -485,6 +534,10 @@ def write_report(cfg: FuzzConfig, stats: Sequence[CampaignStats], error: str | N
 _MARK = {"violation": "!", "deviation": "~", "note": "-", "flaky": "?"}
 
 
+def _excerpt(payload: str) -> str:
+    return payload if len(payload) <= PAYLOAD_EXCERPT else payload[: PAYLOAD_EXCERPT - 3] + "..."
+
+
 def summary(cfg: FuzzConfig, stats: Sequence[CampaignStats], error: str | None = None) -> str:
     """The run in a few lines per campaign and finding, ending with how it ended (``error``: what
     stopped it, when an error did)."""
@@ -524,11 +577,15 @@ def summary(cfg: FuzzConfig, stats: Sequence[CampaignStats], error: str | None =
         lines.append(f"      in: {', '.join(g['revisions'])} ({', '.join(g['campaigns'])})")
         lines.append(f'      rule ({cites["level"]}): {cites["document"]}: "{cites["text"]}"')
         if g["payload"]:
-            excerpt = g["payload"]
-            excerpt = excerpt if len(excerpt) <= PAYLOAD_EXCERPT else excerpt[: PAYLOAD_EXCERPT - 3] + "..."
-            lines.append(f"      payload: {excerpt}")
+            lines.append(f"      payload: {_excerpt(g['payload'])}")
         if g["also"]:
             lines.append(f"      also seen (same case, same cause): {', '.join(g['also'])}")
+        for example in g["examples"]:
+            flaky = ", flaky" if example.get("flaky") else ""
+            lines.append(
+                f"      same cause ({example['revision']} {example['campaign']}{flaky}): "
+                f"{_excerpt(example['payload'])}"
+            )
         for path in g["transcripts"]:  # (a resource growth finding has samples, no case to replay)
             replayable = not g["key"].startswith("resources:")
             lines.append(

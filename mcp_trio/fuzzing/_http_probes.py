@@ -13,6 +13,7 @@ meaning, a ``GET`` with a ``Last-Event-ID`` never issued, an SSE stream dropped 
 from __future__ import annotations
 
 import json
+import select
 import socket
 import time
 
@@ -25,8 +26,17 @@ __all__ = ["ABANDON_PROBE", "HTTP_CASES", "HTTP_PROBES"]
 
 #: The probe of requests left in progress after the client left (run once per campaign).
 ABANDON_PROBE = "abandoned-requests"
-#: How many requests the probe abandons: more than common per-session concurrency limits (64).
+#: How many requests the probe leaves in flight: more than common per-session concurrency limits (64).
 ABANDONED = 100
+#: POSTs written in one round, each on a connection of its own.
+ABANDON_ROUND = 10
+#: Seconds a round's connections stay open once written: what the server sends back by then (a
+#: refusal, the answer) says the request is not left in flight.
+ABANDON_PEEK = 0.05
+#: Bytes read of each abandoned POST's answer, at most.
+ABANDON_READ = 4096
+#: POSTs the probe writes at most to leave :data:`ABANDONED` requests in flight (a server refuses some).
+ABANDON_WRITES = 3 * ABANDONED
 #: Seconds the server gets to notice the abandoned requests before the ping after them.
 ABANDON_SETTLE = 0.5
 #: Seconds the probe may spend abandoning requests (a slow server to connect to must not eat a
@@ -144,34 +154,53 @@ def _http_case(session: Session, probe: str) -> list[orc.Violation]:
 
 
 def _abandoned_requests(session: Session) -> list[orc.Violation]:
-    """Abandon :data:`ABANDONED` requests (each POST written and its connection closed at once,
-    the answer never read), within :data:`ABANDON_TIME`; in revisions without JSON-RPC batching
-    a batch of two pings after every second one, which a server must refuse: those are not
-    counted as left in flight.  Then a ping with a new id must still get its result promptly:
+    """Leave :data:`ABANDONED` requests in flight and see whether the session still answers.
+
+    The POSTs go in rounds of :data:`ABANDON_ROUND`, each on its own connection, closed
+    :data:`ABANDON_PEEK` after the round is written with its answer unread; in revisions without
+    JSON-RPC batching a batch of two pings goes with every second ping.  What each connection
+    held at its close says what it left (:func:`_left`): a refusal (an HTTP error status) or an
+    answer leaves nothing in flight, a response head without the answer or silence leaves the
+    request in flight.  Rounds go on until :data:`ABANDONED` requests are in flight, a whole
+    round is refused, :data:`ABANDON_WRITES` POSTs are written or :data:`ABANDON_TIME` passes.
+    With any left in flight, a ping with a new id must still get its result promptly:
     disconnection does not cancel a request, but work left in progress for a client that is gone
-    must not starve the session (the ping is a MUST)."""
+    must not starve the session (the ping is a MUST).  With none left, there is nothing to judge."""
     conn = session.conn
     assert isinstance(conn, drv.HttpConnection)
     batches = not _versions.supports_batching(session.negotiated) and session.negotiated >= "2025-06-18"
-    kinds = {"single": 0, "batch": 0}
+    tally = {"flight": 0, "refused": 0, "answered": 0, "failed": 0}
+    written = 0
     stop = time.monotonic() + ABANDON_TIME
-    for n in range(ABANDONED):
-        if time.monotonic() >= stop:
-            break
-        _pid, body = session.probe_message()
-        if _post_and_leave(session, body):
-            kinds["single"] += 1
-        if batches and n % 2:
-            pair = [json.loads(session.probe_message()[1]), json.loads(session.probe_message()[1])]
-            if _post_and_leave(session, json.dumps(pair, separators=(",", ":")).encode()):
-                kinds["batch"] += 1
-    what = f"{kinds['single']} requests" + (
-        f" (and {kinds['batch']} batches of two, which a server refuses)" if kinds["batch"] else ""
+    while tally["flight"] < ABANDONED and written < ABANDON_WRITES and time.monotonic() < stop:
+        bodies: list[tuple[int, bytes]] = []  # (requests in the body, body)
+        for n in range(ABANDON_ROUND):
+            bodies.append((1, session.probe_message()[1]))
+            if batches and n % 2:
+                pair = [json.loads(session.probe_message()[1]), json.loads(session.probe_message()[1])]
+                bodies.append((2, json.dumps(pair, separators=(",", ":")).encode()))
+        outcomes = _post_and_leave(session, [body for _, body in bodies])
+        written += len(bodies)
+        for (count, _), outcome in zip(bodies, outcomes, strict=True):
+            tally[outcome] += count
+        if all(outcome == "refused" for outcome in outcomes):
+            break  # (the server refuses everything now: more would not leave more in flight)
+    left = tally["flight"]
+    failed = f", {tally['failed']} not written" if tally["failed"] else ""
+    what = (
+        f"{left} request{'s' if left != 1 else ''} in flight (of {sum(tally.values())} in {written} "
+        f"POSTs: {tally['refused']} refused at once, {tally['answered']} answered before the client "
+        f"left{failed})"
     )
-    if kinds["single"] < ABANDONED:
-        what += f", stopped after {ABANDON_TIME:g} s of {ABANDONED}"
+    if left < ABANDONED and time.monotonic() >= stop:
+        what += f", stopped after {ABANDON_TIME:g} s"
+    if not left:
+        conn.events.append(
+            {"t": conn.now(), "dir": "note", "text": f"left {what}: nothing left in progress to judge"}
+        )
+        return []
     conn.events.append(
-        {"t": conn.now(), "dir": "note", "text": f"abandoned {what}: each POST's connection closed unread"}
+        {"t": conn.now(), "dir": "note", "text": f"left {what}: each POST's connection closed unread"}
     )
     time.sleep(ABANDON_SETTLE)
     pid, body = session.probe_message()
@@ -200,30 +229,90 @@ def _abandoned_requests(session: Session) -> list[orc.Violation]:
     return [
         orc.Violation(
             "alive",
-            f"after the client abandoned {what} (each POST's connection closed before the answer), "
+            f"after the client left {what}, each POST's connection closed before the answer, "
             f"the next ping in the session got {got}: requests are left in progress",
             "left-in-progress",
         )
     ]
 
 
-def _post_and_leave(session: Session, body: bytes) -> bool:
-    """Write one POST of ``body`` in the session and close the connection without reading;
-    False when it could not be written."""
+def _post_and_leave(session: Session, bodies: list[bytes]) -> list[str]:
+    """Write one POST of each body in the session, each on a connection of its own, wait
+    :data:`ABANDON_PEEK` for what the server sends back at once, and close them all unread
+    beyond that; what each left (:func:`_left`, or ``failed`` when it could not be written)."""
     conn = session.conn
     assert isinstance(conn, drv.HttpConnection)
-    hdrs = conn.base_headers()
-    drv.replace_headers(hdrs, session.headers_for(body) or {})
-    head = f"POST {conn.target.path} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in hdrs.items())
-    raw = f"{head}Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode() + body
-    conn.log("send", body, abandoned=True)
-    try:
-        with socket.create_connection((conn.target.host, conn.target.port), timeout=session.timeout) as sock:
+    socks: list[socket.socket | None] = []
+    for body in bodies:
+        hdrs = conn.base_headers()
+        drv.replace_headers(hdrs, session.headers_for(body) or {})
+        head = f"POST {conn.target.path} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in hdrs.items())
+        raw = f"{head}Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode() + body
+        conn.log("send", body, abandoned=True)
+        try:
+            sock = socket.create_connection((conn.target.host, conn.target.port), timeout=session.timeout)
+        except OSError as exc:
+            conn.events.append({"t": conn.now(), "dir": "note", "text": f"an abandoned POST failed: {exc}"})
+            socks.append(None)
+            continue
+        try:
             sock.sendall(raw)
-    except OSError as exc:
-        conn.events.append({"t": conn.now(), "dir": "note", "text": f"an abandoned POST failed: {exc}"})
-        return False
-    return True
+        except OSError as exc:
+            sock.close()
+            conn.events.append({"t": conn.now(), "dir": "note", "text": f"an abandoned POST failed: {exc}"})
+            socks.append(None)
+            continue
+        sock.setblocking(False)
+        socks.append(sock)
+    got = [bytearray() for _ in socks]
+    live = {s.fileno(): n for n, s in enumerate(socks) if s is not None}
+    deadline = time.monotonic() + ABANDON_PEEK
+    while live and (wait := deadline - time.monotonic()) > 0:
+        readable, _, _ = select.select(list(live), [], [], wait)
+        for fd in readable:
+            n = live[fd]
+            peer = socks[n]
+            assert peer is not None
+            try:
+                data = peer.recv(ABANDON_READ)
+            except OSError:
+                data = b""
+            got[n] += data
+            if not data or len(got[n]) >= ABANDON_READ:
+                del live[fd]  # (the server is done with it, or it said enough)
+    for peer in socks:
+        if peer is not None:
+            peer.close()
+    return ["failed" if peer is None else _left(bytes(data)) for peer, data in zip(socks, got, strict=True)]
+
+
+def _left(data: bytes) -> str:
+    """What an abandoned POST left, from what the server sent before the client closed:
+    ``refused`` (an HTTP status of 300 or more), ``answered`` (a JSON body, a JSON-RPC response on
+    the SSE stream, or a 2xx without a stream) or ``flight`` (nothing yet, or a stream head and
+    maybe notifications, without the answer: the request was taken and is in progress)."""
+    if not data:
+        return "flight"
+    status_line, _, rest = data.partition(b"\r\n")
+    parts = status_line.split()
+    status = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else None
+    if status is None:
+        return "flight"  # (not even the status line yet)
+    if status >= 300:
+        return "refused"
+    head, _, body = rest.partition(b"\r\n\r\n")
+    if b"text/event-stream" not in head.lower():
+        return "answered"
+    for line in body.splitlines():
+        if not line.startswith(b"data:"):
+            continue
+        try:
+            msg = json.loads(line[5:])
+        except ValueError:
+            continue
+        if isinstance(msg, dict) and "method" not in msg and ("result" in msg or "error" in msg):
+            return "answered"
+    return "flight"
 
 
 def _wrong_methods(session: Session, body: bytes) -> list[orc.Violation]:

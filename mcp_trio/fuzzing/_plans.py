@@ -4,7 +4,9 @@ values it answers with when a plan says nothing.
 A :data:`Plan` is plain JSON (a transcript holds it): ``answers``, per method, how its
 first, second ... call is answered, and ``steps``, the server-to-client messages sent on the
 response stream of the client's n-th request (see :mod:`.client`).  :func:`plans` draws them
-for the ``client`` campaign, :func:`capability_plans` for the client ``capabilities`` one.
+for the ``client`` campaign, :func:`capability_plans` for the client ``capabilities`` one;
+:func:`known_bad_plans` and :func:`capability_corpus` are their corpora, run first: each shape
+once, built from the same lists the strategies draw from.
 """
 
 from __future__ import annotations
@@ -17,10 +19,13 @@ from hypothesis import strategies as st
 from ..types import _versions
 from .strategies import (
     EDGE_STRINGS,
+    NOT_OBJECTS,
+    PARAMS_MUTATIONS,
     _mutate_params,
     client_methods,
     from_type,
     json_values,
+    mutate_params,
     texts,
     unadvertised_methods,
     valid_message,
@@ -28,9 +33,11 @@ from .strategies import (
 
 __all__ = [
     "Plan",
+    "capability_corpus",
     "capability_plans",
     "default_result",
     "initialize_result",
+    "known_bad_plans",
     "minimal",
     "plans",
     "server_methods",
@@ -39,6 +46,10 @@ __all__ = [
 Plan = dict[str, Any]
 ERROR_CODES = (-32700, -32600, -32601, -32602, -32603, -32000, -32002, -1, 0, 1, 2**31)
 ANSWER_KINDS = ("result", "mutated", "error", "duplicate", "unknown-id", "junk-event")
+#: What a ``junk-event`` answer sends before the valid one: SSE data that is no JSON-RPC message.
+JUNK_EVENTS = ("{", "not json", "[]", "null", '{"jsonrpc":"2.0"}', *EDGE_STRINGS[:3])
+#: Methods of the requests an ``unknown-method`` step sends: no client has them.
+UNKNOWN_METHODS = ("nope", "tools/list", "fuzz/unknown", "")
 
 
 # ------------------------------------------------------------------ values
@@ -133,12 +144,7 @@ def _answer(draw: Any, revision: str, method: str) -> dict[str, Any]:
             error["data"] = draw(json_values)
         return {"kind": "error", "error": error}
     if kind == "junk-event":
-        return {
-            "kind": kind,
-            "text": draw(
-                st.sampled_from(["{", "not json", "[]", "null", '{"jsonrpc":"2.0"}', *EDGE_STRINGS[:3]])
-            ),
-        }
+        return {"kind": kind, "text": draw(st.sampled_from(JUNK_EVENTS))}
     return {"kind": kind}
 
 
@@ -154,7 +160,7 @@ def _injection(draw: Any, revision: str) -> dict[str, Any]:
         )
     )
     if kind == "unknown-method":
-        method = draw(st.sampled_from(["nope", "tools/list", "fuzz/unknown", ""]))
+        method = draw(st.sampled_from(UNKNOWN_METHODS))
         return {"note": "unknown_method", "message": {"jsonrpc": "2.0", "id": 1, "method": method}}
     method = draw(
         st.sampled_from(
@@ -170,11 +176,7 @@ def _injection(draw: Any, revision: str) -> dict[str, Any]:
 
 def plans(revision: str) -> st.SearchStrategy[Plan]:
     """What the fuzzing server does with one client (see the module docstring)."""
-    methods = [
-        m
-        for m in client_methods(revision, "request")  # (these two are always answered validly)
-        if m not in ("initialize", "server/discover")
-    ]
+    methods = answered_methods(revision)
     per_method = st.sampled_from(methods).flatmap(
         lambda m: st.tuples(st.just(m), st.lists(_answer(revision, m), min_size=1, max_size=2))
     )
@@ -197,3 +199,89 @@ def capability_plans(revision: str) -> st.SearchStrategy[Plan]:
     )
     steps = st.lists(st.lists(probe, min_size=1, max_size=3), min_size=1, max_size=3)
     return st.fixed_dictionaries({"answers": st.just({}), "steps": steps})
+
+
+# ------------------------------------------------------------------ corpora
+
+
+def known_bad_plans(revision: str) -> list[Plan]:
+    """The ``client`` campaign's corpus: every malformed shape :func:`plans` draws, each once, in
+    a fixed order, run before hypothesis draws any plan (so a short budget still serves each).
+    A step shape is sent on the response stream of the client's first request after the handshake
+    (the ping behind it as always): each unknown method, each mutation of a request's and of a
+    notification's params (every value params that are no object take, for a request).  An
+    answer shape answers every method the client may call: twice, under an id never sent first,
+    after each junk event, with each mutation of the method's result, with each error code."""
+    requests, notifications = server_methods(revision, "request"), server_methods(revision, "notification")
+    out: list[Plan] = []
+
+    def step(note: str, message: dict[str, Any]) -> None:
+        out.append({"answers": {}, "steps": [[{"note": note, "message": message}]]})
+
+    if requests:  # (2026-07-28 has no server-to-client JSON-RPC requests)
+        for method in UNKNOWN_METHODS:
+            step("unknown_method", {"jsonrpc": "2.0", "id": 1, "method": method})
+    for candidates, values in ((requests, NOT_OBJECTS), (notifications, NOT_OBJECTS[1:2])):
+        if not candidates:
+            continue
+        # (params that are no object go to ping when there is one: every client answers it)
+        messages = [_minimal_message(revision, m) for m in sorted(candidates, key=lambda m: m != "ping")]
+        with_params = next((m for m in messages if m.get("params")), messages[0])
+        for choice in PARAMS_MUTATIONS:
+            if choice == "params_not_object":
+                for value in values:
+                    msg, note = mutate_params(messages[0], choice, not_object=value)
+                    step(f"params:{note}", msg)
+            else:
+                msg, note = mutate_params(with_params, choice)
+                step(f"params:{note}", msg)
+    methods = answered_methods(revision)
+
+    def answering(answer: Any) -> None:
+        out.append({"answers": {m: [answer(m)] for m in methods}, "steps": []})
+
+    def mutated(choice: str) -> Any:
+        def answer(method: str) -> dict[str, Any]:
+            msg, note = mutate_params({"params": default_result(revision, method)}, choice)
+            return {"kind": "mutated", "result": msg["params"], "note": note}
+
+        return answer
+
+    answering(lambda m: {"kind": "duplicate"})
+    answering(lambda m: {"kind": "unknown-id"})
+    for text in JUNK_EVENTS:
+        answering(lambda m, text=text: {"kind": "junk-event", "text": text})
+    for choice in PARAMS_MUTATIONS:
+        answering(mutated(choice))
+    for code in ERROR_CODES:
+        answering(lambda m, code=code: {"kind": "error", "error": {"code": code, "message": "fuzz"}})
+    return out
+
+
+def capability_corpus(revision: str) -> list[Plan]:
+    """The client ``capabilities`` campaign's corpus: each request that needs a client capability,
+    once, alone, with the smallest valid params (the server sends it only when the client did not
+    declare the capability)."""
+    methods = unadvertised_methods(
+        revision, {}, initialize_result(revision)["capabilities"], direction="server"
+    )
+    return [
+        {"answers": {}, "steps": [[{"note": f"capability:{m}", "message": _minimal_message(revision, m)}]]}
+        for m in methods
+    ]
+
+
+def answered_methods(revision: str) -> list[str]:
+    """The client requests a plan's ``answers`` may cover (``initialize`` and ``server/discover``
+    are always answered validly)."""
+    return [m for m in client_methods(revision, "request") if m not in ("initialize", "server/discover")]
+
+
+def _minimal_message(revision: str, method: str) -> dict[str, Any]:
+    """A server-to-client message of ``method`` with the smallest valid params (id 1 for a request)."""
+    spec = _versions.methods_for(revision)[method]
+    msg: dict[str, Any] = {"jsonrpc": "2.0", **({"id": 1} if spec.kind == "request" else {})}
+    msg["method"] = method
+    if spec.params is not None:
+        msg["params"] = minimal(spec.params)
+    return msg

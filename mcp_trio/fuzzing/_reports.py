@@ -6,7 +6,8 @@ JUnit: one ``testsuite`` per revision and campaign, a ``testcase`` for the campa
 violation; a deviation with ``--strict``) is a ``failure``, the others are ``skipped`` with their
 grade.  SARIF: one ``run``; each rule broken is a ``reportingDescriptor`` quoting its sentence,
 each finding a ``result`` (``error`` for a violation, ``warning`` for a deviation, ``note``
-otherwise) located at its transcript, relative to the repository.  A run stopped by an error
+otherwise) located at its transcript, relative to the repository.  A finding is one cause: both
+show its offending payload and the other cases of the same cause (``examples``).  A run stopped by an error
 (exit status 2) is an errored JUnit test case and a failed SARIF invocation.
 """
 
@@ -59,8 +60,10 @@ def junit_xml(cfg: FuzzConfig, stats: Sequence[CampaignStats], error: str | None
         for group in grouped([s]):
             counts["tests"] += 1
             case = ET.SubElement(suite, "testcase", classname=classname, name=group["key"])
-            text = f"{group['message']}\nrule {_rule_line(group['cites'])}\n" + "".join(
-                f"replay: mcp-trio fuzz replay {path}\n" for path in group["transcripts"]
+            text = (
+                f"{group['message']}\nrule {_rule_line(group['cites'])}\n"
+                + _cases(group)
+                + "".join(f"replay: mcp-trio fuzz replay {path}\n" for path in group["transcripts"])
             )
             if _fails(group["severity"], cfg.strict):
                 counts["failures"] += 1
@@ -75,6 +78,16 @@ def junit_xml(cfg: FuzzConfig, stats: Sequence[CampaignStats], error: str | None
         errors += counts["errors"]
     root.attrib.update(tests=str(total), failures=str(failed), errors=str(errors))
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def _cases(group: dict[str, Any]) -> str:
+    """A finding's offending payload and the other cases of its cause, a line each."""
+    lines = [f"payload: {group['payload']}"] if group["payload"] else []
+    lines += [
+        f"same cause ({e['revision']} {e['campaign']}{', flaky' if e.get('flaky') else ''}): {e['payload']}"
+        for e in group["examples"]
+    ]
+    return "".join(line + "\n" for line in lines)
 
 
 def repository_root(start: Path | None = None) -> Path:
@@ -114,15 +127,21 @@ def sarif(
                 "properties": {"level": cites["level"]},
             },
         )
+        count = len(group["examples"])
+        more = f"; {count} more case{'s' if count != 1 else ''} of the same cause" if count else ""
         result: dict[str, Any] = {
             "ruleId": rule["id"],
             "level": _SARIF_LEVEL.get(group["severity"], "note"),
-            "message": {"text": f"{group['key']}: {group['message']} (in {', '.join(group['revisions'])})"},
+            "message": {
+                "text": f"{group['key']}: {group['message']} (in {', '.join(group['revisions'])}{more})"
+            },
             "properties": {
                 "grade": group["severity"],
                 "revisions": group["revisions"],
                 "campaigns": group["campaigns"],
                 "failsRun": _fails(group["severity"], cfg.strict),
+                "payload": group["payload"],
+                "examples": group["examples"],
             },
         }
         if group["transcripts"]:

@@ -19,6 +19,9 @@ client does whatever it does (connect, list, call ...); the server follows a
   requests of methods no client has.  Every step with messages ends with a
   ``ping`` (and the first step always has one): the client must answer it.
 
+Before any plan is drawn, a campaign serves its corpus (:func:`~._plans.known_bad_plans`:
+every malformed shape above once; :func:`~._plans.capability_corpus` for ``capabilities``).
+
 The plan is plain JSON, so a transcript holds it and :func:`replay_client`
 runs it again against the same command.  Client-side oracles
 (:func:`check_client`) look at everything the server saw: answers to our
@@ -69,6 +72,7 @@ from ._fuzz_server import FuzzServer as FuzzServer
 from ._fuzz_server import ServerLog as ServerLog
 from ._fuzz_server import _dump
 from ._plans import Plan as Plan
+from ._plans import capability_corpus, known_bad_plans
 from ._plans import capability_plans as capability_plans
 from ._plans import default_result as default_result
 from ._plans import initialize_result as initialize_result
@@ -215,7 +219,9 @@ def client_hunt(
     cfg: Any, revision: str, stats: Any, campaign: str = "client", deadline: float = float("inf")
 ) -> Any:
     """The ``client`` (or client ``capabilities``) campaign for :func:`mcp_trio.fuzzing.runner._search`:
-    one client run per example.  A run gets ``run_time`` or what is left until ``deadline``
+    one client run per example, the corpus first (:func:`~._plans.known_bad_plans`, every
+    malformed shape once; for ``capabilities`` :func:`~._plans.capability_corpus`).  A run gets
+    ``run_time`` or what is left until ``deadline``
     (``time.monotonic()``; the campaign's budget), whichever is less; a run the budget cut short
     is judged by nothing it did not finish (it is no hang)."""
     target: ClientTarget = cfg.target
@@ -253,10 +259,12 @@ def client_hunt(
         }
 
     strategy = capability_plans(revision) if campaign == "capabilities" else plans(revision)
+    corpus = capability_corpus(revision) if campaign == "capabilities" else known_bad_plans(revision)
     if cfg.skip_probes:
         skip = frozenset(cfg.skip_probes)
         strategy = strategy.filter(lambda plan: not skip & plan_kinds(plan))
-    return Hunt(strategy, execute, replay_best, lambda: None, sketch=sketch)
+        corpus = [plan for plan in corpus if not skip & plan_kinds(plan)]
+    return Hunt(strategy, execute, replay_best, lambda: None, corpus=corpus, sketch=sketch)
 
 
 def _speaks_another_revision(run: ClientRun) -> bool:

@@ -13,7 +13,9 @@ again becomes a finding; it is saved as a JSON transcript that
 ignores the violations already found, so one campaign can report several
 (at most ``FuzzConfig.max_findings``).  Before the first round, each case of the campaign's
 corpus of known-bad inputs runs once (every malformed shape the oracles know; for ``http``,
-every probe, the costly one of requests abandoned by their client last).  A
+every probe, the costly one of requests abandoned by their client last; for a client, every
+malformed plan shape).  A case showing a violation already found is listed by its finding
+(:attr:`~._findings.Finding.examples`): one finding per cause.  A
 campaign the target cannot take (a revision it does not speak) is skipped; one stopped by an
 error of the fuzzer itself is marked aborted; the summary shows both.
 
@@ -46,7 +48,15 @@ from ._findings import Hunt as Hunt
 from ._findings import Status as Status
 from ._findings import TargetDown as TargetDown
 from ._findings import TargetError as TargetError
-from ._findings import campaign_deadline, keep_unreplayed, record_resources, search_settings, within_budget
+from ._findings import (
+    add_example,
+    campaign_deadline,
+    keep_unreplayed,
+    offending_payload,
+    record_resources,
+    search_settings,
+    within_budget,
+)
 from ._findings import keep_if_replayed as keep_if_replayed
 from ._findings import load_transcript as load_transcript
 from ._findings import save_transcript as save_transcript
@@ -246,6 +256,12 @@ def _search(
             _confirm(cfg, revision, campaign, stats, hunt, key, (payloads, notes, seen), deadline, show)
         )
 
+    def seen_before(payloads: list[bytes], notes: list[str], violations: list[orc.Violation]) -> None:
+        """A case that shows a violation already found: another case of its cause, listed by
+        that finding rather than dropped (one finding per cause)."""
+        if found.intersection(v.key for v in violations):
+            add_example(stats, violations, found, offending_payload(hunt.sketch(payloads, notes)))
+
     sent = drv.messages_sent()
     # The corpus runs whole, each case once, within the time budget only: neither max_examples
     # (which counts the generated examples) nor max_findings cuts it short (each of its cases is
@@ -257,12 +273,13 @@ def _search(
         stats.corpus += 1
         show("corpus")
         payloads, notes, violations = hunt.execute(case)
+        seen_before(payloads, notes, violations)
         keys = {v.key for v in violations} - found
         if keys:
             key = sorted(keys)[0]
-            cfg.progress(
-                f"{revision} {campaign}: violation {key} (known-bad input {', '.join(sorted(set(notes)))})"
-            )
+            shapes = ", ".join(sorted(set(notes)))
+            shown = f"known-bad input {shapes}" if shapes else "known-bad input"
+            cfg.progress(f"{revision} {campaign}: violation {key} ({shown})")
             confirm(key, payloads, notes, violations)
     round_no = 0
     # (with a time budget, rounds go on until the time is up; an example count alone ends them)
@@ -303,6 +320,8 @@ def _search(
             except Exception as exc:  # no session at all, or the fuzzer's own failure: stop, visibly
                 errors.append(exc)
                 raise _Found from exc
+            if not focus:
+                seen_before(payloads, notes, violations)
             keys = {v.key for v in violations} - found
             if not focus and keys:
                 focus.append(sorted(keys)[0])

@@ -282,29 +282,58 @@ def valid_items(revision: str) -> st.SearchStrategy[Item]:
 
 # ---------------------------------------------------------------- invalid
 
-_WRONG = st.sampled_from([None, True, 1.5, -1, "x", [], {}, [1, [2]], {"a": {"b": None}}, 2**64])
+#: The wrong values a mutated field takes (``wrong_type``).
+WRONG_VALUES: tuple[Any, ...] = (None, True, 1.5, -1, "x", [], {}, [1, [2]], {"a": {"b": None}}, 2**64)
+_WRONG = st.sampled_from(WRONG_VALUES)
 _BAD_IDS: st.SearchStrategy[Any] = st.sampled_from(
     [None, True, False, 1.5, -0.0, 2**64, 10**30, -(2**63) - 1, [], {}, [1]]
 )
+#: How params (or a result) are mutated; the generators draw one, the corpora take each.
+PARAMS_MUTATIONS = ("wrong_type", "missing", "extra", "params_not_object")
+#: What params that are not an object are instead (``params_not_object``).
+NOT_OBJECTS: tuple[Any, ...] = ([], "params", 7, True, [{"name": "x"}])
+
+
+def mutate_params(
+    msg: dict[str, Any],
+    choice: str,
+    *,
+    key: str | None = None,
+    wrong: Any = None,
+    not_object: Any = NOT_OBJECTS[1],
+    extra: tuple[str, Any] = ("x-fuzz", 1),
+) -> tuple[dict[str, Any], str]:
+    """``msg`` with its ``params`` mutated by ``choice`` (one of :data:`PARAMS_MUTATIONS`), and the
+    mutation done: ``key`` (by default the first, sorted) gets ``wrong`` or goes, or ``extra`` is
+    added; params that are no object or empty become ``not_object`` (``params_not_object``)."""
+    msg = dict(msg)
+    params = msg.get("params")
+    if choice == "params_not_object" or not isinstance(params, dict) or not params:
+        msg["params"] = not_object
+        return msg, "params_not_object"
+    params = dict(params)
+    key = key if key is not None else sorted(params)[0]
+    if choice == "wrong_type":
+        params[key] = wrong
+    elif choice == "missing":
+        del params[key]
+    else:
+        params[extra[0]] = extra[1]
+    msg["params"] = params
+    return msg, choice
 
 
 def _mutate_params(draw: Any, msg: dict[str, Any]) -> tuple[dict[str, Any], str]:
     params = msg.get("params")
-    choice = draw(st.sampled_from(["wrong_type", "missing", "extra", "params_not_object"]))
+    choice = draw(st.sampled_from(PARAMS_MUTATIONS))
     if choice == "params_not_object" or not isinstance(params, dict) or not params:
-        msg["params"] = draw(st.sampled_from([[], "params", 7, True, [{"name": "x"}]]))
-        return msg, "params_not_object"
-    keys = sorted(params)
-    key = draw(st.sampled_from(keys))
-    params = dict(params)
+        return mutate_params(msg, choice, not_object=draw(st.sampled_from(NOT_OBJECTS)))
+    key = draw(st.sampled_from(sorted(params)))
     if choice == "wrong_type":
-        params[key] = draw(_WRONG)
-    elif choice == "missing":
-        del params[key]
-    else:
-        params[draw(texts)] = draw(json_values)
-    msg["params"] = params
-    return msg, choice
+        return mutate_params(msg, choice, key=key, wrong=draw(_WRONG))
+    if choice == "missing":
+        return mutate_params(msg, choice, key=key)
+    return mutate_params(msg, choice, key=key, extra=(draw(texts), draw(json_values)))
 
 
 @st.composite

@@ -21,16 +21,19 @@ Rules (docs/guide/composition.md, "Proxying"):
 * **Notifications of the upstream**: ``list_changed`` goes to every session of the proxy (and
   its ``subscriptions/listen`` streams); ``resources/updated`` to the sessions subscribed to
   the URI (the proxy subscribes upstream once per URI, and unsubscribes when the last of its
-  clients does); the others (log messages, ...) to the client of the newest request in flight,
-  or, with none, to every session that sent one.  ``notifications/roots/list_changed`` of a
-  client goes upstream.
+  clients does); from 2026-07-28 on, to the proxy's ``subscriptions/listen`` streams that ask
+  for the URI (the upstream's stream watches every URI one of them asks for; a client's stream
+  is acknowledged once the upstream's is; after a reconnection each is told updated); the
+  others (log messages, ...) to the client of the newest request in flight, or, with none, to
+  every session that sent one.  ``notifications/roots/list_changed`` of a client goes upstream.
 """
 
 from __future__ import annotations
 
 import logging
 import weakref
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
 from typing import Any
 
 import msgspec
@@ -44,9 +47,10 @@ from .._exceptions import ConnectionClosed, McpError, ProtocolError
 from ..client import Client
 from ..transports.http._headers import Annotations, header_annotations
 from ..types import _versions
+from ._metrics import ForwardingTally
 from ._upstream import Upstream, Upstreams, UpstreamUnavailable
 
-__all__ = ["Forwarding", "FORWARDED"]
+__all__ = ["Forwarding", "FORWARDED", "MAX_WATCHED"]
 
 log = logging.getLogger("mcp_trio.proxy")
 
@@ -79,6 +83,8 @@ _LISTS = frozenset(
 )
 _ANY = dict[str, Any]
 _MAX_PAGES = 1000  # (of tools/list, read for the header annotations)
+#: The resources an upstream listen stream watches at most for the proxy's clients' streams.
+MAX_WATCHED = 10_000
 _Handler = Callable[[RequestContext, Any], Any]
 
 
@@ -108,8 +114,10 @@ class Forwarding:
         "_subscribers",
         "_announce",
         "_listen",
+        "_updated",
         "_headers",
         "_rename_uri",
+        "tally",
     )
 
     def __init__(
@@ -129,15 +137,23 @@ class Forwarding:
         self._subscribers: dict[tuple[str, str], set[Session]] = {}
         self._announce: Callable[[str], None] = lambda method: None
         self._listen: Any = None
+        self._updated: Callable[[str], None] = lambda uri: None
         self._headers: dict[str, Annotations] = {}  # (tool -> its x-mcp-header annotations)
         #: What a URI of the upstream is called by the clients (a gateway's prefix); None: itself.
         self._rename_uri = rename_uri
+        #: Its requests counted, by method and outcome, and timed (:mod:`._metrics`).
+        self.tally = ForwardingTally()
 
     # ---------------------------------------------------------- the server's side
 
-    def attach(self, announce: Callable[[str], None], listen: Any) -> None:
+    @property
+    def upstreams(self) -> Upstreams:
+        return self._upstreams
+
+    def attach(self, announce: Callable[[str], None], listen: Any, updated: Callable[[str], None]) -> None:
         self._announce = announce
         self._listen = listen
+        self._updated = updated
 
     def _primary(self) -> Client | None:
         primary = self._upstreams.primary
@@ -181,8 +197,34 @@ class Forwarding:
         handlers["resources/subscribe"] = self.subscribe
         handlers["resources/unsubscribe"] = self.unsubscribe
         if self._listen is not None:
-            handlers["subscriptions/listen"] = self._listen  # (the proxy's own streams)
+            handlers["subscriptions/listen"] = self.listen  # (the proxy's own streams)
         return handlers
+
+    async def listen(self, ctx: RequestContext, params: Any) -> Any:
+        """A client's ``subscriptions/listen`` (2026-07-28): answered by the proxy's own streams,
+        the upstream's stream watching the resources it asks about while it is open."""
+        async with self.watching(ctx.version, resource_subscriptions(params)):
+            return await self._listen(ctx, params)
+
+    @asynccontextmanager
+    async def watching(self, version: str, uris: Sequence[str]) -> AsyncIterator[None]:
+        """The upstream session of ``version`` watching ``uris`` (as the upstream names them)
+        while the block runs: their ``notifications/resources/updated`` reach the proxy's
+        streams that asked for them (when the upstream offers subscriptions)."""
+        upstream = self._upstreams.get(version)
+        client = upstream.current() if upstream is not None else None
+        offered = client.server_capabilities.get("resources") if client is not None else None
+        if upstream is None or not uris or not (isinstance(offered, dict) and offered.get("subscribe")):
+            yield
+            return
+        if upstream.watched() + len(uris) > MAX_WATCHED:
+            raise McpError(
+                rpc.INVALID_PARAMS,
+                f"the proxy watches at most {MAX_WATCHED} resources of {self._where} for its clients' "
+                f"streams; {upstream.watched()} are watched, and this stream asks for {len(uris)} more",
+            )
+        async with upstream.watching(uris):
+            yield
 
     async def reconnected(self, upstream: Upstream) -> None:
         """An upstream session was opened again: its lists may differ (told to every session),
@@ -228,6 +270,8 @@ class Forwarding:
 
             on_progress = report
 
+        outcome = "cancelled"
+        began = trio.current_time()
         try:
             client = await self._upstreams.client(ctx.version)
             result = await client.session.request(
@@ -237,28 +281,35 @@ class Forwarding:
                 on_progress=on_progress,
                 result_type=_ANY if decoded else msgspec.Raw,
             )
+            outcome = "ok"
         except UpstreamUnavailable as exc:
+            outcome = "unavailable"
             raise McpError(rpc.INTERNAL_ERROR, str(exc)) from None
         except ConnectionClosed as exc:
+            outcome = "lost"
             raise McpError(
                 rpc.INTERNAL_ERROR,
                 f"the connection to the proxied server {self._where} was lost while "
                 f"{method} was in flight ({exc})",
             ) from None
         except RequestTimeout:
+            outcome = "timeout"
             raise McpError(
                 rpc.INTERNAL_ERROR,
                 f"the proxied server {self._where} did not answer {method} within {self._timeout} s",
             ) from None
         except McpError:
+            outcome = "error"
             raise  # (the upstream's error, as it is)
         except ProtocolError as exc:
+            outcome = "invalid"
             raise McpError(
                 rpc.INTERNAL_ERROR,
                 f"the proxied server {self._where} answered {method} with a message that is not valid: {exc}",
             ) from None
         finally:
             del self._in_flight[key]
+            self.tally.count(method, outcome, trio.current_time() - began)
         return result if isinstance(result, msgspec.Raw | dict) else msgspec.to_builtins(result)
 
     async def subscribe(self, ctx: RequestContext, params: Any) -> Any:
@@ -322,6 +373,9 @@ class Forwarding:
             sessions = list(self._subscribers.get((version, uri), ()))
             if wire and self._rename_uri is not None:
                 wire["uri"] = self._rename_uri(uri)
+            outer = wire.get("uri") if wire else None
+            if isinstance(outer, str) and _versions.is_stateless(version):
+                self._updated(outer)  # (to the proxy's listen streams watching it)
             for session in sessions:
                 await _notify(session, method, wire)
             return
@@ -342,6 +396,12 @@ class Forwarding:
                 await client.session.notify(method)
             except Exception as exc:
                 log.debug("proxy: could not pass %s on: %s", method, exc)
+
+
+def resource_subscriptions(params: Any) -> list[str]:
+    """The URIs a ``subscriptions/listen`` request asks the updates of."""
+    wanted = msgspec.to_builtins(params).get("notifications", {}).get("resourceSubscriptions")
+    return [uri for uri in wanted if isinstance(uri, str)] if isinstance(wanted, list) else []
 
 
 async def _notify(session: Session, method: str, params: Any, related: Any = None) -> None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -40,8 +40,8 @@ from ..server._cursor import page
 from ..server._mount import inner_name, inner_uri, prefixed_name, prefixed_uri
 from ..transports.http._headers import Annotations
 from ..types import _versions
-from ._forwarding import Forwarding
-from ._proxy import forwarding_to, validating, validation_metrics
+from ._forwarding import Forwarding, resource_subscriptions
+from ._proxy import forwarding_to, upstream_metrics, validating, validation_metrics
 from ._upstream import Upstreams
 
 if TYPE_CHECKING:
@@ -104,11 +104,11 @@ class Gateway:
         self._announce: Callable[[str], None] = lambda method: None
         self._listen: Any = None
 
-    def attach(self, announce: Callable[[str], None], listen: Any) -> None:
+    def attach(self, announce: Callable[[str], None], listen: Any, updated: Callable[[str], None]) -> None:
         self._announce = announce
         self._listen = listen
         for route in self._routes:
-            route.forwarding.attach(announce, listen)
+            route.forwarding.attach(announce, listen, updated)
 
     def capabilities(self) -> dict[str, Any]:
         merged: dict[str, Any] = {}
@@ -140,7 +140,7 @@ class Gateway:
             }
         )
         if self._listen is not None:
-            handlers["subscriptions/listen"] = self._listen
+            handlers["subscriptions/listen"] = self.listen
         return handlers
 
     # ------------------------------------------------------------------ routing
@@ -218,6 +218,21 @@ class Gateway:
             else route.forwarding.unsubscribe
         )
         return await handler(ctx, msgspec.structs.replace(params, uri=inner))
+
+    async def listen(self, ctx: RequestContext, params: Any) -> Any:
+        """A client's ``subscriptions/listen`` (2026-07-28): the gateway's own stream, each
+        backend's watching the resources of it asked about while it is open."""
+        by_route: dict[int, tuple[_Route, list[str]]] = {}
+        for uri in resource_subscriptions(params):
+            try:
+                route, inner = self._uri(uri)
+            except McpError:
+                continue  # (no backend's: nothing will change it)
+            by_route.setdefault(id(route), (route, []))[1].append(inner)
+        async with AsyncExitStack() as stack:
+            for route, inner_uris in by_route.values():
+                await stack.enter_async_context(route.forwarding.watching(ctx.version, inner_uris))
+            return await self._listen(ctx, params)
 
     async def complete(self, ctx: RequestContext, params: Any) -> Any:
         wire = msgspec.to_builtins(params)
@@ -342,9 +357,10 @@ def gateway(
         notification_handlers={"notifications/roots/list_changed": answering.roots_changed},
     )
     server._answer_with(answering)
+    add_metrics(server, upstream_metrics(server, {route.prefix: route.forwarding for route in routes}))
     checked = {prefix: v for prefix, v in validations.items() if v is not None}
     if checked:
-        add_metrics(server, validation_metrics(checked))
+        add_metrics(server, validation_metrics(server, checked))
     return server
 
 

@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Any, Unpack
 
+import msgspec
 import trio
 
 from .._engine._common import _unwrap
@@ -23,6 +24,7 @@ from ..client import Client, ConnectOptions, ServesSessions, connect
 from ..server import Server, add_metrics
 from ..types import _versions
 from ._forwarding import ASKS, Forwarding
+from ._metrics import UpstreamMetrics
 from ._upstream import Upstream, Upstreams
 
 if TYPE_CHECKING:
@@ -30,7 +32,7 @@ if TYPE_CHECKING:
     from ..server import MetricSource
     from ._validating import Validation
 
-__all__ = ["forwarding_to", "proxy", "validating", "validation_metrics"]
+__all__ = ["forwarding_to", "proxy", "upstream_metrics", "validating", "validation_metrics"]
 
 #: The client options a proxy sets itself.
 _OWN = frozenset(
@@ -86,6 +88,8 @@ def forwarding_to(
             return connect(target, **options)
 
         async def on_notification(method: str, params: Any) -> None:
+            if _versions.is_stateless(upstream.version) and _of_a_listen_stream(params):
+                return  # (of the proxy's own listen streams: queued by them, or not for its clients)
             upstream.queue_notification(method, params)
 
         async def on_reconnect(upstream: Upstream) -> None:
@@ -110,6 +114,13 @@ def forwarding_to(
     upstreams = Upstreams(make, offer)
     forwarding = Forwarding(upstreams, where, timeout=timeout, rename_uri=rename_uri)
     return upstreams, forwarding
+
+
+def _of_a_listen_stream(params: Any) -> bool:
+    """Whether a notification's ``params`` carry the id of a ``subscriptions/listen`` stream."""
+    wire = msgspec.to_builtins(params) if params is not None else None
+    meta = wire.get("_meta") if isinstance(wire, dict) else None
+    return isinstance(meta, dict) and _versions.SUBSCRIPTION_ID in meta
 
 
 def proxy(
@@ -207,16 +218,32 @@ def proxy(
         notification_handlers={"notifications/roots/list_changed": forwarding.roots_changed},
     )
     server._answer_with(forwarding)
+    add_metrics(server, upstream_metrics(server, {None: forwarding}))
     if validation is not None:
-        add_metrics(server, validation_metrics({None: validation}))
+        add_metrics(server, validation_metrics(server, {None: validation}))
     return server
 
 
-def validation_metrics(validations: Mapping[str | None, Validation]) -> MetricSource:
-    """The metrics of ``validations`` (by backend; None: a proxy's own)."""
+def _worker(server: Server) -> Callable[[], str | None]:
+    """The id of the worker serving ``server`` now (None: served without a store)."""
+
+    def worker() -> str | None:
+        shared = server._totals.shared
+        return None if shared is None else shared.worker
+
+    return worker
+
+
+def upstream_metrics(server: Server, forwardings: Mapping[str | None, Forwarding]) -> MetricSource:
+    """The metrics of ``forwardings`` (by backend; None: a proxy's own) served by ``server``."""
+    return UpstreamMetrics(forwardings, _worker(server))
+
+
+def validation_metrics(server: Server, validations: Mapping[str | None, Validation]) -> MetricSource:
+    """The metrics of ``validations`` (by backend; None: a proxy's own) served by ``server``."""
     from ._validating import ValidationMetrics
 
-    return ValidationMetrics(validations)
+    return ValidationMetrics(validations, _worker(server))
 
 
 def validating(validate: str | Policy | None) -> Validation | None:

@@ -12,7 +12,9 @@ Rules:
   it, then is answered with an error naming the last failure.
 * Every reconnection pins the revision first negotiated (the proxy's clients speak that one).
 * From 2026-07-28 on, the upstream's list changes come on a ``subscriptions/listen`` stream the
-  proxy holds for the lists whose capability says ``listChanged``.
+  proxy holds for the lists whose capability says ``listChanged``, and the updates of the
+  resources its clients' own listen streams watch (:meth:`Upstream.watching`): when those
+  change, a new stream is opened, and the old one closed once the new one is acknowledged.
 * Notifications of the upstream go through a bounded queue (``queue_size``) to one relaying
   task: a flood fills it and the excess is dropped and counted, never waited for.
 """
@@ -21,8 +23,10 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Awaitable, Callable, Sequence
-from contextlib import AbstractAsyncContextManager
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from functools import partial
 from typing import Any
 
 import trio
@@ -62,6 +66,10 @@ class Upstream:
         "connections",
         "_on_reconnect",
         "version",
+        "_watched",
+        "_covered",
+        "_covering",
+        "_rewatch",
     )
 
     def __init__(
@@ -94,6 +102,10 @@ class Upstream:
         self._on_reconnect = on_reconnect
         #: The revision negotiated (pinned for the reconnections), once connected.
         self.version = ""
+        self._watched: Counter[str] = Counter()  # (the URIs whose updates are wanted: by how many)
+        self._covered: set[str] = set()  # (those the open listen stream acknowledged)
+        self._covering = trio.Event()  # (set when _covered changes)
+        self._rewatch = trio.Event()  # (set when _watched changes)
 
     @property
     def where(self) -> str:
@@ -149,24 +161,101 @@ class Upstream:
             except Exception:
                 log.exception("proxy: relaying %s from %s failed", method, self._where)
 
-    async def _listen(self, client: Client) -> None:
+    def watched(self) -> int:
+        """How many URIs the upstream listen stream is to watch now."""
+        return len(self._watched)
+
+    @asynccontextmanager
+    async def watching(self, uris: Collection[str]) -> AsyncIterator[None]:
+        """Hold ``uris`` among those the upstream ``subscriptions/listen`` stream watches
+        (2026-07-28: their ``notifications/resources/updated`` are queued as any other) while the
+        block runs; it is entered once a stream acknowledging them is open (or after
+        :attr:`wait` seconds, logged)."""
+        if not set(uris) <= self._watched.keys():  # (a stream that watches them is opened)
+            self._rewatch.set()
+        self._watched.update(uris)
+        try:
+            with trio.move_on_after(self.wait) as waited:
+                # (and no change pending: the stream about to replace it might not watch them)
+                while not set(uris) <= self._covered or self._rewatch.is_set():
+                    await self._covering.wait()
+            if waited.cancelled_caught:
+                log.warning(
+                    "proxy: %s did not acknowledge the updates of %s in time", self._where, sorted(uris)
+                )
+            yield
+        finally:
+            self._watched.subtract(uris)
+            if any(self._watched[uri] <= 0 for uri in uris):  # (no longer watched by anyone)
+                self._watched = +self._watched
+                self._rewatch.set()
+
+    async def _listen(self, client: Client, again: bool = False) -> None:
         """Hold a ``subscriptions/listen`` stream (2026-07-28) for the lists the upstream says
-        change, queueing each change as the notification it is (a failure is logged)."""
+        change and the resources watched (:meth:`watching`), queueing each notification; when
+        the resources watched change, a new stream is opened, then the old one closed.  On a
+        session opened ``again``, every resource watched is told updated once its stream is
+        acknowledged (it may have changed while the session was lost)."""
         caps = client.server_capabilities
 
-        def changes(kind: str) -> bool:
-            declared = caps.get(kind)
-            return isinstance(declared, dict) and bool(declared.get("listChanged"))
+        def declared(kind: str, flag: str) -> bool:
+            value = caps.get(kind)
+            return isinstance(value, dict) and bool(value.get(flag))
 
-        tools, prompts, resources = changes("tools"), changes("prompts"), changes("resources")
-        if not (tools or prompts or resources):
-            return
-        try:
-            async with client.listen(tools=tools, prompts=prompts, resources=resources) as subscription:
-                async for method, _ in subscription:
-                    self.queue_notification(method, None)
-        except Exception as exc:
-            log.warning("proxy: the listen stream to %s ended: %s", self._where, exc)
+        lists = {kind: declared(kind, "listChanged") for kind in ("tools", "prompts", "resources")}
+        subscribe = declared("resources", "subscribe")
+        async with trio.open_nursery() as nursery:
+            previous: trio.CancelScope | None = None
+            while True:
+                self._rewatch = trio.Event()
+                uris = sorted(self._watched) if subscribe else []
+                if any(lists.values()) or uris:
+                    hold = partial(self._hold, client, lists, uris)
+                    scope: trio.CancelScope = await nursery.start(hold)
+                    if previous is not None:
+                        previous.cancel()
+                    previous = scope
+                    if again:
+                        for uri in sorted(self._covered):
+                            self.queue_notification("notifications/resources/updated", {"uri": uri})
+                        again = False
+                elif previous is not None:
+                    previous.cancel()
+                    previous, self._covered = None, set()
+                await self._rewatch.wait()
+
+    async def _hold(
+        self,
+        client: Client,
+        lists: dict[str, bool],
+        uris: list[str],
+        *,
+        task_status: trio.TaskStatus[trio.CancelScope] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """One listen stream, started once acknowledged (or failed: logged)."""
+        started = False
+        with trio.CancelScope() as scope:
+            try:
+                listening = client.listen(
+                    tools=lists["tools"],
+                    prompts=lists["prompts"],
+                    resources=lists["resources"],
+                    resource_uris=uris,
+                )
+                async with listening as subscription:
+                    agreed = (subscription.acknowledged or {}).get("resourceSubscriptions", ())
+                    self._covered = {str(uri) for uri in agreed}
+                    self._covering.set()
+                    self._covering = trio.Event()
+                    started = True
+                    task_status.started(scope)
+                    async for method, notice in subscription:
+                        self.queue_notification(method, None if notice.uri is None else {"uri": notice.uri})
+            except Exception as exc:
+                log.warning("proxy: the listen stream to %s ended: %s", self._where, exc)
+            finally:
+                if not started:
+                    task_status.started(scope)
 
     async def run(self, *, task_status: trio.TaskStatus[Client] = trio.TASK_STATUS_IGNORED) -> None:
         """Hold the session, opening it again after each loss, until cancelled.  Started with
@@ -177,6 +266,7 @@ class Upstream:
             try:
                 async with self._open(self._options) as client:
                     self.connections += 1
+                    again = not first
                     if first:
                         self.version = client.protocol_version
                         pins: Sequence[str] = [self.version]
@@ -192,9 +282,10 @@ class Upstream:
                         await self._on_reconnect(self)
                     async with trio.open_nursery() as nursery:
                         if client.modern:  # (its list changes come on a listen stream)
-                            nursery.start_soon(self._listen, client)
+                            nursery.start_soon(self._listen, client, again)
                         await client.session.closed.wait()
                         nursery.cancel_scope.cancel()
+                    self._covered = set()
                     self._last_error = "the connection was lost"
                     self._client = None
                     self._ready = trio.Event()

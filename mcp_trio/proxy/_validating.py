@@ -17,7 +17,7 @@ Rules it keeps:
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import msgspec
@@ -49,11 +49,14 @@ class Validation:
 
 class ValidationMetrics:
     """The findings of a proxy's validations (a gateway's: one per backend, labelled with its
-    prefix as ``backend``), as the metric ``mcp_validation_findings_total`` (a
-    :class:`~mcp_trio.server.MetricSource`)."""
+    prefix as ``backend``; with a store, this worker's id as ``worker``), as the metric
+    ``mcp_validation_findings_total`` (a :class:`~mcp_trio.server.MetricSource`)."""
 
-    def __init__(self, validations: Mapping[str | None, Validation]) -> None:
+    def __init__(
+        self, validations: Mapping[str | None, Validation], worker: Callable[[], str | None] = lambda: None
+    ) -> None:
         self._validations = dict(validations)
+        self._worker = worker  # (the id of this worker, with a store: a label of its own)
 
     def prometheus_lines(self) -> list[str]:
         name = "mcp_validation_findings_total"
@@ -61,8 +64,10 @@ class ValidationMetrics:
             f"# HELP {name} Rules broken by messages between a proxy and the server it proxies.",
             f"# TYPE {name} counter",
         ]
+        worker = self._worker()
         for backend, validation in self._validations.items():
             where = "" if backend is None else f',backend="{backend}"'
+            where += "" if worker is None else f',worker="{worker}"'
             for row in count_rows(validation.counts):
                 labels = f'rule="{row["rule"]}",grade="{row["grade"]}",sender="{row["sender"]}"{where}'
                 lines.append(f"{name}{{{labels}}} {row['count']}")

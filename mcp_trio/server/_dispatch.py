@@ -17,9 +17,10 @@ class Answering(Protocol):
     """What answers every request of a server in place of its own registries, with the
     capabilities it advertises (a proxy: :func:`mcp_trio.proxy.proxy`)."""
 
-    def attach(self, announce: Callable[[str], None], listen: Any) -> None:
+    def attach(self, announce: Callable[[str], None], listen: Any, updated: Callable[[str], None]) -> None:
         """Called once by the server: ``announce(method)`` sends a ``list_changed``
-        notification to its sessions; ``listen`` is its ``subscriptions/listen`` handler."""
+        notification to its sessions; ``listen`` is its ``subscriptions/listen`` handler;
+        ``updated(uri)`` tells its ``subscriptions/listen`` streams watching ``uri`` that it changed."""
 
     def request_handlers(self) -> dict[str, Any]:
         """The handler of each method answered."""

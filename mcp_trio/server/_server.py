@@ -343,7 +343,7 @@ class Server:
     def _answer_with(self, answering: Answering) -> None:
         """Answer every request with ``answering``, advertising its capabilities (a proxy)."""
         self._answering = answering
-        answering.attach(self._mounts.changed, self.subscriptions.listen)
+        answering.attach(self._mounts.changed, self.subscriptions.listen, self.subscriptions.resource_updated)
 
     @property
     def capabilities(self) -> dict[str, Any]:

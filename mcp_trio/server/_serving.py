@@ -343,14 +343,17 @@ async def serve_websocket(
 
 def _time_requests(server: Server) -> None:
     """Keep the latency histogram of the server's metrics: the one among its middleware, else a
-    new one, outermost, counting unknown tool names as ``_other``."""
+    new one, outermost, counting unknown tool names as ``_other`` (a tool is known when the
+    server serves it: its own, a mounted server's, a proxy's or a gateway's)."""
     if server._totals.latency is not None:
         return
     mine = [m for m in server._dispatch.middleware if isinstance(m, LatencyHistogram)]
     if mine:
         server._totals.latency = mine[0]
     else:
-        server._totals.latency = LatencyHistogram(known=server._tools.__contains__)
+        server._totals.latency = LatencyHistogram(
+            known=lambda name: server.tool_header_annotations(name) is not None
+        )
         server._dispatch.add(server._totals.latency, outermost=True)
 
 

@@ -219,3 +219,56 @@ def test_big_blocks_reuse_the_heaps_pages(allocator: str) -> None:
     first, *later = json.loads(done.stdout)
     assert first >= 512, first  # the heap grew once, a page at a time
     assert max(later) < 64, later  # then its pages were used again
+
+
+CACHED_BLOCKS = """
+import ctypes, sys
+from mcp_trio._cli import _tuning
+
+def heap_kib() -> int:
+    inside = False
+    for line in open("/proc/self/smaps"):
+        if line.split()[-1] == "[heap]":
+            inside = True
+        elif inside and line.startswith("Rss:"):
+            return int(line.split()[1])
+    raise AssertionError("no [heap] mapping")
+
+trim = _tuning._malloc_trim()
+libc = ctypes.CDLL(None)
+libc.malloc.restype = ctypes.c_void_p
+libc.malloc.argtypes = [ctypes.c_size_t]
+libc.free.argtypes = [ctypes.c_void_p]
+spacers, cached = [], []
+for size in _tuning.TCACHE_SIZES:  # the last blocks a burst freed, each on a page of its own
+    for _ in range(_tuning.TCACHE_COUNT):
+        cached.append(libc.malloc(size))
+        spacers.append(libc.malloc(8 << 10))
+guard = libc.malloc(64)  # (the freed pages are inside the heap, not at its top)
+for block in spacers + cached:  # (the cached ones last: they stay in the C library's cache)
+    libc.free(block)
+del spacers, cached, block  # (their addresses: Python objects next to each block)
+before = heap_kib()
+if sys.argv[1] == "tidying":
+    trim(0)
+else:
+    libc.malloc_trim(0)
+print(before - heap_kib())
+"""
+
+
+def test_the_trim_reaches_the_blocks_in_the_c_librarys_cache() -> None:
+    """The tidying's trim gives back the pages that only a block in glibc's cache of freed
+    blocks holds (448 at most, a page each at worst), which ``malloc_trim`` alone keeps."""
+    given_back = {}
+    for how in ("malloc_trim", "tidying"):
+        done = subprocess.run(
+            [sys.executable, "-c", CACHED_BLOCKS, how],
+            env={**os.environ, "PYTHONMALLOC": "malloc"},
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+        given_back[how] = int(done.stdout)
+    assert given_back["tidying"] - given_back["malloc_trim"] > 1024, given_back  # KiB

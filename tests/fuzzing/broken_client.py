@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import sys
 import urllib.request
+from collections.abc import Iterator
 from typing import Any
 
 HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
@@ -26,17 +27,17 @@ def post(url: str, message: Any, headers: dict[str, str]) -> Any:
     return urllib.request.urlopen(req, timeout=10)
 
 
-def events(response: Any) -> list[Any]:
-    """Every SSE data payload of a response stream, in order (the stream ends with the answer)."""
-    out, data = [], []
+def events(response: Any) -> Iterator[str]:
+    """Every SSE data payload of a response stream, in order, each as it comes (the stream ends
+    with the answer)."""
+    data: list[str] = []
     for raw in response:
         line = raw.decode("utf-8").rstrip("\r\n")
         if line.startswith("data:"):
             data.append(line[5:].lstrip(" "))
         elif not line and data:
-            out.append("\n".join(data))
+            yield "\n".join(data)
             data = []
-    return out
 
 
 def stateless(url: str, method_header: bool) -> int:
@@ -49,9 +50,8 @@ def stateless(url: str, method_header: bool) -> int:
         with post(
             url, {"jsonrpc": "2.0", "id": n, "method": method, "params": {"_meta": meta}}, headers
         ) as resp:
-            answers = (
-                events(resp) if "event-stream" in resp.headers.get("Content-Type", "") else [resp.read()]
-            )
+            stream = "event-stream" in resp.headers.get("Content-Type", "")
+            answers = list(events(resp)) if stream else [resp.read()]
         if not any(json.loads(a).get("id") == n for a in answers):
             return 1
     return 0

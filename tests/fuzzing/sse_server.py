@@ -11,6 +11,10 @@ request on an SSE stream:
   session, every request gets 429.
 * ``limit-singles``: ``limit`` for single requests only; a batch is refused with 400, as a
   server of a revision without batches must, and is never in progress.
+* ``good-half``: a rate limit that refuses every second request of a burst at once (429), the
+  next one after a pause taken; nothing left in progress.
+* ``limit-half``: ``limit-singles`` behind that rate limit: of a burst of abandoned requests only
+  half stay in progress, so it takes twice as many to fill the 64.
 * ``sessions-400``: a request with a session id it does not know (never issued, or ended by
   DELETE) gets 400 (the terminated one MUST get 404).
 * ``notification-200``: a notification gets 200 with an empty body (it MUST be 202).
@@ -36,6 +40,8 @@ WEDGED = threading.Event()
 LIMIT = 64
 IN_PROGRESS: dict[str, int] = {}  # session id -> requests in progress
 LOCK = threading.Lock()
+BURST = 0.1  # seconds: a request this soon after the last one taken is part of a burst
+LAST_TAKEN: dict[str, tuple[float, bool]] = {}  # session id -> (when the last was taken, last refused)
 
 
 class Server(ThreadingHTTPServer):
@@ -59,9 +65,11 @@ class Handler(BaseHTTPRequestHandler):
         except ValueError:
             self.reply(400, b"")
             return
+        if MODE in ("good-half", "limit-half") and self.rate_limited(msg):
+            return
         if MODE == "limit" and msg != [] and self.limited(msg):
             return
-        if MODE == "limit-singles" and not isinstance(msg, list) and self.limited(msg):
+        if MODE in ("limit-singles", "limit-half") and not isinstance(msg, list) and self.limited(msg):
             return
         if MODE == "sessions-400" and not (isinstance(msg, dict) and msg.get("method") == "initialize"):
             with LOCK:
@@ -103,6 +111,22 @@ class Handler(BaseHTTPRequestHandler):
             if MODE == "open":
                 time.sleep(5)
 
+    def rate_limited(self, msg: object) -> bool:
+        """``*-half`` modes: in a burst, every second request is refused at once with 429."""
+        if isinstance(msg, dict) and msg.get("method") == "initialize":
+            return False
+        sid, now = self.headers.get("Mcp-Session-Id", ""), time.monotonic()
+        with LOCK:
+            last, refused = LAST_TAKEN.get(sid, (0.0, True))
+            refuse = now - last < BURST and not refused
+            LAST_TAKEN[sid] = (last, True) if refuse else (now, False)
+        if refuse:
+            try:
+                self.reply(429, b"")
+            except OSError:
+                pass  # (a client that left)
+        return refuse
+
     def limited(self, msg: object) -> bool:
         """``limit`` mode: refuse beyond the limit; count requests left behind as in progress."""
         if isinstance(msg, dict) and msg.get("method") == "initialize":
@@ -124,7 +148,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def client_left(self) -> bool:
         sock = self.connection
-        readable, _, _ = select.select([sock], [], [], 0.1)
+        readable, _, _ = select.select([sock], [], [], 0.15)
         try:
             return bool(readable) and sock.recv(1, socket.MSG_PEEK) == b""
         except OSError:

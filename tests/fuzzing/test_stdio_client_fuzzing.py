@@ -88,8 +88,7 @@ def test_a_stdio_client_that_answers_twice_is_caught_and_the_finding_replays(
         out_dir=tmp_path,
     )
     [stats] = run(cfg)
-    [finding] = stats.findings
-    assert finding.violation.key == "one-response:extra"
+    [finding] = [f for f in stats.findings if f.violation.key == "one-response:extra"]
     saved = json.loads(finding.path.read_text())  # type: ignore[union-attr]
     assert saved["target"] == {
         "kind": "client",
@@ -111,4 +110,5 @@ def test_client_campaign_against_our_own_stdio_client_finds_nothing(tmp_path: Pa
     assert main(argv) == 0, (tmp_path / "summary.txt").read_text()
     report = json.loads((tmp_path / "report.json").read_text())
     [campaign] = report["campaigns"]
-    assert campaign["campaign"] == "client" and campaign["sessions"] == 8 and not campaign["findings"]
+    assert campaign["campaign"] == "client" and not campaign["findings"]
+    assert campaign["sessions"] - campaign["corpus"] == 8  # (after the corpus, a run each)

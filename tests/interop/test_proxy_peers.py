@@ -1,6 +1,6 @@
 """proxy() in front of real peers, each compared with the same peer called directly: the official
-everything server (npm ``@modelcontextprotocol/server-everything``, TypeScript SDK) over stdio and
-over Streamable HTTP, and a FastMCP server over stdio.  The peers are the pinned ones the fuzzing
+everything server (npm ``@modelcontextprotocol/server-everything``, TypeScript SDK) and a FastMCP
+server, each over stdio and over Streamable HTTP.  The peers are the pinned ones the fuzzing
 campaigns install (fuzz/npm-pins.json, fuzz/requirements.txt; ``python -m fuzz.campaigns``'s cache)."""
 
 from __future__ import annotations
@@ -89,3 +89,9 @@ async def test_a_fastmcp_server_over_stdio(peers: Installed) -> None:
         command = shlex.split(options[1])
         calls = [{"name": "echo", "arguments": {"text": "hi"}}, {"name": "echo", "arguments": {}}]
         await same_through_the_proxy(command, calls, env=peers.environ())
+
+
+async def test_a_fastmcp_server_over_streamable_http(peers: Installed) -> None:
+    with launched(BY_ID["fastmcp-server-http"], peers) as options:
+        calls = [{"name": "echo", "arguments": {"text": "hi"}}, {"name": "echo", "arguments": {}}]
+        await same_through_the_proxy(options[1], calls)

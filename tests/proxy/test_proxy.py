@@ -13,12 +13,13 @@ from typing import Any
 import pytest
 import trio
 
+from examples.everything import WATCHED_URI
 from examples.everything import server as everything
 from mcp_trio import LocalProtocolError, McpError
 from mcp_trio.client import Client, connect, connect_http, connect_server
 from mcp_trio.client.asks import CreateMessageParams, CreateMessageResult, ElicitParams, ElicitResult, Root
 from mcp_trio.client.results import TextContent
-from mcp_trio.proxy import UpstreamUnavailable, proxy
+from mcp_trio.proxy import UpstreamUnavailable, _forwarding, proxy
 from mcp_trio.server import Server
 from tests._support.paths import EVERYTHING, ROOT
 
@@ -26,6 +27,7 @@ pytestmark = pytest.mark.trio
 
 ENV = {"PYTHONPATH": str(ROOT), "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
 MISBEHAVING = [sys.executable, str(ROOT / "tests" / "programs" / "misbehaving_server.py")]
+TOUCH = ROOT / "tests" / "programs" / "touch_server.py"
 LISTS = [
     ("tools/list", "tools"),
     ("resources/list", "resources"),
@@ -218,6 +220,74 @@ async def test_list_changed_and_resource_updates_are_relayed() -> None:
         await upstream.notify_resource_updated("live://value")
         await trio.sleep(0.1)
         assert updated == ["live://value"]
+
+
+async def test_resource_updates_of_a_2026_07_28_upstream_reach_the_listen_streams_watching_them() -> None:
+    target = proxy(everything)
+    static = "test://static-text"
+
+    async def next_uri(subscription: Any) -> str | None:
+        with trio.fail_after(5):
+            method, notice = await anext(subscription)
+        assert method == "notifications/resources/updated"
+        return notice.uri  # type: ignore[no-any-return]
+
+    noted: list[str] = []
+
+    async def on_notification(method: str, params: Any) -> None:
+        noted.append(method)
+
+    async with connect(target, on_notification=on_notification) as watcher, connect(target) as other:
+        assert watcher.protocol_version == "2026-07-28"
+        await watcher.list_tools()  # (a client the proxy has seen)
+        async with other.listen(resource_uris=[WATCHED_URI, static]) as elsewhere:
+            for _ in range(2):  # (the same URI watched by two streams, one of them left and opened again)
+                async with watcher.listen(resource_uris=[WATCHED_URI]) as watching:
+                    assert watching.acknowledged == {"resourceSubscriptions": [WATCHED_URI]}
+                    await everything.notify_resource_updated(static)  # (not the watcher's)
+                    await everything.notify_resource_updated(WATCHED_URI)
+                    assert await next_uri(watching) == WATCHED_URI
+                    assert [await next_uri(elsewhere), await next_uri(elsewhere)] == [static, WATCHED_URI]
+            await everything.notify_resource_updated(WATCHED_URI)  # (still watched upstream for the other)
+            assert await next_uri(elsewhere) == WATCHED_URI
+    # (its own two streams' acknowledgments and updates: none of the proxy's streams upstream)
+    assert noted == ["notifications/subscriptions/acknowledged", "notifications/resources/updated"] * 2
+
+
+async def test_resources_watched_are_watched_again_and_told_updated_after_a_reconnection() -> None:
+    target = proxy([sys.executable, str(TOUCH)], env=ENV, backoff=0.1, wait=10)
+
+    async def next_uri(subscription: Any) -> str | None:
+        with trio.fail_after(10):
+            method, notice = await anext(subscription)
+        assert method == "notifications/resources/updated"
+        return notice.uri  # type: ignore[no-any-return]
+
+    async with connect(target) as client:
+        assert client.protocol_version == "2026-07-28"
+        async with client.listen(resource_uris=["live://value"]) as watching:
+            await client.call_tool("touch", {"uri": "live://value"})
+            assert await next_uri(watching) == "live://value"
+            with pytest.raises(McpError, match="was lost"):
+                await client.call_tool("exit")
+            # (a new process; once its stream watches the URI, told: it may have changed meanwhile)
+            assert await next_uri(watching) == "live://value"
+            await client.call_tool("touch", {"uri": "live://value"})  # (waits for the new session)
+            assert await next_uri(watching) == "live://value"
+
+
+async def test_the_resources_watched_upstream_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_forwarding, "MAX_WATCHED", 2)
+    async with connect(proxy(everything)) as client:
+        async with client.listen(resource_uris=["test://a", "test://b"]):
+            with pytest.raises(McpError) as refused:
+                async with client.listen(resource_uris=["test://c"]):
+                    pass
+        assert refused.value.code == -32602
+        assert "at most 2 resources of 'mcp-trio-everything'" in refused.value.message
+        assert "2 are watched, and this stream asks for 1 more" in refused.value.message
+        async with client.listen(resource_uris=["test://c"]) as watching:  # (the others left)
+            assert watching.acknowledged == {"resourceSubscriptions": ["test://c"]}
 
 
 async def test_a_client_speaking_only_another_era_is_refused_by_negotiation() -> None:

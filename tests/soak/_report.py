@@ -38,7 +38,16 @@ SETTLE = 8.0  # seconds at most for the server's memory to come back
 P99_FACTOR = 5.0
 P99_FLOOR_MS = 5.0  # so that noise on a tiny unloaded p99 does not decide
 ATTACKERS_NICE = 10  # the attackers' thread: see test_soak._attack_from_a_thread
-RSS_MARGIN = 0.10
+#: The process's RSS back within this of its level before: what the allocators could not give
+#: back.  On the hypercorn door it came back 5-14% above, from one build or run to the next
+#: with the live memory and the memory of a session unchanged (a counter moved from a class
+#: attribute to an instance's slot flipped it from 5% to 11%, every run): where the last small
+#: blocks a burst allocated and kept lie among its pages decides it, not what the server
+#: keeps.  What it keeps is ``LIVE_MARGIN``'s.
+RSS_MARGIN = 0.20
+#: The memory the C allocator holds for live objects back within this of its level before
+#: (-0.3% to +2.7% seen: sessions and streams of the attacks whose timeouts have not come yet).
+LIVE_MARGIN = 0.05
 WARM_SOURCE = "127.0.1.1"
 #: The attackers' thread (or the server) waited for a CPU more than this share of the time it was
 #: runnable: the machine was too busy to run the attacks at full rate (or to measure the
@@ -139,8 +148,17 @@ class Report:
         return found
 
     def memory_problems(self) -> list[str]:
-        """The memory target: the process's RSS back within ``RSS_MARGIN`` of before."""
+        """The memory targets: the live objects back within ``LIVE_MARGIN`` of before, and the
+        process's RSS within ``RSS_MARGIN``."""
         found = []
+        (live_before, unit), (live_after, _) = self.live_before, self.live_after
+        if not live_before or not live_after:
+            found.append("the server's live memory was not measured (its live_memory tool)")
+        elif live_after > live_before * (1 + LIVE_MARGIN):
+            found.append(
+                f"server live memory {live_after} after the attacks vs {live_before} before, {unit} "
+                f"({live_after / live_before - 1:+.1%}, bound +{LIVE_MARGIN:.0%}): objects still alive"
+            )
         if not self.rss_after <= self.rss_before * (1 + RSS_MARGIN):
             found.append(
                 f"server RSS {self.rss_after:.1f} MiB {self.settled_in:.0f} s after the attacks vs "
@@ -157,7 +175,7 @@ class Report:
         verdict = (
             "objects freed; the rest is large buffers still held or memory the allocators keep "
             "(fragmentation)"
-            if growth <= RSS_MARGIN
+            if growth <= LIVE_MARGIN
             else "objects still alive"
         )
         return f"live memory {before} before, {after} after, {unit} ({growth:+.0%}): {verdict}"
