@@ -48,7 +48,7 @@ from ._common import RequestTally, log, refusal
 from ._compat_trio import until_it_waits
 from ._context import RequestContext
 from ._idle import idle_sweep
-from ._queue import SHARED_BUDGET, QueueBudget, RequestQueue, queue_bounds
+from ._queue import RequestQueue
 from ._writer import Writer
 
 if TYPE_CHECKING:
@@ -93,10 +93,8 @@ class HandlerRunner:
         writer: Writer,
         table: Mapping[str, RequestHandler] | None,
         max_in_flight: int,
-        max_queued: int | None,
-        max_queued_total: int | None,
+        queue: RequestQueue,
         close_grace: float,
-        budget: QueueBudget | None = None,
     ) -> None:
         if max_in_flight < 1:
             raise ValueError("max_in_flight must be at least 1")
@@ -110,8 +108,7 @@ class HandlerRunner:
             table if isinstance(table, MappingProxyType) else dict(table or {})
         )
         self.max_in_flight = max_in_flight
-        limits = queue_bounds(channel, max_in_flight, max_queued, max_queued_total)
-        self.queue = RequestQueue(*limits, SHARED_BUDGET if budget is None else budget)
+        self.queue = queue  # (its own from now on)
         self.room: trio.Event | None = None  # the reader waits for a free slot
         self.scopes: dict[Any, trio.CancelScope] = {}  # of the requests being handled, by id
         self.alive = 0  # request handler tasks (and answers on their way) not finished yet

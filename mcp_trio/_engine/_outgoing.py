@@ -94,19 +94,22 @@ class Caller:
         #: Our requests waiting for an answer, by id (the reader fills them in).
         self.waiters: dict[Any, _Waiter] = {}
 
-    async def keepalive(self, initialized: trio.Event, interval: float, timeout: float) -> str | None:
+    async def keepalive(
+        self, initialized: trio.Event, interval: float, timeout: float, end: Callable[[str], None]
+    ) -> None:
         """Ping the peer every ``interval`` seconds once ``initialized`` (not in a stateless
-        revision, which has no ping); returns why the session must end when a ping fails."""
+        revision, which has no ping); when a ping fails, ``end`` the session saying why."""
         await initialized.wait()
         if self.core.version is None or _versions.is_stateless(self.core.version):
-            return None  # stateless revisions have no ping
+            return  # stateless revisions have no ping
         while True:
             await trio.sleep(interval)
             try:
                 await self.request("ping", timeout=timeout)
             except (RequestTimeout, McpError, ConnectionClosed) as exc:
                 log.warning("keepalive failed (%s); closing the session", exc)
-                return f"keepalive failed: {exc}"
+                end(f"keepalive failed: {exc}")
+                return
 
     def fail_all(self, error: BaseException) -> None:
         """Every request still waiting gets ``error`` (the peer cannot answer them now)."""

@@ -65,10 +65,10 @@ class RequestQueue:
 
     __slots__ = ("limit", "total", "budget", "waiting")
 
-    def __init__(self, limit: int, total: int, budget: QueueBudget = SHARED_BUDGET) -> None:
+    def __init__(self, limit: int, total: int, budget: QueueBudget | None = None) -> None:
         self.limit = limit  # max_queued
         self.total = total  # max_queued_total
-        self.budget = budget
+        self.budget = SHARED_BUDGET if budget is None else budget
         #: The requests, oldest first: a deque from the first one (the hot paths test its truth
         #: directly, not through a method of this class).
         self.waiting: deque[RequestReceived] | tuple[()] = ()

@@ -64,7 +64,7 @@ from ._handlers import HandlerRunner, RequestHandler
 from ._handshake import ClientHandshake
 from ._notifications import NotificationHandler, Notifications
 from ._outgoing import Caller, ProgressCallback, RequestTimeout
-from ._queue import QueueBudget
+from ._queue import QueueBudget, RequestQueue, queue_bounds
 from ._reader import Reader
 from ._writer import Writer
 
@@ -124,16 +124,11 @@ class Session:
         self.closed = trio.Event()
         self._ending = ending = Ending()  # what a closed session's calls say
         self._writer = writer = Writer(channel, ending, outbox_size)
+        queue = RequestQueue(
+            *queue_bounds(channel, max_in_flight, max_queued, max_queued_total), queue_budget
+        )
         self._runner = runner = HandlerRunner(
-            core,
-            channel,
-            writer,
-            request_handlers,
-            max_in_flight,
-            max_queued,
-            max_queued_total,
-            close_grace,
-            queue_budget,
+            core, channel, writer, request_handlers, max_in_flight, queue, close_grace
         )
         self._caller = caller = Caller(core, channel, writer, ending, default_timeout, close_grace)
         self._notifications = notes = Notifications(notification_handlers, outbox_size)
@@ -274,8 +269,11 @@ class Session:
                 try:
                     if self._runner.stopped:
                         return  # closed before it ran
-                    if self.keepalive_interval is not None:
-                        tasks.start_soon(self._keepalive)
+                    if (interval := self.keepalive_interval) is not None:
+                        ping = self._caller.keepalive
+                        tasks.start_soon(
+                            ping, self.initialized, interval, self.keepalive_timeout, self._close
+                        )
                     task_status.started(self)
                     if isinstance(self.channel, transport.PushInput):
                         await self.channel.attach_receiver(self._reader.feed, self._input_ended)
@@ -300,14 +298,6 @@ class Session:
         if not self._runner.stopped:
             self._ending.reason = _ended("the peer closed the connection", self.channel)
         self._stop()
-
-    async def _keepalive(self) -> None:
-        assert self.keepalive_interval is not None
-        failed = await self._caller.keepalive(
-            self.initialized, self.keepalive_interval, self.keepalive_timeout
-        )
-        if failed is not None:
-            self._close(failed)
 
     def _close(self, reason: str) -> None:
         """End the session (from any task), saying ``reason`` to the calls that find it ended."""
