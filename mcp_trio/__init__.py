@@ -5,7 +5,7 @@ private.
 """
 
 from ._engine._context import RequestContext as RequestContext
-from ._engine._handlers import QueueBudget as QueueBudget
+from ._engine._queue import QueueBudget as QueueBudget
 from ._engine._session import (
     RequestTimeout as RequestTimeout,
 )

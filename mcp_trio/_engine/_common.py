@@ -1,11 +1,16 @@
 """What the engine's modules share: the ``mcp_trio`` logger, the default-timeout
-marker, the wording of a session's end, the unwrapping of one-member exception groups and
-what a server's transport settles about a session's era before it starts."""
+marker, the reason and wording of a session's end, the request counts, the unwrapping of
+one-member exception groups, background work (``Session.spawn``: logged, never ending the
+session) and what a server's transport settles about a session's era
+before it starts."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
+
+import trio
 
 from .._exceptions import McpError
 from ..transports._base import ChannelTraits, HostedSession, SharedSession
@@ -13,6 +18,17 @@ from ..transports._base import ChannelTraits, HostedSession, SharedSession
 log = logging.getLogger("mcp_trio")
 
 _DEFAULT = object()  # "the session's default_timeout"
+
+
+class Ending:
+    """Why a session ended, or will: what its calls say once it has (shared by the session and
+    its collaborators, which each may learn the cause: the writer a broken pipe, the reader the
+    end of the input)."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self) -> None:
+        self.reason = "the session was closed"
 
 
 class RequestTally:
@@ -119,3 +135,24 @@ def refusal(exc: BaseException) -> McpError | None:
     if len(refusals) == len(failures(exc)) and len({leaf.code for leaf in refusals}) == 1:
         return refusals[0]
     return None
+
+
+def spawn_guarded(
+    nursery: trio.Nursery, async_fn: Callable[..., Awaitable[Any]], args: Sequence[Any], name: str | None
+) -> bool:
+    """Start ``async_fn(*args)`` in ``nursery``, its exceptions logged; False: the nursery is
+    cancelled or closing (nothing was started)."""
+    if nursery.cancel_scope.cancel_called:
+        return False
+
+    async def guarded() -> None:
+        try:
+            await async_fn(*args)
+        except Exception:
+            log.exception("background task %s failed", name or getattr(async_fn, "__name__", async_fn))
+
+    try:
+        nursery.start_soon(guarded, name=name or getattr(async_fn, "__qualname__", None))
+    except RuntimeError:  # the nursery is closing
+        return False
+    return True

@@ -17,29 +17,24 @@ import trio
 from .. import _jsonrpc as rpc
 from .._exceptions import LocalProtocolError, McpError, RemoteProtocolError
 from ._common import _DEFAULT
-from ._outgoing import RequestTimeout, _Outgoing
+from ._outgoing import RequestTimeout
+
+if TYPE_CHECKING:
+    from ._session import Session
 
 
-class _Handshake(_Outgoing):
-    """The client's handshake methods of :class:`~mcp_trio.Session` (a mixin of it)."""
+class ClientHandshake:
+    """A client session's settling of the protocol (made for one ``connect()`` or
+    ``initialize()`` call: it holds nothing but the session)."""
 
-    initialized: trio.Event
-    closed: trio.Event
+    __slots__ = ("session", "core")
 
-    if TYPE_CHECKING:
-
-        def _stop(self) -> None: ...
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.core = session.core
 
     async def initialize(self, *, version: str | None = None, timeout: Any = _DEFAULT) -> Any:
-        """Client: the legacy ``initialize`` handshake, then ``notifications/initialized``.
-
-        Returns the ``InitializeResult``.
-
-        Raises:
-            RemoteProtocolError: the server answered a version this client does
-                not accept (or not an ``InitializeResult``).  The session is
-                closed first: the client disconnects, as the specification asks.
-        """
+        """See :meth:`mcp_trio.Session.initialize`."""
         core = self.core
         version = version or (core.legacy_versions[0] if core.legacy_versions else None)
         if version is None:
@@ -50,39 +45,25 @@ class _Handshake(_Outgoing):
             "clientInfo": core.info,
         }
         try:
-            result = await self.request("initialize", params, timeout=timeout)
+            result = await self.session.request("initialize", params, timeout=timeout)
         except RemoteProtocolError as exc:
-            self._close_reason = f"the handshake failed: {exc}"
-            self._stop()
-            with trio.move_on_after(2 * self.close_grace):
-                await self.closed.wait()
+            session = self.session
+            session._close(f"the handshake failed: {exc}")
+            with trio.move_on_after(2 * session.close_grace):
+                await session.closed.wait()
             raise
-        await self.notify("notifications/initialized")
-        self.initialized.set()
+        await self.session.notify("notifications/initialized")
+        self.session.initialized.set()
         return result
 
     async def connect(self, *, probe_timeout: float = 5.0, timeout: Any = _DEFAULT) -> str:
-        """Client: settle the protocol era and version with the server.
-
-        With a stateless (2026-07-28+) version allowed, probes with
-        ``server/discover``; a server that answers it is modern, one that
-        names its supported versions in an ``UnsupportedProtocolVersionError``
-        is modern with another version, anything else (another error, an
-        answer that is not a valid ``DiscoverResult``, or no answer within
-        ``probe_timeout``) is legacy and gets ``initialize``.  If
-        that ``initialize`` is refused with an ``UnsupportedProtocolVersionError``
-        naming a stateless version we accept (a server that was only slow to
-        answer the probe), the client goes modern after all.
-
-        Returns:
-            The negotiated protocol version.
-        """
+        """See :meth:`mcp_trio.Session.connect`."""
         core = self.core
         if core.modern_versions:
             preferred = core.modern_versions[0]
             core.use_modern(preferred)
             try:
-                result = await self.request("server/discover", timeout=probe_timeout)
+                result = await self.session.request("server/discover", timeout=probe_timeout)
             except McpError as exc:
                 supported = exc.data.get("supported") if isinstance(exc.data, dict) else None
                 if exc.code == rpc.UNSUPPORTED_PROTOCOL_VERSION and isinstance(supported, list):
@@ -106,7 +87,7 @@ class _Handshake(_Outgoing):
                 common = [v for v in core.modern_versions if v in supported]
                 if common:
                     self._adopt_discover(common[0], result)
-                    self.initialized.set()
+                    self.session.initialized.set()
                     return common[0]
                 core.reset_era()
         if not core.legacy_versions:
@@ -134,9 +115,9 @@ class _Handshake(_Outgoing):
 
     async def _use_discovered(self, version: str, timeout: Any) -> str:
         self.core.use_modern(version)
-        result = await self.request("server/discover", timeout=timeout)
+        result = await self.session.request("server/discover", timeout=timeout)
         self._adopt_discover(version, result)
-        self.initialized.set()
+        self.session.initialized.set()
         return version
 
     def _adopt_discover(self, version: str, result: Any) -> None:

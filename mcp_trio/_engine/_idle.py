@@ -2,7 +2,7 @@
 
 A session hosted by an endpoint that serves many (Streamable HTTP) keeps the
 task that handled its last request, waiting for the next one (see
-``_Handlers._linger``), so requests that come one after another cost no new
+``HandlerRunner._linger``), so requests that come one after another cost no new
 task.  The engine ends such a task once it has waited through two sweeps of
 :class:`IdleSweep` (2 to 4 seconds apart by default): a session gone quiet
 holds no task.  One sweep runs per trio run, as a system task that exists
@@ -21,7 +21,7 @@ SWEEP_EVERY = 2.0
 
 
 class Lingering(Protocol):
-    """A session whose handler task may wait for the next request (the engine's ``Session``)."""
+    """A session's request runner whose handler task may wait for the next request (``HandlerRunner``)."""
 
     def sweep_idle_handler(self) -> bool:
         """End the idle handler task if it has waited since the previous sweep;

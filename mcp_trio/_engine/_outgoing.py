@@ -1,4 +1,5 @@
-"""Messages we send: ``request()``, ``notify()``, progress and stream controls.
+"""Messages we send: :class:`Caller` (a session's ``request()``, ``notify()``, progress and
+stream controls) and the table of our requests waiting for an answer.
 
 Rules: ``request()`` waits in the caller's task, for a :class:`_Waiter` the
 reader fills in.  Its timeout is an idle deadline that each progress
@@ -13,16 +14,18 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import trio
 
 from .._core import ProgressReceived, SessionCore
-from .._exceptions import ConnectionClosed
+from .._exceptions import ConnectionClosed, McpError
 from ..transports._base import CLOSE_STREAM, Frame, HostedSession, MessageChannel
-from ._common import _DEFAULT
+from ..types import _versions
+from ._common import _DEFAULT, Ending, log
+from ._writer import Writer
 
-__all__ = ["ProgressCallback", "RequestTimeout"]
+__all__ = ["Caller", "ProgressCallback", "RequestTimeout"]
 
 ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None]]
 
@@ -67,19 +70,51 @@ class _Waiter:
         self.wakeup.set()
 
 
-class _Outgoing:
-    """The sending half of :class:`~mcp_trio.Session` (a mixin of it)."""
+class Caller:
+    """What a session sends on its own account, and the answers it waits for (its
+    ``request``, ``notify``, ``close_stream``, ``send_progress``: documented there)."""
 
-    core: SessionCore
-    channel: MessageChannel
-    default_timeout: float | None
-    close_grace: float
-    _close_reason: str
-    _waiters: dict[Any, _Waiter]
+    __slots__ = ("core", "channel", "writer", "ending", "default_timeout", "close_grace", "waiters")
 
-    if TYPE_CHECKING:
+    def __init__(
+        self,
+        core: SessionCore,
+        channel: MessageChannel,
+        writer: Writer,
+        ending: Ending,
+        default_timeout: float | None,
+        close_grace: float,
+    ) -> None:
+        self.core = core
+        self.channel = channel
+        self.writer = writer
+        self.ending = ending
+        self.default_timeout = default_timeout
+        self.close_grace = close_grace
+        #: Our requests waiting for an answer, by id (the reader fills them in).
+        self.waiters: dict[Any, _Waiter] = {}
 
-        async def _put(self, frame: Frame) -> None: ...
+    async def keepalive(
+        self, initialized: trio.Event, interval: float, timeout: float, end: Callable[[str], None]
+    ) -> None:
+        """Ping the peer every ``interval`` seconds once ``initialized`` (not in a stateless
+        revision, which has no ping); when a ping fails, ``end`` the session saying why."""
+        await initialized.wait()
+        if self.core.version is None or _versions.is_stateless(self.core.version):
+            return  # stateless revisions have no ping
+        while True:
+            await trio.sleep(interval)
+            try:
+                await self.request("ping", timeout=timeout)
+            except (RequestTimeout, McpError, ConnectionClosed) as exc:
+                log.warning("keepalive failed (%s); closing the session", exc)
+                end(f"keepalive failed: {exc}")
+                return
+
+    def fail_all(self, error: BaseException) -> None:
+        """Every request still waiting gets ``error`` (the peer cannot answer them now)."""
+        for waiter in list(self.waiters.values()):
+            waiter.finish(error=error)
 
     async def request(
         self,
@@ -94,43 +129,9 @@ class _Outgoing:
         on_sent: Callable[[Any], None] | None = None,
         result_type: Any = None,
     ) -> Any:
-        """Send a request and wait for its result.
-
-        Args:
-            method: The method name.
-            params: A params Struct, a dict (validated against the revision's
-                params type), or ``None``.
-            timeout: Seconds to wait for the answer (``None``: forever); by
-                default the session's ``default_timeout``.
-            on_progress: ``async (progress, total, message)`` called in this
-                task for each progress notification; asks the peer for progress.
-            reset_timeout_on_progress: Each progress notification restarts the
-                ``timeout`` clock.
-            max_total_timeout: An upper bound that progress cannot extend.
-            related: The id of the incoming request this one is made on behalf
-                of (Streamable HTTP sends it on that request's stream).
-            on_sent: Called with the request's id before it is written (to
-                correlate what the peer sends about it, e.g. a subscription).
-            result_type: Decode the method's ordinary result as this type
-                instead of the revision's (e.g. ``dict[str, Any]`` for a
-                caller that reads it tolerantly); alternatives it names by
-                ``resultType`` keep their types.
-
-        Returns:
-            The decoded result Struct (a ``dict`` for custom methods).
-
-        Raises:
-            McpError: the peer answered with an error.
-            RequestTimeout: no answer in time (``notifications/cancelled`` was sent).
-            ConnectionClosed: the session ended first.
-            LocalProtocolError: the request may not be sent now.
-            RemoteProtocolError: the peer's answer was invalid.
-
-        Cancellation: cancelling the calling task sends ``notifications/cancelled``
-        to the peer (except for ``initialize``) and drops any late answer.
-        """
+        """See :meth:`mcp_trio.Session.request`."""
         if self.core.closed:
-            raise ConnectionClosed(self._close_reason)
+            raise ConnectionClosed(self.ending.reason)
         if timeout is _DEFAULT:
             timeout = self.default_timeout
         assert timeout is None or isinstance(timeout, int | float)
@@ -140,10 +141,10 @@ class _Outgoing:
         if on_sent is not None:
             on_sent(id)
         waiter = _Waiter()
-        self._waiters[id] = waiter
+        self.waiters[id] = waiter
         timed_out: str | None = None
         try:
-            await self._put(Frame(data, related))
+            await self.writer.put(Frame(data, related))
             idle = math.inf if timeout is None else float(timeout)
             with trio.move_on_after(
                 math.inf if max_total_timeout is None else max_total_timeout
@@ -174,10 +175,10 @@ class _Outgoing:
                 if cancel is not None:
                     with trio.move_on_after(self.close_grace, shield=True):
                         try:
-                            await self._put(Frame(cancel, related))
+                            await self.writer.put(Frame(cancel, related))
                         except ConnectionClosed:
                             pass
-            self._waiters.pop(id, None)
+            self.waiters.pop(id, None)
         if timed_out is not None:
             raise RequestTimeout(timed_out)
         if waiter.error is not None:
@@ -185,31 +186,18 @@ class _Outgoing:
         return waiter.result
 
     async def notify(self, method: str, params: Any = None, *, related: Any = None) -> None:
-        """Send a notification.
-
-        Raises:
-            LocalProtocolError: it may not be sent now (lifecycle, capability).
-            ConnectionClosed: the session has ended.
-        """
+        """See :meth:`mcp_trio.Session.notify`."""
         if self.core.closed:
-            raise ConnectionClosed(self._close_reason)
-        await self._put(Frame(self.core.notify(method, params), related))
+            raise ConnectionClosed(self.ending.reason)
+        await self.writer.put(Frame(self.core.notify(method, params), related))
 
     async def close_stream(self, request_id: Any) -> bool:
-        """Ask the transport to end the response stream of the peer's request
-        ``request_id`` while the request goes on (SSE polling).
-
-        What was sent before reaches the stream first.  Returns False when the
-        transport has no such streams (stdio, in-memory); Streamable HTTP
-        closes the stream only when the client can resume it (an event store,
-        a session, 2025-11-25 or later: the stream began with a priming event)
-        and otherwise keeps it open.
-        """
+        """See :meth:`mcp_trio.Session.close_stream`."""
         if not (isinstance(self.channel, HostedSession) and self.channel.stream_controls):
             return False
         if self.core.closed:
-            raise ConnectionClosed(self._close_reason)
-        await self._put(Frame(b"", request_id, control=CLOSE_STREAM))
+            raise ConnectionClosed(self.ending.reason)
+        await self.writer.put(Frame(b"", request_id, control=CLOSE_STREAM))
         return True
 
     async def send_progress(
@@ -219,10 +207,7 @@ class _Outgoing:
         total: float | None = None,
         message: str | None = None,
     ) -> None:
-        """Report progress on the peer's request ``request_id`` (no-op without a token)."""
+        """See :meth:`mcp_trio.Session.send_progress`."""
         data = self.core.progress(request_id, progress, total, message)
         if data is not None:
-            await self._put(Frame(data, request_id))
-
-    async def ping(self, *, timeout: float | None | object = _DEFAULT) -> None:
-        await self.request("ping", timeout=timeout)
+            await self.writer.put(Frame(data, request_id))

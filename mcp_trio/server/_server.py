@@ -71,7 +71,7 @@ from typing import Any, Unpack, overload
 import trio
 
 from .._engine._context import RequestContext
-from .._engine._handlers import QueueBudget
+from .._engine._queue import QueueBudget
 from .._engine._session import Session, new_session
 from ..middleware._base import Middleware
 from ..transports._base import HostedSession, MessageChannel, SharedSession

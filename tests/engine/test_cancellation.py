@@ -202,7 +202,7 @@ async def test_cancel_at_every_await_point(version: str, relay: bool) -> None:
     expected = [s for s in BUSY_STEPS if s != "request" or not _versions.is_stateless(version)]
     assert sorted(hits) == sorted(expected), hits
     # with relay, calls read last ran in a reader's task (the rest in their own)
-    relayed = sum(name.endswith("Session._next_reader") for name in tasks)
+    relayed = sum(name.endswith("Reader.next_reader") for name in tasks)
     assert (relayed > 0) if relay else (relayed == 0), tasks
     if relay:
         assert relayed < len(tasks)  # (a frame behind it in the read: a task of its own)

@@ -1,6 +1,6 @@
 """The engine's direct answer: a lone answer written by its handler's task.
 
-``Session._write_now`` lets a handler write its answer through the transport's
+``HandlerRunner.write_now`` lets a handler write its answer through the transport's
 synchronous ``send_nowait`` instead of waking the writer task, but only while
 the writer is parked on an empty outbox and no other request is running.
 These tests drive the engine over an in-memory transport whose server end has

@@ -23,7 +23,7 @@ import trio.testing
 from mcp_trio import RequestContext
 from tests._support.engine import Steps, call, remembering, served
 
-HANDLER = "mcp_trio._engine._session.Session._handle_request"  # the name of request handler tasks
+HANDLER = "mcp_trio._engine._handlers.HandlerRunner.handle_request"  # the name of request handler tasks
 
 
 def text_of(answer: dict[str, Any]) -> str:
@@ -66,7 +66,7 @@ async def test_a_queued_request_taken_by_a_handler_task_can_be_cancelled() -> No
     async with served({"tools/call": work}, max_in_flight=1) as (session, peer, log):
         peer.send(call(1, "work", what="first"), call(2, "work", what="forever"))
         with trio.fail_after(5):
-            while session.statistics()["requests_in_progress"] != 1 or not session._queued:
+            while (n := session.statistics())["requests_in_progress"] != 1 or not n["requests_queued"]:
                 await trio.sleep(0.001)
         release.set()  # the task of 1 answers it, then takes 2
         assert text_of(await peer.receive()) == "first"

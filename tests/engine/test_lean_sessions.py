@@ -58,9 +58,7 @@ async def test_new_session_runs_in_the_callers_task_and_starts_its_writer_on_dem
             assert result.content[0].text == "hi"
             # requests that never waited ran in run()'s own task, which still
             # reads (see test_reader_relay.py): the writer is the only child
-            assert [t.name for t in server._tasks.child_tasks] == [
-                "mcp_trio._engine._session.Session._writer"
-            ]
+            assert [t.name for t in server._tasks.child_tasks] == ["mcp_trio._engine._writer.Writer.run"]
         with trio.fail_after(5):
             await server.closed.wait()  # the client left: run() returns
     assert server.core.closed
@@ -137,7 +135,7 @@ async def _open(endpoint: StreamableHTTP) -> dict[str, str]:
     return headers
 
 
-_HANDLER = "mcp_trio._engine._session.Session._handle_request"  # the name of request handler tasks
+_HANDLER = "mcp_trio._engine._handlers.HandlerRunner.handle_request"  # the name of request handler tasks
 
 
 class _Spawns(trio.abc.Instrument):

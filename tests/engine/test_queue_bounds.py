@@ -13,7 +13,7 @@ import trio
 import trio.testing
 
 from mcp_trio import McpError, QueueBudget, RequestContext, open_memory_transport_pair, open_session
-from mcp_trio._engine._handlers import SHARED_BUDGET
+from mcp_trio._engine._queue import SHARED_BUDGET
 from mcp_trio.client import connect
 from mcp_trio.server import Server
 from tests._support.engine import SERVER_CAPS, tool_result

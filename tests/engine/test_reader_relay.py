@@ -44,7 +44,7 @@ async def test_a_lone_request_is_answered_in_the_step_that_read_it() -> None:
             reads = [step for kind, step, data in log if kind == "read" and b'"tools/call"' in data]
             writes = [step for kind, step, data in log if kind == "write"]
             assert len(reads) == 1 and writes == reads  # read, handled and answered in one task step
-    assert session.core.closed and "closed the connection" in session._close_reason
+    assert session.core.closed and "closed the connection" in session._ending.reason
 
 
 async def test_reading_goes_on_while_the_relayed_request_runs_and_it_can_be_cancelled() -> None:
@@ -158,7 +158,7 @@ async def test_a_request_that_waits_hands_the_reading_on() -> None:
         answers = await peer.answers(2)
         assert answers[1]["result"]["content"][0]["text"] == "rested" and answers[2]["result"] == {}
         # one successor reader at the first wait; the ping needed no task
-        assert steps.spawned == ["mcp_trio._engine._session.Session._next_reader"]
+        assert steps.spawned == ["mcp_trio._engine._reader.Reader.next_reader"]
 
 
 async def test_a_handler_that_uses_its_cancel_scope_without_waiting_touches_no_other_request() -> None:

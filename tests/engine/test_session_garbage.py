@@ -5,15 +5,17 @@ cyclic garbage collector, whose full passes then take long enough to delay every
 from __future__ import annotations
 
 import gc
+import weakref
+from typing import Any
 
 import trio
 import trio.testing
 
-from mcp_trio import open_memory_transport_pair
+from mcp_trio import RequestContext, open_memory_transport_pair, open_session
 from mcp_trio._engine._session import new_session
 from mcp_trio.transports.http.server._endpoint import StreamableHTTP
 from mcp_trio.transports.http.server._streams import _HttpSession
-from tests._support.engine import SERVER_CAPS
+from tests._support.engine import SERVER_CAPS, tool_result
 
 SERVER = {"role": "server", "info": {"name": "s", "version": "1"}, "capabilities": SERVER_CAPS}
 
@@ -54,3 +56,31 @@ async def test_sessions_keep_their_attributes_compact() -> None:
 
 async def _serve_nothing(channel: object) -> None:
     await trio.lowlevel.checkpoint()
+
+
+async def test_an_ended_session_is_freed_by_reference_counting_alone() -> None:
+    """The collaborators that call back into the session (reader, request runner, writer) hold
+    it only while it runs: once ``run`` returns, dropping the last reference frees it, with the
+    cyclic garbage collector off."""
+
+    async def echo(ctx: RequestContext, params: Any) -> Any:
+        await trio.lowlevel.checkpoint()  # (it waits: the reader hands the reading on)
+        return tool_result(params.arguments["text"])
+
+    near, far = open_memory_transport_pair()
+    session = new_session(near, **SERVER, request_handlers={"tools/call": echo})  # type: ignore[arg-type]
+    gc.collect()
+    gc.disable()
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(session.run)
+            async with open_session(far, role="client", info={"name": "c", "version": "1"}) as client:
+                await client.connect()
+                result = await client.request("tools/call", {"name": "echo", "arguments": {"text": "hi"}})
+                assert result.content[0].text == "hi"
+        assert session.closed.is_set()
+        freed = weakref.ref(session)
+        del session, nursery
+        assert freed() is None, gc.get_referrers(freed())
+    finally:
+        gc.enable()

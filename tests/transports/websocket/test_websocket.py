@@ -453,7 +453,7 @@ async def test_requests_that_never_wait_are_answered_by_the_reader(front_door: s
             finally:
                 trio.lowlevel.remove_instrument(spawns)
             nursery.cancel_scope.cancel()
-    handlers = spawns.names.count("mcp_trio._engine._session.Session._handle_request")
+    handlers = spawns.names.count("mcp_trio._engine._handlers.HandlerRunner.handle_request")
     assert handlers == (0 if front_door == "wsproto" else 5), spawns.names
 
 

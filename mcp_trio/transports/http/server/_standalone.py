@@ -68,7 +68,7 @@ class Streaming:
         if session.init_params is not None and self.sharing is not None:
             await self.sharing.records.save(session)  # before the client can use the session elsewhere
         if first is not _END and first is not _CLOSE and first[0] is None:
-            # The answer came first and alone (see _HttpSession._plain_answer).
+            # The answer came first and alone (see _Outbound.plain_answer).
             await _send_json(responder, [first[1]], headers, _status(session, [first[1]]))
             return
         if self.response_mode == "json":

@@ -433,7 +433,7 @@ class _HttpSession(
         """Deliver an answer at once, from the task that produced it, or nothing.
 
         The engine calls this instead of handing a lone answer to its writer
-        task when nothing is queued before it (see ``Session._write_now``).
+        task when nothing is queued before it (see ``HandlerRunner.write_now``).
         Only a plain answer (see :meth:`_Outbound.plain_answer`) is delivered
         here: it needs no event store, so no waiting.
 
