@@ -99,8 +99,8 @@ def _settle_era(core: Any, channel: object) -> bool:
         if channel.assumed_version is not None:
             core.assume_initialized(channel.assumed_version)
             settled = True
-        if channel.expect_modern:
-            core.expect_modern()
+        if channel.expect_modern and core.modern_versions:  # (a server of older revisions
+            core.expect_modern()  # only answers such a request as one of them would)
     if isinstance(channel, SharedSession):
         restored = channel.restored
         if restored is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import logging
 from collections.abc import AsyncIterator
 from contextlib import aclosing, asynccontextmanager
 from functools import partial
@@ -282,6 +283,23 @@ async def test_progress_makes_an_sse_reply(version: str, front_door: str) -> Non
         assert priming == (version >= "2025-11-25")
         if priming:
             assert b"retry: 500" in r.content.split(b"\n\n")[0]
+
+
+async def test_a_stateless_request_to_a_server_of_older_revisions_gets_their_answer(
+    front_door: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A 2026-07-28 client probes with server/discover; a server that speaks only older revisions
+    # answers as one of them does (not initialized yet: -32600, send initialize), so the client
+    # falls back; it used to fail the session with an ERROR traceback and an empty stream.
+    server, _ = make_server()
+    server.versions = ["2025-11-25", "2025-06-18"]
+    async with running(front_door, server) as (url, _), httpx.AsyncClient() as client:
+        r = await client.post(url, headers=modern("server/discover"), json=rpc(1, "server/discover", {}))
+        assert r.status_code == 400, r.text
+        error = r.json()["error"]
+        assert error["code"] == -32600 and "initialize" in error["message"]
+        assert (await open_http_session(client, url, "2025-11-25"))["mcp-session-id"]
+    assert not [rec for rec in caplog.records if rec.levelno >= logging.ERROR], caplog.text
 
 
 async def test_json_mode_never_streams(front_door: str) -> None:
