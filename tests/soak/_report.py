@@ -46,7 +46,7 @@ ATTACKERS_NICE = 10  # the attackers' thread: see test_soak._attack_from_a_threa
 #: keeps.  What it keeps is ``LIVE_MARGIN``'s.
 RSS_MARGIN = 0.20
 #: The memory the C allocator holds for live objects back within this of its level before
-#: (-0.3% to +2.7% seen: sessions and streams of the attacks whose timeouts have not come yet).
+#: (-0.3% to +3.4% seen: sessions and streams of the attacks whose timeouts have not come yet).
 LIVE_MARGIN = 0.05
 WARM_SOURCE = "127.0.1.1"
 #: The attackers' thread (or the server) waited for a CPU more than this share of the time it was
