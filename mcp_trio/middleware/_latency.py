@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 
 from ._base import CallNext, RequestInfo, Result
 
-__all__ = ["DEFAULT_BUCKETS", "OTHER", "LatencyHistogram", "Series"]
+__all__ = ["DEFAULT_BUCKETS", "OTHER", "LatencyHistogram", "Series", "series_lines"]
 
 #: The upper bounds (seconds) of the buckets by default: 0.5 ms to 10 s (``+Inf`` is implied).
 DEFAULT_BUCKETS: tuple[float, ...] = (
@@ -95,3 +95,17 @@ class LatencyHistogram:
     def series(self) -> dict[tuple[str, str], Series]:
         """A snapshot: (method, tool) -> the bucket counts (not cumulative) and the sum."""
         return {key: (list(counts), self._sums[key]) for key, counts in self._counts.items()}
+
+
+def series_lines(name: str, labels: str, uppers: Sequence[str], series: Series) -> list[str]:
+    """One labelled series of histogram ``name`` in Prometheus' text format: its buckets,
+    cumulative (``uppers``: their bounds as written, ``+Inf`` last), its sum and its count."""
+    counts, total = series
+    lines = []
+    cumulative = 0
+    for upper, count in zip(uppers, counts, strict=True):
+        cumulative += count
+        lines.append(f'{name}_bucket{{{labels},le="{upper}"}} {cumulative}')
+    lines.append(f"{name}_sum{{{labels}}} {total:.9g}")
+    lines.append(f"{name}_count{{{labels}}} {cumulative}")
+    return lines

@@ -27,7 +27,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
-from ..middleware._latency import LatencyHistogram
+from ..middleware._latency import LatencyHistogram, series_lines
 
 if TYPE_CHECKING:
     from ._forwarding import Forwarding
@@ -86,14 +86,8 @@ class UpstreamMetrics:
         for where, forwarding in rows:
             latency = forwarding.tally.latency
             uppers = [f"{b:g}" for b in latency.buckets] + ["+Inf"]
-            for (method, _), (counts, total) in sorted(latency.series().items()):
-                labels = f'{where}method="{method}"'
-                cumulative = 0
-                for upper, count in zip(uppers, counts, strict=True):
-                    cumulative += count
-                    lines.append(f'{_DURATION}_bucket{{{labels},le="{upper}"}} {cumulative}')
-                lines.append(f"{_DURATION}_sum{{{labels}}} {total:.9g}")
-                lines.append(f"{_DURATION}_count{{{labels}}} {cumulative}")
+            for (method, _), series in sorted(latency.series().items()):
+                lines += series_lines(_DURATION, f'{where}method="{method}"', uppers, series)
         families = (
             ("mcp_upstream_up", "gauge", "Whether the upstream session is connected (1) or not (0)."),
             ("mcp_upstream_reconnections_total", "counter", "Upstream sessions opened again after a loss."),

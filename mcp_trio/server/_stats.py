@@ -25,7 +25,7 @@ import trio
 from .._engine._common import RequestTally
 from .._engine._common import log as _engine_log
 from .._engine._session import Session
-from ..middleware._latency import LatencyHistogram, Series
+from ..middleware._latency import LatencyHistogram, Series, series_lines
 from ..transports._base import ChannelTraits
 
 if TYPE_CHECKING:
@@ -301,14 +301,9 @@ def _histogram_lines(
     for worker, (bounds, series) in by_worker.items():
         where = "" if worker is None else f',worker="{_escape(worker)}"'
         uppers = [f"{b:g}" for b in bounds] + ["+Inf"]
-        for (method, tool), (counts, total) in sorted(series.items()):
+        for (method, tool), one in sorted(series.items()):
             labels = f'method="{_escape(method)}",tool="{_escape(tool)}"{where}'
-            cumulative = 0
-            for upper, count in zip(uppers, counts, strict=True):
-                cumulative += count
-                lines.append(f'{_LATENCY}_bucket{{{labels},le="{upper}"}} {cumulative}')
-            lines.append(f"{_LATENCY}_sum{{{labels}}} {total:.9g}")
-            lines.append(f"{_LATENCY}_count{{{labels}}} {cumulative}")
+            lines += series_lines(_LATENCY, labels, uppers, one)
     return lines
 
 
