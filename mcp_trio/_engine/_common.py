@@ -51,6 +51,12 @@ class RequestTally:
         if self.into is not None:
             self.into.running += 1
 
+    def count_unstarted(self) -> None:
+        """A request given a slot that never started (its session stopped): not running, not done."""
+        self.running -= 1
+        if self.into is not None:
+            self.into.running -= 1
+
     def count_end(self) -> None:
         self.running -= 1
         self.done += 1

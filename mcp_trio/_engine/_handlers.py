@@ -12,8 +12,14 @@ Rules:
   instead, at once, with -32603 naming the bound; so is, over any transport, a
   request past ``max_queued_total`` waiting in the queue budget it draws on
   (its server's).  The session goes on.
-* A handler task that goes on with queued requests passes a checkpoint every
-  ``SLICE`` requests, so other tasks run now and then all the same.
+* Fairness (docs/engine.md): a handler task that goes on with queued requests
+  that never wait passes a checkpoint once it has run ``STEP`` seconds (or
+  ``SLICE`` requests), so other tasks run now and then all the same; at most
+  ``STARTING`` tasks given a request of the session wait to run at once (one at
+  its checkpoint counts), a request given a slot past that is deferred until
+  one of them runs, and a task that would pass its checkpoint with ``STARTING``
+  already waiting ends instead.  Requests that wait hold their slots: the bound
+  is on tasks ready to run, not on requests in flight.
 * A stopping session starts nothing more from its queue and drops it at once.
 * A handler task goes on with queued requests in its scope, each in a fresh
   copy of its starting context, until the queue is empty, the session stops,
@@ -34,6 +40,8 @@ Rules:
 from __future__ import annotations
 
 import contextvars
+import time
+from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -58,6 +66,12 @@ __all__ = ["HandlerRunner", "RequestHandler"]
 
 RequestHandler = Callable[[RequestContext, Any], Awaitable[Any]]
 
+#: Seconds a handler task goes on with queued requests that never wait before a checkpoint.
+STEP = 0.0002
+#: Members of a batch the input takes before it looks at the clock (see ``STEP``).
+BATCH_SLICE = 16
+#: Tasks a session may have started for its requests that trio has not run yet.
+STARTING = 8
 SLICE = 128  # requests a handler task takes (batch members the reader takes) between two checkpoints
 
 _HANDLER_NAME = "mcp_trio._engine._handlers.HandlerRunner.handle_request"  # trio task name of handlers
@@ -78,6 +92,8 @@ class HandlerRunner:
         "scopes",
         "alive",
         "idle",
+        "starting",
+        "deferred",
         "drained",
         "stopped",
         "tally",
@@ -114,6 +130,10 @@ class HandlerRunner:
         self.alive = 0  # request handler tasks (and answers on their way) not finished yet
         #: The session's idle handler task, parked in :meth:`_linger`.
         self.idle: IdleTask | None = None
+        #: Tasks given a request of this session that have not run yet (at most ``STARTING``).
+        self.starting = 0
+        #: Requests given a slot that wait for ``starting`` to drop (oldest first).
+        self.deferred: deque[RequestReceived] = deque()
         self.drained: trio.Event | None = None  # set when the last request after the input's end is done
         self.stopped = False  # the session stops: nothing more starts
         self.tally = RequestTally()  # its requests (running: from the moment a slot is taken)
@@ -143,6 +163,11 @@ class HandlerRunner:
         """The session stops: nothing more starts, the queue is dropped, no idle task waits."""
         self.stopped = True
         self.queue.drop()
+        deferred = self.deferred
+        while deferred:  # (given a slot, never started: the slot is given back)
+            deferred.popleft()
+            self.tally.count_unstarted()
+            self.release()
         if self.hosted:  # (not kept until the next sweep)
             idle_sweep().discard(self)
 
@@ -204,16 +229,32 @@ class HandlerRunner:
         queue = self.queue
         while queue.waiting and self.tally.running < self.max_in_flight and not self.stopped:
             self.take_slot()
-            idle = self.idle
-            if idle is not None:
-                self.idle = None
-                idle.handed = queue.pop()
-                trio.lowlevel.reschedule(idle.task)
-            else:
-                # (a name given: trio need not build one from the method per task)
-                self.tasks.start_soon(self._handler_task, queue.pop(), name=_HANDLER_NAME)
+            self._launch(queue.pop())
         if self.room is not None:
             self.room.set()
+
+    def _launch(self, event: RequestReceived) -> None:
+        """Start ``event`` (its slot taken) in the idle handler task or a task of its own,
+        or, with ``STARTING`` tasks not yet run, defer it until one of them runs."""
+        idle = self.idle
+        if idle is not None:
+            self.idle = None
+            self.starting += 1
+            idle.handed = event
+            trio.lowlevel.reschedule(idle.task)
+        elif self.starting < STARTING:
+            self.starting += 1
+            assert self.tasks is not None
+            # (a name given: trio need not build one from the method per task)
+            self.tasks.start_soon(self._handler_task, event, name=_HANDLER_NAME)
+        else:
+            self.deferred.append(event)
+
+    def _running(self) -> None:
+        """A task given a request runs: a deferred request may start in its place."""
+        self.starting -= 1
+        if self.deferred and not self.stopped:
+            self._launch(self.deferred.popleft())
 
     async def _linger(self) -> RequestReceived | None:
         """Wait, as the session's idle handler task, for the next request
@@ -260,15 +301,20 @@ class HandlerRunner:
         session whose requests come one after another costs no task and no
         cancel scope per request.
         """
+        self._running()
         context = contextvars.copy_context()
         taken = 1
+        clock = time.perf_counter
         try:
             with trio.CancelScope() as scope:
                 fit = await self.handle_request(event, scope)
+                began = clock()  # (of the task's step, near enough: since it last yielded)
                 queue = self.queue
                 # (a handler that caught its cancellation and returned left it cancelled)
                 while fit and not self.stopped and not scope.cancel_called:
-                    if queue.waiting and self.tally.running < self.max_in_flight:
+                    if self.deferred:  # (its slot taken)
+                        event = self.deferred.popleft()
+                    elif queue.waiting and self.tally.running < self.max_in_flight:
                         self.take_slot()
                         event = queue.pop()
                         if self.room is not None:
@@ -277,14 +323,25 @@ class HandlerRunner:
                         handed = await self._linger()
                         if handed is None:
                             break
+                        context.run(self._running)  # (handed by _launch)
                         event = handed
+                        began = clock()
                     else:
                         break
-                    _, fit = await until_it_waits(self.handle_request(event, scope), context.copy(), _nothing)
+                    request = self.handle_request(event, scope)
+                    waited, fit = await until_it_waits(request, context.copy(), _nothing)
                     taken += 1
-                    if taken % SLICE == 0:
-                        # Handlers that never wait: other tasks run now and then all the same.
+                    if waited:
+                        began = clock()
+                    elif taken % SLICE == 0 or clock() - began > STEP:
+                        # Handlers that never wait: other tasks run now and then all the
+                        # same, and this session's tasks waiting to run count this one.
+                        if self.starting >= STARTING:
+                            break  # (they go on with the queue)
+                        self.starting += 1
                         await trio.lowlevel.cancel_shielded_checkpoint()
+                        context.run(self._running)
+                        began = clock()
         finally:
             # (from the context the task started with: the first handler may have changed its own)
             context.run(self.start_queued)

@@ -12,8 +12,9 @@ Rules:
 * Push input (a transport with ``attach_receiver``, Streamable HTTP): :meth:`Reader.feed`
   takes a frame in the transport's task and never waits for room: a request finding none is
   refused (such a transport bounds what it hands over itself).
-* A batch is taken ``SLICE`` members at a time, with a checkpoint between slices that cannot
-  be cancelled, so other tasks run while a large one is read, and it is never left half read.
+* A batch is taken ``BATCH_SLICE`` members at a time, with a checkpoint that cannot be
+  cancelled before the first slice and then once ``STEP`` seconds have passed, so other tasks
+  run while a large one is read, and it is never left half read.
 * When the input ends (EOF) our pending requests fail with :class:`ConnectionClosed`; the
   requests already read get ``eof_grace`` to be answered (:meth:`Reader.after_eof`).
 * Reader relay: over a channel with ``buffered()``, a request that is the last thing read and
@@ -27,6 +28,7 @@ Rules:
 from __future__ import annotations
 
 import contextvars
+import time
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -46,7 +48,7 @@ from .._exceptions import ConnectionClosed
 from ..transports._base import BufferedInput, Frame, MessageChannel
 from ._common import Ending, _ended, log
 from ._compat_trio import until_it_waits
-from ._handlers import SLICE, HandlerRunner
+from ._handlers import BATCH_SLICE, STEP, HandlerRunner
 from ._notifications import Notifications
 from ._outgoing import Caller
 from ._writer import Writer
@@ -225,16 +227,20 @@ class Reader:
             raise trio.ClosedResourceError(self.ending.reason) from None
 
     async def take_batch(self, data: bytes, push: bool) -> None:
-        """Take a batch, ``SLICE`` members at a time (see the module's rules):
+        """Take a batch, ``BATCH_SLICE`` members at a time (see the module's rules):
         its requests are queued, when no room is left refused (``push``: a
         transport's push input) or waited for (the reader)."""
         core = self.core
-        slices = core.receive_slices(data, SLICE)
+        slices = core.receive_slices(data, BATCH_SLICE)
+        clock = time.perf_counter
+        began = 0.0
         while True:
-            # Other tasks (other sessions) run before each slice (and before the
-            # batch is split into members); a batch is never left half read, or its
-            # reply would wait for members never received.
-            await trio.lowlevel.cancel_shielded_checkpoint()
+            # Other tasks (other sessions) run before the batch is split into
+            # members and then once a step has taken ``STEP`` seconds; a batch is
+            # never left half read, or its reply would wait for members never received.
+            if not began or clock() - began > STEP:
+                await trio.lowlevel.cancel_shielded_checkpoint()
+                began = clock()
             if core.closed:
                 return
             events = next(slices, None)
