@@ -13,7 +13,11 @@ Four servers, each its own process tree, every call one at a time (the latency o
   forwards over stdio to the same echo server, which it starts as its child;
 * ``http direct``: the echo server over Streamable HTTP (h11 door);
 * ``http proxy``: a proxy over Streamable HTTP forwarding to an echo server over Streamable
-  HTTP (a process of its own).
+  HTTP (a process of its own);
+* two floors, no proxy of ours: ``stdio trio relay`` (``peers/relay_trio.py``: two trio tasks
+  passing the frames between the pipes, ids rewritten, nothing else) and ``stdio thread
+  relay`` (``peers/relay_threads.py``: the same with two OS threads and blocking I/O), each
+  with the echo server as its child.  What they add is what any relay of that kind must.
 
 Reported per configuration: the p50 latency the load generator sees, and the server's CPU per
 call (user + system, every process of the tree: for the proxies, the proxy and the server behind
@@ -42,14 +46,19 @@ from benchmarks.loadgen import HttpTarget, StdioServer, free_port, stdio_sequent
 ROOT = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 SERVE = [sys.executable, "-m", "mcp_trio._cli", "serve"]
-CONFIGS = ("stdio direct", "stdio proxy", "http direct", "http proxy")
+_STDIO = {
+    "stdio direct": [*SERVE, "benchmarks/echo_server.py"],
+    "stdio proxy": [*SERVE, "benchmarks/proxied_echo.py"],
+    "stdio trio relay": [sys.executable, "benchmarks/peers/relay_trio.py"],
+    "stdio thread relay": [sys.executable, "benchmarks/peers/relay_threads.py"],
+}
+CONFIGS = (*_STDIO, "http direct", "http proxy")
 FLAGS = {"--quick": "one short round (a smoke test)", "--json": "print the rows as one JSON object"}
 
 
 def _stdio(config: str, seconds: float) -> tuple[float, float, float]:
     """(p50 seconds, CPU seconds per call of the tree, of the first process alone)."""
-    script = "benchmarks/proxied_echo.py" if config == "stdio proxy" else "benchmarks/echo_server.py"
-    with StdioServer([*SERVE, script], env=ENV, cwd=str(ROOT)) as server:
+    with StdioServer(_STDIO[config], env=ENV, cwd=str(ROOT)) as server:
         server.initialize()
         stdio_sequential(server, 0.5)  # (warm-up; the proxy's upstream is connected by now)
         tree = process_tree(server.pid)
@@ -114,17 +123,18 @@ def measure(seconds: float = 3.0, rounds: int = 3) -> list[dict[str, Any]]:
     for config in CONFIGS:
         p50, cpu, own = (statistics.median(values) for values in zip(*found[config], strict=True))
         rows.append({"config": config, "p50_us": p50 * 1e3, "cpu_us": cpu * 1e6, "own_cpu_us": own * 1e6})
-    for transport in ("stdio", "http"):
-        direct = next(r for r in rows if r["config"] == f"{transport} direct")
-        through = next(r for r in rows if r["config"] == f"{transport} proxy")
-        through["added_p50_us"] = through["p50_us"] - direct["p50_us"]
-        through["added_cpu_us"] = through["cpu_us"] - direct["cpu_us"]
+    for row in rows:
+        transport, _, kind = row["config"].partition(" ")
+        if kind != "direct":
+            direct = next(r for r in rows if r["config"] == f"{transport} direct")
+            row["added_p50_us"] = row["p50_us"] - direct["p50_us"]
+            row["added_cpu_us"] = row["cpu_us"] - direct["cpu_us"]
     return rows
 
 
 def table(rows: list[dict[str, Any]]) -> str:
     lines = [
-        f"{'config':<13} {'p50 us':>8} {'CPU us/call':>12} {'own CPU us':>11} "
+        f"{'config':<18} {'p50 us':>8} {'CPU us/call':>12} {'own CPU us':>11} "
         f"{'added p50':>10} {'added CPU':>10}"
     ]
     for r in rows:
@@ -134,7 +144,7 @@ def table(rows: list[dict[str, Any]]) -> str:
             else f"{'':>10} {'':>10}"
         )
         lines.append(
-            f"{r['config']:<13} {r['p50_us']:>8.1f} {r['cpu_us']:>12.1f} {r['own_cpu_us']:>11.1f} {added}"
+            f"{r['config']:<18} {r['p50_us']:>8.1f} {r['cpu_us']:>12.1f} {r['own_cpu_us']:>11.1f} {added}"
         )
     return "\n".join(lines)
 

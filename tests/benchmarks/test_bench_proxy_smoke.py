@@ -1,5 +1,5 @@
-"""benchmarks/bench_proxy.py runs: every configuration answers, and each proxy row says what it
-adds to the direct one."""
+"""benchmarks/bench_proxy.py runs: every configuration answers (the proxies and the two relay
+floors), and each row says what it adds to the direct one."""
 
 from __future__ import annotations
 
@@ -25,9 +25,16 @@ def test_the_proxy_benchmark_runs() -> None:
         check=True,
     )
     rows = {r["config"]: r for r in json.loads(done.stdout)["rows"]}
-    assert list(rows) == ["stdio direct", "stdio proxy", "http direct", "http proxy"]
+    assert list(rows) == [
+        "stdio direct",
+        "stdio proxy",
+        "stdio trio relay",
+        "stdio thread relay",
+        "http direct",
+        "http proxy",
+    ]
     assert all(r["p50_us"] > 0 and r["cpu_us"] > 0 and r["own_cpu_us"] > 0 for r in rows.values())
-    for transport in ("stdio", "http"):
-        through, direct = rows[f"{transport} proxy"], rows[f"{transport} direct"]
+    for config in ("stdio proxy", "stdio trio relay", "stdio thread relay", "http proxy"):
+        through, direct = rows[config], rows[f"{config.split()[0]} direct"]
         assert through["added_p50_us"] == pytest.approx(through["p50_us"] - direct["p50_us"])
         assert through["added_cpu_us"] == pytest.approx(through["cpu_us"] - direct["cpu_us"])
