@@ -48,7 +48,7 @@ class Ids:
         return self.encode(frame) + b"\n"
 
 
-def lines(buffer: bytearray, data: bytes) -> list[bytes]:
+def lines(buffer: bytearray, data: bytes | bytearray) -> list[bytes]:
     """The whole lines ``data`` completes (what is left stays in ``buffer``)."""
     buffer += data
     end = buffer.rfind(b"\n")
