@@ -52,7 +52,7 @@ def check_client(run: ClientRun, run_time: float) -> list[orc.Violation]:
         )
         return out
     out += _check_answers(log, alive=not run.hung and run.exit_code == 0)
-    out += _check_unnamed(log)
+    out += _check_unnamed(log, alive=not run.hung and run.exit_code == 0)
     out += _check_messages(log)
     out += _check_headers(log) if run.transport == "http" else _check_stdio(log)
     return out
@@ -131,7 +131,7 @@ def _check_answers(log: ServerLog, alive: bool) -> list[orc.Violation]:
     return out
 
 
-def _check_unnamed(log: ServerLog) -> list[orc.Violation]:
+def _check_unnamed(log: ServerLog, alive: bool) -> list[orc.Violation]:
     """The client's answers without a valid id (id null, left out, or an invalid one echoed),
     against what we sent that no valid id names (:attr:`ServerLog.unnamed_sent`), mirroring the
     server side (:func:`~._expect.classify`): a request whose id is no string or integer, and an
@@ -140,7 +140,8 @@ def _check_unnamed(log: ServerLog) -> list[orc.Violation]:
     later may leave the id out); a result instead is lenient input (a SHOULD), another code an
     error-code deviation, and no answer at all breaks "the Server MUST reply".  A batch in a
     revision without batches may be refused with one such error; a junk event may get a parse
-    error.  Any other answer without a valid id answers a notification."""
+    error.  Any other answer without a valid id answers a notification.  A client that crashed or
+    hung is judged by that alone for what it did not answer."""
     revision = log.negotiated or ""
     required: list[tuple[str, Any]] = []  # (note, the id we sent, _NO_ID for an empty batch)
     allowed = 0
@@ -156,15 +157,17 @@ def _check_unnamed(log: ServerLog) -> list[orc.Violation]:
                 for m in message
                 if isinstance(m, dict) and "id" in m and not orc._valid_id(m["id"])
             ]
+            # taken apart: a member with a valid id answered (a batch ignored whole is judged by
+            # its unanswered requests alone: one cause, one finding)
+            taken_apart = any(
+                isinstance(m, dict) and orc._valid_id(m.get("id")) and log.answers.get(orc.idkey(m["id"]))
+                for m in message
+            )
             if _versions.supports_batching(revision):
-                required += bad
+                required += bad if taken_apart else []
+                allowed += 0 if taken_apart else len(bad)
             else:
-                # refused whole with one error, or taken apart (each member with a bad id refused);
-                # a client that answered members did not refuse the whole
-                taken_apart = any(
-                    isinstance(m, dict) and orc._valid_id(m.get("id")) and log.answers.get(orc.idkey(m["id"]))
-                    for m in message
-                )
+                # refused whole with one error, or taken apart (each member with a bad id refused)
                 allowed += len(bad) + (0 if taken_apart else 1)
         else:
             required.append((note, message.get("id")))
@@ -180,8 +183,9 @@ def _check_unnamed(log: ServerLog) -> list[orc.Violation]:
         match = match or next((m for m in echoes if "error" in m), None) or next(iter(echoes), None)
         what = "an empty batch" if rid is _NO_ID else f"our ping with id {orc._excerpt(rid)} ({note})"
         if match is None:
-            detail = f"missing-{orc.INVALID_REQUEST}"
-            out.append(orc.Violation("error-codes", f"no error -32600 (with id null) for {what}", detail))
+            if alive:
+                detail = f"missing-{orc.INVALID_REQUEST}"
+                out.append(orc.Violation("error-codes", f"no error -32600 (with id null) for {what}", detail))
             continue
         pool.remove(match)
         if "error" not in match:

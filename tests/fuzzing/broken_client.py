@@ -6,7 +6,8 @@ right; ``twice`` answers every server request two times (MCP: exactly one respon
 ``obliging`` answers every server request with an empty result, even those of capabilities it
 never declared (it declares ``roots`` only); ``batch`` sends ``tools/list`` and ``ping`` as one
 JSON-RPC batch (right in 2025-03-26 only) and needs both answers; ``lenient``, ``no-batches`` and
-``chatty`` mishandle what no valid id names (see :func:`answers`).  ``stateless`` speaks
+``chatty`` mishandle what no valid id names (see :func:`answers`); ``fragile`` exits with status 3
+on a request whose id is no string or integer.  ``stateless`` speaks
 2026-07-28 (``server/discover``, then ``tools/list``, each with its ``_meta`` and the
 ``MCP-Protocol-Version`` and ``Mcp-Method`` headers); ``stateless-no-method`` leaves out
 ``Mcp-Method`` (a header every 2026-07-28 request MUST carry).
@@ -111,6 +112,13 @@ def main(mode: str, url: str) -> int:
                 continue
             if isinstance(msg, dict) and "method" not in msg:
                 answered.add(msg.get("id"))
+            if (
+                mode == "fragile"
+                and isinstance(msg, dict)
+                and "id" in msg
+                and (isinstance(msg["id"], bool) or not isinstance(msg["id"], int | str))
+            ):
+                return 3  # (dies of a request whose id is no string or integer)
             given = answers(msg, mode)
             if mode == "batched" and isinstance(msg, list) and msg:
                 try:  # (a revision without batches refuses it: 400)

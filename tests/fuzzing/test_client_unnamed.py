@@ -127,3 +127,32 @@ def test_how_a_client_handles_unnamed_messages_is_graded(mode: str, revision: st
         assert not any(
             v.key.startswith("one-response") for v in C.check_client(run, 15)
         )  # (refusing is fine)
+
+
+def test_a_client_that_dies_of_a_bad_id_is_reported_once_as_dead() -> None:
+    # (one cause, one finding: the -32600 it never sent is not a second one)
+    plan = {
+        "answers": {},
+        "steps": [[{"note": "bad_id", "message": {"jsonrpc": "2.0", "id": True, "method": "ping"}}]],
+    }
+    run = C.run_plan(
+        C.ClientTarget([sys.executable, BROKEN, "fragile"]), "2025-11-25", plan, timeout=2, run_time=15
+    )
+    assert run.exit_code == 3
+    keys = {v.key for v in C.check_client(run, 15)}
+    assert "alive:exit-status" in keys and not any(k.startswith("error-codes") for k in keys), keys
+
+
+def test_a_batch_ignored_whole_is_one_finding() -> None:
+    # 2025-03-26: its member with id true is not a second finding of the same cause
+    [with_bad_member] = [
+        inj for inj in unnamed_injections("2025-03-26") if inj["note"] == "batch" and len(inj["message"]) == 2
+    ]
+    run = C.run_plan(
+        C.ClientTarget([sys.executable, BROKEN, "no-batches"]),
+        "2025-03-26",
+        {"answers": {}, "steps": [[with_bad_member]]},
+        timeout=2,
+        run_time=15,
+    )
+    assert {v.key for v in C.check_client(run, 15)} == {"one-response:batch-missing"}
