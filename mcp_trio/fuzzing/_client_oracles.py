@@ -52,6 +52,7 @@ def check_client(run: ClientRun, run_time: float) -> list[orc.Violation]:
         )
         return out
     out += _check_answers(log, alive=not run.hung and run.exit_code == 0)
+    out += _check_unnamed(log, alive=not run.hung and run.exit_code == 0)
     out += _check_messages(log)
     out += _check_headers(log) if run.transport == "http" else _check_stdio(log)
     return out
@@ -62,13 +63,28 @@ def _check_answers(log: ServerLog, alive: bool) -> list[orc.Violation]:
     revision = log.negotiated or ""
     for key, sent in log.sent.items():
         got = log.answers.get(key, [])
+        if sent.get("lenient"):
+            # a member of a batch in a revision without batches: refusing the whole batch is
+            # fine, and so is any one answer
+            if len(got) > 1:
+                out.append(
+                    orc.Violation("one-response", f"{len(got)} answers to our request id {key}", "extra")
+                )
+            continue
         if not got:
             if sent["note"] == "probe" or alive:
                 oracle, detail = (
-                    ("alive", "no-ping-answer") if sent["note"] == "probe" else ("one-response", "missing")
+                    ("alive", "no-ping-answer")
+                    if sent["note"] == "probe"
+                    else ("one-response", "batch-missing" if sent["note"] == "batch" else "missing")
                 )
                 out.append(
-                    orc.Violation(oracle, f"no answer to our {sent['method']!r} request (id {key})", detail)
+                    orc.Violation(
+                        oracle,
+                        f"no answer to our {sent['method']!r} request (id {key}"
+                        f"{', in a batch' if sent['note'] == 'batch' else ''})",
+                        detail,
+                    )
                 )
             continue
         if len(got) > 1:
@@ -113,6 +129,108 @@ def _check_answers(log: ServerLog, alive: bool) -> list[orc.Violation]:
                 )
             )
     return out
+
+
+def _check_unnamed(log: ServerLog, alive: bool) -> list[orc.Violation]:
+    """The client's answers without a valid id (id null, left out, or an invalid one echoed),
+    against what we sent that no valid id names (:attr:`ServerLog.unnamed_sent`), mirroring the
+    server side (:func:`~._expect.classify`): a request whose id is no string or integer, and an
+    empty batch, call for a -32600 error with id null ("If there was an error in detecting the id
+    in the Request object (e.g. Parse error/Invalid Request), it MUST be Null"; 2025-11-25 and
+    later may leave the id out); a result instead is lenient input (a SHOULD), another code an
+    error-code deviation, and no answer at all breaks "the Server MUST reply".  A batch in a
+    revision without batches may be refused with one such error; a junk event may get a parse
+    error.  Any other answer without a valid id answers a notification.  A client that crashed or
+    hung is judged by that alone for what it did not answer."""
+    revision = log.negotiated or ""
+    required: list[tuple[str, Any]] = []  # (note, the id we sent, _NO_ID for an empty batch)
+    allowed = 0
+    for item in log.unnamed_sent:
+        note, message = item["note"], item["message"]
+        if note == "junk-event":
+            allowed += 1
+        elif message == []:
+            required.append((note, _NO_ID))
+        elif isinstance(message, list):
+            bad = [
+                (note, m["id"])
+                for m in message
+                if isinstance(m, dict) and "id" in m and not orc._valid_id(m["id"])
+            ]
+            # taken apart: a member with a valid id answered (a batch ignored whole is judged by
+            # its unanswered requests alone: one cause, one finding)
+            taken_apart = any(
+                isinstance(m, dict) and orc._valid_id(m.get("id")) and log.answers.get(orc.idkey(m["id"]))
+                for m in message
+            )
+            if _versions.supports_batching(revision):
+                required += bad if taken_apart else []
+                allowed += 0 if taken_apart else len(bad)
+            else:
+                # refused whole with one error, or taken apart (each member with a bad id refused)
+                allowed += len(bad) + (0 if taken_apart else 1)
+        else:
+            required.append((note, message.get("id")))
+    pool = [
+        m
+        for m, _ in log.client_messages
+        if isinstance(m, dict) and "method" not in m and not orc._valid_id(m.get("id"))
+    ]
+    out: list[orc.Violation] = []
+    for note, rid in required:
+        echoes = [m for m in pool if m.get("id") is None or (rid is not _NO_ID and m.get("id") == rid)]
+        match = next((m for m in echoes if _error_code(m) == orc.INVALID_REQUEST), None)
+        match = match or next((m for m in echoes if "error" in m), None) or next(iter(echoes), None)
+        what = "an empty batch" if rid is _NO_ID else f"our ping with id {orc._excerpt(rid)} ({note})"
+        if match is None:
+            if alive:
+                detail = f"missing-{orc.INVALID_REQUEST}"
+                out.append(orc.Violation("error-codes", f"no error -32600 (with id null) for {what}", detail))
+            continue
+        pool.remove(match)
+        if "error" not in match:
+            detail = f"result-instead-of-{orc.INVALID_REQUEST}"
+            out.append(orc.Violation("error-codes", f"a result for {what}: {orc._excerpt(match)}", detail))
+        elif _error_code(match) != orc.INVALID_REQUEST:
+            detail = f"want-{orc.INVALID_REQUEST}"
+            out.append(
+                orc.Violation(
+                    "error-codes", f"expected error -32600 for {what}, got {orc._excerpt(match)}", detail
+                )
+            )
+        elif match.get("id") is not None and isinstance(match["id"], bool | dict | list):
+            # (1.5 is an id JSON-RPC reads, if one MCP forbids: echoing it is no breach)
+            out.append(
+                orc.Violation(
+                    "error-codes", f"an error for {what} that echoes its id: {orc._excerpt(match)}", "null-id"
+                )
+            )
+        elif "id" not in match and not orc.id_may_be_absent(revision):
+            out.append(
+                orc.Violation(
+                    "error-codes",
+                    f"an error for {what} without an id (JSON-RPC wants id null): {orc._excerpt(match)}",
+                    "null-id",
+                )
+            )
+    if len(pool) > allowed:
+        out.append(
+            orc.Violation(
+                "no-response-to-notification",
+                f"{len(pool) - allowed} response(s) without a valid id that answer nothing we sent: "
+                f"{orc._excerpt(pool[0])}",
+                "null-id",
+            )
+        )
+    return out
+
+
+_NO_ID = object()  # (an empty batch has no id to echo)
+
+
+def _error_code(msg: dict[str, Any]) -> Any:
+    error = msg.get("error")
+    return error.get("code") if isinstance(error, dict) else None
 
 
 def _expected_codes(revision: str, sent: dict[str, Any]) -> set[int] | None:

@@ -43,6 +43,9 @@ class ServerLog:
         default_factory=dict
     )  # our request id key -> {method, note, message}
     notifications_sent: list[dict[str, Any]] = field(default_factory=list)
+    #: what we sent that no valid id names: batches, requests with an invalid id, junk events
+    #: ({note, message}); the oracles match the client's id-null answers against them
+    unnamed_sent: list[dict[str, Any]] = field(default_factory=list)
     answers: dict[str, list[dict[str, Any]]] = field(
         default_factory=dict
     )  # id key -> responses from the client
@@ -141,6 +144,13 @@ class Dialogue:
         )
         return requests, refused
 
+    def answers_our_batch(self, batch: list[Any]) -> bool:
+        """Whether ``batch`` holds only responses and we sent a batch first: a client answering
+        our batch with one did not break a revision without batches first (we did)."""
+        with self.cond:
+            sent = any(isinstance(u["message"], list) for u in self.log.unnamed_sent)
+        return sent and all(isinstance(m, dict) and "method" not in m for m in batch)
+
     # -- the answers
 
     def request(self, channel: Channel, msg: dict[str, Any]) -> None:
@@ -217,9 +227,8 @@ class Dialogue:
         injections = [inj for step_no, _ in claimed for inj in self._step(step_no)]
         waiting = []
         for inj in injections:
-            out = self._number(inj)
-            if "id" in out:
-                waiting.append(orc.idkey(out["id"]))
+            out, keys = self._number(inj)
+            waiting += keys
             self.send(channel, _dump(out))
         self._await_answers(waiting)
         answers: list[bytes] = []
@@ -261,21 +270,48 @@ class Dialogue:
             self.note({"dir": "skip", "note": inj["note"], "reason": "the client declared the capability"})
         return declared
 
-    def _number(self, inj: dict[str, Any]) -> dict[str, Any]:
-        """A fresh id for an injected request (ints stay ints), recorded for the oracles."""
-        out = dict(inj["message"])
+    def _number(self, inj: dict[str, Any]) -> tuple[Any, list[str]]:
+        """The message of an injection as sent, and the id keys of the answers to wait for.
+
+        A request gets a fresh id (ints stay ints), recorded for the oracles; an id that is no
+        string or integer is sent as the plan has it.  A batch's members are numbered likewise;
+        in a revision without batches, answers to them are optional (refusing the whole batch
+        is fine), so none is waited for."""
+        message = inj["message"]
+        if not isinstance(message, list):
+            out, key = self._number_one(inj["note"], message, lenient=False, alone=True)
+            return out, [key] if key is not None else []
+        lenient = not _versions.supports_batching(self.revision)
+        members = [self._number_one(inj["note"], m, lenient, alone=False) for m in message]
+        out = [m for m, _ in members]
         with self.cond:
-            if "id" in out:
-                self.counter += 1
-                out["id"] = 10_000 + self.counter if isinstance(out["id"], int) else f"fz-{self.counter}"
-                self.log.sent[orc.idkey(out["id"])] = {
-                    "method": out.get("method"),
-                    "note": inj["note"],
-                    "message": out,
-                }
-            else:
+            self.log.unnamed_sent.append({"note": inj["note"], "message": out})
+        return out, [key for _, key in members if key is not None and not lenient]
+
+    def _number_one(self, note: str, message: Any, lenient: bool, alone: bool) -> tuple[Any, str | None]:
+        """One message numbered (see :meth:`_number`); ``alone``: not a batch's member (the batch
+        is recorded whole)."""
+        if not isinstance(message, dict):
+            return message, None
+        out = dict(message)
+        with self.cond:
+            if "id" not in out:
                 self.log.notifications_sent.append(out)
-        return out
+                return out, None
+            if not orc._valid_id(out["id"]):
+                if alone:
+                    self.log.unnamed_sent.append({"note": note, "message": out})
+                return out, None
+            self.counter += 1
+            out["id"] = 10_000 + self.counter if isinstance(out["id"], int) else f"fz-{self.counter}"
+            key = orc.idkey(out["id"])
+            self.log.sent[key] = {
+                "method": out.get("method"),
+                "note": note,
+                "message": out,
+                **({"lenient": True} if lenient else {}),
+            }
+        return out, key
 
     def _await_answers(self, keys: list[str]) -> None:
         deadline = time.monotonic() + self.timeout
@@ -298,6 +334,8 @@ class Dialogue:
         if kind == "unknown-id":
             return [_dump({**valid, "id": f"fz-unknown-{rid}"}), _dump(valid)]
         if kind == "junk-event":
+            with self.cond:
+                self.log.unnamed_sent.append({"note": "junk-event", "message": spec["text"]})
             return [spec["text"].encode("utf-8", "surrogatepass"), _dump(valid)]
         return [_dump(valid)]
 

@@ -221,8 +221,9 @@ class FuzzServer(Served):
         400 and -32600 ("The initialize request MUST NOT be part of a JSON-RPC batch")."""
         requests, refused = self.dialogue.batch_requests(batch)
         if refused:
+            ours = self.dialogue.answers_our_batch(batch)  # (answering our batch with one: no breach)
             with self.dialogue.cond:
-                self.log.posts[index]["refused_batch"] = bool(batch)
+                self.log.posts[index]["refused_batch"] = bool(batch) and not ours
             exchange.reply(400, error_body(None, orc.INVALID_REQUEST, "batch not accepted here"))
         elif not requests:
             exchange.reply(202)

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from ..types import _versions
 from .strategies import (
+    BAD_IDS,
     EDGE_STRINGS,
     NOT_OBJECTS,
     PARAMS_MUTATIONS,
@@ -41,6 +42,7 @@ __all__ = [
     "minimal",
     "plans",
     "server_methods",
+    "unnamed_injections",
 ]
 
 Plan = dict[str, Any]
@@ -154,11 +156,19 @@ def _injection(draw: Any, revision: str) -> dict[str, Any]:
     # (2026-07-28 has no server-to-client JSON-RPC requests: notifications only)
     kind = draw(
         st.sampled_from(
-            ["request", "notification", "mutated", "unknown-method"]
+            ["request", "notification", "mutated", "unknown-method", "unnamed"]
             if requests
             else ["notification", "mutated"]
         )
     )
+    if kind == "unnamed":
+        # each fixed shape, or a batch of valid requests and notifications drawn here
+        if draw(st.booleans()):
+            fixed: dict[str, Any] = draw(st.sampled_from(unnamed_injections(revision)))
+            return fixed
+        members = st.sampled_from(requests + notes).flatmap(lambda m: valid_message(revision, m, id_=1))
+        batch: list[Any] = draw(st.lists(members, min_size=1, max_size=3))
+        return {"note": "batch", "message": batch}
     if kind == "unknown-method":
         method = draw(st.sampled_from(UNKNOWN_METHODS))
         return {"note": "unknown_method", "message": {"jsonrpc": "2.0", "id": 1, "method": method}}
@@ -208,7 +218,8 @@ def known_bad_plans(revision: str) -> list[Plan]:
     """The ``client`` campaign's corpus: every malformed shape :func:`plans` draws, each once, in
     a fixed order, run before hypothesis draws any plan (so a short budget still serves each).
     A step shape is sent on the response stream of the client's first request after the handshake
-    (the ping behind it as always): each unknown method, each mutation of a request's and of a
+    (the ping behind it as always): each unknown method, each message no valid id names
+    (:func:`unnamed_injections`: batches, bad ids), each mutation of a request's and of a
     notification's params (every value params that are no object take, for a request).  An
     answer shape answers every method the client may call: twice, under an id never sent first,
     after each junk event, with each mutation of the method's result, with each error code."""
@@ -221,6 +232,7 @@ def known_bad_plans(revision: str) -> list[Plan]:
     if requests:  # (2026-07-28 has no server-to-client JSON-RPC requests)
         for method in UNKNOWN_METHODS:
             step("unknown_method", {"jsonrpc": "2.0", "id": 1, "method": method})
+        out += [{"answers": {}, "steps": [[inj]]} for inj in unnamed_injections(revision)]
     for candidates, values in ((requests, NOT_OBJECTS), (notifications, NOT_OBJECTS[1:2])):
         if not candidates:
             continue
@@ -255,6 +267,31 @@ def known_bad_plans(revision: str) -> list[Plan]:
         answering(mutated(choice))
     for code in ERROR_CODES:
         answering(lambda m, code=code: {"kind": "error", "error": {"code": code, "message": "fuzz"}})
+    return out
+
+
+def unnamed_injections(revision: str) -> list[dict[str, Any]]:
+    """The step messages no valid request id names, each once: a JSON-RPC batch (a ping, a
+    notification, a ping), the same with a member whose id is ``true``, an empty batch, a ping
+    with each id that is no string or integer, and a ping without an id (a notification, whatever
+    its method).  Batches exist in 2025-03-26 only ("MCP implementations MAY support sending
+    JSON-RPC batches, but MUST support receiving JSON-RPC batches"); elsewhere a client may refuse
+    one whole.  Empty for a revision without server-to-client requests (2026-07-28)."""
+    requests = server_methods(revision, "request")
+    if not requests:
+        return []
+    ping = _minimal_message(revision, "ping")
+    notes = server_methods(revision, "notification")
+    note = _minimal_message(
+        revision, "notifications/message" if "notifications/message" in notes else notes[0]
+    )
+    out: list[dict[str, Any]] = [
+        {"note": "batch", "message": [ping, note, ping]},
+        {"note": "batch", "message": [ping, {**ping, "id": True}]},
+        {"note": "empty_batch", "message": []},
+        *({"note": "bad_id", "message": {**ping, "id": value}} for value in BAD_IDS),
+    ]
+    out.append({"note": "request_without_id", "message": {k: v for k, v in ping.items() if k != "id"}})
     return out
 
 

@@ -589,6 +589,20 @@ RULES: dict[str, Rule] = _by_id(
         "[The message decodes as its type in the revision's schema.]",
     ),
     Rule(
+        "batch-receive",
+        "MUST",
+        _of("2025-03-26", "basic/index.mdx"),
+        "MCP implementations MAY support sending JSON-RPC batches, but MUST support receiving "
+        "JSON-RPC batches. [2025-03-26, the one revision with batches: a request in a batch is "
+        "answered like one alone.]",
+        variants={
+            "2026-07-28": (
+                f"{JSONRPC}, section 5",
+                f"{_REQUESTS_REPLY} [2026-07-28 has no batches: a request in one is still a call.]",
+            ),
+        },
+    ),
+    Rule(
         "client-batch",
         "MUST",
         _TRANSPORTS,
@@ -736,6 +750,7 @@ _BY_FINDING: dict[tuple[str, str], str] = {
     ("alive", "left-in-progress"): "ping",
     ("one-response", ""): "reply",
     ("one-response", "extra"): "one-reply",
+    ("one-response", "batch-missing"): "batch-receive",
     ("one-response", "reused-id-stream"): "reused-id-reply",
     ("one-response", "reused-id"): "reused-id",
     ("one-response", "stream-never-ends"): "stream-ends",

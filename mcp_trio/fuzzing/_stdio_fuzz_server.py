@@ -148,7 +148,8 @@ class StdioFuzzServer(Served):
     def _batch(self, lines: _Lines, batch: list[Any]) -> None:
         requests, refused = self.dialogue.batch_requests(batch)
         if refused:
-            self.dialogue.note({"dir": "refused-batch"})
+            if not self.dialogue.answers_our_batch(batch):
+                self.dialogue.note({"dir": "refused-batch"})
             lines.event(error_body(None, orc.INVALID_REQUEST, "batch not accepted here"))
         elif requests:
             answers = self.dialogue.steps_then_answers(lines, requests)

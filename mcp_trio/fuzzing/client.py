@@ -16,7 +16,9 @@ client does whatever it does (connect, list, call ...); the server follows a
   client's n-th request (after ``initialize``), before its answer: requests
   (``ping``, ``sampling/createMessage``, ``elicitation/create``,
   ``roots/list`` ...) and notifications with valid or mutated params, and
-  requests of methods no client has.  Every step with messages ends with a
+  requests of methods no client has; and what no valid id names: JSON-RPC batches,
+  an empty batch, requests whose id is no string or integer (sent as the plan has
+  them, not renumbered), a request without an id.  Every step with messages ends with a
   ``ping`` (and the first step always has one): the client must answer it.
 
 Before any plan is drawn, a campaign serves its corpus (:func:`~._plans.known_bad_plans`:
@@ -284,7 +286,8 @@ def plan_kinds(plan: Plan) -> set[str]:
     kinds: set[str] = set()
     for step in plan.get("steps") or []:
         for inj in step:
-            note, method = inj["note"], inj["message"].get("method")
+            message = inj["message"]
+            note, method = inj["note"], message.get("method") if isinstance(message, dict) else "batch"
             kinds |= {note, note.split(":")[0], f"{note.split(':')[0]}@{method}"}
     return kinds | {a["kind"] for answers in (plan.get("answers") or {}).values() for a in answers}
 

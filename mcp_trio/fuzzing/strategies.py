@@ -288,6 +288,9 @@ _WRONG = st.sampled_from(WRONG_VALUES)
 _BAD_IDS: st.SearchStrategy[Any] = st.sampled_from(
     [None, True, False, 1.5, -0.0, 2**64, 10**30, -(2**63) - 1, [], {}, [1]]
 )
+#: The request ids the corpora send, one of each kind that is no string or integer (MCP: "Requests
+#: MUST include a string or integer ID"; "Unlike base JSON-RPC, the ID MUST NOT be null").
+BAD_IDS: tuple[Any, ...] = (None, True, 1.5, {}, [])
 #: How params (or a result) are mutated; the generators draw one, the corpora take each.
 PARAMS_MUTATIONS = ("wrong_type", "missing", "extra", "params_not_object")
 #: What params that are not an object are instead (``params_not_object``).
@@ -479,7 +482,6 @@ def known_bad(revision: str) -> list[list[Item]]:
         return msg
 
     listing = "tools/list" if "tools/list" in _versions.methods_for(revision) else method
-    bad_ids: tuple[Any, ...] = (None, True, 1.5, {}, [])
     not_objects: tuple[Any, ...] = (True, [], "params", 7)
     out: list[Item] = [
         *(Item(raw=raw, note="parse_error") for raw in (b"{", b'{"jsonrpc":"2.0",}', b"[1,2")),
@@ -494,7 +496,7 @@ def known_bad(revision: str) -> list[list[Item]]:
         *(Item(value, note="not_an_object") for value in (1, "x", None, True)),
         Item([request(id=1), request(id=2)], note="batch"),
         *(Item(request(jsonrpc=v), note="wrong_jsonrpc") for v in ("1.0", 2.0, _DROP)),
-        *(Item(request(id=v), note="bad_id") for v in bad_ids),
+        *(Item(request(id=v), note="bad_id") for v in BAD_IDS),
         Item(request(method=1), note="method_not_a_string"),
         Item(request(method="fuzz/no-such-method"), note="unknown_method"),
         Item(request(method=listing, id=_DROP), note="request_without_id"),

@@ -5,7 +5,9 @@ the server sends on the response stream, then ends the session.  MODE ``good`` d
 right; ``twice`` answers every server request two times (MCP: exactly one response);
 ``obliging`` answers every server request with an empty result, even those of capabilities it
 never declared (it declares ``roots`` only); ``batch`` sends ``tools/list`` and ``ping`` as one
-JSON-RPC batch (right in 2025-03-26 only) and needs both answers.  ``stateless`` speaks
+JSON-RPC batch (right in 2025-03-26 only) and needs both answers; ``lenient``, ``no-batches`` and
+``chatty`` mishandle what no valid id names (see :func:`answers`); ``fragile`` exits with status 3
+on a request whose id is no string or integer.  ``stateless`` speaks
 2026-07-28 (``server/discover``, then ``tools/list``, each with its ``_meta`` and the
 ``MCP-Protocol-Version`` and ``Mcp-Method`` headers); ``stateless-no-method`` leaves out
 ``Mcp-Method`` (a header every 2026-07-28 request MUST carry).
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import json
 import sys
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from typing import Any
@@ -57,6 +60,29 @@ def stateless(url: str, method_header: bool) -> int:
     return 0
 
 
+def answers(msg: Any, mode: str) -> list[Any]:
+    """What this client answers to one message of the server: a request with its own id gets an
+    answer; one whose id is no string or integer, and an empty batch, get -32600 with id null; a
+    batch's members are answered one by one (``batched``: in one array).  ``lenient`` answers a
+    request with an invalid id with a result all the same; ``no-batches`` ignores every batch;
+    ``chatty`` answers a request without an id (a notification) with -32600 too."""
+    invalid = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "invalid request"}}
+    if isinstance(msg, list):
+        if mode == "no-batches":
+            return []
+        return [a for m in msg for a in answers(m, mode)] if msg else [invalid]
+    if not isinstance(msg, dict) or "method" not in msg:
+        return []
+    if "id" not in msg:
+        return [invalid] if mode == "chatty" and msg["method"] == "ping" else []
+    rid = msg["id"]
+    if (isinstance(rid, bool) or not isinstance(rid, int | str)) and mode != "lenient":
+        return [invalid]
+    if msg["method"] not in ("ping", "roots/list") and mode != "obliging":
+        return [{"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": "no"}}]
+    return [{"jsonrpc": "2.0", "id": rid, "result": {"roots": []} if msg["method"] == "roots/list" else {}}]
+
+
 def main(mode: str, url: str) -> int:
     if mode.startswith("stateless"):
         return stateless(url, method_header=mode == "stateless")
@@ -86,14 +112,21 @@ def main(mode: str, url: str) -> int:
                 continue
             if isinstance(msg, dict) and "method" not in msg:
                 answered.add(msg.get("id"))
-            if isinstance(msg, dict) and "method" in msg and "id" in msg:
-                answer = {
-                    "jsonrpc": "2.0",
-                    "id": msg["id"],
-                    "result": {"roots": []} if msg["method"] == "roots/list" else {},
-                }
-                if msg["method"] not in ("ping", "roots/list") and mode != "obliging":
-                    answer = {"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32601, "message": "no"}}
+            if (
+                mode == "fragile"
+                and isinstance(msg, dict)
+                and "id" in msg
+                and (isinstance(msg["id"], bool) or not isinstance(msg["id"], int | str))
+            ):
+                return 3  # (dies of a request whose id is no string or integer)
+            given = answers(msg, mode)
+            if mode == "batched" and isinstance(msg, list) and msg:
+                try:  # (a revision without batches refuses it: 400)
+                    post(url, given, headers).close()
+                except urllib.error.HTTPError:
+                    pass
+                continue
+            for answer in given:
                 for _ in range(2 if mode == "twice" else 1):
                     post(url, answer, headers).close()
     if mode == "batch" and answered != {2, 3}:

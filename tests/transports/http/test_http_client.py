@@ -120,6 +120,23 @@ async def test_a_json_batch_reply_becomes_separate_frames(nursery: trio.Nursery)
     assert second == {"jsonrpc": "2.0", "id": 1, "result": {"n": 1}}
 
 
+async def test_an_empty_batch_on_a_stream_reaches_the_engine_whole(nursery: trio.Nursery) -> None:
+    # (split, it would be nothing at all, and the engine could not answer it -32600 with id null)
+    async def on_request(req: Request, conn: Conn) -> None:
+        await conn.start_sse()
+        await conn.event([])
+        await conn.event(result(req))
+        await conn.end()
+
+    server = await start(nursery, mcp_handler(on_request))
+    async with open_http_client(server.url) as channel:
+        await handshake(channel)
+        await channel.send(request(1, "tools/list"))
+        first, second = await receive_json(channel), await receive_json(channel)
+    assert first == []
+    assert second == {"jsonrpc": "2.0", "id": 1, "result": {}}
+
+
 async def test_requests_run_concurrently_within_max_connections(nursery: trio.Nursery) -> None:
     release = trio.Event()
 

@@ -53,12 +53,17 @@ class _Inbox:
     # ------------------------------------------------------------ incoming
 
     async def deliver(self, data: bytes) -> None:
-        """Hand one incoming message (or a batch, split) to the engine, learning from it."""
+        """Hand one incoming message (or a batch, split) to the engine, learning from it.
+
+        An empty batch goes whole: it is an invalid request the engine answers (-32600, id null)."""
         if data.lstrip()[:1] == b"[":
             try:
                 items = rpc.decode_batch(data)
             except _BAD_JSON:
                 await self.put(Frame(data))  # the engine answers the parse error
+                return
+            if not items:
+                await self.put(Frame(data))
                 return
             for raw in items:
                 await self._deliver_one(bytes(raw))
