@@ -66,13 +66,14 @@ __all__ = ["HandlerRunner", "RequestHandler"]
 
 RequestHandler = Callable[[RequestContext, Any], Awaitable[Any]]
 
-#: Seconds a handler task goes on with queued requests that never wait before a checkpoint.
+#: Seconds of work between two checkpoints: a handler task going on with queued requests that
+#: never wait, or the taking of a batch (``Reader.take_batch``).
 STEP = 0.0002
 #: Members of a batch the input takes before it looks at the clock (see ``STEP``).
 BATCH_SLICE = 16
 #: Tasks a session may have started for its requests that trio has not run yet.
 STARTING = 8
-SLICE = 128  # requests a handler task takes (batch members the reader takes) between two checkpoints
+SLICE = 128  # requests a handler task takes at most between two checkpoints (quicker than STEP)
 
 _HANDLER_NAME = "mcp_trio._engine._handlers.HandlerRunner.handle_request"  # trio task name of handlers
 
