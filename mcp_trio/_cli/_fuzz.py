@@ -296,6 +296,12 @@ def command(argv: Sequence[str]) -> int:
         "every file but Python's standard library, every file: script of Node's)",
     )
     parser.add_argument(
+        "--no-steer",
+        action="store_true",
+        help="--coverage: report the code each campaign reached without steering the search by it "
+        "(a baseline to compare with)",
+    )
+    parser.add_argument(
         "--out",
         metavar="DIR",
         default="fuzz-results",
@@ -310,8 +316,8 @@ def command(argv: Sequence[str]) -> int:
         parser.error("--time must be more than 0 seconds")
     if (args.coverage or args.coverage_include) and not args.stdio:
         parser.error("--coverage is for --stdio targets only")
-    if args.coverage_include and not args.coverage:
-        parser.error("--coverage-include needs --coverage")
+    if (args.coverage_include or args.no_steer) and not args.coverage:
+        parser.error("--coverage-include and --no-steer need --coverage")
     fuzzing = _import_fuzzing()
     if fuzzing is None:
         return 2
@@ -350,6 +356,7 @@ def command(argv: Sequence[str]) -> int:
         max_rss_growth=args.max_rss_growth,
         max_fd_growth=args.max_fd_growth,
         coverage=feed,
+        steer=not args.no_steer,
     )
     status = error = None
     progress.start()

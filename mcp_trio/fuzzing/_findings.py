@@ -95,6 +95,8 @@ class FuzzConfig:
     #: ``--coverage``: what the target process ran (its environment must come from
     #: ``coverage.environ``); steers the search toward new code and is reported per campaign.
     coverage: CoverageFeed | None = None
+    #: With ``coverage``: steer the search by it (False: only report it, a baseline).
+    steer: bool = True
 
 
 @dataclass

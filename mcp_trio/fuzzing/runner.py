@@ -183,7 +183,7 @@ def run_campaign(
         stats.seconds = time.monotonic() - started
         stats.messages = drv.messages_sent() - sent
         if cfg.coverage is not None:
-            stats.coverage = cfg.coverage.to_json()
+            stats.coverage = {**cfg.coverage.to_json(), "steered": cfg.steer}
     cfg.progress(
         f"{revision} {campaign}: done, {stats.examples} examples, {stats.messages} messages, "
         f"{len(stats.findings)} findings in {stats.seconds:.1f} s"
@@ -304,7 +304,7 @@ def _search(
         if cfg.max_examples is None:
             chunk = 25
 
-        @search_settings(chunk, targeted=cfg.coverage is not None)
+        @search_settings(chunk, targeted=cfg.coverage is not None and cfg.steer)
         @seed(cfg.seed * 1000 + round_no)
         @given(hunt.strategy)
         def test(case: Any) -> None:
@@ -364,7 +364,7 @@ def steer(cfg: FuzzConfig) -> None:
     """With coverage feedback: tell hypothesis how many locations the example just run reached
     that the campaign had not (``target``: the search mutates the examples that scored best),
     and whether it reached any (``event``)."""
-    if cfg.coverage is None:
+    if cfg.coverage is None or not cfg.steer:
         return
     new = cfg.coverage.collect(wait=True)
     target(float(new), label="new coverage")

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import sniffio
 
 from mcp_trio._cli import main
 from mcp_trio.fuzzing._coverage import NodeCoverage, PythonCoverage, coverage_feed, detect_kind
@@ -38,9 +39,9 @@ def reached(feed: PythonCoverage, sort: str, path: Path) -> set[str]:
     return {str(item[2]) for item in feed.reached if item[:2] == (sort, str(path.resolve()))}  # type: ignore[index]
 
 
-def tiny(tmp_path: Path, feed: PythonCoverage) -> tuple[Path, subprocess.Popen[str]]:
+def tiny(tmp_path: Path, feed: PythonCoverage, before: str = "") -> tuple[Path, subprocess.Popen[str]]:
     script = tmp_path / "tiny.py"
-    script.write_text(TINY)
+    script.write_text(before + TINY)
     proc = subprocess.Popen(
         [sys.executable, str(script)],
         stdin=subprocess.PIPE,
@@ -93,8 +94,8 @@ def test_the_bootstrap_reports_new_lines_over_its_side_channel_while_the_process
         [channel] = feed.directory.glob("py-*.cov")
         assert channel.name == f"py-{proc.pid}.cov"
         records = channel.read_text().splitlines()
-        assert f"F\t1\t{script.resolve()}" in records
-        lines = [n for r in records if r.startswith("L\t1\t") for n in r.split("\t")[2].split(",")]
+        [fid] = [r.split("\t")[1] for r in records if r == f"F\t{r.split(chr(9))[1]}\t{script.resolve()}"]
+        lines = [n for r in records if r.startswith(f"L\t{fid}\t") for n in r.split("\t")[2].split(",")]
         assert sorted(lines, key=int) == ["1", "4", "5", "6", "7", "10", "11"]
     finally:
         proc.kill()
@@ -106,13 +107,15 @@ def test_the_standard_library_is_out_of_scope_and_include_narrows_it(tmp_path: P
     stdlib = sysconfig.get_paths()["stdlib"]
     wide = PythonCoverage()
     try:
-        script, proc = tiny(tmp_path, wide)
+        script, proc = tiny(tmp_path, wide, "import sniffio\n")
         assert ask(proc, 1) == "small\n"
         proc.communicate(timeout=10)
         wide.collect()
         files = {str(item[1]) for item in wide.reached}  # type: ignore[index]
         assert str(script.resolve()) in files
         assert not any(f.startswith(stdlib + os.sep) for f in files), sorted(files)[:5]
+        # what the program is built on, in site-packages (a virtual environment's too), counts
+        assert str(Path(sniffio.__file__).resolve()) in files, sorted(files)
     finally:
         wide.close()
     elsewhere = tmp_path / "elsewhere"

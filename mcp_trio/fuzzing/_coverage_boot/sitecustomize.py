@@ -5,8 +5,10 @@ that the interpreter imports this module at start-up (as ``sitecustomize``) when
 ``MCP_TRIO_COVERAGE_DIR`` names a directory.  It records each line run (file, line) and each
 arc (file, line before, line) in code whose file is in scope: under one of the path prefixes of
 ``MCP_TRIO_COVERAGE_INCLUDE`` (``os.pathsep``-separated) when it is set, else anywhere but the
-standard library and this directory.  It uses ``sys.monitoring`` on Python 3.12 and later
-(each location reported once, then disabled: nearly free), ``sys.settrace`` before.
+standard library and this directory (``site-packages`` are in scope: the implementation under
+test and what it is built on).  It uses ``sys.monitoring`` on Python 3.12 and later (each
+line recorded once, then disabled: nearly free; arcs are the branches taken), ``sys.settrace``
+before (arcs are every move from one line to another within a frame).
 
 The side channel is ``MCP_TRIO_COVERAGE_DIR/py-PID.cov``, appended to by a daemon thread every
 :data:`FLUSH_EVERY` seconds (and at exit) with only what is new since its last write, one record
@@ -33,6 +35,9 @@ DIR_ENV = "MCP_TRIO_COVERAGE_DIR"
 INCLUDE_ENV = "MCP_TRIO_COVERAGE_INCLUDE"
 #: Seconds between two writes of what is new (nothing is written when nothing is).
 FLUSH_EVERY = 0.02
+#: ``sys.monitoring`` on 3.12 and 3.13: a branch taken this many times, always the same way, is
+#: no longer watched.
+ONE_WAY = 64
 
 _Tracer = Callable[[FrameType, str, Any], Any]
 
@@ -44,8 +49,11 @@ class Recorder:
         self.path = os.path.join(out_dir, f"py-{os.getpid()}.cov")
         self.include = tuple(os.path.realpath(p) for p in include if p)
         here = os.path.dirname(os.path.realpath(__file__))
-        stdlib = {sysconfig.get_paths()[name] for name in ("stdlib", "platstdlib")}
-        self.exclude = (here, *(os.path.realpath(p) + os.sep for p in stdlib))
+        paths = sysconfig.get_paths()
+        # (in a virtual environment "platstdlib" is the environment's lib/pythonX.Y, which holds
+        # its site-packages: those stay in scope)
+        self.exclude = (here, *{os.path.realpath(paths[name]) + os.sep for name in ("stdlib", "platstdlib")})
+        self.sites = tuple({os.path.realpath(paths[name]) + os.sep for name in ("purelib", "platlib")})
         self.files: dict[str, int] = {}
         self.scope: dict[CodeType, int] = {}  # a code object's file id; -1: out of scope
         self.seen: set[tuple[int, int, int]] = set()  # (file, line, -1) and (file, before, line)
@@ -65,17 +73,18 @@ class Recorder:
         if filename in self.files:
             return self.files[filename]
         real = os.path.realpath(filename) if not filename.startswith("<") else ""
-        if not real or real.startswith(self.exclude):
+        if not real or real.startswith(self.exclude[0]):
             in_scope = False
         elif self.include:
             in_scope = real.startswith(self.include)
         else:
-            in_scope = True
+            in_scope = real.startswith(self.sites) or not real.startswith(self.exclude)
         if not in_scope:
             return -1
         with self.lock:
-            fid = self.files.setdefault(filename, len(self.files) + 1)
-            if fid == len(self.files):
+            fid = self.files.get(filename)
+            if fid is None:
+                fid = self.files[filename] = len(self.files) + 1
                 self.new_files.append((fid, real))
         return fid
 
@@ -126,15 +135,23 @@ class Recorder:
         return self._local_tracer(fid)
 
     def _local_tracer(self, fid: int) -> _Tracer:
-        see = self.see
+        seen, pending = self.seen, self.pending
         before = 0
 
         def local(frame: FrameType, event: str, arg: Any) -> _Tracer:
+            # (one tuple and one look-up a line once it is known: a line is new only when an
+            # arc into it is)
             nonlocal before
             if event == "line":
                 line = frame.f_lineno
-                see((fid, line, -1))
-                see((fid, before, line))
+                arc = (fid, before, line)
+                if arc not in seen:
+                    seen.add(arc)
+                    pending.append(arc)
+                    item = (fid, line, -1)
+                    if item not in seen:
+                        seen.add(item)
+                        pending.append(item)
                 before = line
             return local
 
@@ -176,6 +193,7 @@ def _start_monitoring(recorder: Recorder) -> bool:
 
     split = sys.version_info >= (3, 14)  # (one event per direction: each disabled on its own)
     taken: dict[tuple[CodeType, int], set[int]] = {}
+    passes: dict[tuple[CodeType, int], int] = {}
 
     def on_branch(code: CodeType, offset: int, destination: int) -> Any:
         fid = recorder.file_id(code)
@@ -184,10 +202,14 @@ def _start_monitoring(recorder: Recorder) -> bool:
         recorder.see((fid, line_at(code, offset), line_at(code, destination)))
         if split:
             return disable
-        # (3.12, 3.13: one event for both directions; disabled once both were taken)
-        ways = taken.setdefault((code, offset), set())
+        # (3.12, 3.13: one event for both directions; disabled once both were taken, or after
+        # ONE_WAY events the same way: a hot branch must not cost on every pass; its other
+        # direction, when a later input takes it, still shows as new lines)
+        key = (code, offset)
+        ways = taken.setdefault(key, set())
         ways.add(destination)
-        return disable if len(ways) > 1 else None
+        passes[key] = passes.get(key, 0) + 1
+        return disable if len(ways) > 1 or passes[key] >= ONE_WAY else None
 
     events = mon.events
     branches = (events.BRANCH_LEFT, events.BRANCH_RIGHT) if split else (events.BRANCH,)
