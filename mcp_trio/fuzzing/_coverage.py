@@ -27,6 +27,7 @@ import shutil
 import sys
 import tempfile
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Hashable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -68,7 +69,7 @@ def detect_kind(argv: Sequence[str]) -> str | None:
     return None
 
 
-class CoverageFeed:
+class CoverageFeed(ABC):
     """What a target process ran, reached by the campaigns of a run, one set per campaign."""
 
     kind = "none"
@@ -82,13 +83,13 @@ class CoverageFeed:
         self.reached: set[Hashable] = set()  # this campaign's
         self.total: set[Hashable] = set()  # the run's
 
+    @abstractmethod
     def environ(self, base: Mapping[str, str]) -> dict[str, str]:
         """The target's environment: ``base`` and what makes the process record its coverage."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _read(self) -> Iterator[Hashable]:
         """The locations written since the last read (repeats allowed)."""
-        raise NotImplementedError
 
     def collect(self, wait: bool = False) -> int:
         """Read the side channel: the number of locations new to the campaign since the last call
@@ -114,8 +115,9 @@ class CoverageFeed:
         self.collect()
         return {"kind": self.kind, **self._counts(self.reached), "run_total": len(self.total)}
 
+    @abstractmethod
     def _counts(self, items: set[Hashable]) -> dict[str, int]:
-        raise NotImplementedError
+        """The number of ``items`` by sort (the keys of :meth:`to_json`)."""
 
     def close(self) -> None:
         shutil.rmtree(self.directory, ignore_errors=True)

@@ -8,7 +8,8 @@ arc (file, line before, line) in code whose file is in scope: under one of the p
 standard library and this directory (``site-packages`` are in scope: the implementation under
 test and what it is built on).  It uses ``sys.monitoring`` on Python 3.12 and later (each
 line recorded once, then disabled: nearly free; arcs are the branches taken), ``sys.settrace``
-before (arcs are every move from one line to another within a frame).
+before (arcs are every move from one line to another within a frame; a function every line of
+which has run is traced no more, so its arcs from then on are not recorded).
 
 The side channel is ``MCP_TRIO_COVERAGE_DIR/py-PID.cov``, appended to by a daemon thread every
 :data:`FLUSH_EVERY` seconds (and at exit) with only what is new since its last write, one record
@@ -59,6 +60,8 @@ class Recorder:
         self.seen: set[tuple[int, int, int]] = set()  # (file, line, -1) and (file, before, line)
         self.pending: list[tuple[int, int, int]] = []
         self.new_files: list[tuple[int, str]] = []
+        self.left: dict[CodeType, set[int]] = {}  # settrace: a code object's lines not run yet
+        self.done: set[CodeType] = set()  # settrace: code objects every line of which has run
         self.lock = threading.Lock()
         self.stopped = threading.Event()
 
@@ -129,16 +132,32 @@ class Recorder:
     def global_tracer(self, frame: FrameType, event: str, arg: Any) -> _Tracer | None:
         if event != "call":
             return None
-        fid = self.file_id(frame.f_code)
-        if fid < 0:
+        code = frame.f_code
+        fid = self.scope.get(code)
+        if fid is None:
+            fid = self.file_id(code)
+        if fid < 0 or code in self.done:
             return None
-        return self._local_tracer(fid)
+        return self._local_tracer(fid, code)
 
-    def _local_tracer(self, fid: int) -> _Tracer:
+    def _lines_left(self, code: CodeType) -> set[int]:
+        """The lines of ``code`` no line event has come from yet (a function's ``def`` line
+        runs in the code around it)."""
+        left = self.left.get(code)
+        if left is None:
+            left = {line for _, _, line in code.co_lines() if line is not None}
+            if code.co_name != "<module>":
+                left.discard(code.co_firstlineno)
+            self.left[code] = left
+        return left
+
+    def _local_tracer(self, fid: int, code: CodeType) -> _Tracer:
         seen, pending = self.seen, self.pending
+        left = self._lines_left(code)
+        done = self.done
         before = 0
 
-        def local(frame: FrameType, event: str, arg: Any) -> _Tracer:
+        def local(frame: FrameType, event: str, arg: Any) -> _Tracer | None:
             # (one tuple and one look-up a line once it is known: a line is new only when an
             # arc into it is)
             nonlocal before
@@ -152,6 +171,9 @@ class Recorder:
                     if item not in seen:
                         seen.add(item)
                         pending.append(item)
+                    left.discard(line)
+                    if not left:  # every line of it has run: its frames are traced no more
+                        done.add(code)
                 before = line
             return local
 
