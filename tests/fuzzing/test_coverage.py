@@ -12,11 +12,14 @@ import sysconfig
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
+import hypothesis
 import pytest
 import sniffio
 
 from mcp_trio._cli import main
+from mcp_trio.fuzzing import FuzzConfig, StdioTarget, run, runner
 from mcp_trio.fuzzing._coverage import NodeCoverage, PythonCoverage, coverage_feed, detect_kind
 from tests._support.fuzzing import EVERYTHING
 
@@ -36,7 +39,8 @@ for line in sys.stdin:
 
 
 def reached(feed: PythonCoverage, sort: str, path: Path) -> set[str]:
-    return {str(item[2]) for item in feed.reached if item[:2] == (sort, str(path.resolve()))}  # type: ignore[index]
+    items = cast(set[tuple[str, str, str]], feed.reached)
+    return {item[2] for item in items if item[:2] == (sort, str(path.resolve()))}
 
 
 def tiny(tmp_path: Path, feed: PythonCoverage, before: str = "") -> tuple[Path, subprocess.Popen[str]]:
@@ -111,7 +115,7 @@ def test_the_standard_library_is_out_of_scope_and_include_narrows_it(tmp_path: P
         assert ask(proc, 1) == "small\n"
         proc.communicate(timeout=10)
         wide.collect()
-        files = {str(item[1]) for item in wide.reached}  # type: ignore[index]
+        files = {item[1] for item in cast(set[tuple[str, str, str]], wide.reached)}
         assert str(script.resolve()) in files
         assert not any(f.startswith(stdlib + os.sep) for f in files), sorted(files)[:5]
         # what the program is built on, in site-packages (a virtual environment's too), counts
@@ -177,3 +181,31 @@ def test_coverage_is_for_stdio_targets(capsys: pytest.CaptureFixture[str]) -> No
         main(["fuzz", "--http", "http://127.0.0.1:9/mcp", "--coverage", "auto"])
     assert exited.value.code == 2
     assert "--coverage is for --stdio targets only" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("steer", [True, False])
+def test_each_generated_example_scores_its_new_coverage(monkeypatch: pytest.MonkeyPatch, steer: bool) -> None:
+    scores: list[tuple[float, str]] = []
+    real = hypothesis.target
+
+    def spy(observation: float, *, label: str = "") -> float:
+        scores.append((observation, label))
+        return real(observation, label=label)
+
+    monkeypatch.setattr(runner, "target", spy)
+    feed = PythonCoverage()
+    try:
+        server = StdioTarget([sys.executable, EVERYTHING], env=feed.environ(os.environ))
+        cfg = FuzzConfig(server, campaigns=["valid"], max_examples=8, coverage=feed, steer=steer)
+        [stats] = run(cfg)
+    finally:
+        feed.close()
+    assert not stats.aborted and stats.findings == []
+    assert stats.coverage is not None and stats.coverage["steered"] is steer and stats.coverage["lines"] > 100
+    if not steer:
+        assert scores == []
+        return
+    assert len(scores) == stats.examples and {label for _, label in scores} == {"new coverage"}
+    # the first example reaches code nothing reached before (the handshake's process was new)
+    assert scores[0][0] > 0
+    assert sum(score for score, _ in scores) <= stats.coverage["lines"] + stats.coverage["arcs"]
