@@ -209,3 +209,18 @@ def test_each_generated_example_scores_its_new_coverage(monkeypatch: pytest.Monk
     # the first example reaches code nothing reached before (the handshake's process was new)
     assert scores[0][0] > 0
     assert sum(score for score, _ in scores) <= stats.coverage["lines"] + stats.coverage["arcs"]
+
+
+def test_the_targets_own_sitecustomize_still_runs(tmp_path: Path) -> None:
+    own = tmp_path / "own"
+    own.mkdir()
+    (own / "sitecustomize.py").write_text("import os\nos.environ['OWN_SITECUSTOMIZE'] = 'ran'\n")
+    feed = PythonCoverage()
+    try:
+        env = feed.environ({"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(own)})
+        code = "import os, sys; print(os.environ.get('OWN_SITECUSTOMIZE'), sys.gettrace() is not None)"
+        argv = [sys.executable, "-c", code]
+        done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=20)
+        assert done.stdout == "ran True\n", done.stderr
+    finally:
+        feed.close()
