@@ -15,5 +15,9 @@ setup(
         "mcp_trio_codegen.schema",
     ],
     package_dir={"mcp_trio_codegen": "codegen", "mcp_trio_codegen.schema": "schema"},
-    package_data={"mcp_trio": ["py.typed"], "mcp_trio_codegen.schema": ["revisions.toml"]},
+    package_data={
+        "mcp_trio": ["py.typed"],
+        "mcp_trio.fuzzing._coverage_boot": ["*.cjs"],
+        "mcp_trio_codegen.schema": ["revisions.toml"],
+    },
 )

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import threading
 import time
@@ -92,9 +93,13 @@ class _Progress:
             self.drawn = False
 
 
-def _make_target(fuzzing: Any, args: argparse.Namespace, transport: str | None) -> Any:
-    """The target the arguments name (None: none named)."""
+def _make_target(fuzzing: Any, args: argparse.Namespace, transport: str | None, feed: Any = None) -> Any:
+    """The target the arguments name (None: none named); a ``--stdio`` one runs in the
+    environment of the coverage ``feed`` when there is one."""
     if args.stdio:
+        if feed is not None:
+            target = fuzzing.StdioTarget(args.stdio)
+            return fuzzing.StdioTarget(target.argv, env=feed.environ(os.environ))
         return fuzzing.StdioTarget(args.stdio)
     if args.http:
         return fuzzing.HttpTarget(args.http)
@@ -275,6 +280,28 @@ def command(argv: Sequence[str]) -> int:
         help="leave out a probe kind, e.g. deep_nesting (repeatable)",
     )
     parser.add_argument(
+        "--coverage",
+        choices=("python", "node", "auto"),
+        default=None,
+        help="--stdio: record what the target process runs (Python lines and arcs, Node blocks) over "
+        "a side channel, steer the search toward inputs that reach new code, and report the code "
+        "each campaign reached; auto tells Python from Node by the command",
+    )
+    parser.add_argument(
+        "--coverage-include",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="--coverage: count only code in files under this path prefix (repeatable; default: "
+        "every file but Python's standard library, every file: script of Node's)",
+    )
+    parser.add_argument(
+        "--no-steer",
+        action="store_true",
+        help="--coverage: report the code each campaign reached without steering the search by it "
+        "(a baseline to compare with)",
+    )
+    parser.add_argument(
         "--out",
         metavar="DIR",
         default="fuzz-results",
@@ -287,11 +314,19 @@ def command(argv: Sequence[str]) -> int:
         parser.error("--max-examples must be at least 1")
     if args.time is not None and args.time <= 0:
         parser.error("--time must be more than 0 seconds")
+    if (args.coverage or args.coverage_include) and not args.stdio:
+        parser.error("--coverage is for --stdio targets only")
+    if (args.coverage_include or args.no_steer) and not args.coverage:
+        parser.error("--coverage-include and --no-steer need --coverage")
     fuzzing = _import_fuzzing()
     if fuzzing is None:
         return 2
+    feed = None
     try:
-        target = _make_target(fuzzing, args, args.client_transport)
+        if args.coverage:
+            argv = fuzzing.StdioTarget(args.stdio).argv
+            feed = fuzzing.coverage_feed(args.coverage, argv, args.coverage_include)
+        target = _make_target(fuzzing, args, args.client_transport, feed)
     except ValueError as exc:
         print(f"mcp-trio fuzz: error: {exc}", file=sys.stderr)
         return 2
@@ -320,6 +355,8 @@ def command(argv: Sequence[str]) -> int:
         strict=args.strict,
         max_rss_growth=args.max_rss_growth,
         max_fd_growth=args.max_fd_growth,
+        coverage=feed,
+        steer=not args.no_steer,
     )
     status = error = None
     progress.start()
@@ -333,6 +370,8 @@ def command(argv: Sequence[str]) -> int:
         progress.event(f"error: {exc}")
     finally:
         progress.finish()
+        if feed is not None:
+            feed.close()
     junit, sarif = (Path(p) if p else None for p in (args.junit, args.sarif))
     fuzzing.runner.write_ci_reports(cfg, stats, junit, sarif, error)
     print(fuzzing.runner.summary(cfg, stats, error), end="")

@@ -13,6 +13,8 @@ never imports this package.  The command is ``mcp-trio fuzz`` (see
 * :mod:`.client`: a fuzzing server and the client-side oracles (``--client``).
 * :mod:`.runner`: campaigns, shrinking, replay, transcripts and reports.
 * :mod:`.wire`: the oracles on live traffic, message by message (``--validate``).
+* :func:`coverage_feed`: what a ``--stdio`` target process ran, read over a side channel
+  (``--coverage``), steering the search toward new code.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ except ImportError as exc:  # pragma: no cover - depends on the install
     raise ImportError("mcp_trio.fuzzing needs hypothesis: pip install 'mcp-trio[fuzz]'") from exc
 
 from . import runner
+from ._coverage import CoverageFeed, coverage_feed
 from .client import ClientTarget
 from .driver import HttpTarget, StdioTarget
 from .oracles import ORACLES, RULES, Violation, check, classify
@@ -43,6 +46,7 @@ from .wire import Policy, Validator, WireCheck
 __all__ = [
     "CAMPAIGNS",
     "ClientTarget",
+    "CoverageFeed",
     "ORACLES",
     "RULES",
     "Finding",
@@ -59,6 +63,7 @@ __all__ = [
     "cases",
     "check",
     "classify",
+    "coverage_feed",
     "from_type",
     "invalid_items",
     "load_transcript",

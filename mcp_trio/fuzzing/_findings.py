@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from ..types import _versions
 from . import oracles as orc
+from ._coverage import CoverageFeed
 from ._resources import ResourceWatch
 from .strategies import ALL_HEALTH_CHECKS
 
@@ -91,6 +92,11 @@ class FuzzConfig:
     max_rss_growth: float = 200.0
     #: ... or whose open file descriptors grow by more than this.
     max_fd_growth: int = 100
+    #: ``--coverage``: what the target process ran (its environment must come from
+    #: ``coverage.environ``); steers the search toward new code and is reported per campaign.
+    coverage: CoverageFeed | None = None
+    #: With ``coverage``: steer the search by it (False: only report it, a baseline).
+    steer: bool = True
 
 
 @dataclass
@@ -165,6 +171,7 @@ class CampaignStats:
     capped: bool = False  # stopped at FuzzConfig.max_findings
     interrupted: bool = False  # stopped by Ctrl-C (SIGINT)
     resources: dict[str, Any] | None = None  # ResourceWatch.to_json() of a local target
+    coverage: dict[str, Any] | None = None  # CoverageFeed.to_json(): what the campaign reached
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -194,6 +201,7 @@ class CampaignStats:
             **({"capped": True} if self.capped else {}),
             **({"interrupted": True} if self.interrupted else {}),
             **({"resources": self.resources} if self.resources else {}),
+            **({"coverage": self.coverage} if self.coverage else {}),
         }
 
 
@@ -238,16 +246,17 @@ def within_budget(cfg: FuzzConfig, stats: CampaignStats, started: float) -> bool
     return cfg.time_budget is not None or cfg.max_examples is not None
 
 
-def search_settings(max_examples: int, **more: Any) -> settings:
+def search_settings(max_examples: int, targeted: bool = False, **more: Any) -> settings:
     """The hypothesis settings of every campaign's search: no database, no deadline, quiet,
-    generate and shrink only, the first failure only."""
+    generate and shrink only (and ``targeted``: the target phase, which mutates the examples
+    that scored best toward higher scores), the first failure only."""
     return settings(
         max_examples=max_examples,
         deadline=None,
         database=None,
         suppress_health_check=ALL_HEALTH_CHECKS,
         verbosity=Verbosity.quiet,
-        phases=[Phase.generate, Phase.shrink],
+        phases=[Phase.generate, *([Phase.target] if targeted else []), Phase.shrink],
         report_multiple_bugs=False,
         **more,
     )
@@ -531,6 +540,16 @@ def write_report(cfg: FuzzConfig, stats: Sequence[CampaignStats], error: str | N
     (cfg.out_dir / "summary.txt").write_text(summary(cfg, stats, error))
 
 
+def coverage_line(coverage: dict[str, Any]) -> str:
+    """What a campaign reached, in words (``CoverageFeed.to_json()``)."""
+    if coverage.get("kind") == "node":
+        return (
+            f"{coverage['blocks']} blocks in {coverage['functions']} functions of "
+            f"{coverage['scripts']} scripts (Node)"
+        )
+    return f"{coverage['lines']} lines, {coverage['arcs']} arcs in {coverage['files']} files (Python)"
+
+
 _MARK = {"violation": "!", "deviation": "~", "note": "-", "flaky": "?"}
 
 
@@ -565,6 +584,8 @@ def summary(cfg: FuzzConfig, stats: Sequence[CampaignStats], error: str | None =
                 f"    resources: RSS {rss['rss_mb'][0]} -> {rss['rss_mb'][1]} MB, open fds "
                 f"{fds['fds'][0]} -> {fds['fds'][1]} (the largest growth of one process)"
             )
+        if s.coverage:
+            lines.append(f"    coverage: {coverage_line(s.coverage)}")
     groups = grouped(stats)
     if groups:
         lines += [

@@ -34,7 +34,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from hypothesis import given, seed
+from hypothesis import event, given, seed, target
 
 from ..types import _versions
 from . import client as cli
@@ -167,6 +167,8 @@ def run_campaign(
     if skipped:
         stats.skipped = skipped
         return stats
+    if cfg.coverage is not None:
+        cfg.coverage.begin_campaign()
     try:
         _run_rounds(cfg, revision, campaign, stats, started)
     except TargetDown:
@@ -180,6 +182,8 @@ def run_campaign(
     finally:
         stats.seconds = time.monotonic() - started
         stats.messages = drv.messages_sent() - sent
+        if cfg.coverage is not None:
+            stats.coverage = {**cfg.coverage.to_json(), "steered": cfg.steer}
     cfg.progress(
         f"{revision} {campaign}: done, {stats.examples} examples, {stats.messages} messages, "
         f"{len(stats.findings)} findings in {stats.seconds:.1f} s"
@@ -273,6 +277,8 @@ def _search(
         stats.corpus += 1
         show("corpus")
         payloads, notes, violations = hunt.execute(case)
+        if cfg.coverage is not None:
+            cfg.coverage.collect()
         seen_before(payloads, notes, violations)
         keys = {v.key for v in violations} - found
         if keys:
@@ -298,7 +304,7 @@ def _search(
         if cfg.max_examples is None:
             chunk = 25
 
-        @search_settings(chunk)
+        @search_settings(chunk, targeted=cfg.coverage is not None and cfg.steer)
         @seed(cfg.seed * 1000 + round_no)
         @given(hunt.strategy)
         def test(case: Any) -> None:
@@ -322,6 +328,7 @@ def _search(
                 raise _Found from exc
             if not focus:
                 seen_before(payloads, notes, violations)
+                steer(cfg)
             keys = {v.key for v in violations} - found
             if not focus and keys:
                 focus.append(sorted(keys)[0])
@@ -351,6 +358,17 @@ def _search(
         confirm(focus[0], best[1], best[2], best[3])
     if len(stats.findings) >= cfg.max_findings:
         stats.capped = True
+
+
+def steer(cfg: FuzzConfig) -> None:
+    """With coverage feedback: tell hypothesis how many locations the example just run reached
+    that the campaign had not (``target``: the search mutates the examples that scored best),
+    and whether it reached any (``event``)."""
+    if cfg.coverage is None or not cfg.steer:
+        return
+    new = cfg.coverage.collect(wait=True)
+    target(float(new), label="new coverage")
+    event("new coverage" if new else "no new coverage")
 
 
 def _confirm(
