@@ -12,6 +12,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+#: Seconds ``fuzz`` waits for an answer by default (``--timeout``).
+ANSWER_TIMEOUT = 5.0
+
 __all__ = ["command"]
 
 
@@ -229,7 +232,13 @@ def command(argv: Sequence[str]) -> int:
     parser.add_argument("--strict", action="store_true", help="deviations (SHOULDs broken) fail the run too")
     parser.add_argument("--junit", metavar="FILE", help="also write the findings as JUnit XML")
     parser.add_argument("--sarif", metavar="FILE", help="also write the findings as SARIF 2.1.0")
-    parser.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for answers (default 5)")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        help=f"seconds to wait for answers (default {ANSWER_TIMEOUT:g}, and with --coverage python "
+        "as many times more as a recording process may be slower: 4)",
+    )
     parser.add_argument(
         "--max-findings",
         type=int,
@@ -326,6 +335,8 @@ def command(argv: Sequence[str]) -> int:
         if args.coverage:
             argv = fuzzing.StdioTarget(args.stdio).argv
             feed = fuzzing.coverage_feed(args.coverage, argv, args.coverage_include)
+        if args.timeout is None:  # (a recording process answers slower: no finding)
+            args.timeout = ANSWER_TIMEOUT * (feed.slower if feed is not None else 1.0)
         target = _make_target(fuzzing, args, args.client_transport, feed)
     except ValueError as exc:
         print(f"mcp-trio fuzz: error: {exc}", file=sys.stderr)

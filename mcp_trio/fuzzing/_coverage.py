@@ -76,6 +76,9 @@ class CoverageFeed(ABC):
     #: Seconds to wait after an example before reading, so that the process has written what
     #: the example made it run (one write interval of the process).
     settle = 0.0
+    #: How many times slower a recording process may answer (``mcp-trio fuzz`` waits this much
+    #: longer by default, so that slowness the recorder causes is no finding).
+    slower = 1.0
 
     def __init__(self, include: Sequence[str] = ()) -> None:
         self.include = [os.path.realpath(p) for p in include]
@@ -128,6 +131,9 @@ class PythonCoverage(CoverageFeed):
 
     kind = "python"
     settle = 0.025
+    #: (``sys.settrace`` before 3.12: the pinned Python SDK answered at 0.17x its speed recording
+    #: every file, and first answered after 5.1 s against 1.8)
+    slower = 4.0
 
     def __init__(self, include: Sequence[str] = ()) -> None:
         super().__init__(include)

@@ -224,3 +224,26 @@ def test_the_targets_own_sitecustomize_still_runs(tmp_path: Path) -> None:
         assert done.stdout == "ran True\n", done.stderr
     finally:
         feed.close()
+
+
+@pytest.mark.parametrize(
+    ("options", "timeout"),
+    [([], 5.0), (["--coverage", "python"], 20.0), (["--coverage", "python", "--timeout", "3"], 3.0)],
+)
+def test_a_recording_python_target_gets_a_longer_default_timeout(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, options: list[str], timeout: float
+) -> None:
+    # A traced Python process answers several times slower (the pinned Python SDK: 0.17x its
+    # speed on 3.11): waiting 5 s for it made false findings.  --timeout still decides.
+    import mcp_trio.fuzzing as fuzzing
+
+    seen: list[float] = []
+
+    def fake_run(cfg: FuzzConfig) -> list[object]:
+        seen.append(cfg.timeout)
+        raise fuzzing.TargetFailed("stopped here", [])
+
+    monkeypatch.setattr(fuzzing, "run", fake_run)
+    argv = ["fuzz", "--stdio", f"{sys.executable} {EVERYTHING}", "--out", str(tmp_path), *options]
+    assert main(argv) == 2
+    assert seen == [timeout]
