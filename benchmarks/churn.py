@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import socket
 import statistics
 import subprocess
@@ -26,6 +25,8 @@ import sys
 import threading
 import time
 from pathlib import Path
+
+from benchmarks._echo_http import ENV, echo_over_http
 
 ROOT = Path(__file__).resolve().parent.parent
 CONNECTS: list[float] = []  # (the client's connect times, during the attack)
@@ -156,32 +157,14 @@ def _attack(port: int, leavers: int, slowloris: int, addresses: int, seconds: fl
 
 
 def measure(door: str, leavers: int, slowloris: int, addresses: int, seconds: float) -> dict[str, str]:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    argv = [sys.executable, "-m", "mcp_trio._cli", "serve", "benchmarks/echo_server.py"]
-    server = subprocess.Popen(
-        [*argv, "--http", f"127.0.0.1:{port}", "--front-door", door],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        for _ in range(600):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.05)
+    with echo_over_http(door) as port:
         alone: list[float] = []
         _client(port, seconds / 2, alone)
         attack = subprocess.Popen(
             [sys.executable, "-m", "benchmarks.churn", "--attack", str(port), str(leavers), str(slowloris)]
             + [str(addresses), str(seconds)],
             cwd=ROOT,
-            env=env,
+            env=ENV,
             stdout=subprocess.PIPE,
             text=True,
         )
@@ -199,9 +182,6 @@ def measure(door: str, leavers: int, slowloris: int, addresses: int, seconds: fl
             "slowest connect": f"{max(CONNECTS) * 1e3:.1f} ms (the kernel's part)",
             "attack": out.strip(),
         }
-    finally:
-        server.terminate()
-        server.wait(10)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,15 +16,14 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
-import os
-import socket
 import statistics
-import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
 from typing import Any
+
+from benchmarks._echo_http import echo_over_http
 
 ROOT = Path(__file__).resolve().parent.parent
 HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
@@ -77,24 +76,7 @@ def _summary(latencies: list[float]) -> str:
 
 
 def measure(door: str, members: int, seconds: float) -> dict[str, str]:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    argv = [sys.executable, "-m", "mcp_trio._cli", "serve", "benchmarks/echo_server.py"]
-    server = subprocess.Popen(
-        [*argv, "--http", f"127.0.0.1:{port}", "--front-door", door],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        for _ in range(600):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.05)
+    with echo_over_http(door) as port:
         alone = _timed_calls(port, seconds / 2)
         stop = threading.Event()
         batches = [0]
@@ -119,9 +101,6 @@ def measure(door: str, members: int, seconds: float) -> dict[str, str]:
             "during batches": _summary(during),
             "batches": f"{batches[0]} of {members} calls",
         }
-    finally:
-        server.terminate()
-        server.wait(10)
 
 
 def main(argv: list[str] | None = None) -> int:
