@@ -595,12 +595,11 @@ RULES: dict[str, Rule] = _by_id(
         "MCP implementations MAY support sending JSON-RPC batches, but MUST support receiving "
         "JSON-RPC batches. [2025-03-26, the one revision with batches: a request in a batch is "
         "answered like one alone.]",
-        variants={
-            "2026-07-28": (
-                f"{JSONRPC}, section 5",
-                f"{_REQUESTS_REPLY} [2026-07-28 has no batches: a request in one is still a call.]",
-            ),
-        },
+        variants=_per_revision(
+            ("2024-11-05", "2025-06-18", "2025-11-25", "2026-07-28"),
+            f"{JSONRPC}, section 5",
+            f"{_REQUESTS_REPLY} [This revision has no batches: a request in one is still a call.]",
+        ),
     ),
     Rule(
         "client-batch",
