@@ -334,9 +334,10 @@ class HandlerRunner:
                     taken += 1
                     if waited:
                         began = clock()
-                    elif taken % SLICE == 0 or clock() - began > STEP:
-                        # Handlers that never wait: other tasks run now and then all the
-                        # same, and this session's tasks waiting to run count this one.
+                    elif (self.deferred or queue.waiting) and (taken % SLICE == 0 or clock() - began > STEP):
+                        # Handlers that never wait, with more to take: other tasks run now and
+                        # then all the same, and this session's tasks waiting to run count this
+                        # one.  (With nothing to take the task waits or ends next: it yields.)
                         if self.starting >= STARTING:
                             break  # (they go on with the queue)
                         self.starting += 1
