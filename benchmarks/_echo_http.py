@@ -1,5 +1,5 @@
-"""``benchmarks/echo_server.py`` over Streamable HTTP on a free port, for the benchmarks that
-time a client against it while something else loads it (``churn``, ``fairness``)."""
+"""A server of the benchmarks' over Streamable HTTP on a free port (``bench_proxy``, ``churn``,
+``fairness``)."""
 
 from __future__ import annotations
 
@@ -14,23 +14,30 @@ from benchmarks._load_http import free_port, wait_for_port
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+ECHO = [sys.executable, "-m", "mcp_trio._cli", "serve", "benchmarks/echo_server.py"]
 
 
 @contextmanager
-def echo_over_http(door: str) -> Iterator[int]:
-    """The echo server behind ``door`` (h11, httptools, hypercorn), listening: its port."""
+def http_server(
+    argv: list[str] = ECHO, env: dict[str, str] = ENV, door: str = "h11"
+) -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
+    """``argv`` (a ``serve`` command line; the echo server by default) behind ``door``,
+    listening: its port and process."""
     port = free_port()
-    argv = [sys.executable, "-m", "mcp_trio._cli", "serve", "benchmarks/echo_server.py"]
-    server = subprocess.Popen(
+    process = subprocess.Popen(
         [*argv, "--http", f"127.0.0.1:{port}", "--front-door", door],
         cwd=ROOT,
-        env=ENV,
+        env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
     try:
-        wait_for_port("127.0.0.1", port, 30, lambda: server.poll() is None)
-        yield port
+        wait_for_port("127.0.0.1", port, 30, lambda: process.poll() is None)
+        yield port, process
     finally:
-        server.terminate()
-        server.wait(10)
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()

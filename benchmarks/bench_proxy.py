@@ -33,15 +33,13 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from benchmarks._echo_http import http_server
 from benchmarks._load_http import cpu_seconds, http_calls, process_tree
-from benchmarks.loadgen import HttpTarget, StdioServer, free_port, stdio_sequential, wait_for_port
+from benchmarks.loadgen import HttpTarget, StdioServer, stdio_sequential
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -68,36 +66,14 @@ def _stdio(config: str, seconds: float) -> tuple[float, float, float]:
         return measured.p50, (cpu_seconds(tree) - before) / calls, (cpu_seconds(server.pid) - own) / calls
 
 
-@contextmanager
-def _http_server(argv: list[str], env: dict[str, str]) -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
-    port = free_port()
-    process = subprocess.Popen(
-        [*argv, "--http", f"127.0.0.1:{port}", "--front-door", "h11"],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        wait_for_port("127.0.0.1", port, 30, lambda: process.poll() is None)
-        yield port, process
-    finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
 def _http(config: str, seconds: float) -> tuple[float, float, float]:
-    with _http_server([*SERVE, "benchmarks/echo_server.py"], ENV) as (port, echo):
+    with http_server([*SERVE, "benchmarks/echo_server.py"], ENV) as (port, echo):
         pids = [echo.pid]
         if config == "http direct":
             target = HttpTarget("127.0.0.1", port)
             return _http_measure(target, pids, echo.pid, seconds)
         env = {**ENV, "MCP_PROXY_UPSTREAM": f"http://127.0.0.1:{port}/mcp"}
-        with _http_server([*SERVE, "benchmarks/proxied_echo.py"], env) as (proxy_port, proxy):
+        with http_server([*SERVE, "benchmarks/proxied_echo.py"], env) as (proxy_port, proxy):
             target = HttpTarget("127.0.0.1", proxy_port)
             return _http_measure(target, [proxy.pid, *pids], proxy.pid, seconds)
 

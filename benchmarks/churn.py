@@ -26,7 +26,7 @@ import threading
 import time
 from pathlib import Path
 
-from benchmarks._echo_http import ENV, echo_over_http
+from benchmarks._echo_http import ENV, http_server
 
 ROOT = Path(__file__).resolve().parent.parent
 CONNECTS: list[float] = []  # (the client's connect times, during the attack)
@@ -157,7 +157,7 @@ def _attack(port: int, leavers: int, slowloris: int, addresses: int, seconds: fl
 
 
 def measure(door: str, leavers: int, slowloris: int, addresses: int, seconds: float) -> dict[str, str]:
-    with echo_over_http(door) as port:
+    with http_server(door=door) as (port, _):
         alone: list[float] = []
         _client(port, seconds / 2, alone)
         attack = subprocess.Popen(

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks._echo_http import echo_over_http
+from benchmarks._echo_http import http_server
 
 ROOT = Path(__file__).resolve().parent.parent
 HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
@@ -76,7 +76,7 @@ def _summary(latencies: list[float]) -> str:
 
 
 def measure(door: str, members: int, seconds: float) -> dict[str, str]:
-    with echo_over_http(door) as port:
+    with http_server(door=door) as (port, _):
         alone = _timed_calls(port, seconds / 2)
         stop = threading.Event()
         batches = [0]
