@@ -206,6 +206,13 @@ def add_parser(sub: Any) -> None:
         "(default: 16384); past it a request is answered at once with JSON-RPC error -32603",
     )
     p.add_argument(
+        "--reader-relay",
+        action="store_true",
+        help="over stdio and --ws, run a request read last in the task that read it, stepping its "
+        "handler by hand through trio's private protocol: less CPU per sequential call, off by "
+        'default (docs/engine.md, "Reader relay")',
+    )
+    p.add_argument(
         "--event-store-bytes",
         type=_count,
         metavar="N",
@@ -617,6 +624,8 @@ def _cmd_serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
             return 1
         if args.http is None:
             server.session_options.update(_queue_options(args, http=False))
+        if args.reader_relay:
+            server.session_options["reader_relay"] = True
         if args.access_log:
             server.add_middleware(AccessLog(), outermost=True)  # (it sees the refusals of the others)
             access.setLevel(logging.INFO)

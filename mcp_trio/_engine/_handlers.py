@@ -21,13 +21,14 @@ Rules:
   already waiting ends instead.  Requests that wait hold their slots: the bound
   is on tasks ready to run, not on requests in flight.
 * A stopping session starts nothing more from its queue and drops it at once.
-* A handler task goes on with queued requests in its scope, each in a fresh
-  copy of its starting context, until the queue is empty, the session stops,
-  or the scope is cancelled or unfit (a scope a handler has seen,
-  ``ctx.cancel_scope``, or cancelled for a request before it began).  In a
-  hosted session (Streamable HTTP), one such task per session then waits for
-  the next request instead of ending, until the engine's sweep finds it idle
-  twice in a row (``_idle``).
+* A handler task goes on with queued requests in its scope until the queue is
+  empty, the session stops, a handler changed the task's context (set a
+  context variable: the next request gets a task of its own, and so a fresh
+  copy), or the scope is cancelled or unfit (a scope a handler has seen,
+  ``ctx.cancel_scope``, or cancelled for a request before it began).  Each
+  handler is awaited as any coroutine is: nothing is stepped by hand.  Then
+  one such task per session waits for the next request instead of ending,
+  until the engine's sweep finds it idle twice in a row (``_idle``).
 * A handler's return value is the result; :class:`McpError` answers with that
   error, any other exception -32603 (logged); a cancelled request sends
   nothing.  The answer is the request's last act: written at once, queued
@@ -51,9 +52,8 @@ import trio
 from .. import _jsonrpc as rpc
 from .._core import RequestReceived, SessionCore
 from .._exceptions import ConnectionClosed, LocalProtocolError
-from ..transports._base import Frame, HostedSession, MessageChannel
+from ..transports._base import Frame, MessageChannel
 from ._common import RequestTally, log, refusal
-from ._compat_trio import until_it_waits
 from ._context import RequestContext
 from ._idle import idle_sweep
 from ._queue import RequestQueue
@@ -84,7 +84,6 @@ class HandlerRunner:
     __slots__ = (
         "core",
         "writer",
-        "hosted",
         "close_grace",
         "table",
         "max_in_flight",
@@ -117,7 +116,6 @@ class HandlerRunner:
             raise ValueError("max_in_flight must be at least 1")
         self.core = core
         self.writer = writer
-        self.hosted = isinstance(channel, HostedSession)  # (its idle handler task lingers)
         self.close_grace = close_grace
         # A read-only table (a MappingProxyType, as a Server hands every session)
         # is shared until somebody asks for request_handlers to change it.
@@ -169,8 +167,7 @@ class HandlerRunner:
             deferred.popleft()
             self.tally.count_unstarted()
             self.release()
-        if self.hosted:  # (not kept until the next sweep)
-            idle_sweep().discard(self)
+        idle_sweep().discard(self)  # (not kept until the next sweep)
 
     async def drain(self, grace: float) -> None:
         """Wait up to ``grace`` seconds for the requests already read, running or queued."""
@@ -291,15 +288,16 @@ class HandlerRunner:
 
     async def _handler_task(self, event: RequestReceived) -> None:
         """A request's own task: answers ``event``, then takes requests still
-        queued, one at a time, in the same cancel scope, each in a fresh copy
-        of the context the task started with (what a task of its own would
-        get), until the session stops, a request spoils the scope (see
-        :meth:`handle_request`) or is cancelled (which ends the task), or the queue
-        holds more than a free slot allows.  With the queue empty, in a session
-        hosted by an endpoint (see :meth:`sweep_idle_handler`),
-        the first such task to find it so stays as the session's idle handler
-        task and takes the next request that comes (:meth:`_linger`): a
-        session whose requests come one after another costs no task and no
+        queued, one at a time, in the same cancel scope, awaiting each handler
+        as any coroutine is awaited, until the session stops, a request spoils
+        the scope (see :meth:`handle_request`) or is cancelled (which ends the
+        task), a handler changed the task's context (the next request then gets
+        a task of its own, so each sees the context the task started with, as a
+        task of its own would), or the queue holds more than a free slot allows.
+        With the queue empty, the first such task to find it so stays as the
+        session's idle handler task and takes the next request that comes
+        (:meth:`_linger`, until the sweep ends it: :meth:`sweep_idle_handler`):
+        a session whose requests come one after another costs no task and no
         cancel scope per request.
         """
         self._running()
@@ -311,8 +309,9 @@ class HandlerRunner:
                 fit = await self.handle_request(event, scope)
                 began = clock()  # (of the task's step, near enough: since it last yielded)
                 queue = self.queue
-                # (a handler that caught its cancellation and returned left it cancelled)
-                while fit and not self.stopped and not scope.cancel_called:
+                # (a handler that caught its cancellation and returned left it cancelled;
+                # one that set a context variable ends the task: the next gets a fresh copy)
+                while fit and not self.stopped and not scope.cancel_called and _unchanged(context):
                     if self.deferred:  # (its slot taken)
                         event = self.deferred.popleft()
                     elif queue.waiting and self.tally.running < self.max_in_flight:
@@ -320,29 +319,26 @@ class HandlerRunner:
                         event = queue.pop()
                         if self.room is not None:
                             self.room.set()
-                    elif not queue.waiting and self.idle is None and self.hosted:
+                    elif not queue.waiting and self.idle is None:
                         handed = await self._linger()
                         if handed is None:
                             break
-                        context.run(self._running)  # (handed by _launch)
+                        self._running()  # (handed by _launch)
                         event = handed
                         began = clock()
                     else:
                         break
-                    request = self.handle_request(event, scope)
-                    waited, fit = await until_it_waits(request, context.copy(), _nothing)
+                    fit = await self.handle_request(event, scope)
                     taken += 1
-                    if waited:
-                        began = clock()
-                    elif (self.deferred or queue.waiting) and (taken % SLICE == 0 or clock() - began > STEP):
-                        # Handlers that never wait, with more to take: other tasks run now and
-                        # then all the same, and this session's tasks waiting to run count this
-                        # one.  (With nothing to take the task waits or ends next: it yields.)
+                    if (self.deferred or queue.waiting) and (taken % SLICE == 0 or clock() - began > STEP):
+                        # More to take: other tasks run now and then all the same, and this
+                        # session's tasks waiting to run count this one.  (With nothing to take
+                        # the task waits or ends next: it yields.)
                         if self.starting >= STARTING:
                             break  # (they go on with the queue)
                         self.starting += 1
                         await trio.lowlevel.cancel_shielded_checkpoint()
-                        context.run(self._running)
+                        self._running()
                         began = clock()
         finally:
             # (from the context the task started with: the first handler may have changed its own)
@@ -472,8 +468,13 @@ class IdleTask:
         self.swept = False
 
 
-def _nothing() -> None:
-    pass
+def _unchanged(context: contextvars.Context) -> bool:
+    """Whether the current context holds what ``context`` (a copy of it taken before) does.
+    (Cheap when nothing was set since: both share one mapping, compared by identity first.)"""
+    try:
+        return contextvars.copy_context() == context
+    except Exception:  # (a value whose ``==`` fails: a NumPy array, say)
+        return False
 
 
 def _subject(params: Any) -> str:

@@ -17,7 +17,8 @@ Rules:
   run while a large one is read, and it is never left half read.
 * When the input ends (EOF) our pending requests fail with :class:`ConnectionClosed`; the
   requests already read get ``eof_grace`` to be answered (:meth:`Reader.after_eof`).
-* Reader relay: over a channel with ``buffered()``, a request that is the last thing read and
+* Reader relay (the session's ``reader_relay`` option; off by default): over a channel with
+  ``buffered()``, a request that is the last thing read and
   finds a free slot runs in the reader's task and cancel scope, in a copy of its context
   (``_compat_trio.until_it_waits``).  If it never yields, the reader reads on; the first time
   it yields, a successor reader is started and the task stays the request's.  A scope a
@@ -77,6 +78,7 @@ class Reader:
         "eof_grace",
         "session",
         "tasks",
+        "relay",
     )
 
     def __init__(
@@ -89,6 +91,7 @@ class Reader:
         notifications: Notifications,
         ending: Ending,
         eof_grace: float,
+        relay: bool = False,
     ) -> None:
         self.core = core
         self.channel = channel
@@ -104,6 +107,7 @@ class Reader:
         # Given as the session starts, taken back as it ends (no reference cycle is left).
         self.session: Session | None = None
         self.tasks: trio.Nursery | None = None
+        self.relay = relay  # the reader relay (the ``reader_relay`` option)
 
     async def run(self) -> bool:
         """Read and dispatch frames until the input ends (False), or until this
@@ -132,7 +136,7 @@ class Reader:
         core = self.core
         runner = self.runner
         queue = runner.queue
-        buffered = channel.buffered if isinstance(channel, BufferedInput) else None
+        buffered = channel.buffered if self.relay and isinstance(channel, BufferedInput) else None
         while True:
             try:
                 frame = await channel.receive()

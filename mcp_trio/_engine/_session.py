@@ -108,6 +108,7 @@ class Session:
         keepalive_timeout: float = 10.0,
         close_grace: float = 2.0,
         eof_grace: float | None = None,
+        reader_relay: bool = False,
     ) -> None:
         self.core = core
         self.channel = channel
@@ -132,7 +133,7 @@ class Session:
         )
         self._caller = caller = Caller(core, channel, writer, ending, default_timeout, close_grace)
         self._notifications = notes = Notifications(notification_handlers, outbox_size)
-        self._reader = Reader(core, channel, runner, writer, caller, notes, ending, eof_grace)
+        self._reader = Reader(core, channel, runner, writer, caller, notes, ending, eof_grace, reader_relay)
         #: Set once the handshake (or era detection) finished.
         self.initialized = self._reader.initialized
         self._tasks: trio.Nursery | None = None
@@ -498,7 +499,10 @@ async def open_session(
             shared by every session given none), ``keepalive_interval``,
             ``keepalive_timeout``, ``close_grace``,
             ``eof_grace`` (seconds the requests already read get to be answered
-            once the input ends; default 2 over stdio, 0 elsewhere).
+            once the input ends; default 2 over stdio, 0 elsewhere),
+            ``reader_relay`` (run a request read last in the reader's own task,
+            stepping its handler by hand through trio's private protocol: less
+            CPU per call on stdio, off by default; docs/engine.md).
 
     (``arguments`` are those of :func:`new_session` after ``role`` and ``info``.)
 

@@ -46,6 +46,7 @@ class SessionOptions(TypedDict, total=False):
     keepalive_timeout: float
     close_grace: float
     eof_grace: float | None
+    reader_relay: bool
 
 
 class ClientOptions(SessionOptions, total=False):

@@ -221,6 +221,45 @@ async def test_serve_freezes_what_startup_built(tmp_path: Path) -> None:
     assert thresholds.content[0].text.split() == ["20000", "10", "10"]
 
 
+@pytest.mark.parametrize("relay", [False, True], ids=["default", "reader-relay"])
+async def test_serve_reader_relay_flag(isolated_imports: Path, relay: bool) -> None:
+    tmp_path = isolated_imports
+    write_module(
+        tmp_path,
+        "cli_relay_app",
+        """
+        import trio
+
+        app = Server("relay-app", "1.0")
+
+        @app.tool
+        async def where() -> str:
+            "The name of the task the call runs in."
+            return trio.lowlevel.current_task().name
+        """,
+    )
+    argv = [sys.executable, "-m", "mcp_trio._cli", "serve", "cli_relay_app.py:app"]
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+    with trio.fail_after(20):
+        async with open_stdio_client(
+            [*argv, "--reader-relay"] if relay else argv, env=env, cwd=tmp_path
+        ) as proc:
+            async with open_session(
+                proc.channel, role="client", info={"name": "t", "version": "1"}
+            ) as client:
+                await client.connect()
+                names = [
+                    (await client.request("tools/call", {"name": "where", "arguments": {}})).content[0].text
+                    for _ in range(3)
+                ]
+            await proc.process.wait()
+    handler_task = "mcp_trio._engine._handlers.HandlerRunner.handle_request"
+    if relay:  # a call read last ran in the task that read it
+        assert handler_task not in names, names
+    else:
+        assert names == [handler_task] * 3
+
+
 def test_serve_over_streamable_http() -> None:
     import httpx2
 

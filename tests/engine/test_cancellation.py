@@ -161,6 +161,7 @@ async def test_cancel_at_every_await_point(version: str, relay: bool) -> None:
             capabilities={"tools": {}, "logging": {}},
             request_handlers={"tools/call": busy_handler_recording(hits, tasks)},
             outbox_size=0,  # a send waits while the writer is still sending
+            reader_relay=relay,
         ) as srv,
         open_session(
             client_channel,
@@ -169,6 +170,7 @@ async def test_cancel_at_every_await_point(version: str, relay: bool) -> None:
             capabilities={"roots": {}},
             versions=[version],
             request_handlers={"roots/list": list_roots_or_hang},
+            reader_relay=relay,
         ) as cli,
     ):
         assert await cli.connect() == version

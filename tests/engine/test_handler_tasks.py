@@ -2,14 +2,14 @@
 
 When more requests arrive than ``max_in_flight`` lets run (a pipelining peer),
 the rest wait in a queue.  A handler task that has answered its request takes
-the next queued one itself, in the same cancel scope and a fresh copy of the
-context it started with, instead of ending and having a new task started for
-it.  These tests drive a server session over real pipes (the helpers of
-``test_reader_relay``) and check that nothing else changes: contexts do not
-carry over, a queued request can still be cancelled, a handler that uses its
-cancel scope (or catches its cancellation) touches no request after it, and an
-answer once made is sent even if its cancel scope is cancelled while the answer
-waits for room.
+the next queued one itself, in the same cancel scope, instead of ending and
+having a new task started for it, unless its handler set a context variable
+(the next request then gets a task of its own, and a fresh copy).  These tests
+drive a server session over real pipes (the helpers of ``test_reader_relay``)
+and check that nothing else changes: contexts do not carry over, a queued
+request can still be cancelled, a handler that uses its cancel scope (or
+catches its cancellation) touches no request after it, and an answer once made
+is sent even if its cancel scope is cancelled while the answer waits for room.
 """
 
 from __future__ import annotations
@@ -33,6 +33,26 @@ def text_of(answer: dict[str, Any]) -> str:
 async def test_a_burst_beyond_the_slots_is_served_by_the_tasks_of_those_slots() -> None:
     var: contextvars.ContextVar[str] = contextvars.ContextVar("var", default="unset")
     steps = Steps()
+
+    async def look(ctx: RequestContext, params: Any) -> Any:  # (sets nothing)
+        return {"content": [{"type": "text", "text": var.get()}]}
+
+    async with served({"tools/call": look}, steps, max_in_flight=2, max_queued=16) as (session, peer, log):
+        await trio.testing.wait_all_tasks_blocked()
+        del steps.spawned[:]
+        peer.send(*(call(id, "look") for id in range(1, 9)))  # one write
+        answers = await peer.answers(8)
+        assert sorted(answers) == list(range(1, 9))
+        assert {text_of(a) for a in answers.values()} == {"unset"}
+        assert steps.spawned.count(HANDLER) == 2  # one per slot, not one per request
+        assert session.statistics()["requests_in_progress"] == 0
+
+
+async def test_a_handler_that_sets_a_context_variable_ends_its_task() -> None:
+    # Each handler sets what the next one would see if they shared a task:
+    # none of them may see it, so each such request gets a task of its own.
+    var: contextvars.ContextVar[str] = contextvars.ContextVar("var", default="unset")
+    steps = Steps()
     handlers = {"tools/call": remembering(var)}
     async with served(handlers, steps, max_in_flight=2, max_queued=16) as (session, peer, log):
         await trio.testing.wait_all_tasks_blocked()
@@ -41,7 +61,7 @@ async def test_a_burst_beyond_the_slots_is_served_by_the_tasks_of_those_slots() 
         answers = await peer.answers(8)
         assert sorted(answers) == list(range(1, 9))
         assert {text_of(a) for a in answers.values()} == {"unset"}
-        assert steps.spawned.count(HANDLER) == 2  # one per slot, not one per request
+        assert steps.spawned.count(HANDLER) == 8
         assert session.statistics()["requests_in_progress"] == 0
 
 

@@ -47,7 +47,12 @@ async def test_new_session_runs_in_the_callers_task_and_starts_its_writer_on_dem
 
     a, b = open_memory_transport_pair()
     server = new_session(
-        a, role="server", info=INFO, capabilities={"tools": {}}, request_handlers={"tools/call": echo}
+        a,
+        role="server",
+        info=INFO,
+        capabilities={"tools": {}},
+        request_handlers={"tools/call": echo},
+        reader_relay=True,
     )
     async with trio.open_nursery() as nursery:
         assert await nursery.start(server.run) is server

@@ -1,4 +1,5 @@
-"""The reader relay: a request read last is handled in the reader's own task.
+"""The reader relay (the ``reader_relay`` option, off by default): a request read last is
+handled in the reader's own task.
 
 Over a channel that says how many messages it holds (stdio's), a request that
 is the last thing read and finds a free slot runs in the task that read it,
@@ -18,11 +19,13 @@ from __future__ import annotations
 import contextvars
 from typing import Any
 
+import pytest
 import trio
 import trio.lowlevel
 import trio.testing
 
 from mcp_trio import RequestContext
+from mcp_trio._engine import _reader
 from tests._support.engine import Steps, call, remembering, served
 
 
@@ -31,7 +34,7 @@ async def echo(ctx: RequestContext, params: Any) -> Any:
 
 
 async def test_a_lone_request_is_answered_in_the_step_that_read_it() -> None:
-    async with served({"tools/call": echo}) as (session, peer, log):
+    async with served({"tools/call": echo}, reader_relay=True) as (session, peer, log):
         for id in range(1, 6):
             del log[:]
             peer.send(call(id, "echo", text=f"t{id}"))
@@ -45,6 +48,28 @@ async def test_a_lone_request_is_answered_in_the_step_that_read_it() -> None:
             writes = [step for kind, step, data in log if kind == "write"]
             assert len(reads) == 1 and writes == reads  # read, handled and answered in one task step
     assert session.core.closed and "closed the connection" in session._ending.reason
+
+
+async def test_without_the_option_no_handler_is_stepped_by_hand(monkeypatch: pytest.MonkeyPatch) -> None:
+    def never(*args: object) -> None:
+        raise AssertionError("a handler was stepped by hand")
+
+    monkeypatch.setattr(_reader, "until_it_waits", never)
+    steps = Steps()
+    async with served({"tools/call": echo}, steps) as (session, peer, log):
+        await trio.testing.wait_all_tasks_blocked()
+        del steps.spawned[:]
+        for id in range(1, 6):
+            del log[:]
+            peer.send(call(id, "echo", text=f"t{id}"))
+            assert (await peer.receive())["result"]["content"][0]["text"] == f"t{id}"
+            reads = [step for kind, step, data in log if kind == "read" and b'"tools/call"' in data]
+            writes = [step for kind, step, data in log if kind == "write"]
+            assert len(reads) == 1 and len(writes) == 1 and writes[0] > reads[0]  # another task's step
+        # the first request's task stayed for the next ones (the session's idle handler task)
+        assert [name for name in steps.spawned if "Sweep" not in name and "sweep" not in name] == [
+            "mcp_trio._engine._handlers.HandlerRunner.handle_request"
+        ]
 
 
 async def test_reading_goes_on_while_the_relayed_request_runs_and_it_can_be_cancelled() -> None:
@@ -61,7 +86,7 @@ async def test_reading_goes_on_while_the_relayed_request_runs_and_it_can_be_canc
             outcome.append(f"cancelled in {trio.lowlevel.current_task().name}")
             raise
 
-    async with served({"tools/call": slow}) as (session, peer, log):
+    async with served({"tools/call": slow}, reader_relay=True) as (session, peer, log):
         peer.send(call(1, "slow"))
         with trio.fail_after(5):
             await started.wait()
@@ -93,7 +118,7 @@ async def test_a_burst_still_runs_concurrently() -> None:
         await everyone.wait()
         return {"content": [{"type": "text", "text": str(params.arguments["n"])}]}
 
-    async with served({"tools/call": gather}) as (session, peer, log):
+    async with served({"tools/call": gather}, reader_relay=True) as (session, peer, log):
         peer.send(*(call(10 + n, "gather", n=n) for n in range(3)))  # one write: one read
         answers = await peer.answers(3)
         assert {id: a["result"]["content"][0]["text"] for id, a in answers.items()} == {
@@ -114,7 +139,11 @@ async def test_no_relay_without_a_free_slot() -> None:
             await release.wait()
         return {"content": [{"type": "text", "text": str(n)}]}
 
-    async with served({"tools/call": one_at_a_time}, max_in_flight=1) as (session, peer, log):
+    async with served({"tools/call": one_at_a_time}, max_in_flight=1, reader_relay=True) as (
+        session,
+        peer,
+        log,
+    ):
         peer.send(call(1, "one_at_a_time", n=1))
         with trio.fail_after(5):
             while order != [1]:
@@ -130,7 +159,7 @@ async def test_no_relay_without_a_free_slot() -> None:
 async def test_requests_that_never_wait_start_no_task_and_each_gets_its_own_context() -> None:
     var: contextvars.ContextVar[str] = contextvars.ContextVar("var", default="unset")
     steps = Steps()
-    async with served({"tools/call": remembering(var)}, steps) as (session, peer, log):
+    async with served({"tools/call": remembering(var)}, steps, reader_relay=True) as (session, peer, log):
         await trio.testing.wait_all_tasks_blocked()
         del steps.spawned[:]
         for id in range(1, 6):
@@ -148,7 +177,7 @@ async def test_a_request_that_waits_hands_the_reading_on() -> None:
         return {"content": [{"type": "text", "text": "rested"}]}
 
     steps = Steps()
-    async with served({"tools/call": nap}, steps) as (session, peer, log):
+    async with served({"tools/call": nap}, steps, reader_relay=True) as (session, peer, log):
         await trio.testing.wait_all_tasks_blocked()
         del steps.spawned[:]
         peer.send(call(1, "nap"))
@@ -188,7 +217,7 @@ async def test_a_handler_that_uses_its_cancel_scope_without_waiting_touches_no_o
             await trio.sleep(0.01)
         return {"content": [{"type": "text", "text": f"{what}: {ctx.cancelled}"}]}
 
-    async with served({"tools/call": meddle}) as (session, peer, log):
+    async with served({"tools/call": meddle}, reader_relay=True) as (session, peer, log):
         expected = {
             "cancel": "cancel: True",  # it never waited: answered, as in a task of its own
             "nap": "nap: False",

@@ -434,12 +434,15 @@ class _Spawns(trio.abc.Instrument):
         self.names.append(task.name)
 
 
-async def test_requests_that_never_wait_are_answered_by_the_reader(front_door: str) -> None:
-    """Over wsproto the channel says what it holds, so the engine's reader
-    answers a lone request that never waits itself (docs/engine.md, "Reader
-    relay"); the ASGI channel cannot tell, so each request gets a task there.
-    Either way a request that waits does not hold up the others."""
-    server, state = blocking_server()
+@pytest.mark.parametrize("relay", [False, True], ids=["default", "reader-relay"])
+async def test_requests_that_never_wait_are_answered_by_the_reader(front_door: str, relay: bool) -> None:
+    """With the ``reader_relay`` option, over wsproto the channel says what it
+    holds, so the engine's reader answers a lone request that never waits
+    itself (docs/engine.md, "Reader relay"); the ASGI channel cannot tell.
+    Without it (the default), or over ASGI, the first request gets a task and
+    that task stays for the next ones.  Either way a request that waits does
+    not hold up the others."""
+    server, state = blocking_server(reader_relay=relay)
     spawns = _Spawns()
     async with serving(front_door, server.serve_session) as (url, endpoint):
         async with connect_websocket(url) as client, trio.open_nursery() as nursery:
@@ -454,7 +457,7 @@ async def test_requests_that_never_wait_are_answered_by_the_reader(front_door: s
                 trio.lowlevel.remove_instrument(spawns)
             nursery.cancel_scope.cancel()
     handlers = spawns.names.count("mcp_trio._engine._handlers.HandlerRunner.handle_request")
-    assert handlers == (0 if front_door == "wsproto" else 5), spawns.names
+    assert handlers == (0 if relay and front_door == "wsproto" else 1), spawns.names
 
 
 async def test_websocket_and_streamable_http_share_one_server() -> None:
