@@ -323,7 +323,7 @@ class HandlerRunner:
                         handed = await self._linger()
                         if handed is None:
                             break
-                        self._running()  # (handed by _launch)
+                        context.run(self._running)  # (handed by _launch)
                         event = handed
                         began = clock()
                     else:
@@ -338,7 +338,9 @@ class HandlerRunner:
                             break  # (they go on with the queue)
                         self.starting += 1
                         await trio.lowlevel.cancel_shielded_checkpoint()
-                        self._running()
+                        # (in the context the task started with: a task it starts must
+                        # not see what the handler it ran set)
+                        context.run(self._running)
                         began = clock()
         finally:
             # (from the context the task started with: the first handler may have changed its own)
