@@ -1,5 +1,5 @@
 """The server the soak test attacks (tests/soak): the benchmarks' server (``echo(text)``, fast,
-and ``sleep(ms)``, slow) with two more tools, one with a big answer."""
+and ``sleep(ms)``, slow) with three more: a big answer, its live memory and what it holds."""
 
 from __future__ import annotations
 
@@ -29,6 +29,15 @@ async def live_memory() -> str:
         info = _mallinfo2()
         return f"{(info.uordblks + info.hblkhd) // 1024} KiB in use (glibc mallinfo2)"
     return f"{sys.getallocatedblocks()} blocks (sys.getallocatedblocks)"
+
+
+@server.tool(structured_output=False)
+async def held() -> str:
+    """What the server holds now: its sessions open and its requests in flight, this call and
+    its session among them ("SESSIONS REQUESTS").  The soak test reads the live memory once
+    both are down to the asking one's."""
+    statistics = server.statistics()
+    return f"{statistics.sessions_open} {statistics.requests_in_flight}"
 
 
 class _MallInfo2(ctypes.Structure):

@@ -16,7 +16,8 @@ in ``SHORTENED`` are cut so that they fire within the test's window).  Then:
    of lower CPU priority, as if on machines of their own: ``_attack_from_a_thread``); the
    server's RSS, open files and liveness are sampled;
 4. settle: the attackers close everything; the server's RSS is read until it is back or
-   ``SETTLE`` seconds pass ("after").
+   ``SETTLE`` seconds pass ("after"); its live memory once it is at rest, as before the
+   attacks: no session, request or connection left of them (``AT_REST`` seconds at most).
 
 It asserts: 0 errors for the legitimate clients under attack; their p99 within
 ``P99_FACTOR`` x max(p99_unloaded, ``P99_FLOOR_MS``); the live memory after within ``LIVE_MARGIN``
@@ -36,6 +37,7 @@ subset of the attacks (to tell which one breaks a bound).
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
@@ -60,6 +62,7 @@ from tests._support.paths import ROOT
 from ._conn_attacks import ATTACKS as CONNECTION_ATTACKS
 from ._msg_attacks import ATTACKS as MESSAGE_ATTACKS
 from ._report import (
+    AT_REST,
     ATTACKERS_NICE,
     LEGIT_CLIENTS,
     LEGIT_SOURCE,
@@ -266,23 +269,54 @@ async def warm_up(port: int) -> None:
             stream.socket.close()
 
 
-async def live_memory(port: int) -> tuple[int, str]:
-    """What the server's allocator holds for live objects (its ``live_memory`` tool): the
-    amount and "unit (how measured)"; (0, "") if it cannot tell in 5 s."""
+async def live_memory_at_rest(
+    server: Server, files: int | None, patience: float
+) -> tuple[tuple[int, str], str, int]:
+    """What the server's allocator holds for live objects (its ``live_memory`` tool) once it is
+    at rest: no session open and no request in flight but the asking one's (its ``held``
+    tool), and, given ``files``, no more descriptors open (no connection the attacks left it).
+
+    Attacks end with work of theirs still under way in the server: connections and streams
+    whose timeouts have not come, sessions not yet idle for long enough, batches of slow calls
+    still running; the busier the machine, the longer.  Read at a fixed time, the live memory
+    counted them as kept.  Waited for up to ``patience`` seconds; returns the amount and "unit
+    (how measured)" ((0, "") if it cannot tell), what the server still held if it did not come
+    to rest ("" if it did), and its open files then."""
+    amount, unit, busy, open_files = 0, "", "not asked", 0
     client = None
     try:
-        with trio.fail_after(5):
-            client = await Client.open(WARM_SOURCE, port)
+        with trio.fail_after(patience + 10):
+            client = await Client.open(WARM_SOURCE, server.port)
             session = await open_session(client)
-            message = encode(call(1, "live_memory"))
-            reply = await client.request("POST", headers(session, LATEST), message)
-            amount, unit = str(reply.messages()[0]["result"]["content"][0]["text"]).split(" ", 1)
-            return int(amount), unit
+            deadline = trio.current_time() + patience
+            for ident in itertools.count(1):
+                reply = await client.request("POST", headers(session, LATEST), encode(call(ident, "held")))
+                sessions, requests = map(
+                    int, str(reply.messages()[0]["result"]["content"][0]["text"]).split()
+                )
+                open_files = server.open_files()
+                busy = ", ".join(
+                    f"{count} {what} more"
+                    for what, count in (
+                        ("sessions", sessions - 1),
+                        ("requests", requests - 1),
+                        ("descriptors", open_files - files if files is not None else 0),
+                    )
+                    if count > 0
+                )
+                if not busy or trio.current_time() > deadline:
+                    break
+                await trio.sleep(0.25)
+            reply = await client.request("POST", headers(session, LATEST), encode(call(0, "live_memory")))
+            text = str(reply.messages()[0]["result"]["content"][0]["text"])
+            amount, unit = int(text.split(" ", 1)[0]), text.split(" ", 1)[1]
+            await client.request("DELETE", headers(session, LATEST))  # (at rest for the next reading)
     except (Failed, OSError, trio.TooSlowError, LookupError, ValueError):
-        return 0, ""
+        pass
     finally:
         if client is not None:
             client.close()
+    return (amount, unit), busy, open_files
 
 
 class _OneShot(Stats):
@@ -321,7 +355,7 @@ async def soak(door: str, tmp: Path) -> Report:
         async with serving(door, tmp) as server:
             await warm_up(server.port)
             report.unloaded = await legit(server.port, UNLOADED)
-            report.live_before = await live_memory(server.port)
+            report.live_before, _, files_at_rest = await live_memory_at_rest(server, None, AT_REST)
             await trio.sleep(0.5)
             report.rss_before = server.rss_mib()
             report.rss_kinds_before = server.rss_kinds()
@@ -347,8 +381,11 @@ async def soak(door: str, tmp: Path) -> Report:
                 report.settled_in = trio.current_time() - ended
                 if report.rss_after <= report.rss_before * (1 + RSS_MARGIN) or report.settled_in >= SETTLE:
                     break
-            if server.alive():  # after a full collection, as "before" was read
-                report.live_after = await live_memory(server.port)
+            if server.alive():  # after a full collection, at rest, as "before" was read
+                report.live_after, report.held_after, _ = await live_memory_at_rest(
+                    server, files_at_rest, AT_REST
+                )
+                report.at_rest_in = trio.current_time() - ended
                 report.rss_after = min(report.rss_after, server.rss_mib())
                 report.rss_kinds_after = server.rss_kinds()
             if not server.alive() and report.died is None:

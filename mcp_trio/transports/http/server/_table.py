@@ -75,11 +75,18 @@ class SessionTable:
 
     def unwatch_idle(self) -> None:
         """A watched session ended: its entry is dropped when due, or before, with every other
-        such entry, once they are half of the heap."""
+        such entry, once they are half of the heap (more than 64), or all of it.
+
+        An entry holds its session, and with it all the session kept, so ended sessions
+        are not left waiting for their idle time: at most half the heap, and none once
+        no session is left.  The heap is pruned in place: :meth:`expire_idle` holds it
+        while it waits, and would keep a replaced one (every session in it) until then."""
         self._idle_stale += 1
-        if self._idle_stale > 64 and self._idle_stale * 2 > len(self._idle):
-            self._idle = [entry for entry in self._idle if not entry[2].closed]
-            heapq.heapify(self._idle)
+        idle = self._idle
+        stale = self._idle_stale
+        if stale * 2 > len(idle) and (stale > 64 or stale >= len(idle)):
+            idle[:] = [entry for entry in idle if not entry[2].closed]
+            heapq.heapify(idle)
             self._idle_stale = 0
 
     async def expire_idle(self) -> None:
