@@ -52,7 +52,7 @@ import trio
 from .. import _jsonrpc as rpc
 from .._core import RequestReceived, SessionCore
 from .._exceptions import ConnectionClosed, LocalProtocolError
-from ..transports._base import Frame, MessageChannel
+from ..transports._base import Frame
 from ._common import RequestTally, log, refusal
 from ._context import RequestContext
 from ._idle import idle_sweep
@@ -105,7 +105,6 @@ class HandlerRunner:
     def __init__(
         self,
         core: SessionCore,
-        channel: MessageChannel,
         writer: Writer,
         table: Mapping[str, RequestHandler] | None,
         max_in_flight: int,

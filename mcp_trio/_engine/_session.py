@@ -129,7 +129,7 @@ class Session:
             *queue_bounds(channel, max_in_flight, max_queued, max_queued_total), queue_budget
         )
         self._runner = runner = HandlerRunner(
-            core, channel, writer, request_handlers, max_in_flight, queue, close_grace
+            core, writer, request_handlers, max_in_flight, queue, close_grace
         )
         self._caller = caller = Caller(core, channel, writer, ending, default_timeout, close_grace)
         self._notifications = notes = Notifications(notification_handlers, outbox_size)
