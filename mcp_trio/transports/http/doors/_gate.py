@@ -9,7 +9,10 @@ except that a connection that is not working for its client (no whole
 request head yet, kept alive between requests, or a body trickling in) is
 evicted to make room.  A connection from an address that
 already has ``max_per_client`` open is closed at once, so that one address
-(one attacker) cannot take the whole table from the others.
+(one attacker) cannot take the whole table from the others; the last
+sixteenth of the table is kept for addresses holding few connections.  Under a
+flood, connections start, and whole requests are answered, by client address
+round-robin, so that a few addresses cannot push another's client to the back.
 
 :class:`TimedStream` gives a socket stream a write deadline: a ``send_all``
 that waits longer than ``write_timeout`` (a client that does not read)
@@ -63,8 +66,9 @@ _ACCEPT_IGNORED_ERRNOS = frozenset({errno.ECONNABORTED, errno.EPERM, errno.EPROT
 #: once (past their address's share) cost a few microseconds each, and count ``_REFUSED``.
 _BURST = 64
 _REFUSED = 0.25
-#: Connections whose handler starts between two checkpoints of the accept loop, and of the
-#: task that starts those accepted past them (by address, round-robin).
+#: Connections whose handler starts, or that are evicted, between two checkpoints of the
+#: accept loop; and handlers started a round by the task that starts those accepted past
+#: them (by address, round-robin).  (An evicted connection's task runs next round to end.)
 _STARTS = 8
 #: How long a new connection may take to send its first request head before
 #: it can be evicted to make room (past any round trip, so a client whose
@@ -88,10 +92,11 @@ _EVICT_GRACE = 1.0
 _RESERVE_PART = 16
 #: Whole requests answered at once (holding a turn) before the next ones wait for a turn,
 #: given out round-robin by client address (see :class:`_Turns`); a request holds its turn
-#: for ``_TURN_SPAN`` seconds at most (then it is a stream, or a long call, waiting more than
-#: working).
-_TURNS = 32
-_TURN_SPAN = 0.25
+#: for ``_TURN_SPAN`` seconds at most.
+_TURNS = 16
+_TURN_SPAN = 0.1
+#: Turns an address is given at once, whatever the others hold.
+_OWN_TURNS = 2
 
 
 def listener_url(listener: trio.SocketListener, scheme: str = "http") -> str:
@@ -283,7 +288,7 @@ class _Ticket:
     since when it is in its present standing (waiting for a request head, or
     reading a body: see :class:`ConnectionGate`)."""
 
-    __slots__ = ("key", "stream", "address", "scope", "held", "since", "counter", "mark", "waiter")
+    __slots__ = ("key", "stream", "address", "scope", "held", "since", "counter", "mark", "waiter", "turned")
 
     def __init__(self, stream: trio.SocketStream, address: str) -> None:
         self.key = id(stream)
@@ -295,35 +300,58 @@ class _Ticket:
         self.counter: Counting | None = None  # (reading a body: its bytes, from ``mark`` on)
         self.mark = 0
         self.waiter: trio.Event | None = None  # (set when its request's turn comes: see _Turns)
+        self.turned = 0.0  # when its request's turn began
 
 
 class _Turns:
     """Which whole requests are being answered (each holds a *turn*), and which wait for one,
     by client address.
 
-    Up to ``size`` requests hold a turn at once; past that, a request waits in its address's
-    queue, and a turn that frees goes to the next address round-robin (first come first served
-    within an address).  So a client whose address has one request waiting is answered after
-    at most one request of each other address waiting, not after all of them: a flood of
-    requests from a few addresses queues here, one parked task each, instead of in the
-    scheduler's run queue where every client's every step would wait behind all of them.
-    A turn is held until the request is answered, or for ``_TURN_SPAN`` seconds at most.
+    A request is given a turn at once if its address holds fewer than ``_OWN_TURNS``, or if
+    none waits and fewer than ``size`` are held (or all are held by its own address: there is
+    no one else to be fair to).  Otherwise it waits in its address's queue, and a turn that
+    frees goes to the next address round-robin (first come first served within an address).
+    So a client of an address holding few turns is answered at once, and one of a busier
+    address after at most one request of each other address waiting, not after all of them:
+    a flood of requests from a few addresses queues here, one parked task each, instead of in
+    the scheduler's run queue where every client's every step would wait behind all of them.
+    A turn is held until the request is answered, or for ``_TURN_SPAN`` seconds at most (a
+    stream, or a long call, waits more than it works).
     """
 
     def __init__(self, size: int) -> None:
         self.size = size
-        self.holding: dict[int, float] = {}  # ticket key -> when its turn began, oldest first
+        self.holding: dict[int, _Ticket] = {}  # by ticket key, the longest holding first
+        self.held: dict[str, int] = {}  # turns held, by address
         self.queues: dict[str, collections.deque[_Ticket]] = {}  # by address, next to serve first
         self._keeper = trio.lowlevel.ParkingLot()  # (keep waits here while no request waits)
 
     def take(self, ticket: _Ticket) -> bool:
-        """Give ``ticket``'s request a turn now if one is free and none waits (True)."""
-        holding = self.holding
-        if self.queues or len(holding) >= self.size:
-            if self.queues or not self._expire(trio.current_time()):
-                return False
-        holding[ticket.key] = trio.current_time()
+        """Give ``ticket``'s request a turn now if it may have one (True), see above."""
+        held = self.held
+        mine = held.get(ticket.address, 0)
+        if mine >= _OWN_TURNS and (
+            self.queues
+            or len(self.holding) >= self.size
+            and (len(held) > 1 or not mine)
+            and not self._expire(trio.current_time())
+        ):
+            return False
+        self._hold(ticket, trio.current_time())
         return True
+
+    def _hold(self, ticket: _Ticket, now: float) -> None:
+        ticket.turned = now
+        self.holding[ticket.key] = ticket
+        self.held[ticket.address] = self.held.get(ticket.address, 0) + 1
+
+    def _drop(self, ticket: _Ticket) -> None:
+        del self.holding[ticket.key]
+        left = self.held[ticket.address] - 1
+        if left:
+            self.held[ticket.address] = left
+        else:
+            del self.held[ticket.address]
 
     async def wait(self, ticket: _Ticket) -> None:
         """Wait in ``ticket``'s address's queue until its request is given a turn."""
@@ -349,18 +377,20 @@ class _Turns:
             if not queue:
                 del self.queues[ticket.address]
             ticket.waiter = None
-        elif self.holding.pop(ticket.key, None) is not None and self.queues:
-            self.give(trio.current_time())
+        elif ticket.key in self.holding:
+            self._drop(ticket)
+            if self.queues:
+                self.give(trio.current_time())
 
     def _expire(self, now: float) -> bool:
         """Take back the turns held for ``_TURN_SPAN`` (whether any was)."""
         holding = self.holding
         taken = False
         while holding:
-            key, since = next(iter(holding.items()))
-            if since + _TURN_SPAN > now:
+            ticket = next(iter(holding.values()))
+            if ticket.turned + _TURN_SPAN > now:
                 break
-            del holding[key]
+            self._drop(ticket)
             taken = True
         return taken
 
@@ -368,15 +398,14 @@ class _Turns:
         """Give the free turns (and those held too long) to the waiting requests, one address
         after another."""
         self._expire(now)
-        holding = self.holding
         queues = self.queues
-        while queues and len(holding) < self.size:
+        while queues and len(self.holding) < self.size:
             address = next(iter(queues))
             queue = queues.pop(address)
             ticket = queue.popleft()
             if queue:
                 queues[address] = queue  # (to the end: the other addresses first)
-            holding[ticket.key] = now
+            self._hold(ticket, now)
             waiter, ticket.waiter = ticket.waiter, None
             if waiter is not None:
                 waiter.set()
@@ -385,7 +414,7 @@ class _Turns:
         """Take back turns held too long while requests wait (runs as long as the gate)."""
         while True:
             if self.queues and self.holding:
-                with trio.move_on_at(next(iter(self.holding.values())) + _TURN_SPAN):
+                with trio.move_on_at(next(iter(self.holding.values())).turned + _TURN_SPAN):
                     await self._keeper.park()
                 self.give(trio.current_time())
             elif self.queues:
@@ -422,6 +451,28 @@ class ConnectionGate:
     wait in the listen backlog.  A kept-alive connection evicted between
     requests is closed as a server closes one idle too long: HTTP clients open
     a new one.
+
+    Fairness between addresses under churn (connections that each bring a whole
+    request, by the thousand, from a few addresses):
+
+    * The last ``reserve`` slots of the table (a sixteenth) are kept for addresses
+      holding few connections: once the rest is taken, a new connection whose
+      address holds at least half the average of the addresses present (and is not
+      the only one present) is closed at once, unread, as one past its address's
+      share is.  So the gate keeps taking connections from the backlog, where a
+      newcomer would otherwise wait behind every connection of the crowd.
+    * Connections are accepted up to ``_BURST`` a round (a closed one counts a
+      quarter), but their handlers start ``_STARTS`` a round; the others wait in a
+      queue per address (a descriptor each, no task) and start round-robin, so a
+      newcomer starts after at most one connection of each address ahead of it.
+      Evictions count against the same ``_STARTS`` a round (each evicted
+      connection's task runs to end): past them, the reserve's rule applies.
+    * A door that calls :meth:`take_turn` / :meth:`turn` (the lean door) answers at
+      most ``_TURNS`` whole requests at once (see :class:`_Turns`): the others wait
+      by address, round-robin, instead of each adding its steps to every client's.
+
+    Nothing accepted is dropped: a whole request waits for its start and its turn,
+    and is answered (its client may have asked for work before it left).
     """
 
     def __init__(self, max_connections: int, max_per_client: int | None = None) -> None:
@@ -438,7 +489,7 @@ class ConnectionGate:
         self.evicted = 0  # connections evicted to make room, in all
         self.refused = 0  # connections closed at once: their address held its share
         self._turns = _Turns(_TURNS)
-        self._started = 0  # handlers started since the accept loop's last checkpoint
+        self._round = 0  # handlers started, and connections evicted, since the accept loop's last checkpoint
         #: Accepted connections whose handler is yet to start, by address (next to start first).
         self._pending: dict[str, collections.deque[_Start]] = {}
         self._pending_lot = trio.lowlevel.ParkingLot()  # (the starter waits here for some)
@@ -553,11 +604,16 @@ class ConnectionGate:
         while True:
             if self.open < self.max_connections - self.reserve:
                 return None, False
-            victim, wait = self._victim(trio.current_time())
+            spent = self._round >= _STARTS  # (evictions and starts this round: see _accept_loop)
+            victim, wait = (None, 0.0) if spent else self._victim(trio.current_time())
             if victim is not None:
                 return victim, False
             if self.open < self.max_connections:
                 return None, True
+            if spent:
+                self._round = 0
+                await trio.lowlevel.checkpoint()  # (the evicted end first)
+                continue
             with trio.move_on_after(wait):
                 await self._space.park()
 
@@ -584,7 +640,7 @@ class ConnectionGate:
             burst = 0.0
             while True:
                 if burst >= _BURST:
-                    burst, self._started = 0.0, 0
+                    burst, self._round = 0.0, 0
                     await trio.lowlevel.checkpoint()
                 # Room first (a free slot, or a connection to evict): else the client
                 # waits in the backlog, not accepted.  (No checkpoint between here and
@@ -593,7 +649,7 @@ class ConnectionGate:
                 try:
                     sock, peer = raw.accept()
                 except BlockingIOError:
-                    burst, self._started = 0.0, 0
+                    burst, self._round = 0.0, 0
                     await trio.lowlevel.wait_readable(listener.socket)
                     continue
                 except OSError as exc:
@@ -617,6 +673,7 @@ class ConnectionGate:
                     continue
                 burst += 1
                 if victim is not None:
+                    self._round += 1
                     self._evict(victim)
                     count = self._clients.get(address, 0)  # (the victim may have been its own)
                 stream = trio.SocketStream(trio.socket.from_stdlib_socket(sock))
@@ -624,10 +681,10 @@ class ConnectionGate:
                 self._clients[address] = count + 1
                 self.open += 1
                 start = (ticket, stream, handler, nursery)
-                if self._pending or self._started >= _STARTS:
+                if self._pending or self._round >= _STARTS:
                     self._defer(start)
                 else:
-                    self._started += 1
+                    self._round += 1
                     self._start(start)
         finally:
             raw.close()
