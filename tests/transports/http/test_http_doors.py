@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
+import struct
 import tracemalloc
 from typing import Any
 
@@ -608,3 +609,19 @@ async def test_a_table_crowded_by_a_few_addresses_keeps_room_for_another(door: s
         assert answers.count(b"") == 20  # (closed at once, unread: never answered)
         for sock in [*crowd, newcomer]:
             sock.close()
+
+
+@pytest.mark.parametrize("door", DOORS)
+async def test_a_client_resetting_its_connection_mid_head_leaves_the_server_serving(door: str) -> None:
+    async with serving(door, Answer(), header_timeout=30.0) as port:
+        for _ in range(3):
+            sock = await connect(port, "127.0.0.3")
+            await sock.send(b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-A: ")
+            await trio.sleep(0.1)  # (its head is being read)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            sock.close()  # a reset
+        await trio.sleep(0.1)
+        with trio.fail_after(2):
+            legitimate = await connect(port, "127.0.0.2")
+            assert (await ask(legitimate)).startswith(b"HTTP/1.1 200")
+        legitimate.close()

@@ -843,7 +843,8 @@ class TimedStream(trio.abc.HalfCloseableStream):
     async def read_head(self, timeout: float, limit: int) -> bool:
         """Read ahead until a request head ends (an empty line) or ``limit`` bytes came,
         within ``timeout``: True if so (what was read is the start of what
-        ``receive_some`` returns), False if the client closed its side or was too slow.
+        ``receive_some`` returns), False if the client closed its side (or reset the
+        connection) or was too slow.
 
         So that connections that send nothing, or a head a byte at a time, cost one
         parked task each and no web server's state until the head is whole.  A head
@@ -855,7 +856,10 @@ class TimedStream(trio.abc.HalfCloseableStream):
             return True
         with trio.move_on_after(timeout):
             while b"\r\n\r\n" not in head and len(head) < limit:
-                data = await self.transport_stream.receive_some(limit)
+                try:
+                    data = await self.transport_stream.receive_some(limit)
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    return False  # (a reset, or evicted)
                 if not data:
                     break
                 head += data
