@@ -642,9 +642,9 @@ class ConnectionGate:
                 if burst >= _BURST:
                     burst, self._round = 0.0, 0
                     await trio.lowlevel.checkpoint()
-                # Room first (a free slot, or a connection to evict): else the client
-                # waits in the backlog, not accepted.  (No checkpoint between here and
-                # the accept: the room seen is still there.)
+                # Room first (a free slot, a connection to evict, or a slot of the reserve):
+                # else the client waits in the backlog, not accepted.  (No checkpoint between
+                # here and the accept: the room seen is still there.)
                 victim, reserved = await self._room()
                 try:
                     sock, peer = raw.accept()
