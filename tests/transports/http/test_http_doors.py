@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
+import struct
 import tracemalloc
 from typing import Any
 
@@ -526,3 +527,101 @@ async def test_a_backlog_of_connections_is_taken_in_a_few_rounds_of_a_busy_loop(
     assert got.startswith(b"HTTP/1.1 200")
     # One accept per round would take more than 400 rounds to reach the client.
     assert taken < 100, f"the client was answered after {taken} rounds of the loop"
+
+
+class Recorder(Answer):
+    """Answers ``ok`` a few scheduler rounds late, noting each request's client address as its
+    answer begins."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.order: list[str | None] = []
+
+    async def handle(self, request: HttpRequest, responder: Responder) -> None:
+        if request.query != "hold":
+            self.order.append(request.client)
+            for _ in range(3):
+                await trio.lowlevel.checkpoint()
+        await super().handle(request, responder)
+
+
+def queue_requests(port: int, source: str, count: int, request: bytes = REQUEST) -> list[socket.socket]:
+    """``count`` connections from ``source``, each with a whole ``request`` sent, made while the
+    server cannot run (blocking calls): they wait in its listen backlog, in this order."""
+    made = []
+    for _ in range(count):
+        sock = socket.socket()
+        sock.bind((source, 0))
+        sock.connect(("127.0.0.1", port))
+        sock.sendall(request)
+        made.append(sock)
+    return made
+
+
+async def answer_of(sock: socket.socket) -> bytes:
+    """What the server sent on ``sock`` until it closed it (b"" when closed unanswered)."""
+    stream = trio.SocketStream(trio.socket.from_stdlib_socket(sock))
+    got = b""
+    try:
+        while not got.endswith(b"ok") and (data := await stream.receive_some(65536)):
+            got += data
+    except trio.BrokenResourceError:  # (reset)
+        pass
+    return got
+
+
+@pytest.mark.parametrize("door", DOORS)
+async def test_a_newcomer_is_answered_before_an_address_s_queued_requests(door: str) -> None:
+    # 200 whole requests from one address, then one from another, all queued before the server
+    # runs: the newcomer is started and answered after a share of them, not after all of them.
+    recorder = Recorder()
+    limits = dict(max_connections=512, max_connections_per_client=512)
+    async with serving(door, recorder, **limits) as port:
+        flood = queue_requests(port, "127.0.0.3", 200)
+        (newcomer,) = queue_requests(port, "127.0.0.2", 1)
+        with trio.fail_after(20):
+            assert (await answer_of(newcomer)).startswith(b"HTTP/1.1 200")
+            for sock in flood:
+                assert (await answer_of(sock)).startswith(b"HTTP/1.1 200")  # (none lost)
+        assert len(recorder.order) == 201
+        assert recorder.order.index("127.0.0.2") < 100, recorder.order.index("127.0.0.2")
+        for sock in [*flood, newcomer]:
+            sock.close()
+
+
+@pytest.mark.parametrize("door", DOORS)
+async def test_a_table_crowded_by_a_few_addresses_keeps_room_for_another(door: str) -> None:
+    # 80 connections held busy from two addresses, queued before the server runs, then a
+    # request from a third: its reserve (a sixteenth of the table, 4 here) takes it, the crowd's
+    # connections past the rest of the table are closed at once, the others answered.
+    answer = Answer()
+    limits = dict(max_connections=64, max_connections_per_client=64)
+    async with serving(door, answer, **limits) as port:
+        hold = REQUEST.replace(b"/mcp", b"/mcp?hold")
+        crowd = [*queue_requests(port, "127.0.0.3", 40, hold), *queue_requests(port, "127.0.0.4", 40, hold)]
+        (newcomer,) = queue_requests(port, "127.0.0.2", 1)
+        with trio.fail_after(3):
+            assert (await answer_of(newcomer)).startswith(b"HTTP/1.1 200")
+        answer.release.set()
+        with trio.fail_after(10):
+            answers = [await answer_of(sock) for sock in crowd]
+        assert sum(got.startswith(b"HTTP/1.1 200") for got in answers) == 60
+        assert answers.count(b"") == 20  # (closed at once, unread: never answered)
+        for sock in [*crowd, newcomer]:
+            sock.close()
+
+
+@pytest.mark.parametrize("door", DOORS)
+async def test_a_client_resetting_its_connection_mid_head_leaves_the_server_serving(door: str) -> None:
+    async with serving(door, Answer(), header_timeout=30.0) as port:
+        for _ in range(3):
+            sock = await connect(port, "127.0.0.3")
+            await sock.send(b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-A: ")
+            await trio.sleep(0.1)  # (its head is being read)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            sock.close()  # a reset
+        await trio.sleep(0.1)
+        with trio.fail_after(2):
+            legitimate = await connect(port, "127.0.0.2")
+            assert (await ask(legitimate)).startswith(b"HTTP/1.1 200")
+        legitimate.close()

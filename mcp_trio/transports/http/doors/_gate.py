@@ -9,7 +9,10 @@ except that a connection that is not working for its client (no whole
 request head yet, kept alive between requests, or a body trickling in) is
 evicted to make room.  A connection from an address that
 already has ``max_per_client`` open is closed at once, so that one address
-(one attacker) cannot take the whole table from the others.
+(one attacker) cannot take the whole table from the others; the last
+sixteenth of the table is kept for addresses holding few connections.  Under a
+flood, connections start, and whole requests are answered, by client address
+round-robin, so that a few addresses cannot push another's client to the back.
 
 :class:`TimedStream` gives a socket stream a write deadline: a ``send_all``
 that waits longer than ``write_timeout`` (a client that does not read)
@@ -19,6 +22,7 @@ bounds writes made under a shielded cancel scope too (hypercorn's).
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import errno
 import logging
@@ -58,8 +62,14 @@ _ACCEPT_CAPACITY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, e
 _ACCEPT_PAUSE = 0.1
 #: accept() errors about one connection only (it was reset while queued): accept the next.
 _ACCEPT_IGNORED_ERRNOS = frozenset({errno.ECONNABORTED, errno.EPERM, errno.EPROTO, errno.EINTR})
-#: Connections accepted at most between two checkpoints of the accept loop.
+#: Connections accepted at most between two checkpoints of the accept loop; those closed at
+#: once (past their address's share) cost a few microseconds each, and count ``_REFUSED``.
 _BURST = 64
+_REFUSED = 0.25
+#: Connections whose handler starts, or that are evicted, between two checkpoints of the
+#: accept loop; and handlers started a round by the task that starts those accepted past
+#: them (by address, round-robin).  (An evicted connection's task runs next round to end.)
+_STARTS = 8
 #: How long a new connection may take to send its first request head before
 #: it can be evicted to make room (past any round trip, so a client whose
 #: request is on its way is not cut off; a flood of connections waits this
@@ -77,6 +87,16 @@ _BODY_GRACE = 1.0
 _MIN_BODY_RATE = 16 * 1024
 #: An evicted connection's door has this long to end it once its socket is shut down.
 _EVICT_GRACE = 1.0
+#: The last ``1/_RESERVE_PART`` of the table is kept for addresses holding few connections
+#: (see :class:`ConnectionGate`).
+_RESERVE_PART = 16
+#: Whole requests answered at once (holding a turn) before the next ones wait for a turn,
+#: given out round-robin by client address (see :class:`_Turns`); a request holds its turn
+#: for ``_TURN_SPAN`` seconds at most.
+_TURNS = 16
+_TURN_SPAN = 0.1
+#: Turns an address is given at once, whatever the others hold.
+_OWN_TURNS = 2
 
 
 def listener_url(listener: trio.SocketListener, scheme: str = "http") -> str:
@@ -268,7 +288,7 @@ class _Ticket:
     since when it is in its present standing (waiting for a request head, or
     reading a body: see :class:`ConnectionGate`)."""
 
-    __slots__ = ("key", "stream", "address", "scope", "held", "since", "counter", "mark")
+    __slots__ = ("key", "stream", "address", "scope", "held", "since", "counter", "mark", "waiter", "turned")
 
     def __init__(self, stream: trio.SocketStream, address: str) -> None:
         self.key = id(stream)
@@ -279,6 +299,132 @@ class _Ticket:
         self.since = trio.current_time()
         self.counter: Counting | None = None  # (reading a body: its bytes, from ``mark`` on)
         self.mark = 0
+        self.waiter: trio.Event | None = None  # (set when its request's turn comes: see _Turns)
+        self.turned = 0.0  # when its request's turn began
+
+
+class _Turns:
+    """Which whole requests are being answered (each holds a *turn*), and which wait for one,
+    by client address.
+
+    A request is given a turn at once if its address holds fewer than ``_OWN_TURNS``, or if
+    none waits and fewer than ``size`` are held (or all are held by its own address: there is
+    no one else to be fair to).  Otherwise it waits in its address's queue, and a turn that
+    frees goes to the next address round-robin (first come first served within an address).
+    So a client of an address holding few turns is answered at once, and one of a busier
+    address after at most one request of each other address waiting, not after all of them:
+    a flood of requests from a few addresses queues here, one parked task each, instead of in
+    the scheduler's run queue where every client's every step would wait behind all of them.
+    A turn is held until the request is answered, or for ``_TURN_SPAN`` seconds at most (a
+    stream, or a long call, waits more than it works).
+    """
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.holding: dict[int, _Ticket] = {}  # by ticket key, the longest holding first
+        self.held: dict[str, int] = {}  # turns held, by address
+        self.queues: dict[str, collections.deque[_Ticket]] = {}  # by address, next to serve first
+        self._keeper = trio.lowlevel.ParkingLot()  # (keep waits here while no request waits)
+
+    def take(self, ticket: _Ticket) -> bool:
+        """Give ``ticket``'s request a turn now if it may have one (True), see above."""
+        held = self.held
+        mine = held.get(ticket.address, 0)
+        if mine >= _OWN_TURNS and (
+            self.queues
+            or len(self.holding) >= self.size
+            and (len(held) > 1 or not mine)
+            and not self._expire(trio.current_time())
+        ):
+            return False
+        self._hold(ticket, trio.current_time())
+        return True
+
+    def _hold(self, ticket: _Ticket, now: float) -> None:
+        ticket.turned = now
+        self.holding[ticket.key] = ticket
+        self.held[ticket.address] = self.held.get(ticket.address, 0) + 1
+
+    def _drop(self, ticket: _Ticket) -> None:
+        del self.holding[ticket.key]
+        left = self.held[ticket.address] - 1
+        if left:
+            self.held[ticket.address] = left
+        else:
+            del self.held[ticket.address]
+
+    async def wait(self, ticket: _Ticket) -> None:
+        """Wait in ``ticket``'s address's queue until its request is given a turn."""
+        event = ticket.waiter = trio.Event()
+        queue = self.queues.get(ticket.address)
+        if queue is None:
+            if not self.queues:
+                self._keeper.unpark_all()  # (a turn held too long is taken back from now on)
+            queue = self.queues[ticket.address] = collections.deque()
+        queue.append(ticket)
+        try:
+            await event.wait()
+        finally:
+            if ticket.waiter is event:  # (cancelled before its turn came)
+                self.forget(ticket)
+
+    def forget(self, ticket: _Ticket) -> None:
+        """``ticket``'s request is answered, or its connection ended: its turn (or its place
+        in a queue) goes."""
+        if ticket.waiter is not None:
+            queue = self.queues[ticket.address]
+            queue.remove(ticket)
+            if not queue:
+                del self.queues[ticket.address]
+            ticket.waiter = None
+        elif ticket.key in self.holding:
+            self._drop(ticket)
+            if self.queues:
+                self.give(trio.current_time())
+
+    def _expire(self, now: float) -> bool:
+        """Take back the turns held for ``_TURN_SPAN`` (whether any was)."""
+        holding = self.holding
+        taken = False
+        while holding:
+            ticket = next(iter(holding.values()))
+            if ticket.turned + _TURN_SPAN > now:
+                break
+            self._drop(ticket)
+            taken = True
+        return taken
+
+    def give(self, now: float) -> None:
+        """Give the free turns (and those held too long) to the waiting requests, one address
+        after another."""
+        self._expire(now)
+        queues = self.queues
+        while queues and len(self.holding) < self.size:
+            address = next(iter(queues))
+            queue = queues.pop(address)
+            ticket = queue.popleft()
+            if queue:
+                queues[address] = queue  # (to the end: the other addresses first)
+            self._hold(ticket, now)
+            waiter, ticket.waiter = ticket.waiter, None
+            if waiter is not None:
+                waiter.set()
+
+    async def keep(self) -> None:
+        """Take back turns held too long while requests wait (runs as long as the gate)."""
+        while True:
+            if self.queues and self.holding:
+                with trio.move_on_at(next(iter(self.holding.values())).turned + _TURN_SPAN):
+                    await self._keeper.park()
+                self.give(trio.current_time())
+            elif self.queues:
+                self.give(trio.current_time())
+            else:
+                await self._keeper.park()
+
+
+#: An accepted connection to start: its ticket, stream, handler and the nursery to run it in.
+_Start = tuple[_Ticket, trio.SocketStream, Callable[[trio.SocketStream], Awaitable[None]], trio.Nursery]
 
 
 class ConnectionGate:
@@ -305,6 +451,28 @@ class ConnectionGate:
     wait in the listen backlog.  A kept-alive connection evicted between
     requests is closed as a server closes one idle too long: HTTP clients open
     a new one.
+
+    Fairness between addresses under churn (connections that each bring a whole
+    request, by the thousand, from a few addresses):
+
+    * The last ``reserve`` slots of the table (a sixteenth) are kept for addresses
+      holding few connections: once the rest is taken, a new connection whose
+      address holds at least half the average of the addresses present (and is not
+      the only one present) is closed at once, unread, as one past its address's
+      share is.  So the gate keeps taking connections from the backlog, where a
+      newcomer would otherwise wait behind every connection of the crowd.
+    * Connections are accepted up to ``_BURST`` a round (a closed one counts a
+      quarter), but their handlers start ``_STARTS`` a round; the others wait in a
+      queue per address (a descriptor each, no task) and start round-robin, so a
+      newcomer starts after at most one connection of each address ahead of it.
+      Evictions count against the same ``_STARTS`` a round (each evicted
+      connection's task runs to end): past them, the reserve's rule applies.
+    * A door that calls :meth:`take_turn` / :meth:`turn` (the lean door) answers at
+      most ``_TURNS`` whole requests at once (see :class:`_Turns`): the others wait
+      by address, round-robin, instead of each adding its steps to every client's.
+
+    Nothing accepted is dropped: a whole request waits for its start and its turn,
+    and is answered (its client may have asked for work before it left).
     """
 
     def __init__(self, max_connections: int, max_per_client: int | None = None) -> None:
@@ -315,8 +483,16 @@ class ConnectionGate:
             raise ValueError("max_connections_per_client must be at least 1")
         self.max_connections = max_connections
         self.max_per_client = per_client
+        #: The last slots of the table, for addresses holding few connections.
+        self.reserve = min(max_connections - 1, max_connections // _RESERVE_PART)
         self.open = 0  # connections counted now
         self.evicted = 0  # connections evicted to make room, in all
+        self.refused = 0  # connections closed at once: their address held its share
+        self._turns = _Turns(_TURNS)
+        self._round = 0  # handlers started, and connections evicted, since the accept loop's last checkpoint
+        #: Accepted connections whose handler is yet to start, by address (next to start first).
+        self._pending: dict[str, collections.deque[_Start]] = {}
+        self._pending_lot = trio.lowlevel.ParkingLot()  # (the starter waits here for some)
         self._clients: dict[str, int] = {}
         self._tickets: dict[int, _Ticket] = {}  # every open connection's, by id of its stream
         self._waiting: dict[int, _Ticket] = {}  # by id of the stream, longest waiting first
@@ -333,8 +509,23 @@ class ConnectionGate:
         ``handler(stream)`` in ``handler_nursery`` (default: this call's own),
         which must close the stream."""
         async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._turns.keep)
+            nursery.start_soon(self._start_pending)
             for listener in listeners:
                 nursery.start_soon(self._accept_loop, listener, handler, handler_nursery or nursery)
+
+    def take_turn(self, stream: trio.SocketStream) -> bool:
+        """A whole request on ``stream`` is to be answered: True if it may be now, else it
+        must wait for its turn (:meth:`turn`).  Its turn ends once the connection is idle
+        (:meth:`idle`) or ends."""
+        ticket = self._tickets.get(id(stream))
+        return ticket is None or self._turns.take(ticket)
+
+    async def turn(self, stream: trio.SocketStream) -> None:
+        """Wait until the whole request on ``stream`` may be answered (see :class:`_Turns`)."""
+        ticket = self._tickets.get(id(stream))
+        if ticket is not None:
+            await self._turns.wait(ticket)
 
     def busy(self, stream: trio.SocketStream) -> None:
         """A whole request is being answered on ``stream``: it is not evicted."""
@@ -363,6 +554,7 @@ class ConnectionGate:
         ticket = self._tickets.get(key)
         if ticket is None or not ticket.held:
             return
+        self._turns.forget(ticket)  # (answered)
         self._reading.pop(key, None)
         self._waiting.pop(key, None)  # (to the end: the latest to wait)
         ticket.since = trio.current_time()
@@ -405,16 +597,32 @@ class ConnectionGate:
                     break
         return chosen, wait
 
-    async def _room(self) -> _Ticket | None:
-        """Wait until a connection fits: a free slot (None), or a connection
-        that may be evicted (its ticket, evicted once a new connection is taken)."""
-        while self.open >= self.max_connections:
-            victim, wait = self._victim(trio.current_time())
+    async def _room(self) -> tuple[_Ticket | None, bool]:
+        """Wait until a connection fits: a free slot (None, False), a connection that may
+        be evicted (its ticket, evicted once a new connection is taken), or a slot of the
+        reserve (None, True: for an address holding few connections only)."""
+        while True:
+            if self.open < self.max_connections - self.reserve:
+                return None, False
+            spent = self._round >= _STARTS  # (evictions and starts this round: see _accept_loop)
+            victim, wait = (None, 0.0) if spent else self._victim(trio.current_time())
             if victim is not None:
-                return victim
+                return victim, False
+            if self.open < self.max_connections:
+                return None, True
+            if spent:
+                self._round = 0
+                await trio.lowlevel.checkpoint()  # (the evicted end first)
+                continue
             with trio.move_on_after(wait):
                 await self._space.park()
-        return None
+
+    def _crowding(self, count: int) -> bool:
+        """Whether an address holding ``count`` connections holds more than its share of a
+        table whose reserve is reached: other addresses hold connections, and it holds at
+        least half the average of the addresses present."""
+        addresses = len(self._clients)
+        return addresses > (1 if count else 0) and 2 * count * addresses >= self.open
 
     async def _accept_loop(
         self,
@@ -429,19 +637,19 @@ class ConnectionGate:
         raw = socket.socket(fileno=os.dup(listener.socket.fileno()))
         try:
             raw.setblocking(False)
-            burst = 0
+            burst = 0.0
             while True:
                 if burst >= _BURST:
-                    burst = 0
+                    burst, self._round = 0.0, 0
                     await trio.lowlevel.checkpoint()
-                # Room first (a free slot, or a connection to evict): else the client
-                # waits in the backlog, not accepted.  (No checkpoint between here and
-                # the accept: the room seen is still there.)
-                victim = await self._room()
+                # Room first (a free slot, a connection to evict, or a slot of the reserve):
+                # else the client waits in the backlog, not accepted.  (No checkpoint between
+                # here and the accept: the room seen is still there.)
+                victim, reserved = await self._room()
                 try:
                     sock, peer = raw.accept()
                 except BlockingIOError:
-                    burst = 0
+                    burst, self._round = 0.0, 0
                     await trio.lowlevel.wait_readable(listener.socket)
                     continue
                 except OSError as exc:
@@ -452,27 +660,81 @@ class ConnectionGate:
                     log.error("accept() failed (%s); accepting again in %s s", exc, _ACCEPT_PAUSE)
                     await trio.sleep(_ACCEPT_PAUSE)
                     continue
-                burst += 1
                 address = str(peer[0]) if isinstance(peer, tuple) and peer else ""
                 count = self._clients.get(address, 0)
                 # (a connection of its own that makes room leaves its share)
                 mine = victim is not None and victim.address == address
-                if not address or count - mine >= self.max_per_client:
+                if not address or count - mine >= self.max_per_client or (reserved and self._crowding(count)):
                     sock.close()  # over this address's share: closed at once
+                    burst += _REFUSED
                     if address:
+                        self.refused += 1
                         log.debug("connection from %s refused: %d open from it", address, count)
                     continue
+                burst += 1
                 if victim is not None:
+                    self._round += 1
                     self._evict(victim)
                     count = self._clients.get(address, 0)  # (the victim may have been its own)
                 stream = trio.SocketStream(trio.socket.from_stdlib_socket(sock))
                 ticket = _Ticket(stream, address)
                 self._clients[address] = count + 1
                 self.open += 1
-                self._tickets[id(stream)] = self._waiting[id(stream)] = ticket
-                nursery.start_soon(self._run, handler, stream, ticket)
+                start = (ticket, stream, handler, nursery)
+                if self._pending or self._round >= _STARTS:
+                    self._defer(start)
+                else:
+                    self._round += 1
+                    self._start(start)
         finally:
             raw.close()
+
+    def _start(self, start: _Start) -> None:
+        """Start an accepted connection's handler."""
+        ticket, stream, handler, nursery = start
+        ticket.since = trio.current_time()
+        self._tickets[ticket.key] = self._waiting[ticket.key] = ticket
+        nursery.start_soon(self._run, handler, stream, ticket)
+        if self.open >= self.max_connections - self.reserve:
+            self._space.unpark_all()  # (evictable from now on: see _room)
+
+    def _defer(self, start: _Start) -> None:
+        """Queue an accepted connection until the starter starts it (see _start_pending)."""
+        address = start[0].address
+        queue = self._pending.get(address)
+        if queue is None:
+            if not self._pending:
+                self._pending_lot.unpark_all()
+            queue = self._pending[address] = collections.deque()
+        queue.append(start)
+
+    async def _start_pending(self) -> None:
+        """Start the handlers of the connections accepted past ``_STARTS`` a round, up to
+        ``_STARTS`` a round, one address after another: a flood of connections from a few
+        addresses waits here (its file descriptors held, no task yet), and a newcomer of
+        another address starts after at most one connection of each of them."""
+        pending = self._pending
+        try:
+            while True:
+                if not pending:
+                    await self._pending_lot.park()
+                    continue
+                for _ in range(_STARTS):
+                    if not pending:
+                        break
+                    address = next(iter(pending))
+                    queue = pending.pop(address)
+                    start = queue.popleft()
+                    if queue:
+                        pending[address] = queue  # (to the end: the other addresses first)
+                    self._start(start)
+                await trio.lowlevel.checkpoint()
+        finally:
+            for queue in pending.values():  # (the server stops: never started, closed)
+                for ticket, stream, _, _ in queue:
+                    stream.socket.close()
+                    self._release(ticket, cancel=False)
+            pending.clear()
 
     def _evict(self, ticket: _Ticket) -> None:
         """Close ``ticket``'s connection to make room (at once: no longer a candidate)."""
@@ -523,6 +785,7 @@ class ConnectionGate:
             del self._tickets[key]
             self._waiting.pop(key, None)
             self._reading.pop(key, None)
+            self._turns.forget(ticket)
             ticket.stream = ticket.counter = None
             self._release(ticket)
 
@@ -580,7 +843,8 @@ class TimedStream(trio.abc.HalfCloseableStream):
     async def read_head(self, timeout: float, limit: int) -> bool:
         """Read ahead until a request head ends (an empty line) or ``limit`` bytes came,
         within ``timeout``: True if so (what was read is the start of what
-        ``receive_some`` returns), False if the client closed its side or was too slow.
+        ``receive_some`` returns), False if the client closed its side (or reset the
+        connection) or was too slow.
 
         So that connections that send nothing, or a head a byte at a time, cost one
         parked task each and no web server's state until the head is whole.  A head
@@ -592,7 +856,10 @@ class TimedStream(trio.abc.HalfCloseableStream):
             return True
         with trio.move_on_after(timeout):
             while b"\r\n\r\n" not in head and len(head) < limit:
-                data = await self.transport_stream.receive_some(limit)
+                try:
+                    data = await self.transport_stream.receive_some(limit)
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    return False  # (a reset, or evicted)
                 if not data:
                     break
                 head += data

@@ -323,6 +323,9 @@ class _H11Connection:
         if read is None:
             return False
         handler, request = read
+        gate = self.gate
+        if gate is not None and not gate.take_turn(self.socket_stream):
+            await gate.turn(self.socket_stream)  # (other addresses' requests first: see ConnectionGate)
         head_only = request.method == "HEAD"
         responder = _H11Responder(self.stream, self.conn, self.limits.write_timeout, head_only)
         self.answering = responder
