@@ -1,9 +1,8 @@
-"""The idle handler tasks of hosted sessions, and their expiry.
+"""The sessions' idle handler tasks, and their expiry.
 
-A session hosted by an endpoint that serves many (Streamable HTTP) keeps the
-task that handled its last request, waiting for the next one (see
-``HandlerRunner._linger``), so requests that come one after another cost no new
-task.  The engine ends such a task once it has waited through two sweeps of
+A session keeps the task that handled its last request, waiting for the next
+one (see ``HandlerRunner._linger``), so requests that come one after another
+cost no new task.  The engine ends such a task once it has waited through two sweeps of
 :class:`IdleSweep` (2 to 4 seconds apart by default): a session gone quiet
 holds no task.  One sweep runs per trio run, as a system task that exists
 only while some session waits, so nothing outlives the run and an idle

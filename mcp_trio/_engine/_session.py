@@ -7,7 +7,7 @@ and state at their top the rules they keep:
 * :class:`._writer.Writer` (``_writer``): the outbox and the writer task;
 * :class:`._handlers.HandlerRunner` (``_runner``): the handler table, the slots, the queue
   (:class:`._queue.RequestQueue`, drawing on a :class:`._queue.QueueBudget`), the handler
-  tasks and the hosted session's idle handler task;
+  tasks and the session's idle handler task;
 * :class:`._reader.Reader` (``_reader``): the input, read or pushed in, routed event by event,
   and the reader relay;
 * :class:`._outgoing.Caller` (``_caller``): our requests and notifications, the answers we
