@@ -50,11 +50,16 @@ class IdleSweep:
         try:
             while self.sessions:
                 await trio.sleep(SWEEP_EVERY)
-                for session in list(self.sessions):
-                    if not session.sweep_idle_handler():
-                        self.sessions.discard(session)
+                self._sweep_once()
         finally:
             self._running = False
+
+    def _sweep_once(self) -> None:
+        # (a method of its own: a loop variable left in _sweep's frame would keep the
+        # last session swept, and all it holds, alive while the sweep waits, after its end)
+        for session in list(self.sessions):
+            if not session.sweep_idle_handler():
+                self.sessions.discard(session)
 
 
 _SWEEP: trio.lowlevel.RunVar[IdleSweep] = trio.lowlevel.RunVar("mcp_trio_idle_sweep")

@@ -8,6 +8,8 @@ task, kept between requests, is swept away once the session has gone quiet).
 
 from __future__ import annotations
 
+import gc
+import weakref
 from typing import Any
 
 import msgspec
@@ -342,3 +344,29 @@ async def test_a_post_to_a_session_whose_engine_closed_its_input_gets_404() -> N
             assert sink.status == 404, body
             assert msgspec.json.decode(sink.body)["error"]["message"] == "Session not found"
         nursery.cancel_scope.cancel()
+
+
+class _Waiting:
+    """A session's request runner whose handler task waits (for the sweep)."""
+
+    def sweep_idle_handler(self) -> bool:
+        return True
+
+
+async def test_the_sweep_keeps_no_session_alive_after_its_end(autojump_clock: trio.testing.MockClock) -> None:
+    # A session swept, then ended (discarded) while the sweep waits for its next
+    # round, is freed at once, not a round later with all it holds.
+    sweep = idle_sweep()
+    first, second = _Waiting(), _Waiting()
+    refs = [weakref.ref(first), weakref.ref(second)]
+    sweep.add(first)
+    sweep.add(second)
+    await trio.sleep(_idle.SWEEP_EVERY * 1.5)  # (one sweep went over both; the next is due)
+    assert _SWEEP_TASK in _task_names()
+    sweep.discard(first)
+    sweep.discard(second)
+    del first, second
+    gc.collect()
+    assert [ref() for ref in refs] == [None, None]
+    await trio.sleep(_idle.SWEEP_EVERY)
+    assert _SWEEP_TASK not in _task_names()  # (and the sweep ends with the last one)

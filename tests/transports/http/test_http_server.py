@@ -13,6 +13,7 @@ import httpx2 as httpx
 import msgspec
 import pytest
 import trio
+import trio.testing
 
 from mcp_trio.server import Context, Server
 from mcp_trio.transports.http._sse import SSEDecoder
@@ -671,11 +672,13 @@ async def test_a_thousand_sessions_leave_nothing_behind() -> None:
         await nursery.start(endpoint.run)
         for _ in range(200):  # warm up caches before measuring
             await one_session()
-        await trio.sleep(0.05)
+        # Every task of the ended sessions runs to its end (a fixed sleep is not enough: a
+        # process paused past its deadline wakes with some of them still runnable).
+        await trio.testing.wait_all_tasks_blocked()
         before = await _live_objects()
         for _ in range(1000):
             await one_session()
-        await trio.sleep(0.05)
+        await trio.testing.wait_all_tasks_blocked()
         after = await _live_objects()
         assert endpoint.sessions == {} and len(store) == 0
         assert server._sessions == set() and server._open.log_levels == {} and server._open.subscribed == {}
