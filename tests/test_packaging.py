@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -35,11 +36,39 @@ SCHEMAS = schema_dir()
 pytestmark = pytest.mark.slow
 
 
+def _checkout_copy(base: Path) -> Path:
+    """A copy of the checkout's files (tracked, and new ones not ignored) in ``base``.
+
+    The builds run there, not in the checkout: a build without isolation writes its
+    ``build/`` and ``mcp_trio.egg-info/`` into the tree it builds, and the wheel and the
+    sdist of this module, on two pytest-xdist workers at once, spoiled each other's."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+    ).stdout
+    tree = base / "checkout"
+    for name in filter(None, listed.decode().split("\0")):
+        source = ROOT / name
+        if source.is_file():  # (not one deleted and not yet committed)
+            target = tree / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target)
+    return tree
+
+
+def _build(command: list[str], cwd: Path) -> None:
+    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
+    assert done.returncode == 0, f"{' '.join(command)} failed:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}"
+
+
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The wheel built from this checkout (once for the module)."""
     dist = tmp_path_factory.mktemp("dist")
-    subprocess.run(
+    tree = _checkout_copy(tmp_path_factory.mktemp("source"))
+    _build(
         [
             sys.executable,
             "-m",
@@ -50,11 +79,9 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
             "--no-build-isolation",
             "-w",
             str(dist),
-            str(ROOT),
+            str(tree),
         ],
-        check=True,
-        cwd=dist,
-        capture_output=True,
+        dist,
     )
     (built,) = dist.glob("mcp_trio-*.whl")
     return built
@@ -318,11 +345,9 @@ def test_the_test_extra_pulls_every_other_extra() -> None:
 
 def test_the_sdist_builds_the_wheel_and_holds_no_tests(tmp_path: Path) -> None:
     """No tests rather than some: the suite needs the whole repository (MANIFEST.in says why)."""
-    subprocess.run(
-        [sys.executable, "-m", "build", "--sdist", "--no-isolation", "-o", str(tmp_path), str(ROOT)],
-        check=True,
-        capture_output=True,
-        cwd=tmp_path,
+    tree = _checkout_copy(tmp_path)
+    _build(
+        [sys.executable, "-m", "build", "--sdist", "--no-isolation", "-o", str(tmp_path), str(tree)], tmp_path
     )
     (sdist,) = tmp_path.glob("mcp_trio-*.tar.gz")
     with tarfile.open(sdist) as tar:
