@@ -145,12 +145,17 @@ class TaskSharing:
     async def _renew(self) -> None:
         while True:
             await trio.sleep(self.lease / 3)
-            for task in list(self.manager._tasks.values()):
-                if task.shared_owner is not None and not task.terminal:
-                    try:
-                        await self.store.tasks.renew(task.task_id, self.lease)
-                    except StoreError as exc:
-                        log.warning("could not renew the lease of task %s: %s", task.task_id, exc)
+            await self._renew_all()
+
+    async def _renew_all(self) -> None:
+        # (a method of its own: the loop variable, left in _renew's frame, would keep the last
+        # task, its result with it, alive while _renew sleeps)
+        for task in list(self.manager._tasks.values()):
+            if task.shared_owner is not None and not task.terminal:
+                try:
+                    await self.store.tasks.renew(task.task_id, self.lease)
+                except StoreError as exc:
+                    log.warning("could not renew the lease of task %s: %s", task.task_id, exc)
 
     # ---------------------------------------------------------------- orders
 

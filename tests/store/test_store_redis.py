@@ -5,10 +5,12 @@ real redis-server (see tools/redis_server.py)."""
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 import signal
 import sys
+import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -16,6 +18,7 @@ from pathlib import Path
 import coredis
 import pytest
 import trio
+import trio.testing
 
 from mcp_trio.store import SessionRecord, Store, StoreError, StoreUnavailable, TaskRecord, open_store
 from tests._support.examples import example_env
@@ -259,3 +262,19 @@ async def test_a_bucket_is_a_key_under_the_prefix_gone_once_it_would_be_full(
             assert 200 < pttl <= 300  # (3 tokens missing at 10 a second: full in 0.3 s)
             await trio.sleep(0.35)
             assert await _keys(raw, prefix) == []
+
+
+async def test_a_subscription_left_is_not_kept_until_the_next_message(redis_server: RedisServer) -> None:
+    # The subscriber connection's task hands each message to the subscriptions of its
+    # channel; one left afterwards is freed at once, not kept (with its queue) by that
+    # task until the next message comes, however long that is.
+    async with open_store(redis_server.url, prefix=fresh_prefix()) as store:
+        async with store.bus.subscribe("other"):  # (the subscriber connection stays open)
+            async with store.bus.subscribe("c") as subscription:
+                await store.bus.publish("c", b"x")
+                assert (await subscription.receive()).data == b"x"
+            left = weakref.ref(subscription)
+            del subscription
+            await trio.testing.wait_all_tasks_blocked()
+            gc.collect()
+            assert left() is None

@@ -14,6 +14,7 @@ from contextlib import asynccontextmanager
 
 import trio
 from coredis.patterns.pubsub import PubSub
+from coredis.response.types import PubSubMessage
 
 from .._base import BusMessage, StoreError, StoreUnavailable
 from .._memory import QueuedSubscription
@@ -93,6 +94,16 @@ class RedisBus:
                 pubsub = await self._nursery.start(self._pump)
         return pubsub
 
+    def _deliver(self, message: PubSubMessage, skip: int) -> None:
+        """Queue ``message`` on the subscriptions of its channel.  (A method of its own: the
+        loop variable, left in _pump's frame, would keep the last subscription, and what it
+        holds, alive until the next message, however long after it was closed.)"""
+        raw, data = message["channel"], message["data"]
+        channel = (raw.decode() if isinstance(raw, bytes) else raw)[skip:]
+        payload = data if isinstance(data, bytes) else str(data).encode()
+        for subscription in list(self._subscribers.get(channel, ())):
+            subscription.offer(BusMessage(channel, payload))
+
     async def _pump(self, *, task_status: trio.TaskStatus[PubSub[bytes]] = trio.TASK_STATUS_IGNORED) -> None:
         """Hold the subscriber connection, and queue each message on the
         subscriptions of its channel, until the connection is lost."""
@@ -113,11 +124,7 @@ class RedisBus:
                     message = await pubsub.get_message(ignore_subscribe_messages=True)
                     if message is None or message["type"] != "message":
                         continue
-                    raw, data = message["channel"], message["data"]
-                    channel = (raw.decode() if isinstance(raw, bytes) else raw)[skip:]
-                    payload = data if isinstance(data, bytes) else str(data).encode()
-                    for subscription in list(self._subscribers.get(channel, ())):
-                        subscription.offer(BusMessage(channel, payload))
+                    self._deliver(message, skip)
         except Exception as exc:
             if not started:
                 raise

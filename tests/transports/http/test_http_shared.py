@@ -4,6 +4,7 @@ store, and a client's requests of one session go to one or the other."""
 
 from __future__ import annotations
 
+import gc
 from contextlib import AsyncExitStack, aclosing
 from typing import Any
 
@@ -17,6 +18,7 @@ from mcp_trio.client import connect_http
 from mcp_trio.server import Context, Server
 from mcp_trio.store import Store, open_store
 from mcp_trio.transports.http._sse import SSEDecoder
+from mcp_trio.transports.http.server._streams import _HttpSession
 from tests._support.doors import DOORS
 from tests._support.http_server import ACCEPT, RawResponse, init, raw_stream, rpc
 from tests._support.http_shared import (
@@ -753,3 +755,23 @@ async def test_every_worker_lists_the_statistics_of_all(monkeypatch: pytest.Monk
         with trio.fail_after(5):
             while "w1" in ok_by_worker((await client.get(metrics[0])).text):
                 await trio.sleep(0.1)
+
+
+async def test_a_session_ended_is_not_kept_by_the_renewal_of_the_records() -> None:
+    # The task renewing the records of sessions with an open stream (every idle_timeout / 4:
+    # here 1 s) looks at every session of its worker; one that ends between two rounds is
+    # freed at once, not a round later with all it holds.  (With one session, the idle
+    # expiry keeps no entry of it once it ended either.)
+    async with workers(1, idle_timeout=4.0) as (urls, servers, store, _):
+        async with httpx.AsyncClient(timeout=5) as client:
+            last = await initialize(client, urls[0])
+            await trio.sleep(1.3)  # (a round went over it; the next is due at 2 s)
+            assert (await client.delete(urls[0], headers=last)).status_code == 200
+            with trio.fail_after(0.5):
+                while any(s.id == last["mcp-session-id"] for s in _http_sessions()):
+                    await trio.sleep(0.01)
+
+
+def _http_sessions() -> list[_HttpSession]:
+    gc.collect()
+    return [o for o in gc.get_objects() if isinstance(o, _HttpSession)]

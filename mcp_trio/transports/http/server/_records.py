@@ -84,9 +84,14 @@ class Records:
         """Sessions whose streams stay open here are alive everywhere: touch their records."""
         while True:
             await trio.sleep(self.ttl / 4)
-            for session in list(self.endpoint.sessions.values()):
-                if session.id is not None and session.out.holds_stream():
-                    await self.touch(session)
+            await self._touch_streaming()
+
+    async def _touch_streaming(self) -> None:
+        # (a method of its own: the loop variable, left in keep_alive's frame, would keep the
+        # last session, and all it holds, alive while keep_alive sleeps, after its end)
+        for session in list(self.endpoint.sessions.values()):
+            if session.id is not None and session.out.holds_stream():
+                await self.touch(session)
 
     async def save(self, session: _HttpSession) -> None:
         """Write the record of ``session``, just initialized here, if the answer
