@@ -3,8 +3,10 @@ driven by the low-level client over the in-memory transport (and once over stdio
 
 from __future__ import annotations
 
+import gc
 import subprocess
 import sys
+import weakref
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import datetime
@@ -24,8 +26,10 @@ from mcp_trio import (
     open_stdio_client,
 )
 from mcp_trio.server import Context, Server
+from mcp_trio.server._shared_tasks import TaskSharing
 from mcp_trio.server._task_context import RELATED_TASK
 from mcp_trio.server._tasks import TaskManager
+from mcp_trio.store import Store
 from mcp_trio.transports._base import Authorizing
 from mcp_trio.types import ext_tasks
 from tests._support.paths import PROGRAMS, ROOT
@@ -1122,3 +1126,31 @@ async def test_a_stateless_http_server_offers_no_session_tasks() -> None:
             params = {"name": "quick", "arguments": {"x": 2}, "task": {"ttl": 60_000}}
             assert "taskId" in (await post(client, url, "tools/call", params, **session))["task"]
             nursery.cancel_scope.cancel()
+
+
+class _Leased:
+    """A task of another worker's kind as the lease renewal sees it."""
+
+    def __init__(self, task_id: str) -> None:
+        self.task_id = task_id
+        self.shared_owner = "w0"
+        self.terminal = False
+
+
+async def test_the_lease_renewal_keeps_no_task_alive_between_rounds(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # The renewal goes over the worker's tasks every lease / 3; a task gone between two
+    # rounds is freed at once, not a round later with its result.
+    manager = TaskManager()
+    sharing = TaskSharing(manager, Store.in_memory(), "w0", lease=3.0)
+    task = _Leased("t1")
+    manager._tasks["t1"] = task  # type: ignore[assignment]
+    gone = weakref.ref(task)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(sharing._renew)
+        await trio.sleep(1.5)  # (one round went over it; the next is due at 2 s)
+        del manager._tasks["t1"], task
+        gc.collect()
+        assert gone() is None
+        nursery.cancel_scope.cancel()
