@@ -4,9 +4,11 @@ emptied) and the clock that times its connections' reads (``_gate.ReadClock``)."
 
 from __future__ import annotations
 
+import gc
 import math
 import os
 import socket
+import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -244,3 +246,29 @@ async def test_a_connections_first_request_is_timed_exactly_and_later_ones_by_th
     assert connection.read_deadline == 7.0 and connection.read_scope.deadline == math.inf
     theirs.close()
     await stream.aclose()
+
+
+class _Waiting:
+    """A connection as the clock sees it, waiting for its client's bytes."""
+
+    def __init__(self) -> None:
+        self.read_deadline = math.inf
+        self.read_scope = trio.CancelScope()
+
+
+async def test_the_clock_keeps_no_connection_alive_between_ticks(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # A connection gone between two ticks is freed at once, not a tick later.
+    clock = _gate.ReadClock(10.0)  # (a tick every 0.5 s)
+    connection = _Waiting()
+    clock.connections.add(connection)
+    gone = weakref.ref(connection)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(clock.run)
+        await trio.sleep(0.75)  # (one tick looked at it; the next is due at 1 s)
+        clock.connections.discard(connection)
+        del connection
+        gc.collect()
+        assert gone() is None
+        nursery.cancel_scope.cancel()
