@@ -248,20 +248,12 @@ async def test_a_connections_first_request_is_timed_exactly_and_later_ones_by_th
     await stream.aclose()
 
 
-class _Waiting:
-    """A connection as the clock sees it, waiting for its client's bytes."""
-
-    def __init__(self) -> None:
-        self.read_deadline = math.inf
-        self.read_scope = trio.CancelScope()
-
-
 async def test_the_clock_keeps_no_connection_alive_between_ticks(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     # A connection gone between two ticks is freed at once, not a tick later.
     clock = _gate.ReadClock(10.0)  # (a tick every 0.5 s)
-    connection = _Waiting()
+    connection = _Connection()
     clock.connections.add(connection)
     gone = weakref.ref(connection)
     async with trio.open_nursery() as nursery:
