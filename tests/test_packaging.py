@@ -36,19 +36,21 @@ SCHEMAS = schema_dir()
 pytestmark = pytest.mark.slow
 
 
-def _checkout_copy(base: Path) -> Path:
-    """A copy of the checkout's files (tracked, and new ones not ignored) in ``base``.
+@pytest.fixture(scope="module")
+def checkout(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the checkout's files (tracked, and new ones not ignored), once for the module.
 
     The builds run there, not in the checkout: a build without isolation writes its
     ``build/`` and ``mcp_trio.egg-info/`` into the tree it builds, and the wheel and the
-    sdist of this module, on two pytest-xdist workers at once, spoiled each other's."""
+    sdist of this module, on two pytest-xdist workers at once, spoiled each other's (each
+    worker has a copy of its own; one worker builds one at a time)."""
     listed = subprocess.run(
         ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
         cwd=ROOT,
         check=True,
         capture_output=True,
     ).stdout
-    tree = base / "checkout"
+    tree = tmp_path_factory.mktemp("source") / "checkout"
     for name in filter(None, listed.decode().split("\0")):
         source = ROOT / name
         if source.is_file():  # (not one deleted and not yet committed)
@@ -64,10 +66,9 @@ def _build(command: list[str], cwd: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def wheel(tmp_path_factory: pytest.TempPathFactory, checkout: Path) -> Path:
     """The wheel built from this checkout (once for the module)."""
     dist = tmp_path_factory.mktemp("dist")
-    tree = _checkout_copy(tmp_path_factory.mktemp("source"))
     _build(
         [
             sys.executable,
@@ -79,7 +80,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
             "--no-build-isolation",
             "-w",
             str(dist),
-            str(tree),
+            str(checkout),
         ],
         dist,
     )
@@ -343,11 +344,11 @@ def test_the_test_extra_pulls_every_other_extra() -> None:
             assert _requirement_names(requirements) <= wanted, name
 
 
-def test_the_sdist_builds_the_wheel_and_holds_no_tests(tmp_path: Path) -> None:
+def test_the_sdist_builds_the_wheel_and_holds_no_tests(tmp_path: Path, checkout: Path) -> None:
     """No tests rather than some: the suite needs the whole repository (MANIFEST.in says why)."""
-    tree = _checkout_copy(tmp_path)
     _build(
-        [sys.executable, "-m", "build", "--sdist", "--no-isolation", "-o", str(tmp_path), str(tree)], tmp_path
+        [sys.executable, "-m", "build", "--sdist", "--no-isolation", "-o", str(tmp_path), str(checkout)],
+        tmp_path,
     )
     (sdist,) = tmp_path.glob("mcp_trio-*.tar.gz")
     with tarfile.open(sdist) as tar:
