@@ -6,11 +6,14 @@ Run from the project root::
     python -m benchmarks.bench_proxy               # a table
     python -m benchmarks.bench_proxy --quick --json
 
-Four servers, each its own process tree, every call one at a time (the latency of one call):
+The servers, each its own process tree, every call one at a time (the latency of one call):
 
 * ``stdio direct``: ``mcp-trio serve benchmarks/echo_server.py`` over stdio;
 * ``stdio proxy``: ``mcp-trio serve benchmarks/proxied_echo.py`` over stdio, a proxy that
-  forwards over stdio to the same echo server, which it starts as its child;
+  forwards over stdio to the same echo server, which it starts as its child (its calls go
+  through the stdio relay: docs/guide/composition.md, "The stdio relay");
+* ``stdio proxy (sessions)``: the same with ``stdio_relay=False``, every call through the
+  proxy's sessions;
 * ``http direct``: the echo server over Streamable HTTP (h11 door);
 * ``http proxy``: a proxy over Streamable HTTP forwarding to an echo server over Streamable
   HTTP (a process of its own);
@@ -47,16 +50,19 @@ SERVE = [sys.executable, "-m", "mcp_trio._cli", "serve"]
 _STDIO = {
     "stdio direct": [*SERVE, "benchmarks/echo_server.py"],
     "stdio proxy": [*SERVE, "benchmarks/proxied_echo.py"],
+    "stdio proxy (sessions)": [*SERVE, "benchmarks/proxied_echo.py"],
     "stdio trio relay": [sys.executable, "benchmarks/peers/relay_trio.py"],
     "stdio thread relay": [sys.executable, "benchmarks/peers/relay_threads.py"],
 }
+#: What a configuration's process gets in its environment besides ``ENV``.
+_ENV = {"stdio proxy (sessions)": {"MCP_PROXY_STDIO_RELAY": "0"}}
 CONFIGS = (*_STDIO, "http direct", "http proxy")
 FLAGS = {"--quick": "one short round (a smoke test)", "--json": "print the rows as one JSON object"}
 
 
 def _stdio(config: str, seconds: float) -> tuple[float, float, float]:
     """(p50 seconds, CPU seconds per call of the tree, of the first process alone)."""
-    with StdioServer(_STDIO[config], env=ENV, cwd=str(ROOT)) as server:
+    with StdioServer(_STDIO[config], env={**ENV, **_ENV.get(config, {})}, cwd=str(ROOT)) as server:
         server.initialize()
         stdio_sequential(server, 0.5)  # (warm-up; the proxy's upstream is connected by now)
         tree = process_tree(server.pid)
@@ -110,7 +116,7 @@ def measure(seconds: float = 3.0, rounds: int = 3) -> list[dict[str, Any]]:
 
 def table(rows: list[dict[str, Any]]) -> str:
     lines = [
-        f"{'config':<18} {'p50 us':>8} {'CPU us/call':>12} {'own CPU us':>11} "
+        f"{'config':<22} {'p50 us':>8} {'CPU us/call':>12} {'own CPU us':>11} "
         f"{'added p50':>10} {'added CPU':>10}"
     ]
     for r in rows:
@@ -120,7 +126,7 @@ def table(rows: list[dict[str, Any]]) -> str:
             else f"{'':>10} {'':>10}"
         )
         lines.append(
-            f"{r['config']:<18} {r['p50_us']:>8.1f} {r['cpu_us']:>12.1f} {r['own_cpu_us']:>11.1f} {added}"
+            f"{r['config']:<22} {r['p50_us']:>8.1f} {r['cpu_us']:>12.1f} {r['own_cpu_us']:>11.1f} {added}"
         )
     return "\n".join(lines)
 

@@ -1,6 +1,7 @@
 """``benchmarks/echo_server.py`` behind ``proxy()``, for benchmarks/bench_proxy.py: over stdio (the
 echo server started as the proxy's child) or, with ``MCP_PROXY_UPSTREAM`` set to its URL, over
-Streamable HTTP.  The proxy speaks the load generator's revision (2025-11-25)."""
+Streamable HTTP.  The proxy speaks the load generator's revision (2025-11-25).  ``MCP_PROXY_STDIO_RELAY=0``:
+``stdio_relay=False`` (every call through the proxy's sessions)."""
 
 import os
 import sys
@@ -16,4 +17,5 @@ if UPSTREAM:
     server = proxy(UPSTREAM, versions=["2025-11-25"])
 else:
     env = {"PYTHONPATH": str(ROOT), "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
-    server = proxy(ECHO, env=env, versions=["2025-11-25"])
+    relay = os.environ.get("MCP_PROXY_STDIO_RELAY") != "0"
+    server = proxy(ECHO, env=env, versions=["2025-11-25"], stdio_relay=relay)

@@ -33,8 +33,8 @@ from __future__ import annotations
 import logging
 import weakref
 from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
-from typing import Any
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import trio
@@ -49,6 +49,11 @@ from ..transports.http._headers import Annotations, header_annotations
 from ..types import _versions
 from ._metrics import ForwardingTally
 from ._upstream import Upstream, Upstreams, UpstreamUnavailable
+
+if TYPE_CHECKING:
+    from ..server import GracefulShutdown
+    from ..transports._base import MessageChannel
+    from ._relay import StdioRelay
 
 __all__ = ["Forwarding", "FORWARDED", "MAX_WATCHED"]
 
@@ -118,6 +123,7 @@ class Forwarding:
         "_headers",
         "_rename_uri",
         "tally",
+        "relay",
     )
 
     def __init__(
@@ -143,6 +149,8 @@ class Forwarding:
         self._rename_uri = rename_uri
         #: Its requests counted, by method and outcome, and timed (:mod:`._metrics`).
         self.tally = ForwardingTally()
+        #: The stdio relay of a proxy (:mod:`._relay`), or None.
+        self.relay: StdioRelay | None = None
 
     # ---------------------------------------------------------- the server's side
 
@@ -165,6 +173,12 @@ class Forwarding:
 
     def header_annotations(self, name: str) -> Annotations | None:
         return self._headers.get(name)
+
+    def open_stdio(
+        self, shutdown: GracefulShutdown | None, options: dict[str, Any]
+    ) -> AbstractAsyncContextManager[MessageChannel] | None:
+        relay = self.relay
+        return None if relay is None else relay.downstream(shutdown, options)
 
     async def learn_tools(self) -> None:
         """Read the upstream's tools for their ``x-mcp-header`` annotations, which the proxy's
@@ -249,7 +263,11 @@ class Forwarding:
     async def forward(self, ctx: RequestContext, params: Any) -> Any:
         """Send the request upstream and answer with what comes back."""
         plain = ctx.progress_token is None and not _versions.is_stateless(ctx.version)
-        return await self._send(ctx, ctx.method, params if plain else _wire(params))
+        result = await self._send(ctx, ctx.method, params if plain else _wire(params))
+        relay = self.relay
+        if relay is not None and not relay.relaying:
+            relay.consider(ctx)  # (its next calls may go through the relay)
+        return result
 
     async def request(self, ctx: RequestContext, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """Send ``method`` upstream for the client's request ``ctx`` (with the same handling of
@@ -344,14 +362,23 @@ class Forwarding:
         method = upstream_ctx.method
         capability = ASKS[method]
         ctx = self._newest(upstream_ctx.version, capability)
-        if ctx is None:
+        relayed = (
+            None
+            if ctx is not None or self.relay is None
+            else self.relay.asking(upstream_ctx.version, capability)
+        )
+        if ctx is None and relayed is None:
             raise McpError(
                 rpc.INTERNAL_ERROR,
                 f"the proxy cannot pass {method} on: none of its clients with a request in flight "
                 f"declared the {capability!r} capability",
             )
         try:
-            result = await ctx.request(method, _wire(params), timeout=self._timeout)
+            if ctx is not None:
+                result = await ctx.request(method, _wire(params), timeout=self._timeout)
+            else:  # (the stdio client, whose calls in flight are relayed)
+                assert relayed is not None
+                result = await relayed.request(method, _wire(params), timeout=self._timeout)
         except ConnectionClosed as exc:
             raise McpError(rpc.INTERNAL_ERROR, f"the proxy's client went away: {exc}") from None
         except RequestTimeout:

@@ -46,6 +46,7 @@ from ._upstream import Upstreams
 
 if TYPE_CHECKING:
     from ..fuzzing.wire import Policy
+    from ..server import GracefulShutdown
     from ._validating import Validation
 
 __all__ = ["Backend", "MAX_PAGES", "gateway"]
@@ -125,6 +126,9 @@ class Gateway:
     def header_annotations(self, name: str) -> Annotations | None:
         found = self._tool(name)
         return None if found is None else found[0].forwarding.header_annotations(found[1])
+
+    def open_stdio(self, shutdown: GracefulShutdown | None, options: dict[str, Any]) -> None:
+        return None  # (a gateway's calls go through its sessions)
 
     def request_handlers(self) -> dict[str, Any]:
         handlers: dict[str, Any] = dict.fromkeys(_LISTS, self.list)

@@ -23,7 +23,7 @@ The ``method`` label takes only the methods a proxy forwards (bounded).  Served 
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
@@ -39,17 +39,42 @@ _DURATION = "mcp_upstream_request_duration_seconds"
 
 
 class ForwardingTally:
-    """What one forwarding counts of its requests: by (method, outcome), and their durations."""
+    """What one forwarding counts of its requests: by (method, outcome), and their durations.
+    Counted in trio (:meth:`count`), or in another thread (:meth:`later`: kept aside, and
+    counted at the next :meth:`fold`)."""
 
-    __slots__ = ("requests", "latency")
+    __slots__ = ("_requests", "_latency", "_later")
 
     def __init__(self) -> None:
-        self.requests: Counter[tuple[str, str]] = Counter()
-        self.latency = LatencyHistogram()
+        self._requests: Counter[tuple[str, str]] = Counter()
+        self._latency = LatencyHistogram()
+        self._later: deque[tuple[str, str, float]] = deque()
 
     def count(self, method: str, outcome: str, seconds: float) -> None:
-        self.requests[(method, outcome)] += 1
-        self.latency.observe(method, None, seconds)
+        self._requests[(method, outcome)] += 1
+        self._latency.observe(method, None, seconds)
+
+    def later(self, method: str, outcome: str, seconds: float) -> None:
+        """:meth:`count`, from any thread."""
+        self._later.append((method, outcome, seconds))
+
+    def fold(self) -> None:
+        """Count what :meth:`later` kept aside (in trio)."""
+        later = self._later
+        while later:
+            self.count(*later.popleft())
+
+    @property
+    def requests(self) -> Counter[tuple[str, str]]:
+        """Requests by (method, outcome)."""
+        self.fold()
+        return self._requests
+
+    @property
+    def latency(self) -> LatencyHistogram:
+        """Their durations, by method."""
+        self.fold()
+        return self._latency
 
 
 class UpstreamMetrics:

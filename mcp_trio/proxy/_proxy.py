@@ -25,6 +25,7 @@ from ..server import Server, add_metrics
 from ..types import _versions
 from ._forwarding import ASKS, Forwarding
 from ._metrics import UpstreamMetrics
+from ._relay import StdioRelay
 from ._upstream import Upstream, Upstreams
 
 if TYPE_CHECKING:
@@ -85,6 +86,8 @@ def forwarding_to(
             options["cache"] = False
             if validation is not None:
                 options["wrap_channel"] = validation.channel
+            elif forwarding.relay is not None:
+                options["wrap_channel"] = forwarding.relay.upstream_channel
             return connect(target, **options)
 
         async def on_notification(method: str, params: Any) -> None:
@@ -134,6 +137,7 @@ def proxy(
     max_backoff: float = 30.0,
     queue_size: int = 1024,
     validate: str | Policy | None = None,
+    stdio_relay: bool = True,
     **connect_options: Unpack[ConnectOptions],
 ) -> Server:
     """A server answering every request by forwarding it to ``target`` over one session.
@@ -159,6 +163,10 @@ def proxy(
             (a warning on ``mcp_trio.validate``), ``count`` (the metric
             ``mcp_validation_findings_total``) or ``block`` (an answer breaking it is
             replaced by -32603 naming the rule, an ask refused, a notification dropped).
+        stdio_relay: Served over stdio in front of a command line, pass the plain calls
+            between the pipes in OS threads, without the sessions (docs/guide/composition.md,
+            "The stdio relay"; not with ``validate`` or ``offer``, nor while the proxy server
+            has middleware).  ``False``: every request goes through the sessions.
         connect_options: The options of :func:`~mcp_trio.client.connect` for the upstream
             session (``versions``, ``connect_timeout``, ``http_options``, ``env`` ...), except
             those the proxy sets itself (the handlers of asks and notifications, ``capabilities``).
@@ -218,6 +226,8 @@ def proxy(
         notification_handlers={"notifications/roots/list_changed": forwarding.roots_changed},
     )
     server._answer_with(forwarding)
+    if stdio_relay and validation is None and offer is None:
+        forwarding.relay = StdioRelay(server, upstreams, _where(target), timeout, forwarding.tally)
     add_metrics(server, upstream_metrics(server, {None: forwarding}))
     if validation is not None:
         add_metrics(server, validation_metrics(server, {None: validation}))

@@ -6,11 +6,16 @@ refusal in place of each."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping
+from contextlib import AbstractAsyncContextManager
 from types import MappingProxyType
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .._engine._session import Session
 from ..middleware._base import Middleware, wrap_handlers
+from ..transports._base import MessageChannel
+
+if TYPE_CHECKING:
+    from ._shutdown import GracefulShutdown
 
 
 class Answering(Protocol):
@@ -32,6 +37,14 @@ class Answering(Protocol):
 
     def header_annotations(self, name: str) -> list[tuple[tuple[str, ...], str]] | None:
         """The ``x-mcp-header`` annotations of tool ``name`` (None: no such tool)."""
+        ...
+
+    def open_stdio(
+        self, shutdown: GracefulShutdown | None, options: dict[str, Any]
+    ) -> AbstractAsyncContextManager[MessageChannel] | None:
+        """The channel ``serve_stdio`` serves stdin and stdout through, when the answering
+        brings its own (a proxy's stdio relay); None: the stdio transport's.  ``options``
+        are those of :func:`~mcp_trio.transports.stdio.open_stdio_server_channel`."""
         ...
 
 

@@ -57,6 +57,16 @@ class _Cuttable(Protocol):
     def cut(self, reason: str) -> None: ...
 
 
+class _Holding(Protocol):
+    """Requests a shutdown waits for that the server does not count itself (a proxy's stdio
+    relay: :mod:`mcp_trio.proxy`)."""
+
+    @property
+    def in_flight(self) -> int: ...
+
+    def cut(self, reason: str) -> None: ...
+
+
 class _Served(Protocol):
     """What a shutdown needs of a server it stops (a :class:`~mcp_trio.server.Server`)."""
 
@@ -89,6 +99,12 @@ class GracefulShutdown:
         self._at_stop: list[ServerStatistics] = []
         self._exchanges = 0  # HTTP requests (not GET streams) being answered
         self._changed = trio.lowlevel.ParkingLot()
+        self._held: list[_Holding] = []
+
+    def _hold(self, holding: _Holding) -> None:
+        """Wait for the requests of ``holding`` too (and cut them with the server's)."""
+        if all(h is not holding for h in self._held):
+            self._held.append(holding)
 
     def _attach(self, server: _Served) -> None:
         """Stop ``server`` with this shutdown (its ``serve_*`` calls this)."""
@@ -119,6 +135,8 @@ class GracefulShutdown:
         for server in self._servers:
             for session in list(server._sessions):
                 session.cut(reason)
+        for holding in self._held:
+            holding.cut(reason)
 
     async def _refuse(self, ctx: Any, params: Any) -> Any:
         self.refused += 1
@@ -128,7 +146,8 @@ class GracefulShutdown:
     @property
     def in_flight(self) -> int:
         """JSON-RPC requests whose handler runs now."""
-        return sum(server.statistics().requests_in_flight for server in self._servers)
+        held = sum(holding.in_flight for holding in self._held)
+        return held + sum(server.statistics().requests_in_flight for server in self._servers)
 
     @property
     def finished(self) -> int:

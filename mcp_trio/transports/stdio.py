@@ -22,8 +22,8 @@ import signal
 import stat
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from typing import IO, Any
 
 import trio
@@ -36,6 +36,7 @@ __all__ = [
     "StreamChannel",
     "open_stdio_client",
     "open_stdio_server_channel",
+    "stdio_server_pipes",
 ]
 
 log = logging.getLogger("mcp_trio.stdio")
@@ -175,6 +176,19 @@ class StreamChannel(trio.abc.Channel[Frame], ChannelTraits, DirectOutput, Batche
             frames.reverse()
             self._ready = frames
         return self._ready.pop()
+
+    @property
+    def max_message_size(self) -> int:
+        """The limit on one incoming message, in bytes."""
+        return self._framer.max_message_size
+
+    def pipes(self) -> tuple[int, int] | None:
+        """The file descriptors the channel reads and writes, ``(input, output)``, when both
+        streams are descriptors of this process (trio's ``FdStream``: a subprocess's pipes, or
+        the stdio server's), and neither is closed; else None."""
+        streams = (self._receive_stream, self._send_stream)
+        fds = [s.fileno() if isinstance(s, trio.lowlevel.FdStream | _PipeStream) else -1 for s in streams]
+        return (fds[0], fds[1]) if not self._closed and min(fds) >= 0 else None
 
     def buffered(self) -> int:
         """How many messages were read and not yet taken by :meth:`receive`
@@ -345,6 +359,10 @@ class _PipeStream(trio.abc.Stream):
     async def wait_send_all_might_not_block(self) -> None:
         await self._stream.wait_send_all_might_not_block()
 
+    def fileno(self) -> int:
+        """The descriptor (-1 once closed)."""
+        return self._stream.fileno()
+
     async def aclose(self) -> None:
         await self._stream.aclose()
 
@@ -355,8 +373,33 @@ def _pipe_error(exc: OSError) -> trio.BrokenResourceError | trio.ClosedResourceE
     return trio.BrokenResourceError(str(exc))
 
 
-def _pipe_stream(fd: int) -> _PipeStream:
-    return _PipeStream(os.dup(fd))
+@contextmanager
+def stdio_server_pipes(*, protect_stdout: bool = True) -> Iterator[tuple[int, int]]:
+    """Descriptors of the server side of stdio, ``(stdin, stdout)``: duplicates the caller
+    owns (and closes).
+
+    Args:
+        protect_stdout: While the block runs, point file descriptor 1 and ``sys.stdout`` at
+            stderr, so a stray ``print`` cannot corrupt the protocol stream (messages still go
+            to the real stdout, through the duplicate).
+    """
+    if sys.platform == "win32":  # pragma: no cover - FdStream is POSIX only
+        raise RuntimeError("the stdio server transport needs a POSIX system")
+    sys.stdout.flush()
+    in_fd, out_fd = os.dup(0), os.dup(1)
+    saved_fd: int | None = None
+    saved_stdout = sys.stdout
+    if protect_stdout:
+        saved_fd = os.dup(1)
+        os.dup2(2, 1)
+        sys.stdout = sys.stderr
+    try:
+        yield in_fd, out_fd
+    finally:
+        if saved_fd is not None:
+            sys.stdout = saved_stdout
+            os.dup2(saved_fd, 1)
+            os.close(saved_fd)
 
 
 @asynccontextmanager
@@ -373,27 +416,13 @@ async def open_stdio_server_channel(
             ``sys.stdout`` at stderr, so a stray ``print`` cannot corrupt the
             protocol stream (messages still go to the real stdout).
     """
-    if sys.platform == "win32":  # pragma: no cover - FdStream is POSIX only
-        raise RuntimeError("the stdio server transport needs a POSIX system")
-    sys.stdout.flush()
-    in_stream = _pipe_stream(0)
-    out_stream = _pipe_stream(1)
-    saved_fd: int | None = None
-    saved_stdout = sys.stdout
-    if protect_stdout:
-        saved_fd = os.dup(1)
-        os.dup2(2, 1)
-        sys.stdout = sys.stderr
-    channel = StreamChannel(in_stream, out_stream, max_message_size=max_message_size)
-    try:
-        yield channel
-    finally:
-        with trio.CancelScope(shield=True):
-            await channel.aclose()
-        if saved_fd is not None:
-            sys.stdout = saved_stdout
-            os.dup2(saved_fd, 1)
-            os.close(saved_fd)
+    with stdio_server_pipes(protect_stdout=protect_stdout) as (in_fd, out_fd):
+        channel = StreamChannel(_PipeStream(in_fd), _PipeStream(out_fd), max_message_size=max_message_size)
+        try:
+            yield channel
+        finally:
+            with trio.CancelScope(shield=True):
+                await channel.aclose()
 
 
 class _ProcessGroup:

@@ -1,0 +1,502 @@
+"""The stdio relay of a proxy: a proxy served over stdio in front of a server it started as
+its child passes the plain calls of its client between the two pipes in OS threads, without
+the sessions (docs/guide/composition.md, "The stdio relay").
+
+Rules:
+
+* **When.** The proxy is served over stdio (``serve_stdio``, ``mcp-trio serve``) and its
+  upstream is a command line: the relay holds both pairs of pipes (:mod:`._pipes`).  It relays
+  once the proxy's session has forwarded one request the usual way (so both handshakes are
+  done), in a revision that has a handshake (up to 2025-11-25), with no middleware on the proxy
+  and no ``validate``.  It stops at a loss of the upstream, and starts again at the next
+  request the session forwards; it takes no new call once a graceful shutdown has begun.
+* **What.** A request whose method the upstream's capabilities offer among ``tools/list``,
+  ``tools/call``, ``resources/list``, ``resources/templates/list``, ``resources/read``,
+  ``prompts/list``, ``prompts/get`` and ``completion/complete``, with an integer or string
+  id, params that are an object or absent, no ``progressToken`` and no ``task``.  Its id is
+  rewritten (``relay-<n>``, a space the upstream session never uses) and the frame written
+  upstream as it came otherwise; the answer comes back with the client's id, its result or
+  error untouched.  Everything else (the handshake, batches, malformed messages, pings, asks,
+  notifications, progress) goes to the sessions, as without the relay.
+* **As the session path does.** A ``notifications/cancelled`` for a relayed call is passed
+  upstream (with the relay's id) and its answer dropped; a call not answered within the
+  proxy's ``timeout`` is answered with -32603 and cancelled upstream; a loss of the upstream
+  answers every relayed call in flight with -32603 naming it; an answer that is not a valid
+  JSON-RPC response is replaced by -32603; an id already in use by a relayed call in flight is
+  answered -32600.  Every relayed call is counted in the ``mcp_upstream_*`` metrics.  An ask
+  of the upstream made while only relayed calls are in flight goes to the stdio client (when
+  it declared the capability), and its notifications too.
+* What it does not see, it does not count: relayed calls are not in the proxy server's own
+  request statistics (``Server.statistics``), and a graceful shutdown waits for them apart.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import threading
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+import trio
+from msgspec import UNSET, Raw, UnsetType
+
+from .. import _jsonrpc as rpc
+from .._engine._context import RequestContext
+from .._engine._session import Session
+from ..transports._base import Frame, MessageChannel
+from ..transports.stdio import (
+    DEFAULT_MAX_MESSAGE_SIZE,
+    StreamChannel,
+    open_stdio_server_channel,
+    stdio_server_pipes,
+)
+from ..types import _versions
+from ._metrics import ForwardingTally
+from ._pipes import InPipe, OutPipe, PipeChannel
+
+if TYPE_CHECKING:
+    from ..server import GracefulShutdown, Server
+    from ._upstream import Upstreams
+
+__all__ = ["StdioRelay"]
+
+log = logging.getLogger("mcp_trio.proxy")
+
+PREFIX = "relay-"
+_PREFIX_BYTES = PREFIX.encode()
+#: The methods relayed, by the capability of the upstream that offers them.
+RELAYED = {
+    "tools": ("tools/list", "tools/call"),
+    "resources": ("resources/list", "resources/templates/list", "resources/read"),
+    "prompts": ("prompts/list", "prompts/get"),
+    "completions": ("completion/complete",),
+}
+#: Seconds relayed calls still in flight get to be answered once the client's input ended.
+EOF_GRACE = 2.0
+_CANCELLED = "notifications/cancelled"
+
+
+class _Message(msgspec.Struct, omit_defaults=True):
+    """A JSON-RPC message as the relay reads it: its id and method, the rest kept raw."""
+
+    jsonrpc: str | UnsetType = UNSET
+    id: int | str | None | UnsetType = UNSET
+    method: str | UnsetType = UNSET
+    params: Raw | UnsetType = UNSET
+    result: Raw | UnsetType = UNSET
+    error: Raw | UnsetType = UNSET
+
+
+class _Meta(msgspec.Struct):
+    progressToken: Raw | UnsetType = UNSET
+
+
+class _Params(msgspec.Struct):
+    """What the relay reads of a request's params (an object)."""
+
+    meta: _Meta | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    task: Raw | UnsetType = UNSET
+
+
+class _Cancel(msgspec.Struct, omit_defaults=True):
+    requestId: int | str
+    reason: str | UnsetType = UNSET
+
+
+class _Error(msgspec.Struct):
+    code: int
+    message: str
+    data: Raw | UnsetType = UNSET
+
+
+_decode = msgspec.json.Decoder(_Message).decode
+_decode_params = msgspec.json.Decoder(_Params).decode
+_decode_cancel = msgspec.json.Decoder(_Cancel).decode
+_decode_error = msgspec.json.Decoder(_Error).decode
+_encode = msgspec.json.Encoder().encode
+_MALFORMED = (msgspec.DecodeError, msgspec.ValidationError)
+
+
+class _Upstream:
+    """The pipes of one upstream child (one connection of the upstream session)."""
+
+    __slots__ = ("out", "closed")
+
+    def __init__(self, out: OutPipe) -> None:
+        self.out = out
+        #: Set once the upstream session closed its channel (it knows the connection is gone).
+        self.closed = threading.Event()
+
+
+class _Call:
+    """A relayed call in flight."""
+
+    __slots__ = ("own", "client_id", "method", "began", "deadline", "upstream")
+
+    def __init__(
+        self, own: str, client_id: int | str, method: str, began: float, timeout: float | None, up: _Upstream
+    ) -> None:
+        self.own = own  # (its id upstream)
+        self.client_id = client_id
+        self.method = method
+        self.began = began
+        self.deadline = math.inf if timeout is None else began + timeout
+        self.upstream = up
+
+
+class StdioRelay:
+    """A proxy's stdio relay (see the module's docstring); ``where`` names the proxied server."""
+
+    def __init__(
+        self, server: Server, upstreams: Upstreams, where: str, timeout: float | None, tally: ForwardingTally
+    ):
+        self._server = server
+        self._upstreams = upstreams
+        self._where = where
+        self._timeout = timeout
+        self._tally = tally
+        self._lock = threading.Lock()  # (over the calls, their ids and what is attached)
+        self._calls: dict[str, _Call] = {}  # (by the relay's id)
+        self._by_client: dict[int | str, str] = {}  # (the relay's id of each client id)
+        self._count = 0
+        self._upstream: _Upstream | None = None
+        self._down: OutPipe | None = None
+        self._channel: PipeChannel | None = None  # (the stdio session's)
+        self._methods: frozenset[str] = frozenset()  # (relayed now; none: not relaying)
+        self._stopping: trio.Event | None = None  # (a graceful shutdown's)
+        self._nursery: trio.Nursery | None = None
+        #: The stdio session, once relaying.
+        self.session: Session | None = None
+
+    @property
+    def relaying(self) -> bool:
+        """Whether calls are relayed now."""
+        return bool(self._methods)
+
+    @property
+    def in_flight(self) -> int:
+        """Relayed calls waiting for their answer."""
+        return len(self._calls)
+
+    # ------------------------------------------------------------------ the pipes
+
+    def upstream_channel(self, channel: MessageChannel) -> MessageChannel:
+        """``connect(wrap_channel=...)`` of the upstream session: a child's pipes are taken
+        over (any other channel is returned as it is)."""
+        if not isinstance(channel, StreamChannel):
+            return channel
+        fds = channel.pipes()
+        if fds is None:
+            return channel
+        out = OutPipe(os.dup(fds[1]))
+        up = _Upstream(out)
+        reading = InPipe(
+            os.dup(fds[0]),
+            channel.max_message_size,
+            self._from_upstream,
+            partial(self._output_ended, up),
+            "mcp-trio proxy relay: upstream",
+        )
+
+        async def close() -> None:
+            calls = self._detach(up)
+            try:
+                await _close(out)
+                await channel.aclose()
+            finally:
+                up.closed.set()  # (the last step: the session is closed as this returns)
+            for call in calls:
+                await self._end(call, self._lost_text(call, "the upstream session was closed"), "lost")
+
+        with self._lock:
+            self._upstream = up
+        reading.start()
+        return PipeChannel(reading, out, close)
+
+    @asynccontextmanager
+    async def downstream(
+        self, shutdown: GracefulShutdown | None, options: dict[str, Any]
+    ) -> AsyncIterator[MessageChannel]:
+        """The channel ``serve_stdio`` serves the proxy over: stdin and stdout held by the
+        relay when its upstream is a child it holds, else the usual one."""
+        if self._upstream is None or self._channel is not None:
+            async with open_stdio_server_channel(**options) as plain:
+                yield plain
+            return
+        size = options.get("max_message_size")
+        with stdio_server_pipes(protect_stdout=options.get("protect_stdout", True)) as (in_fd, out_fd):
+            out = OutPipe(out_fd)
+            reading = InPipe(
+                in_fd,
+                size if isinstance(size, int) else DEFAULT_MAX_MESSAGE_SIZE,
+                self._from_client,
+                lambda: None,
+                "mcp-trio proxy relay: client",
+            )
+            channel = PipeChannel(reading, out, trio.lowlevel.checkpoint)  # (stdout outlives it)
+            self._down, self._channel = out, channel
+            if shutdown is not None:
+                self._stopping = shutdown.stopping
+                shutdown._hold(self)
+            reading.start()
+            try:
+                async with trio.open_nursery() as nursery:
+                    self._nursery = nursery
+                    nursery.start_soon(self._expiring)
+                    try:
+                        yield channel
+                        with trio.move_on_after(EOF_GRACE):  # (calls in flight are answered)
+                            while self._calls:  # noqa: ASYNC110 (threads answer them: nothing to wait on)
+                                await trio.sleep(0.01)
+                    finally:
+                        nursery.cancel_scope.cancel()
+            finally:
+                self._nursery = None
+                with self._lock:
+                    self._methods = frozenset()
+                    self._down = None
+                self.session = None
+                with trio.CancelScope(shield=True):
+                    await channel.aclose()
+                    await _close(out)
+
+    # ------------------------------------------------------------------ when to relay
+
+    def consider(self, ctx: RequestContext) -> None:
+        """A request the proxy forwarded the usual way: relay from now on, if its session is
+        the stdio one and everything else holds (see the module's docstring)."""
+        if self._methods or ctx.session.channel is not self._channel or self._server.middleware:
+            return
+        primary = self._upstreams.primary
+        client = primary.current() if primary is not None else None
+        if client is None or client.protocol_version != ctx.version or _versions.is_stateless(ctx.version):
+            return
+        offered = client.server_capabilities
+        methods = frozenset(m for kind, names in RELAYED.items() if kind in offered for m in names)
+        with self._lock:
+            if self._upstream is None or self._down is None:
+                return
+            self._methods = methods
+        self.session = ctx.session
+
+    def asking(self, version: str, capability: str) -> Session | None:
+        """The stdio session, if an ask of the upstream may be put to it now: relayed calls
+        are in flight, in ``version``, and its client declared ``capability``."""
+        session = self.session
+        if session is None or not self._calls or session.closed.is_set():
+            return None
+        if session.protocol_version != version or capability not in session.peer_capabilities:
+            return None
+        return session
+
+    # ------------------------------------------------------------------ the client's frames (a thread)
+
+    def _from_client(self, frame: Frame) -> bool:
+        """Relay ``frame`` upstream if it is a call to relay (True: taken)."""
+        methods = self._methods
+        if not methods:
+            return False
+        try:
+            message = _decode(frame.data)
+        except _MALFORMED:
+            return False
+        method = message.method
+        if method not in methods:
+            return method == _CANCELLED and self._cancel(message)
+        client_id = message.id
+        if message.jsonrpc != "2.0" or not isinstance(client_id, int | str):
+            return False
+        if message.params is not UNSET:
+            try:
+                params = _decode_params(message.params)
+            except _MALFORMED:
+                return False
+            if params.task is not UNSET or (
+                params.meta is not UNSET and params.meta.progressToken is not UNSET
+            ):
+                return False
+        stopping = self._stopping
+        if stopping is not None and stopping.is_set():
+            return False
+        assert isinstance(method, str)
+        with self._lock:
+            up = self._upstream
+            if up is None or not self._methods:
+                return False
+            own = self._by_client.get(client_id)
+            if own is None:
+                self._count += 1
+                own = f"{PREFIX}{self._count}"
+                self._calls[own] = _Call(own, client_id, method, time.monotonic(), self._timeout, up)
+                self._by_client[client_id] = own
+                duplicate = False
+            else:
+                duplicate = True
+        if duplicate:
+            text = f"Invalid request: id {client_id!r} is already in use by a request in progress"
+            self._write_down(rpc.encode_error(client_id, rpc.INVALID_REQUEST, text) + b"\n")
+            return True
+        message.id = own
+        if up.out.write(_encode(message) + b"\n"):
+            return True
+        with self._lock:  # (the child is gone: the session waits for it to be started again)
+            return self._take(own) is None
+
+    def _cancel(self, message: _Message) -> bool:
+        """A client's ``notifications/cancelled``: passed upstream if it cancels a relayed call."""
+        if message.params is UNSET:
+            return False
+        try:
+            cancel = _decode_cancel(message.params)
+        except _MALFORMED:
+            return False
+        with self._lock:
+            own = self._by_client.get(cancel.requestId)
+            call = self._take(own) if own is not None else None
+        if call is None or own is None:
+            return False
+        cancel.requestId = own
+        self._tally.later(call.method, "cancelled", time.monotonic() - call.began)
+        line = _encode({"jsonrpc": "2.0", "method": _CANCELLED, "params": cancel}) + b"\n"
+        call.upstream.out.write(line)
+        return True
+
+    def _take(self, own: str) -> _Call | None:
+        """The call ``own`` out of the tables (under the lock)."""
+        call = self._calls.pop(own, None)
+        if call is not None and self._by_client.get(call.client_id) == own:
+            del self._by_client[call.client_id]
+        return call
+
+    # ------------------------------------------------------------------ the upstream's frames (a thread)
+
+    def _from_upstream(self, frame: Frame) -> bool:
+        """Pass ``frame`` to the client if it answers a relayed call (True: taken)."""
+        data = frame.data
+        if _PREFIX_BYTES not in data:  # (a shortcut: no relayed id in it)
+            return False
+        try:
+            message = _decode(data)
+        except _MALFORMED:
+            return False
+        own = message.id
+        if message.method is not UNSET or not isinstance(own, str) or not own.startswith(PREFIX):
+            return False
+        with self._lock:
+            call = self._take(own)
+        if call is None:
+            return True  # (an answer to a call cancelled, timed out or lost: no one waits for it)
+        message.id = call.client_id
+        problem = _fault(message)
+        if problem is None:
+            outcome = "ok" if message.error is UNSET else "error"
+            line = _encode(message) + b"\n"
+        else:
+            outcome = "invalid"
+            text = (
+                f"the proxied server {self._where} answered {call.method} "
+                f"with a message that is not valid: {problem}"
+            )
+            line = rpc.encode_error(call.client_id, rpc.INTERNAL_ERROR, text) + b"\n"
+        self._write_down(line)
+        self._tally.later(call.method, outcome, time.monotonic() - call.began)
+        return True
+
+    def _output_ended(self, up: _Upstream) -> None:
+        """The upstream's output ended (its thread): once the upstream session knows (so that
+        the next request waits for the connection opened again), the relayed calls are answered."""
+        up.closed.wait(EOF_GRACE)
+        for call in self._detach(up):
+            text = self._lost_text(call, "its output ended")
+            self._write_down(rpc.encode_error(call.client_id, rpc.INTERNAL_ERROR, text) + b"\n")
+            self._tally.later(call.method, "lost", time.monotonic() - call.began)
+
+    def _detach(self, up: _Upstream) -> list[_Call]:
+        """Stop relaying to ``up``; its calls in flight, out of the tables."""
+        with self._lock:
+            if self._upstream is up:
+                self._upstream = None
+                self._methods = frozenset()
+            owns = [own for own, call in self._calls.items() if call.upstream is up]
+            return [call for call in map(self._take, owns) if call is not None]
+
+    def _lost_text(self, call: _Call, why: str) -> str:
+        return (
+            f"the connection to the proxied server {self._where} was lost while "
+            f"{call.method} was in flight ({why})"
+        )
+
+    def _write_down(self, line: bytes) -> None:
+        down = self._down
+        if down is not None:
+            down.write(line)
+
+    # ------------------------------------------------------------------ deadlines and shutdown (trio)
+
+    async def _expiring(self) -> None:
+        """Answer the relayed calls past ``timeout`` (looked at ten times a timeout, at most
+        once a second) with -32603, and cancel them upstream."""
+        if self._timeout is None:
+            await trio.sleep_forever()
+        assert self._timeout is not None
+        tick = min(1.0, self._timeout / 10)
+        while True:
+            await trio.sleep(tick)
+            now = time.monotonic()
+            with self._lock:
+                late = [self._take(own) for own, call in list(self._calls.items()) if call.deadline <= now]
+            for call in late:
+                assert call is not None
+                text = (
+                    f"the proxied server {self._where} did not answer {call.method} within {self._timeout} s"
+                )
+                await self._end(call, text, "timeout")
+
+    async def _end(self, call: _Call, text: str, outcome: str) -> None:
+        """Answer ``call`` with -32603 saying ``text``, and cancel it upstream."""
+        self._tally.later(call.method, outcome, time.monotonic() - call.began)
+        cancel = {"jsonrpc": "2.0", "method": _CANCELLED, "params": {"requestId": call.own, "reason": text}}
+        down = self._down
+        try:
+            if down is not None:
+                await down.send(rpc.encode_error(call.client_id, rpc.INTERNAL_ERROR, text) + b"\n")
+            await call.upstream.out.send(_encode(cancel) + b"\n")
+        except trio.BrokenResourceError:
+            pass
+
+    def cut(self, reason: str) -> None:
+        """A graceful shutdown's end: answer every relayed call in flight with -32603 saying ``reason``."""
+        with self._lock:
+            calls = [self._take(own) for own in list(self._calls)]
+        nursery = self._nursery
+        for call in calls:
+            if call is not None and nursery is not None:
+                nursery.start_soon(self._end, call, reason, "cancelled")
+
+
+def _fault(message: _Message) -> str | None:
+    """What makes ``message`` not a valid JSON-RPC response (None: nothing)."""
+    if message.jsonrpc != "2.0":
+        return 'its "jsonrpc" member is not "2.0"'
+    if message.result is UNSET and message.error is UNSET:
+        return "it has neither a result nor an error"
+    if message.result is not UNSET and message.error is not UNSET:
+        return "it has both a result and an error"
+    if message.error is not UNSET:
+        try:
+            _decode_error(message.error)
+        except _MALFORMED:
+            return "its error is not an object with an integer code and a string message"
+    return None
+
+
+async def _close(out: OutPipe) -> None:
+    """Close ``out`` from trio: at once, or in a thread if a relay thread is writing."""
+    if not out.close_now():
+        await trio.to_thread.run_sync(out.close, abandon_on_cancel=True)

@@ -1,0 +1,230 @@
+"""A proxy served over stdio in front of a command line relays the plain calls between the pipes
+in threads (mcp_trio/proxy/_relay.py), and keeps what the session path does: timeouts,
+cancellation, upstream loss, invalid answers, duplicate ids, asks and logs of the upstream, the
+metrics, a graceful shutdown.  Every test runs the proxy as a real subprocess
+(tests/programs/relay_proxy.py) in front of another (tests/programs/relay_upstream.py), which
+tells the ids it saw: ``relay-<n>`` for a relayed call, an integer for the session's."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from mcp_trio import McpError
+from mcp_trio.client import Client, connect
+from mcp_trio.client.asks import CreateMessageParams, CreateMessageResult, LogMessage
+from mcp_trio.client.results import TextContent
+from mcp_trio.transports import Frame
+from mcp_trio.transports.stdio import open_stdio_client
+from tests._support.paths import ROOT
+
+pytestmark = pytest.mark.trio
+
+PROXY = [sys.executable, str(ROOT / "tests" / "programs" / "relay_proxy.py")]
+SERVED = [sys.executable, "-m", "mcp_trio._cli", "serve", str(ROOT / "tests" / "programs" / "relay_proxy.py")]
+ENV = {"PYTHONPATH": str(ROOT), "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+
+
+def text(result: Any) -> str:
+    block = result.content[0]
+    assert isinstance(block, TextContent), result
+    return block.text
+
+
+async def seen(client: Client) -> Any:
+    """The id the upstream saw for a ``tools/call``."""
+    return json.loads(text(await client.call_tool("seen")))["id"]
+
+
+async def test_plain_calls_are_relayed_once_the_session_forwarded_one() -> None:
+    async with connect(PROXY, env=ENV) as client:
+        first = await seen(client)
+        assert isinstance(first, int)  # (the session's: the relay starts after it)
+        ids = [await seen(client) for _ in range(3)]
+        assert all(isinstance(i, str) and i.startswith("relay-") for i in ids), ids
+        assert len(set(ids)) == 3
+        tools = await client.list_tools()
+        assert "seen" in [tool.name for tool in tools.tools]
+
+
+@pytest.mark.parametrize("why", ["RELAY_OFF", "RELAY_MIDDLEWARE"])
+async def test_without_the_relay_every_call_goes_through_the_sessions(why: str) -> None:
+    async with connect(PROXY, env={**ENV, why: "1"}) as client:
+        ids = [await seen(client) for _ in range(4)]
+        assert all(isinstance(i, int) for i in ids), ids
+
+
+async def test_a_call_with_a_progress_token_goes_through_the_sessions() -> None:
+    reported: list[float] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        reported.append(progress)
+
+    async with connect(PROXY, env=ENV) as client:
+        await seen(client)
+        result = await client.call_tool("progress", on_progress=on_progress)
+        assert text(result) == "progress True" and reported == [1]
+        assert str(await seen(client)).startswith("relay-")
+
+
+async def test_a_relayed_call_past_the_timeout_is_answered_and_cancelled_upstream() -> None:
+    async with connect(PROXY, env={**ENV, "RELAY_TIMEOUT": "0.5"}) as client:
+        await seen(client)
+        with trio.fail_after(5), pytest.raises(McpError) as late:
+            await client.call_tool("silent")
+        assert late.value.code == -32603
+        assert "did not answer tools/call within 0.5 s" in late.value.message
+        cancelled = json.loads(text(await client.call_tool("cancelled")))
+        assert len(cancelled) == 1 and cancelled[0].startswith("relay-")
+
+
+async def test_a_relayed_call_the_client_cancels_is_cancelled_upstream() -> None:
+    async with connect(PROXY, env=ENV) as client:
+        await seen(client)
+        with trio.move_on_after(0.3):
+            await client.call_tool("silent")
+        with trio.fail_after(5):
+            while True:  # (the notification may reach the upstream after the next call)
+                cancelled = json.loads(text(await client.call_tool("cancelled")))
+                if cancelled:
+                    break
+                await trio.sleep(0.02)
+        assert len(cancelled) == 1 and cancelled[0].startswith("relay-")
+        assert str(await seen(client)).startswith("relay-")
+
+
+async def test_a_lost_upstream_answers_the_relayed_calls_and_relaying_starts_again() -> None:
+    async with connect(PROXY, env=ENV) as client:
+        before = json.loads(text(await client.call_tool("seen")))["pid"]
+        assert str(await seen(client)).startswith("relay-")
+        with trio.fail_after(5), pytest.raises(McpError) as lost:
+            await client.call_tool("exit")
+        assert lost.value.code == -32603
+        assert "was lost while tools/call was in flight" in lost.value.message
+        with trio.fail_after(10):
+            after = json.loads(text(await client.call_tool("seen")))  # (the session's: it waits)
+        assert after["pid"] != before and isinstance(after["id"], int)
+        assert str(await seen(client)).startswith("relay-")
+
+
+async def test_an_answer_that_is_not_valid_is_replaced_by_an_error() -> None:
+    async with connect(PROXY, env=ENV) as client:
+        await seen(client)
+        with pytest.raises(McpError) as invalid:
+            await client.call_tool("invalid")
+        assert invalid.value.code == -32603
+        assert "answered tools/call with a message that is not valid" in invalid.value.message
+        assert "both a result and an error" in invalid.value.message
+
+
+async def test_asks_and_logs_of_the_upstream_reach_the_client_of_relayed_calls() -> None:
+    logged: list[Any] = []
+
+    async def sampling(params: CreateMessageParams) -> CreateMessageResult:
+        return CreateMessageResult(role="assistant", content=TextContent(text="sampled"), model="m")
+
+    async def on_log(message: LogMessage) -> None:
+        logged.append(message.data)
+
+    async with connect(PROXY, env=ENV, sampling=sampling, on_log=on_log) as client:
+        await seen(client)
+        assert text(await client.call_tool("ask")) == "sampled"
+        assert text(await client.call_tool("log")) == "logged"
+        with trio.fail_after(5):
+            while not logged:
+                await trio.sleep(0.01)
+        assert logged == ["hello"]
+        assert str(await seen(client)).startswith("relay-")
+
+
+async def test_relayed_calls_are_counted_in_the_upstream_metrics(tmp_path: Path) -> None:
+    metrics = tmp_path / "metrics.txt"
+    env = {**ENV, "RELAY_METRICS": str(metrics), "RELAY_TIMEOUT": "0.5"}
+    async with connect(PROXY, env=env) as client:
+        for _ in range(4):
+            await seen(client)
+        with pytest.raises(McpError):
+            await client.call_tool("silent")
+        with pytest.raises(McpError):
+            await client.call_tool("invalid")
+    with trio.fail_after(10):
+        while not metrics.exists():
+            await trio.sleep(0.05)
+    lines = set(metrics.read_text().splitlines())
+    prefix = 'mcp_upstream_requests_total{method="tools/call",outcome='
+    assert f'{prefix}"ok"}} 4' in lines  # (one by the session, three relayed)
+    assert f'{prefix}"timeout"}} 1' in lines
+    assert f'{prefix}"invalid"}} 1' in lines
+
+
+async def exchange(process: Any, message: dict[str, Any]) -> None:
+    await process.channel.send(Frame(json.dumps(message).encode()))
+
+
+async def answer(process: Any) -> dict[str, Any]:
+    with trio.fail_after(10):
+        frame = await process.channel.receive()
+    value: dict[str, Any] = json.loads(frame.data)
+    return value
+
+
+async def handshake(process: Any) -> None:
+    params = {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    }
+    await exchange(process, {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params})
+    assert (await answer(process))["id"] == 0
+    await exchange(process, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+    await exchange(process, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    assert (await answer(process))["id"] == 1  # (the session's: relaying starts)
+
+
+def call(id: Any, name: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name}}
+
+
+async def test_an_id_in_use_by_a_relayed_call_is_refused_and_bad_input_gets_the_sessions_errors() -> None:
+    async with open_stdio_client(PROXY, env=ENV) as process:
+        await handshake(process)
+        await exchange(process, call(7, "silent"))
+        await exchange(process, call(7, "seen"))
+        refused = await answer(process)
+        assert refused["id"] == 7 and refused["error"]["code"] == -32600
+        assert "already in use" in refused["error"]["message"]
+        await exchange(process, {"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": 7})
+        assert (await answer(process))["error"]["code"] == -32602
+        await process.channel.send(Frame(b'{"jsonrpc": "2.0", "id": 9, "method": '))
+        assert (await answer(process))["error"]["code"] == -32700
+        await exchange(
+            process, {"jsonrpc": "2.0", "id": True, "method": "tools/call", "params": {"name": "seen"}}
+        )
+        assert (await answer(process))["error"]["code"] == -32600
+        await exchange(process, call(10, "seen"))
+        relayed = await answer(process)
+        assert relayed["id"] == 10 and json.loads(relayed["result"]["content"][0]["text"])["id"].startswith(
+            "relay-"
+        )
+
+
+async def test_a_graceful_shutdown_waits_for_the_relayed_calls() -> None:
+    async with open_stdio_client(SERVED, env=ENV, stderr=subprocess.DEVNULL) as process:
+        await handshake(process)
+        await exchange(process, call(2, "seen"))
+        assert (await answer(process))["result"]["content"][0]["text"].find("relay-") > 0
+        await exchange(process, call(3, "slow"))
+        await trio.sleep(0.1)
+        process.process.send_signal(signal.SIGTERM)
+        slow = await answer(process)
+        assert slow["id"] == 3 and slow["result"]["content"][0]["text"] == "slow"
+        with trio.fail_after(10):
+            assert await process.process.wait() == 0
