@@ -69,10 +69,11 @@ class OutPipe:
         if self.broken:
             return False
         try:
-            with memoryview(data) as view:
-                sent = 0
-                while sent < len(view):
-                    sent += os.write(self._fd, view[sent:])
+            sent = os.write(self._fd, data)
+            if sent < len(data):  # (a pipe writes all of a blocking write; other files may not)
+                with memoryview(data) as view:
+                    while sent < len(view):
+                        sent += os.write(self._fd, view[sent:])
         except OSError:
             self.broken = True
             return False
@@ -210,8 +211,11 @@ class InPipe:
         try:
             while data := os.read(self._fd, _READ_SIZE):
                 for frame in framer.feed(data):
-                    if frame.error is None and self._offer(take, frame):
-                        continue
+                    try:
+                        if frame.error is None and take(frame):
+                            continue
+                    except Exception:  # (a fault of the relay must not end the reading)
+                        log.exception("proxy: the stdio relay failed on a frame; it goes to the session")
                     if not inbox.put(frame):
                         return
         except OSError as exc:
@@ -222,14 +226,6 @@ class InPipe:
                 self._on_end()
             finally:
                 os.close(self._fd)
-
-    @staticmethod
-    def _offer(take: Callable[[Frame], bool], frame: Frame) -> bool:
-        try:
-            return take(frame)
-        except Exception:  # (a fault of the relay must not end the reading: the session answers)
-            log.exception("proxy: the stdio relay failed on a frame; it goes to the session")
-            return False
 
 
 class PipeChannel(trio.abc.Channel[Frame], ChannelTraits):

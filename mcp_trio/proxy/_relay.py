@@ -23,9 +23,10 @@ Rules:
   proxy's ``timeout`` is answered with -32603 and cancelled upstream; a loss of the upstream
   answers every relayed call in flight with -32603 naming it; an answer that is not a valid
   JSON-RPC response is replaced by -32603; an id already in use by a relayed call in flight is
-  answered -32600.  Every relayed call is counted in the ``mcp_upstream_*`` metrics.  An ask
-  of the upstream made while only relayed calls are in flight goes to the stdio client (when
-  it declared the capability), and its notifications too.
+  answered -32600.  At most ``max_in_flight`` of the stdio session (64 by default) are relayed
+  at once; the session takes the others, as its own.  Every relayed call is counted in the
+  ``mcp_upstream_*`` metrics.  An ask of the upstream made while only relayed calls are in
+  flight goes to the stdio client (when it declared the capability), and its notifications too.
 * What it does not see, it does not count: relayed calls are not in the proxy server's own
   request statistics (``Server.statistics``), and a graceful shutdown waits for them apart.
 """
@@ -169,6 +170,7 @@ class StdioRelay:
         self._down: OutPipe | None = None
         self._channel: PipeChannel | None = None  # (the stdio session's)
         self._methods: frozenset[str] = frozenset()  # (relayed now; none: not relaying)
+        self._bound = 0  # (relayed calls in flight at most: the stdio session's max_in_flight)
         self._stopping: trio.Event | None = None  # (a graceful shutdown's)
         self._nursery: trio.Nursery | None = None
         #: The stdio session, once relaying.
@@ -283,6 +285,7 @@ class StdioRelay:
             if self._upstream is None or self._down is None:
                 return
             self._methods = methods
+            self._bound = ctx.session.max_in_flight
         self.session = ctx.session
 
     def asking(self, version: str, capability: str) -> Session | None:
@@ -327,8 +330,8 @@ class StdioRelay:
         assert isinstance(method, str)
         with self._lock:
             up = self._upstream
-            if up is None or not self._methods:
-                return False
+            if up is None or not self._methods or len(self._calls) >= self._bound:
+                return False  # (past the bound: the session queues it, or refuses it, as its own)
             own = self._by_client.get(client_id)
             if own is None:
                 self._count += 1

@@ -228,3 +228,17 @@ async def test_a_graceful_shutdown_waits_for_the_relayed_calls() -> None:
         assert slow["id"] == 3 and slow["result"]["content"][0]["text"] == "slow"
         with trio.fail_after(10):
             assert await process.process.wait() == 0
+
+
+async def test_calls_past_the_sessions_max_in_flight_go_through_the_session() -> None:
+    async with open_stdio_client(PROXY, env=ENV) as process:
+        await handshake(process)
+        for n in range(63):  # (the session's max_in_flight is 64)
+            await exchange(process, call(100 + n, "silent"))
+        await exchange(process, call(2, "seen"))
+        under = await answer(process)
+        assert json.loads(under["result"]["content"][0]["text"])["id"].startswith("relay-")
+        await exchange(process, call(163, "silent"))
+        await exchange(process, call(3, "seen"))  # (the 65th: the session takes it)
+        over = await answer(process)
+        assert over["id"] == 3 and isinstance(json.loads(over["result"]["content"][0]["text"])["id"], int)
