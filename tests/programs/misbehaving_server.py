@@ -8,16 +8,9 @@ import json
 import os
 import sys
 
+from _raw_jsonrpc import send, text
+
 initialized = 0
-
-
-def send(message):
-    sys.stdout.write(json.dumps(message) + "\n")
-    sys.stdout.flush()
-
-
-def text(message_id, value):
-    send({"jsonrpc": "2.0", "id": message_id, "result": {"content": [{"type": "text", "text": value}]}})
 
 
 TOOLS = [

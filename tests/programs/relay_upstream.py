@@ -4,29 +4,23 @@ and the process id; ``silent`` is never answered; ``slow`` is answered after 0.5
 lists the ``requestId`` of every ``notifications/cancelled`` received; ``exit`` ends the process;
 ``invalid`` answers with both a result and an error; ``log`` sends a log message, then answers;
 ``ask`` asks the client for a sampling and answers with its text; ``progress`` reports progress
-when the request carries a progress token."""
+when the request carries a progress token; ``flood`` sends 5,000 log messages, then answers with
+the request's id."""
 
 import json
 import os
 import sys
 import time
 
+from _raw_jsonrpc import send, text
+
 cancelled = []
 asking = {}  # (the id of our ask -> the id of the call waiting for it)
 
 
-def send(message):
-    sys.stdout.write(json.dumps(message) + "\n")
-    sys.stdout.flush()
-
-
-def text(message_id, value):
-    send({"jsonrpc": "2.0", "id": message_id, "result": {"content": [{"type": "text", "text": value}]}})
-
-
 TOOLS = [
     {"name": name, "inputSchema": {"type": "object"}}
-    for name in ("seen", "silent", "slow", "cancelled", "exit", "invalid", "log", "ask", "progress")
+    for name in ("seen", "silent", "slow", "cancelled", "exit", "invalid", "log", "ask", "progress", "flood")
 ]
 
 
@@ -66,6 +60,12 @@ def call(message_id, params):
         asking[own] = message_id
         ask = {"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}], "maxTokens": 5}
         send({"jsonrpc": "2.0", "id": own, "method": "sampling/createMessage", "params": ask})
+    elif name == "flood":
+        for n in range(5000):
+            send(
+                {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": n}}
+            )
+        text(message_id, json.dumps({"id": message_id, "pid": os.getpid()}))
     elif name == "progress":
         token = params.get("_meta", {}).get("progressToken")
         if token is not None:

@@ -242,3 +242,31 @@ async def test_calls_past_the_sessions_max_in_flight_go_through_the_session() ->
         await exchange(process, call(3, "seen"))  # (the 65th: the session takes it)
         over = await answer(process)
         assert over["id"] == 3 and isinstance(json.loads(over["result"]["content"][0]["text"])["id"], int)
+
+
+async def test_a_relayed_call_is_answered_after_the_client_closes_its_input() -> None:
+    async with open_stdio_client(PROXY, env=ENV) as process:
+        await handshake(process)
+        await exchange(process, call(5, "slow"))
+        await trio.sleep(0.1)
+        assert process.process.stdin is not None
+        await process.process.stdin.aclose()
+        slow = await answer(process)
+        assert slow["id"] == 5 and slow["result"]["content"][0]["text"] == "slow"
+        with trio.fail_after(10):
+            assert await process.process.wait() == 0
+
+
+async def test_a_flood_of_upstream_notifications_does_not_hold_a_relayed_answer_forever() -> None:
+    logged: list[Any] = []
+
+    async def on_log(message: LogMessage) -> None:
+        logged.append(message.data)
+
+    async with connect(PROXY, env=ENV, on_log=on_log) as client:
+        await seen(client)
+        with trio.fail_after(20):
+            flooded = json.loads(text(await client.call_tool("flood")))
+        assert flooded["id"].startswith("relay-")
+        assert str(await seen(client)).startswith("relay-")
+    assert 0 < len(logged) <= 5000
