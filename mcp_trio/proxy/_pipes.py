@@ -79,8 +79,9 @@ class OutPipe:
             return False
         return True
 
-    def _try_write(self, data: bytes) -> bool | None:
-        """Write ``data`` now if that cannot wait (None: it might; nothing was written)."""
+    def write_now(self, data: bytes) -> bool | None:
+        """Write ``data`` now if that cannot wait, from any thread (None: it might, and nothing
+        was written; False: the pipe is broken)."""
         if len(data) > self._atomic or not self._lock.acquire(blocking=False):
             return None
         try:
@@ -99,7 +100,7 @@ class OutPipe:
         Raises:
             trio.BrokenResourceError: the pipe is broken.
         """
-        written = self._try_write(data)
+        written = self.write_now(data)
         if written is None:
             written = await trio.to_thread.run_sync(self.write, data, abandon_on_cancel=True)
         if not written:

@@ -4,8 +4,9 @@ the sessions (docs/guide/composition.md, "The stdio relay").
 
 Rules:
 
-* **When.** The proxy is served over stdio (``serve_stdio``, ``mcp-trio serve``) and its
-  upstream is a command line: the relay holds both pairs of pipes (:mod:`._pipes`).  It relays
+* **When.** The proxy is served over stdio (``serve_stdio``, ``mcp-trio serve``: told before
+  its lifespan opens the upstream session) and its upstream is a command line: the relay holds
+  both pairs of pipes (:mod:`._pipes`).  It relays
   once the proxy's session has forwarded one request the usual way (so both handshakes are
   done), in a revision that has a handshake (up to 2025-11-25), with no middleware on the proxy
   and no ``validate``.  It stops at a loss of the upstream, and starts again at the next
@@ -27,8 +28,14 @@ Rules:
   at once; the session takes the others, as its own.  Every relayed call is counted in the
   ``mcp_upstream_*`` metrics.  An ask of the upstream made while only relayed calls are in
   flight goes to the stdio client (when it declared the capability), and its notifications too.
+* **Never stuck on a pipe.**  The thread reading the client writes to the child only when the
+  pipe takes the frame at once; else the call goes to the session, which queues it (a busy
+  child cannot stop the proxy reading its client).  Answers are written to stdout by the
+  thread reading the child, waiting for room (a client that does not read stops its answers,
+  as it would the session's).  What trio writes goes through :meth:`OutPipe.send`.
 * What it does not see, it does not count: relayed calls are not in the proxy server's own
-  request statistics (``Server.statistics``), and a graceful shutdown waits for them apart.
+  request statistics (``Server.statistics``), and a graceful shutdown waits for them apart
+  (and cuts them at its end with the session's, each answered).
 """
 
 from __future__ import annotations
@@ -39,7 +46,7 @@ import os
 import threading
 import time
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -84,12 +91,21 @@ _CANCELLED = "notifications/cancelled"
 
 
 class _Message(msgspec.Struct, omit_defaults=True):
-    """A JSON-RPC message as the relay reads it: its id and method, the rest kept raw."""
+    """A message of the client as the relay reads it: its id and method, the rest kept raw."""
 
     jsonrpc: str | UnsetType = UNSET
     id: int | str | None | UnsetType = UNSET
     method: str | UnsetType = UNSET
     params: Raw | UnsetType = UNSET
+
+
+class _Answer(msgspec.Struct, omit_defaults=True):
+    """A message of the upstream as the relay reads it: any JSON in each member, so that an
+    answer to a relayed call is recognized by its id even when the rest is not valid."""
+
+    jsonrpc: Raw | UnsetType = UNSET
+    id: Any = UNSET
+    method: Raw | UnsetType = UNSET
     result: Raw | UnsetType = UNSET
     error: Raw | UnsetType = UNSET
 
@@ -117,11 +133,14 @@ class _Error(msgspec.Struct):
 
 
 _decode = msgspec.json.Decoder(_Message).decode
+_decode_answer = msgspec.json.Decoder(_Answer).decode
 _decode_params = msgspec.json.Decoder(_Params).decode
 _decode_cancel = msgspec.json.Decoder(_Cancel).decode
 _decode_error = msgspec.json.Decoder(_Error).decode
+_decode_any = msgspec.json.decode
 _encode = msgspec.json.Encoder().encode
-_MALFORMED = (msgspec.DecodeError, msgspec.ValidationError)
+# (RecursionError: nesting deeper than the decoder goes; the session answers what it can)
+_MALFORMED = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
 
 
 class _Upstream:
@@ -150,13 +169,18 @@ class _Call:
         self.deadline = math.inf if timeout is None else began + timeout
         self.upstream = up
 
+    def cancel_line(self, reason: str) -> bytes:
+        """The ``notifications/cancelled`` telling the upstream this call is cancelled."""
+        params = {"requestId": self.own, "reason": reason}
+        return _encode({"jsonrpc": "2.0", "method": _CANCELLED, "params": params}) + b"\n"
+
 
 class StdioRelay:
     """A proxy's stdio relay (see the module's docstring); ``where`` names the proxied server."""
 
     def __init__(
         self, server: Server, upstreams: Upstreams, where: str, timeout: float | None, tally: ForwardingTally
-    ):
+    ) -> None:
         self._server = server
         self._upstreams = upstreams
         self._where = where
@@ -166,13 +190,16 @@ class StdioRelay:
         self._calls: dict[str, _Call] = {}  # (by the relay's id)
         self._by_client: dict[int | str, str] = {}  # (the relay's id of each client id)
         self._count = 0
+        self._wanted = False  # (served over stdio: the child's pipes are to be taken)
         self._upstream: _Upstream | None = None
         self._down: OutPipe | None = None
-        self._channel: PipeChannel | None = None  # (the stdio session's)
+        self._channel: PipeChannel | None = None  # (the stdio session's; one for the relay's life)
         self._methods: frozenset[str] = frozenset()  # (relayed now; none: not relaying)
         self._bound = 0  # (relayed calls in flight at most: the stdio session's max_in_flight)
         self._stopping: trio.Event | None = None  # (a graceful shutdown's)
         self._nursery: trio.Nursery | None = None
+        self._token: trio.lowlevel.TrioToken | None = None
+        self._ending = 0  # (calls taken out of the table whose answer trio is writing)
         #: The stdio session, once relaying.
         self.session: Session | None = None
 
@@ -183,15 +210,15 @@ class StdioRelay:
 
     @property
     def in_flight(self) -> int:
-        """Relayed calls waiting for their answer."""
-        return len(self._calls)
+        """Relayed calls not answered yet (a graceful shutdown waits for them)."""
+        return len(self._calls) + self._ending
 
     # ------------------------------------------------------------------ the pipes
 
     def upstream_channel(self, channel: MessageChannel) -> MessageChannel:
         """``connect(wrap_channel=...)`` of the upstream session: a child's pipes are taken
-        over (any other channel is returned as it is)."""
-        if not isinstance(channel, StreamChannel):
+        over when the proxy is served over stdio (any other channel is returned as it is)."""
+        if not self._wanted or not isinstance(channel, StreamChannel):
             return channel
         fds = channel.pipes()
         if fds is None:
@@ -207,26 +234,32 @@ class StdioRelay:
         )
 
         async def close() -> None:
-            calls = self._detach(up)
+            for call in self._detach(up):
+                self._finish(call, self._lost_text(call, "the upstream session was closed"), "lost")
             try:
                 await _close(out)
                 await channel.aclose()
             finally:
                 up.closed.set()  # (the last step: the session is closed as this returns)
-            for call in calls:
-                await self._end(call, self._lost_text(call, "the upstream session was closed"), "lost")
 
         with self._lock:
             self._upstream = up
         reading.start()
         return PipeChannel(reading, out, close)
 
+    def downstream(
+        self, shutdown: GracefulShutdown | None, options: dict[str, Any]
+    ) -> AbstractAsyncContextManager[MessageChannel]:
+        """The channel ``serve_stdio`` serves the proxy over (called before the proxy's lifespan
+        is entered): stdin and stdout held by the relay when its upstream is a child it holds,
+        else the usual one."""
+        self._wanted = True
+        return self._downstream(shutdown, options)
+
     @asynccontextmanager
-    async def downstream(
+    async def _downstream(
         self, shutdown: GracefulShutdown | None, options: dict[str, Any]
     ) -> AsyncIterator[MessageChannel]:
-        """The channel ``serve_stdio`` serves the proxy over: stdin and stdout held by the
-        relay when its upstream is a child it holds, else the usual one."""
         if self._upstream is None or self._channel is not None:
             async with open_stdio_server_channel(**options) as plain:
                 yield plain
@@ -246,27 +279,38 @@ class StdioRelay:
             if shutdown is not None:
                 self._stopping = shutdown.stopping
                 shutdown._hold(self)
+            self._token = trio.lowlevel.current_trio_token()
             reading.start()
             try:
                 async with trio.open_nursery() as nursery:
                     self._nursery = nursery
-                    nursery.start_soon(self._expiring)
+                    nursery.start_soon(self._watching)
                     try:
                         yield channel
                         with trio.move_on_after(EOF_GRACE):  # (calls in flight are answered)
-                            while self._calls:  # noqa: ASYNC110 (threads answer them: nothing to wait on)
+                            while self.in_flight:  # noqa: ASYNC110 (threads answer them: nothing to wait on)
                                 await trio.sleep(0.01)
                     finally:
                         nursery.cancel_scope.cancel()
             finally:
-                self._nursery = None
-                with self._lock:
-                    self._methods = frozenset()
-                    self._down = None
-                self.session = None
+                self._stop()
                 with trio.CancelScope(shield=True):
                     await channel.aclose()
-                    await _close(out)
+                    with trio.move_on_after(EOF_GRACE):  # (an answer being written to no reader)
+                        await _close(out)
+
+    def _stop(self) -> None:
+        """The stdio session is over: stop relaying; the calls left are cancelled upstream."""
+        self._nursery = None
+        with self._lock:
+            self._methods = frozenset()
+            self._down = None
+            left = [call for call in map(self._take, list(self._calls)) if call is not None]
+        for call in left:
+            call.upstream.out.write_now(call.cancel_line("the proxy's client went away"))
+            self._tally.later(call.method, "cancelled", time.monotonic() - call.began)
+        self._tally.fold()
+        self.session = None
 
     # ------------------------------------------------------------------ when to relay
 
@@ -310,10 +354,10 @@ class StdioRelay:
         except _MALFORMED:
             return False
         method = message.method
-        if method not in methods:
-            return method == _CANCELLED and self._cancel(message)
+        if message.jsonrpc != "2.0" or method not in methods:
+            return method == _CANCELLED and message.jsonrpc == "2.0" and self._cancel(message)
         client_id = message.id
-        if message.jsonrpc != "2.0" or not isinstance(client_id, int | str):
+        if not isinstance(client_id, int | str):
             return False
         if message.params is not UNSET:
             try:
@@ -343,17 +387,17 @@ class StdioRelay:
                 duplicate = True
         if duplicate:
             text = f"Invalid request: id {client_id!r} is already in use by a request in progress"
-            self._write_down(rpc.encode_error(client_id, rpc.INVALID_REQUEST, text) + b"\n")
+            self._write_soon(self._down, rpc.encode_error(client_id, rpc.INVALID_REQUEST, text) + b"\n")
             return True
         message.id = own
-        if up.out.write(_encode(message) + b"\n"):
+        if up.out.write_now(_encode(message) + b"\n"):
             return True
-        with self._lock:  # (the child is gone: the session waits for it to be started again)
+        with self._lock:  # (the pipe is full, or the child gone: the session takes the call)
             return self._take(own) is None
 
     def _cancel(self, message: _Message) -> bool:
         """A client's ``notifications/cancelled``: passed upstream if it cancels a relayed call."""
-        if message.params is UNSET:
+        if message.params is UNSET or message.id is not UNSET:
             return False
         try:
             cancel = _decode_cancel(message.params)
@@ -367,7 +411,7 @@ class StdioRelay:
         cancel.requestId = own
         self._tally.later(call.method, "cancelled", time.monotonic() - call.began)
         line = _encode({"jsonrpc": "2.0", "method": _CANCELLED, "params": cancel}) + b"\n"
-        call.upstream.out.write(line)
+        self._write_soon(call.upstream.out, line)
         return True
 
     def _take(self, own: str) -> _Call | None:
@@ -377,6 +421,17 @@ class StdioRelay:
             del self._by_client[call.client_id]
         return call
 
+    def _write_soon(self, pipe: OutPipe | None, line: bytes) -> None:
+        """Write ``line`` to ``pipe`` now if it takes it at once, else from trio (a thread)."""
+        if pipe is None or pipe.write_now(line) is not None:
+            return
+        nursery, token = self._nursery, self._token
+        if nursery is not None and token is not None:
+            try:
+                token.run_sync_soon(nursery.start_soon, _send_quietly, pipe, line)
+            except trio.RunFinishedError:
+                pass
+
     # ------------------------------------------------------------------ the upstream's frames (a thread)
 
     def _from_upstream(self, frame: Frame) -> bool:
@@ -385,7 +440,7 @@ class StdioRelay:
         if _PREFIX_BYTES not in data:  # (a shortcut: no relayed id in it)
             return False
         try:
-            message = _decode(data)
+            message = _decode_answer(data)
         except _MALFORMED:
             return False
         own = message.id
@@ -407,7 +462,9 @@ class StdioRelay:
                 f"with a message that is not valid: {problem}"
             )
             line = rpc.encode_error(call.client_id, rpc.INTERNAL_ERROR, text) + b"\n"
-        self._write_down(line)
+        down = self._down
+        if down is not None:
+            down.write(line)  # (waiting for room: a client that does not read stops its answers)
         self._tally.later(call.method, outcome, time.monotonic() - call.began)
         return True
 
@@ -417,7 +474,9 @@ class StdioRelay:
         up.closed.wait(EOF_GRACE)
         for call in self._detach(up):
             text = self._lost_text(call, "its output ended")
-            self._write_down(rpc.encode_error(call.client_id, rpc.INTERNAL_ERROR, text) + b"\n")
+            down = self._down
+            if down is not None:
+                down.write(rpc.encode_error(call.client_id, rpc.INTERNAL_ERROR, text) + b"\n")
             self._tally.later(call.method, "lost", time.monotonic() - call.began)
 
     def _detach(self, up: _Upstream) -> list[_Call]:
@@ -435,57 +494,61 @@ class StdioRelay:
             f"{call.method} was in flight ({why})"
         )
 
-    def _write_down(self, line: bytes) -> None:
-        down = self._down
-        if down is not None:
-            down.write(line)
-
     # ------------------------------------------------------------------ deadlines and shutdown (trio)
 
-    async def _expiring(self) -> None:
+    async def _watching(self) -> None:
         """Answer the relayed calls past ``timeout`` (looked at ten times a timeout, at most
-        once a second) with -32603, and cancel them upstream."""
-        if self._timeout is None:
-            await trio.sleep_forever()
-        assert self._timeout is not None
-        tick = min(1.0, self._timeout / 10)
+        once a second) with -32603, cancelling them upstream; count what the threads counted."""
+        timeout = self._timeout
+        tick = 1.0 if timeout is None else min(1.0, timeout / 10)
         while True:
             await trio.sleep(tick)
+            self._tally.fold()
+            if timeout is None:
+                continue
             now = time.monotonic()
             with self._lock:
                 late = [self._take(own) for own, call in list(self._calls.items()) if call.deadline <= now]
             for call in late:
-                assert call is not None
-                text = (
-                    f"the proxied server {self._where} did not answer {call.method} within {self._timeout} s"
-                )
-                await self._end(call, text, "timeout")
+                if call is not None:
+                    text = f"the proxied server {self._where} did not answer {call.method} within {timeout} s"
+                    self._finish(call, text, "timeout")
 
-    async def _end(self, call: _Call, text: str, outcome: str) -> None:
-        """Answer ``call`` with -32603 saying ``text``, and cancel it upstream."""
+    def _finish(self, call: _Call, text: str, outcome: str) -> None:
+        """Answer ``call`` (out of the table) with -32603 saying ``text`` and cancel it upstream,
+        in a task of trio's (counted in :attr:`in_flight` until written)."""
         self._tally.later(call.method, outcome, time.monotonic() - call.began)
-        cancel = {"jsonrpc": "2.0", "method": _CANCELLED, "params": {"requestId": call.own, "reason": text}}
-        down = self._down
+        nursery = self._nursery
+        if nursery is None:
+            return
+        self._ending += 1
+        nursery.start_soon(self._answer, call, text)
+
+    async def _answer(self, call: _Call, text: str) -> None:
         try:
+            down = self._down
             if down is not None:
-                await down.send(rpc.encode_error(call.client_id, rpc.INTERNAL_ERROR, text) + b"\n")
-            await call.upstream.out.send(_encode(cancel) + b"\n")
-        except trio.BrokenResourceError:
-            pass
+                await _send_quietly(down, rpc.encode_error(call.client_id, rpc.INTERNAL_ERROR, text) + b"\n")
+            await _send_quietly(call.upstream.out, call.cancel_line(text))
+        finally:
+            self._ending -= 1
 
     def cut(self, reason: str) -> None:
         """A graceful shutdown's end: answer every relayed call in flight with -32603 saying ``reason``."""
         with self._lock:
             calls = [self._take(own) for own in list(self._calls)]
-        nursery = self._nursery
         for call in calls:
-            if call is not None and nursery is not None:
-                nursery.start_soon(self._end, call, reason, "cancelled")
+            if call is not None:
+                self._finish(call, reason, "cancelled")
 
 
-def _fault(message: _Message) -> str | None:
+def _fault(message: _Answer) -> str | None:
     """What makes ``message`` not a valid JSON-RPC response (None: nothing)."""
-    if message.jsonrpc != "2.0":
+    try:
+        version = _decode_any(message.jsonrpc) if message.jsonrpc is not UNSET else None
+    except _MALFORMED:
+        version = None
+    if version != "2.0":
         return 'its "jsonrpc" member is not "2.0"'
     if message.result is UNSET and message.error is UNSET:
         return "it has neither a result nor an error"
@@ -497,6 +560,14 @@ def _fault(message: _Message) -> str | None:
         except _MALFORMED:
             return "its error is not an object with an integer code and a string message"
     return None
+
+
+async def _send_quietly(pipe: OutPipe, line: bytes) -> None:
+    """``pipe.send(line)``; a broken pipe is nobody's to hear of."""
+    try:
+        await pipe.send(line)
+    except trio.BrokenResourceError:
+        pass
 
 
 async def _close(out: OutPipe) -> None:

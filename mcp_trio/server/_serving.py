@@ -261,11 +261,10 @@ async def serve_stdio(
     """Serve over stdin/stdout until stdin closes.  With ``shutdown``, requests are
     counted and refused once it is stopped (see :class:`~mcp_trio.server.GracefulShutdown`)."""
     server._count_in(shutdown)
-    async with server.lifespan.held():
-        answering = server._answering
-        own = answering.open_stdio(shutdown, channel_options) if answering is not None else None
-        async with own or open_stdio_server_channel(**channel_options) as channel:
-            await server.serve_session(channel)
+    answering = server._answering  # (asked first: a proxy's lifespan then knows it serves stdio)
+    own = answering.open_stdio(shutdown, channel_options) if answering is not None else None
+    async with server.lifespan.held(), own or open_stdio_server_channel(**channel_options) as channel:
+        await server.serve_session(channel)
 
 
 async def serve_websocket(

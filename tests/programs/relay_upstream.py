@@ -5,7 +5,9 @@ lists the ``requestId`` of every ``notifications/cancelled`` received; ``exit`` 
 ``invalid`` answers with both a result and an error; ``log`` sends a log message, then answers;
 ``ask`` asks the client for a sampling and answers with its text; ``progress`` reports progress
 when the request carries a progress token; ``flood`` sends 5,000 log messages, then answers with
-the request's id."""
+the request's id; ``late`` is answered after 1 s; ``nap`` sleeps 2 s (reading nothing meanwhile),
+then answers.  ``slow``, ``late`` and ``nap`` answer with the id as ``seen`` does.  One resource,
+``test://seen``, read as the request's id."""
 
 import json
 import os
@@ -20,7 +22,20 @@ asking = {}  # (the id of our ask -> the id of the call waiting for it)
 
 TOOLS = [
     {"name": name, "inputSchema": {"type": "object"}}
-    for name in ("seen", "silent", "slow", "cancelled", "exit", "invalid", "log", "ask", "progress", "flood")
+    for name in (
+        "seen",
+        "silent",
+        "slow",
+        "cancelled",
+        "exit",
+        "invalid",
+        "log",
+        "ask",
+        "progress",
+        "flood",
+        "late",
+        "nap",
+    )
 ]
 
 
@@ -30,9 +45,9 @@ def call(message_id, params):
         text(message_id, json.dumps({"id": message_id, "pid": os.getpid()}))
     elif name == "silent":
         pass
-    elif name == "slow":
-        time.sleep(0.5)
-        text(message_id, "slow")
+    elif name in ("slow", "late", "nap"):
+        time.sleep({"slow": 0.5, "late": 1.0, "nap": 2.0}[name])
+        text(message_id, json.dumps({"id": message_id, "pid": os.getpid()}))
     elif name == "cancelled":
         text(message_id, json.dumps(cancelled))
     elif name == "exit":
@@ -91,7 +106,7 @@ for line in sys.stdin:
     elif method == "initialize":
         result = {
             "protocolVersion": "2025-11-25",
-            "capabilities": {"tools": {}, "logging": {}},
+            "capabilities": {"tools": {}, "resources": {}, "logging": {}},
             "serverInfo": {"name": "relay-upstream", "version": "1"},
         }
         send({"jsonrpc": "2.0", "id": message_id, "result": result})
@@ -99,6 +114,9 @@ for line in sys.stdin:
         send({"jsonrpc": "2.0", "id": message_id, "result": {"tools": TOOLS}})
     elif method == "tools/call":
         call(message_id, message["params"])
+    elif method == "resources/read":
+        contents = [{"uri": message["params"]["uri"], "text": json.dumps(message_id)}]
+        send({"jsonrpc": "2.0", "id": message_id, "result": {"contents": contents}})
     elif method == "ping":
         send({"jsonrpc": "2.0", "id": message_id, "result": {}})
     else:

@@ -53,6 +53,8 @@ async def test_plain_calls_are_relayed_once_the_session_forwarded_one() -> None:
         assert len(set(ids)) == 3
         tools = await client.list_tools()
         assert "seen" in [tool.name for tool in tools.tools]
+        read = await client.read_resource("test://seen")
+        assert str(json.loads(read.contents[0].text)).startswith("relay-")  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize("why", ["RELAY_OFF", "RELAY_MIDDLEWARE"])
@@ -225,7 +227,7 @@ async def test_a_graceful_shutdown_waits_for_the_relayed_calls() -> None:
         await trio.sleep(0.1)
         process.process.send_signal(signal.SIGTERM)
         slow = await answer(process)
-        assert slow["id"] == 3 and slow["result"]["content"][0]["text"] == "slow"
+        assert slow["id"] == 3 and json.loads(slow["result"]["content"][0]["text"])["id"].startswith("relay-")
         with trio.fail_after(10):
             assert await process.process.wait() == 0
 
@@ -252,7 +254,7 @@ async def test_a_relayed_call_is_answered_after_the_client_closes_its_input() ->
         assert process.process.stdin is not None
         await process.process.stdin.aclose()
         slow = await answer(process)
-        assert slow["id"] == 5 and slow["result"]["content"][0]["text"] == "slow"
+        assert slow["id"] == 5 and json.loads(slow["result"]["content"][0]["text"])["id"].startswith("relay-")
         with trio.fail_after(10):
             assert await process.process.wait() == 0
 
@@ -270,3 +272,62 @@ async def test_a_flood_of_upstream_notifications_does_not_hold_a_relayed_answer_
         assert flooded["id"].startswith("relay-")
         assert str(await seen(client)).startswith("relay-")
     assert 0 < len(logged) <= 5000
+
+
+def call_with(id: Any, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": id,
+        "method": "tools/call",
+        "params": {"name": name, "arguments": arguments},
+    }
+
+
+async def test_a_late_answer_to_a_call_that_timed_out_is_dropped() -> None:
+    async with open_stdio_client(PROXY, env={**ENV, "RELAY_TIMEOUT": "0.5"}) as process:
+        await handshake(process)
+        await exchange(process, call(5, "late"))
+        late = await answer(process)
+        assert (
+            late["id"] == 5 and late["error"]["code"] == -32603 and "within 0.5 s" in late["error"]["message"]
+        )
+        await trio.sleep(1.0)  # (the upstream's answer came meanwhile)
+        await exchange(process, call(6, "seen"))
+        after = await answer(process)  # (the next frame is its answer: no second one for 5)
+        assert after["id"] == 6 and json.loads(after["result"]["content"][0]["text"])["id"].startswith(
+            "relay-"
+        )
+
+
+async def test_a_busy_child_does_not_stop_the_proxy_reading_its_client() -> None:
+    async with open_stdio_client(PROXY, env=ENV) as process:
+        await handshake(process)
+        await exchange(process, call(2, "nap"))  # (the child reads nothing for 2 s)
+        padding = "x" * 2048
+        for n in range(60):  # (more than a pipe holds: those that do not fit go to the session)
+            await exchange(process, call_with(100 + n, "seen", {"padding": padding}))
+        await exchange(process, {"jsonrpc": "2.0", "id": 3, "method": "ping"})
+        with trio.fail_after(1.5):
+            pong = await answer(process)  # (before the nap is over)
+        assert pong == {"jsonrpc": "2.0", "id": 3, "result": {}}
+        answered = {}
+        for _ in range(61):
+            frame = await answer(process)
+            answered[frame["id"]] = json.loads(frame["result"]["content"][0]["text"])["id"]
+        assert set(answered) == {2, *range(100, 160)}
+        relayed = [i for i in answered.values() if isinstance(i, str)]
+        assert 0 < len(relayed) < 60  # (some relayed until the pipe was full, the rest the session's)
+
+
+async def test_the_end_of_a_graceful_shutdowns_grace_period_answers_the_relayed_calls() -> None:
+    served = [*SERVED, "--grace-period", "0.5"]
+    async with open_stdio_client(served, env=ENV, stderr=subprocess.DEVNULL) as process:
+        await handshake(process)
+        await exchange(process, call(4, "silent"))
+        await trio.sleep(0.1)
+        process.process.send_signal(signal.SIGTERM)
+        cut = await answer(process)
+        assert cut["id"] == 4 and cut["error"]["code"] == -32603
+        assert "cancelled by server shutdown" in cut["error"]["message"]
+        with trio.fail_after(10):
+            assert await process.process.wait() == 0
