@@ -2,7 +2,8 @@
 relay: it tells what it saw.  Tools: ``seen`` answers with the request's id as it arrived (JSON)
 and the process id; ``silent`` is never answered; ``slow`` is answered after 0.5 s; ``cancelled``
 lists the ``requestId`` of every ``notifications/cancelled`` received; ``exit`` ends the process;
-``invalid`` answers with both a result and an error; ``log`` sends a log message, then answers;
+``invalid`` answers with both a result and an error, ``badversion`` with a number for
+``jsonrpc``; ``log`` sends a log message, then answers;
 ``ask`` asks the client for a sampling and answers with its text; ``progress`` reports progress
 when the request carries a progress token; ``flood`` sends 5,000 log messages, then answers with
 the request's id; ``late`` is answered after 1 s; ``nap`` sleeps 2 s (reading nothing meanwhile),
@@ -61,6 +62,8 @@ def call(message_id, params):
                 "error": {"code": 1, "message": "x"},
             }
         )
+    elif name == "badversion":
+        send({"jsonrpc": 2.0, "id": message_id, "result": {"content": []}})
     elif name == "log":
         send(
             {

@@ -125,6 +125,9 @@ async def test_an_answer_that_is_not_valid_is_replaced_by_an_error() -> None:
         assert invalid.value.code == -32603
         assert "answered tools/call with a message that is not valid" in invalid.value.message
         assert "both a result and an error" in invalid.value.message
+        with trio.fail_after(5), pytest.raises(McpError) as version:  # (not after the 60 s timeout)
+            await client.call_tool("badversion")
+        assert version.value.code == -32603 and '"jsonrpc" member is not "2.0"' in version.value.message
 
 
 async def test_asks_and_logs_of_the_upstream_reach_the_client_of_relayed_calls() -> None:
