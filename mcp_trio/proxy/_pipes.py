@@ -12,10 +12,13 @@ Rules:
   of the input (or a read error) it ends the channel's input, calls ``on_end``, and closes the
   descriptor it read (no other thread ever closes it: a descriptor closed under a blocked read
   could be reused by another file).
-* **One lock per output pipe.**  A frame is written whole under it, by a relay thread (a
-  blocking write) or by trio.  Trio never blocks on it: it writes in its own thread only when
-  the lock is free and the pipe has room for the whole frame (at most ``PIPE_BUF`` bytes,
-  which a pipe takes at once), else it hands the write to a worker thread.
+* **One lock per output pipe**, which is in non-blocking mode.  A frame is written whole under
+  it, by a relay thread (waiting for room with poll) or by trio.  Trio never blocks on it: it
+  writes in its own thread when the lock is free and the pipe takes some of the frame at once
+  (the rest, if any, is written by a thread started for it, which releases the lock once the
+  frame is whole), else it hands the write to a worker thread.  The relay's thread reading the
+  client writes to the child the same way (:meth:`OutPipe.write_now`), so that a busy child
+  never stops it.
 * A pipe whose reader has gone is broken: every later write fails at once (False, or
   :class:`trio.BrokenResourceError` for trio's).
 """
@@ -25,7 +28,6 @@ from __future__ import annotations
 import logging
 import os
 import select
-import stat
 import threading
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -45,16 +47,15 @@ QUEUED = 256
 
 
 class OutPipe:
-    """An output pipe written whole frame by whole frame, by threads and by trio (it owns ``fd``)."""
+    """An output pipe written whole frame by whole frame, by threads and by trio (it owns ``fd``,
+    and puts it in non-blocking mode)."""
 
-    __slots__ = ("_fd", "_lock", "_atomic", "_poll", "broken")
+    __slots__ = ("_fd", "_lock", "_poll", "broken")
 
     def __init__(self, fd: int) -> None:
-        os.set_blocking(fd, True)
+        os.set_blocking(fd, False)
         self._fd = fd
         self._lock = threading.Lock()
-        # (a pipe takes at most PIPE_BUF bytes at once when poll says it has room)
-        self._atomic = select.PIPE_BUF if stat.S_ISFIFO(os.fstat(fd).st_mode) else 0
         self._poll = select.poll()
         self._poll.register(fd, select.POLLOUT)
         #: The reader of the pipe has gone (or it was closed): nothing more is written.
@@ -63,34 +64,49 @@ class OutPipe:
     def write(self, data: bytes) -> bool:
         """Write ``data`` whole, waiting for room (from a thread); False: the pipe is broken."""
         with self._lock:
-            return self._write(data)
+            return self._write_from(memoryview(data), 0)
 
-    def _write(self, data: bytes) -> bool:
-        if self.broken:
-            return False
-        try:
-            sent = os.write(self._fd, data)
-            if sent < len(data):  # (a pipe writes all of a blocking write; other files may not)
-                with memoryview(data) as view:
-                    while sent < len(view):
-                        sent += os.write(self._fd, view[sent:])
-        except OSError:
-            self.broken = True
-            return False
-        return True
+    def _write_from(self, view: memoryview, sent: int) -> bool:
+        """Write ``view[sent:]``, waiting for room (the lock held); False: the pipe is broken."""
+        with view:
+            while sent < len(view) and not self.broken:
+                try:
+                    sent += os.write(self._fd, view[sent:])
+                except BlockingIOError:
+                    self._poll.poll()
+                except OSError:
+                    self.broken = True
+        return not self.broken
 
     def write_now(self, data: bytes) -> bool | None:
-        """Write ``data`` now if that cannot wait, from any thread (None: it might, and nothing
-        was written; False: the pipe is broken)."""
-        if len(data) > self._atomic or not self._lock.acquire(blocking=False):
+        """Start writing ``data`` now if the pipe takes some of it at once, from any thread: the
+        rest, if any, is written by a thread of its own, which holds the lock until the frame is
+        whole.  None: the lock is held or the pipe is full, and nothing was written; False: the
+        pipe is broken."""
+        if not self._lock.acquire(blocking=False):
             return None
+        finishing = False
         try:
             if self.broken:
                 return False
-            events = self._poll.poll(0)
-            if not events or not events[0][1] & select.POLLOUT:
+            try:
+                sent = os.write(self._fd, data)
+            except BlockingIOError:
                 return None
-            return self._write(data)
+            except OSError:
+                self.broken = True
+                return False
+            if sent < len(data):
+                finishing = True
+                threading.Thread(target=self._finish, args=(data, sent), daemon=True).start()
+            return True
+        finally:
+            if not finishing:
+                self._lock.release()
+
+    def _finish(self, data: bytes, sent: int) -> None:
+        try:
+            self._write_from(memoryview(data), sent)
         finally:
             self._lock.release()
 
