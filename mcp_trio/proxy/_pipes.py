@@ -64,7 +64,16 @@ class OutPipe:
     def write(self, data: bytes) -> bool:
         """Write ``data`` whole, waiting for room (from a thread); False: the pipe is broken."""
         with self._lock:
-            return self._write_from(memoryview(data), 0)
+            if self.broken:
+                return False
+            try:
+                sent = os.write(self._fd, data)
+            except BlockingIOError:
+                sent = 0
+            except OSError:
+                self.broken = True
+                return False
+            return sent == len(data) or self._write_from(memoryview(data), sent)
 
     def _write_from(self, view: memoryview, sent: int) -> bool:
         """Write ``view[sent:]``, waiting for room (the lock held); False: the pipe is broken."""

@@ -544,8 +544,9 @@ class StdioRelay:
 
 def _fault(message: _Answer) -> str | None:
     """What makes ``message`` not a valid JSON-RPC response (None: nothing)."""
-    try:
-        version = _decode_any(message.jsonrpc) if message.jsonrpc is not UNSET else None
+    raw = message.jsonrpc
+    try:  # (the bytes as they mostly come, else what they decode to)
+        version = None if raw is UNSET else "2.0" if bytes(raw) == b'"2.0"' else _decode_any(raw)
     except _MALFORMED:
         version = None
     if version != "2.0":
