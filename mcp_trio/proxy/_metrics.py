@@ -15,7 +15,9 @@ Families (docs/guide/composition.md, "Metrics"):
   1 while connected, 0 while being opened again;
 * ``mcp_upstream_reconnections_total`` (counter), by ``revision``: sessions opened again after a loss;
 * ``mcp_upstream_notifications_dropped_total`` (counter): upstream notifications dropped because
-  the relay queue was full.
+  the relay queue was full;
+* ``mcp_upstream_relayed_total`` (counter), a proxy's only: of its requests, those its stdio
+  relay passed on without its sessions (docs/guide/composition.md, "The stdio relay").
 
 The ``method`` label takes only the methods a proxy forwards (bounded).  Served with a store
 (``--workers``), each worker lists its own samples, labelled with its ``worker``.
@@ -135,4 +137,14 @@ class UpstreamMetrics:
         for where, forwarding in rows:
             total = sum(upstream.dropped for upstream in forwarding.upstreams.all())
             lines.append(f"{dropped}{{{where.rstrip(',')}}} {total}" if where else f"{dropped} {total}")
+        relays = [(where, f.relay) for where, f in rows if f.relay is not None]
+        if relays:
+            relayed = "mcp_upstream_relayed_total"
+            lines += [
+                f"# HELP {relayed} Requests a proxy served over stdio passed on through its stdio relay.",
+                f"# TYPE {relayed} counter",
+            ]
+            for where, relay in relays:
+                label = f"{{{where.rstrip(',')}}}" if where else ""
+                lines.append(f"{relayed}{label} {relay.relayed}")
         return lines

@@ -200,6 +200,8 @@ class StdioRelay:
         self._nursery: trio.Nursery | None = None
         self._token: trio.lowlevel.TrioToken | None = None
         self._ending = 0  # (calls taken out of the table whose answer trio is writing)
+        #: Calls relayed so far (``mcp_upstream_relayed_total``).
+        self.relayed = 0
         #: The stdio session, once relaying.
         self.session: Session | None = None
 
@@ -234,13 +236,16 @@ class StdioRelay:
         )
 
         async def close() -> None:
-            for call in self._detach(up):
-                self._finish(call, self._lost_text(call, "the upstream session was closed"), "lost")
+            calls = self._detach(up)
             try:
                 await _close(out)
                 await channel.aclose()
             finally:
                 up.closed.set()  # (the last step: the session is closed as this returns)
+                # (answered by tasks that run once it is: the client's next call waits for the
+                # connection opened again, instead of going to the session closing)
+                for call in calls:
+                    self._finish(call, self._lost_text(call, "the upstream session was closed"), "lost")
 
         with self._lock:
             self._upstream = up
@@ -382,6 +387,7 @@ class StdioRelay:
                 own = f"{PREFIX}{self._count}"
                 self._calls[own] = _Call(own, client_id, method, time.monotonic(), self._timeout, up)
                 self._by_client[client_id] = own
+                self.relayed += 1
                 duplicate = False
             else:
                 duplicate = True
@@ -393,7 +399,9 @@ class StdioRelay:
         if up.out.write_now(_encode(message) + b"\n"):
             return True
         with self._lock:  # (the pipe is full, or the child gone: the session takes the call)
-            return self._take(own) is None
+            taken = self._take(own) is not None
+            self.relayed -= taken
+        return not taken
 
     def _cancel(self, message: _Message) -> bool:
         """A client's ``notifications/cancelled``: passed upstream if it cancels a relayed call."""
@@ -525,11 +533,11 @@ class StdioRelay:
         nursery.start_soon(self._answer, call, text)
 
     async def _answer(self, call: _Call, text: str) -> None:
-        try:
+        try:  # (the cancellation first: the client's next call then finds the child's pipe free)
+            await _send_quietly(call.upstream.out, call.cancel_line(text))
             down = self._down
             if down is not None:
                 await _send_quietly(down, rpc.encode_error(call.client_id, rpc.INTERNAL_ERROR, text) + b"\n")
-            await _send_quietly(call.upstream.out, call.cancel_line(text))
         finally:
             self._ending -= 1
 

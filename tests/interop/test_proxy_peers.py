@@ -5,15 +5,21 @@ campaigns install (fuzz/npm-pins.json, fuzz/requirements.txt; ``python -m fuzz.c
 
 from __future__ import annotations
 
+import json
 import shlex
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 
 from fuzz.campaigns import BY_ID, EV, Installed, cache_dir, install, launched
 from mcp_trio import McpError
-from mcp_trio.client import Client, connect
+from mcp_trio.client import Client, connect, open_client
 from mcp_trio.proxy import proxy
+from mcp_trio.transports.stdio import open_stdio_client
+from tests._support.paths import ROOT
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow, pytest.mark.trio]
 
@@ -95,3 +101,38 @@ async def test_a_fastmcp_server_over_streamable_http(peers: Installed) -> None:
     with launched(BY_ID["fastmcp-server-http"], peers) as options:
         calls = [{"name": "echo", "arguments": {"text": "hi"}}, {"name": "echo", "arguments": {}}]
         await same_through_the_proxy(options[1], calls)
+
+
+async def test_the_official_everything_server_over_stdio_behind_the_stdio_relay(
+    peers: Installed, tmp_path: Path
+) -> None:
+    """The proxy served over stdio (tests/programs/relay_proxy.py), its calls relayed."""
+    with launched(BY_ID["everything-server-stdio"], peers) as options:
+        command = shlex.split(options[1])
+        metrics = tmp_path / "metrics.txt"
+        env = {
+            **peers.environ(),
+            "PYTHONPATH": str(ROOT),
+            "RELAY_UPSTREAM": json.dumps(command),
+            "RELAY_METRICS": str(metrics),
+        }
+        served = [sys.executable, str(ROOT / "tests" / "programs" / "relay_proxy.py")]
+        # (the proxy writes its metrics once its upstream is closed: time to do it on the way out)
+        async with (
+            open_stdio_client(served, env=env, shutdown_grace=30) as process,
+            connect(command, env=peers.environ(), **AS_THE_PROXY) as direct,
+            open_client(process.channel, **AS_THE_PROXY) as through,
+        ):
+            assert through.server_info == direct.server_info
+            for method in LISTS:
+                if method.split("/")[0] in direct.server_capabilities:
+                    assert await outcome(through, method, {}) == await outcome(direct, method, {}), method
+            for call in EVERYTHING_CALLS * 3:
+                assert await outcome(through, "tools/call", call) == await outcome(direct, "tools/call", call)
+        with trio.fail_after(20):
+            while not metrics.exists():
+                await trio.sleep(0.05)
+        relayed = [
+            line for line in metrics.read_text().splitlines() if line.startswith("mcp_upstream_relayed")
+        ]
+        assert relayed and int(relayed[0].split()[-1]) >= len(EVERYTHING_CALLS) * 3

@@ -1,9 +1,11 @@
 """``tests/programs/relay_upstream.py`` behind ``proxy()``, served over stdio, for the tests of
 the stdio relay.  ``RELAY_TIMEOUT``: the proxy's timeout; ``RELAY_OFF=1``: ``stdio_relay=False``;
-``RELAY_METRICS``: a file the proxy's ``mcp_upstream_requests_total`` lines are written to when
-its input ends; ``RELAY_MIDDLEWARE=1``: a middleware on the proxy.  Run as a script, or
-with ``mcp-trio serve``."""
+``RELAY_METRICS``: a file the proxy's ``mcp_upstream_requests_total`` and
+``mcp_upstream_relayed_total`` lines are written to when its input ends; ``RELAY_MIDDLEWARE=1``:
+a middleware on the proxy; ``RELAY_UPSTREAM``: another upstream command line (a JSON list).
+Run as a script, or with ``mcp-trio serve``."""
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -15,7 +17,10 @@ from mcp_trio.proxy import proxy
 from mcp_trio.server import prometheus_text
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-UPSTREAM = [sys.executable, str(ROOT / "tests" / "programs" / "relay_upstream.py")]
+UPSTREAM = json.loads(os.environ.get("RELAY_UPSTREAM", "null")) or [
+    sys.executable,
+    str(ROOT / "tests" / "programs" / "relay_upstream.py"),
+]
 
 server = proxy(
     UPSTREAM,
@@ -37,9 +42,7 @@ async def main() -> None:
     await server.serve_stdio()
     metrics = os.environ.get("RELAY_METRICS")
     if metrics:
-        lines = [
-            line for line in prometheus_text(server).splitlines() if line.startswith("mcp_upstream_requests")
-        ]
+        lines = [line for line in prometheus_text(server).splitlines() if line.startswith("mcp_upstream_re")]
         await trio.Path(metrics).write_text("\n".join(lines) + "\n")
 
 

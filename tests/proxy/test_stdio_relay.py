@@ -168,6 +168,7 @@ async def test_relayed_calls_are_counted_in_the_upstream_metrics(tmp_path: Path)
     assert f'{prefix}"ok"}} 4' in lines  # (one by the session, three relayed)
     assert f'{prefix}"timeout"}} 1' in lines
     assert f'{prefix}"invalid"}} 1' in lines
+    assert "mcp_upstream_relayed_total 5" in lines  # (all but the first)
 
 
 async def exchange(process: Any, message: dict[str, Any]) -> None:
