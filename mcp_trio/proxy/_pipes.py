@@ -50,9 +50,10 @@ class OutPipe:
     """An output pipe written whole frame by whole frame, by threads and by trio (it owns ``fd``,
     and puts it in non-blocking mode)."""
 
-    __slots__ = ("_fd", "_lock", "_poll", "broken")
+    __slots__ = ("_fd", "_was_blocking", "_lock", "_poll", "broken")
 
     def __init__(self, fd: int) -> None:
+        self._was_blocking = os.get_blocking(fd)  # (put back when closed: the file may be shared)
         os.set_blocking(fd, False)
         self._fd = fd
         self._lock = threading.Lock()
@@ -106,8 +107,11 @@ class OutPipe:
                 self.broken = True
                 return False
             if sent < len(data):
-                finishing = True
-                threading.Thread(target=self._finish, args=(data, sent), daemon=True).start()
+                try:
+                    threading.Thread(target=self._finish, args=(data, sent), daemon=True).start()
+                    finishing = True
+                except RuntimeError:  # (no thread to be had: finished here, waiting)
+                    return self._write_from(memoryview(data), sent)
             return True
         finally:
             if not finishing:
@@ -149,6 +153,7 @@ class OutPipe:
     def _close(self) -> None:
         if self._fd >= 0:
             self.broken = True
+            _restore(self._fd, self._was_blocking)
             os.close(self._fd)
             self._fd = -1
 
@@ -211,7 +216,7 @@ class _Inbox:
 class InPipe:
     """An input pipe read by a thread of its own (it owns ``fd`` and closes it at the end)."""
 
-    __slots__ = ("_fd", "_framer", "_take", "_on_end", "inbox", "thread")
+    __slots__ = ("_fd", "_was_blocking", "_framer", "_take", "_on_end", "inbox", "thread")
 
     def __init__(
         self,
@@ -221,6 +226,7 @@ class InPipe:
         on_end: Callable[[], None],
         name: str,
     ) -> None:
+        self._was_blocking = os.get_blocking(fd)
         os.set_blocking(fd, True)
         self._fd = fd
         self._framer = LineFramer(max_message_size)
@@ -235,7 +241,7 @@ class InPipe:
     def _run(self) -> None:
         take, framer, inbox = self._take, self._framer, self.inbox
         try:
-            while data := os.read(self._fd, _READ_SIZE):
+            while data := self._read():
                 for frame in framer.feed(data):
                     try:
                         if frame.error is None and take(frame):
@@ -251,7 +257,26 @@ class InPipe:
             try:
                 self._on_end()
             finally:
+                _restore(self._fd, self._was_blocking)
                 os.close(self._fd)
+
+    def _read(self) -> bytes:
+        """The next bytes (b"": the end), waiting for them; in blocking mode, or not if another
+        process sharing the file changed it."""
+        while True:
+            try:
+                return os.read(self._fd, _READ_SIZE)
+            except BlockingIOError:
+                waiting = select.poll()
+                waiting.register(self._fd, select.POLLIN)
+                waiting.poll()
+
+
+def _restore(fd: int, blocking: bool) -> None:
+    try:
+        os.set_blocking(fd, blocking)
+    except OSError:
+        pass
 
 
 class PipeChannel(trio.abc.Channel[Frame], ChannelTraits):

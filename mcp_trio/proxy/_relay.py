@@ -5,8 +5,8 @@ the sessions (docs/guide/composition.md, "The stdio relay").
 Rules:
 
 * **When.** The proxy is served over stdio (``serve_stdio``, ``mcp-trio serve``: told before
-  its lifespan opens the upstream session) and its upstream is a command line: the relay holds
-  both pairs of pipes (:mod:`._pipes`).  It relays
+  its lifespan opens the upstream session) with stdin and stdout two pipes, and its upstream is
+  a command line: the relay holds both pairs of pipes (:mod:`._pipes`).  It relays
   once the proxy's session has forwarded one request the usual way (so both handshakes are
   done), in a revision that has a handshake (up to 2025-11-25), with no middleware on the proxy
   and no ``validate``.  It stops at a loss of the upstream, and starts again at the next
@@ -43,9 +43,10 @@ from __future__ import annotations
 import logging
 import math
 import os
+import stat
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -200,6 +201,7 @@ class StdioRelay:
         self._nursery: trio.Nursery | None = None
         self._token: trio.lowlevel.TrioToken | None = None
         self._ending = 0  # (calls taken out of the table whose answer trio is writing)
+        self._writing = 0  # (those whose answer a thread is writing; under the lock)
         #: Calls relayed so far (``mcp_upstream_relayed_total``).
         self.relayed = 0
         #: The stdio session, once relaying.
@@ -213,7 +215,7 @@ class StdioRelay:
     @property
     def in_flight(self) -> int:
         """Relayed calls not answered yet (a graceful shutdown waits for them)."""
-        return len(self._calls) + self._ending
+        return len(self._calls) + self._ending + self._writing
 
     # ------------------------------------------------------------------ the pipes
 
@@ -265,7 +267,7 @@ class StdioRelay:
     async def _downstream(
         self, shutdown: GracefulShutdown | None, options: dict[str, Any]
     ) -> AsyncIterator[MessageChannel]:
-        if self._upstream is None or self._channel is not None:
+        if self._upstream is None or self._channel is not None or not _two_pipes():
             async with open_stdio_server_channel(**options) as plain:
                 yield plain
             return
@@ -387,7 +389,6 @@ class StdioRelay:
                 own = f"{PREFIX}{self._count}"
                 self._calls[own] = _Call(own, client_id, method, time.monotonic(), self._timeout, up)
                 self._by_client[client_id] = own
-                self.relayed += 1
                 duplicate = False
             else:
                 duplicate = True
@@ -397,11 +398,10 @@ class StdioRelay:
             return True
         message.id = own
         if up.out.write_now(_encode(message) + b"\n"):
+            self.relayed += 1  # (this thread's alone)
             return True
         with self._lock:  # (the pipe is full, or the child gone: the session takes the call)
-            taken = self._take(own) is not None
-            self.relayed -= taken
-        return not taken
+            return self._take(own) is None
 
     def _cancel(self, message: _Message) -> bool:
         """A client's ``notifications/cancelled``: passed upstream if it cancels a relayed call."""
@@ -433,12 +433,23 @@ class StdioRelay:
         """Write ``line`` to ``pipe`` now if it takes it at once, else from trio (a thread)."""
         if pipe is None or pipe.write_now(line) is not None:
             return
-        nursery, token = self._nursery, self._token
-        if nursery is not None and token is not None:
+        token = self._token
+        if token is not None:
             try:
-                token.run_sync_soon(nursery.start_soon, _send_quietly, pipe, line)
+                token.run_sync_soon(self._start, _send_quietly, pipe, line)
             except trio.RunFinishedError:
                 pass
+
+    def _start(self, task: Callable[..., Awaitable[None]], *args: Any) -> bool:
+        """Start ``task(*args)`` in the relay's nursery, if it is still open (in trio)."""
+        nursery = self._nursery
+        if nursery is None:
+            return False
+        try:
+            nursery.start_soon(task, *args)
+        except RuntimeError:  # (the nursery is closing)
+            return False
+        return True
 
     # ------------------------------------------------------------------ the upstream's frames (a thread)
 
@@ -456,6 +467,7 @@ class StdioRelay:
             return False
         with self._lock:
             call = self._take(own)
+            self._writing += call is not None  # (in flight until written)
         if call is None:
             return True  # (an answer to a call cancelled, timed out or lost: no one waits for it)
         message.id = call.client_id
@@ -470,31 +482,41 @@ class StdioRelay:
                 f"with a message that is not valid: {problem}"
             )
             line = rpc.encode_error(call.client_id, rpc.INTERNAL_ERROR, text) + b"\n"
-        down = self._down
-        if down is not None:
-            down.write(line)  # (waiting for room: a client that does not read stops its answers)
+        self._write_answer(line)
         self._tally.later(call.method, outcome, time.monotonic() - call.began)
         return True
+
+    def _write_answer(self, line: bytes) -> None:
+        """Write an answer to stdout (a thread), waiting for room: a client that does not read
+        stops its answers.  It was counted in :attr:`in_flight` (``_writing``) until now."""
+        try:
+            down = self._down
+            if down is not None:
+                down.write(line)
+        finally:
+            with self._lock:
+                self._writing -= 1
 
     def _output_ended(self, up: _Upstream) -> None:
         """The upstream's output ended (its thread): once the upstream session knows (so that
         the next request waits for the connection opened again), the relayed calls are answered."""
         up.closed.wait(EOF_GRACE)
-        for call in self._detach(up):
+        for call in self._detach(up, writing=True):
             text = self._lost_text(call, "its output ended")
-            down = self._down
-            if down is not None:
-                down.write(rpc.encode_error(call.client_id, rpc.INTERNAL_ERROR, text) + b"\n")
+            self._write_answer(rpc.encode_error(call.client_id, rpc.INTERNAL_ERROR, text) + b"\n")
             self._tally.later(call.method, "lost", time.monotonic() - call.began)
 
-    def _detach(self, up: _Upstream) -> list[_Call]:
-        """Stop relaying to ``up``; its calls in flight, out of the tables."""
+    def _detach(self, up: _Upstream, *, writing: bool = False) -> list[_Call]:
+        """Stop relaying to ``up``; its calls in flight, out of the tables (``writing``: each
+        counted in :attr:`in_flight` until :meth:`_write_answer` wrote its answer)."""
         with self._lock:
             if self._upstream is up:
                 self._upstream = None
                 self._methods = frozenset()
             owns = [own for own, call in self._calls.items() if call.upstream is up]
-            return [call for call in map(self._take, owns) if call is not None]
+            calls = [call for call in map(self._take, owns) if call is not None]
+            self._writing += len(calls) if writing else 0
+            return calls
 
     def _lost_text(self, call: _Call, why: str) -> str:
         return (
@@ -526,20 +548,23 @@ class StdioRelay:
         """Answer ``call`` (out of the table) with -32603 saying ``text`` and cancel it upstream,
         in a task of trio's (counted in :attr:`in_flight` until written)."""
         self._tally.later(call.method, outcome, time.monotonic() - call.began)
-        nursery = self._nursery
-        if nursery is None:
-            return
         self._ending += 1
-        nursery.start_soon(self._answer, call, text)
+        if not self._start(self._answer, call, text):
+            self._ending -= 1
 
     async def _answer(self, call: _Call, text: str) -> None:
-        try:  # (the cancellation first: the client's next call then finds the child's pipe free)
-            await _send_quietly(call.upstream.out, call.cancel_line(text))
+        # (the cancellation first if the child's pipe takes it at once: the client's next call
+        # then finds the pipe free; else after the answer, which never waits for the child)
+        cancel = call.cancel_line(text)
+        cancelled = call.upstream.out.write_now(cancel)
+        try:
             down = self._down
             if down is not None:
                 await _send_quietly(down, rpc.encode_error(call.client_id, rpc.INTERNAL_ERROR, text) + b"\n")
         finally:
             self._ending -= 1
+        if cancelled is None:
+            await _send_quietly(call.upstream.out, cancel)
 
     def cut(self, reason: str) -> None:
         """A graceful shutdown's end: answer every relayed call in flight with -32603 saying ``reason``."""
@@ -548,6 +573,17 @@ class StdioRelay:
         for call in calls:
             if call is not None:
                 self._finish(call, reason, "cancelled")
+
+
+def _two_pipes() -> bool:
+    """Whether stdin and stdout are two pipes (as a client starting the proxy makes them): the
+    relay holds them, each in the mode it needs.  A terminal, a socket, a file: the session."""
+    try:
+        read, write = os.fstat(0), os.fstat(1)
+    except OSError:
+        return False
+    fifos = stat.S_ISFIFO(read.st_mode) and stat.S_ISFIFO(write.st_mode)
+    return fifos and (read.st_dev, read.st_ino) != (write.st_dev, write.st_ino)
 
 
 def _fault(message: _Answer) -> str | None:

@@ -97,3 +97,15 @@ async def test_a_subprocess_channel_tells_its_pipes() -> None:
     assert process.channel.pipes() is None  # (closed)
     receive, send = trio.testing.memory_stream_pair()
     assert StreamChannel(receive, send).pipes() is None
+
+
+async def test_an_out_pipe_puts_the_blocking_mode_back_when_closed() -> None:
+    read_fd, write_fd = os.pipe()
+    assert os.get_blocking(write_fd)
+    kept = os.dup(write_fd)  # (another holder of the same open file)
+    out = OutPipe(write_fd)
+    assert not os.get_blocking(kept)  # (non-blocking while the pipe is written)
+    out.close()
+    assert os.get_blocking(kept)
+    os.close(kept)
+    os.close(read_fd)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -19,11 +20,11 @@ import pytest
 import trio
 
 from mcp_trio import McpError
-from mcp_trio.client import Client, connect
+from mcp_trio.client import Client, connect, open_client
 from mcp_trio.client.asks import CreateMessageParams, CreateMessageResult, LogMessage
 from mcp_trio.client.results import TextContent
 from mcp_trio.transports import Frame
-from mcp_trio.transports.stdio import open_stdio_client
+from mcp_trio.transports.stdio import StreamChannel, open_stdio_client
 from tests._support.paths import ROOT
 
 pytestmark = pytest.mark.trio
@@ -335,3 +336,19 @@ async def test_the_end_of_a_graceful_shutdowns_grace_period_answers_the_relayed_
         assert "cancelled by server shutdown" in cut["error"]["message"]
         with trio.fail_after(10):
             assert await process.process.wait() == 0
+
+
+async def test_stdin_and_stdout_on_one_socket_are_served_by_the_session() -> None:
+    mine, theirs = socket.socketpair()
+    with mine, theirs:
+        process = await trio.lowlevel.open_process(PROXY, stdin=theirs, stdout=theirs, env=ENV)
+        theirs.close()
+        stream = trio.SocketStream(trio.socket.from_stdlib_socket(mine))
+        channel = StreamChannel(stream, stream)
+        try:
+            async with open_client(channel) as client:
+                ids = [await seen(client) for _ in range(3)]
+                assert all(isinstance(i, int) for i in ids), ids  # (no relay: one socket both ways)
+        finally:
+            with trio.fail_after(10):
+                await process.wait()
