@@ -590,6 +590,38 @@ async def test_a_newcomer_is_answered_before_an_address_s_queued_requests(door: 
 
 
 @pytest.mark.parametrize("door", DOORS)
+async def test_a_request_on_a_kept_alive_connection_is_answered_before_two_addresses_queued_ones(
+    door: str,
+) -> None:
+    # 60 kept-alive connections from each of two addresses and one from a third, each answered
+    # once; then a whole request on each, all sent while the server cannot run (the third
+    # address's last).  The two addresses' requests fill the turns and queue for the next, the
+    # third's is given one at once: it is answered after about a turn's worth of them
+    # (``_TURNS``), not after all of them.
+    recorder = Recorder()
+    limits = dict(max_connections=512, max_connections_per_client=512)
+    async with serving(door, recorder, **limits) as port:
+        flood = [*queue_requests(port, "127.0.0.3", 60), *queue_requests(port, "127.0.0.4", 60)]
+        (newcomer,) = queue_requests(port, "127.0.0.2", 1)
+        try:
+            with trio.fail_after(20):
+                for sock in [*flood, newcomer]:
+                    assert (await answer_of(sock)).startswith(b"HTTP/1.1 200")
+            recorder.order.clear()
+            for sock in [*flood, newcomer]:
+                sock.setblocking(True)
+                sock.sendall(REQUEST)  # (blocking: the server cannot run meanwhile)
+            with trio.fail_after(20):
+                for sock in [newcomer, *flood]:
+                    assert (await answer_of(sock)).startswith(b"HTTP/1.1 200")  # (none lost)
+        finally:
+            for sock in [*flood, newcomer]:
+                sock.close()
+        assert len(recorder.order) == 121
+        assert recorder.order.index("127.0.0.2") <= 2 * _gate._TURNS, recorder.order
+
+
+@pytest.mark.parametrize("door", DOORS)
 async def test_a_table_crowded_by_a_few_addresses_keeps_room_for_another(door: str) -> None:
     # 80 connections held busy from two addresses, queued before the server runs, then a
     # request from a third: its reserve (a sixteenth of the table, 4 here) takes it, the crowd's

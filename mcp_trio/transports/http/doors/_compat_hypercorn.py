@@ -12,8 +12,8 @@ behaviour hypercorn has in public but pays more for:
   and the app's read of it (trio memory channels inside hypercorn), without a trip through the
   scheduler when the channel has room or a message;
 * :func:`connection_server`: the connection server, telling the gate when a connection is busy
-  (a request head came whole), writing a response at once when the socket takes it, and ending a
-  connection whose write timed out;
+  (a request came whole; the app reads its end once the gate gives it a turn), writing a
+  response at once when the socket takes it, and ending a connection whose write timed out;
 * :func:`forget_connection`: an ended connection's reference cycles broken at once.
 
 Private names used: ``TCPServer._read_data``, ``TCPServer._task_group`` (and its ``_nursery``
@@ -49,12 +49,13 @@ async def next_message(receive: Callable[[], Awaitable[dict[str, Any]]]) -> dict
 
 
 async def put_now(
-    spawn_app: Callable[..., Awaitable[Any]], on_whole: Callable[[], None] | None, *args: Any
+    spawn_app: Callable[..., Awaitable[Any]], on_whole: Callable[[], Awaitable[None]] | None, *args: Any
 ) -> Any:
     """Hypercorn's ``spawn_app``, whose returned ``put`` (how the connection hands the
     app a request's body, end and disconnect) queues a message at once when the app's
     channel has room, as ``send`` would after a trip through the scheduler; and
-    ``on_whole()`` is called as the body's end is handed over (the request is whole)."""
+    ``on_whole()`` is awaited before the body's end is handed over (the request is whole:
+    the app reads it once that returns)."""
     put = await spawn_app(*args)
     channel = getattr(put, "__self__", None)
     if not isinstance(channel, trio.MemorySendChannel):
@@ -65,7 +66,7 @@ async def put_now(
         if on_whole is not None and (
             kind == "http.request" and not message.get("more_body") or kind == "websocket.connect"
         ):
-            on_whole()  # (a whole request, or an upgrade to a WebSocket: busy from now on)
+            await on_whole()  # (a whole request, or an upgrade to a WebSocket: busy from now on)
         try:
             channel.send_nowait(message)
         except trio.WouldBlock:
@@ -169,9 +170,13 @@ def connection_server(gate: ConnectionGate) -> type[Any]:
             group: Any = self._task_group
             group.spawn_app = partial(put_now, group.spawn_app, self.request_whole)
 
-        def request_whole(self) -> None:
-            """The request under way is whole: its connection is busy answering it."""
-            gate.busy(self.timed.transport_stream)
+        async def request_whole(self) -> None:
+            """The request under way is whole: its connection is busy answering it, once
+            its turn comes (other addresses' requests first: see ConnectionGate)."""
+            stream = self.timed.transport_stream
+            gate.busy(stream)
+            if not gate.take_turn(stream):
+                await gate.turn(stream)
 
         async def protocol_send(self, event: Event) -> None:
             if isinstance(event, RawData) and self.plain and not self.send_lock.locked():

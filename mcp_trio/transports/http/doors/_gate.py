@@ -470,7 +470,7 @@ class ConnectionGate:
       newcomer starts after at most one connection of each address ahead of it.
       Evictions count against the same ``_STARTS`` a round (each evicted
       connection's task runs to end): past them, the reserve's rule applies.
-    * A door that calls :meth:`take_turn` / :meth:`turn` (the lean door) answers at
+    * A door that calls :meth:`take_turn` / :meth:`turn` (both doors do) answers at
       most ``_TURNS`` whole requests at once (see :class:`_Turns`): the others wait
       by address, round-robin, instead of each adding its steps to every client's.
 
@@ -520,9 +520,15 @@ class ConnectionGate:
     def take_turn(self, stream: trio.SocketStream) -> bool:
         """A whole request on ``stream`` is to be answered: True if it may be now, else it
         must wait for its turn (:meth:`turn`).  Its turn ends once the connection is idle
-        (:meth:`idle`) or ends."""
+        (:meth:`idle`) or ends.  A request on a connection that already holds a turn, or
+        waits for one (HTTP/2's streams at once), goes with it: True."""
         ticket = self._tickets.get(id(stream))
-        return ticket is None or self._turns.take(ticket)
+        return (
+            ticket is None
+            or ticket.waiter is not None
+            or ticket.key in self._turns.holding
+            or self._turns.take(ticket)
+        )
 
     async def turn(self, stream: trio.SocketStream) -> None:
         """Wait until the whole request on ``stream`` may be answered (see :class:`_Turns`)."""
