@@ -17,10 +17,14 @@ The servers, each its own process tree, every call one at a time (the latency of
 * ``http direct``: the echo server over Streamable HTTP (h11 door);
 * ``http proxy``: a proxy over Streamable HTTP forwarding to an echo server over Streamable
   HTTP (a process of its own);
-* two floors, no proxy of ours: ``stdio trio relay`` (``peers/relay_trio.py``: two trio tasks
-  passing the frames between the pipes, ids rewritten, nothing else) and ``stdio thread
-  relay`` (``peers/relay_threads.py``: the same with two OS threads and blocking I/O), each
-  with the echo server as its child.  What they add is what any relay of that kind must.
+* floors, no proxy of ours, each with the echo server as its child: ``stdio trio relay``
+  (``peers/relay_trio.py``: two trio tasks passing the frames between the pipes, ids
+  rewritten, nothing else) and ``stdio thread relay`` (``peers/relay_threads.py``: the same
+  with two OS threads and blocking I/O), what any relay of that kind must add; ``stdio copy
+  relay`` (``peers/relay_copy.py``: two OS threads passing the bytes, nothing looked at), what
+  any relay process written in Python must; and ``stdio C copy relay``
+  (``peers/relay_copy.c``, the same in C, built with the C compiler found on the ``PATH``; the
+  row is left out, with a line on stderr, where there is none), what any relay process must.
 
 Reported per configuration: the p50 latency the load generator sees, and the server's CPU per
 call (user + system, every process of the tree: for the proxies, the proxy and the server behind
@@ -33,16 +37,21 @@ each keeps its median.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
+import shutil
 import statistics
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 from benchmarks._echo_http import http_server
 from benchmarks._load_http import cpu_seconds, http_calls, process_tree
 from benchmarks.loadgen import HttpTarget, StdioServer, stdio_sequential
+from benchmarks.peers._relay_frames import ECHO
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -53,16 +62,47 @@ _STDIO = {
     "stdio proxy (sessions)": [*SERVE, "benchmarks/proxied_echo.py"],
     "stdio trio relay": [sys.executable, "benchmarks/peers/relay_trio.py"],
     "stdio thread relay": [sys.executable, "benchmarks/peers/relay_threads.py"],
+    "stdio copy relay": [sys.executable, "benchmarks/peers/relay_copy.py"],
 }
+C_RELAY = "stdio C copy relay"
 #: What a configuration's process gets in its environment besides ``ENV``.
 _ENV = {"stdio proxy (sessions)": {"MCP_PROXY_STDIO_RELAY": "0"}}
-CONFIGS = (*_STDIO, "http direct", "http proxy")
 FLAGS = {"--quick": "one short round (a smoke test)", "--json": "print the rows as one JSON object"}
+
+
+@functools.cache
+def c_relay() -> str | None:
+    """``peers/relay_copy.c`` built (in a temporary directory, once a run): its path, or None
+    when no C compiler is on the ``PATH`` (said on stderr)."""
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    if compiler is None:
+        print(f"no C compiler on the PATH: the {C_RELAY!r} row is left out", file=sys.stderr)
+        return None
+    built = str(Path(tempfile.mkdtemp(prefix="mcp-trio-bench-")) / "relay_copy")
+    source = str(ROOT / "benchmarks" / "peers" / "relay_copy.c")
+    subprocess.run([compiler, "-O2", "-pthread", "-o", built, source], check=True)
+    return built
+
+
+def configs() -> list[str]:
+    """The configurations measured, in order (the C floor where it can be built)."""
+    found = [*_STDIO]
+    if c_relay() is not None:
+        found.append(C_RELAY)
+    return [*found, "http direct", "http proxy"]
+
+
+def _command(config: str) -> list[str]:
+    if config == C_RELAY:
+        built = c_relay()
+        assert built is not None
+        return [built, *ECHO]
+    return _STDIO[config]
 
 
 def _stdio(config: str, seconds: float) -> tuple[float, float, float]:
     """(p50 seconds, CPU seconds per call of the tree, of the first process alone)."""
-    with StdioServer(_STDIO[config], env={**ENV, **_ENV.get(config, {})}, cwd=str(ROOT)) as server:
+    with StdioServer(_command(config), env={**ENV, **_ENV.get(config, {})}, cwd=str(ROOT)) as server:
         server.initialize()
         stdio_sequential(server, 0.5)  # (warm-up; the proxy's upstream is connected by now)
         tree = process_tree(server.pid)
@@ -96,13 +136,14 @@ def _http_measure(
 
 
 def measure(seconds: float = 3.0, rounds: int = 3) -> list[dict[str, Any]]:
-    found: dict[str, list[tuple[float, float, float]]] = {config: [] for config in CONFIGS}
+    measured = configs()
+    found: dict[str, list[tuple[float, float, float]]] = {config: [] for config in measured}
     for _ in range(rounds):
-        for config in CONFIGS:
+        for config in measured:
             run = _stdio if config.startswith("stdio") else _http
             found[config].append(run(config, seconds))
     rows = []
-    for config in CONFIGS:
+    for config in measured:
         p50, cpu, own = (statistics.median(values) for values in zip(*found[config], strict=True))
         rows.append({"config": config, "p50_us": p50 * 1e3, "cpu_us": cpu * 1e6, "own_cpu_us": own * 1e6})
     for row in rows:
