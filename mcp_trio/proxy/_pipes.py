@@ -286,10 +286,17 @@ class PipeChannel(trio.abc.Channel[Frame], ChannelTraits):
     #: (stdio: requests already read are answered after the input ends)
     output_outlives_input = True
 
-    def __init__(self, reading: InPipe, out: OutPipe, on_close: Callable[[], Awaitable[None]]) -> None:
+    def __init__(
+        self,
+        reading: InPipe,
+        out: OutPipe,
+        on_close: Callable[[], Awaitable[None]],
+        on_send: Callable[[bytes], None] | None = None,
+    ) -> None:
         self._in = reading
         self._out = out
         self._on_close = on_close
+        self._on_send = on_send  # (told each frame trio sends, before it is written)
         self._closed = False
 
     async def receive(self) -> Frame:
@@ -300,6 +307,8 @@ class PipeChannel(trio.abc.Channel[Frame], ChannelTraits):
     async def send(self, value: Frame) -> None:
         if self._closed:
             raise trio.ClosedResourceError
+        if self._on_send is not None:
+            self._on_send(value.data)
         await self._out.send(value.data + b"\n")
 
     async def aclose(self) -> None:

@@ -23,11 +23,14 @@ Rules:
   upstream (with the relay's id) and its answer dropped; a call not answered within the
   proxy's ``timeout`` is answered with -32603 and cancelled upstream; a loss of the upstream
   answers every relayed call in flight with -32603 naming it; an answer that is not a valid
-  JSON-RPC response is replaced by -32603; an id already in use by a relayed call in flight is
-  answered -32600.  At most ``max_in_flight`` of the stdio session (64 by default) are relayed
-  at once; the session takes the others, as its own.  Every relayed call is counted in the
-  ``mcp_upstream_*`` metrics.  An ask of the upstream made while only relayed calls are in
-  flight goes to the stdio client (when it declared the capability), and its notifications too.
+  JSON-RPC response is replaced by -32603; a request whose id a relayed call in flight holds
+  is answered -32600, whatever its method, and a call whose id a request of the session holds
+  (up to ``_HANDED_MOST`` noted, until the session answers it) goes to the session, which
+  answers -32600: one answer per request, on either path.  At most ``max_in_flight`` of the
+  stdio session (64 by default) are relayed at once; the session takes the others, as its
+  own.  Every relayed call is counted in the ``mcp_upstream_*`` metrics.  An ask of the
+  upstream made while only relayed calls are in flight goes to the stdio client (when it
+  declared the capability), and its notifications too.
 * **Never stuck on a pipe.**  The thread reading the client writes to the child only when the
   pipe takes the frame at once; else the call goes to the session, which queues it (a busy
   child cannot stop the proxy reading its client).  Answers are written to stdout by the
@@ -87,6 +90,9 @@ RELAYED = {
     "completions": ("completion/complete",),
 }
 #: Seconds relayed calls still in flight get to be answered once the client's input ended.
+#: Ids of requests the session has not answered yet, noted at most (past them, a relayed call
+#: is not kept from an id the session holds).
+_HANDED_MOST = 4096
 EOF_GRACE = 2.0
 _CANCELLED = "notifications/cancelled"
 
@@ -190,6 +196,7 @@ class StdioRelay:
         self._lock = threading.Lock()  # (over the calls, their ids and what is attached)
         self._calls: dict[str, _Call] = {}  # (by the relay's id)
         self._by_client: dict[int | str, str] = {}  # (the relay's id of each client id)
+        self._handed: dict[int | str, int] = {}  # (ids of requests the session has, unanswered)
         self._count = 0
         self._wanted = False  # (served over stdio: the child's pipes are to be taken)
         self._upstream: _Upstream | None = None
@@ -281,7 +288,8 @@ class StdioRelay:
                 lambda: None,
                 "mcp-trio proxy relay: client",
             )
-            channel = PipeChannel(reading, out, trio.lowlevel.checkpoint)  # (stdout outlives it)
+            # (stdout outlives it; what the session writes is looked at for its answers)
+            channel = PipeChannel(reading, out, trio.lowlevel.checkpoint, self._answered)
             self._down, self._channel = out, channel
             if shutdown is not None:
                 self._stopping = shutdown.stopping
@@ -352,20 +360,55 @@ class StdioRelay:
     # ------------------------------------------------------------------ the client's frames (a thread)
 
     def _from_client(self, frame: Frame) -> bool:
-        """Relay ``frame`` upstream if it is a call to relay (True: taken)."""
-        methods = self._methods
-        if not methods:
-            return False
+        """Relay ``frame`` upstream if it is a call to relay (True: taken).  A request the
+        session takes is noted (:meth:`_hand`); one whose id a relayed call in flight holds is
+        answered -32600 here, wherever it would have gone."""
         try:
             message = _decode(frame.data)
         except _MALFORMED:
             return False
-        method = message.method
-        if message.jsonrpc != "2.0" or method not in methods:
-            return method == _CANCELLED and message.jsonrpc == "2.0" and self._cancel(message)
-        client_id = message.id
-        if not isinstance(client_id, int | str):
+        method, client_id = message.method, message.id
+        if message.jsonrpc != "2.0" or not isinstance(method, str):
             return False
+        if not isinstance(client_id, int | str):
+            return method == _CANCELLED and self._cancel(message)
+        relay = method in self._methods and self._relayable(message)
+        own = ""
+        with self._lock:
+            up = self._upstream
+            if client_id in self._by_client:
+                up = None  # (a duplicate: answered below)
+            elif (
+                not relay
+                or client_id in self._handed  # (the session refuses it: its id is in use there)
+                or up is None
+                or not self._methods
+                or len(self._calls) >= self._bound  # (the session queues it, or refuses it)
+            ):
+                self._hand(client_id)
+                return False
+            else:
+                self._count += 1
+                own = f"{PREFIX}{self._count}"
+                self._calls[own] = _Call(own, client_id, method, time.monotonic(), self._timeout, up)
+                self._by_client[client_id] = own
+        if up is None:
+            text = f"Invalid request: id {client_id!r} is already in use by a request in progress"
+            self._write_soon(self._down, rpc.encode_error(client_id, rpc.INVALID_REQUEST, text) + b"\n")
+            return True
+        message.id = own
+        if up.out.write_now(_encode(message) + b"\n"):
+            self.relayed += 1  # (this thread's alone)
+            return True
+        with self._lock:  # (the pipe is full, or the child gone: the session takes the call)
+            if self._take(own) is None:
+                return True  # (answered by whoever took it)
+            self._hand(client_id)
+            return False
+
+    def _relayable(self, message: _Message) -> bool:
+        """Whether a request of a relayed method may take the relay: its params an object (or
+        absent) without a progress token or a task, and no graceful shutdown begun."""
         if message.params is not UNSET:
             try:
                 params = _decode_params(message.params)
@@ -376,32 +419,37 @@ class StdioRelay:
             ):
                 return False
         stopping = self._stopping
-        if stopping is not None and stopping.is_set():
-            return False
-        assert isinstance(method, str)
+        return stopping is None or not stopping.is_set()
+
+    def _hand(self, client_id: int | str) -> None:
+        """A request goes to the session (under the lock): its id is in use there until the
+        session answers it (:meth:`_answered`), so no relayed call takes it meanwhile."""
+        handed = self._handed
+        if len(handed) < _HANDED_MOST or client_id in handed:
+            handed[client_id] = handed.get(client_id, 0) + 1
+
+    def _answered(self, data: bytes) -> None:
+        """The session writes ``data`` to the client (trio): an answer frees its id."""
+        if not self._handed:
+            return
+        try:
+            answer = _decode_answer(data)
+        except _MALFORMED:
+            return
+        client_id = answer.id
+        if (
+            answer.method is not UNSET
+            or (answer.result is UNSET and answer.error is UNSET)
+            or not isinstance(client_id, int | str)
+            or isinstance(client_id, bool)
+        ):
+            return
         with self._lock:
-            up = self._upstream
-            if up is None or not self._methods or len(self._calls) >= self._bound:
-                return False  # (past the bound: the session queues it, or refuses it, as its own)
-            own = self._by_client.get(client_id)
-            if own is None:
-                self._count += 1
-                own = f"{PREFIX}{self._count}"
-                self._calls[own] = _Call(own, client_id, method, time.monotonic(), self._timeout, up)
-                self._by_client[client_id] = own
-                duplicate = False
+            left = self._handed.get(client_id, 0) - 1
+            if left > 0:
+                self._handed[client_id] = left
             else:
-                duplicate = True
-        if duplicate:
-            text = f"Invalid request: id {client_id!r} is already in use by a request in progress"
-            self._write_soon(self._down, rpc.encode_error(client_id, rpc.INVALID_REQUEST, text) + b"\n")
-            return True
-        message.id = own
-        if up.out.write_now(_encode(message) + b"\n"):
-            self.relayed += 1  # (this thread's alone)
-            return True
-        with self._lock:  # (the pipe is full, or the child gone: the session takes the call)
-            return self._take(own) is None
+                self._handed.pop(client_id, None)
 
     def _cancel(self, message: _Message) -> bool:
         """A client's ``notifications/cancelled``: passed upstream if it cancels a relayed call."""

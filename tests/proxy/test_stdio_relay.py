@@ -223,6 +223,33 @@ async def test_an_id_in_use_by_a_relayed_call_is_refused_and_bad_input_gets_the_
         )
 
 
+async def test_an_id_in_use_on_either_path_is_refused_on_the_other() -> None:
+    async with open_stdio_client(PROXY, env=ENV) as process:
+        await handshake(process)
+        # A relayed call holds 7: a ping with that id (the session's, else) is refused.
+        await exchange(process, call(7, "silent"))
+        await exchange(process, {"jsonrpc": "2.0", "id": 7, "method": "ping"})
+        refused = await answer(process)
+        assert refused["id"] == 7 and refused["error"]["code"] == -32600, refused
+        # The session holds 20 (a call with a progress token is its): a call that the relay
+        # would take with that id goes to the session, which refuses it; one answer each.
+        slow = call(20, "slow")
+        slow["params"]["_meta"] = {"progressToken": "p"}
+        await exchange(process, slow)
+        await trio.sleep(0.1)
+        await exchange(process, call(20, "seen"))
+        refused = await answer(process)
+        assert refused["id"] == 20 and refused["error"]["code"] == -32600, refused
+        assert "already in use" in refused["error"]["message"]
+        done = await answer(process)
+        assert done["id"] == 20 and isinstance(json.loads(done["result"]["content"][0]["text"])["id"], int)
+        # Once answered, the id is free again; the next call takes the relay.
+        await exchange(process, call(20, "seen"))
+        again = await answer(process)
+        assert again["id"] == 20
+        assert json.loads(again["result"]["content"][0]["text"])["id"].startswith("relay-")
+
+
 async def test_a_graceful_shutdown_waits_for_the_relayed_calls() -> None:
     async with open_stdio_client(SERVED, env=ENV, stderr=subprocess.DEVNULL) as process:
         await handshake(process)
