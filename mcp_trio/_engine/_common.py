@@ -76,6 +76,20 @@ class RequestTally:
             if tally is not None:
                 tally.cancelled += 1
 
+    def count_relayed(self, begun: int, done: int, error: int, cancelled: int) -> None:
+        """Requests a proxy's stdio relay handled for this session, counted as its own in the
+        statistics: ``begun`` more, ``done`` of them finished, ``error`` and ``cancelled`` of
+        those.  Those in flight are the server's (``into``) only: the session's own ``running``
+        admits its requests (``max_in_flight``), and the relay bounds its calls apart."""
+        into = self.into
+        if into is not None:
+            into.running += begun - done
+        for tally in (self, into):
+            if tally is not None:
+                tally.done += done
+                tally.error += error
+                tally.cancelled += cancelled
+
 
 def _ended(what: str, channel: object) -> str:
     """``what`` happened, with the transport's own account (``end_reason``) when it has one,

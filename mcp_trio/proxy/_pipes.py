@@ -285,6 +285,7 @@ class PipeChannel(trio.abc.Channel[Frame], ChannelTraits):
 
     #: (stdio: requests already read are answered after the input ends)
     output_outlives_input = True
+    counted_as = "stdio"
 
     def __init__(
         self,

@@ -36,9 +36,10 @@ Rules:
   child cannot stop the proxy reading its client).  Answers are written to stdout by the
   thread reading the child, waiting for room (a client that does not read stops its answers,
   as it would the session's).  What trio writes goes through :meth:`OutPipe.send`.
-* What it does not see, it does not count: relayed calls are not in the proxy server's own
-  request statistics (``Server.statistics``), and a graceful shutdown waits for them apart
-  (and cuts them at its end with the session's, each answered).
+* Relayed calls are counted in the proxy server's request statistics (``Server.statistics``,
+  ``mcp_requests_*``) as the stdio session's requests, within a second (:meth:`_fold`; those
+  in flight in the server's count only: the session's own admits its requests).  A graceful
+  shutdown waits for them apart (and cuts them at its end with the session's, each answered).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ import os
 import stat
 import threading
 import time
+from collections import Counter, deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from functools import partial
@@ -182,6 +184,81 @@ class _Call:
         return _encode({"jsonrpc": "2.0", "method": _CANCELLED, "params": params}) + b"\n"
 
 
+class _StdioSession:
+    """What the relay keeps of the stdio session: the ids of the requests the session holds
+    (handed to it, not answered yet: no relayed call takes them), and its request statistics,
+    to which the relayed calls are added as its own (:meth:`fold`)."""
+
+    __slots__ = ("session", "_lock", "_handed", "_tally", "_outcomes", "begun", "_counted")
+
+    def __init__(self, tally: ForwardingTally) -> None:
+        self.session: Session | None = None  # (once relaying)
+        self._lock = threading.Lock()  # (over the ids handed)
+        self._handed: dict[int | str, int] = {}  # (how many requests with each id it holds)
+        self._tally = tally
+        self._outcomes: deque[str] = deque()  # (of the calls answered, for its statistics)
+        #: Calls the relay took, to answer itself (the client's thread's alone).
+        self.begun = 0
+        self._counted = 0  # (of them, those in its statistics; trio's)
+
+    def holds(self, client_id: int | str) -> bool:
+        """Whether a request of the session's has the id ``client_id``."""
+        return client_id in self._handed
+
+    def hand(self, client_id: int | str) -> None:
+        """A request goes to the session: its id is in use there until the session answers
+        it (up to ``_HANDED_MOST`` ids noted)."""
+        with self._lock:
+            handed = self._handed
+            if len(handed) < _HANDED_MOST or client_id in handed:
+                handed[client_id] = handed.get(client_id, 0) + 1
+
+    def answered(self, data: bytes) -> None:
+        """The session writes ``data`` to the client (trio): an answer frees its id."""
+        if not self._handed:
+            return
+        try:
+            answer = _decode_answer(data)
+        except _MALFORMED:
+            return
+        client_id = answer.id
+        if (
+            answer.method is not UNSET
+            or (answer.result is UNSET and answer.error is UNSET)
+            or not isinstance(client_id, int | str)
+            or isinstance(client_id, bool)
+        ):
+            return
+        with self._lock:
+            left = self._handed.get(client_id, 0) - 1
+            if left > 0:
+                self._handed[client_id] = left
+            else:
+                self._handed.pop(client_id, None)
+
+    def ended(self, call: _Call, outcome: str) -> None:
+        """``call`` is answered (or cancelled) with ``outcome`` (any thread): counted at the
+        next :meth:`fold`."""
+        self._tally.later(call.method, outcome, time.monotonic() - call.began)
+        self._outcomes.append(outcome)
+
+    def fold(self) -> None:
+        """Count what the threads did (trio): in the upstream metrics, and in the session's
+        request statistics (``Server.statistics()``, ``mcp_requests_*``) as its own requests,
+        begun, then answered with a result (``ok``), an error or cancelled."""
+        self._tally.fold()
+        session = self.session
+        if session is None:
+            return
+        outcomes = self._outcomes
+        ended = Counter(outcomes.popleft() for _ in range(len(outcomes)))
+        begun = self.begun - self._counted  # (read after: every call ended has begun)
+        self._counted += begun
+        cancelled = ended.pop("cancelled", 0)
+        error = sum(ended.values()) - ended["ok"]
+        session.tally.count_relayed(begun, ended["ok"] + error + cancelled, error, cancelled)
+
+
 class StdioRelay:
     """A proxy's stdio relay (see the module's docstring); ``where`` names the proxied server."""
 
@@ -192,11 +269,10 @@ class StdioRelay:
         self._upstreams = upstreams
         self._where = where
         self._timeout = timeout
-        self._tally = tally
+        self._side = _StdioSession(tally)
         self._lock = threading.Lock()  # (over the calls, their ids and what is attached)
         self._calls: dict[str, _Call] = {}  # (by the relay's id)
         self._by_client: dict[int | str, str] = {}  # (the relay's id of each client id)
-        self._handed: dict[int | str, int] = {}  # (ids of requests the session has, unanswered)
         self._count = 0
         self._wanted = False  # (served over stdio: the child's pipes are to be taken)
         self._upstream: _Upstream | None = None
@@ -211,8 +287,6 @@ class StdioRelay:
         self._writing = 0  # (those whose answer a thread is writing; under the lock)
         #: Calls relayed so far (``mcp_upstream_relayed_total``).
         self.relayed = 0
-        #: The stdio session, once relaying.
-        self.session: Session | None = None
 
     @property
     def relaying(self) -> bool:
@@ -289,7 +363,7 @@ class StdioRelay:
                 "mcp-trio proxy relay: client",
             )
             # (stdout outlives it; what the session writes is looked at for its answers)
-            channel = PipeChannel(reading, out, trio.lowlevel.checkpoint, self._answered)
+            channel = PipeChannel(reading, out, trio.lowlevel.checkpoint, self._side.answered)
             self._down, self._channel = out, channel
             if shutdown is not None:
                 self._stopping = shutdown.stopping
@@ -323,9 +397,9 @@ class StdioRelay:
             left = [call for call in map(self._take, list(self._calls)) if call is not None]
         for call in left:
             call.upstream.out.write_now(call.cancel_line("the proxy's client went away"))
-            self._tally.later(call.method, "cancelled", time.monotonic() - call.began)
-        self._tally.fold()
-        self.session = None
+            self._side.ended(call, "cancelled")
+        self._side.fold()
+        self._side.session = None
 
     # ------------------------------------------------------------------ when to relay
 
@@ -345,12 +419,12 @@ class StdioRelay:
                 return
             self._methods = methods
             self._bound = ctx.session.max_in_flight
-        self.session = ctx.session
+        self._side.session = ctx.session
 
     def asking(self, version: str, capability: str) -> Session | None:
         """The stdio session, if an ask of the upstream may be put to it now: relayed calls
         are in flight, in ``version``, and its client declared ``capability``."""
-        session = self.session
+        session = self._side.session
         if session is None or not self._calls or session.closed.is_set():
             return None
         if session.protocol_version != version or capability not in session.peer_capabilities:
@@ -361,8 +435,8 @@ class StdioRelay:
 
     def _from_client(self, frame: Frame) -> bool:
         """Relay ``frame`` upstream if it is a call to relay (True: taken).  A request the
-        session takes is noted (:meth:`_hand`); one whose id a relayed call in flight holds is
-        answered -32600 here, wherever it would have gone."""
+        session takes is noted (:meth:`_StdioSession.hand`); one whose id a relayed call in
+        flight holds is answered -32600 here, wherever it would have gone."""
         try:
             message = _decode(frame.data)
         except _MALFORMED:
@@ -372,7 +446,8 @@ class StdioRelay:
             return False
         if not isinstance(client_id, int | str):
             return method == _CANCELLED and self._cancel(message)
-        relay = method in self._methods and self._relayable(message)
+        stopping = self._stopping
+        relay = method in self._methods and _plain(message) and (stopping is None or not stopping.is_set())
         own = ""
         with self._lock:
             up = self._upstream
@@ -380,15 +455,16 @@ class StdioRelay:
                 up = None  # (a duplicate: answered below)
             elif (
                 not relay
-                or client_id in self._handed  # (the session refuses it: its id is in use there)
+                or self._side.holds(client_id)  # (the session refuses it: its id is in use there)
                 or up is None
                 or not self._methods
                 or len(self._calls) >= self._bound  # (the session queues it, or refuses it)
             ):
-                self._hand(client_id)
+                self._side.hand(client_id)
                 return False
             else:
                 self._count += 1
+                self._side.begun += 1
                 own = f"{PREFIX}{self._count}"
                 self._calls[own] = _Call(own, client_id, method, time.monotonic(), self._timeout, up)
                 self._by_client[client_id] = own
@@ -403,53 +479,9 @@ class StdioRelay:
         with self._lock:  # (the pipe is full, or the child gone: the session takes the call)
             if self._take(own) is None:
                 return True  # (answered by whoever took it)
-            self._hand(client_id)
+            self._side.begun -= 1
+            self._side.hand(client_id)
             return False
-
-    def _relayable(self, message: _Message) -> bool:
-        """Whether a request of a relayed method may take the relay: its params an object (or
-        absent) without a progress token or a task, and no graceful shutdown begun."""
-        if message.params is not UNSET:
-            try:
-                params = _decode_params(message.params)
-            except _MALFORMED:
-                return False
-            if params.task is not UNSET or (
-                params.meta is not UNSET and params.meta.progressToken is not UNSET
-            ):
-                return False
-        stopping = self._stopping
-        return stopping is None or not stopping.is_set()
-
-    def _hand(self, client_id: int | str) -> None:
-        """A request goes to the session (under the lock): its id is in use there until the
-        session answers it (:meth:`_answered`), so no relayed call takes it meanwhile."""
-        handed = self._handed
-        if len(handed) < _HANDED_MOST or client_id in handed:
-            handed[client_id] = handed.get(client_id, 0) + 1
-
-    def _answered(self, data: bytes) -> None:
-        """The session writes ``data`` to the client (trio): an answer frees its id."""
-        if not self._handed:
-            return
-        try:
-            answer = _decode_answer(data)
-        except _MALFORMED:
-            return
-        client_id = answer.id
-        if (
-            answer.method is not UNSET
-            or (answer.result is UNSET and answer.error is UNSET)
-            or not isinstance(client_id, int | str)
-            or isinstance(client_id, bool)
-        ):
-            return
-        with self._lock:
-            left = self._handed.get(client_id, 0) - 1
-            if left > 0:
-                self._handed[client_id] = left
-            else:
-                self._handed.pop(client_id, None)
 
     def _cancel(self, message: _Message) -> bool:
         """A client's ``notifications/cancelled``: passed upstream if it cancels a relayed call."""
@@ -465,7 +497,7 @@ class StdioRelay:
         if call is None or own is None:
             return False
         cancel.requestId = own
-        self._tally.later(call.method, "cancelled", time.monotonic() - call.began)
+        self._side.ended(call, "cancelled")
         line = _encode({"jsonrpc": "2.0", "method": _CANCELLED, "params": cancel}) + b"\n"
         self._write_soon(call.upstream.out, line)
         return True
@@ -531,7 +563,7 @@ class StdioRelay:
             )
             line = rpc.encode_error(call.client_id, rpc.INTERNAL_ERROR, text) + b"\n"
         self._write_answer(line)
-        self._tally.later(call.method, outcome, time.monotonic() - call.began)
+        self._side.ended(call, outcome)
         return True
 
     def _write_answer(self, line: bytes) -> None:
@@ -552,7 +584,7 @@ class StdioRelay:
         for call in self._detach(up, writing=True):
             text = self._lost_text(call, "its output ended")
             self._write_answer(rpc.encode_error(call.client_id, rpc.INTERNAL_ERROR, text) + b"\n")
-            self._tally.later(call.method, "lost", time.monotonic() - call.began)
+            self._side.ended(call, "lost")
 
     def _detach(self, up: _Upstream, *, writing: bool = False) -> list[_Call]:
         """Stop relaying to ``up``; its calls in flight, out of the tables (``writing``: each
@@ -581,7 +613,7 @@ class StdioRelay:
         tick = 1.0 if timeout is None else min(1.0, timeout / 10)
         while True:
             await trio.sleep(tick)
-            self._tally.fold()
+            self._side.fold()
             if timeout is None:
                 continue
             now = time.monotonic()
@@ -595,7 +627,7 @@ class StdioRelay:
     def _finish(self, call: _Call, text: str, outcome: str) -> None:
         """Answer ``call`` (out of the table) with -32603 saying ``text`` and cancel it upstream,
         in a task of trio's (counted in :attr:`in_flight` until written)."""
-        self._tally.later(call.method, outcome, time.monotonic() - call.began)
+        self._side.ended(call, outcome)
         self._ending += 1
         if not self._start(self._answer, call, text):
             self._ending -= 1
@@ -621,6 +653,18 @@ class StdioRelay:
         for call in calls:
             if call is not None:
                 self._finish(call, reason, "cancelled")
+
+
+def _plain(message: _Message) -> bool:
+    """Whether a request's params are an object (or absent) without a progress token or a task."""
+    if message.params is UNSET:
+        return True
+    try:
+        params = _decode_params(message.params)
+    except _MALFORMED:
+        return False
+    meta = params.meta
+    return params.task is UNSET and (meta is UNSET or meta.progressToken is UNSET)
 
 
 def _two_pipes() -> bool:

@@ -46,6 +46,9 @@ _TRANSPORTS = {
 
 
 def _transport(channel: object) -> str:
+    named = channel.counted_as if isinstance(channel, ChannelTraits) else None
+    if named is not None:
+        return named
     module = type(channel).__module__
     name = _TRANSPORTS.get(module)
     if name is None:

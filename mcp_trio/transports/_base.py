@@ -111,6 +111,8 @@ class ChannelTraits:
     session_id: str | None = None
     #: The peer's address, for logs and per-client bounds.
     client: str | None = None
+    #: Its sessions' label in the server's statistics (None: its module's transport).
+    counted_as: str | None = None
 
 
 class DirectOutput(abc.ABC):

@@ -1,8 +1,9 @@
 """``tests/programs/relay_upstream.py`` behind ``proxy()``, served over stdio, for the tests of
 the stdio relay.  ``RELAY_TIMEOUT``: the proxy's timeout; ``RELAY_OFF=1``: ``stdio_relay=False``;
-``RELAY_METRICS``: a file the proxy's ``mcp_upstream_requests_total`` and
-``mcp_upstream_relayed_total`` lines are written to when its input ends; ``RELAY_MIDDLEWARE=1``:
-a middleware on the proxy; ``RELAY_UPSTREAM``: another upstream command line (a JSON list).
+``RELAY_METRICS``: a file the proxy's ``mcp_upstream_requests_total``,
+``mcp_upstream_relayed_total`` and ``mcp_requests_*`` lines are written to when its input
+ends; ``RELAY_MIDDLEWARE=1``: a middleware on the proxy; ``RELAY_UPSTREAM``: another upstream
+command line (a JSON list).
 Run as a script, or with ``mcp-trio serve``."""
 
 import json
@@ -42,7 +43,8 @@ async def main() -> None:
     await server.serve_stdio()
     metrics = os.environ.get("RELAY_METRICS")
     if metrics:
-        lines = [line for line in prometheus_text(server).splitlines() if line.startswith("mcp_upstream_re")]
+        wanted = ("mcp_upstream_re", "mcp_requests_")
+        lines = [line for line in prometheus_text(server).splitlines() if line.startswith(wanted)]
         await trio.Path(metrics).write_text("\n".join(lines) + "\n")
 
 

@@ -151,7 +151,9 @@ async def test_asks_and_logs_of_the_upstream_reach_the_client_of_relayed_calls()
         assert str(await seen(client)).startswith("relay-")
 
 
-async def test_relayed_calls_are_counted_in_the_upstream_metrics(tmp_path: Path) -> None:
+async def test_relayed_calls_are_counted_in_the_upstream_metrics_and_server_statistics(
+    tmp_path: Path,
+) -> None:
     metrics = tmp_path / "metrics.txt"
     env = {**ENV, "RELAY_METRICS": str(metrics), "RELAY_TIMEOUT": "0.5"}
     async with connect(PROXY, env=env) as client:
@@ -170,6 +172,13 @@ async def test_relayed_calls_are_counted_in_the_upstream_metrics(tmp_path: Path)
     assert f'{prefix}"timeout"}} 1' in lines
     assert f'{prefix}"invalid"}} 1' in lines
     assert "mcp_upstream_relayed_total 5" in lines  # (all but the first)
+    # The server's own request statistics count the relayed calls as the stdio session's, as
+    # they count them without the relay (the handshake is no request handled).
+    counted = 'mcp_requests_total{transport="stdio",outcome='
+    assert f'{counted}"ok"}} 4' in lines  # (one by the session, three relayed)
+    assert f'{counted}"error"}} 2' in lines  # (the timeout and the invalid answer)
+    assert f'{counted}"cancelled"}} 0' in lines
+    assert 'mcp_requests_in_flight{transport="stdio"} 0' in lines
 
 
 async def exchange(process: Any, message: dict[str, Any]) -> None:
