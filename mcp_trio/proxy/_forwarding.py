@@ -362,23 +362,20 @@ class Forwarding:
         method = upstream_ctx.method
         capability = ASKS[method]
         ctx = self._newest(upstream_ctx.version, capability)
-        relayed = (
-            None
+        # (with only relayed calls in flight: the stdio client of the relay)
+        asked = (
+            ctx
             if ctx is not None or self.relay is None
             else self.relay.asking(upstream_ctx.version, capability)
         )
-        if ctx is None and relayed is None:
+        if asked is None:
             raise McpError(
                 rpc.INTERNAL_ERROR,
                 f"the proxy cannot pass {method} on: none of its clients with a request in flight "
                 f"declared the {capability!r} capability",
             )
         try:
-            if ctx is not None:
-                result = await ctx.request(method, _wire(params), timeout=self._timeout)
-            else:  # (the stdio client, whose calls in flight are relayed)
-                assert relayed is not None
-                result = await relayed.request(method, _wire(params), timeout=self._timeout)
+            result = await asked.request(method, _wire(params), timeout=self._timeout)
         except ConnectionClosed as exc:
             raise McpError(rpc.INTERNAL_ERROR, f"the proxy's client went away: {exc}") from None
         except RequestTimeout:

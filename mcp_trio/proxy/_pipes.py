@@ -65,23 +65,14 @@ class OutPipe:
     def write(self, data: bytes) -> bool:
         """Write ``data`` whole, waiting for room (from a thread); False: the pipe is broken."""
         with self._lock:
-            if self.broken:
-                return False
-            try:
-                sent = os.write(self._fd, data)
-            except BlockingIOError:
-                sent = 0
-            except OSError:
-                self.broken = True
-                return False
-            return sent == len(data) or self._write_from(memoryview(data), sent)
+            return self._write_from(data, 0)
 
-    def _write_from(self, view: memoryview, sent: int) -> bool:
-        """Write ``view[sent:]``, waiting for room (the lock held); False: the pipe is broken."""
-        with view:
+    def _write_from(self, data: bytes, sent: int) -> bool:
+        """Write ``data[sent:]``, waiting for room (the lock held); False: the pipe is broken."""
+        with memoryview(data) as view:
             while sent < len(view) and not self.broken:
-                try:
-                    sent += os.write(self._fd, view[sent:])
+                try:  # (the whole frame at once, as a pipe mostly takes it: no slice)
+                    sent += os.write(self._fd, view[sent:] if sent else data)
                 except BlockingIOError:
                     self._poll.poll()
                 except OSError:
@@ -111,7 +102,7 @@ class OutPipe:
                     threading.Thread(target=self._finish, args=(data, sent), daemon=True).start()
                     finishing = True
                 except RuntimeError:  # (no thread to be had: finished here, waiting)
-                    return self._write_from(memoryview(data), sent)
+                    return self._write_from(data, sent)
             return True
         finally:
             if not finishing:
@@ -119,7 +110,7 @@ class OutPipe:
 
     def _finish(self, data: bytes, sent: int) -> None:
         try:
-            self._write_from(memoryview(data), sent)
+            self._write_from(data, sent)
         finally:
             self._lock.release()
 
