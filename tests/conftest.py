@@ -31,6 +31,7 @@ def mcp_schema_dir() -> Path:
 TIERS: dict[str, str] = {
     "soak": "every attack at once against each HTTP door, minutes of load",
     "perf": "benchmark guards (ratios against peers), memory figures, the benchmarks' own tests",
+    "fuzz": "the fuzzer's whole campaigns against this project's own servers and clients",
     "conformance": "the official conformance suites, run by Node (installed by the runner)",
     "interop": "other implementations and real services: peer SDKs, FastMCP, nginx, Redis",
     "docs": "the documentation's examples and the README, run as written",

@@ -180,6 +180,7 @@ def test_a_nonstandard_refusal_is_a_note_that_does_not_fail_the_run(tmp_path: Pa
     assert "capabilities:code" in {v.key for v in violations}
 
 
+@pytest.mark.fuzz
 def test_capabilities_campaign_against_our_servers_over_stdio_finds_nothing() -> None:
     """The everything server advertises every capability but tasks' roots notification is left
     to violate; a server of ours with one tool still advertises all but tasks."""
@@ -196,6 +197,7 @@ def test_capabilities_campaign_against_our_servers_over_stdio_finds_nothing() ->
         assert stats[2].skipped is not None and "nothing to violate" in stats[2].skipped
 
 
+@pytest.mark.fuzz
 def test_capabilities_campaign_against_everything_over_http_finds_nothing(everything_http: str) -> None:
     cfg = FuzzConfig(
         HttpTarget(everything_http),
@@ -258,6 +260,7 @@ def test_a_client_that_declared_a_capability_is_not_asked_to_violate_it() -> Non
 
 
 @pytest.mark.slow
+@pytest.mark.fuzz
 def test_capabilities_campaign_against_our_bare_client_finds_nothing(tmp_path: Path) -> None:
     argv = [
         "fuzz",

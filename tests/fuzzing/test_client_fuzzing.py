@@ -69,6 +69,7 @@ def test_a_good_run_of_our_client_passes_every_oracle() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.fuzz
 def test_client_campaign_against_our_own_client_finds_nothing(tmp_path: Path) -> None:
     argv = client_campaign_argv(f"{sys.executable} {OWN_CLIENT}", str(tmp_path), examples=12, seed=3)
     assert main(argv) == 0, (tmp_path / "summary.txt").read_text()

@@ -183,6 +183,7 @@ KNOWN_STDIO: list[str] = []
 KNOWN_HTTP: list[str] = []
 
 
+@pytest.mark.fuzz
 def test_campaign_against_everything_over_stdio_finds_nothing(tmp_path: Path) -> None:
     argv = [
         "fuzz",
@@ -214,6 +215,7 @@ def test_campaign_against_everything_over_stdio_finds_nothing(tmp_path: Path) ->
     assert all(not c["findings"] for c in report["campaigns"])
 
 
+@pytest.mark.fuzz
 def test_lifecycle_campaign_against_everything_over_stdio_finds_nothing(tmp_path: Path) -> None:
     cfg = FuzzConfig(
         StdioTarget([sys.executable, EVERYTHING]),
@@ -226,6 +228,7 @@ def test_lifecycle_campaign_against_everything_over_stdio_finds_nothing(tmp_path
     assert stats.examples == 6 and stats.sessions >= 6 and not stats.findings
 
 
+@pytest.mark.fuzz
 def test_campaign_against_everything_over_http_finds_nothing(everything_http: str, tmp_path: Path) -> None:
     argv = [
         "fuzz",
@@ -320,6 +323,7 @@ def test_the_http_probes_pass_against_our_server(everything_http: str, probe: st
         session.close()
 
 
+@pytest.mark.fuzz
 def test_stateful_campaign_against_everything_over_http_finds_nothing(
     everything_http: str, tmp_path: Path
 ) -> None:
@@ -349,6 +353,7 @@ def test_stateful_campaign_against_everything_over_http_finds_nothing(
 
 
 @pytest.mark.slow
+@pytest.mark.fuzz
 def test_stateful_campaign_against_everything_over_stdio_finds_nothing() -> None:
     cfg = FuzzConfig(
         StdioTarget([sys.executable, EVERYTHING]),

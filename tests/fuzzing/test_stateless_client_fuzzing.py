@@ -104,6 +104,7 @@ def test_our_client_sends_no_response_for_a_junk_event_in_the_stateless_revision
 
 
 @pytest.mark.slow
+@pytest.mark.fuzz
 def test_client_campaign_against_our_own_client_in_the_stateless_revision_finds_nothing(
     tmp_path: Path,
 ) -> None:

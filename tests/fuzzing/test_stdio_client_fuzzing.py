@@ -103,6 +103,7 @@ def test_a_stdio_client_that_answers_twice_is_caught_and_the_finding_replays(
 
 
 @pytest.mark.slow
+@pytest.mark.fuzz
 def test_client_campaign_against_our_own_stdio_client_finds_nothing(tmp_path: Path) -> None:
     client = f"{sys.executable} {OWN_CLIENT} --stdio"
     options = ("--client-transport", "stdio")
