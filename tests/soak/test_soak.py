@@ -20,9 +20,9 @@ in ``SHORTENED`` are cut so that they fire within the test's window).  Then:
    attacks: no session, request or connection left of them (``AT_REST`` seconds at most).
 
 It asserts: 0 errors for the legitimate clients under attack; their p99 within
-``P99_FACTOR`` x max(p99_unloaded, ``P99_FLOOR_MS``); the live memory after within ``LIVE_MARGIN``
-of before (no object of the attacks kept) and the RSS within ``RSS_MARGIN``; the server alive;
-and that every attack really ran and met its bound.
+``P99_FACTOR`` (the hypercorn door: ``P99_FACTORS``) x max(p99_unloaded, ``P99_FLOOR_MS``); the
+live memory after within ``LIVE_MARGIN`` of before (no object of the attacks kept) and the RSS
+within ``RSS_MARGIN``; the server alive; and that every attack really ran and met its bound.
 
 It judges the server, not the machine it runs on: the kernel counts how long the attackers'
 thread and the server waited for a CPU while runnable (``/proc/.../schedstat``). When the
