@@ -37,6 +37,7 @@ each keeps its median.
 from __future__ import annotations
 
 import argparse
+import atexit
 import functools
 import json
 import os
@@ -72,13 +73,15 @@ FLAGS = {"--quick": "one short round (a smoke test)", "--json": "print the rows 
 
 @functools.cache
 def c_relay() -> str | None:
-    """``peers/relay_copy.c`` built (in a temporary directory, once a run): its path, or None
+    """``peers/relay_copy.c`` built (in a temporary directory, once a run, removed at exit): its path, or None
     when no C compiler is on the ``PATH`` (said on stderr)."""
     compiler = shutil.which("cc") or shutil.which("gcc")
     if compiler is None:
         print(f"no C compiler on the PATH: the {C_RELAY!r} row is left out", file=sys.stderr)
         return None
-    built = str(Path(tempfile.mkdtemp(prefix="mcp-trio-bench-")) / "relay_copy")
+    where = tempfile.mkdtemp(prefix="mcp-trio-bench-")
+    atexit.register(shutil.rmtree, where, True)
+    built = str(Path(where) / "relay_copy")
     source = str(ROOT / "benchmarks" / "peers" / "relay_copy.c")
     subprocess.run([compiler, "-O2", "-pthread", "-o", built, source], check=True)
     return built

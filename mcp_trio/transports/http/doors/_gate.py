@@ -312,8 +312,10 @@ class _Turns:
 
     A request is given a turn at once if its address holds fewer than ``_OWN_TURNS``, or if
     none waits and fewer than ``size`` are held (or all are held by its own address: there is
-    no one else to be fair to).  Otherwise it waits in its address's queue, and a turn that
-    frees goes to the next address round-robin (first come first served within an address).
+    no one else to be fair to); a further request of a connection holding or waiting for a
+    turn (HTTP/2's streams at once) shares it.  Otherwise a request waits in its address's
+    queue, and a turn that frees goes to the next address round-robin (first come first served
+    within an address).
     So a client of an address holding few turns is answered at once, and one of a busier
     address after at most one request of each other address waiting, not after all of them:
     a flood of requests from a few addresses queues here, one parked task each, instead of in
@@ -330,7 +332,10 @@ class _Turns:
         self._keeper = trio.lowlevel.ParkingLot()  # (keep waits here while no request waits)
 
     def take(self, ticket: _Ticket) -> bool:
-        """Give ``ticket``'s request a turn now if it may have one (True), see above."""
+        """Give ``ticket``'s request a turn now if it may have one (True), see above.  A
+        connection that already holds a turn, or waits for one, shares it (True)."""
+        if ticket.waiter is not None or ticket.key in self.holding:
+            return True
         held = self.held
         mine = held.get(ticket.address, 0)
         if mine >= _OWN_TURNS and (
@@ -523,12 +528,7 @@ class ConnectionGate:
         (:meth:`idle`) or ends.  A request on a connection that already holds a turn, or
         waits for one (HTTP/2's streams at once), goes with it: True."""
         ticket = self._tickets.get(id(stream))
-        return (
-            ticket is None
-            or ticket.waiter is not None
-            or ticket.key in self._turns.holding
-            or self._turns.take(ticket)
-        )
+        return ticket is None or self._turns.take(ticket)
 
     async def turn(self, stream: trio.SocketStream) -> None:
         """Wait until the whole request on ``stream`` may be answered (see :class:`_Turns`)."""
